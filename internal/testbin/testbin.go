@@ -1,0 +1,120 @@
+// Package testbin builds harnessd's own binaries (harnessd, testharness) for
+// tests that must run them as real subprocesses. Each binary is built once per
+// test process into a private directory that Cleanup removes.
+//
+// Set HARNESSD_BIN_DIR to a directory holding prebuilt binaries to skip the
+// build (the Makefile does this).
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// Packages maps binary names to their package paths in the module.
+var Packages = map[string]string{
+	"harnessd":    "./cmd/harnessd",
+	"testharness": "./testharness/cmd/testharness",
+}
+
+var (
+	mu    sync.Mutex
+	dir   string
+	built = map[string]string{}
+	errs  = map[string]error{}
+)
+
+// Path returns the path of the named binary, building it if needed. It fails
+// the test if the binary cannot be built.
+func Path(tb testing.TB, name string) string {
+	tb.Helper()
+	p, err := Build(name)
+	if err != nil {
+		tb.Fatalf("build %s: %v", name, err)
+	}
+	return p
+}
+
+// Build returns the path of the named binary, building it if needed.
+func Build(name string) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[name]; ok {
+		return p, nil
+	}
+	if err, ok := errs[name]; ok {
+		return "", err
+	}
+	if d := os.Getenv("HARNESSD_BIN_DIR"); d != "" {
+		p := filepath.Join(d, name)
+		if _, err := os.Stat(p); err == nil {
+			abs, _ := filepath.Abs(p)
+			built[name] = abs
+			return abs, nil
+		}
+	}
+	pkg, ok := Packages[name]
+	if !ok {
+		return "", fmt.Errorf("unknown binary %q", name)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		errs[name] = err
+		return "", err
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "harnessd-testbin-")
+		if err != nil {
+			return "", err
+		}
+		dir = d
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		errs[name] = err
+		return "", err
+	}
+	built[name] = out
+	return out, nil
+}
+
+// Cleanup removes the binaries built by this process.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		os.RemoveAll(dir)
+		dir = ""
+		built = map[string]string{}
+	}
+}
+
+// Main runs the tests of m and removes built binaries afterwards. Use it as
+// os.Exit(testbin.Main(m)) in TestMain.
+func Main(m *testing.M) int {
+	code := m.Run()
+	Cleanup()
+	return code
+}
+
+func moduleRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s", wd)
+		}
+	}
+}

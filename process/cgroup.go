@@ -1,0 +1,248 @@
+package process
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroupManager owns a cgroup v2 directory for this daemon, with one leaf per
+// process tree. Killing a leaf (cgroup.kill) ends every process in it, however
+// it forked or detached.
+type cgroupManager struct {
+	parent string
+	seq    atomic.Uint64
+}
+
+// cgroupLeaf is one process tree's cgroup.
+type cgroupLeaf struct {
+	path string
+	fd   int // O_PATH directory fd for CLONE_INTO_CGROUP; -1 once closed
+}
+
+// findCgroup2 returns the cgroup v2 mount point and the mount's root path
+// from /proc/self/mountinfo.
+func findCgroup2() (mountPoint, mountRoot string, err error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		if fs := strings.Fields(post); len(fs) == 0 || fs[0] != "cgroup2" {
+			continue
+		}
+		fields := strings.Fields(pre)
+		if len(fields) < 5 {
+			continue
+		}
+		return unescapeMountPath(fields[4]), unescapeMountPath(fields[3]), nil
+	}
+	if err := sc.Err(); err != nil {
+		return "", "", err
+	}
+	return "", "", errors.New("no cgroup2 filesystem mounted")
+}
+
+// unescapeMountPath undoes the octal escapes (\040 for space) of mountinfo.
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ownCgroup returns this process's cgroup v2 path ("0::/path").
+func ownCgroup() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "/"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return "/"
+}
+
+// newCgroupManager creates this daemon's cgroup directory below its own
+// cgroup (or below root when given) and checks that a leaf can be made and
+// killed there.
+func newCgroupManager(root string) (*cgroupManager, error) {
+	if root == "" {
+		mp, mroot, err := findCgroup2()
+		if err != nil {
+			return nil, err
+		}
+		own := ownCgroup()
+		if rel, ok := strings.CutPrefix(own, mroot); ok && mroot != "/" {
+			own = rel
+		}
+		root = filepath.Join(mp, own)
+	}
+	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+		return nil, fmt.Errorf("%s is not a cgroup v2 directory: %w", root, err)
+	}
+	parent := filepath.Join(root, fmt.Sprintf("harnessd-%d", os.Getpid()))
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		if !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("create %s: %w", parent, err)
+		}
+		// A leftover of an earlier daemon that had our pid: clear it out.
+		removeCgroupTree(parent)
+		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("create %s: %w", parent, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil {
+		os.Remove(parent)
+		return nil, fmt.Errorf("cgroup.kill not available (kernel < 5.14?): %w", err)
+	}
+	m := &cgroupManager{parent: parent}
+	probe, err := m.newLeaf("probe")
+	if err != nil {
+		os.Remove(parent)
+		return nil, err
+	}
+	if err := probe.remove(time.Second); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *cgroupManager) newLeaf(name string) (*cgroupLeaf, error) {
+	p := filepath.Join(m.parent, fmt.Sprintf("%s-%d", sanitizeName(name), m.seq.Add(1)))
+	if err := os.Mkdir(p, 0o755); err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", p, err)
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(p)
+		return nil, fmt.Errorf("open cgroup %s: %w", p, err)
+	}
+	return &cgroupLeaf{path: p, fd: fd}, nil
+}
+
+func (m *cgroupManager) close() error {
+	removeCgroupTree(m.parent)
+	if err := os.Remove(m.parent); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// removeCgroupTree kills and removes every child cgroup of dir.
+func removeCgroupTree(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		l := &cgroupLeaf{path: filepath.Join(dir, e.Name()), fd: -1}
+		l.kill()
+		l.remove(time.Second)
+	}
+}
+
+func sanitizeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 32 {
+		b = b[:32]
+	}
+	if len(b) == 0 {
+		return "p"
+	}
+	return string(b)
+}
+
+// closeFD releases the directory fd once the child has been cloned into it.
+func (l *cgroupLeaf) closeFD() {
+	if l.fd >= 0 {
+		unix.Close(l.fd)
+		l.fd = -1
+	}
+}
+
+// procs lists the pids in the leaf.
+func (l *cgroupLeaf) procs() []int {
+	b, err := os.ReadFile(filepath.Join(l.path, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range bytes.Fields(b) {
+		if pid, err := strconv.Atoi(string(f)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// populated reports whether any process is left in the leaf.
+func (l *cgroupLeaf) populated() bool {
+	b, err := os.ReadFile(filepath.Join(l.path, "cgroup.events"))
+	if err != nil {
+		return false // gone
+	}
+	return bytes.Contains(b, []byte("populated 1"))
+}
+
+// signal sends sig to every process in the leaf.
+func (l *cgroupLeaf) signal(sig unix.Signal) {
+	for _, pid := range l.procs() {
+		unix.Kill(pid, sig)
+	}
+}
+
+// kill ends every process in the leaf at once.
+func (l *cgroupLeaf) kill() error {
+	return os.WriteFile(filepath.Join(l.path, "cgroup.kill"), []byte("1"), 0)
+}
+
+// remove deletes the leaf, retrying while the kernel still counts it busy.
+func (l *cgroupLeaf) remove(wait time.Duration) error {
+	l.closeFD()
+	deadline := time.Now().Add(wait)
+	for {
+		err := os.Remove(l.path)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", l.path, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

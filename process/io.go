@@ -1,0 +1,299 @@
+package process
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+)
+
+// maxTooLongPrefix bounds the prefix kept of an over-long line.
+const maxTooLongPrefix = 1024
+
+// countingReader counts bytes read into an atomic counter.
+type countingReader struct {
+	r io.Reader
+	p *Process
+}
+
+func (c countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.p.outN.Add(int64(n))
+	return n, err
+}
+
+func (p *Process) startReaders() {
+	switch {
+	case p.ptmx != nil:
+		p.output = make(chan []byte, p.spec.LineBuffer)
+		p.readers.Add(1)
+		go p.readPTY()
+	case p.spec.Stdio == StdioRaw:
+		p.raw = countingReader{r: p.stdout, p: p}
+	default:
+		p.lines = make(chan Line, p.spec.LineBuffer)
+		p.readers.Add(1)
+		go p.readLines()
+	}
+	if p.stderr != nil {
+		p.readers.Add(1)
+		go p.readStderr()
+	}
+}
+
+// readLines splits stdout into bounded lines.
+func (p *Process) readLines() {
+	defer p.readers.Done()
+	defer close(p.lines)
+	br := bufio.NewReaderSize(countingReader{r: p.stdout, p: p}, 64<<10)
+	limit := p.spec.MaxLineBytes
+	keep := min(maxTooLongPrefix, limit)
+	var acc []byte
+	size, tooLong := 0, false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(frag) > 0 {
+			size += len(frag)
+			content := size
+			if frag[len(frag)-1] == '\n' {
+				content--
+			}
+			switch {
+			case tooLong:
+			case content > limit:
+				tooLong = true
+				acc = append(acc, frag[:min(len(frag), max(0, keep-len(acc)))]...)
+				acc = acc[:min(len(acc), keep)]
+			default:
+				acc = append(acc, frag...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if size > 0 {
+			if err == nil {
+				size-- // the newline is not part of the line
+			}
+			text := bytes.TrimSuffix(bytes.TrimSuffix(acc, []byte{'\n'}), []byte{'\r'})
+			select {
+			case p.lines <- Line{Text: bytes.Clone(text), TooLong: tooLong, Size: size}:
+			case <-p.closing:
+				return
+			}
+		}
+		if cap(acc) > 64<<10 {
+			acc = nil
+		}
+		acc, size, tooLong = acc[:0], 0, false
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readPTY forwards terminal output chunks; EIO means the terminal hung up.
+func (p *Process) readPTY() {
+	defer p.readers.Done()
+	defer close(p.output)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.ptmx.Read(buf)
+		if n > 0 {
+			p.outN.Add(int64(n))
+			chunk := bytes.Clone(buf[:n])
+			p.tail.Write(chunk)
+			select {
+			case p.output <- chunk:
+			case <-p.closing:
+				return
+			}
+		}
+		if err != nil {
+			return // io.EOF, EIO (hang-up) or closed
+		}
+	}
+}
+
+func (p *Process) readStderr() {
+	defer p.readers.Done()
+	var w io.Writer = p.tail
+	if p.spec.Stderr != nil {
+		w = io.MultiWriter(p.tail, p.spec.Stderr)
+	}
+	io.Copy(w, p.stderr)
+}
+
+// WaitReady consumes output until ready reports true for a stdout line (in
+// PTY mode: for all terminal output so far), the child exits, or ctx ends.
+// It returns the output consumed before the ready line, so that nothing the
+// child printed is silently lost. A nil ready returns at once.
+//
+// On failure the tree is killed and a *StartError is returned that carries
+// the exit status and stderr tail.
+func (p *Process) WaitReady(ctx context.Context, ready func([]byte) bool) ([][]byte, error) {
+	if ready == nil {
+		return nil, nil
+	}
+	var early [][]byte
+	var acc []byte
+	for {
+		var (
+			data []byte
+			ok   bool
+		)
+		if p.ptmx != nil {
+			select {
+			case data, ok = <-p.output:
+			case <-ctx.Done():
+				return early, p.startFailed(ctx.Err())
+			}
+			if ok {
+				acc = append(acc, data...)
+				if len(acc) > 64<<10 {
+					acc = acc[len(acc)-64<<10:]
+				}
+				early = append(early, data)
+				if ready(acc) {
+					return early, nil
+				}
+			}
+		} else {
+			if p.lines == nil {
+				return nil, errors.New("WaitReady needs line or PTY mode")
+			}
+			var l Line
+			select {
+			case l, ok = <-p.lines:
+			case <-ctx.Done():
+				return early, p.startFailed(ctx.Err())
+			}
+			if ok {
+				if !l.TooLong && ready(l.Text) {
+					return early, nil
+				}
+				early = append(early, l.Text)
+			}
+		}
+		if !ok {
+			return early, p.startFailed(nil)
+		}
+	}
+}
+
+// startFailed kills the tree and describes why start-up failed. cause is the
+// context error, or nil when the child closed its output.
+func (p *Process) startFailed(cause error) error {
+	e := &StartError{Name: p.spec.Name, Err: cause}
+	switch {
+	case cause == nil:
+		e.Reason = FailExited
+		// The child closed stdout; give it a moment to exit so its status
+		// and the rest of stderr are known.
+		t := time.NewTimer(2 * time.Second)
+		select {
+		case <-p.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	case errors.Is(cause, context.DeadlineExceeded):
+		e.Reason = FailTimeout
+	default:
+		e.Reason = FailCancelled
+	}
+	p.Stop(context.Background(), 0)
+	if st, ok := p.ExitStatus(); ok {
+		e.Exit = &st
+	}
+	e.StderrTail = p.StderrTail()
+	return e
+}
+
+// WriteLine writes b and a newline to the child's stdin as one write.
+func (p *Process) WriteLine(ctx context.Context, b []byte) error {
+	buf := make([]byte, 0, len(b)+1)
+	buf = append(append(buf, b...), '\n')
+	return p.Write(ctx, buf)
+}
+
+// Write writes b to the child's stdin (the terminal in PTY mode). It fails
+// with an error wrapping ErrNotRunning when the child cannot read any more,
+// and with ctx's error when ctx ends first.
+func (p *Process) Write(ctx context.Context, b []byte) error {
+	select {
+	case <-p.stopped:
+		return fmt.Errorf("write to %s: %w", p.spec.Name, ErrStopped)
+	default:
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.ptmx != nil {
+		return p.writePTY(ctx, b)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		p.stdin.SetWriteDeadline(d)
+	} else {
+		p.stdin.SetWriteDeadline(time.Time{})
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.stdin.SetWriteDeadline(time.Unix(1, 0))
+		case <-done:
+		}
+	}()
+	_, err := p.stdin.Write(b)
+	if err != nil {
+		return p.writeErr(ctx, err)
+	}
+	return nil
+}
+
+// writePTY writes to the terminal, which is in blocking mode, from a helper
+// goroutine so that ctx can abandon a write the child never reads.
+func (p *Process) writePTY(ctx context.Context, b []byte) error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.ptmx.Write(b)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return p.writeErr(ctx, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Process) writeErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EIO) {
+		return fmt.Errorf("write to %s: %w", p.spec.Name, ErrNotRunning)
+	}
+	return fmt.Errorf("write to %s: %w", p.spec.Name, err)
+}
+
+// CloseStdin closes the child's stdin (pipe mode), signalling end of input.
+func (p *Process) CloseStdin() error {
+	if p.stdin == nil {
+		return nil
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.stdin.Close()
+}

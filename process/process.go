@@ -1,0 +1,345 @@
+package process
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// TreeEnvVar is set in every child's environment to a value unique to its
+// tree. It lets Stop find descendants that left the process group and lost
+// their parent when no cgroup is available.
+const TreeEnvVar = "HARNESSD_TREE"
+
+// Line is one line of a child's stdout, without its line ending.
+type Line struct {
+	// Text is the line; when TooLong is set it is only a prefix.
+	Text []byte
+	// TooLong reports a line longer than Spec.MaxLineBytes.
+	TooLong bool
+	// Size is the full length of the line in bytes.
+	Size int
+}
+
+// Process is one supervised process tree. Its methods are safe for
+// concurrent use. Every started Process must be stopped with Stop.
+type Process struct {
+	spec   Spec
+	sup    *Supervisor
+	log    *slog.Logger
+	cmd    *exec.Cmd
+	pid    int
+	treeID string
+	leaf   *cgroupLeaf
+
+	stdin  *os.File // pipe mode
+	stdout *os.File // pipe mode read end
+	stderr *os.File
+	ptmx   *os.File // pty mode
+
+	lines   chan Line   // StdioLines
+	output  chan []byte // PTY
+	raw     io.Reader   // StdioRaw
+	outN    atomic.Int64
+	tail    *Tail
+	readers sync.WaitGroup
+
+	writeMu sync.Mutex
+
+	exited   chan struct{}
+	exit     ExitStatus
+	closing  chan struct{} // closed when Stop starts tearing down readers
+	stopOnce sync.Once
+	stopped  chan struct{}
+	stopErr  error
+}
+
+// Start spawns the program of spec. It returns a *StartError with Reason
+// FailSpawn if the program cannot be executed. The process is not yet known
+// to be ready: see WaitReady.
+func (s *Supervisor) Start(spec Spec) (*Process, error) {
+	spec = spec.withDefaults()
+	p := &Process{
+		spec:    spec,
+		sup:     s,
+		tail:    NewTail(spec.StderrTailLines, spec.StderrTailBytes),
+		exited:  make(chan struct{}),
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	if err := s.track(p); err != nil {
+		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}
+	}
+	if err := p.start(); err != nil {
+		s.untrack(p)
+		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}
+	}
+	return p, nil
+}
+
+func newTreeID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// lookPath resolves file against the PATH of env, as the child would.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	pathVar, ok := lookEnv(env, "PATH")
+	if !ok {
+		pathVar = os.Getenv("PATH")
+	}
+	for _, dir := range filepath.SplitList(pathVar) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q: %w", file, exec.ErrNotFound)
+}
+
+func (p *Process) start() (err error) {
+	spec := &p.spec
+	path, err := lookPath(spec.Path, spec.Env)
+	if err != nil {
+		return err
+	}
+	p.treeID = newTreeID()
+	env := append(append([]string(nil), spec.Env...), TreeEnvVar+"="+p.treeID)
+	cmd := &exec.Cmd{Path: path, Args: append([]string{spec.Path}, spec.Args...), Dir: spec.Dir, Env: env}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
+
+	// Parent-side files to close if anything fails; child-side ends always
+	// close once the child has them.
+	var parentFiles, childFiles []*os.File
+	defer func() {
+		for _, f := range childFiles {
+			f.Close()
+		}
+		if err != nil {
+			for _, f := range parentFiles {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		return
+	}
+
+	if spec.PTY != nil {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			return fmt.Errorf("open pty: %w", err)
+		}
+		parentFiles = append(parentFiles, ptmx)
+		childFiles = append(childFiles, tty)
+		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: spec.PTY.Rows, Cols: spec.PTY.Cols}); err != nil {
+			return fmt.Errorf("set pty size: %w", err)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
+		p.ptmx = ptmx
+	} else {
+		inR, inW, err := pipe()
+		if err != nil {
+			return err
+		}
+		childFiles = append(childFiles, inR)
+		parentFiles = append(parentFiles, inW)
+		outR, outW, err := pipe()
+		if err != nil {
+			return err
+		}
+		childFiles = append(childFiles, outW)
+		parentFiles = append(parentFiles, outR)
+		errR, errW, err := pipe()
+		if err != nil {
+			return err
+		}
+		childFiles = append(childFiles, errW)
+		parentFiles = append(parentFiles, errR)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+		attr.Setpgid = true
+		p.stdin, p.stdout, p.stderr = inW, outR, errR
+	}
+
+	if p.sup.cg != nil {
+		leaf, lerr := p.sup.cg.newLeaf(spec.Name)
+		if lerr != nil {
+			p.spec.Logger.Warn("no cgroup for process tree; using group kill", "name", spec.Name, "err", lerr)
+		} else {
+			p.leaf = leaf
+			attr.UseCgroupFD, attr.CgroupFD = true, leaf.fd
+		}
+	}
+
+	children.Lock()
+	err = cmd.Start()
+	if err != nil && p.leaf != nil && cgroupRelated(err) {
+		// CLONE_INTO_CGROUP can be refused (old kernel, seccomp); run without.
+		p.spec.Logger.Warn("starting in cgroup failed; retrying without", "name", spec.Name, "err", err)
+		p.leaf.remove(time.Second)
+		p.leaf = nil
+		attr.UseCgroupFD, attr.CgroupFD = false, 0
+		err = cmd.Start()
+	}
+	if err == nil {
+		children.pids[cmd.Process.Pid] = struct{}{}
+	}
+	children.Unlock()
+	if p.leaf != nil {
+		p.leaf.closeFD()
+	}
+	if err != nil {
+		if p.leaf != nil {
+			p.leaf.remove(time.Second)
+		}
+		return err
+	}
+	p.cmd = cmd
+	p.pid = cmd.Process.Pid
+	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
+	p.log.Debug("process started", "path", path, "args", spec.Args, "cgroup", p.leaf != nil, "pty", spec.PTY != nil)
+
+	go p.waitExit()
+	p.startReaders()
+	return nil
+}
+
+func (p *Process) waitExit() {
+	err := p.cmd.Wait()
+	unregisterChild(p.pid)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		p.exit = ExitStatus{Code: 0}
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			p.exit = exitFromWaitStatus(ws)
+		} else {
+			p.exit = ExitStatus{Code: ee.ExitCode()}
+		}
+	default:
+		p.exit = ExitStatus{Code: -1, Signal: "unknown"}
+	}
+	p.log.Debug("process exited", "status", p.exit.String())
+	close(p.exited)
+}
+
+// Name returns the Spec name.
+func (p *Process) Name() string { return p.spec.Name }
+
+// Pid returns the pid of the tree's leader; it is also the process group id.
+func (p *Process) Pid() int { return p.pid }
+
+// KillMode names the mechanism this tree is killed with.
+func (p *Process) KillMode() string {
+	if p.leaf != nil {
+		return "cgroup"
+	}
+	if p.sup.mech.Subreaper {
+		return "subreaper+pgroup"
+	}
+	return "pgroup"
+}
+
+// Exited is closed when the leader has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Alive reports whether the leader is still running.
+func (p *Process) Alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ExitStatus returns the leader's exit status once it has exited.
+func (p *Process) ExitStatus() (ExitStatus, bool) {
+	select {
+	case <-p.exited:
+		return p.exit, true
+	default:
+		return ExitStatus{}, false
+	}
+}
+
+// Wait blocks until the leader exits or ctx ends.
+func (p *Process) Wait(ctx context.Context) (ExitStatus, error) {
+	select {
+	case <-p.exited:
+		return p.exit, nil
+	case <-ctx.Done():
+		return ExitStatus{}, ctx.Err()
+	}
+}
+
+// StderrTail returns the kept end of stderr (in PTY mode: of the terminal output).
+func (p *Process) StderrTail() string { return p.tail.String() }
+
+// OutputBytes returns how many bytes of stdout (or terminal output) have been
+// read so far. Callers compute per-turn budgets from differences.
+func (p *Process) OutputBytes() int64 { return p.outN.Load() }
+
+// Lines delivers stdout lines in StdioLines pipe mode; it is closed at EOF.
+// It is nil in other modes.
+func (p *Process) Lines() <-chan Line { return p.lines }
+
+// Output delivers terminal output chunks in PTY mode; it is closed when the
+// terminal hangs up. It is nil in pipe mode.
+func (p *Process) Output() <-chan []byte { return p.output }
+
+// Stdout returns the raw stdout reader in StdioRaw mode, else nil.
+func (p *Process) Stdout() io.Reader { return p.raw }
+
+// Stdin returns the child's stdin as a writer (the pty in PTY mode). Prefer
+// Write/WriteLine, which honour contexts.
+func (p *Process) Stdin() io.Writer {
+	if p.ptmx != nil {
+		return p.ptmx
+	}
+	return p.stdin
+}
+
+// Resize changes the terminal size in PTY mode.
+func (p *Process) Resize(rows, cols uint16) error {
+	if p.ptmx == nil {
+		return errors.New("process has no terminal")
+	}
+	return pty.Setsize(p.ptmx, &pty.Winsize{Rows: rows, Cols: cols})
+}
+
+// cgroupRelated reports whether a start error may come from CLONE_INTO_CGROUP
+// rather than from the program itself.
+func cgroupRelated(err error) bool {
+	for _, e := range []error{syscall.ENOENT, syscall.EACCES, syscall.ENOEXEC, syscall.ENOTDIR, syscall.ELOOP, syscall.E2BIG} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,94 @@
+package process
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// children records the pids this package started and has not reaped yet, so
+// that orphan reaping never steals an exit status from a tracked child. The
+// lock is held across fork+exec so a child that dies at once is registered
+// before any reaper can see its zombie.
+var children = struct {
+	sync.Mutex
+	pids map[int]struct{}
+}{pids: make(map[int]struct{})}
+
+func unregisterChild(pid int) {
+	children.Lock()
+	delete(children.pids, pid)
+	children.Unlock()
+}
+
+// enableSubreaper makes the daemon adopt orphaned descendants.
+func enableSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// isSubreaper reports whether this process is a child subreaper.
+func isSubreaper() bool {
+	var v int32
+	// PR_GET_CHILD_SUBREAPER writes an int through the pointer argument.
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafePointer(&v)), 0, 0, 0); err != nil {
+		return false
+	}
+	return v != 0
+}
+
+// ReapOrphans reaps every zombie child of the daemon that this package did
+// not start (orphans re-parented to a subreaper or to PID 1) and returns how
+// many it reaped. Tracked children are left to their own Wait.
+func ReapOrphans() int {
+	children.Lock()
+	defer children.Unlock()
+	n := 0
+	for _, pid := range childPids() {
+		if _, tracked := children.pids[pid]; tracked {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || !st.zombie() {
+			continue
+		}
+		var ws unix.WaitStatus
+		if pid, err := unix.Wait4(st.pid, &ws, unix.WNOHANG, nil); err == nil && pid == st.pid {
+			n++
+		}
+	}
+	return n
+}
+
+// reapLoop reaps orphans on every SIGCHLD (debounced) and on a slow timer
+// until ctx ends.
+func reapLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGCHLD)
+	defer signal.Stop(sig)
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+			// Let a burst of exits settle before scanning /proc.
+			t := time.NewTimer(5 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			ReapOrphans()
+		case <-tick.C:
+			ReapOrphans()
+		}
+	}
+}

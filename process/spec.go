@@ -1,0 +1,100 @@
+package process
+
+import (
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Defaults for Spec fields left zero.
+const (
+	DefaultMaxLineBytes    = 4 << 20 // 4 MiB per stdout line
+	DefaultStderrTailLines = 50
+	DefaultStderrTailBytes = 16 << 10
+	DefaultLineBuffer      = 256 // stdout lines buffered before the child blocks
+	DefaultKillWait        = 5 * time.Second
+)
+
+// Stdio selects how the child's stdout is consumed.
+type Stdio int
+
+const (
+	// StdioLines splits stdout into lines delivered by Process.Lines.
+	StdioLines Stdio = iota
+	// StdioRaw hands stdout to the caller as an io.Reader (Process.Stdout).
+	StdioRaw
+)
+
+// PTY requests a pseudo-terminal as the child's stdin, stdout and stderr.
+// The child runs in a new session with the terminal as its controlling tty.
+type PTY struct {
+	Rows, Cols uint16 // default 40x120
+}
+
+// Spec describes a process tree to start. Env is used exactly as given: build
+// it with Environ so that the daemon's own environment does not leak.
+type Spec struct {
+	// Name labels the tree in logs and errors (e.g. "harness", "tools:db").
+	Name string
+	// Path is the program to run; it is looked up in PATH of Env if it has no slash.
+	Path string
+	// Args are the arguments after the program name.
+	Args []string
+	// Dir is the working directory; empty means the daemon's.
+	Dir string
+	// Env is the complete environment of the child.
+	Env []string
+
+	// PTY, when set, runs the child on a pseudo-terminal. Output then arrives
+	// as chunks (Process.Output) rather than lines.
+	PTY *PTY
+	// Stdio selects line or raw stdout in pipe mode.
+	Stdio Stdio
+
+	// MaxLineBytes bounds one stdout line; longer lines arrive as a Line with
+	// TooLong set and only a prefix kept.
+	MaxLineBytes int
+	// LineBuffer is how many stdout lines are buffered before the child blocks.
+	LineBuffer int
+	// StderrTailLines and StderrTailBytes bound the kept stderr tail.
+	StderrTailLines int
+	StderrTailBytes int
+	// Stderr, if set, also receives every stderr line (with its newline).
+	Stderr io.Writer
+
+	// Logger receives lifecycle records; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (s *Spec) withDefaults() Spec {
+	c := *s
+	if c.MaxLineBytes <= 0 {
+		c.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if c.LineBuffer <= 0 {
+		c.LineBuffer = DefaultLineBuffer
+	}
+	if c.StderrTailLines <= 0 {
+		c.StderrTailLines = DefaultStderrTailLines
+	}
+	if c.StderrTailBytes <= 0 {
+		c.StderrTailBytes = DefaultStderrTailBytes
+	}
+	if c.Name == "" {
+		c.Name = c.Path
+	}
+	if c.PTY != nil {
+		p := *c.PTY
+		if p.Rows == 0 {
+			p.Rows = 40
+		}
+		if p.Cols == 0 {
+			p.Cols = 120
+		}
+		c.PTY = &p
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

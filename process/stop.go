@@ -1,0 +1,273 @@
+package process
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stop ends the whole tree. It sends SIGTERM to every member (and SIGHUP in
+// PTY mode, since interactive shells ignore SIGTERM), waits up to grace for
+// them to exit, then kills what is left (cgroup.kill where available, else
+// SIGKILL to the group or session), sweeps for members that escaped the group
+// (setsid, double fork), reaps every orphan and releases pipes, terminal and
+// cgroup. A grace of zero kills at once.
+//
+// Stop is idempotent and safe to call from several goroutines: every caller
+// waits for the same stop. If ctx ends first Stop returns ctx's error while
+// the stop runs on to completion in the background.
+func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
+	p.stopOnce.Do(func() { go p.stop(grace) })
+	select {
+	case <-p.stopped:
+		return p.stopErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stopped is closed once Stop has finished.
+func (p *Process) Stopped() <-chan struct{} { return p.stopped }
+
+func (p *Process) stop(grace time.Duration) {
+	defer close(p.stopped)
+	defer p.sup.untrack(p)
+	start := time.Now()
+
+	if grace > 0 && !p.allDead() {
+		p.signalTree(unix.SIGTERM)
+		p.waitDead(grace)
+	}
+	killed := false
+	if !p.allDead() {
+		killed = true
+		p.killTree()
+		p.waitDead(DefaultKillWait)
+	}
+	escapees := 0
+	if p.leaf == nil || p.leaf.populated() {
+		// cgroup.kill leaves nothing behind; without a cgroup (or if it
+		// somehow failed) hunt for escapees.
+		escapees = p.sweep()
+	}
+
+	// The leader is normally reaped by now; don't wait forever for a
+	// process the kernel cannot kill (uninterruptible sleep).
+	t := time.NewTimer(DefaultKillWait)
+	select {
+	case <-p.exited:
+	case <-t.C:
+		p.log.Error("process leader did not exit after SIGKILL")
+	}
+	t.Stop()
+	ReapOrphans()
+
+	p.releaseIO()
+	if p.leaf != nil {
+		if err := p.leaf.remove(time.Second); err != nil {
+			p.log.Warn("cgroup not removed", "err", err)
+		}
+	}
+	p.log.Debug("process tree stopped", "elapsed", time.Since(start), "escalated", killed,
+		"escapees", escapees, "mode", p.KillMode(), "status", p.exit.String())
+}
+
+// releaseIO lets the readers finish and closes every parent-side file.
+func (p *Process) releaseIO() {
+	close(p.closing)
+	if p.stdin != nil {
+		p.writeMu.Lock()
+		p.stdin.Close()
+		p.writeMu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		// A pipe writer survived (outside our reach) or the terminal never
+		// hung up. Closing pipes unblocks pipe readers; a blocked terminal
+		// read cannot be interrupted, which is logged as a leak.
+		p.log.Warn("output readers still busy after stop; closing")
+	}
+	if p.stdout != nil {
+		p.stdout.Close()
+	}
+	if p.stderr != nil {
+		p.stderr.Close()
+	}
+	if p.ptmx != nil {
+		p.ptmx.Close()
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		p.log.Error("output reader goroutine leaked after stop")
+	}
+}
+
+// signalTree sends sig to every member of the tree.
+func (p *Process) signalTree(sig unix.Signal) {
+	if p.leaf != nil {
+		p.leaf.signal(sig)
+	}
+	if p.ptmx != nil {
+		// A session may hold several process groups (shell job control).
+		for _, pg := range p.sessionGroups() {
+			unix.Kill(-pg, unix.SIGHUP)
+			unix.Kill(-pg, sig)
+			unix.Kill(-pg, unix.SIGCONT)
+		}
+		return
+	}
+	unix.Kill(-p.pid, sig)
+}
+
+// killTree sends SIGKILL to every member, through the cgroup when there is one.
+func (p *Process) killTree() {
+	if p.leaf != nil {
+		if err := p.leaf.kill(); err != nil {
+			p.log.Warn("cgroup.kill failed", "err", err)
+		}
+	}
+	if p.ptmx != nil {
+		for _, pg := range p.sessionGroups() {
+			unix.Kill(-pg, unix.SIGKILL)
+		}
+	}
+	unix.Kill(-p.pid, unix.SIGKILL)
+}
+
+// sessionGroups lists the process groups of the tree's session.
+func (p *Process) sessionGroups() []int {
+	seen := map[int]bool{p.pid: true}
+	groups := []int{p.pid}
+	for _, st := range scanProcs(func(s procStat) bool { return s.sid == p.pid }) {
+		if !seen[st.pgrp] {
+			seen[st.pgrp] = true
+			groups = append(groups, st.pgrp)
+		}
+	}
+	return groups
+}
+
+// allDead reports whether the leader has exited and no member is left.
+func (p *Process) allDead() bool {
+	if p.Alive() {
+		return false
+	}
+	if p.leaf != nil {
+		return !p.leaf.populated()
+	}
+	if p.ptmx == nil && unix.Kill(-p.pid, 0) == unix.ESRCH {
+		return true
+	}
+	return len(p.members()) == 0
+}
+
+// members lists the live (non-zombie) processes in the tree's group or session.
+func (p *Process) members() []procStat {
+	return scanProcs(func(s procStat) bool {
+		if s.zombie() {
+			return false
+		}
+		if p.ptmx != nil {
+			return s.sid == p.pid
+		}
+		return s.pgrp == p.pid
+	})
+}
+
+// waitDead polls until allDead or d has passed, backing off from 250µs to 10ms.
+func (p *Process) waitDead(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	step := 250 * time.Microsecond
+	for {
+		if p.allDead() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		sleep := min(step, time.Until(deadline)+50*time.Microsecond)
+		t := time.NewTimer(sleep)
+		select {
+		case <-p.exited:
+		case <-t.C:
+		}
+		t.Stop()
+		step = min(step*2, 10*time.Millisecond)
+	}
+}
+
+// sweep finds and kills processes of the tree that escaped its group or
+// session: descendants of any member, and orphans (adopted by the daemon as
+// subreaper, or by PID 1) still carrying the tree's environment marker. With a
+// cgroup the marker is not needed: cgroup.kill has ended every member. It
+// returns how many it killed.
+func (p *Process) sweep() int {
+	marker := TreeEnvVar + "=" + p.treeID
+	self := os.Getpid()
+	orphan := func(st procStat) bool {
+		return p.leaf == nil && (st.ppid == self || st.ppid == 1) && environContains(st.pid, marker)
+	}
+	total := 0
+	for pass := 0; pass < 50; pass++ {
+		all := scanProcs(func(procStat) bool { return true })
+		kids := make(map[int][]int, len(all))
+		in := make(map[int]bool)
+		for _, st := range all {
+			kids[st.ppid] = append(kids[st.ppid], st.pid)
+			if st.zombie() || st.pid == self {
+				continue
+			}
+			if st.pgrp == p.pid || st.sid == p.pid || orphan(st) {
+				in[st.pid] = true
+			}
+		}
+		if p.leaf != nil {
+			for _, pid := range p.leaf.procs() {
+				in[pid] = true
+			}
+		}
+		// Close over descendants.
+		queue := make([]int, 0, len(in))
+		for pid := range in {
+			queue = append(queue, pid)
+		}
+		for len(queue) > 0 {
+			pid := queue[0]
+			queue = queue[1:]
+			for _, c := range kids[pid] {
+				if !in[c] {
+					in[c] = true
+					queue = append(queue, c)
+				}
+			}
+		}
+		var victims []int
+		for _, st := range all {
+			if in[st.pid] && !st.zombie() && st.pid != self {
+				victims = append(victims, st.pid)
+			}
+		}
+		if len(victims) == 0 {
+			return total
+		}
+		for _, pid := range victims {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		total += len(victims)
+		time.Sleep(time.Duration(pass+1) * time.Millisecond)
+		ReapOrphans()
+	}
+	p.log.Error("process tree members survived 50 kill sweeps")
+	return total
+}

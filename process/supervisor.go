@@ -1,0 +1,207 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// Mode says whether a kill mechanism is used.
+type Mode string
+
+// Mechanism modes.
+const (
+	ModeAuto     Mode = ""         // use it when the machine allows, otherwise degrade
+	ModeOff      Mode = "off"      // never use it
+	ModeRequired Mode = "required" // fail NewSupervisor when unavailable
+)
+
+// Options configure a Supervisor.
+type Options struct {
+	// Cgroup controls the cgroup v2 leaf per process tree.
+	Cgroup Mode
+	// CgroupRoot overrides the cgroup v2 directory under which the daemon's
+	// own directory is made; empty means the daemon's own cgroup.
+	CgroupRoot string
+	// Subreaper controls PR_SET_CHILD_SUBREAPER for the daemon.
+	Subreaper Mode
+	// ReapOrphans runs a background reaper for orphans re-parented to the
+	// daemon (always on when the daemon is PID 1).
+	ReapOrphans bool
+	// Logger receives lifecycle records; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Mechanisms reports the isolation and kill mechanisms in use.
+type Mechanisms struct {
+	ProcessGroups bool     `json:"process_groups"`
+	Pdeathsig     bool     `json:"pdeathsig"`
+	Subreaper     bool     `json:"subreaper"`
+	Cgroup        bool     `json:"cgroup"`
+	CgroupPath    string   `json:"cgroup_path,omitempty"`
+	PTY           bool     `json:"pty"`
+	PID1          bool     `json:"pid1"`
+	OrphanReaper  bool     `json:"orphan_reaper"`
+	Notes         []string `json:"notes,omitempty"`
+}
+
+// KillMode names the strongest mechanism that ends a whole tree.
+func (m Mechanisms) KillMode() string {
+	var parts []string
+	if m.Cgroup {
+		parts = append(parts, "cgroup")
+	}
+	if m.Subreaper {
+		parts = append(parts, "subreaper")
+	}
+	parts = append(parts, "pgroup")
+	return strings.Join(parts, "+")
+}
+
+// Supervisor starts and tracks process trees. One daemon has one Supervisor;
+// Close stops every tree it still owns.
+type Supervisor struct {
+	mech   Mechanisms
+	cg     *cgroupManager
+	log    *slog.Logger
+	cancel context.CancelFunc
+	reaped chan struct{}
+
+	mu     sync.Mutex
+	live   map[*Process]struct{}
+	closed bool
+}
+
+// NewSupervisor detects the available mechanisms and prepares them.
+func NewSupervisor(opts Options) (*Supervisor, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Supervisor{log: log, live: make(map[*Process]struct{})}
+	m := &s.mech
+	m.ProcessGroups = true
+	m.Pdeathsig = true
+	m.PID1 = os.Getpid() == 1
+
+	switch opts.Subreaper {
+	case ModeOff:
+		m.Notes = append(m.Notes, "subreaper: off by configuration")
+	default:
+		if err := enableSubreaper(); err != nil {
+			if opts.Subreaper == ModeRequired {
+				return nil, fmt.Errorf("subreaper required: %w", err)
+			}
+			m.Notes = append(m.Notes, "subreaper: "+err.Error())
+		} else {
+			m.Subreaper = true
+		}
+	}
+
+	switch opts.Cgroup {
+	case ModeOff:
+		m.Notes = append(m.Notes, "cgroup: off by configuration")
+	default:
+		cg, err := newCgroupManager(opts.CgroupRoot)
+		if err != nil {
+			if opts.Cgroup == ModeRequired {
+				return nil, fmt.Errorf("cgroup v2 required: %w", err)
+			}
+			m.Notes = append(m.Notes, "cgroup: "+err.Error())
+		} else {
+			s.cg = cg
+			m.Cgroup = true
+			m.CgroupPath = cg.parent
+		}
+	}
+
+	if ptmx, tty, err := pty.Open(); err != nil {
+		m.Notes = append(m.Notes, "pty: "+err.Error())
+	} else {
+		ptmx.Close()
+		tty.Close()
+		m.PTY = true
+	}
+
+	if opts.ReapOrphans || m.PID1 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.cancel = cancel
+		s.reaped = make(chan struct{})
+		m.OrphanReaper = true
+		go reapLoop(ctx, s.reaped)
+	}
+	log.Debug("process supervisor ready", "kill_mode", m.KillMode(), "pty", m.PTY, "pid1", m.PID1, "notes", m.Notes)
+	return s, nil
+}
+
+// Mechanisms returns what NewSupervisor detected.
+func (s *Supervisor) Mechanisms() Mechanisms {
+	m := s.mech
+	m.Notes = append([]string(nil), s.mech.Notes...)
+	return m
+}
+
+// ErrSupervisorClosed is returned by Start after Close.
+var ErrSupervisorClosed = errors.New("process supervisor is closed")
+
+func (s *Supervisor) track(p *Process) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrSupervisorClosed
+	}
+	s.live[p] = struct{}{}
+	return nil
+}
+
+func (s *Supervisor) untrack(p *Process) {
+	s.mu.Lock()
+	delete(s.live, p)
+	s.mu.Unlock()
+}
+
+// Live returns how many trees are started and not yet stopped.
+func (s *Supervisor) Live() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+// Close stops every live tree with the given grace, stops the orphan reaper
+// and removes the daemon's cgroup directory. It is safe to call more than once.
+func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
+	s.mu.Lock()
+	s.closed = true
+	procs := make([]*Process, 0, len(s.live))
+	for p := range s.live {
+		procs = append(procs, p)
+	}
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(procs))
+	for i, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.Stop(ctx, grace)
+		}()
+	}
+	wg.Wait()
+	if s.cancel != nil {
+		s.cancel()
+		<-s.reaped
+		s.cancel = nil
+	}
+	if s.cg != nil {
+		errs = append(errs, s.cg.close())
+	}
+	return errors.Join(errs...)
+}

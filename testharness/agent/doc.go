@@ -1,0 +1,12 @@
+// Package agent is the scriptable fake harness used by harnessd's tests and
+// demo. Directives in each user message drive it deterministically: reply,
+// call an environment tool over MCP, sleep, hang, crash, exit between turns,
+// write to stderr, flood stdout, print garbage, spawn and detach children,
+// declare the task done. The directive grammar is documented in
+// testharness/README.md.
+//
+// The directive executor (Executor) is independent of the wire protocol; the
+// jsonl front end (RunJSONL) speaks harnessd's line protocol v1. The package
+// must not import harnessd's own packages: it plays the part of a foreign
+// program.
+package agent
