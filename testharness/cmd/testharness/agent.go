@@ -1,0 +1,38 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/harnessd/harnessd/testharness/agent"
+)
+
+func init() {
+	register("agent", "a scriptable fake harness (see testharness/README.md)", runAgent)
+	register("sleep", "sleep [--ignore-term] DURATION (a grandchild for kill tests)", agent.RunSleep)
+	register("detach", "start a setsid sleeper, print its pid, exit", func([]string) int { return agent.RunDetach() })
+}
+
+func runAgent(args []string) int {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	var o agent.Options
+	protocol := fs.String("protocol", "jsonl", "wire protocol: jsonl")
+	fs.DurationVar(&o.SlowStart, "slow-start", 0, "wait this long before announcing ready")
+	fs.IntVar(&o.CrashOnStart, "crash-on-start", 0, "exit with this code before ready")
+	fs.BoolVar(&o.NeverReady, "never-ready", false, "never announce ready")
+	fs.BoolVar(&o.IgnoreTerm, "ignore-term", false, "ignore SIGTERM")
+	fs.StringVar(&o.StartupStderr, "stderr", "", "write this line to stderr at start")
+	fs.BoolVar(&o.NoisyStart, "noisy-start", false, "print a non-JSON line before ready")
+	fs.StringVar(&o.MCPProtocol, "mcp-protocol", "", "MCP protocol version for tool calls")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch *protocol {
+	case "jsonl":
+		return agent.RunJSONL(o, os.Stdin, os.Stdout, os.Stderr)
+	default:
+		fmt.Fprintf(os.Stderr, "testharness agent: unknown protocol %q\n", *protocol)
+		return 2
+	}
+}
