@@ -1,0 +1,94 @@
+package rubric
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harnessd/harnessd/process"
+)
+
+// maxScorerOutput bounds what is read from a command scorer's stdout.
+const maxScorerOutput = 1 << 20
+
+func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, sp.Timeout.D())
+	defer cancel()
+	env := append(append([]string(nil), s.deps.Env...),
+		"HARNESSD_WORKSPACE="+in.Workspace,
+		"HARNESSD_EPISODE_ID="+in.EpisodeID,
+		"HARNESSD_TURN="+strconv.Itoa(in.TurnNumber),
+		"HARNESSD_RESPONSE="+in.Response,
+	)
+	p, err := s.deps.Supervisor.Start(process.Spec{
+		Name:  "rubric:" + sp.Name,
+		Path:  sp.Command[0],
+		Args:  sp.Command[1:],
+		Dir:   in.Workspace,
+		Env:   env,
+		Stdio: process.StdioRaw,
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	defer p.Stop(context.Background(), 0)
+
+	payload, _ := json.Marshal(in)
+	go func() {
+		p.Write(ctx, payload)
+		p.CloseStdin()
+	}()
+	outc := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(p.Stdout(), maxScorerOutput))
+		outc <- b
+	}()
+	st, err := p.Wait(ctx)
+	if err != nil {
+		p.Stop(context.Background(), 0)
+		return 0, tail(p.StderrTail()), fmt.Errorf("scorer timed out after %s", sp.Timeout)
+	}
+	var out []byte
+	select {
+	case out = <-outc:
+	case <-time.After(time.Second): // a grandchild kept stdout open
+		p.Stop(context.Background(), 0)
+		out = <-outc
+	}
+	detail := tail(string(out))
+	if st.Signaled() {
+		return 0, detail, fmt.Errorf("scorer %s; stderr: %s", st, tail(p.StderrTail()))
+	}
+	if f, ok := lastNumber(out); ok {
+		return f, detail, nil
+	}
+	if st.Code == 0 {
+		return 1, detail, nil
+	}
+	return 0, detail, nil
+}
+
+// lastNumber finds the last line of out that is a number (or JSON with a score).
+func lastNumber(out []byte) (float64, bool) {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		if f, ok := parseScore(string(lines[i])); ok {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// tail keeps the last 512 bytes of s for reward details.
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 512 {
+		s = "…" + s[len(s)-512:]
+	}
+	return s
+}

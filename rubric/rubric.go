@@ -1,0 +1,196 @@
+package rubric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/harnessd/harnessd/process"
+)
+
+// Input is what a rubric scores: one turn of an episode.
+type Input struct {
+	EpisodeID  string `json:"episode_id"`
+	TurnNumber int    `json:"turn_number"`
+	Message    string `json:"message"`
+	Response   string `json:"response"`
+	// Done says the episode ends with this turn.
+	Done bool `json:"done"`
+	// HarnessDone says the harness declared the task complete.
+	HarnessDone bool `json:"harness_done"`
+	// Observation is the serialized observation metadata of the turn.
+	Observation json.RawMessage `json:"observation,omitempty"`
+	// Workspace is the episode's working directory.
+	Workspace string `json:"workspace"`
+}
+
+// Result is one rubric's outcome.
+type Result struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Weight float64  `json:"weight"`
+	Score  *float64 `json:"score"`
+	Error  string   `json:"error,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+}
+
+// ToolFunc calls a tool by name (hidden tools included) and returns its
+// text, or an error for a failed call or a tool-reported error.
+type ToolFunc func(ctx context.Context, name string, args json.RawMessage) (string, error)
+
+// Deps are what rubrics need from the daemon.
+type Deps struct {
+	Supervisor *process.Supervisor // runs command scorers
+	CallTool   ToolFunc            // reaches tool rubrics' tools
+	Env        []string            // base environment of command scorers
+	Logger     *slog.Logger
+}
+
+// Set is a configured list of rubrics.
+type Set struct {
+	specs []Spec
+	res   []*regexp.Regexp
+	deps  Deps
+}
+
+// New validates specs and returns a Set. A nil or empty spec list gives an
+// empty Set that scores nothing.
+func New(specs []Spec, deps Deps) (*Set, error) {
+	s := &Set{deps: deps, specs: make([]Spec, len(specs)), res: make([]*regexp.Regexp, len(specs))}
+	if s.deps.Logger == nil {
+		s.deps.Logger = slog.Default()
+	}
+	names := map[string]bool{}
+	for i, sp := range specs {
+		if err := sp.validate(i); err != nil {
+			return nil, err
+		}
+		if names[sp.Name] {
+			return nil, fmt.Errorf("rubric %q: duplicate name", sp.Name)
+		}
+		names[sp.Name] = true
+		if sp.Type == KindTool && deps.CallTool == nil {
+			return nil, fmt.Errorf("rubric %q: %w", sp.Name, ErrNoToolCaller)
+		}
+		if sp.Type == KindCommand && deps.Supervisor == nil {
+			return nil, fmt.Errorf("rubric %q: command rubric needs a process supervisor", sp.Name)
+		}
+		if sp.Pattern != "" {
+			s.res[i] = regexp.MustCompile(sp.Pattern)
+		}
+		s.specs[i] = sp
+	}
+	return s, nil
+}
+
+// Empty reports whether the set has no rubrics.
+func (s *Set) Empty() bool { return s == nil || len(s.specs) == 0 }
+
+// Applies reports whether any rubric scores at this point: turn rubrics
+// always, done rubrics only when in.Done.
+func (s *Set) Applies(done bool) bool {
+	if s == nil {
+		return false
+	}
+	for _, sp := range s.specs {
+		if sp.On == OnTurn || done {
+			return true
+		}
+	}
+	return false
+}
+
+// Score runs every rubric that applies to in (turn rubrics after every turn,
+// done rubrics when in.Done) and returns the weighted sum of their scores and
+// one Result each. A failing rubric contributes nothing and reports its
+// error; Score itself never fails.
+func (s *Set) Score(ctx context.Context, in Input) (float64, []Result) {
+	if s == nil {
+		return 0, nil
+	}
+	var total float64
+	var results []Result
+	for i := range s.specs {
+		sp := &s.specs[i]
+		if sp.On == OnDone && !in.Done {
+			continue
+		}
+		r := Result{Name: sp.Name, Type: sp.Type, Weight: sp.weight()}
+		score, detail, err := s.run(ctx, i, in)
+		r.Detail = detail
+		if err == nil && (math.IsNaN(score) || math.IsInf(score, 0)) {
+			err = fmt.Errorf("score is not a finite number")
+		}
+		if err != nil {
+			r.Error = err.Error()
+			s.deps.Logger.Warn("rubric failed", "rubric", sp.Name, "episode_id", in.EpisodeID, "turn", in.TurnNumber, "err", err)
+		} else {
+			r.Score = &score
+			total += score * r.Weight
+		}
+		results = append(results, r)
+	}
+	return total, results
+}
+
+func (s *Set) run(ctx context.Context, i int, in Input) (float64, string, error) {
+	sp := &s.specs[i]
+	switch sp.Type {
+	case KindMatch:
+		ok := false
+		if s.res[i] != nil {
+			ok = s.res[i].MatchString(in.Response)
+		} else {
+			ok = strings.Contains(in.Response, sp.Contains)
+		}
+		if ok {
+			return 1, "", nil
+		}
+		return 0, "", nil
+	case KindCommand:
+		return s.runCommand(ctx, sp, in)
+	case KindTool:
+		return s.runTool(ctx, sp, in)
+	}
+	return 0, "", fmt.Errorf("unknown rubric type %q", sp.Type)
+}
+
+// parseScore reads a score from tool or scorer output: a bare number, or
+// JSON with a numeric "score" or "reward".
+func parseScore(text string) (float64, bool) {
+	t := strings.TrimSpace(text)
+	if f, err := strconv.ParseFloat(t, 64); err == nil {
+		return f, true
+	}
+	var obj map[string]any
+	if json.Unmarshal([]byte(t), &obj) == nil {
+		for _, k := range []string{"score", "reward"} {
+			if f, ok := obj[k].(float64); ok {
+				return f, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Validate checks specs as New would, without building a Set, so that
+// configuration errors surface when the configuration is loaded.
+func Validate(specs []Spec) error {
+	names := map[string]bool{}
+	for i := range specs {
+		sp := specs[i]
+		if err := sp.validate(i); err != nil {
+			return err
+		}
+		if names[sp.Name] {
+			return fmt.Errorf("rubric %q: duplicate name", sp.Name)
+		}
+		names[sp.Name] = true
+	}
+	return nil
+}
