@@ -1,0 +1,161 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/process"
+)
+
+// Adapter drives one harness process tree over one harness protocol. One
+// Adapter belongs to one Session and is used for one episode at a time;
+// Start is called again (after Stop) for the next episode. Adapters never
+// decide rewards and never see the trainer's connection.
+//
+// The Session serialises Start, Turn and Stop; Interrupt and Alive may be
+// called concurrently with a running Turn.
+type Adapter interface {
+	// Start launches the harness for an episode, with the tool injection of
+	// l prepared before the process starts, and returns once it is ready or
+	// has failed. A failure is a *Failure of type ErrStartupFailed (with exit
+	// status and stderr tail where known) and leaves nothing running.
+	Start(ctx context.Context, l *Launch) error
+
+	// Turn runs one conversational turn: it delivers in.Message and streams
+	// the harness's events through emit until the protocol's turn boundary.
+	// It does not emit turn_complete: it returns the turn's result, and the
+	// session emits the turn's end. ctx carries the turn deadline; when ctx
+	// ends Turn returns promptly with ctx's error. A harness failure is a
+	// *Failure (harness_crashed, protocol_error, output_limit, ...).
+	Turn(ctx context.Context, in TurnInput, emit func(Event)) (TurnResult, error)
+
+	// Interrupt asks the harness to end the running turn early, keeping the
+	// conversation (best effort). The running Turn then returns, normally
+	// with Cancelled set. Without a running turn it does nothing.
+	Interrupt(ctx context.Context) error
+
+	// Stop ends the harness and kills its whole process tree. It is
+	// idempotent and succeeds when never started or already dead.
+	Stop(ctx context.Context) error
+
+	// Alive reports whether the harness process is running.
+	Alive() bool
+
+	// Diagnostics returns the harness's exit status (nil while running or
+	// never started), its stderr tail and its pid (0 if never started).
+	Diagnostics() (exit *process.ExitStatus, stderrTail string, pid int)
+}
+
+// Launch is everything an adapter needs to start a harness for one episode.
+type Launch struct {
+	EpisodeID string
+	// Command is the harness's argv (from configuration or a preset).
+	Command []string
+	// Workspace is the episode's private working directory.
+	Workspace string
+	// Home is the episode's private HOME; config files the adapter writes
+	// for the harness go here.
+	Home string
+	// Env is the harness's environment: the allowlisted daemon variables,
+	// the configured ones, HOME and TMPDIR. Adapters add their own.
+	Env []string
+	// MCP is the tool injection; nil when the environment has no tools.
+	MCP *MCPInjection
+	// Model holds the LLM endpoint knobs for agents that need them.
+	Model ModelConfig
+	// Options are the adapter-specific options of the configuration.
+	Options map[string]any
+	// StartupTimeout bounds start-up until ready.
+	StartupTimeout time.Duration
+	// StopGrace is the SIGTERM-to-SIGKILL grace used by Stop.
+	StopGrace time.Duration
+	// MaxLineBytes bounds one line of harness output.
+	MaxLineBytes int
+	// Supervisor starts the process tree.
+	Supervisor *process.Supervisor
+	// Logger carries session and episode attributes.
+	Logger *slog.Logger
+}
+
+// MCPInjection describes the bridge serving the environment's tools.
+type MCPInjection struct {
+	// ServerName is the MCP server name harnesses should use ("env").
+	ServerName string
+	// URL is the bridge's streamable-HTTP endpoint.
+	URL string
+	// Token is the bearer token for Authorization.
+	Token string
+	// ConfigPath is a standard {"mcpServers":{...}} file describing the bridge.
+	ConfigPath string
+	// Tools are the served tool names.
+	Tools []string
+}
+
+// TurnInput is one turn's request.
+type TurnInput struct {
+	// Number is the turn's 1-based number in the episode.
+	Number int
+	// Message is the user message of the turn.
+	Message string
+	// OutputLimit bounds the bytes the harness may write during the turn
+	// (0: unlimited). Exceeding it is an ErrOutputLimit failure.
+	OutputLimit int64
+}
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	// Response is the final text of the turn.
+	Response string
+	// Done says the harness declared the task complete.
+	Done bool
+	// Cancelled says the turn ended early because of Interrupt.
+	Cancelled bool
+	// Extra holds protocol facts worth reporting (stop reason, usage, cost).
+	Extra map[string]any
+}
+
+// AdapterFactory makes an adapter for an environment configuration.
+type AdapterFactory func(cfg *Config) (Adapter, error)
+
+var adapters = struct {
+	sync.RWMutex
+	m map[string]AdapterFactory
+}{m: map[string]AdapterFactory{}}
+
+// RegisterAdapter makes an adapter available by name to configurations
+// (harness.adapter). Adapter packages call it from init.
+func RegisterAdapter(name string, f AdapterFactory) {
+	adapters.Lock()
+	defer adapters.Unlock()
+	if _, dup := adapters.m[name]; dup {
+		panic("harness: adapter registered twice: " + name)
+	}
+	adapters.m[name] = f
+}
+
+// Adapters lists the registered adapter names.
+func Adapters() []string {
+	adapters.RLock()
+	defer adapters.RUnlock()
+	names := make([]string, 0, len(adapters.m))
+	for n := range adapters.m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewAdapter makes the adapter named by cfg.Harness.Adapter.
+func NewAdapter(cfg *Config) (Adapter, error) {
+	adapters.RLock()
+	f, ok := adapters.m[cfg.Harness.Adapter]
+	adapters.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown adapter %q (registered: %v)", cfg.Harness.Adapter, Adapters())
+	}
+	return f(cfg)
+}

@@ -1,0 +1,252 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/rubric"
+)
+
+// Defaults of an environment configuration. They are the one place where
+// defaults are decided; docs/configuration.md lists them.
+const (
+	DefaultAdapter        = "jsonl"
+	DefaultStartupTimeout = 30 * time.Second
+	DefaultTurnTimeout    = 600 * time.Second
+	DefaultStopGrace      = 5 * time.Second
+	DefaultOutputLimit    = 16 << 20 // bytes per turn
+	DefaultMaxLineBytes   = 4 << 20  // bytes per line of harness output
+	DefaultToolTimeout    = 60 * time.Second
+	DefaultMCPServerName  = "env"
+)
+
+// Config is one environment: which harness to run and how, its tools, its
+// rubrics, and the limits of its episodes. Decode it with LoadConfig or
+// ParseConfig, which reject unknown keys.
+type Config struct {
+	// Name identifies the environment (echoed in /harness session_started
+	// and /metadata).
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description" json:"description,omitempty"`
+
+	Harness   HarnessConfig   `yaml:"harness" json:"harness"`
+	Tools     []ToolConfig    `yaml:"tools" json:"tools,omitempty"`
+	Expose    []string        `yaml:"expose" json:"expose,omitempty"`
+	Hide      []string        `yaml:"hide" json:"hide,omitempty"`
+	Rubrics   []rubric.Spec   `yaml:"rubrics" json:"rubrics,omitempty"`
+	Episode   EpisodeConfig   `yaml:"episode" json:"episode"`
+	Workspace WorkspaceConfig `yaml:"workspace" json:"workspace"`
+	// RecordDir, when set, receives one JSONL trajectory file per episode.
+	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
+}
+
+// HarnessConfig says which harness runs and how it is driven.
+type HarnessConfig struct {
+	// Agent names a preset (see harnessd agents) that fills Adapter,
+	// Command, BuiltinTools and agent-specific setup.
+	Agent string `yaml:"agent" json:"agent,omitempty"`
+	// Adapter is the harness protocol: jsonl, acp, claude, exec or pty.
+	Adapter string `yaml:"adapter" json:"adapter"`
+	// Command is the harness's argv.
+	Command []string `yaml:"command" json:"command"`
+	// Env is added to the harness's environment.
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// PassEnv names (or path.Match patterns of) daemon variables passed to
+	// the harness beyond the default allowlist.
+	PassEnv []string `yaml:"pass_env" json:"pass_env,omitempty"`
+	// BuiltinTools are the harness's own tool names; environment tools with
+	// these names are served as env_<name>.
+	BuiltinTools []string `yaml:"builtin_tools" json:"builtin_tools,omitempty"`
+	// Model points the agent at an LLM endpoint.
+	Model ModelConfig `yaml:"model" json:"model,omitempty"`
+	// Options are adapter-specific.
+	Options map[string]any `yaml:"options" json:"options,omitempty"`
+
+	StartupTimeout units.Duration `yaml:"startup_timeout" json:"startup_timeout"`
+	StopGrace      units.Duration `yaml:"stop_grace" json:"stop_grace"`
+	MaxLineBytes   units.ByteSize `yaml:"max_line_bytes" json:"max_line_bytes"`
+}
+
+// ModelConfig holds the LLM endpoint knobs, mapped by presets onto each
+// agent's own variables and config files.
+type ModelConfig struct {
+	URL       string `yaml:"url" json:"url,omitempty"`
+	Name      string `yaml:"name" json:"name,omitempty"`
+	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+}
+
+// ToolConfig is one upstream tool server: a stdio command or an HTTP URL.
+type ToolConfig struct {
+	Name        string            `yaml:"name" json:"name"`
+	Command     []string          `yaml:"command" json:"command,omitempty"`
+	Env         map[string]string `yaml:"env" json:"env,omitempty"`
+	Dir         string            `yaml:"dir" json:"dir,omitempty"`
+	URL         string            `yaml:"url" json:"url,omitempty"`
+	Headers     map[string]string `yaml:"headers" json:"headers,omitempty"`
+	CallTimeout units.Duration    `yaml:"call_timeout" json:"call_timeout"`
+	// PerEpisode restarts the tool server at every reset (fresh state).
+	PerEpisode bool `yaml:"per_episode" json:"per_episode,omitempty"`
+}
+
+// EpisodeConfig bounds an episode.
+type EpisodeConfig struct {
+	// TurnTimeout is the wall-clock budget of one turn.
+	TurnTimeout units.Duration `yaml:"turn_timeout" json:"turn_timeout"`
+	// EpisodeTimeout bounds the whole episode from reset (0: none).
+	EpisodeTimeout units.Duration `yaml:"episode_timeout" json:"episode_timeout,omitempty"`
+	// MaxTurns ends the episode after this many turns (0: unlimited).
+	MaxTurns int `yaml:"max_turns" json:"max_turns,omitempty"`
+	// EndOnDone ends the episode when the harness declares the task done
+	// (default true); when false further steps are allowed.
+	EndOnDone *bool `yaml:"end_on_done" json:"end_on_done,omitempty"`
+	// OutputLimit bounds what the harness may print in one turn.
+	OutputLimit units.ByteSize `yaml:"output_limit" json:"output_limit"`
+}
+
+// WorkspaceConfig shapes the per-episode working directory.
+type WorkspaceConfig struct {
+	// Template is copied into every fresh workspace.
+	Template string `yaml:"template" json:"template,omitempty"`
+	// Root holds the per-episode directories (default: $TMPDIR/harnessd).
+	Root string `yaml:"root" json:"root,omitempty"`
+	// Keep leaves workspaces on disk after the episode.
+	Keep bool `yaml:"keep" json:"keep,omitempty"`
+}
+
+// EndsOnDone reports the effective EndOnDone.
+func (e *EpisodeConfig) EndsOnDone() bool { return e.EndOnDone == nil || *e.EndOnDone }
+
+// LoadConfig reads and validates a YAML configuration file. Relative paths
+// in it are resolved against the file's directory.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseConfig(b, filepath.Dir(abs))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+var yamlFieldErr = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// ParseConfig decodes YAML strictly (an unknown key is an error naming the
+// key and its line), resolves relative paths against baseDir, applies
+// defaults and validates.
+func ParseConfig(data []byte, baseDir string) (*Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config: %s", yamlFieldErr.ReplaceAllString(err.Error(), "unknown key $1"))
+	}
+	cfg.resolvePaths(baseDir)
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func (c *Config) resolvePaths(base string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) || base == "" {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	c.Workspace.Template = abs(c.Workspace.Template)
+	c.Workspace.Root = abs(c.Workspace.Root)
+	c.RecordDir = abs(c.RecordDir)
+	for i := range c.Tools {
+		if c.Tools[i].Dir == "" {
+			c.Tools[i].Dir = base
+		} else {
+			c.Tools[i].Dir = abs(c.Tools[i].Dir)
+		}
+	}
+}
+
+// Normalize applies defaults and validates. Call it after building a Config
+// in code (ParseConfig calls it). It is idempotent.
+func (c *Config) Normalize() error {
+	h := &c.Harness
+	if h.Adapter == "" && h.Agent == "" {
+		h.Adapter = DefaultAdapter
+	}
+	if h.StartupTimeout == 0 {
+		h.StartupTimeout = units.Duration(DefaultStartupTimeout)
+	}
+	if h.StopGrace == 0 {
+		h.StopGrace = units.Duration(DefaultStopGrace)
+	}
+	if h.MaxLineBytes == 0 {
+		h.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if c.Episode.TurnTimeout == 0 {
+		c.Episode.TurnTimeout = units.Duration(DefaultTurnTimeout)
+	}
+	if c.Episode.OutputLimit == 0 {
+		c.Episode.OutputLimit = DefaultOutputLimit
+	}
+	if c.Name == "" {
+		switch {
+		case h.Agent != "":
+			c.Name = h.Agent
+		case len(h.Command) > 0:
+			c.Name = filepath.Base(h.Command[0])
+		default:
+			c.Name = "harness"
+		}
+	}
+	var errs []error
+	if c.Episode.MaxTurns < 0 {
+		errs = append(errs, errors.New("episode.max_turns must not be negative"))
+	}
+	if h.Agent == "" && len(h.Command) == 0 {
+		errs = append(errs, errors.New("harness.command is required (or harness.agent naming a preset)"))
+	}
+	seen := map[string]bool{}
+	for i := range c.Tools {
+		t := &c.Tools[i]
+		if t.Name == "" {
+			errs = append(errs, fmt.Errorf("tools[%d]: name is required", i))
+		} else if seen[t.Name] {
+			errs = append(errs, fmt.Errorf("tools[%d]: duplicate tool server name %q", i, t.Name))
+		}
+		seen[t.Name] = true
+		if (len(t.Command) == 0) == (t.URL == "") {
+			errs = append(errs, fmt.Errorf("tools[%d] %q: exactly one of command or url is required", i, t.Name))
+		}
+		if t.URL != "" && !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "https://") {
+			errs = append(errs, fmt.Errorf("tools[%d] %q: url must be http(s)", i, t.Name))
+		}
+		if t.CallTimeout == 0 {
+			t.CallTimeout = units.Duration(DefaultToolTimeout)
+		}
+	}
+	if err := rubric.Validate(c.Rubrics); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Workspace.Template != "" {
+		if fi, err := os.Stat(c.Workspace.Template); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("workspace.template %q is not a directory", c.Workspace.Template))
+		}
+	}
+	return errors.Join(errs...)
+}

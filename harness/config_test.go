@@ -1,0 +1,122 @@
+package harness
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfigDefaults(t *testing.T) {
+	cfg, err := ParseConfig([]byte("harness:\n  command: [my-agent, --flag]\n"), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "my-agent" || cfg.Harness.Adapter != "jsonl" {
+		t.Fatalf("name/adapter: %q %q", cfg.Name, cfg.Harness.Adapter)
+	}
+	if cfg.Episode.TurnTimeout.D() != 600*time.Second || cfg.Harness.StartupTimeout.D() != 30*time.Second ||
+		cfg.Harness.StopGrace.D() != 5*time.Second || cfg.Episode.OutputLimit != DefaultOutputLimit || !cfg.Episode.EndsOnDone() {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+func TestParseConfigFull(t *testing.T) {
+	y := `
+name: calc
+harness:
+  command: [agent]
+  env: {A: "1"}
+  startup_timeout: 2.5
+  options: {permission: deny}
+tools:
+  - name: db
+    command: [python3, tools.py]
+    call_timeout: 5s
+  - name: remote
+    url: http://127.0.0.1:9/mcp
+    headers: {X-Key: k}
+hide: ["grade*"]
+rubrics:
+  - {name: r, type: match, contains: ok, on: done, weight: 2}
+episode: {turn_timeout: 90s, max_turns: 3, end_on_done: false, output_limit: 1MiB}
+record_dir: records
+`
+	cfg, err := ParseConfig([]byte(y), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tools[0].Dir != "/base" || cfg.RecordDir != "/base/records" || cfg.Tools[0].CallTimeout.D() != 5*time.Second ||
+		cfg.Tools[1].CallTimeout.D() != DefaultToolTimeout {
+		t.Fatalf("tools/paths: %+v %q", cfg.Tools, cfg.RecordDir)
+	}
+	if cfg.Harness.StartupTimeout.D() != 2500*time.Millisecond || cfg.Episode.MaxTurns != 3 || cfg.Episode.EndsOnDone() ||
+		cfg.Episode.OutputLimit != 1<<20 || cfg.Harness.Options["permission"] != "deny" {
+		t.Fatalf("episode: %+v", cfg)
+	}
+	if _, err := json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	cases := map[string]string{
+		"harness:\n  command: [a]\n  comand: [b]\n":                  "line 3: unknown key comand",
+		"harness:\n  command: [a]\nepisode:\n  turn_timeout: soon\n": "invalid duration",
+		"name: x\n": "harness.command is required",
+		"harness: {command: [a]}\ntools:\n  - name: t\n":                                                "exactly one of command or url",
+		"harness: {command: [a]}\ntools:\n  - {name: t, url: ftp://x}\n":                                "url must be http",
+		"harness: {command: [a]}\ntools:\n  - {name: t, url: http://x}\n  - {name: t, url: http://y}\n": "duplicate tool server name",
+		"harness: {command: [a]}\nrubrics:\n  - {type: match}\n":                                        "exactly one of pattern or contains",
+		"harness: {command: [a]}\nworkspace: {template: /nonexistent/seed}\n":                           "not a directory",
+		"harness: {command: [a]}\nepisode: {max_turns: -1}\n":                                           "max_turns must not be negative",
+	}
+	for y, want := range cases {
+		_, err := ParseConfig([]byte(y), "")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config %q: err %v, want %q", y, err, want)
+		}
+	}
+}
+
+func TestObservationWireForm(t *testing.T) {
+	resp := "sum=5 <ok>"
+	one := 1.0
+	obs := Observation{Reward: &one, Metadata: Metadata{EpisodeID: "e", TurnNumber: 1, Response: &resp,
+		TurnEvents: []Event{NewEvent(EventToolCall, SourceBridge, map[string]any{"tool_name": "add"})}}}
+	b, err := marshalNoEscape(obs) // how frames are written
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire map[string]any
+	json.Unmarshal(b, &wire)
+	md, ok := wire["metadata"].(map[string]any)
+	inner := wire["observation"].(map[string]any)["metadata"].(map[string]any)
+	if !ok || md["response"] != resp || inner["response"] != resp || wire["done"] != false || wire["reward"] != 1.0 {
+		t.Fatalf("wire form: %s", b)
+	}
+	evs := md["turn_events"].([]any)
+	if ev := evs[0].(map[string]any); ev["type"] != "tool_call" || ev["source"] != "bridge" || ev["timestamp"].(float64) <= 0 {
+		t.Fatalf("event: %v", ev)
+	}
+	if !strings.Contains(string(b), "<ok>") {
+		t.Fatalf("HTML escaped: %s", b)
+	}
+	var back Observation
+	if err := json.Unmarshal(b, &back); err != nil || back.ResponseText() != resp || *back.Reward != 1 || back.Metadata.TurnEvents[0].Type != EventToolCall {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+}
+
+func TestEventDefaults(t *testing.T) {
+	var e Event
+	if err := json.Unmarshal([]byte(`{"type":"text_output"}`), &e); err != nil || e.Timestamp <= 0 || e.Data == nil {
+		t.Fatalf("%+v %v", e, err)
+	}
+	if b, _ := json.Marshal(Event{Type: EventError}); !strings.Contains(string(b), `"data":{}`) {
+		t.Fatalf("nil data: %s", b)
+	}
+	if EventType("bogus").Valid() || !EventTurnComplete.Valid() {
+		t.Fatal("Valid")
+	}
+}

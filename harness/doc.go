@@ -1,0 +1,18 @@
+// Package harness is the environment of RFC 005: a Session owns one
+// trainer's episode — its harness process tree (through an Adapter), its tool
+// bridge, its private workspace and HOME, its rubrics and its trajectory —
+// and turns Reset/Step/State/Close into harness start-up, conversational
+// turns, and observations.
+//
+// The package defines the wire types (Event, Observation, State), the
+// Adapter contract that protocol adapters in subpackages implement, and the
+// strict YAML configuration of an environment. Failures of the harness never
+// surface as errors from Step: a crash, a hang, a protocol violation or an
+// output flood kills the tree and yields an observation with done set and
+// metadata.error_type naming what happened. Errors from Step are reserved
+// for misuse (no episode, episode over, a concurrent step).
+//
+// The package must not know about HTTP, WebSocket or trainers' connections
+// (that is package server), nor about any particular harness protocol (that
+// is the adapters').
+package harness

@@ -1,0 +1,320 @@
+// Package jsonl is the adapter for harnessd's line protocol v1: one JSON
+// object per line over the harness's stdin and stdout. It is the protocol of
+// custom harnesses written for harnessd and of the test double.
+//
+// The daemon sends {"type":"message","turn":N,"content":...} per turn and
+// {"type":"cancel","turn":N} to interrupt; the harness answers with events
+// and ends each turn with {"type":"turn_complete","data":{"response":...,
+// "done":false}}. A stdout line that is not JSON becomes a text_output event;
+// a malformed JSON object, an unknown event type or a bad turn_complete is a
+// protocol error.
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/process"
+)
+
+// Name is the adapter's registered name.
+const Name = "jsonl"
+
+func init() {
+	harness.RegisterAdapter(Name, func(*harness.Config) (harness.Adapter, error) { return New(), nil })
+}
+
+// exitWait is how long a turn waits, after the harness closes stdout, for
+// its exit status to be known.
+const exitWait = 2 * time.Second
+
+// Adapter drives a line-protocol harness.
+type Adapter struct {
+	mu    sync.Mutex
+	p     *process.Process
+	grace time.Duration
+	turn  int // the running turn, 0 between turns
+	early []harness.Event
+}
+
+// New returns an idle adapter.
+func New() *Adapter { return &Adapter{} }
+
+// Env returns the line-protocol variables for a launch.
+func Env(l *harness.Launch) []string {
+	env := append([]string(nil), l.Env...)
+	env = append(env,
+		"HARNESSD_PROTOCOL=1",
+		"HARNESSD_EPISODE_ID="+l.EpisodeID,
+		"HARNESSD_WORKSPACE="+l.Workspace,
+	)
+	if l.MCP != nil {
+		env = append(env,
+			"HARNESSD_MCP_URL="+l.MCP.URL,
+			"HARNESSD_MCP_TOKEN="+l.MCP.Token,
+			"HARNESSD_MCP_CONFIG="+l.MCP.ConfigPath,
+		)
+	}
+	return env
+}
+
+// Start runs the command and waits for {"type":"ready"}.
+func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
+	if len(l.Command) == 0 {
+		return harness.Fail(harness.ErrStartupFailed, "no harness command configured")
+	}
+	p, err := l.Supervisor.Start(process.Spec{
+		Name:         "harness",
+		Path:         l.Command[0],
+		Args:         l.Command[1:],
+		Dir:          l.Workspace,
+		Env:          Env(l),
+		MaxLineBytes: l.MaxLineBytes,
+		Logger:       l.Logger,
+	})
+	if err != nil {
+		return startFailure(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, l.StartupTimeout)
+	defer cancel()
+	early, err := p.WaitReady(sctx, isReady)
+	if err != nil {
+		return startFailure(err)
+	}
+	a.mu.Lock()
+	a.p, a.grace, a.turn = p, l.StopGrace, 0
+	a.early = a.early[:0]
+	for _, line := range early {
+		a.early = append(a.early, textEvent(line))
+	}
+	a.mu.Unlock()
+	return nil
+}
+
+func startFailure(err error) error {
+	f := harness.Wrap(harness.ErrStartupFailed, nil, "%v", err)
+	var se *process.StartError
+	if errors.As(err, &se) {
+		f.Message = se.Error()
+		f.Exit, f.StderrTail = se.Exit, se.StderrTail
+		f.Err = se
+	}
+	return f
+}
+
+func isReady(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"ready"`)) {
+		return false
+	}
+	var m struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(line, &m) == nil && m.Type == "ready"
+}
+
+func textEvent(line []byte) harness.Event {
+	return harness.NewEvent(harness.EventTextOutput, harness.SourceHarness, map[string]any{"text": string(line)})
+}
+
+func (a *Adapter) proc() *process.Process {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.p
+}
+
+// wireEvent is a harness stdout object.
+type wireEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Turn sends the message and reads events until turn_complete.
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+	p := a.proc()
+	if p == nil {
+		return harness.TurnResult{}, harness.Fail(harness.ErrHarnessExited, "harness is not started")
+	}
+	a.mu.Lock()
+	a.turn = in.Number
+	early := a.early
+	a.early = nil
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.turn = 0
+		a.mu.Unlock()
+	}()
+	for _, e := range early {
+		emit(e)
+	}
+
+	msg, _ := json.Marshal(map[string]any{"type": "message", "turn": in.Number, "content": in.Message})
+	if err := p.WriteLine(ctx, msg); err != nil {
+		if ctx.Err() != nil {
+			return harness.TurnResult{}, ctx.Err()
+		}
+		return harness.TurnResult{}, a.deadHarness(ctx, p, "harness stopped reading its input")
+	}
+	start := p.OutputBytes()
+	for {
+		var line process.Line
+		var ok bool
+		select {
+		case line, ok = <-p.Lines():
+		case <-ctx.Done():
+			return harness.TurnResult{}, ctx.Err()
+		}
+		if !ok {
+			return harness.TurnResult{}, a.deadHarness(ctx, p, "harness closed its output mid-turn")
+		}
+		if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
+			return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+				"harness wrote more than %d bytes in one turn", in.OutputLimit)
+		}
+		if line.TooLong {
+			return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+				"harness wrote a %d-byte line (limit %d)", line.Size, len(line.Text))
+		}
+		res, done, err := a.handleLine(line.Text, emit)
+		if err != nil || done {
+			return res, err
+		}
+	}
+}
+
+// handleLine maps one stdout line to an event, or ends the turn.
+func (a *Adapter) handleLine(text []byte, emit func(harness.Event)) (harness.TurnResult, bool, error) {
+	trimmed := bytes.TrimSpace(text)
+	if len(trimmed) == 0 {
+		return harness.TurnResult{}, false, nil
+	}
+	if trimmed[0] != '{' {
+		emit(textEvent(text))
+		return harness.TurnResult{}, false, nil
+	}
+	var w wireEvent
+	if err := json.Unmarshal(trimmed, &w); err != nil {
+		return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol,
+			"harness wrote malformed JSON: %v: %s", err, clip(trimmed))
+	}
+	data := map[string]any{}
+	if len(w.Data) > 0 && !bytes.Equal(w.Data, []byte("null")) {
+		if err := json.Unmarshal(w.Data, &data); err != nil {
+			return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol,
+				"harness event %q has non-object data: %s", w.Type, clip(w.Data))
+		}
+	}
+	t := harness.EventType(w.Type)
+	switch {
+	case w.Type == "ready":
+		return harness.TurnResult{}, false, nil
+	case t == harness.EventTurnComplete:
+		return turnComplete(data)
+	case t.Valid():
+		emit(harness.NewEvent(t, harness.SourceHarness, data))
+		return harness.TurnResult{}, false, nil
+	default:
+		return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol,
+			"harness wrote an event of unknown type %q", w.Type)
+	}
+}
+
+func turnComplete(data map[string]any) (harness.TurnResult, bool, error) {
+	var res harness.TurnResult
+	switch r := data["response"].(type) {
+	case string:
+		res.Response = r
+	case nil:
+	default:
+		return res, true, harness.Fail(harness.ErrProtocol, "turn_complete response must be a string, got %T", r)
+	}
+	for key, dst := range map[string]*bool{"done": &res.Done, "cancelled": &res.Cancelled} {
+		switch v := data[key].(type) {
+		case bool:
+			*dst = v
+		case nil:
+		default:
+			return res, true, harness.Fail(harness.ErrProtocol, "turn_complete %s must be a boolean, got %T", key, v)
+		}
+	}
+	for k, v := range data {
+		if k != "response" && k != "done" && k != "cancelled" {
+			if res.Extra == nil {
+				res.Extra = map[string]any{}
+			}
+			res.Extra[k] = v
+		}
+	}
+	return res, true, nil
+}
+
+// deadHarness describes a harness that stopped talking mid-turn.
+func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
+	t := time.NewTimer(exitWait)
+	defer t.Stop()
+	select {
+	case <-p.Exited():
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	if st, ok := p.ExitStatus(); ok {
+		return &harness.Failure{Type: harness.ErrHarnessCrashed,
+			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
+	}
+	return harness.Fail(harness.ErrProtocol, "%s", what)
+}
+
+// Interrupt sends a cancel line for the running turn.
+func (a *Adapter) Interrupt(ctx context.Context) error {
+	a.mu.Lock()
+	p, turn := a.p, a.turn
+	a.mu.Unlock()
+	if p == nil || turn == 0 {
+		return nil
+	}
+	return p.WriteLine(ctx, []byte(`{"type":"cancel","turn":`+strconv.Itoa(turn)+`}`))
+}
+
+// Stop kills the harness's tree.
+func (a *Adapter) Stop(ctx context.Context) error {
+	a.mu.Lock()
+	p, grace := a.p, a.grace
+	a.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Stop(ctx, grace)
+}
+
+// Alive reports whether the harness is running.
+func (a *Adapter) Alive() bool {
+	p := a.proc()
+	return p != nil && p.Alive()
+}
+
+// Diagnostics reports exit status, stderr tail and pid.
+func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
+	p := a.proc()
+	if p == nil {
+		return nil, "", 0
+	}
+	var exit *process.ExitStatus
+	if st, ok := p.ExitStatus(); ok {
+		exit = &st
+	}
+	return exit, p.StderrTail(), p.Pid()
+}
+
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,209 @@
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { testbin.Cleanup(); os.Exit(code) }))
+}
+
+func launch(t *testing.T, args ...string) *harness.Launch {
+	t.Helper()
+	sup, err := process.NewSupervisor(process.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sup.Close(context.Background(), 0) })
+	dir := t.TempDir()
+	return &harness.Launch{
+		EpisodeID:      "ep-1",
+		Command:        append([]string{testbin.Path(t, "testharness"), "agent"}, args...),
+		Workspace:      dir,
+		Home:           dir,
+		Env:            process.DefaultEnviron(nil),
+		StartupTimeout: 10 * time.Second,
+		StopGrace:      time.Second,
+		MaxLineBytes:   1 << 20,
+		Supervisor:     sup,
+	}
+}
+
+func started(t *testing.T, args ...string) *Adapter {
+	t.Helper()
+	a := New()
+	if err := a.Start(context.Background(), launch(t, args...)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Stop(context.Background()) })
+	return a
+}
+
+type collected struct{ events []harness.Event }
+
+func (c *collected) emit(e harness.Event) { c.events = append(c.events, e) }
+
+func (c *collected) types() []string {
+	var out []string
+	for _, e := range c.events {
+		out = append(out, string(e.Type))
+	}
+	return out
+}
+
+func turn(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, *collected, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var c collected
+	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.emit)
+	return res, &c, err
+}
+
+func failureType(t *testing.T, err error) harness.ErrorType {
+	t.Helper()
+	f, ok := harness.AsFailure(err)
+	if !ok {
+		t.Fatalf("error %v is not a Failure", err)
+	}
+	return f.Type
+}
+
+func TestTurnsKeepContext(t *testing.T) {
+	a := started(t, "--noisy-start")
+	res, c, err := turn(t, a, 1, "reply one")
+	if err != nil || res.Response != "one" {
+		t.Fatalf("turn 1: %+v %v", res, err)
+	}
+	// The pre-ready banner opens the first turn as text output.
+	if got := c.types(); len(got) != 2 || got[0] != "text_output" || !strings.Contains(c.events[0].Data["text"].(string), "not JSON") {
+		t.Fatalf("turn 1 events %v", c.events)
+	}
+	res, _, err = turn(t, a, 2, "history;;done")
+	if err != nil || res.Response != "history: reply one | history;;done" || !res.Done {
+		t.Fatalf("turn 2: %+v %v", res, err)
+	}
+}
+
+func TestNonJSONLineIsText(t *testing.T) {
+	a := started(t)
+	res, c, err := turn(t, a, 1, "garbage;;reply fine")
+	if err != nil || res.Response != "fine" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if c.events[0].Type != harness.EventTextOutput || c.events[0].Data["text"] != "this is not json {{{" {
+		t.Fatalf("events %+v", c.events)
+	}
+}
+
+func TestProtocolErrors(t *testing.T) {
+	for _, msg := range []string{"malformed", "badevent", `rawline {"type":"turn_complete","data":{"response":1}}`, `rawline {"type":"text_output","data":[1]}`} {
+		a := started(t)
+		_, _, err := turn(t, a, 1, msg)
+		if got := failureType(t, err); got != harness.ErrProtocol {
+			t.Errorf("%q: %v, want protocol_error", msg, err)
+		}
+	}
+}
+
+func TestOutputLimits(t *testing.T) {
+	a := started(t)
+	if _, _, err := turn(t, a, 1, "flood 4M"); failureType(t, err) != harness.ErrOutputLimit {
+		t.Fatalf("flood: %v", err)
+	}
+	b := started(t)
+	if _, _, err := turn(t, b, 1, "longline 3M"); failureType(t, err) != harness.ErrOutputLimit {
+		t.Fatalf("long line: %v", err)
+	}
+}
+
+func TestCrashMidTurn(t *testing.T) {
+	a := started(t)
+	_, _, err := turn(t, a, 1, "stderr last words;;crash 3")
+	f, ok := harness.AsFailure(err)
+	if !ok || f.Type != harness.ErrHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
+		t.Fatalf("crash: %#v", err)
+	}
+	if a.Alive() {
+		t.Fatal("alive after crash")
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	a := started(t)
+	done := make(chan struct{})
+	var res harness.TurnResult
+	var err error
+	go func() {
+		defer close(done)
+		res, _, err = turn(t, a, 1, "sleep 30s")
+	}()
+	// Interrupt until the turn is running and acknowledges.
+	for {
+		if err := a.Interrupt(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+			if err != nil || !res.Cancelled {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if r, _, err := turn(t, a, 2, "reply still here"); err != nil || r.Response != "still here" {
+				t.Fatalf("after interrupt: %+v %v", r, err)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestTurnDeadline(t *testing.T) {
+	a := started(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "hang"}, func(harness.Event) {})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want deadline", err)
+	}
+}
+
+func TestStartupFailure(t *testing.T) {
+	a := New()
+	err := a.Start(context.Background(), launch(t, "--crash-on-start", "4", "--stderr", "no api key"))
+	f, ok := harness.AsFailure(err)
+	if !ok || f.Type != harness.ErrStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
+		t.Fatalf("%#v", err)
+	}
+	l := launch(t, "--never-ready")
+	l.StartupTimeout = 200 * time.Millisecond
+	err = New().Start(context.Background(), l)
+	if f, ok := harness.AsFailure(err); !ok || f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "did not become ready") {
+		t.Fatalf("%#v", err)
+	}
+}
+
+func TestEnvironmentGiven(t *testing.T) {
+	l := launch(t)
+	l.MCP = &harness.MCPInjection{URL: "http://127.0.0.1:1/mcp", Token: "tok", ConfigPath: "/x/mcp.json"}
+	a := New()
+	if err := a.Start(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	res, _, err := turn(t, a, 1, "env HARNESSD_PROTOCOL;;env HARNESSD_MCP_TOKEN;;env HARNESSD_EPISODE_ID;;pwd")
+	want := "HARNESSD_PROTOCOL=1\nHARNESSD_MCP_TOKEN=tok\nHARNESSD_EPISODE_ID=ep-1\n" + l.Workspace
+	if err != nil || res.Response != want {
+		t.Fatalf("got %q, want %q (%v)", res.Response, want, err)
+	}
+}
