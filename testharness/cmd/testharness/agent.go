@@ -17,7 +17,7 @@ func init() {
 func runAgent(args []string) int {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	var o agent.Options
-	protocol := fs.String("protocol", "jsonl", "wire protocol: jsonl")
+	protocol := fs.String("protocol", "jsonl", fmt.Sprintf("wire protocol: %v", agent.ProtocolNames()))
 	fs.DurationVar(&o.SlowStart, "slow-start", 0, "wait this long before announcing ready")
 	fs.IntVar(&o.CrashOnStart, "crash-on-start", 0, "exit with this code before ready")
 	fs.BoolVar(&o.NeverReady, "never-ready", false, "never announce ready")
@@ -28,11 +28,10 @@ func runAgent(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	switch *protocol {
-	case "jsonl":
-		return agent.RunJSONL(o, os.Stdin, os.Stdout, os.Stderr)
-	default:
-		fmt.Fprintf(os.Stderr, "testharness agent: unknown protocol %q\n", *protocol)
+	run, ok := agent.Protocols[*protocol]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "testharness agent: unknown protocol %q (have %v)\n", *protocol, agent.ProtocolNames())
 		return 2
 	}
+	return run(o, os.Stdin, os.Stdout, os.Stderr)
 }
