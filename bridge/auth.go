@@ -45,13 +45,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 // authorized reports whether r carries the Server's bearer token, and
-// whether it presented any token at all. The comparison is constant-time
+// whether it presented a bearer token at all. The comparison is constant-time
 // (over SHA-256 digests, so that not even the length is compared early).
 func (s *Server) authorized(r *http.Request) (presented, ok bool) {
 	h := r.Header.Get("Authorization")
 	scheme, tok, found := strings.Cut(h, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return h != "", false
+		return false, false
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	return true, subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
