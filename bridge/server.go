@@ -1,0 +1,217 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Defaults for ServerOptions fields left zero.
+const (
+	DefaultMaxBodyBytes = 8 << 20
+	// EndpointPath is the path of the MCP endpoint.
+	EndpointPath = "/mcp"
+)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// OnCall and OnResult observe every tools/call the Server serves: the
+	// authoritative record of the harness's environment tool use. They run
+	// on the call's goroutine, concurrently for concurrent calls, and must
+	// not block long. Calls refused before reaching a tool (unknown or
+	// hidden names, bad tokens) are not reported.
+	OnCall   func(CallStart)
+	OnResult func(CallEnd)
+	// CallTimeout bounds each call; zero means DefaultCallTimeout, negative
+	// means none (sources may still have their own).
+	CallTimeout time.Duration
+	// MaxBodyBytes bounds a request body; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// SessionIdleTTL forgets MCP sessions idle this long (the client must
+	// initialize again); zero keeps them until Close.
+	SessionIdleTTL time.Duration
+	// Logger receives the server's records (mcp-go's per-request lines at
+	// Debug); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// CallStart describes a tool call as it starts.
+type CallStart struct {
+	// ID is unique within the Server.
+	ID string
+	// Served is the name the harness called; Upstream the name at Source.
+	Served, Upstream, Source string
+	// Arguments are the raw JSON arguments as received (empty for none).
+	Arguments json.RawMessage
+	// Time is when the call started.
+	Time time.Time
+}
+
+// CallEnd describes a finished tool call.
+type CallEnd struct {
+	CallStart
+	// Result is what the harness received. When Err is set it is an error
+	// result (IsError) carrying Err's text.
+	Result *mcp.CallToolResult
+	// Err is why the call failed at the bridge or the tool server (not set
+	// for a tool's own error result).
+	Err error
+	// Duration is the call's wall time at the bridge.
+	Duration time.Duration
+}
+
+// Server is the loopback streamable-HTTP MCP endpoint a harness talks to. It
+// serves the catalog's visible tools to clients holding its bearer token.
+type Server struct {
+	cat        *Catalog
+	opts       ServerOptions
+	log        *slog.Logger
+	timeout    time.Duration
+	maxBody    int64
+	token      string
+	tokenSum   [32]byte
+	url        string
+	mcp        *server.MCPServer
+	streamable *server.StreamableHTTPServer
+	http       *http.Server
+	cancelBase context.CancelFunc
+	serveDone  chan struct{}
+	idPrefix   string
+	seq        atomic.Int64
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// Serve starts a Server for cat on 127.0.0.1 with an OS-chosen port and a
+// fresh random token, so that a client of an earlier Server (an earlier
+// episode) is locked out. The Server does not own the catalog's sources.
+func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
+	if cat == nil {
+		return nil, errors.New("bridge: Serve needs a catalog")
+	}
+	log := orDefault(opts.Logger).With("component", "bridge")
+	s := &Server{cat: cat, opts: opts, log: log, timeout: callTimeout(opts.CallTimeout),
+		maxBody: opts.MaxBodyBytes, serveDone: make(chan struct{})}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	var tok [32]byte
+	var idp [4]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return nil, fmt.Errorf("bridge: token: %w", err)
+	}
+	rand.Read(idp[:])
+	s.token = base64.RawURLEncoding.EncodeToString(tok[:])
+	s.tokenSum = sha256.Sum256([]byte(s.token))
+	s.idPrefix = hex.EncodeToString(idp[:]) + "-"
+
+	mcpLog := slog.New(demoteHandler{log.Handler()})
+	s.mcp = server.NewMCPServer("harnessd-bridge", "1",
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithLogger(mcpLog))
+	if err := s.addTools(); err != nil {
+		return nil, err
+	}
+	sopts := []server.StreamableHTTPOption{
+		server.WithStateful(true),
+		server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithStreamableHTTPLogger(mcpLog),
+	}
+	if opts.SessionIdleTTL > 0 {
+		sopts = append(sopts, server.WithSessionIdleTTL(opts.SessionIdleTTL))
+	}
+	s.streamable = server.NewStreamableHTTPServer(s.mcp, sopts...)
+
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		s.streamable.Shutdown(context.Background())
+		return nil, fmt.Errorf("bridge: listen: %w", err)
+	}
+	s.url = "http://" + ln.Addr().String() + EndpointPath
+	mux := http.NewServeMux()
+	mux.Handle(EndpointPath, s.streamable)
+	base, cancel := context.WithCancel(context.Background())
+	s.cancelBase = cancel
+	s.http = &http.Server{
+		Handler:           s.guard(mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		defer close(s.serveDone)
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("bridge server stopped", "err", err)
+		}
+	}()
+	log.Debug("bridge listening", "url", s.url, "tools", len(cat.Served()))
+	return s, nil
+}
+
+// addTools registers the catalog's visible tools under their served names.
+func (s *Server) addTools() (err error) {
+	var tools []server.ServerTool
+	for _, e := range s.cat.Served() {
+		t, warns := e.Tool.mcpTool(e.Served)
+		for _, w := range warns {
+			s.log.Warn("tool definition partly dropped", "tool", e.Served, "source", e.Source, "why", w)
+		}
+		if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
+			return fmt.Errorf("bridge: tool '%s' of '%s': %w: %v", e.Served, e.Source, ErrInvalidTool, err)
+		}
+		tools = append(tools, server.ServerTool{Tool: t, Handler: s.toolHandler(e)})
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bridge: registering tools: %w: %v", ErrInvalidTool, r)
+		}
+	}()
+	s.mcp.AddTools(tools...)
+	return nil
+}
+
+// URL returns the endpoint, http://127.0.0.1:PORT/mcp.
+func (s *Server) URL() string { return s.url }
+
+// Token returns the bearer token clients must send.
+func (s *Server) Token() string { return s.token }
+
+// Close stops the Server: calls in flight are cancelled, open streams (GET
+// listeners, SSE responses) end, and the listener closes. If ctx ends
+// first, remaining connections are closed forcibly. Close is idempotent and
+// leaves the catalog's sources running.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.cancelBase()
+		if err := s.streamable.Shutdown(ctx); err != nil {
+			s.log.Debug("closing MCP sessions", "err", err)
+		}
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.http.Close()
+			s.closeErr = fmt.Errorf("bridge: close: %w", err)
+		}
+		<-s.serveDone
+	})
+	return s.closeErr
+}
+
+func (s *Server) nextID() string {
+	return s.idPrefix + strconv.FormatInt(s.seq.Add(1), 10)
+}

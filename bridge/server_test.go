@@ -1,0 +1,670 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/testharness/mcptools"
+)
+
+var servedTools = []string{"add", "count", "crash", "echo", "env_read_file", "fancy", "slow", "stats"}
+
+func TestListAndCallThroughBridge(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	if !strings.HasPrefix(f.srv.URL(), "http://127.0.0.1:") || !strings.HasSuffix(f.srv.URL(), "/mcp") {
+		t.Fatalf("URL = %q, want http://127.0.0.1:PORT/mcp", f.srv.URL())
+	}
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	if got := toolNames(t, c); !slices.Equal(got, servedTools) {
+		t.Fatalf("tools = %v, want %v", got, servedTools)
+	}
+	if text, isErr := call(t, c, "add", map[string]any{"a": 2, "b": 3}); text != "5" || isErr {
+		t.Fatalf("add(2,3) = %q (isError %v), want 5", text, isErr)
+	}
+	if text, _ := call(t, c, "echo", map[string]any{"text": "héllo ✓"}); text != "héllo ✓" {
+		t.Fatalf("echo = %q", text)
+	}
+}
+
+func TestUnauthorized(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	hc := httpClient(t)
+	cases := []struct {
+		name, auth string
+		invalid    bool // the challenge says invalid_token
+	}{
+		{"no header", "", false},
+		{"wrong token", "Bearer " + strings.Repeat("x", len(f.srv.Token())), true},
+		{"token prefix", "Bearer " + f.srv.Token()[:10], true},
+		{"basic scheme", "Basic " + f.srv.Token(), false},
+		{"empty bearer", "Bearer ", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+				req, _ := http.NewRequestWithContext(testCtx(t), method, f.srv.URL(), strings.NewReader(initializeBody))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				if tc.auth != "" {
+					req.Header.Set("Authorization", tc.auth)
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("%s: status %d, want 401", method, resp.StatusCode)
+				}
+				ch := resp.Header.Get("WWW-Authenticate")
+				if !strings.HasPrefix(ch, "Bearer ") || strings.Contains(ch, "invalid_token") != tc.invalid {
+					t.Fatalf("%s: WWW-Authenticate = %q", method, ch)
+				}
+			}
+		})
+	}
+	// The scheme is case-insensitive; the right token gets in.
+	r := rawPost(t, hc, f.srv.URL(), "", "", initializeBody)
+	if r.status != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", r.status)
+	}
+	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, f.srv.URL(), strings.NewReader(initializeBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "bearer "+f.srv.Token())
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("lower-case scheme with the right token: %d", resp.StatusCode)
+	}
+	// The mcp-go client reports a bad token as an authorization error.
+	_, err = dial(t, f.srv.URL(), "not-the-token")
+	if !client.IsAuthorizationRequiredError(err) {
+		t.Fatalf("dial with a wrong token: %v, want an authorization error", err)
+	}
+}
+
+func TestStaleTokenLockedOut(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	old := f.srv
+	oldClient := connect(t, old.URL(), old.Token())
+	// A new episode: a new server for the same tools.
+	next := serve(t, f.cat, ServerOptions{})
+	if next.Token() == old.Token() || next.URL() == old.URL() {
+		t.Fatalf("a new Serve reused the token or URL: %s %s", next.URL(), old.URL())
+	}
+	if _, err := dial(t, next.URL(), old.Token()); !client.IsAuthorizationRequiredError(err) {
+		t.Fatalf("previous token on the new server: %v, want 401", err)
+	}
+	if r := rawPost(t, httpClient(t), next.URL(), old.Token(), "", initializeBody); r.status != http.StatusUnauthorized {
+		t.Fatalf("previous token, raw: status %d", r.status)
+	}
+	// The earlier server still serves its own client until it is closed...
+	if text, _ := call(t, oldClient, "echo", map[string]any{"text": "still here"}); text != "still here" {
+		t.Fatalf("old client before close: %q", text)
+	}
+	if err := old.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// ...and nothing after.
+	if _, err := callErr(testCtx(t), oldClient, "echo", map[string]any{"text": "x"}); err == nil {
+		t.Fatal("a call to a closed server succeeded")
+	}
+	c := connect(t, next.URL(), next.Token())
+	if text, _ := call(t, c, "add", map[string]any{"a": 1, "b": 1}); text != "2" {
+		t.Fatalf("new server: add = %q", text)
+	}
+}
+
+func TestRenamedToolAnswersToServedNameOnly(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	if text, isErr := call(t, c, "env_read_file", map[string]any{"path": "a.py"}); text != "contents of a.py" || isErr {
+		t.Fatalf("env_read_file = %q (isError %v)", text, isErr)
+	}
+	_, err := callErr(testCtx(t), c, "read_file", map[string]any{"path": "a.py"})
+	if err == nil || !errors.Is(err, mcp.ErrInvalidParams) || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("read_file through the bridge: %v, want tool not found (-32602)", err)
+	}
+	// The daemon can use either name.
+	for _, name := range []string{"read_file", "env_read_file"} {
+		res, err := f.cat.Call(testCtx(t), name, json.RawMessage(`{"path":"b.py"}`))
+		if err != nil || resultText(res) != "contents of b.py" {
+			t.Fatalf("Catalog.Call(%s) = %q, %v", name, resultText(res), err)
+		}
+	}
+	// The source itself is untouched: it still lists read_file.
+	tools, err := f.tools.Tools(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(tools, func(tl Tool) bool { return tl.Name == "read_file" }) {
+		t.Fatal("the source no longer lists read_file")
+	}
+}
+
+func TestHiddenTool(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	if names := toolNames(t, c); slices.Contains(names, "grade") {
+		t.Fatalf("hidden tool listed: %v", names)
+	}
+	_, err := callErr(testCtx(t), c, "grade", map[string]any{"answer": "x"})
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("hidden tool called through the bridge: %v, want not found", err)
+	}
+	e, ok := f.cat.Lookup("grade")
+	if !ok || !e.Hidden || e.Source != "grader" {
+		t.Fatalf("Lookup(grade) = %+v, %v", e, ok)
+	}
+	if slices.ContainsFunc(f.cat.Served(), func(e Entry) bool { return e.Upstream == "grade" }) {
+		t.Fatal("Served() includes the hidden tool")
+	}
+	res, err := f.cat.Call(testCtx(t), "grade", json.RawMessage(`{"answer":"42"}`))
+	if err != nil {
+		t.Fatalf("Catalog.Call(grade): %v", err)
+	}
+	var score struct{ Score float64 }
+	if err := json.Unmarshal([]byte(resultText(res)), &score); err != nil || score.Score != 0.75 {
+		t.Fatalf("grade = %q (%v), want score 0.75", resultText(res), err)
+	}
+	res, err = f.cat.Call(testCtx(t), "grade", json.RawMessage(`{"answer":"42","expected":"42"}`))
+	if err != nil || resultText(res) != `{"score":1}` {
+		t.Fatalf("grade with expected = %q, %v", resultText(res), err)
+	}
+}
+
+// TestSchemasByteForByte compares the raw tools/list of the upstream (spoken
+// to by hand over its pipes) with the raw tools/list through the bridge.
+func TestSchemasByteForByte(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	direct := rawToolSchemas(t, directList(t, f.sup))
+	r := rawPost(t, httpClient(t), f.srv.URL(), f.srv.Token(), rawSession(t, httpClient(t), f.srv.URL(), f.srv.Token()),
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("tools/list: %d %s", r.status, r.body)
+	}
+	bridged := rawToolSchemas(t, r.body)
+	if len(bridged) != len(servedTools) {
+		t.Fatalf("bridged %d tools, want %d", len(bridged), len(servedTools))
+	}
+	for served, got := range bridged {
+		upstream := strings.TrimPrefix(served, "env_")
+		want, ok := direct[upstream]
+		if !ok {
+			t.Fatalf("bridged tool %s has no upstream %s", served, upstream)
+		}
+		if got != want {
+			t.Errorf("%s schemas differ:\nbridge:   %s\nupstream: %s", served, got, want)
+		}
+	}
+	fancy := bridged["fancy"]
+	if fancy[0] != mcptools.FancyInputSchema || fancy[1] != mcptools.FancyOutputSchema {
+		t.Fatalf("fancy schemas changed:\n%s\n%s", fancy[0], fancy[1])
+	}
+	for _, kw := range []string{`"$schema"`, `"title"`, `"oneOf"`, `"$defs"`, `"$ref"`, `"additionalProperties"`} {
+		if !strings.Contains(fancy[0], kw) {
+			t.Errorf("fancy input schema lost %s", kw)
+		}
+	}
+}
+
+// directList runs a fresh upstream and lists its tools by hand, returning
+// the raw tools/list response line.
+func directList(t *testing.T, sup *process.Supervisor) []byte {
+	t.Helper()
+	spec := toolsSpec(t, "direct", "--omit", "grade")
+	p, err := sup.Start(process.Spec{Name: "direct", Path: spec.Command[0], Args: spec.Command[1:],
+		Env: process.DefaultEnviron(nil), Stdio: process.StdioRaw, Logger: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background(), 0)
+	ctx := testCtx(t)
+	for _, line := range []string{initializeBody, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`} {
+		if err := p.WriteLine(ctx, []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	br := bufio.NewReaderSize(p.Stdout(), 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("reading upstream: %v", err)
+		}
+		if strings.Contains(string(line), `"id":"list"`) {
+			return line
+		}
+	}
+}
+
+func TestArgumentsPassThroughExactly(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	// 2^53+1 does not survive a float64 round trip.
+	args := `{"shape":{"x":9007199254740993,"y":-0.5},"label":"ünïcode <&>"}`
+	res, err := callErr(testCtx(t), c, "fancy", json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fancy returns the raw argument bytes it received (compacted JSON,
+	// which encoding/json also HTML-escapes on the way).
+	var got, want any
+	dec := json.NewDecoder(strings.NewReader(resultText(res)))
+	dec.UseNumber()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("fancy text %q: %v", resultText(res), err)
+	}
+	dec = json.NewDecoder(strings.NewReader(args))
+	dec.UseNumber()
+	dec.Decode(&want)
+	if mustJSON(got) != mustJSON(want) || !strings.Contains(resultText(res), "9007199254740993") {
+		t.Fatalf("upstream received %s, sent %s", resultText(res), args)
+	}
+	if res.StructuredContent == nil {
+		t.Fatal("structured content was lost")
+	}
+}
+
+func TestOnCallOnResult(t *testing.T) {
+	var rec recorder
+	f := newFixture(t, rec.opts())
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	call(t, c, "env_read_file", json.RawMessage(`{"path":"a.py"}`))
+	if _, isErr := call(t, c, "add", map[string]any{"a": "not a number"}); !isErr {
+		t.Fatal("add with a bad argument did not fail")
+	}
+	starts, ends := rec.snapshot()
+	if len(starts) != 2 || len(ends) != 2 {
+		t.Fatalf("%d starts, %d ends, want 2 each", len(starts), len(ends))
+	}
+	s, e := starts[0], ends[0]
+	if s.Served != "env_read_file" || s.Upstream != "read_file" || s.Source != "tools" ||
+		string(s.Arguments) != `{"path":"a.py"}` || s.ID == "" || s.Time.IsZero() {
+		t.Fatalf("CallStart = %+v", s)
+	}
+	if e.CallStart.ID != s.ID || e.Served != s.Served || e.Err != nil || resultText(e.Result) != "contents of a.py" ||
+		e.Result.IsError || e.Duration <= 0 {
+		t.Fatalf("CallEnd = %+v", e)
+	}
+	// A tool's own failure is an error result, not a bridge error.
+	if e := ends[1]; e.Served != "add" || e.Err != nil || !e.Result.IsError || starts[1].ID == s.ID {
+		t.Fatalf("CallEnd for a failing tool = %+v", e)
+	}
+}
+
+func TestConcurrentClients(t *testing.T) {
+	var rec recorder
+	f := newFixture(t, rec.opts())
+	const clients, calls = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*calls)
+	for i := range clients {
+		c := connect(t, f.srv.URL(), f.srv.Token())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range calls {
+				res, err := callErr(testCtx(t), c, "add", map[string]any{"a": i * 1000, "b": k})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got, want := resultText(res), strconv.Itoa(i*1000+k); got != want {
+					errs <- fmt.Errorf("client %d: add = %q, want %s", i, got, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	starts, ends := rec.snapshot()
+	ids := map[string]bool{}
+	for _, s := range starts {
+		ids[s.ID] = true
+	}
+	if len(starts) != clients*calls || len(ends) != clients*calls || len(ids) != clients*calls {
+		t.Fatalf("%d starts, %d ends, %d ids; want %d", len(starts), len(ends), len(ids), clients*calls)
+	}
+}
+
+func TestListensOnLoopbackOnly(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	host, portStr, err := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(f.srv.URL(), "http://"), "/mcp"))
+	if err != nil || host != "127.0.0.1" {
+		t.Fatalf("URL host %q (%v), want 127.0.0.1", host, err)
+	}
+	port, _ := strconv.Atoi(portStr)
+	// Every listening socket on the port is bound to 127.0.0.1; none is IPv6.
+	found := 0
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		for _, l := range listeners(t, file) {
+			if l.port != port {
+				continue
+			}
+			found++
+			if file != "/proc/net/tcp" || l.addr != "0100007F" {
+				t.Errorf("%s: listener on port %d bound to %s", file, port, l.addr)
+			}
+		}
+	}
+	if found != 1 {
+		t.Fatalf("found %d listening sockets on port %d, want 1", found, port)
+	}
+	// A non-loopback address of this host is refused.
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.To4() == nil {
+			continue
+		}
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ipn.IP.String(), portStr), 5*time.Second)
+		if err == nil {
+			conn.Close()
+			t.Errorf("bridge reachable on %s", ipn.IP)
+		}
+	}
+}
+
+type listener struct {
+	addr string
+	port int
+}
+
+// listeners parses the LISTEN sockets of /proc/net/tcp{,6}.
+func listeners(t *testing.T, file string) []listener {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	var out []listener
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		fields := strings.Fields(line)
+		if len(fields) < 4 || fields[3] != "0A" {
+			continue
+		}
+		addr, port, ok := strings.Cut(fields[1], ":")
+		if !ok {
+			continue
+		}
+		p, _ := strconv.ParseUint(port, 16, 16)
+		out = append(out, listener{addr: addr, port: int(p)})
+	}
+	return out
+}
+
+func TestProtocolVersions(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	for _, v := range []string{"2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
+		t.Run(v, func(t *testing.T) {
+			c := connect(t, f.srv.URL(), f.srv.Token(), client.WithProtocolVersion(v))
+			if c.ProtocolVersion() != v {
+				t.Fatalf("negotiated %q, want %q", c.ProtocolVersion(), v)
+			}
+			if got := toolNames(t, c); !slices.Equal(got, servedTools) {
+				t.Fatalf("tools = %v", got)
+			}
+			if text, _ := call(t, c, "echo", map[string]any{"text": v}); text != v {
+				t.Fatalf("echo = %q", text)
+			}
+		})
+	}
+}
+
+func TestSessions(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	hc := httpClient(t)
+	url, tok := f.srv.URL(), f.srv.Token()
+	sid := rawSession(t, hc, url, tok)
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if r := rawPost(t, hc, url, tok, sid, list); r.status != http.StatusOK {
+		t.Fatalf("tools/list in session: %d %s", r.status, r.body)
+	}
+	if r := rawPost(t, hc, url, tok, "mcp-session-00000000-0000-4000-8000-000000000000", list); r.status != http.StatusNotFound {
+		t.Fatalf("unknown session: %d, want 404", r.status)
+	}
+	// GET opens the session's stream; it is tolerated and ends with Close.
+	getCtx, cancelGet := context.WithCancel(testCtx(t))
+	defer cancelGet()
+	req, _ := http.NewRequestWithContext(getCtx, http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	streamEnded := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		close(streamEnded)
+	}()
+	// DELETE ends the session.
+	del, _ := http.NewRequestWithContext(testCtx(t), http.MethodDelete, url, nil)
+	del.Header.Set("Authorization", "Bearer "+tok)
+	del.Header.Set("Mcp-Session-Id", sid)
+	del.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	dresp, err := hc.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dresp.Body.Close()
+	if dresp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %d", dresp.StatusCode)
+	}
+	if r := rawPost(t, hc, url, tok, sid, list); r.status != http.StatusNotFound {
+		t.Fatalf("deleted session: %d, want 404", r.status)
+	}
+	// A second stream on a live session, then Close ends it.
+	sid2 := rawSession(t, hc, url, tok)
+	req2, _ := http.NewRequestWithContext(testCtx(t), http.MethodGet, url, nil)
+	req2.Header = req.Header.Clone()
+	req2.Header.Set("Mcp-Session-Id", sid2)
+	resp2, err := hc.Do(req2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream2Ended := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, resp2.Body)
+		resp2.Body.Close()
+		close(stream2Ended)
+	}()
+	if err := f.srv.Close(testCtx(t)); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	<-stream2Ended
+	cancelGet()
+	<-streamEnded
+	if err := f.srv.Close(testCtx(t)); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := hc.Get(url); err == nil {
+		t.Fatal("closed server still accepts connections")
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	f := newFixture(t, ServerOptions{MaxBodyBytes: 1024})
+	hc := httpClient(t)
+	sid := rawSession(t, hc, f.srv.URL(), f.srv.Token())
+	big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` +
+		strings.Repeat("x", 2000) + `"}}}`
+	if r := rawPost(t, hc, f.srv.URL(), f.srv.Token(), sid, big); r.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body: %d, want 413", r.status)
+	}
+	// Without a Content-Length (chunked) the limit holds as well.
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(big))
+		pw.Close()
+	}()
+	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, f.srv.URL(), pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+f.srv.Token())
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized chunked body: %d, want 413", resp.StatusCode)
+	}
+	small := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"}}}`
+	if r := rawPost(t, hc, f.srv.URL(), f.srv.Token(), sid, small); r.status != http.StatusOK || !strings.Contains(string(r.body), `"ok"`) {
+		t.Fatalf("small body after the limit: %d %s", r.status, r.body)
+	}
+}
+
+func TestCallTimeoutKeepsBridgeUsable(t *testing.T) {
+	var rec recorder
+	opts := rec.opts()
+	opts.CallTimeout = 500 * time.Millisecond
+	f := newFixture(t, opts)
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	text, isErr := call(t, c, "slow", map[string]any{"seconds": 300})
+	if !isErr || !strings.Contains(text, "timed out") {
+		t.Fatalf("slow past the timeout = %q (isError %v), want a timeout error result", text, isErr)
+	}
+	_, ends := rec.snapshot()
+	if len(ends) != 1 || !errors.Is(ends[0].Err, ErrTimeout) {
+		t.Fatalf("OnResult = %+v, want ErrTimeout", ends)
+	}
+	if text, _ := call(t, c, "echo", map[string]any{"text": "after"}); text != "after" {
+		t.Fatalf("echo after a timeout = %q", text)
+	}
+	// The upstream saw the cancellation (notifications/cancelled).
+	waitStats(t, f.cat, func(s mcptools.Stats) bool { return s.Cancelled == 1 })
+}
+
+// waitStats polls the upstream's stats tool (daemon path) until ok holds.
+func waitStats(t *testing.T, cat *Catalog, ok func(mcptools.Stats) bool) mcptools.Stats {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := cat.Call(testCtx(t), "stats", nil)
+		if err != nil {
+			t.Fatalf("stats: %v", err)
+		}
+		var s mcptools.Stats
+		if err := json.Unmarshal([]byte(resultText(res)), &s); err != nil {
+			t.Fatalf("stats %q: %v", resultText(res), err)
+		}
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("upstream stats never satisfied the condition: %+v", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCancellationReachesUpstream(t *testing.T) {
+	started := make(chan struct{}, 1)
+	var rec recorder
+	opts := rec.opts()
+	onCall := opts.OnCall
+	opts.OnCall = func(s CallStart) {
+		onCall(s)
+		started <- struct{}{}
+	}
+	f := newFixture(t, opts)
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() {
+		<-started
+		time.Sleep(100 * time.Millisecond) // let the call reach the upstream
+		cancel()
+	}()
+	if _, err := callErr(ctx, c, "slow", map[string]any{"seconds": 300}); err == nil {
+		t.Fatal("cancelled call succeeded")
+	}
+	waitStats(t, f.cat, func(s mcptools.Stats) bool { return s.Cancelled == 1 })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, ends := rec.snapshot(); len(ends) == 1 {
+			if !errors.Is(ends[0].Err, context.Canceled) {
+				t.Fatalf("OnResult Err = %v, want context.Canceled", ends[0].Err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("OnResult never fired for the cancelled call")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestProgressPassesThrough(t *testing.T) {
+	f := newFixture(t, ServerOptions{})
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	var mu sync.Mutex
+	var got []map[string]any
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			mu.Lock()
+			got = append(got, n.Params.AdditionalFields)
+			mu.Unlock()
+		}
+	})
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "slow"
+	req.Params.Arguments = map[string]any{"seconds": 0.6, "steps": 3}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "my-token"}
+	res, err := c.CallTool(testCtx(t), req)
+	if err != nil || res.IsError {
+		t.Fatalf("slow: %v %q", err, resultText(res))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Best effort (see the package doc): the notifications sent before the
+	// last step arrive before the response; the last may not.
+	if len(got) < 1 {
+		t.Fatal("no progress notification reached the client")
+	}
+	for _, p := range got {
+		if p["progressToken"] != "my-token" || p["total"] != float64(3) {
+			t.Fatalf("progress = %v, want the client's token and total 3", p)
+		}
+	}
+}
+
+func TestServeRejectsNilCatalog(t *testing.T) {
+	if _, err := Serve(nil, ServerOptions{}); err == nil {
+		t.Fatal("Serve(nil) succeeded")
+	}
+}
