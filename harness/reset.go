@@ -1,0 +1,187 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/harnessd/harnessd/process"
+)
+
+// ResetOptions start an episode.
+type ResetOptions struct {
+	// EpisodeID names the episode; empty means a new UUID.
+	EpisodeID string
+	// Seed is accepted for OpenEnv compatibility; harnesses are not seeded.
+	Seed *int64
+}
+
+// Reset ends any running episode (killing its tree and revoking its bridge
+// token), then starts a fresh one: new private workspace and HOME, tool
+// sources as configured, a bridge with a new token, injection, harness
+// start-up until ready.
+//
+// A harness that fails to start is not an error: Reset returns a terminal
+// observation with error_type startup_failed, the exit status and stderr
+// tail. Errors are returned for configuration and infrastructure problems
+// (tool name conflicts, tool servers that fail to start, a closed session).
+func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*Observation, error) {
+	ctx, end, err := s.beginOp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	if err := s.endEpisode(ctx); err != nil {
+		s.log.Warn("previous episode ended uncleanly", "err", err)
+	}
+
+	id := opts.EpisodeID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	s.mu.Lock()
+	s.epSeq++
+	seq := s.epSeq
+	s.mu.Unlock()
+	ep := &episode{id: id, log: s.log.With("episode_id", id)}
+	start := time.Now()
+
+	dirs, err := makeEpisodeDirs(s.dir, seq, s.cfg.Workspace.Template)
+	if err != nil {
+		return nil, err
+	}
+	ep.dirs = dirs
+	var rec *recorder
+	if s.cfg.RecordDir != "" {
+		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
+			s.discard(ep)
+			return nil, err
+		}
+	}
+	s.events.reset(rec)
+
+	if err := s.openTools(ctx, ep); err != nil {
+		s.discard(ep)
+		return nil, err
+	}
+	inj, err := s.injection(ep)
+	if err != nil {
+		s.discard(ep)
+		return nil, err
+	}
+	s.mu.Lock()
+	s.ep = ep // visible to state() and rubric tools from here
+	s.last = nil
+	s.mu.Unlock()
+
+	launch := s.launch(ep, inj)
+	if err := s.adapter.Start(ctx, launch); err != nil {
+		return s.startupFailed(ctx, ep, err), nil
+	}
+	if d := s.cfg.Episode.EpisodeTimeout.D(); d > 0 {
+		ep.deadline = time.Now().Add(d)
+	}
+	s.mu.Lock()
+	ep.active = true
+	s.mu.Unlock()
+	_, _, pid := s.adapter.Diagnostics()
+	ep.log.Info("episode started", "harness_pid", pid, "tools", ep.tools, "elapsed", time.Since(start))
+
+	zero := 0.0
+	return &Observation{Reward: &zero, Metadata: Metadata{EpisodeID: id, InjectedTools: ep.tools}}, nil
+}
+
+// launch assembles what the adapter needs.
+func (s *Session) launch(ep *episode, inj *MCPInjection) *Launch {
+	h := &s.cfg.Harness
+	set := map[string]string{}
+	for k, v := range h.Env {
+		set[k] = v
+	}
+	set["HOME"] = ep.dirs.home
+	set["TMPDIR"] = ep.dirs.tmp
+	allow := append(append([]string(nil), process.DefaultEnvAllowlist...), h.PassEnv...)
+	return &Launch{
+		EpisodeID:      ep.id,
+		Command:        h.Command,
+		Workspace:      ep.dirs.workspace,
+		Home:           ep.dirs.home,
+		Env:            process.Environ(os.Environ(), allow, set),
+		MCP:            inj,
+		Model:          h.Model,
+		Options:        h.Options,
+		StartupTimeout: h.StartupTimeout.D(),
+		StopGrace:      h.StopGrace.D(),
+		MaxLineBytes:   int(h.MaxLineBytes),
+		Supervisor:     s.sup,
+		Logger:         ep.log,
+	}
+}
+
+// startupFailed tears the episode down and describes the failure.
+func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *Observation {
+	f, ok := AsFailure(err)
+	if !ok {
+		f = Wrap(ErrStartupFailed, err, "harness failed to start")
+	}
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		f = Wrap(ErrCancelled, ctx.Err(), "reset abandoned")
+	}
+	f.Type = ErrStartupFailed
+	s.adapter.Stop(context.Background())
+	if f.Exit == nil || f.StderrTail == "" {
+		exit, tail, _ := s.adapter.Diagnostics()
+		if f.Exit == nil {
+			f.Exit = exit
+		}
+		if f.StderrTail == "" {
+			f.StderrTail = tail
+		}
+	}
+	ev := ErrorEvent(SourceDaemon, f.Message, false)
+	s.events.add(ev)
+	s.mu.Lock()
+	s.last = &LastError{Type: f.Type, Message: f.Message}
+	s.mu.Unlock()
+	s.closeTools(context.Background(), ep)
+	ep.log.Warn("harness failed to start", "error", f.Message, "exit", f.Exit)
+	zero := 0.0
+	return &Observation{Reward: &zero, Done: true, Metadata: Metadata{
+		EpisodeID: ep.id, ErrorType: f.Type, Error: f.Message, Exit: f.Exit, StderrTail: f.StderrTail,
+		TurnEvents: []Event{ev},
+	}}
+}
+
+// discard removes a half-built episode.
+func (s *Session) discard(ep *episode) {
+	s.closeTools(context.Background(), ep)
+	if !s.cfg.Workspace.Keep {
+		os.RemoveAll(ep.dirs.root)
+	}
+}
+
+// endEpisode tears the current episode down completely: harness tree, tools,
+// record file and (unless workspace.keep) its directories. Reset and Close
+// call it.
+func (s *Session) endEpisode(ctx context.Context) error {
+	s.mu.Lock()
+	ep := s.ep
+	if ep != nil {
+		ep.active = false
+	}
+	s.mu.Unlock()
+	stopErr := s.adapter.Stop(ctx)
+	if ep == nil {
+		return stopErr
+	}
+	err := errors.Join(stopErr, s.closeTools(ctx, ep))
+	s.events.closeRecord()
+	if !s.cfg.Workspace.Keep {
+		os.RemoveAll(ep.dirs.root)
+	}
+	return err
+}

@@ -1,0 +1,257 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/rubric"
+)
+
+// Options configure a Session.
+type Options struct {
+	// Config is the environment; it must have been normalized (LoadConfig,
+	// ParseConfig or Config.Normalize) and have an adapter.
+	Config *Config
+	// Supervisor starts every process of the session.
+	Supervisor *process.Supervisor
+	// Logger is the parent logger; the session adds session_id (and
+	// episode_id per episode).
+	Logger *slog.Logger
+	// Adapter overrides the adapter made from Config.Harness.Adapter.
+	Adapter Adapter
+	// ExtraSources are tool sources beyond the configured ones (e.g.
+	// in-process Go tools). The session starts and closes them.
+	ExtraSources []bridge.Source
+	// ID is the session id; empty means a new UUID.
+	ID string
+}
+
+// Session is one trainer's environment: at most one episode at a time.
+// Its methods are safe for concurrent use; Reset and Step are exclusive
+// (a concurrent one fails with ErrBusy) and Close interrupts them.
+type Session struct {
+	id      string
+	cfg     *Config
+	sup     *process.Supervisor
+	log     *slog.Logger
+	adapter Adapter
+	rubrics *rubric.Set
+	dir     string // session directory under the workspace root
+	events  eventLog
+
+	// persistent tool sources (started at the first reset, kept across
+	// episodes) and the configs of per-episode ones
+	sources    []bridge.Source
+	perEpisode []ToolConfig
+	started    bool
+
+	mu       sync.Mutex
+	closed   bool
+	busy     bool
+	opCancel context.CancelFunc
+	opDone   chan struct{}
+	epSeq    int
+	ep       *episode
+	last     *LastError
+}
+
+// episode is the state of the current episode.
+type episode struct {
+	id       string
+	log      *slog.Logger
+	dirs     episodeDirs
+	sources  []bridge.Source // per-episode sources, closed with the episode
+	catalog  *bridge.Catalog
+	server   *bridge.Server
+	tools    []string
+	active   bool // the harness runs and steps are allowed
+	done     bool // ended normally; further steps get ErrEpisodeDone
+	steps    int
+	deadline time.Time // zero: no episode budget
+}
+
+// NewSession prepares a session. It starts nothing: processes and tool
+// servers start at Reset.
+func NewSession(opts Options) (*Session, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, errors.New("harness: no configuration")
+	}
+	if opts.Supervisor == nil {
+		return nil, errors.New("harness: no process supervisor")
+	}
+	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter}
+	if s.id == "" {
+		s.id = uuid.NewString()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s.log = log.With("session_id", s.id)
+	if s.adapter == nil {
+		a, err := NewAdapter(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.adapter = a
+	}
+	for _, tc := range cfg.Tools {
+		if tc.PerEpisode {
+			s.perEpisode = append(s.perEpisode, tc)
+			continue
+		}
+		s.sources = append(s.sources, s.newSource(tc))
+	}
+	s.sources = append(s.sources, opts.ExtraSources...)
+	root := cfg.Workspace.Root
+	if root == "" {
+		root = defaultWorkspaceRoot()
+	}
+	s.dir = filepath.Join(root, s.id)
+	rs, err := rubric.New(cfg.Rubrics, rubric.Deps{
+		Supervisor: s.sup,
+		CallTool:   s.callHiddenTool,
+		Env:        process.DefaultEnviron(nil),
+		Logger:     s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.rubrics = rs
+	return s, nil
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Config returns the session's configuration (do not modify it).
+func (s *Session) Config() *Config { return s.cfg }
+
+// beginOp claims the session for Reset or Step and returns a context that
+// Close cancels.
+func (s *Session) beginOp(ctx context.Context) (context.Context, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, ErrClosed
+	}
+	if s.busy {
+		return nil, nil, ErrBusy
+	}
+	s.busy = true
+	octx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.opCancel, s.opDone = cancel, done
+	return octx, func() {
+		cancel()
+		s.mu.Lock()
+		s.busy, s.opCancel, s.opDone = false, nil, nil
+		s.mu.Unlock()
+		close(done)
+	}, nil
+}
+
+// claim takes the session's start lock for work outside Reset/Step that
+// must not race them (starting tool sources for the orchestrator).
+func (s *Session) claim() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.busy {
+		return false
+	}
+	s.busy = true
+	return true
+}
+
+func (s *Session) release() {
+	s.mu.Lock()
+	s.busy = false
+	s.mu.Unlock()
+}
+
+// Busy reports whether a Reset or Step is running.
+func (s *Session) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
+}
+
+// Interrupt asks the harness to end the running turn early (best effort);
+// the conversation continues. Without a running turn it does nothing.
+func (s *Session) Interrupt(ctx context.Context) error {
+	s.mu.Lock()
+	running := s.busy && s.ep != nil && s.ep.active
+	s.mu.Unlock()
+	if !running {
+		return nil
+	}
+	return s.adapter.Interrupt(ctx)
+}
+
+// State reports the current episode.
+func (s *Session) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := State{Tools: []string{}, LastError: s.last, TurnRunning: s.busy}
+	if ep := s.ep; ep != nil {
+		id := ep.id
+		st.EpisodeID = &id
+		st.StepCount = ep.steps
+		st.Active = ep.active
+		st.Done = ep.done || !ep.active
+		st.Tools = append(st.Tools, ep.tools...)
+	}
+	_, _, pid := s.adapter.Diagnostics()
+	if st.Active {
+		st.HarnessPID = pid
+		st.HarnessAlive = s.adapter.Alive()
+	}
+	return st
+}
+
+// Trajectory returns every event of the current (or last) episode in order.
+func (s *Session) Trajectory() []Event { return s.events.trajectory() }
+
+// Close ends the session: a running turn is abandoned, the harness tree and
+// every tool server are stopped, and the session's directories removed
+// (unless workspace.keep). It is idempotent.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cancel, done := s.opCancel, s.opDone
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	var errs []error
+	errs = append(errs, s.endEpisode(ctx))
+	for _, src := range s.sources {
+		if err := src.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close tool source %s: %w", src.Name(), err))
+		}
+	}
+	if !s.cfg.Workspace.Keep {
+		os.RemoveAll(s.dir)
+	}
+	s.log.Debug("session closed")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,195 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/harnessd/harnessd/rubric"
+)
+
+// Action is one step's input: the user message of a turn.
+type Action struct {
+	Message  string         `json:"message"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// Timeout overrides the configured turn timeout for this step (0: use
+	// the configuration), as OpenEnv's HTTP /step timeout_s does.
+	Timeout time.Duration `json:"-"`
+}
+
+// rubricTimeout bounds all rubrics of one turn together.
+const rubricTimeout = 5 * time.Minute
+
+// Step runs one conversational turn. emit, if not nil, receives every event
+// of the turn as it happens (it must not block for long).
+//
+// Harness failures are observations, not errors: the tree is killed and the
+// observation has done set with metadata.error_type. Step returns an error
+// only for misuse: ErrNoEpisode, ErrEpisodeDone, ErrBusy, ErrClosed.
+func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observation, error) {
+	ctx, end, err := s.beginOp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	switch {
+	case ep == nil:
+		return nil, ErrNoEpisode
+	case ep.done:
+		return nil, ErrEpisodeDone
+	case !ep.active:
+		return nil, ErrNoEpisode
+	}
+	n := ep.steps + 1
+	s.events.beginTurn(n, emit)
+	turnEvents := func() []Event { return s.events.endTurn() }
+
+	if !ep.deadline.IsZero() && !time.Now().Before(ep.deadline) {
+		return s.terminal(ep, n, Fail(ErrEpisodeTimeout, "episode exceeded %s", s.cfg.Episode.EpisodeTimeout), turnEvents), nil
+	}
+	if !s.adapter.Alive() {
+		exit, _, _ := s.adapter.Diagnostics()
+		msg := "harness process is not running"
+		if exit != nil {
+			msg = fmt.Sprintf("harness %s between turns", exit)
+		}
+		return s.terminal(ep, n, Fail(ErrHarnessExited, "%s", msg), turnEvents), nil
+	}
+
+	budget := s.cfg.Episode.TurnTimeout.D()
+	if a.Timeout > 0 {
+		budget = a.Timeout
+	}
+	limitType, limitMsg := ErrTurnTimeout, "harness turn exceeded "+formatSeconds(budget)+" seconds"
+	if !ep.deadline.IsZero() {
+		if left := time.Until(ep.deadline); left < budget {
+			budget = left
+			limitType, limitMsg = ErrEpisodeTimeout, "episode exceeded "+s.cfg.Episode.EpisodeTimeout.String()
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, budget)
+	started := time.Now()
+	res, err := s.adapter.Turn(tctx, TurnInput{Number: n, Message: a.Message, OutputLimit: int64(s.cfg.Episode.OutputLimit)}, s.events.add)
+	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	if err != nil || timedOut {
+		var f *Failure
+		switch {
+		case timedOut:
+			f = Fail(limitType, "%s", limitMsg)
+		case ctx.Err() != nil:
+			f = Wrap(ErrCancelled, nil, "turn abandoned: %v", context.Cause(ctx))
+		default:
+			var ok bool
+			if f, ok = AsFailure(err); !ok {
+				if s.adapter.Alive() {
+					f = Wrap(ErrProtocol, err, "harness turn failed")
+				} else {
+					f = Wrap(ErrHarnessCrashed, err, "harness died mid-turn")
+				}
+			}
+		}
+		return s.terminal(ep, n, f, turnEvents), nil
+	}
+
+	// A completed turn.
+	done, errType, errMsg := false, ErrorType(""), ""
+	if res.Done && s.cfg.Episode.EndsOnDone() {
+		done = true
+	}
+	if max := s.cfg.Episode.MaxTurns; max > 0 && n >= max && !done {
+		done, errType, errMsg = true, ErrMaxTurns, fmt.Sprintf("episode reached max_turns (%d)", max)
+	}
+	complete := map[string]any{"response": res.Response, "done": res.Done}
+	if res.Cancelled {
+		complete["cancelled"] = true
+	}
+	for k, v := range res.Extra {
+		if _, taken := complete[k]; !taken {
+			complete[k] = v
+		}
+	}
+	s.events.add(NewEvent(EventTurnComplete, SourceHarness, complete))
+	events := turnEvents()
+
+	s.mu.Lock()
+	ep.steps = n
+	s.mu.Unlock()
+	resp := res.Response
+	obs := &Observation{Done: done, Metadata: Metadata{
+		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events,
+		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
+	}}
+	reward := 0.0
+	if s.rubrics.Applies(done) {
+		mdJSON, _ := marshalNoEscape(obs.Metadata)
+		rctx, rcancel := context.WithTimeout(ctx, rubricTimeout)
+		reward, obs.Metadata.RewardDetails = s.rubrics.Score(rctx, rubric.Input{
+			EpisodeID: ep.id, TurnNumber: n, Message: a.Message, Response: res.Response,
+			Done: done, HarnessDone: res.Done, Observation: mdJSON, Workspace: ep.dirs.workspace,
+		})
+		rcancel()
+	}
+	obs.Reward = &reward
+	ep.log.Info("turn complete", "turn", n, "elapsed", time.Since(started), "events", len(events),
+		"reward", reward, "done", done, "harness_done", res.Done)
+	if done {
+		s.finish(ep, "")
+	}
+	return obs, nil
+}
+
+// terminal ends the episode on a failure and builds its observation.
+func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []Event) *Observation {
+	s.adapter.Stop(context.Background())
+	exit, tail, _ := s.adapter.Diagnostics()
+	if f.Exit == nil {
+		f.Exit = exit
+	}
+	if f.StderrTail == "" {
+		f.StderrTail = tail
+	}
+	s.events.add(ErrorEvent(SourceDaemon, f.Message, false))
+	events := turnEvents()
+	s.finish(ep, f.Type)
+	s.mu.Lock()
+	s.last = &LastError{Type: f.Type, Message: f.Message}
+	s.mu.Unlock()
+	ep.log.Warn("episode ended by failure", "turn", n, "error_type", f.Type, "error", f.Message, "exit", f.Exit)
+	zero, empty := 0.0, ""
+	return &Observation{Reward: &zero, Done: true, Metadata: Metadata{
+		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events,
+		ErrorType: f.Type, Error: f.Message, Exit: f.Exit, StderrTail: f.StderrTail,
+	}}
+}
+
+// finish ends an episode whose last turn is over: the harness tree and the
+// bridge stop (revoking the token); the workspace stays until the next
+// Reset or Close. A failure leaves the episode inactive (steps get
+// ErrNoEpisode), a normal end leaves it done (ErrEpisodeDone).
+func (s *Session) finish(ep *episode, failure ErrorType) {
+	s.adapter.Stop(context.Background())
+	s.closeTools(context.Background(), ep)
+	s.mu.Lock()
+	ep.active = false
+	ep.done = failure == ""
+	s.mu.Unlock()
+}
+
+// formatSeconds prints a duration in seconds the way Python prints floats
+// (600.0, 0.05), matching the reference's timeout message.
+func formatSeconds(d time.Duration) string {
+	s := strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	for _, c := range s {
+		if c == '.' || c == 'e' {
+			return s
+		}
+	}
+	return s + ".0"
+}
