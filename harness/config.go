@@ -170,6 +170,11 @@ func (c *Config) resolvePaths(base string) {
 		}
 		return filepath.Join(base, p)
 	}
+	// A relative program path ("./agent", "bin/agent") means the file next
+	// to the configuration, not one inside each episode's workspace.
+	if len(c.Harness.Command) > 0 && strings.Contains(c.Harness.Command[0], "/") {
+		c.Harness.Command[0] = abs(c.Harness.Command[0])
+	}
 	c.Workspace.Template = abs(c.Workspace.Template)
 	c.Workspace.Root = abs(c.Workspace.Root)
 	c.RecordDir = abs(c.RecordDir)

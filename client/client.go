@@ -1,0 +1,178 @@
+// Package client is a Go client for harnessd: Env speaks OpenEnv's generic
+// /ws protocol (reset, step, state, mcp, close) one request at a time, and
+// Harness speaks the streaming /harness protocol (session_started, events,
+// turn_complete, cancel). It is used by `harnessd chat`, the demo, tests and
+// Go trainers.
+//
+// The package owns only the wire: it holds no environment state.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// DefaultMaxFrameBytes bounds a frame read from the server (as OpenEnv's
+// Python client does).
+const DefaultMaxFrameBytes = 100 << 20
+
+// Options configure a connection.
+type Options struct {
+	// Token is sent as Authorization: Bearer.
+	Token string
+	// Header adds request headers to the upgrade.
+	Header http.Header
+	// MaxFrameBytes bounds incoming frames (default 100 MiB).
+	MaxFrameBytes int64
+	// HTTPClient is used for the upgrade request.
+	HTTPClient *http.Client
+}
+
+// ServerError is an error frame from the server.
+type ServerError struct {
+	Code    string
+	Message string
+	Data    map[string]any
+}
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("server error: %s (code: %s)", e.Message, e.Code)
+}
+
+// ErrClosed is returned after the connection has ended.
+var ErrClosed = errors.New("connection closed")
+
+// wsURL turns http(s)://host[:port][/path] into ws(s)://.../path+suffix.
+func wsURL(base, suffix string) (string, error) {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "http", "ws":
+		u.Scheme = "ws"
+	case "https", "wss":
+		u.Scheme = "wss"
+	default:
+		return "", fmt.Errorf("unsupported URL scheme %q", u.Scheme)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + suffix
+	return u.String(), nil
+}
+
+// conn is a WebSocket with a background reader, so that pings are answered
+// between requests, and serialised writes.
+type conn struct {
+	c      *websocket.Conn
+	frames chan []byte
+	done   chan struct{}
+	err    error
+	ctx    context.Context
+	cancel context.CancelFunc
+	wmu    sync.Mutex
+}
+
+func dial(ctx context.Context, u string, opts *Options) (*conn, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	h := http.Header{}
+	for k, v := range opts.Header {
+		h[k] = v
+	}
+	if opts.Token != "" {
+		h.Set("Authorization", "Bearer "+opts.Token)
+	}
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h, HTTPClient: opts.HTTPClient})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, fmt.Errorf("connect %s: HTTP %d: %w", u, resp.StatusCode, err)
+		}
+		return nil, fmt.Errorf("connect %s: %w", u, err)
+	}
+	max := opts.MaxFrameBytes
+	if max <= 0 {
+		max = DefaultMaxFrameBytes
+	}
+	c.SetReadLimit(max)
+	cctx, cancel := context.WithCancel(context.Background())
+	cn := &conn{c: c, frames: make(chan []byte, 64), done: make(chan struct{}), ctx: cctx, cancel: cancel}
+	go cn.readLoop()
+	return cn, nil
+}
+
+func (cn *conn) readLoop() {
+	defer close(cn.done)
+	for {
+		_, b, err := cn.c.Read(cn.ctx)
+		if err != nil {
+			cn.err = err
+			return
+		}
+		select {
+		case cn.frames <- b:
+		case <-cn.ctx.Done():
+			return
+		}
+	}
+}
+
+func (cn *conn) write(ctx context.Context, b []byte) error {
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	if err := cn.c.Write(ctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// next returns the next frame.
+func (cn *conn) next(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-cn.frames:
+		return b, nil
+	case <-cn.done:
+		select {
+		case b := <-cn.frames:
+			return b, nil
+		default:
+		}
+		return nil, cn.closedErr()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (cn *conn) closedErr() error {
+	if cn.err == nil {
+		return ErrClosed
+	}
+	if s := websocket.CloseStatus(cn.err); s != -1 {
+		var ce websocket.CloseError
+		errors.As(cn.err, &ce)
+		return fmt.Errorf("%w: %d %s", ErrClosed, s, ce.Reason)
+	}
+	return fmt.Errorf("%w: %v", ErrClosed, cn.err)
+}
+
+func (cn *conn) close() error {
+	cn.wmu.Lock()
+	err := cn.c.Close(websocket.StatusNormalClosure, "")
+	cn.wmu.Unlock()
+	cn.cancel()
+	<-cn.done
+	if err != nil && websocket.CloseStatus(err) == -1 && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// Env is one environment session over /ws. Requests are strictly one at a
+// time: each sends one frame and reads exactly one reply.
+type Env struct {
+	cn *conn
+	mu sync.Mutex
+}
+
+// Dial connects to a harnessd (or any OpenEnv) server at baseURL
+// (http://host:port); the connection is one session.
+func Dial(ctx context.Context, baseURL string, opts *Options) (*Env, error) {
+	u, err := wsURL(baseURL, "/ws")
+	if err != nil {
+		return nil, err
+	}
+	cn, err := dial(ctx, u, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{cn: cn}, nil
+}
+
+// envelope is a server frame.
+type envelope struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// request sends {"type":typ,"data":data} and returns the reply's data,
+// turning error frames into *ServerError.
+func (e *Env) request(ctx context.Context, typ string, data any, want string) (json.RawMessage, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	frame := map[string]any{"type": typ}
+	if data != nil {
+		frame["data"] = data
+	}
+	b, err := marshal(frame)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cn.write(ctx, b); err != nil {
+		return nil, err
+	}
+	reply, err := e.cn.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var env envelope
+	if err := json.Unmarshal(reply, &env); err != nil {
+		return nil, fmt.Errorf("bad frame from server: %w", err)
+	}
+	if env.Type == "error" {
+		return nil, decodeServerError(env.Data)
+	}
+	if env.Type != want {
+		return nil, fmt.Errorf("expected a %q frame, got %q", want, env.Type)
+	}
+	return env.Data, nil
+}
+
+func decodeServerError(data json.RawMessage) *ServerError {
+	var d map[string]any
+	json.Unmarshal(data, &d)
+	se := &ServerError{Data: d}
+	se.Code, _ = d["code"].(string)
+	se.Message, _ = d["message"].(string)
+	return se
+}
+
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// ResetOptions start an episode.
+type ResetOptions struct {
+	EpisodeID string `json:"episode_id,omitempty"`
+	Seed      *int64 `json:"seed,omitempty"`
+}
+
+// Reset starts a new episode. A harness that fails to start gives an
+// observation with Done set and Metadata.ErrorType "startup_failed".
+func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*harness.Observation, error) {
+	data, err := e.request(ctx, "reset", opts, "observation")
+	if err != nil {
+		return nil, err
+	}
+	return decodeObservation(data)
+}
+
+// Step runs one turn with message.
+func (e *Env) Step(ctx context.Context, message string) (*harness.Observation, error) {
+	return e.StepAction(ctx, harness.Action{Message: message})
+}
+
+// StepAction runs one turn with a full action.
+func (e *Env) StepAction(ctx context.Context, a harness.Action) (*harness.Observation, error) {
+	data, err := e.request(ctx, "step", a, "observation")
+	if err != nil {
+		return nil, err
+	}
+	return decodeObservation(data)
+}
+
+func decodeObservation(data json.RawMessage) (*harness.Observation, error) {
+	var obs harness.Observation
+	if err := json.Unmarshal(data, &obs); err != nil {
+		return nil, fmt.Errorf("bad observation: %w", err)
+	}
+	return &obs, nil
+}
+
+// State returns the session's state.
+func (e *Env) State(ctx context.Context) (*harness.State, error) {
+	data, err := e.request(ctx, "state", nil, "state")
+	if err != nil {
+		return nil, err
+	}
+	var st harness.State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("bad state: %w", err)
+	}
+	return &st, nil
+}
+
+// MCP sends a JSON-RPC request over the session and returns its result; a
+// JSON-RPC error comes back as *RPCError.
+func (e *Env) MCP(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	req := map[string]any{"jsonrpc": "2.0", "id": 1, "method": method}
+	if params != nil {
+		req["params"] = params
+	}
+	data, err := e.request(ctx, "mcp", req, "mcp")
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  *RPCError       `json:"error"`
+	}
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, fmt.Errorf("bad JSON-RPC response: %w", err)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return resp.Result, nil
+}
+
+// RPCError is a JSON-RPC error answered to an mcp request.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data"`
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+
+// Close ends the session (a close frame, then the socket).
+func (e *Env) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5e9)
+	defer cancel()
+	e.cn.write(ctx, []byte(`{"type":"close"}`))
+	return e.cn.close()
+}

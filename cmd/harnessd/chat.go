@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/harnessd/harnessd/client"
+	"github.com/harnessd/harnessd/harness"
+)
+
+func init() {
+	register("chat", "talk to a running server: each line is a turn, events streamed", runChat)
+}
+
+func runChat(args []string) int {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: harnessd chat [flags]\n\n"+
+			"Each input line is one turn. Over /ws (simulation) the turn's events print when it ends; with\n"+
+			"--harness (production servers) they stream live and Ctrl-C cancels the running turn.\n"+
+			"Commands: /reset, /state, /quit.\n\n")
+		fs.PrintDefaults()
+	}
+	url := fs.String("url", "http://127.0.0.1:8000", "server URL")
+	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
+	streaming := fs.Bool("harness", false, "use the streaming /harness socket (production mode)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	token, err := apiToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd chat:", err)
+		return exitUsage
+	}
+	opts := &client.Options{Token: token}
+	ctx := context.Background()
+	pr := newPrinter(os.Stdout)
+	next := messageSource(nil)
+	if *streaming {
+		return chatHarness(ctx, *url, opts, pr, next)
+	}
+	env, err := client.Dial(ctx, *url, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd chat:", err)
+		return exitFailure
+	}
+	defer env.Close()
+	reset := func() bool {
+		obs, err := env.Reset(ctx, client.ResetOptions{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reset:", err)
+			return false
+		}
+		pr.observation("reset", obs)
+		return true
+	}
+	if !reset() {
+		return exitFailure
+	}
+	for {
+		line, ok := next()
+		if !ok {
+			return exitOK
+		}
+		switch strings.TrimSpace(line) {
+		case "/quit", "/exit":
+			return exitOK
+		case "/reset":
+			reset()
+			continue
+		case "/state":
+			st, err := env.State(ctx)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "state:", err)
+				continue
+			}
+			fmt.Println(compact(st))
+			continue
+		}
+		obs, err := env.Step(ctx, line)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "step:", err)
+			if errors.Is(err, client.ErrClosed) {
+				return exitFailure
+			}
+			continue
+		}
+		for _, e := range obs.Metadata.TurnEvents {
+			pr.event(e)
+		}
+		pr.observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
+		if obs.Done {
+			fmt.Println("(episode over; /reset to start again)")
+		}
+	}
+}
+
+func chatHarness(ctx context.Context, url string, opts *client.Options, pr *printer, next func() (string, bool)) int {
+	h, err := client.DialHarness(ctx, url, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd chat:", err)
+		return exitFailure
+	}
+	defer h.Close()
+	fmt.Printf("connected to %s (session %s)\n", h.Name(), h.SessionID())
+	ints := make(chan os.Signal, 1)
+	signal.Notify(ints, syscall.SIGINT)
+	defer signal.Stop(ints)
+	for {
+		line, ok := next()
+		if !ok {
+			return exitOK
+		}
+		if t := strings.TrimSpace(line); t == "/quit" || t == "/exit" {
+			return exitOK
+		}
+		turnDone := make(chan struct{})
+		go func() {
+			select {
+			case <-ints:
+				h.Cancel(ctx)
+			case <-turnDone:
+			}
+		}()
+		_, err := h.Send(ctx, line, func(e harness.Event) { pr.event(e) })
+		close(turnDone)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			var te *client.TurnError
+			if errors.As(err, &te) || errors.Is(err, client.ErrClosed) {
+				return exitFailure
+			}
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/lmittmann/tint"
+	"golang.org/x/term"
+)
+
+// logFlags are the logging flags every command shares.
+type logFlags struct {
+	level  string
+	format string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&l.format, "log-format", "auto", "log format: auto (tint on a terminal, JSON otherwise), text, json")
+}
+
+// logger builds the logger: human-readable (tint) on a terminal, JSON
+// otherwise. It also becomes slog's default, so stray library output lands
+// in the same stream.
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, fmt.Errorf("invalid --log-level %q", l.level)
+	}
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	var h slog.Handler
+	switch strings.ToLower(l.format) {
+	case "auto":
+		if tty {
+			h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: os.Getenv("NO_COLOR") != ""})
+		} else {
+			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+		}
+	case "tint", "text":
+		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: !tty || os.Getenv("NO_COLOR") != ""})
+	case "json":
+		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	default:
+		return nil, fmt.Errorf("invalid --log-format %q (auto, text or json)", l.format)
+	}
+	log := slog.New(h)
+	slog.SetDefault(log)
+	return log, nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+func init() {
+	register("run", "run one episode locally: messages from -m or stdin, events printed live", runRun)
+}
+
+func runRun(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: harnessd run [flags] [-m MESSAGE]... [-- HARNESS COMMAND ARGS...]\n\n"+
+			"Runs one episode without a server: each -m (or each stdin line) is one turn. Events are printed\n"+
+			"to stderr as they happen; the final observation is printed to stdout as JSON.\n\n")
+		fs.PrintDefaults()
+	}
+	var ef envFlags
+	var lf logFlags
+	var iso isolationFlags
+	var msgs listFlag
+	ef.register(fs)
+	lf.register(fs)
+	iso.register(fs)
+	fs.Var(&msgs, "m", "a turn's message (repeatable); without -m, stdin lines are turns")
+	episodeID := fs.String("episode-id", "", "episode id")
+	lf.level = "warn"
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	log, err := lf.logger(os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitUsage
+	}
+	cfg, err := ef.build(fs.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitUsage
+	}
+	sup, err := iso.supervisor(log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitMissing
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	defer sup.Close(context.Background(), 0)
+
+	sess, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Logger: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitUsage
+	}
+	defer sess.Close(context.Background())
+	pr := newPrinter(os.Stderr)
+	out := json.NewEncoder(os.Stdout)
+	out.SetEscapeHTML(false)
+
+	obs, err := sess.Reset(ctx, harness.ResetOptions{EpisodeID: *episodeID})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run: reset:", err)
+		return exitFailure
+	}
+	pr.observation("reset", obs)
+	last := obs
+	next := messageSource(msgs)
+	for !last.Done {
+		msg, ok := next()
+		if !ok {
+			break
+		}
+		obs, err := sess.Step(ctx, harness.Action{Message: msg}, pr.event)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harnessd run: step:", err)
+			return exitFailure
+		}
+		pr.observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
+		last = obs
+	}
+	out.Encode(last)
+	if last.Metadata.ErrorType != "" && last.Metadata.ErrorType != harness.ErrMaxTurns {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// messageSource yields the -m messages, or stdin lines (with a prompt on a
+// terminal).
+func messageSource(msgs []string) func() (string, bool) {
+	if len(msgs) > 0 {
+		i := 0
+		return func() (string, bool) {
+			if i >= len(msgs) {
+				return "", false
+			}
+			i++
+			return msgs[i-1], true
+		}
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	tty := term.IsTerminal(int(os.Stdin.Fd()))
+	return func() (string, bool) {
+		for {
+			if tty {
+				fmt.Fprint(os.Stderr, "> ")
+			}
+			if !sc.Scan() {
+				return "", false
+			}
+			if line := sc.Text(); line != "" {
+				return line, true
+			}
+		}
+	}
+}

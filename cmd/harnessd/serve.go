@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/server"
+)
+
+func init() {
+	register("serve", "serve an environment over WebSocket and HTTP (OpenEnv protocol)", runServe)
+}
+
+// isolationFlags choose the process supervisor's mechanisms.
+type isolationFlags struct {
+	cgroup, subreaper string
+	reapOrphans       bool
+}
+
+func (f *isolationFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.cgroup, "cgroup", "auto", "cgroup v2 leaf per process tree: auto, off, required")
+	fs.StringVar(&f.subreaper, "subreaper", "auto", "adopt orphaned descendants: auto, off, required")
+	fs.BoolVar(&f.reapOrphans, "reap-orphans", false, "reap every orphan re-parented to the daemon (always on as PID 1)")
+}
+
+func parseMode(s string) (process.Mode, error) {
+	switch s {
+	case "auto", "":
+		return process.ModeAuto, nil
+	case "off":
+		return process.ModeOff, nil
+	case "required":
+		return process.ModeRequired, nil
+	}
+	return "", fmt.Errorf("%q: want auto, off or required", s)
+}
+
+func (f *isolationFlags) supervisor(log *slog.Logger) (*process.Supervisor, error) {
+	cg, err := parseMode(f.cgroup)
+	if err != nil {
+		return nil, fmt.Errorf("--cgroup %w", err)
+	}
+	sr, err := parseMode(f.subreaper)
+	if err != nil {
+		return nil, fmt.Errorf("--subreaper %w", err)
+	}
+	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, Logger: log})
+}
+
+func runServe(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: harnessd serve [flags] [-- HARNESS COMMAND ARGS...]\n\n")
+		fs.PrintDefaults()
+	}
+	var ef envFlags
+	var lf logFlags
+	var iso isolationFlags
+	ef.register(fs)
+	lf.register(fs)
+	iso.register(fs)
+	listen := fs.String("listen", "127.0.0.1:8000", "address to listen on (a container passes :8000)")
+	addrFile := fs.String("addr-file", "", "write the bound address to this file (for --listen with port 0)")
+	mode := fs.String("mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
+	maxSessions := fs.Int("max-sessions", 1, "concurrent sessions")
+	idle := fs.String("idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
+	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
+	maxFrame := fs.String("max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	log, err := lf.logger(os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
+	cfg, err := ef.build(fs.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
+	m := *mode
+	if m == "" {
+		m = os.Getenv("OPENENV_MODE")
+	}
+	srvMode, err := server.ParseMode(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
+	var idleTimeout time.Duration
+	if *idle != "" {
+		d, err := units.ParseDuration(*idle)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harnessd serve: --idle-timeout:", err)
+			return exitUsage
+		}
+		idleTimeout = d.D()
+	}
+	frame, err := units.ParseByteSize(*maxFrame)
+	if err != nil || frame <= 0 {
+		fmt.Fprintln(os.Stderr, "harnessd serve: --max-frame-bytes:", err)
+		return exitUsage
+	}
+	token, err := apiToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
+
+	sup, err := iso.supervisor(log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitMissing
+	}
+	mech := sup.Mechanisms()
+	log.Info("process isolation", "kill_mode", mech.KillMode(), "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
+
+	srv, err := server.New(server.Options{
+		Config: cfg, Mode: srvMode, MaxSessions: *maxSessions, IdleTimeout: idleTimeout,
+		APIToken: token, MaxFrameBytes: int64(frame), Supervisor: sup, Logger: log, Version: buildVersion(),
+	})
+	if err != nil {
+		sup.Close(context.Background(), 0)
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		sup.Close(context.Background(), 0)
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitFailure
+	}
+	if *addrFile != "" {
+		if err := writeFileAtomic(*addrFile, ln.Addr().String()+"\n"); err != nil {
+			ln.Close()
+			sup.Close(context.Background(), 0)
+			fmt.Fprintln(os.Stderr, "harnessd serve: --addr-file:", err)
+			return exitFailure
+		}
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	code := exitOK
+	select {
+	case err := <-served:
+		log.Error("server stopped", "err", err)
+		code = exitFailure
+	case sig := <-sigs:
+		log.Info("draining", "signal", sig.String())
+		go func() {
+			<-sigs
+			log.Error("second signal: exiting without a full drain")
+			os.Exit(exitFailure)
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Warn("drain incomplete", "err", err)
+	}
+	if err := sup.Close(ctx, 0); err != nil {
+		log.Warn("process supervisor close", "err", err)
+	}
+	log.Info("stopped")
+	return code
+}
+
+// apiToken reads the token from a file or HARNESSD_API_TOKEN (which is then
+// removed from the daemon's environment).
+func apiToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--api-token-file: %w", err)
+		}
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return "", fmt.Errorf("--api-token-file %s is empty", file)
+		}
+		return t, nil
+	}
+	t := os.Getenv("HARNESSD_API_TOKEN")
+	os.Unsetenv("HARNESSD_API_TOKEN")
+	return strings.TrimSpace(t), nil
+}
+
+func writeFileAtomic(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".addr-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	tmp.Close()
+	return os.Rename(tmp.Name(), path)
+}

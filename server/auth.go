@@ -1,0 +1,41 @@
+package server
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strings"
+)
+
+// guard wraps h with the orchestration surface's checks: the peer must not
+// be a harness process, and with an API token configured the request must
+// carry it (Authorization: Bearer, or ?token= for clients that cannot set
+// headers; the query parameter is removed before h runs).
+func (s *Server) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := peerOf(r.Context()); v.harnessPID != 0 {
+			s.log.Warn("refused a connection from a harness process", "peer_pid", v.harnessPID, "path", r.URL.Path)
+			writeJSONStatus(w, http.StatusForbidden, map[string]any{"detail": "forbidden: harness processes cannot reach the orchestration API"})
+			return
+		}
+		if s.token != "" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
+			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"detail": "unauthorized"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got := ""
+	if a := r.Header.Get("Authorization"); a != "" {
+		if t, ok := strings.CutPrefix(a, "Bearer "); ok {
+			got = strings.TrimSpace(t)
+		}
+	} else if q := r.URL.Query(); q.Has("token") {
+		got = q.Get("token")
+		q.Del("token")
+		r.URL.RawQuery = q.Encode()
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+}

@@ -1,0 +1,13 @@
+// Package server exposes harness environments over HTTP and WebSocket:
+// OpenEnv's generic /ws protocol (reset, step, state, close, mcp), the same
+// operations over stateful HTTP (/reset, /step, /state), the streaming
+// /harness socket of production mode, OpenEnv's /mcp JSON-RPC route, and
+// /health, /metadata and /schema.
+//
+// The server owns connections, session capacity and lifetime (slots are
+// reserved before a session is built; idle HTTP sessions may be reaped),
+// authentication (an optional API token, and refusal of connections whose
+// peer process belongs to a harness tree), wire validation and error codes,
+// and graceful drain. It must not know how harnesses are driven: everything
+// about an episode goes through harness.Session.
+package server

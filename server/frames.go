@@ -1,0 +1,196 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// Error codes of OpenEnv's /ws protocol.
+const (
+	codeInvalidJSON     = "INVALID_JSON"
+	codeUnknownType     = "UNKNOWN_TYPE"
+	codeValidation      = "VALIDATION_ERROR"
+	codeExecution       = "EXECUTION_ERROR"
+	codeCapacity        = "CAPACITY_REACHED"
+	codeFactory         = "FACTORY_ERROR"
+	codeSession         = "SESSION_ERROR"
+	maxEpisodeIDLength  = 255
+	frameTypeReset      = "reset"
+	frameTypeStep       = "step"
+	frameTypeState      = "state"
+	frameTypeClose      = "close"
+	frameTypeMCP        = "mcp"
+	frameTypeError      = "error"
+	frameTypeObs        = "observation"
+	frameTypeMessage    = "message"
+	frameTypeCancel     = "cancel"
+	frameTypeProtoError = "protocol_error"
+)
+
+// wireError is an error frame's data.
+type wireError struct {
+	Message string
+	Code    string
+	Extra   map[string]any
+}
+
+func (e *wireError) Error() string { return e.Code + ": " + e.Message }
+
+func (e *wireError) data() map[string]any {
+	d := map[string]any{"message": e.Message, "code": e.Code}
+	for k, v := range e.Extra {
+		d[k] = v
+	}
+	return d
+}
+
+// fieldError is one pydantic-style validation error.
+type fieldError struct {
+	Type  string `json:"type"`
+	Loc   []any  `json:"loc"`
+	Msg   string `json:"msg"`
+	Input any    `json:"input"`
+}
+
+func invalid(errs ...fieldError) *wireError {
+	return &wireError{Message: "Invalid message", Code: codeValidation, Extra: map[string]any{"errors": errs}}
+}
+
+// frame is a decoded client frame.
+type frame struct {
+	Type string
+	Data json.RawMessage // nil when absent
+	Raw  map[string]json.RawMessage
+}
+
+// rawInput turns bytes back into a value for error reports.
+func rawInput(b []byte) any {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	return v
+}
+
+// parseObject decodes a JSON object frame, answering INVALID_JSON or a
+// validation error for anything else.
+func parseObject(b []byte) (map[string]json.RawMessage, *wireError) {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, &wireError{Message: "Invalid JSON: " + err.Error(), Code: codeInvalidJSON}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, invalid(fieldError{Type: "model_type", Loc: []any{}, Msg: "Input should be a valid dictionary", Input: v})
+	}
+	raw := make(map[string]json.RawMessage, len(obj))
+	json.Unmarshal(b, &raw)
+	return raw, nil
+}
+
+// parseWSFrame validates a /ws frame's envelope.
+func parseWSFrame(b []byte) (frame, *wireError) {
+	raw, werr := parseObject(b)
+	if werr != nil {
+		return frame{}, werr
+	}
+	var f frame
+	f.Raw = raw
+	if t, ok := raw["type"]; ok {
+		if err := json.Unmarshal(t, &f.Type); err != nil {
+			return f, invalid(fieldError{Type: "string_type", Loc: []any{"type"}, Msg: "Input should be a valid string", Input: rawInput(t)})
+		}
+	}
+	switch f.Type {
+	case frameTypeReset, frameTypeStep, frameTypeState, frameTypeClose, frameTypeMCP:
+	default:
+		return f, &wireError{Message: "Unknown message type: " + f.Type, Code: codeUnknownType}
+	}
+	for k := range raw {
+		if k != "type" && k != "data" {
+			return f, invalid(fieldError{Type: "extra_forbidden", Loc: []any{k}, Msg: "Extra inputs are not permitted", Input: rawInput(raw[k])})
+		}
+	}
+	if d, ok := raw["data"]; ok && !bytes.Equal(d, []byte("null")) {
+		f.Data = d
+	}
+	return f, nil
+}
+
+// parseAction validates a step's data as a harness action: {"message": str,
+// "metadata": {}} with no other keys.
+func parseAction(data json.RawMessage, loc ...any) (harness.Action, *wireError) {
+	var a harness.Action
+	if data == nil {
+		return a, invalid(fieldError{Type: "missing", Loc: append(loc, "data"), Msg: "Field required", Input: nil})
+	}
+	raw, werr := parseObject(data)
+	if werr != nil {
+		if werr.Code == codeValidation {
+			werr.Extra["errors"].([]fieldError)[0].Loc = append(loc, "data")
+		}
+		return a, werr
+	}
+	var errs []fieldError
+	msg, ok := raw["message"]
+	switch {
+	case !ok:
+		errs = append(errs, fieldError{Type: "missing", Loc: append(loc, "message"), Msg: "Field required", Input: rawInput(data)})
+	case json.Unmarshal(msg, &a.Message) != nil || bytes.Equal(msg, []byte("null")):
+		errs = append(errs, fieldError{Type: "string_type", Loc: append(loc, "message"), Msg: "Input should be a valid string", Input: rawInput(msg)})
+	}
+	if md, ok := raw["metadata"]; ok && !bytes.Equal(md, []byte("null")) {
+		if json.Unmarshal(md, &a.Metadata) != nil {
+			errs = append(errs, fieldError{Type: "dict_type", Loc: append(loc, "metadata"), Msg: "Input should be a valid dictionary", Input: rawInput(md)})
+		}
+	}
+	for k, v := range raw {
+		if k != "message" && k != "metadata" {
+			errs = append(errs, fieldError{Type: "extra_forbidden", Loc: append(loc, k), Msg: "Extra inputs are not permitted", Input: rawInput(v)})
+		}
+	}
+	if len(errs) > 0 {
+		return a, invalid(errs...)
+	}
+	return a, nil
+}
+
+// parseReset validates reset data: seed (int >= 0 or null) and episode_id
+// (string of at most 255 characters or null); other keys are accepted and
+// ignored, as reset keyword arguments are.
+func parseReset(data json.RawMessage) (harness.ResetOptions, *wireError) {
+	var o harness.ResetOptions
+	if data == nil {
+		return o, nil
+	}
+	raw, werr := parseObject(data)
+	if werr != nil {
+		return o, werr
+	}
+	var errs []fieldError
+	if s, ok := raw["seed"]; ok && !bytes.Equal(s, []byte("null")) {
+		var seed int64
+		if err := json.Unmarshal(s, &seed); err != nil {
+			errs = append(errs, fieldError{Type: "int_type", Loc: []any{"seed"}, Msg: "Input should be a valid integer", Input: rawInput(s)})
+		} else if seed < 0 {
+			errs = append(errs, fieldError{Type: "greater_than_equal", Loc: []any{"seed"}, Msg: "Input should be greater than or equal to 0", Input: seed})
+		} else {
+			o.Seed = &seed
+		}
+	}
+	if e, ok := raw["episode_id"]; ok && !bytes.Equal(e, []byte("null")) {
+		if err := json.Unmarshal(e, &o.EpisodeID); err != nil {
+			errs = append(errs, fieldError{Type: "string_type", Loc: []any{"episode_id"}, Msg: "Input should be a valid string", Input: rawInput(e)})
+		} else if len([]rune(o.EpisodeID)) > maxEpisodeIDLength {
+			errs = append(errs, fieldError{Type: "string_too_long", Loc: []any{"episode_id"},
+				Msg: fmt.Sprintf("String should have at most %d characters", maxEpisodeIDLength), Input: o.EpisodeID})
+		}
+	}
+	if len(errs) > 0 {
+		return o, invalid(errs...)
+	}
+	return o, nil
+}

@@ -1,0 +1,200 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/coder/websocket"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// handleHarness serves the production /harness socket: one session per
+// connection, session_started first, then per client message every event of
+// the turn as its own frame, ending in turn_complete — or a terminal error
+// event, after which the socket closes. {"type":"cancel"} interrupts the
+// running turn. Frames sent during a turn are handled after it.
+func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
+	wc, err := s.accept(w, r)
+	if err != nil {
+		return
+	}
+	s.conns.Add(1)
+	defer s.conns.Done()
+
+	m, err := s.create(kindHarness)
+	if err != nil {
+		e := s.execError(err)
+		delete(e.Extra, "factory_name")
+		wc.send(map[string]any{"type": frameTypeError, "data": e.data()})
+		wc.close(websocket.StatusPolicyViolation, e.Message)
+		return
+	}
+	m.attached.Store(true)
+	why := "client disconnected"
+	defer func() {
+		m.attached.Store(false)
+		s.destroy(m, why)
+	}()
+
+	obs, err := m.sess.Reset(wc.ctx, harness.ResetOptions{})
+	if err != nil || obs.Done {
+		if err == nil {
+			err = fmt.Errorf("%s: %s", obs.Metadata.ErrorType, obs.Metadata.Error)
+		}
+		s.log.Warn("harness session failed to start", "session_id", m.id, "err", err)
+		wc.send(map[string]any{"type": frameTypeError, "data": map[string]any{"message": "harness session failed", "code": codeSession}})
+		wc.close(websocket.StatusInternalError, "harness session failed")
+		why = "start-up failed"
+		return
+	}
+	wc.send(map[string]any{"type": "session_started", "data": map[string]any{"session_id": m.id, "harness": s.cfg.Name}})
+
+	var backlog []inbound
+	for {
+		var in inbound
+		if len(backlog) > 0 {
+			in, backlog = backlog[0], backlog[1:]
+		} else {
+			select {
+			case in = <-wc.frames:
+			case <-wc.gone:
+				why = wc.goneReason()
+				return
+			case <-s.quit:
+				why = "server shutting down"
+				wc.close(websocket.StatusGoingAway, "server shutting down")
+				return
+			}
+		}
+		m.touch()
+		msg, perr := parseHarnessFrame(in)
+		if perr != nil {
+			wc.send(map[string]any{"type": frameTypeProtoError, "data": perr.data()})
+			continue
+		}
+		if msg == nil { // a cancel with no turn running
+			continue
+		}
+		m.steps.Add(1)
+		end, more := s.harnessTurn(wc, m, *msg)
+		backlog = append(backlog, more...)
+		if end != "" {
+			why = end
+			return
+		}
+	}
+}
+
+// parseHarnessFrame validates a client frame: {"type":"message","content":
+// str} (extra keys ignored) or {"type":"cancel"}. It returns nil, nil for a
+// cancel.
+func parseHarnessFrame(in inbound) (*string, *wireError) {
+	if in.tooBig > 0 {
+		e := tooBigError(in)
+		delete(e.Extra, "errors")
+		return nil, e
+	}
+	var v any
+	if err := json.Unmarshal(in.data, &v); err != nil {
+		return nil, &wireError{Message: "Invalid JSON: " + err.Error(), Code: codeInvalidJSON}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, &wireError{Message: "Invalid message: expected a JSON object", Code: codeValidation}
+	}
+	switch obj["type"] {
+	case frameTypeMessage:
+		c, ok := obj["content"].(string)
+		if !ok {
+			return nil, &wireError{Message: "Invalid message: content must be a string", Code: codeValidation}
+		}
+		return &c, nil
+	case frameTypeCancel:
+		return nil, nil
+	}
+	return nil, &wireError{Message: fmt.Sprintf("Invalid message: type must be %q or %q", frameTypeMessage, frameTypeCancel), Code: codeValidation}
+}
+
+// harnessTurn runs one turn, streaming its events. It returns a non-empty
+// reason when the connection must end, and frames that arrived meanwhile.
+func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string, backlog []inbound) {
+	events := make(chan harness.Event, 1024)
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		for e := range events {
+			wc.send(s.sanitizeEvent(e))
+		}
+	}()
+	type result struct {
+		obs *harness.Observation
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		obs, err := m.sess.Step(wc.ctx, harness.Action{Message: content}, func(e harness.Event) {
+			events <- e
+			m.touch()
+		})
+		done <- result{obs, err}
+	}()
+	var res result
+wait:
+	for {
+		select {
+		case res = <-done:
+			break wait
+		case in := <-wc.frames:
+			if msg, perr := parseHarnessFrame(in); perr == nil && msg == nil {
+				ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
+				m.sess.Interrupt(ctx)
+				cancel()
+				continue
+			}
+			backlog = append(backlog, in)
+		case <-s.quit:
+			// Shutdown closes the session, which ends the turn.
+		}
+	}
+	close(events)
+	<-flushed
+	switch {
+	case res.err != nil:
+		// Misuse (episode over): a terminal error, as for a dead harness.
+		wc.send(harness.ErrorEvent(harness.SourceDaemon, s.sanitizeMessage(res.err.Error()), false))
+		wc.close(websocket.StatusNormalClosure, "episode over")
+		return "episode over", nil
+	case res.obs.Metadata.ErrorType != "" && res.obs.Metadata.ErrorType != harness.ErrMaxTurns:
+		wc.close(websocket.StatusNormalClosure, string(res.obs.Metadata.ErrorType))
+		return string(res.obs.Metadata.ErrorType), nil
+	case res.obs.Done:
+		wc.close(websocket.StatusNormalClosure, "episode complete")
+		return "episode complete", nil
+	}
+	return "", backlog
+}
+
+// sanitizeEvent replaces the message of a terminal daemon error (which may
+// carry exit details) with a fixed one per failure kind.
+func (s *Server) sanitizeEvent(e harness.Event) harness.Event {
+	if e.Type != harness.EventError || e.Source != harness.SourceDaemon || e.Data["recoverable"] != false {
+		return e
+	}
+	msg, _ := e.Data["message"].(string)
+	c := e
+	c.Data = map[string]any{"message": s.sanitizeMessage(msg), "recoverable": false}
+	return c
+}
+
+func (s *Server) sanitizeMessage(msg string) string {
+	switch {
+	case len(msg) >= len("harness turn exceeded") && msg[:len("harness turn exceeded")] == "harness turn exceeded":
+		return msg
+	case msg == harness.ErrEpisodeDone.Error() || msg == harness.ErrNoEpisode.Error():
+		return "harness process is not running"
+	}
+	return "harness turn failed"
+}

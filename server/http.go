@@ -1,0 +1,208 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// sessionHeader names the session an HTTP response belongs to.
+const sessionHeader = "X-Harnessd-Session"
+
+// readBody reads a JSON body of at most MaxFrameBytes; empty means {}.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxFrameBytes+1))
+	if err != nil {
+		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"detail": "unreadable body: " + err.Error()})
+		return nil, false
+	}
+	if int64(len(b)) > s.opts.MaxFrameBytes {
+		writeJSONStatus(w, http.StatusRequestEntityTooLarge, map[string]any{"detail": "body exceeds the maximum frame size"})
+		return nil, false
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("{}"), true
+	}
+	return b, true
+}
+
+func unprocessable(w http.ResponseWriter, e *wireError) {
+	detail := any(e.Message)
+	if errs, ok := e.Extra["errors"]; ok {
+		detail = errs
+	}
+	writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"detail": detail})
+}
+
+// httpSession finds the session named by id, or the default HTTP session
+// (created on first use when create is set).
+func (s *Server) httpSession(id string, create bool) (*managed, error) {
+	if id != "" {
+		if m := s.reg.get(id); m != nil {
+			return m, nil
+		}
+		return nil, errUnknownSession
+	}
+	s.httpMu.Lock()
+	defer s.httpMu.Unlock()
+	if m := s.reg.get(s.httpDefault); m != nil {
+		return m, nil
+	}
+	if !create {
+		return nil, nil
+	}
+	m, err := s.create(kindHTTP)
+	if err != nil {
+		return nil, err
+	}
+	s.httpDefault = m.id
+	return m, nil
+}
+
+var errUnknownSession = errors.New("unknown session_id")
+
+func (s *Server) httpError(w http.ResponseWriter, err error) {
+	var ce *CapacityError
+	switch {
+	case errors.Is(err, errUnknownSession):
+		writeJSONStatus(w, http.StatusNotFound, map[string]any{"detail": err.Error()})
+	case errors.As(err, &ce):
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"detail": ce.Error(), "active_sessions": ce.Active, "max_sessions": ce.Max})
+	case errors.Is(err, errDraining):
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"detail": err.Error()})
+	default:
+		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": s.execError(err).Message})
+	}
+}
+
+// withSession adds the session id to an observation's wire form.
+func withSession(obs any, id string) map[string]any {
+	var m map[string]any
+	json.Unmarshal(marshal(obs), &m)
+	m["session_id"] = id
+	return m
+}
+
+// handleReset: POST /reset {"seed"?, "episode_id"?, "session_id"?, ...}.
+// The session persists across requests (unlike OpenEnv's stateless HTTP).
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	opts, werr := parseReset(body)
+	if werr != nil {
+		unprocessable(w, werr)
+		return
+	}
+	var sid struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(body, &sid)
+	m, err := s.httpSession(sid.SessionID, true)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	m.touch()
+	obs, err := m.sess.Reset(r.Context(), opts)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	w.Header().Set(sessionHeader, m.id)
+	writeJSONStatus(w, http.StatusOK, withSession(s.present(obs), m.id))
+}
+
+// handleStep: POST /step {"action": {...}, "timeout_s"?, "request_id"?, "session_id"?}.
+func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	raw, werr := parseObject(body)
+	if werr != nil {
+		unprocessable(w, werr)
+		return
+	}
+	action, ok := raw["action"]
+	if !ok {
+		unprocessable(w, invalid(fieldError{Type: "missing", Loc: []any{"body", "action"}, Msg: "Field required", Input: rawInput(body)}))
+		return
+	}
+	a, werr := parseAction(action, "body", "action")
+	if werr != nil {
+		unprocessable(w, werr)
+		return
+	}
+	var extra struct {
+		TimeoutS  *float64 `json:"timeout_s"`
+		RequestID *string  `json:"request_id"`
+		SessionID string   `json:"session_id"`
+	}
+	if err := json.Unmarshal(body, &extra); err != nil {
+		unprocessable(w, invalid(fieldError{Type: "value_error", Loc: []any{"body"}, Msg: err.Error(), Input: rawInput(body)}))
+		return
+	}
+	if extra.TimeoutS != nil {
+		if *extra.TimeoutS <= 0 {
+			unprocessable(w, invalid(fieldError{Type: "greater_than", Loc: []any{"body", "timeout_s"}, Msg: "Input should be greater than 0", Input: *extra.TimeoutS}))
+			return
+		}
+		a.Timeout = time.Duration(*extra.TimeoutS * float64(time.Second))
+	}
+	if extra.RequestID != nil && len(*extra.RequestID) > maxEpisodeIDLength {
+		unprocessable(w, invalid(fieldError{Type: "string_too_long", Loc: []any{"body", "request_id"}, Msg: "String should have at most 255 characters", Input: *extra.RequestID}))
+		return
+	}
+	m, err := s.httpSession(extra.SessionID, false)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	if m == nil {
+		s.httpError(w, harness.ErrNoEpisode)
+		return
+	}
+	m.touch()
+	obs, err := m.sess.Step(r.Context(), a, nil)
+	m.touch()
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	m.steps.Add(1)
+	w.Header().Set(sessionHeader, m.id)
+	writeJSONStatus(w, http.StatusOK, withSession(s.present(obs), m.id))
+}
+
+// handleState: GET /state[?session_id=].
+func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
+	m, err := s.httpSession(r.URL.Query().Get("session_id"), false)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	if m == nil {
+		writeJSONStatus(w, http.StatusOK, harness.State{Tools: []string{}})
+		return
+	}
+	w.Header().Set(sessionHeader, m.id)
+	writeJSONStatus(w, http.StatusOK, m.sess.State())
+}
+
+// present prepares an observation for the wire; production mode keeps the
+// harness's stderr to the logs.
+func (s *Server) present(obs *harness.Observation) *harness.Observation {
+	if s.mode != Production || obs.Metadata.StderrTail == "" {
+		return obs
+	}
+	c := *obs
+	c.Metadata.StderrTail = ""
+	return &c
+}

@@ -1,0 +1,26 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+)
+
+// marshal encodes v without HTML escaping (responses and tool output read
+// naturally) and without a trailing newline.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		b, _ := json.Marshal(map[string]any{"detail": "encoding failed: " + err.Error()})
+		return b
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+}
+
+func writeJSONStatus(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(marshal(v))
+}

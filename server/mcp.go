@@ -1,0 +1,203 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// JSON-RPC error codes.
+const (
+	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+	rpcInvalidParams  = -32602
+	rpcInternal       = -32603
+	rpcCapacity       = -32000
+)
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data"`
+}
+
+// rpcResponse builds a JSON-RPC 2.0 response object.
+func rpcResponse(id json.RawMessage, result any, e *rpcError) map[string]any {
+	resp := map[string]any{"jsonrpc": "2.0", "id": id}
+	if id == nil {
+		resp["id"] = nil
+	}
+	if e != nil {
+		resp["error"] = e
+	} else {
+		resp["result"] = result
+	}
+	return resp
+}
+
+// handleMCP serves OpenEnv's JSON-RPC route (not MCP streamable HTTP):
+// always HTTP 200 with a JSON-RPC response.
+func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxFrameBytes+1))
+	if err != nil || int64(len(body)) > s.opts.MaxFrameBytes {
+		writeJSONStatus(w, http.StatusOK, rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: body too large or unreadable"}))
+		return
+	}
+	writeJSONStatus(w, http.StatusOK, s.mcpRequest(r.Context(), body, nil))
+}
+
+// mcpRequest validates and dispatches one JSON-RPC request. bound is the
+// /ws connection's session, if the request came over /ws.
+func (s *Server) mcpRequest(ctx context.Context, body []byte, bound *managed) map[string]any {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil || body == nil {
+		return rpcResponse(nil, nil, &rpcError{Code: rpcParseError, Message: "Parse error"})
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: must be a JSON object"})
+	}
+	var raw map[string]json.RawMessage
+	json.Unmarshal(body, &raw)
+	id := raw["id"]
+	switch idv := obj["id"].(type) {
+	case string, float64, nil:
+		if f, isNum := idv.(float64); isNum && f != float64(int64(f)) {
+			return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: id must be a string, an integer or null"})
+		}
+	default:
+		return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: id must be a string, an integer or null"})
+	}
+	if obj["jsonrpc"] != "2.0" {
+		return rpcResponse(id, nil, &rpcError{Code: rpcInvalidRequest, Message: `Invalid request: jsonrpc must be "2.0"`})
+	}
+	method, ok := obj["method"].(string)
+	if !ok {
+		return rpcResponse(id, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: method must be a string"})
+	}
+	for k := range obj {
+		switch k {
+		case "jsonrpc", "method", "params", "id":
+		default:
+			return rpcResponse(id, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: unexpected key " + k})
+		}
+	}
+	params := map[string]json.RawMessage{}
+	if p, ok := raw["params"]; ok && !bytes.Equal(p, []byte("null")) {
+		if _, isObj := obj["params"].(map[string]any); !isObj {
+			return rpcResponse(id, nil, &rpcError{Code: rpcInvalidParams, Message: "Params must be an object"})
+		}
+		json.Unmarshal(p, &params)
+	}
+	result, rerr := s.mcpDispatch(ctx, method, params, bound)
+	return rpcResponse(id, result, rerr)
+}
+
+func (s *Server) mcpDispatch(ctx context.Context, method string, params map[string]json.RawMessage, bound *managed) (any, *rpcError) {
+	str := func(k string) string {
+		var v string
+		json.Unmarshal(params[k], &v)
+		return v
+	}
+	switch method {
+	case "tools/list", "tools/call":
+		sess, release, rerr := s.mcpSession(str("session_id"), bound)
+		if rerr != nil {
+			return nil, rerr
+		}
+		defer release()
+		if method == "tools/list" {
+			tools, err := sess.ListTools(ctx)
+			if err != nil {
+				return nil, s.rpcInternal(err)
+			}
+			return map[string]any{"tools": tools}, nil
+		}
+		name := str("name")
+		if name == "" {
+			return nil, &rpcError{Code: rpcInvalidParams, Message: "Missing 'name' in params"}
+		}
+		args := params["arguments"]
+		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+			args = json.RawMessage("{}")
+		}
+		res, err := sess.CallTool(ctx, name, args)
+		if err != nil {
+			if errors.Is(err, harness.ErrUnknownTool) {
+				return nil, &rpcError{Code: rpcInvalidParams, Message: err.Error()}
+			}
+			return nil, s.rpcInternal(err)
+		}
+		return res, nil
+	case "openenv/session/create":
+		m, err := s.create(kindMCP)
+		if err != nil {
+			var ce *CapacityError
+			if errors.As(err, &ce) {
+				return nil, &rpcError{Code: rpcCapacity, Message: ce.Error(), Data: map[string]any{"active_sessions": ce.Active, "max_sessions": ce.Max}}
+			}
+			return nil, s.rpcInternal(err)
+		}
+		return map[string]any{"session_id": m.id}, nil
+	case "openenv/session/close":
+		id := str("session_id")
+		if id == "" {
+			return nil, &rpcError{Code: rpcInvalidParams, Message: "Missing 'session_id' in params"}
+		}
+		m := s.reg.get(id)
+		if m == nil {
+			return nil, &rpcError{Code: rpcInvalidParams, Message: "Unknown session_id: " + id}
+		}
+		if m.attached.Load() {
+			m.closing.Store(true)
+			return map[string]any{"session_id": id, "closed": false, "closing": true}, nil
+		}
+		s.destroy(m, "closed over /mcp")
+		return map[string]any{"session_id": id, "closed": true}, nil
+	}
+	return nil, &rpcError{Code: rpcMethodNotFound, Message: "Method not found: " + method}
+}
+
+// mcpSession picks the session a tools/* request uses: the /ws connection's,
+// the one named by session_id, or a throwaway session that starts only the
+// tool servers (never a harness).
+func (s *Server) mcpSession(id string, bound *managed) (*harness.Session, func(), *rpcError) {
+	switch {
+	case bound != nil:
+		bound.touch()
+		return bound.sess, func() {}, nil
+	case id != "":
+		m := s.reg.get(id)
+		if m == nil {
+			return nil, nil, &rpcError{Code: rpcInvalidParams, Message: "Unknown session_id: " + id}
+		}
+		m.touch()
+		return m.sess, func() {}, nil
+	}
+	sess, err := s.newSession("")
+	if err != nil {
+		return nil, nil, s.rpcInternal(err)
+	}
+	return sess, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		sess.Close(ctx)
+	}, nil
+}
+
+func (s *Server) rpcInternal(err error) *rpcError {
+	msg := err.Error()
+	if s.mode == Production {
+		s.log.Warn("mcp request failed", "err", err)
+		msg = "internal error"
+	}
+	return &rpcError{Code: rpcInternal, Message: fmt.Sprint(msg)}
+}

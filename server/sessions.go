@@ -1,0 +1,203 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// Session kinds, by the surface that created them.
+const (
+	kindWS      = "ws"
+	kindHTTP    = "http"
+	kindHarness = "harness"
+	kindMCP     = "mcp"
+)
+
+// managed is one session under the server's care.
+type managed struct {
+	id       string
+	kind     string
+	sess     *harness.Session
+	created  time.Time
+	attached atomic.Bool  // a socket is open on it
+	active   atomic.Int64 // unix nanos of the last activity
+	steps    atomic.Int64
+	closing  atomic.Bool // an HTTP close was requested while attached
+}
+
+func (m *managed) touch() { m.active.Store(time.Now().UnixNano()) }
+
+func (m *managed) idleFor(now time.Time) time.Duration {
+	return now.Sub(time.Unix(0, m.active.Load()))
+}
+
+// CapacityError reports that no session slot is free.
+type CapacityError struct{ Active, Max int }
+
+func (e *CapacityError) Error() string {
+	return fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections.", e.Active, e.Max)
+}
+
+// registry holds sessions and enforces capacity. A slot is reserved before
+// the session is built, so capacity is never exceeded during creation.
+type registry struct {
+	max int
+
+	mu       sync.Mutex
+	sessions map[string]*managed
+	reserved int
+	draining bool
+}
+
+func newRegistry(max int) *registry {
+	return &registry{max: max, sessions: map[string]*managed{}}
+}
+
+// errDraining is returned when the server is shutting down.
+var errDraining = fmt.Errorf("server is shutting down")
+
+// reserve claims a slot; release returns it if the session is never added.
+func (r *registry) reserve() (release func(), err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.draining {
+		return nil, errDraining
+	}
+	if n := len(r.sessions) + r.reserved; n >= r.max {
+		return nil, &CapacityError{Active: n, Max: r.max}
+	}
+	r.reserved++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.reserved--
+			r.mu.Unlock()
+		})
+	}, nil
+}
+
+// add turns a reservation into a registered session.
+func (r *registry) add(m *managed, release func()) {
+	r.mu.Lock()
+	r.sessions[m.id] = m
+	r.mu.Unlock()
+	release()
+}
+
+func (r *registry) get(id string) *managed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[id]
+}
+
+// remove unregisters and returns the session, if present.
+func (r *registry) remove(id string) *managed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.sessions[id]
+	delete(r.sessions, id)
+	return m
+}
+
+// count returns active sessions plus reservations.
+func (r *registry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions) + r.reserved
+}
+
+// drain refuses new reservations and returns every session.
+func (r *registry) drain() []*managed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.draining = true
+	out := make([]*managed, 0, len(r.sessions))
+	for _, m := range r.sessions {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].created.Before(out[j].created) })
+	return out
+}
+
+// idle returns sessions idle for longer than d that no socket holds and no
+// turn is running on.
+func (r *registry) idle(d time.Duration) []*managed {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*managed
+	for _, m := range r.sessions {
+		if !m.attached.Load() && !m.sess.Busy() && m.idleFor(now) > d {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// create reserves a slot and builds a session; the caller must destroy it.
+func (s *Server) create(kind string) (*managed, error) {
+	release, err := s.reg.reserve()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	id := uuid.NewString()
+	sess, err := s.newSession(id)
+	if err != nil {
+		return nil, &factoryError{err: err}
+	}
+	m := &managed{id: id, kind: kind, sess: sess, created: time.Now()}
+	m.touch()
+	s.reg.add(m, release)
+	s.log.Info("session created", "session_id", id, "kind", kind, "active", s.reg.count(), "max", s.reg.max)
+	return m, nil
+}
+
+// destroy closes a session and frees its slot.
+func (s *Server) destroy(m *managed, why string) {
+	if s.reg.remove(m.id) == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.sess.Close(ctx); err != nil {
+		s.log.Warn("session close", "session_id", m.id, "err", err)
+	}
+	s.log.Info("session ended", "session_id", m.id, "kind", m.kind, "why", why, "steps", m.steps.Load())
+}
+
+// factoryError reports that an environment could not be built.
+type factoryError struct{ err error }
+
+func (e *factoryError) Error() string { return e.err.Error() }
+func (e *factoryError) Unwrap() error { return e.err }
+
+// reapLoop destroys idle sessions until ctx ends.
+func (s *Server) reapLoop(ctx context.Context, timeout time.Duration) {
+	every := max(timeout/4, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, m := range s.reg.idle(timeout) {
+				// Re-check just before destroying: a socket may have attached.
+				if m.attached.Load() || m.sess.Busy() {
+					continue
+				}
+				s.destroy(m, fmt.Sprintf("idle for more than %s", timeout))
+			}
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/coder/websocket"
+)
+
+// handleWS serves OpenEnv's generic protocol: one session per connection
+// (or, with ?session_id=, the HTTP MCP session created earlier), one reply
+// frame per request, and a bad frame never ends the session.
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	attachID := r.URL.Query().Get("session_id")
+	wc, err := s.accept(w, r)
+	if err != nil {
+		s.log.Debug("websocket upgrade failed", "err", err)
+		return
+	}
+	s.conns.Add(1)
+	defer s.conns.Done()
+
+	m, werr := s.wsSession(attachID)
+	if werr != nil {
+		wc.send(map[string]any{"type": frameTypeError, "data": werr.data()})
+		wc.close(websocket.StatusPolicyViolation, werr.Message)
+		return
+	}
+	why := "client closed the connection"
+	defer func() {
+		m.attached.Store(false)
+		if attachID == "" || m.closing.Load() {
+			s.destroy(m, why)
+		}
+	}()
+
+	for {
+		select {
+		case in := <-wc.frames:
+			if in.tooBig > 0 {
+				s.sendError(wc, tooBigError(in))
+				continue
+			}
+			if !s.handleWSFrame(wc, m, in.data) {
+				why = "client sent close"
+				wc.close(websocket.StatusNormalClosure, "session closed")
+				return
+			}
+			if wc.peerGone() {
+				why = wc.goneReason()
+				return
+			}
+		case <-wc.gone:
+			why = wc.goneReason()
+			return
+		case <-s.quit:
+			why = "server shutting down"
+			wc.close(websocket.StatusGoingAway, "server shutting down")
+			return
+		}
+	}
+}
+
+// wsSession creates the connection's session, or attaches to an existing
+// MCP session.
+func (s *Server) wsSession(attachID string) (*managed, *wireError) {
+	if attachID == "" {
+		m, err := s.create(kindWS)
+		if err != nil {
+			return nil, s.execError(err)
+		}
+		m.attached.Store(true)
+		return m, nil
+	}
+	m := s.reg.get(attachID)
+	switch {
+	case m == nil:
+		return nil, &wireError{Message: "Unknown session_id: " + attachID, Code: codeSession}
+	case m.kind != kindMCP:
+		return nil, &wireError{Message: "Session " + attachID + " cannot be attached", Code: codeSession}
+	case !m.attached.CompareAndSwap(false, true):
+		return nil, &wireError{Message: "Session " + attachID + " is already attached", Code: codeSession}
+	}
+	return m, nil
+}
+
+func (s *Server) sendError(wc *wsConn, e *wireError) {
+	wc.send(map[string]any{"type": frameTypeError, "data": e.data()})
+}
+
+// handleWSFrame answers one frame; it returns false for a close request.
+func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
+	f, werr := parseWSFrame(data)
+	if werr != nil {
+		s.sendError(wc, werr)
+		return true
+	}
+	ctx := wc.ctx // a turn is abandoned when the client goes away
+	switch f.Type {
+	case frameTypeClose:
+		return false
+	case frameTypeState:
+		wc.send(map[string]any{"type": frameTypeState, "data": m.sess.State()})
+	case frameTypeReset:
+		opts, werr := parseReset(f.Data)
+		if werr != nil {
+			s.sendError(wc, werr)
+			return true
+		}
+		m.touch()
+		obs, err := m.sess.Reset(ctx, opts)
+		if err != nil {
+			s.sendError(wc, s.execError(err))
+			return true
+		}
+		wc.send(map[string]any{"type": frameTypeObs, "data": s.present(obs)})
+	case frameTypeStep:
+		a, werr := parseAction(f.Data)
+		if werr != nil {
+			s.sendError(wc, werr)
+			return true
+		}
+		m.touch()
+		obs, err := m.sess.Step(ctx, a, nil)
+		m.touch()
+		if err != nil {
+			s.sendError(wc, s.execError(err))
+			return true
+		}
+		m.steps.Add(1)
+		wc.send(map[string]any{"type": frameTypeObs, "data": s.present(obs)})
+	case frameTypeMCP:
+		wc.send(map[string]any{"type": frameTypeMCP, "data": s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
+	}
+	return true
+}

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// inbound is one frame read from a client, or a frame that was too big.
+type inbound struct {
+	data    []byte
+	tooBig  int64 // bytes received when over the limit (data is nil)
+	allowed int64
+}
+
+// wsConn is a server-side WebSocket with one long-lived reader (so pings are
+// answered and disconnects noticed while a turn runs), serialised writes,
+// and keepalive pings.
+type wsConn struct {
+	c       *websocket.Conn
+	max     int64
+	frames  chan inbound
+	gone    chan struct{} // closed when the reader stops (peer gone or closed)
+	readErr error
+	ctx     context.Context // ends when the peer is gone
+	cancel  context.CancelFunc
+	wmu     sync.Mutex
+}
+
+// accept upgrades the request. Compression stays off: frames are small JSON.
+func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*wsConn, error) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{})
+	if err != nil {
+		return nil, err
+	}
+	max := s.opts.MaxFrameBytes
+	// The library's own limit is a hard backstop well above ours: frames
+	// between the two are drained and answered with an error frame.
+	c.SetReadLimit(max*4 + 1<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel}
+	go wc.readLoop()
+	if s.opts.PingInterval > 0 {
+		go wc.pingLoop(s.opts.PingInterval)
+	}
+	return wc, nil
+}
+
+func (wc *wsConn) readLoop() {
+	defer close(wc.gone)
+	defer wc.cancel()
+	for {
+		_, r, err := wc.c.Reader(wc.ctx)
+		if err != nil {
+			wc.readErr = err
+			return
+		}
+		buf, err := io.ReadAll(io.LimitReader(r, wc.max+1))
+		if err != nil {
+			wc.readErr = err
+			return
+		}
+		in := inbound{data: buf}
+		if int64(len(buf)) > wc.max {
+			n, err := io.Copy(io.Discard, r)
+			if err != nil {
+				wc.readErr = err
+				return
+			}
+			in = inbound{tooBig: int64(len(buf)) + n, allowed: wc.max}
+		}
+		select {
+		case wc.frames <- in:
+		case <-wc.ctx.Done():
+			return
+		}
+	}
+}
+
+// pingLoop pings the peer; a peer that stops answering is disconnected.
+func (wc *wsConn) pingLoop(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-wc.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(wc.ctx, every)
+			err := wc.c.Ping(ctx)
+			cancel()
+			if err != nil && wc.ctx.Err() == nil {
+				wc.c.CloseNow()
+				return
+			}
+		}
+	}
+}
+
+// send writes one JSON frame.
+func (wc *wsConn) send(v any) error {
+	b := marshal(v)
+	wc.wmu.Lock()
+	defer wc.wmu.Unlock()
+	ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
+	defer cancel()
+	return wc.c.Write(ctx, websocket.MessageText, b)
+}
+
+// close ends the connection with a close frame.
+func (wc *wsConn) close(code websocket.StatusCode, reason string) {
+	wc.wmu.Lock()
+	defer wc.wmu.Unlock()
+	if len(reason) > 120 {
+		reason = reason[:120]
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wc.c.Close(code, reason)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		wc.c.CloseNow()
+	}
+	wc.cancel()
+}
+
+// peerGone reports whether the reader stopped because the peer went away.
+func (wc *wsConn) peerGone() bool {
+	select {
+	case <-wc.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+func (wc *wsConn) goneReason() string {
+	if wc.readErr == nil {
+		return "connection closed"
+	}
+	if s := websocket.CloseStatus(wc.readErr); s != -1 {
+		return fmt.Sprintf("client closed the connection (%d)", s)
+	}
+	if errors.Is(wc.readErr, context.Canceled) {
+		return "connection closed"
+	}
+	return "client disconnected: " + wc.readErr.Error()
+}
+
+// tooBigError answers a frame over the limit.
+func tooBigError(in inbound) *wireError {
+	return &wireError{Code: codeValidation,
+		Message: fmt.Sprintf("frame of %d bytes exceeds the maximum of %d bytes", in.tooBig, in.allowed),
+		Extra:   map[string]any{"errors": []fieldError{{Type: "too_long", Loc: []any{}, Msg: "frame too large", Input: nil}}}}
+}
