@@ -201,14 +201,16 @@ func TestCrashMidTurn(t *testing.T) {
 }
 
 func TestHangTimesOutAndKillsTree(t *testing.T) {
-	cfg := config(t)
-	cfg.Episode.TurnTimeout = units.Duration(300 * time.Millisecond)
-	s := session(t, cfg)
+	s := session(t, config(t))
 	reset(t, s)
 	esc := step(t, s, "escape ignore-term;;spawn ignore-term")
 	escaped, spawned := pidIn(t, esc.ResponseText(), "escaped"), pidIn(t, esc.ResponseText(), "spawned")
 	harnessPID := s.State().HarnessPID
-	o := step(t, s, "hang")
+	// Only the hanging turn gets the short budget (as HTTP /step timeout_s does).
+	o, err := s.Step(context.Background(), harness.Action{Message: "hang", Timeout: 300 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if o.Metadata.ErrorType != harness.ErrTurnTimeout || o.Metadata.Error != "harness turn exceeded 0.3 seconds" || !o.Done {
 		t.Fatalf("%+v", o.Metadata)
 	}

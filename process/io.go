@@ -41,6 +41,7 @@ func (p *Process) startReaders() {
 		go p.readLines()
 	}
 	if p.stderr != nil {
+		p.stderrDone = make(chan struct{})
 		p.readers.Add(1)
 		go p.readStderr()
 	}
@@ -122,6 +123,7 @@ func (p *Process) readPTY() {
 
 func (p *Process) readStderr() {
 	defer p.readers.Done()
+	defer close(p.stderrDone)
 	var w io.Writer = p.tail
 	if p.spec.Stderr != nil {
 		w = io.MultiWriter(p.tail, p.spec.Stderr)

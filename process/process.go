@@ -51,12 +51,13 @@ type Process struct {
 	stderr *os.File
 	ptmx   *os.File // pty mode
 
-	lines   chan Line   // StdioLines
-	output  chan []byte // PTY
-	raw     io.Reader   // StdioRaw
-	outN    atomic.Int64
-	tail    *Tail
-	readers sync.WaitGroup
+	stderrDone chan struct{} // closed when the stderr reader has finished
+	lines      chan Line     // StdioLines
+	output     chan []byte   // PTY
+	raw        io.Reader     // StdioRaw
+	outN       atomic.Int64
+	tail       *Tail
+	readers    sync.WaitGroup
 
 	writeMu sync.Mutex
 
@@ -298,8 +299,24 @@ func (p *Process) Wait(ctx context.Context) (ExitStatus, error) {
 	}
 }
 
-// StderrTail returns the kept end of stderr (in PTY mode: of the terminal output).
-func (p *Process) StderrTail() string { return p.tail.String() }
+// stderrSettle bounds how long StderrTail waits, after the leader exited,
+// for the rest of stderr to be read.
+const stderrSettle = 250 * time.Millisecond
+
+// StderrTail returns the kept end of stderr (in PTY mode: of the terminal
+// output). Once the leader has exited it first lets the stderr reader catch
+// up (briefly), so a crash's last words are not lost to a race.
+func (p *Process) StderrTail() string {
+	if p.stderrDone != nil && !p.Alive() {
+		t := time.NewTimer(stderrSettle)
+		select {
+		case <-p.stderrDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return p.tail.String()
+}
 
 // OutputBytes returns how many bytes of stdout (or terminal output) have been
 // read so far. Callers compute per-turn budgets from differences.
