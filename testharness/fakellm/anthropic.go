@@ -49,10 +49,14 @@ func parseAnthropic(_ *http.Request, body []byte) (*conversation, error) {
 			c.tools = append(c.tools, tool{name: t.Name})
 		}
 	}
+	system := []string{c.system}
 	for _, m := range req.Messages {
 		msg := message{role: roleUser}
-		if m.Role == "assistant" {
+		switch m.Role {
+		case "assistant":
 			msg.role = roleAssistant
+		case "system": // Claude Code's mid-conversation-system beta
+			msg.role = roleSystem
 		}
 		var texts []string
 		var blocks []anthropicBlock
@@ -62,7 +66,7 @@ func parseAnthropic(_ *http.Request, body []byte) (*conversation, error) {
 				case "text":
 					texts = append(texts, b.Text)
 				case "tool_result":
-					msg.toolResults = append(msg.toolResults, flexText(b.Content))
+					msg.toolResults = append(msg.toolResults, cleanToolResult(flexText(b.Content)))
 				case "tool_use", "server_tool_use", "mcp_tool_use":
 					msg.toolCalls = append(msg.toolCalls, b.Name)
 				}
@@ -75,8 +79,12 @@ func parseAnthropic(_ *http.Request, body []byte) (*conversation, error) {
 		} else {
 			msg.text = joinNonEmpty(texts)
 		}
+		if msg.role == roleSystem {
+			system = append(system, msg.text)
+		}
 		c.messages = append(c.messages, msg)
 	}
+	c.system = joinNonEmpty(system)
 	return c, nil
 }
 

@@ -160,13 +160,23 @@ func (c *conversation) toolNames() []string {
 var injected = regexp.MustCompile(`(?s)^<([A-Za-z][A-Za-z0-9_-]*)[^>]*>.*</([A-Za-z][A-Za-z0-9_-]*)>$`)
 
 // userText joins the text parts of a user message, dropping parts that are
-// agent-injected context. If every part is injected context, all are kept.
+// agent-injected context (one <tag>…</tag> element, e.g. Claude Code's
+// <system-reminder>, Gemini CLI's <session_context>, Codex's
+// <environment_context>) and unquoting a part that is one whole JSON string
+// literal (OpenCode's run command sends the message that way). If every part
+// is injected context, all are kept.
 func userText(parts []string) string {
 	var kept []string
 	for _, p := range parts {
 		t := strings.TrimSpace(p)
 		if m := injected.FindStringSubmatch(t); m != nil && m[1] == m[2] {
 			continue
+		}
+		if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
+			var s string
+			if json.Unmarshal([]byte(t), &s) == nil {
+				p = s
+			}
 		}
 		if t != "" {
 			kept = append(kept, p)
@@ -230,4 +240,24 @@ func joinNonEmpty(parts []string) string {
 		}
 	}
 	return strings.Join(kept, "\n")
+}
+
+// codexPreamble is the timing header Codex puts before an MCP tool's output.
+var codexPreamble = regexp.MustCompile(`^(?:Exit code: -?\d+\n)?Wall time: [^\n]*\nOutput:(?:\n|$)`)
+
+// cleanToolResult removes the wrappers agents put around a tool's own
+// output, so the same tool result reads the same through every agent:
+// Codex's "Wall time: … seconds\nOutput:" preamble and one element
+// enclosing the whole text (Gemini CLI's <untrusted_context>…</…>).
+func cleanToolResult(s string) string {
+	s = codexPreamble.ReplaceAllString(s, "")
+	t := strings.TrimSpace(s)
+	if m := injected.FindStringSubmatch(t); m != nil && m[1] == m[2] {
+		open := strings.Index(t, ">") + 1
+		inner := t[open : len(t)-len("</"+m[2]+">")]
+		if !strings.Contains(inner, "<"+m[1]) { // a single element, not <a>..</a><a>..</a>
+			return strings.TrimSpace(inner)
+		}
+	}
+	return s
 }

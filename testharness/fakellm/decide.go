@@ -90,7 +90,7 @@ func noTool(label, spec string, c *conversation) answer {
 }
 
 // callDirective finds "call NAME" in a user message.
-var callDirective = regexp.MustCompile(`(?:^|\s)call\s+([A-Za-z0-9_.:/-]+)`)
+var callDirective = regexp.MustCompile(`\bcall\s+([A-Za-z0-9_.:/-]+)`)
 
 func defaultAnswer(c *conversation, n int) answer {
 	switch {

@@ -96,7 +96,7 @@ func parseGemini(r *http.Request, body []byte) (*conversation, error) {
 		for _, p := range ct.Parts {
 			switch {
 			case p.FunctionResponse != nil:
-				msg.toolResults = append(msg.toolResults, flexText(p.FunctionResponse.Response))
+				msg.toolResults = append(msg.toolResults, cleanToolResult(flexText(p.FunctionResponse.Response)))
 			case p.FunctionCall != nil:
 				msg.toolCalls = append(msg.toolCalls, p.FunctionCall.Name)
 			case p.Text != nil && !p.Thought:

@@ -13,6 +13,7 @@ const (
 	KindGenerate    = "generate"     // a model turn (scripts answer these)
 	KindCountTokens = "count_tokens" // Anthropic count_tokens, Gemini countTokens
 	KindModels      = "models"       // model listings
+	KindProbe       = "probe"        // GET or HEAD / (connectivity checks)
 	KindUnknown     = "unknown"      // no such route
 )
 

@@ -65,7 +65,7 @@ func parseChat(_ *http.Request, body []byte) (*conversation, error) {
 			system = append(system, t)
 			c.messages = append(c.messages, message{role: roleSystem, text: t})
 		case "tool", "function":
-			c.messages = append(c.messages, message{role: roleTool, toolResults: []string{flexText(m.Content)}})
+			c.messages = append(c.messages, message{role: roleTool, toolResults: []string{cleanToolResult(flexText(m.Content))}})
 		case "assistant":
 			msg := message{role: roleAssistant, text: joinNonEmpty(texts)}
 			for _, tc := range m.ToolCalls {

@@ -94,7 +94,7 @@ func parseResponses(_ *http.Request, body []byte) (*conversation, error) {
 				c.messages = append(c.messages, message{role: roleUser, text: userText(texts)})
 			}
 		case strings.HasSuffix(it.Type, "_output"): // function_call_output, custom_tool_call_output, ...
-			c.messages = append(c.messages, message{role: roleTool, toolResults: []string{flexText(it.Output)}})
+			c.messages = append(c.messages, message{role: roleTool, toolResults: []string{cleanToolResult(flexText(it.Output))}})
 		case strings.HasSuffix(it.Type, "_call"): // function_call, custom_tool_call, ...
 			c.messages = append(c.messages, message{role: roleAssistant, toolCalls: []string{it.Name}})
 		}

@@ -185,6 +185,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if p == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		s.probe(w, r) // connectivity checks (Claude Code sends HEAD /)
+		return
+	}
 	if strings.HasSuffix(p, "/models") && r.Method == http.MethodGet {
 		s.models(w, r)
 		return
@@ -379,6 +383,15 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, d *dialect)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": n})
+}
+
+// probe answers a connectivity check on the root.
+func (s *Server) probe(w http.ResponseWriter, r *http.Request) {
+	e := newEntry(r, guessDialect(r), KindProbe)
+	e.Dialect = ""
+	e.Status, e.Outcome = http.StatusOK, OutcomeOK
+	s.log.add(e, false)
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "server": "fakellm"})
 }
 
 // models answers a model listing: Gemini style under /v1beta/, else an
