@@ -163,8 +163,8 @@ var injected = regexp.MustCompile(`(?s)^<([A-Za-z][A-Za-z0-9_-]*)[^>]*>.*</([A-Z
 // agent-injected context (one <tag>…</tag> element, e.g. Claude Code's
 // <system-reminder>, Gemini CLI's <session_context>, Codex's
 // <environment_context>) and unquoting a part that is one whole JSON string
-// literal (OpenCode's run command sends the message that way). If every part
-// is injected context, all are kept.
+// literal (OpenCode's run command sends the message that way). A message
+// that is only injected context has no user text.
 func userText(parts []string) string {
 	var kept []string
 	for _, p := range parts {
@@ -181,9 +181,6 @@ func userText(parts []string) string {
 		if t != "" {
 			kept = append(kept, p)
 		}
-	}
-	if len(kept) == 0 {
-		return strings.Join(parts, "\n")
 	}
 	return strings.Join(kept, "\n")
 }
