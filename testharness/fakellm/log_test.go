@@ -2,6 +2,8 @@ package fakellm_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -196,5 +198,53 @@ func TestPathPrefix(t *testing.T) {
 	got := chatClient.do(t, hc, base+"/agent-a", conv{Model: "m", Users: []string{"prefixed"}, Tools: []tspec{{Name: "t"}}})
 	if got.Text != "MOCK-REPLY: prefixed" || s.Requests()[0].Path != "/agent-a/v1/chat/completions" {
 		t.Errorf("%+v %+v", got, s.Requests())
+	}
+}
+
+// TestConcurrentRequests: parallel requests in every dialect each get their
+// own answer and a distinct nth number.
+func TestConcurrentRequests(t *testing.T) {
+	s, base, hc := startServer(t, mustScript(t, `{"rules": [{"when": {}, "reply": {"text": "n={{n}} {{user}}"}}]}`))
+	const per = 8
+	type result struct{ err string }
+	results := make(chan result, per*len(clients))
+	for _, dc := range clients {
+		for i := range per {
+			go func() {
+				c := conv{Model: "m", Users: []string{dc.url("", conv{Model: "m"}) + "#" + string(rune('a'+i))}, Stream: i%2 == 0}
+				resp, err := postJSON(t.Context(), hc, dc.url(base, c), dc.body(c))
+				if err != nil {
+					results <- result{err: err.Error()}
+					return
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != 200 {
+					results <- result{err: resp.Status}
+					return
+				}
+				// Framing is checked elsewhere; the log shows the answers.
+				if _, err := io.ReadAll(resp.Body); err != nil {
+					results <- result{err: err.Error()}
+					return
+				}
+				results <- result{}
+			}()
+		}
+	}
+	for range per * len(clients) {
+		if r := <-results; r.err != "" {
+			t.Fatal(r.err)
+		}
+	}
+	log := s.Requests()
+	ns := map[int]bool{}
+	for _, e := range log {
+		ns[e.N] = true
+		if want := fmt.Sprintf("n=%d %s", e.N, e.LastUser); e.ReplyText != want || e.Outcome != fakellm.OutcomeOK {
+			t.Errorf("entry %d answered %q (%s), want %q", e.Seq, e.ReplyText, e.Outcome, want)
+		}
+	}
+	if len(log) != per*len(clients) || len(ns) != len(log) {
+		t.Errorf("%d entries with %d distinct n", len(log), len(ns))
 	}
 }
