@@ -30,19 +30,8 @@ type toolCall struct {
 	args      json.RawMessage // compact JSON object
 }
 
-// DefaultBehaviour documents what the server answers when no rule matches
-// (or a rule's reply is empty):
-//
-//  1. the last message is a tool result -> text "MOCK-DONE: <tool result>";
-//  2. no tools offered (an auxiliary call) -> text "MOCK-AUX";
-//  3. the last user message contains "call NAME [JSON-object]" and an
-//     offered tool matches NAME -> a call of that tool with the JSON object
-//     as arguments ({} if none);
-//  4. otherwise -> text "MOCK-REPLY: <last user message>".
-const DefaultBehaviour = "tool result -> MOCK-DONE: <result>; no tools -> MOCK-AUX; " +
-	"'call NAME {json}' -> tool call; else MOCK-REPLY: <last user message>"
-
-// decide picks the answer for request number n.
+// decide picks the answer for request number n (see Script for the
+// default behaviour).
 func (s *Script) decide(c *conversation, n int) answer {
 	if s != nil {
 		for i, r := range s.Rules {

@@ -13,7 +13,16 @@ import (
 
 // Script is an ordered list of rules. For each generation request the first
 // rule whose When matches answers it; a request no rule matches gets the
-// default behaviour (DefaultBehaviour). A nil or empty Script is all default.
+// default behaviour. A nil or empty Script is all default:
+//
+//  1. the last message is a tool result -> text "MOCK-DONE: <tool result>";
+//  2. no tools offered (an auxiliary call) -> text "MOCK-AUX";
+//  3. the last user message contains "call NAME [JSON-object]" and an
+//     offered tool matches NAME -> a call of that tool with the JSON object
+//     as arguments ({} if none);
+//  4. otherwise -> text "MOCK-REPLY: <last user message>".
+//
+// Scripts are read-only once handed to a Server.
 //
 // Example (JSON):
 //
