@@ -23,6 +23,8 @@ type Options struct {
 	StartupStderr string        // written to stderr at start
 	NoisyStart    bool          // print a non-JSON banner line before ready
 	MCPProtocol   string        // protocol version for MCP calls
+	// StreamJSON holds the Claude/Qwen flags of the stream-json front end.
+	StreamJSON StreamJSONFlags
 }
 
 // lineWriter writes whole lines to stdout under a lock.

@@ -25,7 +25,12 @@ func runAgent(args []string) int {
 	fs.StringVar(&o.StartupStderr, "stderr", "", "write this line to stderr at start")
 	fs.BoolVar(&o.NoisyStart, "noisy-start", false, "print a non-JSON line before ready")
 	fs.StringVar(&o.MCPProtocol, "mcp-protocol", "", "MCP protocol version for tool calls")
+	agent.RegisterStreamJSONFlags(fs, &o.StreamJSON)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if given := agent.StreamJSONFlagsGiven(fs); *protocol != "stream-json" && len(given) > 0 {
+		fmt.Fprintf(os.Stderr, "testharness agent: %v apply to --protocol stream-json only\n", given)
 		return 2
 	}
 	run, ok := agent.Protocols[*protocol]
