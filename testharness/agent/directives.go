@@ -27,6 +27,11 @@ var verbs = map[string]bool{
 // newlines or ";;". If the first non-empty part does not start with a known
 // verb the whole message is a single "echo" directive.
 func Parse(msg string) []Directive {
+	return parse(msg, func(v string) bool { return verbs[v] })
+}
+
+// parse is Parse with the set of known verbs given by isVerb.
+func parse(msg string, isVerb func(string) bool) []Directive {
 	var parts []string
 	for _, line := range strings.Split(msg, "\n") {
 		for _, p := range strings.Split(line, ";;") {
@@ -38,13 +43,13 @@ func Parse(msg string) []Directive {
 	if len(parts) == 0 {
 		return []Directive{{Verb: "echo", Arg: msg}}
 	}
-	if v, _, _ := strings.Cut(parts[0], " "); !verbs[v] {
+	if v, _, _ := strings.Cut(parts[0], " "); !isVerb(v) {
 		return []Directive{{Verb: "echo", Arg: msg}}
 	}
 	out := make([]Directive, 0, len(parts))
 	for _, p := range parts {
 		v, arg, _ := strings.Cut(p, " ")
-		if !verbs[v] {
+		if !isVerb(v) {
 			// A line that is not a directive continues the previous reply.
 			out = append(out, Directive{Verb: "say", Arg: p})
 			continue

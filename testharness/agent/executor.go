@@ -43,11 +43,18 @@ type Outcome struct {
 	CloseOut   bool // close stdout after the turn, but keep running
 }
 
+// Verb is a directive a front end adds for its own protocol (for example
+// acp's "permission"). It runs inside the turn with the turn's context; say
+// emits text and adds it to the response.
+type Verb func(ctx context.Context, arg string, say func(string))
+
 // Executor runs the directives of one conversation. It keeps the history of
 // user messages so that multi-turn context can be checked.
 type Executor struct {
-	Tools   ToolCaller
-	Self    string // path of this binary, for spawning children
+	Tools ToolCaller
+	Self  string // path of this binary, for spawning children
+	// Verbs are front-end directives, used when no built-in verb matches.
+	Verbs   map[string]Verb
 	history []string
 	turns   int
 	callSeq int
@@ -64,7 +71,7 @@ func (e *Executor) RunTurn(ctx context.Context, msg string, sink Sink) Outcome {
 		sink.Text(s)
 		texts = append(texts, s)
 	}
-	for _, d := range Parse(msg) {
+	for _, d := range parse(msg, e.isVerb) {
 		if ctx.Err() != nil {
 			out.Cancelled = true
 			break
@@ -199,6 +206,10 @@ func (e *Executor) RunTurn(ctx context.Context, msg string, sink Sink) Outcome {
 			out.NoComplete = true
 		case "nocomplete":
 			out.NoComplete = true
+		default:
+			if f, ok := e.Verbs[d.Verb]; ok {
+				f(ctx, d.Arg, say)
+			}
 		}
 	}
 	out.Response = strings.Join(texts, "\n")
@@ -206,6 +217,15 @@ func (e *Executor) RunTurn(ctx context.Context, msg string, sink Sink) Outcome {
 		out.Response = "ok"
 	}
 	return out
+}
+
+// isVerb reports whether v is a built-in or front-end directive.
+func (e *Executor) isVerb(v string) bool {
+	if verbs[v] {
+		return true
+	}
+	_, ok := e.Verbs[v]
+	return ok
 }
 
 func (e *Executor) callTool(ctx context.Context, sink Sink, name, args string) string {
