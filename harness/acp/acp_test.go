@@ -465,6 +465,14 @@ func TestCrashMidTurn(t *testing.T) {
 	}
 }
 
+func TestOutputClosedMidTurn(t *testing.T) {
+	a := started(t)
+	_, _, err := turn(t, a, 1, "reply before;;closeout")
+	if f := failure(t, err); f.Type != harness.ErrProtocol || !strings.Contains(f.Message, "stopped talking") {
+		t.Fatalf("%#v", f)
+	}
+}
+
 func TestRPCErrorFailsTurn(t *testing.T) {
 	a := started(t)
 	_, _, err := turn(t, a, 1, "reply partial;;rpcerror -32603 model overloaded")

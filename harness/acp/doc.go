@@ -58,8 +58,10 @@
 // permission request answered during the turn); and, on the first turn after
 // Start only, "acp": the session facts of Info. Cancelled is set when
 // stopReason is "cancelled", or when the agent answers a prompt that
-// Interrupt cancelled with a JSON-RPC error. Done is never set: ACP has no
-// notion of a finished task.
+// Interrupt cancelled with a JSON-RPC error (then Extra["error"] holds it).
+// Done is never set: ACP has no notion of a finished task. Updates that
+// arrive after a turn's response (or after a turn ended by its deadline)
+// are read, and reported, by the next turn.
 //
 // # Failures
 //

@@ -20,12 +20,21 @@ const (
 // Options are the acp adapter's harness.options. See the package
 // documentation for their meaning.
 type Options struct {
-	Mode              string         `json:"mode"`
-	Permission        string         `json:"permission"`
-	DenyPatterns      []string       `json:"deny_patterns"`
+	// Mode is set with session/set_mode after session/new, if not empty.
+	Mode string `json:"mode"`
+	// Permission is the answer to permission requests: allow or deny.
+	Permission string `json:"permission"`
+	// DenyPatterns are RE2 expressions; a permission request whose tool
+	// title or name matches one is rejected.
+	DenyPatterns []string `json:"deny_patterns"`
+	// InitializeTimeout bounds the initialize request (0: only the
+	// start-up timeout).
 	InitializeTimeout units.Duration `json:"initialize_timeout"`
-	AuthMethod        string         `json:"auth_method"`
-	MCPStdioCommand   []string       `json:"mcp_stdio_command"`
+	// AuthMethod is used with authenticate when session/new requires it.
+	AuthMethod string `json:"auth_method"`
+	// MCPStdioCommand is a stdio MCP proxy to the bridge, for agents
+	// without http MCP support.
+	MCPStdioCommand []string `json:"mcp_stdio_command"`
 
 	deny []*regexp.Regexp
 }

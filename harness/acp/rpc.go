@@ -24,9 +24,12 @@ const (
 
 // RPCError is a JSON-RPC 2.0 error object, as answered by the agent.
 type RPCError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
+	// Code is the JSON-RPC or ACP error code.
+	Code int `json:"code"`
+	// Message is the agent's description.
+	Message string `json:"message"`
+	// Data is the optional error data, as sent.
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 func (e *RPCError) Error() string {

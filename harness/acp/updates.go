@@ -101,7 +101,7 @@ func (t *turnState) notify(method string, params json.RawMessage) {
 		t.log.Warn("acp: malformed session/update", "params", clip(params))
 		return
 	}
-	if n.SessionID != t.session {
+	if n.SessionID != "" && n.SessionID != t.session {
 		t.log.Debug("acp: session/update for another session", "session", n.SessionID)
 		return
 	}
