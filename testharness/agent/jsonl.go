@@ -25,6 +25,9 @@ type Options struct {
 	MCPProtocol   string        // protocol version for MCP calls
 	// StreamJSON holds the Claude/Qwen flags of the stream-json front end.
 	StreamJSON StreamJSONFlags
+	IgnoreEOF  bool   // acp: keep running after stdin ends
+	ACPNoHTTP  bool   // acp: advertise no http MCP support
+	ACPAuth    string // acp: require authenticate with this method id
 }
 
 // lineWriter writes whole lines to stdout under a lock.

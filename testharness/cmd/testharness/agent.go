@@ -26,6 +26,9 @@ func runAgent(args []string) int {
 	fs.BoolVar(&o.NoisyStart, "noisy-start", false, "print a non-JSON line before ready")
 	fs.StringVar(&o.MCPProtocol, "mcp-protocol", "", "MCP protocol version for tool calls")
 	agent.RegisterStreamJSONFlags(fs, &o.StreamJSON)
+	fs.BoolVar(&o.IgnoreEOF, "ignore-eof", false, "acp: keep running after stdin ends")
+	fs.BoolVar(&o.ACPNoHTTP, "acp-no-http", false, "acp: advertise mcpCapabilities.http false")
+	fs.StringVar(&o.ACPAuth, "acp-auth", "", "acp: require authenticate with this method id before session/new")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
