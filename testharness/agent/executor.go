@@ -46,8 +46,12 @@ type Outcome struct {
 // Executor runs the directives of one conversation. It keeps the history of
 // user messages so that multi-turn context can be checked.
 type Executor struct {
-	Tools   ToolCaller
-	Self    string // path of this binary, for spawning children
+	Tools ToolCaller
+	Self  string // path of this binary, for spawning children
+	// Extra handles directives that a front end adds from its own file
+	// (verb -> handler returning the text to say; "" says nothing). The
+	// verb must also be registered in verbs.
+	Extra   map[string]func(arg string) string
 	history []string
 	turns   int
 	callSeq int
@@ -199,6 +203,12 @@ func (e *Executor) RunTurn(ctx context.Context, msg string, sink Sink) Outcome {
 			out.NoComplete = true
 		case "nocomplete":
 			out.NoComplete = true
+		default:
+			if h, ok := e.Extra[d.Verb]; ok {
+				if s := h(d.Arg); s != "" {
+					say(s)
+				}
+			}
 		}
 	}
 	out.Response = strings.Join(texts, "\n")

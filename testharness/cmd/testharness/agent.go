@@ -25,9 +25,14 @@ func runAgent(args []string) int {
 	fs.StringVar(&o.StartupStderr, "stderr", "", "write this line to stderr at start")
 	fs.BoolVar(&o.NoisyStart, "noisy-start", false, "print a non-JSON line before ready")
 	fs.StringVar(&o.MCPProtocol, "mcp-protocol", "", "MCP protocol version for tool calls")
+	fs.StringVar(&o.SessionDir, "session-dir", "", "oneshot: directory of saved sessions (default $HOME/.testharness/sessions)")
+	fs.StringVar(&o.Resume, "resume", "", "oneshot: continue this session id")
+	fs.StringVar(&o.Format, "format", "", "oneshot: output format: jsonl (default), text, codex, gemini, opencode")
+	fs.IntVar(&o.NoPromptAfter, "no-prompt-after", 0, "tui: stop printing the prompt after N turns")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	o.Args = fs.Args()
 	run, ok := agent.Protocols[*protocol]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "testharness agent: unknown protocol %q (have %v)\n", *protocol, agent.ProtocolNames())
