@@ -21,7 +21,18 @@ func TestStrip(t *testing.T) {
 		{"tab", "a\tb\n", "a       b"},
 		{"cursor forward pads", "a\x1b[3Cb\n", "a   b"},
 		{"cursor to column", "abcdef\x1b[2GX\n", "aXcdef"},
-		{"cursor position keeps column", "abc\x1b[5;2HX\n", "aXc"},
+		{"cursor position same row", "abc\x1b[1;2HX\n", "aXc"},
+		{"cursor position lower row", "abc\x1b[3;2HX", "abc\n\n X"},
+		// bash 5.2 echoing a bracketed paste, then redrawing it unhighlighted
+		{"readline multi-line redraw", "\x1b[?2004hbash-pty> \x1b[7mecho one\x1b[27m\r\n\r\x1b[7mecho two\x1b[27m\x1b[A\x1b[C\x1b[Cecho one\r\n\recho two\r\n\x1b[?2004l\rone\r\ntwo\r\n\x1b[?2004hbash-pty> ", "bash-pty> echo one\necho two\none\ntwo\nbash-pty>"},
+		{"erase lines and redraw", "out\r\n| working\r\n[input]\x1b[2K\x1b[1A\x1b[2K\x1b[1A\x1b[2K\rout\r\nresult\r\n[input]", "out\nresult\n[input]"},
+		{"cursor up and down", "a\r\nb\r\nc\x1b[2AX\x1b[2BY", "aX\nb\nc Y"},
+		{"reverse index", "a\r\nb\x1bMX", "aX\nb"},
+		{"erase below", "a\r\nb\r\nc\x1b[2A\x1b[J", "a"},
+		{"erase screen keeps rows", "a\r\nb\x1b[2Jc", "\n c"},
+		{"insert line", "a\r\nb\x1b[A\x1b[Lx", "x\na\nb"},
+		{"delete line", "a\r\nb\r\nc\x1b[2A\x1b[M", "b\nc"},
+		{"next and previous line", "abc\x1b[2Ex\x1b[Fy", "abc\ny\nx"},
 		{"delete chars", "abcdef\x1b[2D\x1b[P\n", "abcdf"},
 		{"insert blanks", "abcd\x1b[2D\x1b[2@\n", "ab  cd"},
 		{"erase chars", "abcd\x1b[4D\x1b[2X\n", "  cd"},
@@ -45,6 +56,7 @@ func TestStrip(t *testing.T) {
 		{"del ignored", "a\x7fb", "ab"},
 		{"trailing blanks trimmed", "abc   \r\n   \r\n", "abc\n"},
 		{"nel", "a\x1bEb", "a\nb"},
+		{"ind keeps column", "a\x1bDb", "a\n b"},
 		{"crlf pty output", "line1\r\nline2\r\n", "line1\nline2"},
 		{"overlong csi ignored", "a\x1b[" + strings.Repeat("1;", 100) + "mb", "ab"},
 		{"unterminated csi", "ab\x1b[", "ab"},
@@ -71,6 +83,7 @@ func TestSplitWritesEquivalent(t *testing.T) {
 				tx.Write(b[:n])
 				b = b[n:]
 			}
+			tx.Settle()
 			return strings.Join(append(tx.TakeLines(), tx.Pending()), "\n")
 		}
 		want := feed(len(in))
@@ -91,7 +104,25 @@ func TestLinesAndPending(t *testing.T) {
 	if p := tx.Pending(); p != "testharness>" {
 		t.Fatalf("pending %q", p)
 	}
+	if b := tx.BeforeCursor(); b != "testharness> " {
+		t.Fatalf("before cursor %q", b)
+	}
+	tx.WriteString("placeholder\x1b[11D")
+	if b := tx.BeforeCursor(); b != "testharness> " || tx.Pending() != "testharness> placeholder" {
+		t.Fatalf("before cursor with placeholder %q", b)
+	}
+	tx.WriteString("\x1b[K")
 	tx.WriteString("reply hi\r\nhi\r\n\x1b[1;32mtestharness>\x1b[0m ")
+	if l := tx.TakeLines(); l != nil {
+		t.Fatalf("lines settled early: %q", l)
+	}
+	if w := tx.Window(); len(w) != 2 || w[0] != "testharness> reply hi" || w[1] != "hi" {
+		t.Fatalf("window %q", w)
+	}
+	tx.Settle()
+	if w := tx.Window(); len(w) != 0 {
+		t.Fatalf("window after settle %q", w)
+	}
 	if l := tx.TakeLines(); len(l) != 2 || l[0] != "testharness> reply hi" || l[1] != "hi" {
 		t.Fatalf("lines %q", l)
 	}
@@ -137,6 +168,7 @@ func TestRepliesAndModes(t *testing.T) {
 func TestBoundedLine(t *testing.T) {
 	var tx Text
 	tx.WriteString(strings.Repeat("x", MaxLine+10))
+	tx.Settle()
 	l := tx.TakeLines()
 	if len(l) != 1 || len(l[0]) != MaxLine || tx.Pending() != strings.Repeat("x", 10) {
 		t.Fatalf("lines %d, pending %d", len(l), len(tx.Pending()))
@@ -147,14 +179,45 @@ func TestBoundedLine(t *testing.T) {
 	}
 }
 
+func TestScrollSettles(t *testing.T) {
+	var tx Text
+	tx.SetSize(3, 80)
+	tx.WriteString("1\r\n2\r\n3\r\n4\r\n5")
+	if l := tx.TakeLines(); len(l) != 2 || l[0] != "1" || l[1] != "2" {
+		t.Fatalf("scrolled off: %q", l)
+	}
+	if w := tx.Window(); len(w) != 2 || w[0] != "3" || w[1] != "4" || tx.Pending() != "5" {
+		t.Fatalf("window %q pending %q", w, tx.Pending())
+	}
+	// After settling, the window starts at the cursor's screen row; moving
+	// above it writes into a fresh row rather than into settled text.
+	tx.Settle()
+	tx.TakeLines()
+	tx.WriteString("\x1b[1;1HX\x1b[3;2HY")
+	if w := tx.Window(); len(w) != 2 || w[0] != "X" || w[1] != "" || tx.Pending() != "5Y" {
+		t.Fatalf("above settled rows: %q, pending %q", w, tx.Pending())
+	}
+	// Shrinking the terminal settles what no longer fits above the cursor.
+	tx.SetSize(1, 80)
+	if l := tx.TakeLines(); len(l) != 2 || l[0] != "X" || len(tx.Window()) != 0 || tx.Pending() != "5Y" {
+		t.Fatalf("after shrink: %q, window %q", l, tx.Window())
+	}
+}
+
 func FuzzText(f *testing.F) {
-	for _, s := range []string{"\x1b[31mx", "\x1b]0;a\x07", "a\rb\bc\x1b[K", "\x1bP\x1b\\", "\u009b5n", "\xe4\xb8"} {
+	for _, s := range []string{"\x1b[31mx", "\x1b]0;a\x07", "a\rb\bc\x1b[K", "\x1bP\x1b\\", "\u009b5n", "\xe4\xb8",
+		"a\r\nb\x1b[9A\x1b[3Lc\x1b[2M\x1bM\x1b[99;99H\x1b[J"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var tx Text
+		tx.SetSize(5, 20)
 		tx.Write(b)
 		tx.Write(b)
+		if w := tx.Window(); len(w) > 4 {
+			t.Fatalf("window of %d rows", len(w))
+		}
+		tx.Settle()
 		for _, l := range tx.TakeLines() {
 			if strings.ContainsAny(l, "\x1b\r\n") {
 				t.Fatalf("control left in line %q", l)
