@@ -365,10 +365,32 @@ func children(pid int) []int {
 	return out
 }
 
+// foregroundChild reports whether a child of pid runs comm as the
+// terminal's foreground process group (where Ctrl-C sends SIGINT).
+func foregroundChild(pid int, comm string) bool {
+	for _, c := range children(pid) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(c) + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		// After the name: state ppid pgrp session tty_nr tpgid ...
+		f := strings.Fields(s[end+1:])
+		if s[open+1:end] == comm && len(f) > 5 && f[2] == f[5] {
+			return true
+		}
+	}
+	return false
+}
+
 func TestBashInterrupt(t *testing.T) {
 	a := bash(t, nil)
 	_, _, pid := a.Diagnostics()
-	res := interrupt(t, a, 1, "sleep 30", func() bool { return len(children(pid)) > 0 })
+	res := interrupt(t, a, 1, "sleep 30", func() bool { return foregroundChild(pid, "sleep") })
 	if !strings.Contains(res.Response, "^C") || res.Extra["turn_end"] != EndPrompt {
 		t.Fatalf("interrupted: %+v", res)
 	}
