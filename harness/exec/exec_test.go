@@ -530,3 +530,20 @@ func TestStartFailures(t *testing.T) {
 		t.Fatalf("%v", f)
 	}
 }
+
+func TestRestartForgetsSession(t *testing.T) {
+	l := launch(t, opts(t, FormatJSONL, nil), "unused")
+	a := start(t, l)
+	turn(t, a, 1, "reply old episode")
+	turn(t, a, 2, "count")
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := turn(t, a, 1, "history")
+	if res.Response != "history: history" {
+		t.Fatalf("new episode sees the old session: %q", res.Response)
+	}
+}

@@ -468,3 +468,20 @@ func TestPythonREPL(t *testing.T) {
 		t.Fatalf("traceback missing: %q", res.Response)
 	}
 }
+
+func TestRestartAfterStop(t *testing.T) {
+	l := launch(t, map[string]any{"prompt": tuiPrompt}, nil, testbin.Path(t, "testharness"), "agent", "--protocol", "tui")
+	a := start(t, l)
+	turn(t, a, 1, "reply first episode")
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	res, c := turn(t, a, 1, "history")
+	expect(t, res, "history: history", EndPrompt)
+	if !strings.HasPrefix(c.text(), "testharness tui") {
+		t.Fatalf("banner of the new episode missing: %q", c.text())
+	}
+}
