@@ -145,7 +145,8 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	wctx, cancelWrite := context.WithCancel(ctx)
 	defer cancelWrite()
 	written := make(chan error, 1)
-	go func() { written <- a.submit(wctx, p, term.BracketedPaste(), in.Message) }()
+	pasteOn := term.BracketedPaste() // read here: the loop below owns term
+	go func() { written <- a.submit(wctx, p, pasteOn, in.Message) }()
 
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
