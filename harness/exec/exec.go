@@ -324,7 +324,7 @@ func (a *Adapter) finish(tp *turnProc) {
 // alive (so the group id cannot have been reused).
 func signalGroup(p *process.Process) {
 	if p.Alive() {
-		unix.Kill(-p.Pid(), unix.SIGINT)
+		p.Signal(unix.SIGINT)
 	}
 }
 
