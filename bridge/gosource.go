@@ -49,7 +49,7 @@ func (s *goSource) Close(context.Context) error   { return nil }
 func (s *goSource) Tools(context.Context) ([]Tool, error) {
 	for _, t := range s.tools {
 		if t.Name == "" {
-			return nil, fmt.Errorf("source '%s': %w: a tool has no name", s.name, ErrInvalidTool)
+			return nil, opErr(ErrInvalidTool, nil, "source '%s': a tool has no name", s.name)
 		}
 	}
 	return append([]Tool(nil), s.tools...), nil
@@ -58,7 +58,7 @@ func (s *goSource) Tools(context.Context) ([]Tool, error) {
 func (s *goSource) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	t, ok := s.byName[name]
 	if !ok || t.Handler == nil {
-		return nil, fmt.Errorf("source '%s': %w: '%s'", s.name, ErrUnknownTool, name)
+		return nil, opErr(ErrUnknownTool, nil, "unknown tool '%s' in source '%s'", name, s.name)
 	}
 	type outcome struct {
 		res *mcp.CallToolResult
@@ -81,9 +81,6 @@ func (s *goSource) Call(ctx context.Context, name string, args json.RawMessage) 
 		}
 		return o.res, o.err
 	case <-ctx.Done():
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("tool '%s' of '%s' timed out: %w (%w)", name, s.name, ErrTimeout, ctx.Err())
-		}
-		return nil, fmt.Errorf("tool '%s' of '%s': %w", name, s.name, ctx.Err())
+		return nil, timeoutError(ctx, ctx, s.name, name, 0)
 	}
 }

@@ -114,7 +114,7 @@ func (s *httpSource) connect(ctx context.Context) error {
 func (s *httpSource) conn() (*httpConn, error) {
 	c := s.cur.Load()
 	if c == nil {
-		return nil, fmt.Errorf("tool server '%s' is not running (not connected): %w", s.spec.Name, ErrNotRunning)
+		return nil, opErr(ErrNotRunning, nil, "tool server '%s' is not running (not connected)", s.spec.Name)
 	}
 	return c, nil
 }
@@ -152,7 +152,7 @@ func (s *httpSource) callError(parent, ctx context.Context, what string, err err
 		return e
 	}
 	if isTransportError(err) {
-		return fmt.Errorf("tool server '%s' is not reachable (%v): %w", s.spec.Name, err, ErrNotRunning)
+		return opErr(ErrNotRunning, err, "tool server '%s' is not reachable: %v", s.spec.Name, err)
 	}
-	return fmt.Errorf("tool server '%s': %s: %w: %v", s.spec.Name, what, ErrUpstream, err)
+	return upstreamError(s.spec.Name, what, err)
 }

@@ -210,7 +210,7 @@ func (s *stdioSource) stopConn(ctx context.Context, c *stdioConn) error {
 func (s *stdioSource) conn() (*stdioConn, error) {
 	c := s.cur.Load()
 	if c == nil {
-		return nil, fmt.Errorf("tool server '%s' is not running (not started): %w", s.spec.Name, ErrNotRunning)
+		return nil, opErr(ErrNotRunning, nil, "tool server '%s' is not running (not started)", s.spec.Name)
 	}
 	if !c.p.Alive() || c.broken.Load() {
 		return nil, s.notRunning(c)
@@ -225,7 +225,7 @@ func (s *stdioSource) notRunning(c *stdioConn) error {
 	} else if c.broken.Load() {
 		why = "it stopped reading its input"
 	}
-	return fmt.Errorf("tool server '%s' is not running (%s): %w", s.spec.Name, why, ErrNotRunning)
+	return opErr(ErrNotRunning, nil, "tool server '%s' is not running (%s)", s.spec.Name, why)
 }
 
 func (s *stdioSource) Tools(ctx context.Context) ([]Tool, error) {
@@ -274,7 +274,12 @@ func (s *stdioSource) callError(parent, ctx context.Context, c *stdioConn, what 
 		t.Stop()
 		return s.notRunning(c)
 	}
-	return fmt.Errorf("tool server '%s': %s: %w: %v", s.spec.Name, what, ErrUpstream, err)
+	return upstreamError(s.spec.Name, what, err)
+}
+
+// upstreamError describes a JSON-RPC error answered by an upstream.
+func upstreamError(source, what string, err error) error {
+	return opErr(ErrUpstream, err, "tool server '%s' failed %s: %v", source, what, err)
 }
 
 // withTimeout is context.WithTimeout, or WithCancel for d <= 0.
@@ -286,17 +291,17 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 // timeoutError returns an ErrTimeout error if ctx (derived from parent with
-// timeout d) ended by its own deadline, the parent's error if the parent
-// ended, and nil otherwise.
+// timeout d) or parent ended by a deadline, the parent's error if it was
+// cancelled, and nil otherwise.
 func timeoutError(parent, ctx context.Context, source, what string, d time.Duration) error {
 	if err := parent.Err(); err != nil {
-		if errors.Is(context.Cause(parent), context.DeadlineExceeded) {
-			return fmt.Errorf("tool '%s' of '%s' timed out: %w (%w)", what, source, ErrTimeout, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return opErr(ErrTimeout, err, "tool '%s' of '%s' timed out (the caller's deadline passed)", what, source)
 		}
-		return fmt.Errorf("tool '%s' of '%s': %w", what, source, err)
+		return opErr(err, nil, "tool '%s' of '%s': %v", what, source, err)
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("tool '%s' of '%s' timed out after %s: %w", what, source, d, ErrTimeout)
+		return opErr(ErrTimeout, ctx.Err(), "tool '%s' of '%s' timed out after %s", what, source, d)
 	}
 	return nil
 }
