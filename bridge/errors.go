@@ -40,6 +40,7 @@ type opError struct {
 	msg         string
 }
 
+// Error returns the message.
 func (e *opError) Error() string { return e.msg }
 
 // Unwrap returns the kind and, if any, the cause.
@@ -71,6 +72,7 @@ type NameError struct {
 	msg     string
 }
 
+// Error returns the message, in OpenEnv's wording.
 func (e *NameError) Error() string { return e.msg }
 
 // Unwrap returns Kind.

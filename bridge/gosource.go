@@ -39,10 +39,17 @@ func NewGoSource(name string, tools ...GoTool) Source {
 	return s
 }
 
-func (s *goSource) Name() string                  { return s.name }
-func (s *goSource) Start(context.Context) error   { return nil }
+// Name implements Source.
+func (s *goSource) Name() string { return s.name }
+
+// Start implements Source; Go tools need no start.
+func (s *goSource) Start(context.Context) error { return nil }
+
+// Restart implements Source; it does nothing.
 func (s *goSource) Restart(context.Context) error { return nil }
-func (s *goSource) Close(context.Context) error   { return nil }
+
+// Close implements Source; it does nothing.
+func (s *goSource) Close(context.Context) error { return nil }
 
 // Tools returns the tools in the order given (duplicates included, so that
 // the catalog reports them).
@@ -55,6 +62,8 @@ func (s *goSource) Tools(context.Context) ([]Tool, error) {
 	return append([]Tool(nil), s.tools...), nil
 }
 
+// Call runs the tool's handler on its own goroutine, so that a handler that
+// ignores ctx cannot hold the caller past ctx.
 func (s *goSource) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	t, ok := s.byName[name]
 	if !ok || t.Handler == nil {

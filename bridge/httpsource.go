@@ -50,6 +50,7 @@ func NewHTTPSource(spec HTTPSpec, log *slog.Logger) Source {
 	return &httpSource{spec: spec, log: log, router: newProgressRouter(spec.Name)}
 }
 
+// Name implements Source.
 func (s *httpSource) Name() string { return s.spec.Name }
 
 // Start connects and initializes unless connected.
@@ -119,6 +120,7 @@ func (s *httpSource) conn() (*httpConn, error) {
 	return c, nil
 }
 
+// Tools lists every page of the upstream's tools/list, schemas raw.
 func (s *httpSource) Tools(ctx context.Context) ([]Tool, error) {
 	c, err := s.conn()
 	if err != nil {
@@ -133,6 +135,7 @@ func (s *httpSource) Tools(ctx context.Context) ([]Tool, error) {
 	return tools, nil
 }
 
+// Call calls a tool upstream under the source's call timeout.
 func (s *httpSource) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	c, err := s.conn()
 	if err != nil {

@@ -75,6 +75,7 @@ func NewStdioSource(spec StdioSpec, sup *process.Supervisor, log *slog.Logger) S
 	return &stdioSource{spec: spec, sup: sup, log: log, router: newProgressRouter(spec.Name)}
 }
 
+// Name implements Source.
 func (s *stdioSource) Name() string { return s.spec.Name }
 
 // Pid returns the upstream's pid, or 0 when it is not started.
@@ -228,6 +229,7 @@ func (s *stdioSource) notRunning(c *stdioConn) error {
 	return opErr(ErrNotRunning, nil, "tool server '%s' is not running (%s)", s.spec.Name, why)
 }
 
+// Tools lists every page of the upstream's tools/list, schemas raw.
 func (s *stdioSource) Tools(ctx context.Context) ([]Tool, error) {
 	c, err := s.conn()
 	if err != nil {
@@ -242,6 +244,7 @@ func (s *stdioSource) Tools(ctx context.Context) ([]Tool, error) {
 	return tools, nil
 }
 
+// Call calls a tool upstream under the source's call timeout.
 func (s *stdioSource) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	c, err := s.conn()
 	if err != nil {
@@ -276,57 +279,3 @@ func (s *stdioSource) callError(parent, ctx context.Context, c *stdioConn, what 
 	}
 	return upstreamError(s.spec.Name, what, err)
 }
-
-// upstreamError describes a JSON-RPC error answered by an upstream.
-func upstreamError(source, what string, err error) error {
-	return opErr(ErrUpstream, err, "tool server '%s' failed %s: %v", source, what, err)
-}
-
-// withTimeout is context.WithTimeout, or WithCancel for d <= 0.
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
-}
-
-// timeoutError returns an ErrTimeout error if ctx (derived from parent with
-// timeout d) or parent ended by a deadline, the parent's error if it was
-// cancelled, and nil otherwise.
-func timeoutError(parent, ctx context.Context, source, what string, d time.Duration) error {
-	if err := parent.Err(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return opErr(ErrTimeout, err, "tool '%s' of '%s' timed out (the caller's deadline passed)", what, source)
-		}
-		return opErr(err, nil, "tool '%s' of '%s': %v", what, source, err)
-	}
-	if ctx.Err() != nil {
-		return opErr(ErrTimeout, ctx.Err(), "tool '%s' of '%s' timed out after %s", what, source, d)
-	}
-	return nil
-}
-
-// stdinWriter writes JSON-RPC frames to the upstream's stdin with a write
-// deadline, so that an upstream that stops reading cannot block the bridge
-// for longer than a call may take. A write that times out may have left a
-// partial frame, so the upstream is killed (onTimeout).
-type stdinWriter struct {
-	f         *os.File
-	p         *process.Process
-	timeout   time.Duration
-	onTimeout func()
-}
-
-func (w *stdinWriter) Write(b []byte) (int, error) {
-	if w.timeout > 0 {
-		w.f.SetWriteDeadline(time.Now().Add(w.timeout))
-	}
-	n, err := w.f.Write(b)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		w.onTimeout()
-	}
-	return n, err
-}
-
-// Close closes the upstream's stdin (end of input).
-func (w *stdinWriter) Close() error { return w.p.CloseStdin() }

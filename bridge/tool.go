@@ -12,6 +12,8 @@ import (
 // through the bridge byte for byte (after JSON compaction, which every
 // encoding/json-based server already applies).
 type Tool struct {
+	// Name is the tool's name at its source; Title and Description are
+	// passed through.
 	Name, Title, Description string
 	// InputSchema and OutputSchema are exactly as the upstream sent them;
 	// OutputSchema may be empty.
