@@ -311,12 +311,15 @@ func TestCancellationReachesUpstream(t *testing.T) {
 	f := newFixture(t, opts)
 	c := connect(t, f.srv.URL(), f.srv.Token())
 	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
 	go func() {
-		<-started
-		time.Sleep(100 * time.Millisecond) // let the call reach the upstream
-		cancel()
+		_, err := callErr(ctx, c, "slow", map[string]any{"seconds": 300})
+		done <- err
 	}()
-	if _, err := callErr(ctx, c, "slow", map[string]any{"seconds": 300}); err == nil {
+	<-started
+	waitStats(t, f.cat, func(s mcptools.Stats) bool { return s.Calls["slow"] == 1 })
+	cancel()
+	if err := <-done; err == nil {
 		t.Fatal("cancelled call succeeded")
 	}
 	waitStats(t, f.cat, func(s mcptools.Stats) bool { return s.Cancelled == 1 })
@@ -373,4 +376,33 @@ func TestServeRejectsNilCatalog(t *testing.T) {
 	if _, err := Serve(nil, ServerOptions{}); err == nil {
 		t.Fatal("Serve(nil) succeeded")
 	}
+}
+
+func TestCloseCancelsCallsInFlight(t *testing.T) {
+	started := make(chan struct{}, 1)
+	ended := make(chan CallEnd, 1)
+	f := newFixture(t, ServerOptions{
+		OnCall:   func(CallStart) { started <- struct{}{} },
+		OnResult: func(e CallEnd) { ended <- e },
+	})
+	c := connect(t, f.srv.URL(), f.srv.Token())
+	done := make(chan error, 1)
+	go func() {
+		_, err := callErr(testCtx(t), c, "slow", map[string]any{"seconds": 300})
+		done <- err
+	}()
+	<-started
+	waitStats(t, f.cat, func(s mcptools.Stats) bool { return s.Calls["slow"] == 1 })
+	// Close does not wait for the 300 s call: it cancels it.
+	if err := f.srv.Close(testCtx(t)); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if e := <-ended; !errors.Is(e.Err, context.Canceled) {
+		t.Fatalf("OnResult Err = %v, want context.Canceled", e.Err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the call in flight succeeded after Close")
+	}
+	// The upstream saw the cancellation and is still usable by the daemon.
+	waitStats(t, f.cat, func(s mcptools.Stats) bool { return s.Cancelled == 1 })
 }

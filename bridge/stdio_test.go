@@ -205,6 +205,7 @@ func TestHungCallDoesNotBlockOthers(t *testing.T) {
 		_, err := src.Call(ctx, "slow", json.RawMessage(`{"seconds":300}`))
 		slowDone <- err
 	}()
+	waitFor(t, func() bool { return upstreamCalls(t, src, "slow") == 1 })
 	for range 5 {
 		res, err := src.Call(testCtx(t), "echo", json.RawMessage(`{"text":"meanwhile"}`))
 		if err != nil || resultText(res) != "meanwhile" {
@@ -231,11 +232,7 @@ func TestRestartFailsCallsInFlight(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the call is running upstream.
-	waitFor(t, func() bool {
-		res, err := src.Call(testCtx(t), "stats", nil)
-		var s mcptools.Stats
-		return err == nil && json.Unmarshal([]byte(resultText(res)), &s) == nil && s.Calls["slow"] == 1
-	})
+	waitFor(t, func() bool { return upstreamCalls(t, src, "slow") == 1 })
 	if err := src.Restart(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -287,4 +284,17 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// upstreamCalls returns how many calls of tool the upstream of src has seen.
+func upstreamCalls(t *testing.T, src Source, tool string) int {
+	res, err := src.Call(testCtx(t), "stats", nil)
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	var s mcptools.Stats
+	if err := json.Unmarshal([]byte(resultText(res)), &s); err != nil {
+		t.Fatalf("stats %q: %v", resultText(res), err)
+	}
+	return s.Calls[tool]
 }
