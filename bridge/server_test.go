@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -405,4 +406,23 @@ func TestCloseCancelsCallsInFlight(t *testing.T) {
 	}
 	// The upstream saw the cancellation and is still usable by the daemon.
 	waitStats(t, f.cat, func(s mcptools.Stats) bool { return s.Cancelled == 1 })
+}
+
+// TestSchemaNormalisation pins what "byte for byte" means for an upstream
+// that pretty-prints: key order, keywords and values are kept; whitespace is
+// compacted and <, >, & are escaped, as encoding/json does.
+func TestSchemaNormalisation(t *testing.T) {
+	schema := "{\n  \"type\": \"object\",\n  \"description\": \"a <b> & c\",\n  \"zeta\": {\"oneOf\": [1, \"x\"]},\n  \"alpha\": 2\n}"
+	src := NewGoSource("go", GoTool{Tool: Tool{Name: "pretty", InputSchema: json.RawMessage(schema)}})
+	srv := serve(t, newCatalog(t, CatalogOptions{}, src), ServerOptions{})
+	hc := httpClient(t)
+	r := rawPost(t, hc, srv.URL(), srv.Token(), rawSession(t, hc, srv.URL(), srv.Token()), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var compact, want bytes.Buffer
+	if err := json.Compact(&compact, []byte(schema)); err != nil {
+		t.Fatal(err)
+	}
+	json.HTMLEscape(&want, compact.Bytes())
+	if got := rawToolSchemas(t, r.body)["pretty"][0]; got != want.String() {
+		t.Fatalf("served schema\n%s\nwant\n%s", got, want.String())
+	}
 }
