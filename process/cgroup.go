@@ -110,16 +110,13 @@ func newCgroupManager(root string) (*cgroupManager, error) {
 	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
 		return nil, fmt.Errorf("%s is not a cgroup v2 directory: %w", root, err)
 	}
-	parent := filepath.Join(root, fmt.Sprintf("harnessd-%d", os.Getpid()))
+	// The pid alone does not name a daemon: every containerised daemon is
+	// PID 1 of its own namespace, and namespaces often share one cgroup
+	// hierarchy. A random suffix keeps daemons (and supervisors of one
+	// process) from ever adopting, or clearing out, each other's directory.
+	parent := filepath.Join(root, fmt.Sprintf("harnessd-%d-%s", os.Getpid(), newTreeID()))
 	if err := os.Mkdir(parent, 0o755); err != nil {
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create %s: %w", parent, err)
-		}
-		// A leftover of an earlier daemon that had our pid: clear it out.
-		removeCgroupTree(parent)
-		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create %s: %w", parent, err)
-		}
+		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
 	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil {
 		os.Remove(parent)

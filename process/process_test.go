@@ -514,3 +514,31 @@ func countFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+// TestSupervisorsShareNoCgroupDirectory: two supervisors with the same pid
+// (as two containerised daemons are both PID 1 of their namespaces) each get
+// their own cgroup directory, and creating the second leaves the first's
+// trees alone.
+func TestSupervisorsShareNoCgroupDirectory(t *testing.T) {
+	s1, err := NewSupervisor(Options{Cgroup: ModeRequired, Subreaper: ModeOff})
+	if err != nil {
+		t.Skipf("cgroup v2 not available on this machine: %v", err)
+	}
+	defer s1.Close(context.Background(), 0)
+	p := startReady(t, s1, agentSpec(t))
+	if p.KillMode() != "cgroup" {
+		t.Skipf("tree not placed in a cgroup (%s)", p.KillMode())
+	}
+	s2 := newSup(t, Options{Cgroup: ModeRequired, Subreaper: ModeOff})
+	d1, d2 := s1.Mechanisms().CgroupPath, s2.Mechanisms().CgroupPath
+	if d1 == d2 {
+		t.Fatalf("both supervisors use %s", d1)
+	}
+	if !p.Alive() {
+		t.Fatal("creating a second supervisor killed the first one's tree")
+	}
+	if _, err := os.Stat(d1); err != nil {
+		t.Fatalf("first supervisor's cgroup directory: %v", err)
+	}
+	turn(t, p, "reply still here")
+}
