@@ -542,3 +542,32 @@ func TestSupervisorsShareNoCgroupDirectory(t *testing.T) {
 	}
 	turn(t, p, "reply still here")
 }
+
+// TestKillCutsGraceShort: Kill ends a tree whose Stop is waiting out a long
+// grace for a child that ignores SIGTERM, so the Stop returns at once.
+func TestKillCutsGraceShort(t *testing.T) {
+	s := newSup(t, Options{})
+	p := startReady(t, s, agentSpec(t, "--ignore-term"))
+	member := pidFrom(t, turn(t, p, "spawn ignore-term"), "spawned")
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Stop(context.Background(), time.Hour) }()
+	// Kill only signals trees it still tracks; the Stop above is in its
+	// grace period as soon as the leader has had SIGTERM (which it ignores).
+	if n := s.Kill(); n != 1 {
+		t.Fatalf("Kill signalled %d trees, want 1", n)
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop still waiting for its grace after Kill")
+	}
+	if alive(member) || p.Alive() {
+		t.Fatal("tree survived Kill")
+	}
+	if n := s.Kill(); n != 0 {
+		t.Fatalf("Kill after the stop signalled %d trees", n)
+	}
+}
