@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/internal/units"
@@ -78,6 +77,7 @@ func runServe(args []string) int {
 	idle := fs.String("idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
 	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
 	maxFrame := fs.String("max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
+	drainFlag := fs.String("drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -114,6 +114,12 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve: --max-frame-bytes:", err)
 		return exitUsage
 	}
+	dt, err := units.ParseDuration(*drainFlag)
+	if err != nil || dt <= 0 {
+		fmt.Fprintf(os.Stderr, "harnessd serve: --drain-timeout %q: want a positive duration such as 20s\n", *drainFlag)
+		return exitUsage
+	}
+	drainTimeout := dt.D()
 	token, err := apiToken(*tokenFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
@@ -152,9 +158,10 @@ func runServe(args []string) int {
 		}
 	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, drainSignals...)
 	defer signal.Stop(sigs)
+	defer dumpStacksOnQuit(log)()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -164,23 +171,56 @@ func runServe(args []string) int {
 		log.Error("server stopped", "err", err)
 		code = exitFailure
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String())
-		go func() {
-			<-sigs
-			log.Error("second signal: exiting without a full drain")
-			os.Exit(exitFailure)
-		}()
+		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout.String(), "sessions", srv.ActiveSessions())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		log.Warn("drain incomplete", "err", err)
+	if c := drain(log, srv, sup, sigs, drainTimeout); c != exitOK {
+		code = c
 	}
-	if err := sup.Close(ctx, 0); err != nil {
-		log.Warn("process supervisor close", "err", err)
-	}
-	log.Info("stopped")
+	log.Info("stopped", "exit_code", code, "live_trees", sup.Live())
 	return code
+}
+
+// forceWait bounds how long a forced exit waits for the killed trees to be
+// reaped and the cgroup directories removed.
+const forceWait = 10 * time.Second
+
+// drain ends every session (each harness tree gets SIGTERM, its stop grace,
+// then SIGKILL), closes sockets with "going away" and closes the supervisor.
+// A second signal, or a drain that overruns timeout, kills every tree at once
+// and makes the exit code exitFailure.
+func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <-chan os.Signal, timeout time.Duration) int {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("drain incomplete", "err", err)
+		}
+		if err := sup.Close(ctx, 0); err != nil {
+			log.Warn("process supervisor close", "err", err)
+		}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return exitOK
+	case sig := <-sigs:
+		log.Error("second signal: killing every process tree and exiting without a full drain", "signal", sig.String())
+	case <-timer.C:
+		log.Error("drain timed out: killing every process tree", "drain_timeout", timeout.String())
+	}
+	sup.Kill()
+	cancel()
+	t := time.NewTimer(forceWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		log.Error("process trees still being stopped; exiting anyway")
+	}
+	return exitFailure
 }
 
 // apiToken reads the token from a file or HARNESSD_API_TOKEN (which is then
