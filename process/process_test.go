@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -569,5 +570,41 @@ func TestKillCutsGraceShort(t *testing.T) {
 	}
 	if n := s.Kill(); n != 0 {
 		t.Fatalf("Kill after the stop signalled %d trees", n)
+	}
+}
+
+// TestProbeCgroupLeavesNothing: ProbeCgroup reports the directory a
+// supervisor would use and removes its scratch cgroup.
+func TestProbeCgroupLeavesNothing(t *testing.T) {
+	info := ProbeCgroup("")
+	t.Logf("%+v", info)
+	if info.Root == "" {
+		if info.Error == "" {
+			t.Fatal("no root and no error")
+		}
+		t.Skipf("no cgroup v2 here: %s", info.Error)
+	}
+	entries, err := os.ReadDir(info.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "harnessd-probe-"+strconv.Itoa(os.Getpid())+"-") {
+			t.Errorf("scratch cgroup left behind: %s", e.Name())
+		}
+	}
+	s, err := NewSupervisor(Options{Cgroup: ModeRequired, Subreaper: ModeOff})
+	if (err == nil) != (info.Writable && info.Kill) {
+		t.Fatalf("ProbeCgroup says writable=%v kill=%v (%s) but NewSupervisor: %v", info.Writable, info.Kill, info.Error, err)
+	}
+	if s != nil {
+		if got := filepath.Dir(s.Mechanisms().CgroupPath); got != info.Root {
+			t.Errorf("supervisor directory is under %s, probe said %s", got, info.Root)
+		}
+		s.Close(context.Background(), 0)
+	}
+	bad := ProbeCgroup(t.TempDir())
+	if bad.Error == "" || bad.Writable {
+		t.Errorf("a plain directory passed as a cgroup: %+v", bad)
 	}
 }
