@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Exit codes.
@@ -38,7 +39,9 @@ func register(name, summary string, run func(args []string) int) {
 func usage() string {
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
-		names = append(names, n)
+		if !strings.HasPrefix(n, "_") { // internal (probe children)
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	s := "harnessd turns a CLI agent into a reinforcement-learning environment.\n\nusage: harnessd <command> [flags]\n\ncommands:\n"

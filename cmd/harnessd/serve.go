@@ -77,6 +77,8 @@ func runServe(args []string) int {
 	idle := fs.String("idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
 	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
 	maxFrame := fs.String("max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
+	var req requireFlag
+	fs.Var(&req, "require", "refuse to start (exit 3) unless these mechanisms are verified or available, probed as harnessd check does: "+strings.Join(mechanismNames, ", "))
 	drainFlag := fs.String("drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -126,6 +128,9 @@ func runServe(args []string) int {
 		return exitUsage
 	}
 
+	if len(req) > 0 && !requirementsMet(log, &iso, req) {
+		return exitMissing
+	}
 	sup, err := iso.supervisor(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
@@ -178,6 +183,28 @@ func runServe(args []string) int {
 	}
 	log.Info("stopped", "exit_code", code, "live_trees", sup.Live())
 	return code
+}
+
+// requirementsMet probes the required mechanisms (only those) as harnessd
+// check would, logs every one that is missing, and reports whether all are
+// there. A probe that cannot run counts as missing: serve fails closed.
+func requirementsMet(log *slog.Logger, iso *isolationFlags, req []string) bool {
+	opts, _, err := iso.checkOptions(log)
+	if err == nil {
+		var rep *checkReport
+		if rep, err = runChecks(opts, req, false); err == nil {
+			for _, n := range rep.Unmet {
+				c := rep.Checks[n]
+				log.Error("refusing to start: a required mechanism is missing", "mechanism", n, "status", c.Status, "detail", c.Detail)
+			}
+			if len(rep.Unmet) == 0 {
+				log.Info("required mechanisms present", "required", strings.Join(req, ","))
+			}
+			return len(rep.Unmet) == 0
+		}
+	}
+	log.Error("refusing to start: cannot probe the required mechanisms", "err", err)
+	return false
 }
 
 // forceWait bounds how long a forced exit waits for the killed trees to be
