@@ -44,6 +44,9 @@ func runRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), drainSignals...)
+	defer stop()
+	defer dumpStacksOnQuit(log)()
 	cfg, err := ef.build(fs.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
@@ -54,9 +57,6 @@ func runRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitMissing
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), drainSignals...)
-	defer stop()
-	defer dumpStacksOnQuit(log)()
 	defer sup.Close(context.Background(), 0)
 
 	sess, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Logger: log})

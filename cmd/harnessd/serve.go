@@ -88,6 +88,13 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
 		return exitUsage
 	}
+	// Handlers first: a signal that arrives while starting up is kept and
+	// acted on once serving (as PID 1, one without a handler would be lost,
+	// or end the daemon with code 2).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, drainSignals...)
+	defer signal.Stop(sigs)
+	defer dumpStacksOnQuit(log)()
 	cfg, err := ef.build(fs.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
@@ -163,10 +170,6 @@ func runServe(args []string) int {
 		}
 	}
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, drainSignals...)
-	defer signal.Stop(sigs)
-	defer dumpStacksOnQuit(log)()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
