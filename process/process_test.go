@@ -608,3 +608,25 @@ func TestProbeCgroupLeavesNothing(t *testing.T) {
 		t.Errorf("a plain directory passed as a cgroup: %+v", bad)
 	}
 }
+
+// TestCloseTwiceConcurrently: Close may be called from several goroutines
+// (a drain and a forced exit); each returns once the trees are gone.
+func TestCloseTwiceConcurrently(t *testing.T) {
+	s, err := NewSupervisor(Options{ReapOrphans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startReady(t, s, agentSpec(t, "--ignore-term"))
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- s.Close(context.Background(), 50*time.Millisecond) }()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+	if p.Alive() || s.Live() != 0 {
+		t.Fatalf("after Close: alive %v, live trees %d", p.Alive(), s.Live())
+	}
+}

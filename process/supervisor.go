@@ -68,11 +68,12 @@ func (m Mechanisms) KillMode() string {
 // Supervisor starts and tracks process trees. One daemon has one Supervisor;
 // Close stops every tree it still owns.
 type Supervisor struct {
-	mech   Mechanisms
-	cg     *cgroupManager
-	log    *slog.Logger
-	cancel context.CancelFunc
-	reaped chan struct{}
+	mech       Mechanisms
+	cg         *cgroupManager
+	log        *slog.Logger
+	cancel     context.CancelFunc // stops the orphan reaper, if any
+	reaped     chan struct{}
+	stopReaper sync.Once
 
 	mu     sync.Mutex
 	live   map[*Process]struct{}
@@ -204,7 +205,8 @@ func (s *Supervisor) Kill() int {
 }
 
 // Close stops every live tree with the given grace, stops the orphan reaper
-// and removes the daemon's cgroup directory. It is safe to call more than once.
+// and removes the daemon's cgroup directory. It is safe to call more than
+// once, also concurrently; a later call waits for trees still stopping.
 func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	s.closed = true
@@ -224,11 +226,12 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 		}()
 	}
 	wg.Wait()
-	if s.cancel != nil {
-		s.cancel()
-		<-s.reaped
-		s.cancel = nil
-	}
+	s.stopReaper.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+			<-s.reaped
+		}
+	})
 	if s.cg != nil {
 		errs = append(errs, s.cg.close())
 	}
