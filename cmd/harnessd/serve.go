@@ -219,7 +219,10 @@ const forceWait = 10 * time.Second
 // A second signal, or a drain that overruns timeout, kills every tree at once
 // and makes the exit code exitFailure.
 func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <-chan os.Signal, timeout time.Duration) int {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// The timer below is the drain's only deadline: a context deadline would
+	// let Shutdown and Close return early, and the daemon exit, while trees
+	// are still being stopped.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
@@ -227,7 +230,7 @@ func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <
 		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Warn("drain incomplete", "err", err)
 		}
-		if err := sup.Close(ctx, 0); err != nil {
+		if err := sup.Close(ctx, 0); err != nil && !errors.Is(err, context.Canceled) {
 			log.Warn("process supervisor close", "err", err)
 		}
 	}()
@@ -241,14 +244,18 @@ func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <
 	case <-timer.C:
 		log.Error("drain timed out: killing every process tree", "drain_timeout", timeout.String())
 	}
+	// SIGKILL everything, stop waiting for handlers, then give the stops
+	// (now quick) a bounded time to sweep escapees and reap.
 	sup.Kill()
 	cancel()
-	t := time.NewTimer(forceWait)
-	defer t.Stop()
+	fctx, fcancel := context.WithTimeout(context.Background(), forceWait)
+	defer fcancel()
 	select {
 	case <-done:
-	case <-t.C:
-		log.Error("process trees still being stopped; exiting anyway")
+	case <-fctx.Done():
+	}
+	if err := sup.Close(fctx, 0); err != nil {
+		log.Error("process trees still being stopped; exiting anyway", "err", err)
 	}
 	return exitFailure
 }
