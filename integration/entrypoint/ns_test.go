@@ -202,7 +202,8 @@ func (d *nsDaemon) wait() int {
 }
 
 func (d *nsDaemon) cleanup() {
-	if !d.done() {
+	killed := !d.done()
+	if killed {
 		if d.pid > 0 {
 			unix.Kill(d.pid, unix.SIGKILL) // the kernel then ends the namespace
 		}
@@ -218,6 +219,27 @@ func (d *nsDaemon) cleanup() {
 	}
 	if left := d.waitProcs(func(ps []nsProc) bool { return len(ps) == 0 }); len(left) > 0 {
 		d.t.Errorf("processes of the namespace survived: %v", left)
+	}
+	// harnessd removes its cgroup directory when it exits by itself; one
+	// killed here (or by a crash) cannot, so remove what it left.
+	for _, r := range d.records() {
+		dir, _ := r["cgroup"].(string)
+		if r["msg"] != "process isolation" || dir == "" {
+			continue
+		}
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		if !killed && d.exitCode == 0 {
+			d.t.Errorf("harnessd exited 0 but left its cgroup directory %s", dir)
+		}
+		leaves, _ := os.ReadDir(dir)
+		for _, l := range leaves {
+			if l.IsDir() {
+				os.Remove(filepath.Join(dir, l.Name()))
+			}
+		}
+		os.Remove(dir)
 	}
 }
 
