@@ -24,7 +24,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { testbin.Cleanup(); os.Exit(code) }))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if sup != nil {
+			sup.Close(context.Background(), 0) // removes its cgroup directory
+		}
+		testbin.Cleanup()
+		os.Exit(code)
+	}))
 }
 
 var (
