@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,38 @@ func TestSignalReachesGroup(t *testing.T) {
 	p.Stop(context.Background(), 0)
 	if err := p.Signal(unix.SIGINT); !errors.Is(err, ErrStopped) {
 		t.Fatalf("signal after stop: %v", err)
+	}
+}
+
+// A member that detached (setsid), scrubbed its environment (no tree
+// marker) and lost its parent is still killed without a cgroup, because the
+// tracker recorded it while its parent lived.
+func TestRecordedMemberKilledAfterDetachAndScrub(t *testing.T) {
+	s := newSup(t, Options{Cgroup: ModeOff})
+	p := startReady(t, s, agentSpec(t))
+	pid := pidFrom(t, turn(t, p, "orphan scrub linger=1s"), "orphaned")
+	s.recordMembers() // a tracker tick while the intermediate still lives
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, ok := readStat(pid)
+		if !ok {
+			t.Fatal("sleeper died early")
+		}
+		if st.ppid == os.Getpid() || st.ppid == 1 { // the intermediate exited
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("intermediate never exited")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if environContains(pid, TreeEnvVar+"="+p.treeID) {
+		t.Fatal("the scrubbed sleeper still carries the marker; the scenario needs it gone")
+	}
+	if err := p.Stop(context.Background(), 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Fatalf("detached, scrubbed member %d survived Stop", pid)
 	}
 }

@@ -56,6 +56,7 @@ type Process struct {
 	output     chan []byte   // PTY
 	raw        io.Reader     // StdioRaw
 	outN       atomic.Int64
+	recorded   memberSet // descendants seen by the tracker (without a cgroup)
 	tail       *Tail
 	readers    sync.WaitGroup
 

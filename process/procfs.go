@@ -9,7 +9,8 @@ import (
 // procStat is the part of /proc/<pid>/stat this package uses.
 type procStat struct {
 	pid, ppid, pgrp, sid int
-	state                byte // R, S, D, Z, T, ...
+	state                byte   // R, S, D, Z, T, ...
+	start                uint64 // start time in clock ticks since boot; tells reused pids apart
 }
 
 func (s procStat) zombie() bool { return s.state == 'Z' || s.state == 'X' }
@@ -33,6 +34,9 @@ func readStat(pid int) (procStat, bool) {
 	st.ppid, _ = strconv.Atoi(string(f[1]))
 	st.pgrp, _ = strconv.Atoi(string(f[2]))
 	st.sid, _ = strconv.Atoi(string(f[3]))
+	if len(f) > 19 {
+		st.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
+	}
 	return st, true
 }
 

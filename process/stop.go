@@ -222,8 +222,10 @@ func (p *Process) sweep() int {
 	for pass := 0; pass < 50; pass++ {
 		all := scanProcs(func(procStat) bool { return true })
 		kids := make(map[int][]int, len(all))
+		byPid := make(map[int]procStat, len(all))
 		in := make(map[int]bool)
 		for _, st := range all {
+			byPid[st.pid] = st
 			kids[st.ppid] = append(kids[st.ppid], st.pid)
 			if st.zombie() || st.pid == self {
 				continue
@@ -234,6 +236,13 @@ func (p *Process) sweep() int {
 		}
 		if p.leaf != nil {
 			for _, pid := range p.leaf.procs() {
+				in[pid] = true
+			}
+		}
+		// Members recorded earlier that detached and scrubbed their
+		// environment: the pid must still have the same start time.
+		for pid, start := range p.recorded.snapshot() {
+			if st, ok := byPid[pid]; ok && st.start == start && !st.zombie() && pid != self {
 				in[pid] = true
 			}
 		}

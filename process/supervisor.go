@@ -74,6 +74,11 @@ type Supervisor struct {
 	cancel     context.CancelFunc // stops the orphan reaper, if any
 	reaped     chan struct{}
 	stopReaper sync.Once
+	// Without a cgroup, a tracker records every tree's descendants so that
+	// Stop can find members that both detached and scrubbed their
+	// environment (the marker is gone, the parent link too).
+	stopTrack context.CancelFunc
+	tracked   chan struct{}
 
 	mu     sync.Mutex
 	live   map[*Process]struct{}
@@ -129,6 +134,12 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		ptmx.Close()
 		tty.Close()
 		m.PTY = true
+	}
+
+	if s.cg == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopTrack, s.tracked = cancel, make(chan struct{})
+		go s.trackLoop(ctx)
 	}
 
 	if opts.ReapOrphans || m.PID1 {
@@ -230,6 +241,10 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 		if s.cancel != nil {
 			s.cancel()
 			<-s.reaped
+		}
+		if s.stopTrack != nil {
+			s.stopTrack()
+			<-s.tracked
 		}
 	})
 	if s.cg != nil {

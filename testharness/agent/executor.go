@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -174,7 +175,7 @@ directives:
 			}
 			say(fmt.Sprintf("escaped %d", pid))
 		case "orphan":
-			pid, err := e.startOrphan()
+			pid, err := e.startOrphan(d.Arg)
 			if err != nil {
 				sink.Error(err.Error(), true)
 				break
@@ -270,12 +271,32 @@ func (e *Executor) startSleeper(setsid, ignoreTerm bool) (int, error) {
 
 // startOrphan starts "testharness detach", which starts a setsid sleeper,
 // prints its pid and exits, leaving the sleeper without a parent.
-func (e *Executor) startOrphan() (int, error) {
-	out, err := exec.Command(e.Self, "detach").Output()
+func (e *Executor) startOrphan(arg string) (int, error) {
+	args := []string{"detach"}
+	for _, a := range strings.Fields(arg) {
+		switch {
+		case a == "scrub":
+			args = append(args, "--scrub")
+		case strings.HasPrefix(a, "linger="):
+			args = append(args, "--linger", strings.TrimPrefix(a, "linger="))
+		default:
+			return 0, fmt.Errorf("orphan: unknown option %q (want scrub, linger=D)", a)
+		}
+	}
+	cmd := exec.Command(e.Self, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("detach: %w", err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	go cmd.Wait() // the intermediate may linger; it is reaped when it exits
 	if err != nil {
 		return 0, fmt.Errorf("detach: %w", err)
 	}
-	return strconv.Atoi(strings.TrimSpace(string(out)))
+	return strconv.Atoi(strings.TrimSpace(line))
 }
 
 func atoiDefault(s string, def int) int {

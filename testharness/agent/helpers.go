@@ -27,15 +27,42 @@ func RunSleep(args []string) int {
 	return 0
 }
 
-// RunDetach implements "testharness detach": start a setsid sleeper, print
-// its pid and exit, so the sleeper is orphaned and out of the process group.
-func RunDetach() int {
+// RunDetach implements "testharness detach [--scrub] [--linger D]": start a
+// setsid sleeper (with an empty environment when --scrub), print its pid,
+// then exit — after D when --linger is given — leaving the sleeper without a
+// parent and outside the process group.
+func RunDetach(args []string) int {
+	scrub, linger := false, time.Duration(0)
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--scrub":
+			scrub = true
+		case "--linger":
+			if i+1 < len(args) {
+				i++
+				d, err := parseDuration(args[i])
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "detach:", err)
+					return 2
+				}
+				linger = d
+			}
+		default:
+			fmt.Fprintf(os.Stderr, "detach: unknown argument %q\n", args[i])
+			return 2
+		}
+	}
 	cmd := exec.Command(selfPath(), "sleep", "1h")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if scrub {
+		cmd.Env = []string{}
+	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "detach:", err)
 		return 1
 	}
 	fmt.Println(cmd.Process.Pid)
+	os.Stdout.Sync()
+	time.Sleep(linger)
 	return 0
 }

@@ -11,7 +11,7 @@ import (
 func init() {
 	register("agent", "a scriptable fake harness (see testharness/README.md)", runAgent)
 	register("sleep", "sleep [--ignore-term] DURATION (a grandchild for kill tests)", agent.RunSleep)
-	register("detach", "start a setsid sleeper, print its pid, exit", func([]string) int { return agent.RunDetach() })
+	register("detach", "start a setsid sleeper, print its pid, exit (--scrub: empty environment; --linger D)", agent.RunDetach)
 }
 
 func runAgent(args []string) int {
