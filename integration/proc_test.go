@@ -97,6 +97,23 @@ func waitGone(t testing.TB, ps ...proc) {
 	}
 }
 
+// waitReaped waits until p has been reaped by its parent (not merely a
+// zombie): only then is its exit visible to the parent's wait.
+func waitReaped(t testing.TB, p proc) {
+	t.Helper()
+	deadline := time.Now().Add(goneTimeout)
+	for {
+		_, start, ok := readStat(p.Pid)
+		if !ok || start != p.Start {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %s was not reaped", p)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // markedProcs lists live processes whose environment carries
 // markerVar=marker.
 func markedProcs(marker string) []proc {
