@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"context"
+
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/harnessd/harnessd/client"
 	"os"
 	"path/filepath"
 	"strings"
@@ -406,4 +409,37 @@ func TestWSMCPFrames(t *testing.T) {
 		t.Fatalf("unknown method: %v", f)
 	}
 	obsData(t, w.request(map[string]any{"type": "reset"}))
+}
+
+// TestWSReconnectAfterClose: a client that closes its session (close frame,
+// then the close handshake, as OpenEnv's client and the Go client do) can
+// reconnect at once, even with a single slot: the session is gone before
+// the socket's close completes.
+func TestWSReconnectAfterClose(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, spec{Flags: []string{"--max-sessions", "1"}, Harness: agentCmd(t)})
+	for i := range 5 {
+		w := dialRaw(t, d, "/ws", nil)
+		f := w.request(map[string]any{"type": "reset"})
+		if f["type"] != "observation" {
+			t.Fatalf("raw connection %d: %v", i, f)
+		}
+		w.send(map[string]any{"type": "close"})
+		if code, _, _ := w.expectClose(); code != websocket.StatusNormalClosure {
+			t.Fatalf("raw connection %d closed with %d", i, code)
+		}
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		env, err := client.Dial(ctx, d.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+			t.Fatalf("client connection %d: %v", i, err)
+		}
+		if err := env.Close(); err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+	}
 }
