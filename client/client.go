@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -134,6 +135,22 @@ func (cn *conn) write(ctx context.Context, b []byte) error {
 		return fmt.Errorf("send: %w", err)
 	}
 	return nil
+}
+
+// pending returns a frame the server sent before it closed the connection
+// (a session-level error), once the reader has stopped.
+func (cn *conn) pending() ([]byte, bool) {
+	select {
+	case <-cn.done:
+	case <-time.After(time.Second):
+		return nil, false
+	}
+	select {
+	case b := <-cn.frames:
+		return b, true
+	default:
+		return nil, false
+	}
 }
 
 // next returns the next frame.

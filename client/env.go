@@ -50,11 +50,16 @@ func (e *Env) request(ctx context.Context, typ string, data any, want string) (j
 	if err != nil {
 		return nil, err
 	}
+	var reply []byte
 	if err := e.cn.write(ctx, b); err != nil {
-		return nil, err
-	}
-	reply, err := e.cn.next(ctx)
-	if err != nil {
+		// The server may have refused the session (capacity) and closed
+		// before our request: report its error frame, not the write error.
+		pend, ok := e.cn.pending()
+		if !ok {
+			return nil, err
+		}
+		reply = pend
+	} else if reply, err = e.cn.next(ctx); err != nil {
 		return nil, err
 	}
 	var env envelope

@@ -201,3 +201,14 @@ func (s *Server) reapLoop(ctx context.Context, timeout time.Duration) {
 		}
 	}
 }
+
+// drainPeek returns the sessions without draining (tests).
+func (r *registry) drainPeek() []*managed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*managed, 0, len(r.sessions))
+	for _, m := range r.sessions {
+		out = append(out, m)
+	}
+	return out
+}

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
-	_ "github.com/harnessd/harnessd/harness/jsonl" // adapters register themselves
+	_ "github.com/harnessd/harnessd/harness/acp" // adapters register themselves
+	_ "github.com/harnessd/harnessd/harness/claude"
+	_ "github.com/harnessd/harnessd/harness/jsonl"
 	"github.com/harnessd/harnessd/internal/units"
 )
 

@@ -37,11 +37,12 @@ const exitWait = 2 * time.Second
 
 // Adapter drives a line-protocol harness.
 type Adapter struct {
-	mu    sync.Mutex
-	p     *process.Process
-	grace time.Duration
-	turn  int // the running turn, 0 between turns
-	early []harness.Event
+	mu      sync.Mutex
+	p       *process.Process
+	grace   time.Duration
+	maxLine int // the line limit, for messages
+	turn    int // the running turn, 0 between turns
+	early   []harness.Event
 }
 
 // New returns an idle adapter.
@@ -90,6 +91,10 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	}
 	a.mu.Lock()
 	a.p, a.grace, a.turn = p, l.StopGrace, 0
+	a.maxLine = l.MaxLineBytes
+	if a.maxLine <= 0 {
+		a.maxLine = process.DefaultMaxLineBytes
+	}
 	a.early = a.early[:0]
 	for _, line := range early {
 		a.early = append(a.early, textEvent(line))
@@ -174,13 +179,16 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 		if !ok {
 			return harness.TurnResult{}, a.deadHarness(ctx, p, "harness closed its output mid-turn")
 		}
+		if line.TooLong {
+			a.mu.Lock()
+			limit := a.maxLine
+			a.mu.Unlock()
+			return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+				"harness wrote a %d-byte line (limit %d)", line.Size, limit)
+		}
 		if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
 			return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
 				"harness wrote more than %d bytes in one turn", in.OutputLimit)
-		}
-		if line.TooLong {
-			return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
-				"harness wrote a %d-byte line (limit %d)", line.Size, len(line.Text))
 		}
 		res, done, err := a.handleLine(line.Text, emit)
 		if err != nil || done {

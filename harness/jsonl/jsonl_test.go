@@ -123,7 +123,8 @@ func TestOutputLimits(t *testing.T) {
 		t.Fatalf("flood: %v", err)
 	}
 	b := started(t)
-	if _, _, err := turn(t, b, 1, "longline 3M"); failureType(t, err) != harness.ErrOutputLimit {
+	_, _, err := turn(t, b, 1, "longline 3M")
+	if failureType(t, err) != harness.ErrOutputLimit || !strings.Contains(err.Error(), "3145728-byte line (limit 1048576)") {
 		t.Fatalf("long line: %v", err)
 	}
 }

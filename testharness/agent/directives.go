@@ -26,7 +26,14 @@ var verbs = map[string]bool{
 // Parse splits a message into directives. Directives are separated by
 // newlines or ";;". If the first non-empty part does not start with a known
 // verb the whole message is a single "echo" directive.
-func Parse(msg string) []Directive {
+func Parse(msg string) []Directive { return parseWith(msg, nil) }
+
+// parseWith is Parse with extra verbs (a front end's own directives).
+func parseWith(msg string, extra map[string]DirectiveFunc) []Directive {
+	known := func(v string) bool {
+		_, ok := extra[v]
+		return verbs[v] || ok
+	}
 	var parts []string
 	for _, line := range strings.Split(msg, "\n") {
 		for _, p := range strings.Split(line, ";;") {
@@ -38,13 +45,13 @@ func Parse(msg string) []Directive {
 	if len(parts) == 0 {
 		return []Directive{{Verb: "echo", Arg: msg}}
 	}
-	if v, _, _ := strings.Cut(parts[0], " "); !verbs[v] {
+	if v, _, _ := strings.Cut(parts[0], " "); !known(v) {
 		return []Directive{{Verb: "echo", Arg: msg}}
 	}
 	out := make([]Directive, 0, len(parts))
 	for _, p := range parts {
 		v, arg, _ := strings.Cut(p, " ")
-		if !verbs[v] {
+		if !known(v) {
 			// A line that is not a directive continues the previous reply.
 			out = append(out, Directive{Verb: "say", Arg: p})
 			continue

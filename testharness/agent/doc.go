@@ -6,7 +6,10 @@
 // testharness/README.md.
 //
 // The directive executor (Executor) is independent of the wire protocol; the
-// jsonl front end (RunJSONL) speaks harnessd's line protocol v1. The package
+// jsonl front end (RunJSONL) speaks harnessd's line protocol v1; the
+// stream-json front end (RunStreamJSON) speaks Claude Code's stream-json
+// protocol, with directives of its own (API errors, agent limits,
+// permission requests). The package
 // must not import harnessd's own packages: it plays the part of a foreign
 // program.
 package agent

@@ -43,14 +43,21 @@ type Outcome struct {
 	CloseOut   bool // close stdout after the turn, but keep running
 }
 
+// DirectiveFunc runs a front end's own directive (one that only makes sense
+// on its wire protocol); say emits text and adds it to the turn's response.
+// It returns true to end the turn's directives early.
+type DirectiveFunc func(ctx context.Context, arg string, say func(string)) (stop bool)
+
 // Executor runs the directives of one conversation. It keeps the history of
 // user messages so that multi-turn context can be checked.
 type Executor struct {
-	Tools   ToolCaller
-	Self    string // path of this binary, for spawning children
-	history []string
-	turns   int
-	callSeq int
+	Tools ToolCaller
+	Self  string // path of this binary, for spawning children
+	// Directives are the front end's own verbs, beyond the common grammar.
+	Directives map[string]DirectiveFunc
+	history    []string
+	turns      int
+	callSeq    int
 }
 
 // RunTurn executes msg. A cancelled ctx interrupts interruptible directives
@@ -64,10 +71,17 @@ func (e *Executor) RunTurn(ctx context.Context, msg string, sink Sink) Outcome {
 		sink.Text(s)
 		texts = append(texts, s)
 	}
-	for _, d := range Parse(msg) {
+directives:
+	for _, d := range parseWith(msg, e.Directives) {
 		if ctx.Err() != nil {
 			out.Cancelled = true
 			break
+		}
+		if f, ok := e.Directives[d.Verb]; ok && !verbs[d.Verb] {
+			if f(ctx, d.Arg, say) {
+				break directives
+			}
+			continue
 		}
 		switch d.Verb {
 		case "echo":

@@ -23,6 +23,11 @@ type Options struct {
 	StartupStderr string        // written to stderr at start
 	NoisyStart    bool          // print a non-JSON banner line before ready
 	MCPProtocol   string        // protocol version for MCP calls
+	// StreamJSON holds the Claude/Qwen flags of the stream-json front end.
+	StreamJSON StreamJSONFlags
+	IgnoreEOF  bool   // acp: keep running after stdin ends
+	ACPNoHTTP  bool   // acp: advertise no http MCP support
+	ACPAuth    string // acp: require authenticate with this method id
 }
 
 // lineWriter writes whole lines to stdout under a lock.

@@ -17,6 +17,8 @@ import (
 type MCPTools struct {
 	URL, Token      string
 	ProtocolVersion string // empty: 2025-11-25
+	// Headers are sent with every request (Token, if set, adds Authorization).
+	Headers map[string]string
 
 	mu sync.Mutex
 	c  *client.Client
@@ -29,8 +31,15 @@ func (m *MCPTools) conn(ctx context.Context) (*client.Client, error) {
 		return m.c, nil
 	}
 	opts := []transport.StreamableHTTPCOption{}
+	headers := map[string]string{}
+	for k, v := range m.Headers {
+		headers[k] = v
+	}
 	if m.Token != "" {
-		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + m.Token}))
+		headers["Authorization"] = "Bearer " + m.Token
+	}
+	if len(headers) > 0 {
+		opts = append(opts, transport.WithHTTPHeaders(headers))
 	}
 	c, err := client.NewStreamableHttpClient(m.URL, opts...)
 	if err != nil {
@@ -73,6 +82,12 @@ func (m *MCPTools) List(ctx context.Context) ([]string, error) {
 
 // Call calls one tool and returns its text content.
 func (m *MCPTools) Call(ctx context.Context, name string, args json.RawMessage) (string, bool, error) {
+	return m.CallMeta(ctx, name, args, nil)
+}
+
+// CallMeta is Call with extra _meta fields in the request (Claude Code sends
+// "claudecode/toolUseId").
+func (m *MCPTools) CallMeta(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (string, bool, error) {
 	c, err := m.conn(ctx)
 	if err != nil {
 		return "", false, err
@@ -80,6 +95,9 @@ func (m *MCPTools) Call(ctx context.Context, name string, args json.RawMessage) 
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
+	if len(meta) > 0 {
+		req.Params.Meta = &mcp.Meta{AdditionalFields: meta}
+	}
 	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		return "", false, err

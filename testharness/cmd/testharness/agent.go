@@ -25,7 +25,15 @@ func runAgent(args []string) int {
 	fs.StringVar(&o.StartupStderr, "stderr", "", "write this line to stderr at start")
 	fs.BoolVar(&o.NoisyStart, "noisy-start", false, "print a non-JSON line before ready")
 	fs.StringVar(&o.MCPProtocol, "mcp-protocol", "", "MCP protocol version for tool calls")
+	agent.RegisterStreamJSONFlags(fs, &o.StreamJSON)
+	fs.BoolVar(&o.IgnoreEOF, "ignore-eof", false, "acp: keep running after stdin ends")
+	fs.BoolVar(&o.ACPNoHTTP, "acp-no-http", false, "acp: advertise mcpCapabilities.http false")
+	fs.StringVar(&o.ACPAuth, "acp-auth", "", "acp: require authenticate with this method id before session/new")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if given := agent.StreamJSONFlagsGiven(fs); *protocol != "stream-json" && len(given) > 0 {
+		fmt.Fprintf(os.Stderr, "testharness agent: %v apply to --protocol stream-json only\n", given)
 		return 2
 	}
 	run, ok := agent.Protocols[*protocol]

@@ -1,0 +1,281 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/harnessd/harnessd/process"
+)
+
+// JSON-RPC error codes used or recognised by the adapter.
+const (
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeAuthRequired     = -32000 // ACP: authentication required
+	CodeRequestCancelled = -32800 // ACP: request cancelled
+)
+
+// RPCError is a JSON-RPC 2.0 error object, as answered by the agent.
+type RPCError struct {
+	// Code is the JSON-RPC or ACP error code.
+	Code int `json:"code"`
+	// Message is the agent's description.
+	Message string `json:"message"`
+	// Data is the optional error data, as sent.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	s := fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
+	if len(e.Data) > 0 && !bytes.Equal(e.Data, []byte("null")) {
+		s += " (" + clip(e.Data) + ")"
+	}
+	return s
+}
+
+// errClosed reports that the agent's stdout ended.
+var errClosed = errors.New("agent closed its output")
+
+// limitError reports output beyond a limit: too many bytes in a call, or
+// one over-long line.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+// message is one JSON-RPC 2.0 message in either direction.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+func hasID(id json.RawMessage) bool {
+	id = bytes.TrimSpace(id)
+	return len(id) > 0 && !bytes.Equal(id, []byte("null"))
+}
+
+// handler answers a request of the agent: a result, or an error.
+type handler func(method string, params json.RawMessage) (any, *RPCError)
+
+// watch says how a wait for a response treats what arrives meanwhile.
+type watch struct {
+	// notify receives the agent's notifications in order; nil drops them.
+	notify func(method string, params json.RawMessage)
+	// limit bounds the agent's output from base (OutputBytes) on; 0: none.
+	limit, base int64
+}
+
+// conn is the JSON-RPC 2.0 connection over the agent's stdio. It has no
+// reader of its own: the caller waiting for a response reads the agent's
+// stdout lines, so notifications are handled in order, before the response
+// that follows them, on the caller's goroutine. Nothing reads the agent's
+// output while no call waits (between turns); it queues in the process's
+// line buffer and then in the pipe.
+//
+// Requests of the agent are answered by serve, called on the reading
+// goroutine (decisions are quick and see the turn's state); each answer is
+// written from its own goroutine, so that an agent that does not read its
+// stdin cannot block the reader. close ends those writers.
+type conn struct {
+	p       *process.Process
+	log     *slog.Logger
+	serve   handler
+	maxLine int // the line limit in force, for messages
+	nextID  atomic.Int64
+
+	ctx    context.Context // ends answer writers
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newConn(p *process.Process, log *slog.Logger, maxLine int, serve handler) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{p: p, log: log, serve: serve, maxLine: maxLine, ctx: ctx, cancel: cancel}
+}
+
+// write sends one message as one line.
+func (c *conn) write(ctx context.Context, m *message) error {
+	m.JSONRPC = "2.0"
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.Method, err)
+	}
+	return c.p.WriteLine(ctx, b)
+}
+
+func encodeParams(params any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encode params: %w", err)
+	}
+	return b, nil
+}
+
+// request sends a request and returns its id.
+func (c *conn) request(ctx context.Context, method string, params any) (int64, error) {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return 0, err
+	}
+	id := c.nextID.Add(1)
+	err = c.write(ctx, &message{ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: raw})
+	return id, err
+}
+
+// notify sends a notification.
+func (c *conn) notify(ctx context.Context, method string, params any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, &message{Method: method, Params: raw})
+}
+
+// call sends a request and waits for its response (see await).
+func (c *conn) call(ctx context.Context, method string, params any, w watch) (json.RawMessage, error) {
+	id, err := c.request(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	return c.await(ctx, id, w)
+}
+
+// isID reports whether a response id is ours: the number, or (leniently)
+// the number as a string.
+func isID(raw json.RawMessage, id int64) bool {
+	s := string(bytes.TrimSpace(raw))
+	n := strconv.FormatInt(id, 10)
+	return s == n || s == `"`+n+`"`
+}
+
+// await reads the agent's output until the response to request id arrives
+// and returns its result, or its error as *RPCError. Meanwhile it passes
+// notifications to w.notify, answers the agent's requests, and logs what is
+// not JSON-RPC. It fails with ctx's error, errClosed when the agent's output
+// ends, and *limitError when the output exceeds w.limit or a line is too
+// long.
+func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, error) {
+	for {
+		var line process.Line
+		var ok bool
+		select {
+		case line, ok = <-c.p.Lines():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !ok {
+			return nil, errClosed
+		}
+		if line.TooLong {
+			return nil, &limitError{fmt.Sprintf("agent wrote a %d-byte line (limit %d)", line.Size, c.maxLine)}
+		}
+		if w.limit > 0 {
+			if n := c.p.OutputBytes() - w.base; n > w.limit {
+				return nil, &limitError{fmt.Sprintf("agent wrote more than %d bytes in one turn", w.limit)}
+			}
+		}
+		m, ok := c.decode(line.Text)
+		if !ok {
+			continue
+		}
+		switch {
+		case m.Method == "" && hasID(m.ID):
+			if isID(m.ID, id) {
+				if m.Error != nil {
+					return nil, m.Error
+				}
+				return m.Result, nil
+			}
+			c.log.Warn("acp: response to an unknown request id", "id", clip(m.ID))
+		case m.Method != "" && hasID(m.ID):
+			c.answer(m)
+		case m.Method != "":
+			if w.notify != nil {
+				w.notify(m.Method, m.Params)
+			} else {
+				c.log.Debug("acp: notification outside a turn", "method", m.Method)
+			}
+		default:
+			c.log.Warn("acp: malformed JSON-RPC message", "line", clip(line.Text))
+		}
+	}
+}
+
+// decode parses one stdout line; lines that are not a JSON object are
+// logged and skipped (agents print warnings and banners).
+func (c *conn) decode(text []byte) (*message, bool) {
+	t := bytes.TrimSpace(text)
+	if len(t) == 0 {
+		return nil, false
+	}
+	var m message
+	if t[0] != '{' || json.Unmarshal(t, &m) != nil {
+		c.log.Debug("acp: ignoring non-JSON-RPC output", "line", clip(t))
+		return nil, false
+	}
+	return &m, true
+}
+
+// answer serves a request of the agent and writes the answer in the
+// background.
+func (c *conn) answer(m *message) {
+	result, rerr := c.serve(m.Method, m.Params)
+	out := &message{ID: m.ID}
+	if rerr != nil {
+		out.Error = rerr
+	} else {
+		raw, err := encodeParams(result)
+		switch {
+		case err != nil:
+			out.Error = &RPCError{Code: -32603, Message: err.Error()}
+		case raw == nil:
+			out.Result = json.RawMessage("null") // a response must carry a result
+		default:
+			out.Result = raw
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.write(c.ctx, out); err != nil {
+			c.log.Debug("acp: answer not delivered", "method", m.Method, "err", err)
+		}
+	}()
+}
+
+// close stops the answer writers; wait waits for them.
+func (c *conn) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+}
+
+func (c *conn) wait() { c.wg.Wait() }
+
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}

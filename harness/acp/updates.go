@@ -1,0 +1,296 @@
+package acp
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// toolCall is what the adapter knows of one tool call of the agent.
+type toolCall struct {
+	id, title, name, kind, status string
+	args                          any
+	done                          bool // its tool_result was emitted
+}
+
+// toolName is the call's name when the agent gives one, else its title.
+func (tc *toolCall) toolName() string {
+	if tc.name != "" {
+		return tc.name
+	}
+	return tc.title
+}
+
+func (tc *toolCall) arguments() any {
+	if tc.args == nil {
+		return map[string]any{}
+	}
+	return tc.args
+}
+
+func (tc *toolCall) apply(u *update) {
+	for dst, src := range map[*string]*string{&tc.title: u.Title, &tc.name: u.Name, &tc.kind: u.Kind, &tc.status: u.Status} {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	if v := decodeAny(u.RawInput); v != nil {
+		tc.args = v
+	}
+}
+
+func terminalStatus(s string) bool { return s == "completed" || s == "failed" }
+
+// update is the update object of session/update, every kind's fields in
+// one struct.
+type update struct {
+	SessionUpdate string          `json:"sessionUpdate"`
+	Content       json.RawMessage `json:"content"`
+	MessageID     string          `json:"messageId"`
+	ToolCallID    string          `json:"toolCallId"`
+	Title         *string         `json:"title"`
+	Name          *string         `json:"name"`
+	Kind          *string         `json:"kind"`
+	Status        *string         `json:"status"`
+	RawInput      json.RawMessage `json:"rawInput"`
+	RawOutput     json.RawMessage `json:"rawOutput"`
+	Entries       json.RawMessage `json:"entries"`
+	Meta          json.RawMessage `json:"_meta"`
+}
+
+// turnState maps one turn's session/update notifications to events and
+// gathers what the turn's result reports. It lives on the goroutine running
+// the turn.
+type turnState struct {
+	emit    func(harness.Event)
+	log     *slog.Logger
+	session string
+	calls   map[string]*toolCall
+
+	text        strings.Builder // the agent's message text
+	chunks      int             // llm_chunk events so far
+	usage       any             // the last _meta.usage of a chunk
+	usageUpdate any             // the last usage_update
+	permissions []any           // permission requests answered
+}
+
+// newTurnState starts a turn; calls is the episode's tool call table, from
+// which calls finished in earlier turns are dropped.
+func newTurnState(emit func(harness.Event), log *slog.Logger, session string, calls map[string]*toolCall) *turnState {
+	for id, tc := range calls {
+		if tc.done {
+			delete(calls, id)
+		}
+	}
+	return &turnState{emit: emit, log: log, session: session, calls: calls}
+}
+
+// notify handles one notification of the agent.
+func (t *turnState) notify(method string, params json.RawMessage) {
+	if method != "session/update" {
+		t.log.Debug("acp: ignoring notification", "method", method)
+		return
+	}
+	var n struct {
+		SessionID string          `json:"sessionId"`
+		Update    json.RawMessage `json:"update"`
+	}
+	if err := json.Unmarshal(params, &n); err != nil || len(n.Update) == 0 {
+		t.log.Warn("acp: malformed session/update", "params", clip(params))
+		return
+	}
+	if n.SessionID != "" && n.SessionID != t.session {
+		t.log.Debug("acp: session/update for another session", "session", n.SessionID)
+		return
+	}
+	var u update
+	if err := json.Unmarshal(n.Update, &u); err != nil {
+		t.log.Warn("acp: malformed session/update", "update", clip(n.Update), "err", err)
+		return
+	}
+	switch u.SessionUpdate {
+	case "agent_message_chunk":
+		t.chunk(&u, false)
+	case "agent_thought_chunk":
+		t.chunk(&u, true)
+	case "tool_call", "tool_call_update":
+		t.toolCall(&u)
+	case "plan":
+		entries := decodeAny(u.Entries)
+		if entries == nil {
+			entries = []any{}
+		}
+		t.emitChunk(map[string]any{"content": "", "plan": entries})
+	case "usage_update":
+		if m, ok := decodeAny(n.Update).(map[string]any); ok {
+			delete(m, "sessionUpdate")
+			t.usageUpdate = m
+		}
+	default:
+		// user_message_chunk, available_commands_update, current_mode_update,
+		// config_option_update, session_info_update, notice, ... and kinds
+		// of later versions.
+		t.log.Debug("acp: ignoring session/update", "kind", u.SessionUpdate)
+	}
+}
+
+func (t *turnState) emitChunk(data map[string]any) {
+	data["index"] = t.chunks
+	t.chunks++
+	t.emit(harness.NewEvent(harness.EventLLMChunk, harness.SourceHarness, data))
+}
+
+// chunk maps an agent message or thought chunk. Empty text chunks (Qwen
+// sends them to carry usage) make no event.
+func (t *turnState) chunk(u *update, thought bool) {
+	t.keepUsage(u.Meta)
+	var b struct {
+		Type string          `json:"type"`
+		Text *string         `json:"text"`
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(u.Content, &b); err != nil {
+		t.log.Warn("acp: chunk without a content block", "kind", u.SessionUpdate, "content", clip(u.Content))
+		return
+	}
+	t.keepUsage(b.Meta)
+	data := map[string]any{}
+	if b.Type == "text" || (b.Type == "" && b.Text != nil) {
+		if b.Text == nil || *b.Text == "" {
+			return
+		}
+		data["content"] = *b.Text
+		if !thought {
+			t.text.WriteString(*b.Text)
+		}
+	} else {
+		data["content"] = ""
+		data["block"] = decodeAny(u.Content)
+	}
+	if thought {
+		data["thought"] = true
+	}
+	if u.MessageID != "" {
+		data["message_id"] = u.MessageID
+	}
+	t.emitChunk(data)
+}
+
+func (t *turnState) keepUsage(meta json.RawMessage) {
+	if m, ok := decodeAny(meta).(map[string]any); ok && m["usage"] != nil {
+		t.usage = m["usage"]
+	}
+}
+
+// toolCall handles tool_call and tool_call_update: the first sighting of an
+// id makes a tool_call event, the first terminal status a tool_result.
+func (t *turnState) toolCall(u *update) {
+	if u.ToolCallID == "" {
+		t.log.Warn("acp: tool call update without toolCallId", "kind", u.SessionUpdate)
+		return
+	}
+	tc, known := t.calls[u.ToolCallID]
+	if !known {
+		tc = &toolCall{id: u.ToolCallID}
+		t.calls[tc.id] = tc
+	}
+	tc.apply(u)
+	if !known {
+		data := map[string]any{"tool_name": tc.toolName(), "arguments": tc.arguments(), "call_id": tc.id}
+		for k, v := range map[string]string{"title": tc.title, "kind": tc.kind, "status": tc.status} {
+			if v != "" {
+				data[k] = v
+			}
+		}
+		t.emit(harness.NewEvent(harness.EventToolCall, harness.SourceHarness, data))
+	}
+	if terminalStatus(tc.status) && !tc.done {
+		tc.done = true
+		result, text := toolOutput(u.Content, u.RawOutput)
+		data := map[string]any{
+			"tool_name": tc.toolName(), "call_id": tc.id, "result": result, "error": nil,
+			"status": tc.status, "arguments": tc.arguments(),
+		}
+		if tc.status == "failed" {
+			if text == "" {
+				text = "tool call failed"
+			}
+			data["error"] = text
+		}
+		t.emit(harness.NewEvent(harness.EventToolResult, harness.SourceHarness, data))
+	}
+}
+
+// toolOutput extracts a tool call's result: the text of its content blocks,
+// else its rawOutput, else its other content (diffs, terminals). It also
+// returns the result as text, for error messages.
+func toolOutput(content, rawOutput json.RawMessage) (any, string) {
+	var parts []struct {
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
+	}
+	var texts []string
+	if json.Unmarshal(content, &parts) == nil {
+		for _, p := range parts {
+			var b struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if p.Type == "content" && json.Unmarshal(p.Content, &b) == nil && b.Type == "text" {
+				texts = append(texts, b.Text)
+			}
+		}
+	}
+	if len(texts) > 0 {
+		s := strings.Join(texts, "\n")
+		return s, s
+	}
+	if v := decodeAny(rawOutput); v != nil {
+		if s, ok := v.(string); ok {
+			return s, s
+		}
+		return v, clip(rawOutput)
+	}
+	if len(parts) > 0 {
+		return decodeAny(content), ""
+	}
+	return "", ""
+}
+
+// result is the turn's result for the prompt's response pr.
+func (t *turnState) result(pr promptResult) harness.TurnResult {
+	extra := map[string]any{}
+	if pr.StopReason != "" {
+		extra["stop_reason"] = pr.StopReason
+	}
+	if v := decodeAny(pr.Usage); v != nil {
+		extra["usage"] = v
+	} else if t.usage != nil {
+		extra["usage"] = t.usage
+	}
+	if v := decodeAny(pr.Meta); v != nil {
+		extra["meta"] = v
+	}
+	if t.usageUpdate != nil {
+		extra["usage_update"] = t.usageUpdate
+	}
+	if len(t.permissions) > 0 {
+		extra["permissions"] = t.permissions
+	}
+	return harness.TurnResult{Response: t.text.String(), Cancelled: pr.StopReason == StopCancelled, Extra: extra}
+}
+
+// decodeAny decodes JSON into plain Go values; nothing, null or invalid
+// JSON give nil.
+func decodeAny(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v
+}
