@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"context"
+	"errors"
+
 	"bytes"
 	"encoding/json"
+	"github.com/harnessd/harnessd/client"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -148,5 +152,38 @@ func TestRunCommand(t *testing.T) {
 	obs = checkObservation(t, final)
 	if code != 1 || meta(t, obs)["error_type"] != "harness_crashed" || obs["done"] != true {
 		t.Fatalf("run with a crash: exit %d, %s\n%s", code, out, stderr)
+	}
+}
+
+// TestDrainClosesGoClients: the Go client reports a daemon's drain as
+// ErrClosed with the close status 1001, on /ws and /harness.
+func TestDrainClosesGoClients(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := production(t, []string{"--max-sessions", "2"})
+	h, err := client.DialHarness(ctx, d.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	env, err := client.Dial(ctx, d.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if _, err := env.State(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.Signal(syscall.SIGTERM)
+	if code := d.Wait(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	_, err = h.Send(ctx, "hello", nil)
+	if !errors.Is(err, client.ErrClosed) || !strings.Contains(err.Error(), "1001") {
+		t.Fatalf("/harness Send after the drain: %v", err)
+	}
+	_, err = env.State(ctx)
+	if !errors.Is(err, client.ErrClosed) || !strings.Contains(err.Error(), "1001") {
+		t.Fatalf("/ws State after the drain: %v", err)
 	}
 }
