@@ -28,8 +28,8 @@ test: lint build test-go
 test-go:
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -race -timeout 15m $(PKGS)
 
-demo:
-	@echo "make demo: not yet available (the daemon lands with the server issue); run 'make test' meanwhile."
+demo: build
+	@$(GO) run ./demo -bin $(BIN)
 
 bench: build
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -run '^$$' -bench . -benchtime 30x ./process/
