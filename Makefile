@@ -41,7 +41,7 @@ bench: build
 	@rm -f $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 30x ./process/ ./bridge/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'TurnOverhead' -benchtime 2000x ./integration/ | tee -a $(BIN)/bench.txt
-	$(BENCHENV) $(GO) test -run '^$$' -bench 'Reset' -benchtime 200x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench 'Reset|BridgeStart' -benchtime 200x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'IdleSessionMemory|ConcurrentSessions' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	@echo; echo "== summary (bin/bench.txt) =="; grep '^BENCH' $(BIN)/bench.txt
 

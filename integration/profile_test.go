@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/client"
 	"github.com/harnessd/harnessd/harness"
 	_ "github.com/harnessd/harnessd/harness/jsonl"
@@ -65,4 +66,54 @@ func BenchmarkTurnInProcess(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(us(steps.p50()), "step-p50-us")
+}
+
+// BenchmarkBridgeStart breaks down what a reset with a tool server adds:
+// listing the (already running) upstream's tools into a catalog, and
+// serving that catalog on a fresh loopback bridge, against a bare listener.
+func BenchmarkBridgeStart(b *testing.B) {
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	sup, err := process.NewSupervisor(process.Options{Subreaper: process.ModeOff, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sup.Close(context.Background(), 0)
+	ctx := context.Background()
+	src := bridge.NewStdioSource(bridge.StdioSpec{Name: "t", Command: []string{testharnessBin(b), "tools"},
+		Env: process.DefaultEnviron(nil), CallTimeout: time.Minute, StopGrace: time.Second}, sup, log)
+	if err := src.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close(ctx)
+	var catalog, serve, listen samples
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		cat, err := bridge.NewCatalog(ctx, []bridge.Source{src}, bridge.CatalogOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		srv, err := bridge.Serve(cat, bridge.ServerOptions{Logger: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		srv.Close(ctx)
+		t3 := time.Now()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln.Close()
+		t4 := time.Now()
+		catalog, serve, listen = append(catalog, t1.Sub(t0)), append(serve, t2.Sub(t1)), append(listen, t4.Sub(t3))
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(catalog.p50()), "catalog-p50-ms")
+	b.ReportMetric(ms(serve.p50()), "serve-p50-ms")
+	if b.N >= 10 {
+		summary("bridge-start n=%d: catalog (tools/list of a running stdio tool server) p50 %.2fms + bridge serve p50 %.2fms, vs a bare listener p50 %.2fms",
+			b.N, ms(catalog.p50()), ms(serve.p50()), ms(listen.p50()))
+	}
 }
