@@ -167,57 +167,63 @@ func echoServer(tb testing.TB, replySize int) (*websocket.Conn, func()) {
 
 // BenchmarkTurnOverhead: a full /ws step through harnessd to the test agent
 // (`reply x`) against the floor = a direct pipe round trip to the same agent
-// binary + a bare coder/websocket round trip on loopback with the same
-// frame sizes. The three are interleaved, one of each per iteration.
+// binary + a bare coder/websocket round trip on loopback with the same frame
+// sizes. Both WebSocket paths use the same raw client (write the frame, read
+// the reply's bytes), so client-side decoding is in neither. The three are
+// interleaved, one of each per iteration.
 func BenchmarkTurnOverhead(b *testing.B) {
 	d := startDaemon(b, spec{Harness: agentCmd(b)})
 	defer d.Stop()
 	ctx := context.Background()
-	env, err := client.Dial(ctx, d.URL, nil)
+	c, _, err := websocket.Dial(ctx, "ws://"+d.Addr+"/ws", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer env.Close()
-	if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
-		b.Fatal(err)
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	roundTrip := func(c *websocket.Conn, frame []byte) []byte {
+		if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
+			b.Fatal(err)
+		}
+		_, reply, err := c.Read(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return reply
+	}
+	if reply := roundTrip(c, []byte(`{"type":"reset"}`)); !strings.Contains(string(reply), `"observation"`) {
+		b.Fatalf("reset: %s", reply)
 	}
 	const msg = "reply x"
-	// The size of a real reply frame, for the echo floor.
-	obs, err := env.Step(ctx, msg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	replyFrame, _ := json.Marshal(map[string]any{"type": "observation", "data": obs})
 	reqFrame, _ := json.Marshal(map[string]any{"type": "step", "data": map[string]any{"message": msg}})
+	want := []byte(`"response":"x"`)
+	replyFrame := roundTrip(c, reqFrame) // its size sets the echo's
+	if !strings.Contains(string(replyFrame), string(want)) {
+		b.Fatalf("step: %s", replyFrame)
+	}
 
 	agent := startDirectAgent(b)
 	defer agent.stop()
 	echo, closeEcho := echoServer(b, len(replyFrame))
 	defer closeEcho()
 	for range 20 { // warm up all three paths
-		env.Step(ctx, msg)
+		roundTrip(c, reqFrame)
 		agent.roundTrip(b, msg)
-		echo.Write(ctx, websocket.MessageText, reqFrame)
-		echo.Read(ctx)
+		roundTrip(echo, reqFrame)
 	}
 
 	var daemon, pipe, ws samples
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		obs, err := env.Step(ctx, msg)
+		reply := roundTrip(c, reqFrame)
 		t1 := time.Now()
-		if err != nil || obs.ResponseText() != "x" {
-			b.Fatalf("step: %v %v", err, obs)
+		if !strings.Contains(string(reply), string(want)) {
+			b.Fatalf("step: %s", reply)
 		}
 		agent.roundTrip(b, msg)
 		t2 := time.Now()
-		if err := echo.Write(ctx, websocket.MessageText, reqFrame); err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := echo.Read(ctx); err != nil {
-			b.Fatal(err)
-		}
+		roundTrip(echo, reqFrame)
 		t3 := time.Now()
 		daemon, pipe, ws = append(daemon, t1.Sub(t0)), append(pipe, t2.Sub(t1)), append(ws, t3.Sub(t2))
 	}
