@@ -51,10 +51,19 @@
 // reset → EXECUTION_ERROR), 68 (harness dead → terminal observation), 70
 // (turn timeout), 72 (tools listed without reset), 74 (close is final).
 //
-// Beyond the checklist: /ws capacity, bad frames and oversize frames,
-// disconnect mid-turn, SIGTERM drain, API token, stateful HTTP, /metadata,
-// /schema, /mcp JSON-RPC, /ws?session_id= attachment, `harnessd run`, and
-// OpenEnv's Python client frames (python_test.go).
+// Beyond the checklist: /ws capacity (TestWSCapacity), bad frames
+// (TestWSBadFrames), oversize frames (TestWSOversizeFrame), disconnect
+// mid-turn (TestWSDisconnectMidTurn), reconnecting right after close with one
+// slot (TestWSReconnectAfterClose), SIGTERM/SIGINT drain with a turn running
+// and escapees (TestSIGTERMDrain, TestDrainClosesGoClients), API token
+// (TestAPIToken), stateful HTTP (TestHTTPStateful), /metadata /schema
+// /health (TestMetadataSchemaHealth), /mcp JSON-RPC and /ws?session_id=
+// attachment (TestMCPJSONRPC, TestWSMCPFrames), cancel (TestHarnessCancel),
+// `harnessd run` (TestRunCommand), and OpenEnv's Python client frames
+// (TestPythonOpenEnvClient).
+//
+// Not covered here: the refusal of orchestration connections from a
+// harness's own processes (the test agent has no directive to open one).
 package integration
 
 import (
