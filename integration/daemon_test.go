@@ -264,6 +264,28 @@ func (d *daemon) WaitTree(want string) proc {
 	}
 }
 
+// WaitLog waits until one line of the daemon's log contains every one of
+// subs (the log reaches the test through a pipe, a little later).
+func (d *daemon) WaitLog(subs ...string) {
+	d.t.Helper()
+	deadline := time.Now().Add(goneTimeout)
+	for {
+		for _, line := range strings.Split(d.Log(), "\n") {
+			ok := true
+			for _, s := range subs {
+				ok = ok && strings.Contains(line, s)
+			}
+			if ok {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("no log line with %q", subs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Health returns GET /health.
 func (d *daemon) Health() map[string]any {
 	d.t.Helper()

@@ -358,3 +358,25 @@ func TestAPIToken(t *testing.T) {
 		})
 	}
 }
+
+// TestHarnessCannotReachOrchestration: a harness process that connects to
+// an orchestration surface (here another daemon's /mcp, pointed to by its
+// own MCP URL) is refused, whatever the token configuration; the same
+// request from outside any harness tree is served.
+func TestHarnessCannotReachOrchestration(t *testing.T) {
+	t.Parallel()
+	target := startDaemon(t, spec{Harness: agentCmd(t)})
+	if code, _ := target.Do("POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); code != 200 {
+		t.Fatalf("POST /mcp from the test: HTTP %d", code)
+	}
+	d := startDaemon(t, spec{Flags: []string{"--env", "HARNESSD_MCP_URL=" + target.URL + "/mcp"}, Harness: agentCmd(t)})
+	w := dialRaw(t, d, "/ws", nil)
+	obsData(t, w.request(map[string]any{"type": "reset"}))
+	sd := obj(t, w.request(map[string]any{"type": "state"})["data"], "state")
+	pid := int(sd["harness_pid"].(float64))
+	resp := responseOf(t, obsData(t, w.request(stepFrame(`tool add {"a":1,"b":2}`))))
+	if !strings.Contains(resp, "add failed") {
+		t.Fatalf("the harness's call to the orchestration API: %q", resp)
+	}
+	target.WaitLog(`"msg":"refused a connection from a harness process"`, fmt.Sprintf(`"peer_pid":%d`, pid))
+}

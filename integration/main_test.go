@@ -59,11 +59,9 @@
 // (TestAPIToken), stateful HTTP (TestHTTPStateful), /metadata /schema
 // /health (TestMetadataSchemaHealth), /mcp JSON-RPC and /ws?session_id=
 // attachment (TestMCPJSONRPC, TestWSMCPFrames), cancel (TestHarnessCancel),
-// `harnessd run` (TestRunCommand), and OpenEnv's Python client frames
-// (TestPythonOpenEnvClient).
-//
-// Not covered here: the refusal of orchestration connections from a
-// harness's own processes (the test agent has no directive to open one).
+// `harnessd run` (TestRunCommand), the refusal of orchestration connections
+// from harness processes (TestHarnessCannotReachOrchestration), and OpenEnv's
+// Python client frames (TestPythonOpenEnvClient).
 package integration
 
 import (
