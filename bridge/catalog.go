@@ -16,7 +16,10 @@ import (
 // DefaultPrefix is prepended to a tool whose name is a harness built-in.
 const DefaultPrefix = "env_"
 
-// CatalogOptions configure conflict resolution and visibility.
+// CatalogOptions configure conflict resolution and visibility. Patterns in
+// Expose and Hide (path.Match syntax) match a tool's upstream name, its
+// served name, or "source/upstream" ("grader/*" matches every tool of
+// source grader).
 type CatalogOptions struct {
 	// Builtins are the harness's own tool names. An environment tool with one
 	// of these names is served as Prefix+name.
@@ -31,9 +34,6 @@ type CatalogOptions struct {
 	// the Server; Catalog.Call still reaches them (e.g. for a rubric).
 	Hide []string
 }
-
-// Patterns in Expose and Hide match a tool's upstream name, its served name,
-// or "source/upstream" (so "grader/*" matches every tool of source grader).
 
 // Entry is one tool of the catalog.
 type Entry struct {
@@ -213,7 +213,7 @@ func (c *Catalog) Source(name string) (Source, bool) {
 func (c *Catalog) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	e, ok := c.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: '%s'", ErrUnknownTool, name)
+		return nil, opErr(ErrUnknownTool, nil, "unknown tool '%s'", name)
 	}
 	return c.call(ctx, e, args)
 }
@@ -221,17 +221,14 @@ func (c *Catalog) Call(ctx context.Context, name string, args json.RawMessage) (
 // call calls entry e at its source.
 func (c *Catalog) call(ctx context.Context, e Entry, args json.RawMessage) (*mcp.CallToolResult, error) {
 	if err := checkArgs(args); err != nil {
-		return nil, fmt.Errorf("tool '%s': %w", e.Served, err)
+		return nil, opErr(err, nil, "tool '%s': %v", e.Served, err)
 	}
 	res, err := c.sources[e.Source].Call(ctx, e.Upstream, args)
 	if err == nil && res == nil {
-		err = fmt.Errorf("tool '%s' of '%s': %w: empty result", e.Upstream, e.Source, ErrUpstream)
+		err = opErr(ErrUpstream, nil, "tool '%s' of '%s' returned no result", e.Upstream, e.Source)
 	}
 	return res, err
 }
-
-// ErrBadArguments: call arguments are not a JSON object.
-var ErrBadArguments = errors.New("tool arguments must be a JSON object")
 
 func checkArgs(args json.RawMessage) error {
 	if len(args) == 0 {

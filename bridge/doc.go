@@ -30,8 +30,12 @@
 //
 // Progress notifications and cancellation pass through where mcp-go allows:
 // a harness's progress token is replaced by a bridge token upstream and
-// progress is relayed back while the call runs (progress an upstream sends
-// after its response is dropped, see go-libs §1.4); ending the harness's HTTP
-// request cancels the upstream call (stdio upstreams get
-// notifications/cancelled, HTTP upstreams see their request end).
+// progress is relayed back while the call runs. Progress an upstream sends
+// after its response is dropped (mcp-go's stdio server can write a response
+// before the progress notifications that preceded it), and a 2026-07-28
+// client can still lose a notification to a race in mcp-go's HTTP server
+// (mark3labs/mcp-go#969; the event store the Server installs avoids it for
+// earlier protocol versions). Ending the harness's HTTP request cancels the
+// upstream call: stdio upstreams get notifications/cancelled, HTTP upstreams
+// see their request end.
 package bridge

@@ -28,7 +28,33 @@ var (
 	ErrTimeout = errors.New("tool call timed out")
 	// ErrUpstream: the upstream answered a call with a protocol error.
 	ErrUpstream = errors.New("tool server error")
+	// ErrBadArguments: call arguments are not a JSON object.
+	ErrBadArguments = errors.New("tool arguments must be a JSON object")
 )
+
+// opError is a failure of a source or call. Its message is written for the
+// model as much as for logs (it becomes the text of an error result);
+// errors.Is sees both its kind (a sentinel above) and its cause.
+type opError struct {
+	kind, cause error
+	msg         string
+}
+
+// Error returns the message.
+func (e *opError) Error() string { return e.msg }
+
+// Unwrap returns the kind and, if any, the cause.
+func (e *opError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.cause}
+}
+
+// opErr builds an opError; format applies to the message only.
+func opErr(kind, cause error, format string, args ...any) error {
+	return &opError{kind: kind, cause: cause, msg: fmt.Sprintf(format, args...)}
+}
 
 // ReservedNames are the orchestration controls no environment tool may use.
 var ReservedNames = []string{"close", "reset", "state", "step"}
@@ -46,6 +72,7 @@ type NameError struct {
 	msg     string
 }
 
+// Error returns the message, in OpenEnv's wording.
 func (e *NameError) Error() string { return e.msg }
 
 // Unwrap returns Kind.

@@ -39,26 +39,35 @@ func NewGoSource(name string, tools ...GoTool) Source {
 	return s
 }
 
-func (s *goSource) Name() string                  { return s.name }
-func (s *goSource) Start(context.Context) error   { return nil }
+// Name implements Source.
+func (s *goSource) Name() string { return s.name }
+
+// Start implements Source; Go tools need no start.
+func (s *goSource) Start(context.Context) error { return nil }
+
+// Restart implements Source; it does nothing.
 func (s *goSource) Restart(context.Context) error { return nil }
-func (s *goSource) Close(context.Context) error   { return nil }
+
+// Close implements Source; it does nothing.
+func (s *goSource) Close(context.Context) error { return nil }
 
 // Tools returns the tools in the order given (duplicates included, so that
 // the catalog reports them).
 func (s *goSource) Tools(context.Context) ([]Tool, error) {
 	for _, t := range s.tools {
 		if t.Name == "" {
-			return nil, fmt.Errorf("source '%s': %w: a tool has no name", s.name, ErrInvalidTool)
+			return nil, opErr(ErrInvalidTool, nil, "source '%s': a tool has no name", s.name)
 		}
 	}
 	return append([]Tool(nil), s.tools...), nil
 }
 
+// Call runs the tool's handler on its own goroutine, so that a handler that
+// ignores ctx cannot hold the caller past ctx.
 func (s *goSource) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	t, ok := s.byName[name]
 	if !ok || t.Handler == nil {
-		return nil, fmt.Errorf("source '%s': %w: '%s'", s.name, ErrUnknownTool, name)
+		return nil, opErr(ErrUnknownTool, nil, "unknown tool '%s' in source '%s'", name, s.name)
 	}
 	type outcome struct {
 		res *mcp.CallToolResult
@@ -81,9 +90,6 @@ func (s *goSource) Call(ctx context.Context, name string, args json.RawMessage) 
 		}
 		return o.res, o.err
 	case <-ctx.Done():
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("tool '%s' of '%s' timed out: %w (%w)", name, s.name, ErrTimeout, ctx.Err())
-		}
-		return nil, fmt.Errorf("tool '%s' of '%s': %w", name, s.name, ctx.Err())
+		return nil, timeoutError(ctx, ctx, s.name, name, 0)
 	}
 }

@@ -3,8 +3,6 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,8 +33,9 @@ func (s *Server) toolHandler(e Entry) server.ToolHandlerFunc {
 		}
 		res, err := s.cat.call(cctx, e, args)
 		if err != nil {
-			if ctx.Err() == nil && cctx.Err() != nil && !errors.Is(err, ErrTimeout) {
-				err = fmt.Errorf("tool '%s' timed out after %s: %w (%w)", e.Served, s.timeout, ErrTimeout, err)
+			if ctx.Err() == nil && cctx.Err() != nil {
+				// The bridge's own per-call timeout: say so in its terms.
+				err = opErr(ErrTimeout, err, "tool '%s' timed out after %s", e.Served, s.timeout)
 			}
 			res = mcp.NewToolResultError(err.Error())
 		}

@@ -50,6 +50,7 @@ func NewHTTPSource(spec HTTPSpec, log *slog.Logger) Source {
 	return &httpSource{spec: spec, log: log, router: newProgressRouter(spec.Name)}
 }
 
+// Name implements Source.
 func (s *httpSource) Name() string { return s.spec.Name }
 
 // Start connects and initializes unless connected.
@@ -114,11 +115,12 @@ func (s *httpSource) connect(ctx context.Context) error {
 func (s *httpSource) conn() (*httpConn, error) {
 	c := s.cur.Load()
 	if c == nil {
-		return nil, fmt.Errorf("tool server '%s' is not running (not connected): %w", s.spec.Name, ErrNotRunning)
+		return nil, opErr(ErrNotRunning, nil, "tool server '%s' is not running (not connected)", s.spec.Name)
 	}
 	return c, nil
 }
 
+// Tools lists every page of the upstream's tools/list, schemas raw.
 func (s *httpSource) Tools(ctx context.Context) ([]Tool, error) {
 	c, err := s.conn()
 	if err != nil {
@@ -133,6 +135,7 @@ func (s *httpSource) Tools(ctx context.Context) ([]Tool, error) {
 	return tools, nil
 }
 
+// Call calls a tool upstream under the source's call timeout.
 func (s *httpSource) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	c, err := s.conn()
 	if err != nil {
@@ -152,7 +155,7 @@ func (s *httpSource) callError(parent, ctx context.Context, what string, err err
 		return e
 	}
 	if isTransportError(err) {
-		return fmt.Errorf("tool server '%s' is not reachable (%v): %w", s.spec.Name, err, ErrNotRunning)
+		return opErr(ErrNotRunning, err, "tool server '%s' is not reachable: %v", s.spec.Name, err)
 	}
-	return fmt.Errorf("tool server '%s': %s: %w: %v", s.spec.Name, what, ErrUpstream, err)
+	return upstreamError(s.spec.Name, what, err)
 }

@@ -19,19 +19,23 @@ func orDefault(l *slog.Logger) *slog.Logger {
 // is given to mcp-go's server, which logs every request at Info.
 type demoteHandler struct{ slog.Handler }
 
+// Enabled reports whether the demoted level is enabled.
 func (h demoteHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return h.Handler.Enabled(ctx, demote(l))
 }
 
+// Handle logs r at its demoted level.
 func (h demoteHandler) Handle(ctx context.Context, r slog.Record) error {
 	r.Level = demote(r.Level)
 	return h.Handler.Handle(ctx, r)
 }
 
+// WithAttrs keeps the demotion.
 func (h demoteHandler) WithAttrs(a []slog.Attr) slog.Handler {
 	return demoteHandler{h.Handler.WithAttrs(a)}
 }
 
+// WithGroup keeps the demotion.
 func (h demoteHandler) WithGroup(n string) slog.Handler {
 	return demoteHandler{h.Handler.WithGroup(n)}
 }
@@ -54,6 +58,7 @@ type stderrLog struct {
 	buf []byte
 }
 
+// Write logs every complete line of p (bounded) and keeps the rest.
 func (w *stderrLog) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

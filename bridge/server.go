@@ -35,7 +35,8 @@ type ServerOptions struct {
 	// on the call's goroutine, concurrently for concurrent calls, and must
 	// not block long. Calls refused before reaching a tool (unknown or
 	// hidden names, bad tokens) are not reported.
-	OnCall   func(CallStart)
+	OnCall func(CallStart)
+	// OnResult: see OnCall. It fires once per OnCall, also for failures.
 	OnResult func(CallEnd)
 	// CallTimeout bounds each call; zero means DefaultCallTimeout, negative
 	// means none (sources may still have their own).

@@ -75,6 +75,7 @@ func NewStdioSource(spec StdioSpec, sup *process.Supervisor, log *slog.Logger) S
 	return &stdioSource{spec: spec, sup: sup, log: log, router: newProgressRouter(spec.Name)}
 }
 
+// Name implements Source.
 func (s *stdioSource) Name() string { return s.spec.Name }
 
 // Pid returns the upstream's pid, or 0 when it is not started.
@@ -210,7 +211,7 @@ func (s *stdioSource) stopConn(ctx context.Context, c *stdioConn) error {
 func (s *stdioSource) conn() (*stdioConn, error) {
 	c := s.cur.Load()
 	if c == nil {
-		return nil, fmt.Errorf("tool server '%s' is not running (not started): %w", s.spec.Name, ErrNotRunning)
+		return nil, opErr(ErrNotRunning, nil, "tool server '%s' is not running (not started)", s.spec.Name)
 	}
 	if !c.p.Alive() || c.broken.Load() {
 		return nil, s.notRunning(c)
@@ -225,9 +226,10 @@ func (s *stdioSource) notRunning(c *stdioConn) error {
 	} else if c.broken.Load() {
 		why = "it stopped reading its input"
 	}
-	return fmt.Errorf("tool server '%s' is not running (%s): %w", s.spec.Name, why, ErrNotRunning)
+	return opErr(ErrNotRunning, nil, "tool server '%s' is not running (%s)", s.spec.Name, why)
 }
 
+// Tools lists every page of the upstream's tools/list, schemas raw.
 func (s *stdioSource) Tools(ctx context.Context) ([]Tool, error) {
 	c, err := s.conn()
 	if err != nil {
@@ -242,6 +244,7 @@ func (s *stdioSource) Tools(ctx context.Context) ([]Tool, error) {
 	return tools, nil
 }
 
+// Call calls a tool upstream under the source's call timeout.
 func (s *stdioSource) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	c, err := s.conn()
 	if err != nil {
@@ -274,54 +277,5 @@ func (s *stdioSource) callError(parent, ctx context.Context, c *stdioConn, what 
 		t.Stop()
 		return s.notRunning(c)
 	}
-	return fmt.Errorf("tool server '%s': %s: %w: %v", s.spec.Name, what, ErrUpstream, err)
+	return upstreamError(s.spec.Name, what, err)
 }
-
-// withTimeout is context.WithTimeout, or WithCancel for d <= 0.
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
-}
-
-// timeoutError returns an ErrTimeout error if ctx (derived from parent with
-// timeout d) ended by its own deadline, the parent's error if the parent
-// ended, and nil otherwise.
-func timeoutError(parent, ctx context.Context, source, what string, d time.Duration) error {
-	if err := parent.Err(); err != nil {
-		if errors.Is(context.Cause(parent), context.DeadlineExceeded) {
-			return fmt.Errorf("tool '%s' of '%s' timed out: %w (%w)", what, source, ErrTimeout, err)
-		}
-		return fmt.Errorf("tool '%s' of '%s': %w", what, source, err)
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("tool '%s' of '%s' timed out after %s: %w", what, source, d, ErrTimeout)
-	}
-	return nil
-}
-
-// stdinWriter writes JSON-RPC frames to the upstream's stdin with a write
-// deadline, so that an upstream that stops reading cannot block the bridge
-// for longer than a call may take. A write that times out may have left a
-// partial frame, so the upstream is killed (onTimeout).
-type stdinWriter struct {
-	f         *os.File
-	p         *process.Process
-	timeout   time.Duration
-	onTimeout func()
-}
-
-func (w *stdinWriter) Write(b []byte) (int, error) {
-	if w.timeout > 0 {
-		w.f.SetWriteDeadline(time.Now().Add(w.timeout))
-	}
-	n, err := w.f.Write(b)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		w.onTimeout()
-	}
-	return n, err
-}
-
-// Close closes the upstream's stdin (end of input).
-func (w *stdinWriter) Close() error { return w.p.CloseStdin() }

@@ -9,9 +9,18 @@ import (
 )
 
 // Tool is one upstream tool with its JSON kept raw, so that schemas pass
-// through the bridge byte for byte (after JSON compaction, which every
-// encoding/json-based server already applies).
+// through the bridge byte for byte: every keyword, key order and value is
+// kept. The Server's encoder (encoding/json, inside mcp-go) compacts
+// whitespace and escapes <, > and & as \u003c, \u003e, \u0026, so an
+// upstream that already sends compact, escaped JSON (any encoding/json
+// server, e.g. mcp-go) is reproduced exactly and a pretty-printing one
+// gets the equivalent compact form.
+//
+// Annotations, Meta, Icons and Execution are re-served through mcp-go's
+// types: their known fields pass, unknown keys of annotations are dropped.
 type Tool struct {
+	// Name is the tool's name at its source; Title and Description are
+	// passed through.
 	Name, Title, Description string
 	// InputSchema and OutputSchema are exactly as the upstream sent them;
 	// OutputSchema may be empty.

@@ -92,34 +92,104 @@ func ownCgroup() string {
 	return "/"
 }
 
+// defaultCgroupRoot returns the cgroup v2 mount point, this process's own
+// cgroup path, and the directory of that cgroup (under which a supervisor
+// makes its own).
+func defaultCgroupRoot() (mount, own, dir string, err error) {
+	mp, mroot, err := findCgroup2()
+	if err != nil {
+		return "", "", "", err
+	}
+	own = ownCgroup()
+	rel := own
+	if r, ok := strings.CutPrefix(own, mroot); ok && mroot != "/" {
+		rel = r
+	}
+	return mp, own, filepath.Join(mp, rel), nil
+}
+
+// CgroupInfo describes the cgroup v2 setup a Supervisor would use, as found
+// by ProbeCgroup.
+type CgroupInfo struct {
+	// Mount is where the cgroup2 filesystem is mounted.
+	Mount string `json:"mount,omitempty"`
+	// Own is this process's cgroup, as /proc/self/cgroup names it.
+	Own string `json:"own,omitempty"`
+	// Root is the directory under which a supervisor makes its own
+	// (harnessd-<pid>-<random>, one leaf per process tree below it).
+	Root string `json:"root,omitempty"`
+	// Writable reports that a directory could be made (and removed) in Root.
+	Writable bool `json:"writable"`
+	// Kill reports that the new directory had cgroup.kill (Linux 5.14+).
+	Kill bool `json:"kill"`
+	// Controllers lists Root's cgroup.controllers (none are needed for
+	// killing; they matter for resource limits).
+	Controllers []string `json:"controllers"`
+	// Error says why cgroups cannot be used, empty when they can.
+	Error string `json:"error,omitempty"`
+}
+
+// ProbeCgroup finds the cgroup v2 directory a Supervisor would use (root, or
+// this process's own cgroup when root is empty) and tests that a directory
+// can be made there and has cgroup.kill. The scratch directory it makes is
+// removed before it returns; it never panics.
+func ProbeCgroup(root string) CgroupInfo {
+	var info CgroupInfo
+	if root == "" {
+		mp, own, dir, err := defaultCgroupRoot()
+		if err != nil {
+			info.Error = err.Error()
+			return info
+		}
+		info.Mount, info.Own, root = mp, own, dir
+	} else if mp, _, err := findCgroup2(); err == nil {
+		info.Mount, info.Own = mp, ownCgroup()
+	}
+	info.Root = root
+	info.Controllers = []string{}
+	b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+	if err != nil {
+		info.Error = fmt.Sprintf("%s is not a cgroup v2 directory: %v", root, err)
+		return info
+	}
+	info.Controllers = append(info.Controllers, strings.Fields(string(b))...)
+	scratch := filepath.Join(root, fmt.Sprintf("harnessd-probe-%d-%s", os.Getpid(), newTreeID()))
+	if err := os.Mkdir(scratch, 0o755); err != nil {
+		info.Error = fmt.Sprintf("cannot create a cgroup in %s: %v", root, err)
+		return info
+	}
+	info.Writable = true
+	if _, err := os.Stat(filepath.Join(scratch, "cgroup.kill")); err == nil {
+		info.Kill = true
+	} else {
+		info.Error = "cgroup.kill not available (kernel < 5.14?)"
+	}
+	if err := os.Remove(scratch); err != nil {
+		info.Error = fmt.Sprintf("scratch cgroup %s not removed: %v", scratch, err)
+	}
+	return info
+}
+
 // newCgroupManager creates this daemon's cgroup directory below its own
 // cgroup (or below root when given) and checks that a leaf can be made and
 // killed there.
 func newCgroupManager(root string) (*cgroupManager, error) {
 	if root == "" {
-		mp, mroot, err := findCgroup2()
-		if err != nil {
+		var err error
+		if _, _, root, err = defaultCgroupRoot(); err != nil {
 			return nil, err
 		}
-		own := ownCgroup()
-		if rel, ok := strings.CutPrefix(own, mroot); ok && mroot != "/" {
-			own = rel
-		}
-		root = filepath.Join(mp, own)
 	}
 	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
 		return nil, fmt.Errorf("%s is not a cgroup v2 directory: %w", root, err)
 	}
-	parent := filepath.Join(root, fmt.Sprintf("harnessd-%d", os.Getpid()))
+	// The pid alone does not name a daemon: every containerised daemon is
+	// PID 1 of its own namespace, and namespaces often share one cgroup
+	// hierarchy. A random suffix keeps daemons (and supervisors of one
+	// process) from ever adopting, or clearing out, each other's directory.
+	parent := filepath.Join(root, fmt.Sprintf("harnessd-%d-%s", os.Getpid(), newTreeID()))
 	if err := os.Mkdir(parent, 0o755); err != nil {
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create %s: %w", parent, err)
-		}
-		// A leftover of an earlier daemon that had our pid: clear it out.
-		removeCgroupTree(parent)
-		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create %s: %w", parent, err)
-		}
+		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
 	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil {
 		os.Remove(parent)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Scenarios from the reference's process-helper acceptance checklist.
@@ -101,5 +103,28 @@ func TestStopAfterLeaderExitKillsDescendants(t *testing.T) {
 	}
 	if alive(child) {
 		t.Fatalf("descendant %d survived Stop after its leader exited", child)
+	}
+}
+
+func TestSignalReachesGroup(t *testing.T) {
+	s := newSup(t, Options{Cgroup: ModeOff})
+	p := startReady(t, s, agentSpec(t))
+	child := pidFrom(t, turn(t, p, "spawn"), "spawned")
+	if err := p.Signal(unix.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.Wait(context.Background()); st.Signal != "SIGINT" {
+		t.Fatalf("leader exit %+v, want SIGINT", st)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(child) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if alive(child) {
+		t.Fatal("group member did not get the signal")
+	}
+	p.Stop(context.Background(), 0)
+	if err := p.Signal(unix.SIGINT); !errors.Is(err, ErrStopped) {
+		t.Fatalf("signal after stop: %v", err)
 	}
 }

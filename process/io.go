@@ -242,15 +242,10 @@ func (p *Process) Write(ctx context.Context, b []byte) error {
 	} else {
 		p.stdin.SetWriteDeadline(time.Time{})
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			p.stdin.SetWriteDeadline(time.Unix(1, 0))
-		case <-done:
-		}
-	}()
+	// Abandon the write when ctx ends; AfterFunc costs no goroutine unless
+	// that happens.
+	stop := context.AfterFunc(ctx, func() { p.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
 	_, err := p.stdin.Write(b)
 	if err != nil {
 		return p.writeErr(ctx, err)

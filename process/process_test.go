@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -513,4 +514,119 @@ func countFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
+}
+
+// TestSupervisorsShareNoCgroupDirectory: two supervisors with the same pid
+// (as two containerised daemons are both PID 1 of their namespaces) each get
+// their own cgroup directory, and creating the second leaves the first's
+// trees alone.
+func TestSupervisorsShareNoCgroupDirectory(t *testing.T) {
+	s1, err := NewSupervisor(Options{Cgroup: ModeRequired, Subreaper: ModeOff})
+	if err != nil {
+		t.Skipf("cgroup v2 not available on this machine: %v", err)
+	}
+	defer s1.Close(context.Background(), 0)
+	p := startReady(t, s1, agentSpec(t))
+	if p.KillMode() != "cgroup" {
+		t.Skipf("tree not placed in a cgroup (%s)", p.KillMode())
+	}
+	s2 := newSup(t, Options{Cgroup: ModeRequired, Subreaper: ModeOff})
+	d1, d2 := s1.Mechanisms().CgroupPath, s2.Mechanisms().CgroupPath
+	if d1 == d2 {
+		t.Fatalf("both supervisors use %s", d1)
+	}
+	if !p.Alive() {
+		t.Fatal("creating a second supervisor killed the first one's tree")
+	}
+	if _, err := os.Stat(d1); err != nil {
+		t.Fatalf("first supervisor's cgroup directory: %v", err)
+	}
+	turn(t, p, "reply still here")
+}
+
+// TestKillCutsGraceShort: Kill ends a tree whose Stop is waiting out a long
+// grace for a child that ignores SIGTERM, so the Stop returns at once.
+func TestKillCutsGraceShort(t *testing.T) {
+	s := newSup(t, Options{})
+	p := startReady(t, s, agentSpec(t, "--ignore-term"))
+	member := pidFrom(t, turn(t, p, "spawn ignore-term"), "spawned")
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Stop(context.Background(), time.Hour) }()
+	// Kill only signals trees it still tracks; the Stop above is in its
+	// grace period as soon as the leader has had SIGTERM (which it ignores).
+	if n := s.Kill(); n != 1 {
+		t.Fatalf("Kill signalled %d trees, want 1", n)
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop still waiting for its grace after Kill")
+	}
+	if alive(member) || p.Alive() {
+		t.Fatal("tree survived Kill")
+	}
+	if n := s.Kill(); n != 0 {
+		t.Fatalf("Kill after the stop signalled %d trees", n)
+	}
+}
+
+// TestProbeCgroupLeavesNothing: ProbeCgroup reports the directory a
+// supervisor would use and removes its scratch cgroup.
+func TestProbeCgroupLeavesNothing(t *testing.T) {
+	info := ProbeCgroup("")
+	t.Logf("%+v", info)
+	if info.Root == "" {
+		if info.Error == "" {
+			t.Fatal("no root and no error")
+		}
+		t.Skipf("no cgroup v2 here: %s", info.Error)
+	}
+	entries, err := os.ReadDir(info.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "harnessd-probe-"+strconv.Itoa(os.Getpid())+"-") {
+			t.Errorf("scratch cgroup left behind: %s", e.Name())
+		}
+	}
+	s, err := NewSupervisor(Options{Cgroup: ModeRequired, Subreaper: ModeOff})
+	if (err == nil) != (info.Writable && info.Kill) {
+		t.Fatalf("ProbeCgroup says writable=%v kill=%v (%s) but NewSupervisor: %v", info.Writable, info.Kill, info.Error, err)
+	}
+	if s != nil {
+		if got := filepath.Dir(s.Mechanisms().CgroupPath); got != info.Root {
+			t.Errorf("supervisor directory is under %s, probe said %s", got, info.Root)
+		}
+		s.Close(context.Background(), 0)
+	}
+	bad := ProbeCgroup(t.TempDir())
+	if bad.Error == "" || bad.Writable {
+		t.Errorf("a plain directory passed as a cgroup: %+v", bad)
+	}
+}
+
+// TestCloseTwiceConcurrently: Close may be called from several goroutines
+// (a drain and a forced exit); each returns once the trees are gone.
+func TestCloseTwiceConcurrently(t *testing.T) {
+	s, err := NewSupervisor(Options{ReapOrphans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startReady(t, s, agentSpec(t, "--ignore-term"))
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- s.Close(context.Background(), 50*time.Millisecond) }()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+	if p.Alive() || s.Live() != 0 {
+		t.Fatalf("after Close: alive %v, live trees %d", p.Alive(), s.Live())
+	}
 }

@@ -59,7 +59,8 @@ type Spec struct {
 	// StderrTailLines and StderrTailBytes bound the kept stderr tail.
 	StderrTailLines int
 	StderrTailBytes int
-	// Stderr, if set, also receives every stderr line (with its newline).
+	// Stderr, if set, also receives everything the child writes to stderr,
+	// as it is read (chunks, not whole lines).
 	Stderr io.Writer
 
 	// Logger receives lifecycle records; nil means slog.Default().

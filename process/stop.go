@@ -271,3 +271,26 @@ func (p *Process) sweep() int {
 	p.log.Error("process tree members survived 50 kill sweeps")
 	return total
 }
+
+// Signal sends sig to every member of the tree — the process group, or in
+// PTY mode every process group of the session — as long as any is left.
+// It fails with ErrStopped once Stop has finished.
+func (p *Process) Signal(sig unix.Signal) error {
+	select {
+	case <-p.stopped:
+		return ErrStopped
+	default:
+	}
+	if p.ptmx != nil {
+		for _, pg := range p.sessionGroups() {
+			unix.Kill(-pg, sig)
+		}
+		return nil
+	}
+	// The group id stays reserved while any member lives, even after the
+	// leader exited, so signalling it cannot hit an unrelated group.
+	if err := unix.Kill(-p.pid, sig); err != nil && err != unix.ESRCH {
+		return err
+	}
+	return nil
+}

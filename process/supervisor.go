@@ -68,11 +68,12 @@ func (m Mechanisms) KillMode() string {
 // Supervisor starts and tracks process trees. One daemon has one Supervisor;
 // Close stops every tree it still owns.
 type Supervisor struct {
-	mech   Mechanisms
-	cg     *cgroupManager
-	log    *slog.Logger
-	cancel context.CancelFunc
-	reaped chan struct{}
+	mech       Mechanisms
+	cg         *cgroupManager
+	log        *slog.Logger
+	cancel     context.CancelFunc // stops the orphan reaper, if any
+	reaped     chan struct{}
+	stopReaper sync.Once
 
 	mu     sync.Mutex
 	live   map[*Process]struct{}
@@ -174,8 +175,38 @@ func (s *Supervisor) Live() int {
 	return len(s.live)
 }
 
+// Kill sends SIGKILL to every live tree at once — through its cgroup where it
+// has one, else to its process group or session — without waiting, and
+// returns how many trees it signalled. Stops already in progress (however
+// long their grace) then finish promptly, sweeping up escapees as usual. It
+// is for a forced exit (a second signal, an overrun drain); Close must still
+// be called.
+func (s *Supervisor) Kill() int {
+	s.mu.Lock()
+	procs := make([]*Process, 0, len(s.live))
+	for p := range s.live {
+		procs = append(procs, p)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, p := range procs {
+		select {
+		case <-p.stopped:
+			continue // already gone; its pid may be reused
+		default:
+		}
+		p.killTree()
+		n++
+	}
+	if n > 0 {
+		s.log.Warn("killed every process tree", "trees", n)
+	}
+	return n
+}
+
 // Close stops every live tree with the given grace, stops the orphan reaper
-// and removes the daemon's cgroup directory. It is safe to call more than once.
+// and removes the daemon's cgroup directory. It is safe to call more than
+// once, also concurrently; a later call waits for trees still stopping.
 func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	s.closed = true
@@ -195,11 +226,12 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 		}()
 	}
 	wg.Wait()
-	if s.cancel != nil {
-		s.cancel()
-		<-s.reaped
-		s.cancel = nil
-	}
+	s.stopReaper.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+			<-s.reaped
+		}
+	})
 	if s.cg != nil {
 		errs = append(errs, s.cg.close())
 	}

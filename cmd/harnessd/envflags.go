@@ -11,7 +11,9 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	_ "github.com/harnessd/harnessd/harness/acp" // adapters register themselves
 	_ "github.com/harnessd/harnessd/harness/claude"
+	_ "github.com/harnessd/harnessd/harness/exec"
 	_ "github.com/harnessd/harnessd/harness/jsonl"
+	_ "github.com/harnessd/harnessd/harness/pty"
 	"github.com/harnessd/harnessd/internal/units"
 )
 

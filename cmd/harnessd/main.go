@@ -1,16 +1,41 @@
 // Command harnessd turns a CLI agent into a reinforcement-learning
 // environment: it serves OpenEnv's protocol over WebSocket and HTTP, runs
-// one episode locally, or chats with a running server.
+// one episode locally, or chats with a running server. It is built to be a
+// container's entrypoint (PID 1); docs/deploy.md covers containers and
+// Kubernetes.
 //
-// Exit codes: 0 success (including a drained shutdown); 1 runtime failure;
-// 2 usage or configuration error; 3 a required isolation mechanism is
-// missing (check, serve --require).
+// Exit codes (the same for every command; docs/deploy.md repeats them):
+//
+//	0  success; for serve, a drained shutdown after SIGTERM, SIGINT or SIGHUP
+//	1  runtime failure: the listener failed, a drain overran --drain-timeout
+//	   or was cut short by a second signal, an episode of run failed, a
+//	   probe of check failed, a server was not healthy (health)
+//	2  usage or configuration error (bad flags, invalid config file)
+//	3  a required isolation mechanism is missing: check --require,
+//	   serve --require, --cgroup required, --subreaper required
+//
+// Signals (serve; run ends its episode on the same ones and exits 1):
+//
+//	SIGTERM, SIGINT, SIGHUP  drain: /health turns unhealthy (503), no new
+//	                         connections, every session ends (its harness
+//	                         tree gets SIGTERM, the stop grace, then SIGKILL;
+//	                         tool servers likewise), sockets close with
+//	                         "going away"; exit 0
+//	a second one, or a drain longer than --drain-timeout
+//	                         kill every process tree at once; exit 1
+//	SIGQUIT                  write every goroutine's stack to stderr and keep
+//	                         running
+//
+// Each has a handler, so all of them work when harnessd is PID 1, where the
+// kernel discards signals left at their default action. As PID 1 harnessd
+// also reaps every orphan re-parented to it.
 package main
 
 import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Exit codes.
@@ -38,7 +63,9 @@ func register(name, summary string, run func(args []string) int) {
 func usage() string {
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
-		names = append(names, n)
+		if !strings.HasPrefix(n, "_") { // internal (probe children)
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	s := "harnessd turns a CLI agent into a reinforcement-learning environment.\n\nusage: harnessd <command> [flags]\n\ncommands:\n"

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"syscall"
 
 	"golang.org/x/term"
 
@@ -45,6 +44,9 @@ func runRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), drainSignals...)
+	defer stop()
+	defer dumpStacksOnQuit(log)()
 	cfg, err := ef.build(fs.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
@@ -55,8 +57,6 @@ func runRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitMissing
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	defer sup.Close(context.Background(), 0)
 
 	sess, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Logger: log})

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/internal/units"
@@ -78,6 +77,9 @@ func runServe(args []string) int {
 	idle := fs.String("idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
 	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
 	maxFrame := fs.String("max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
+	var req requireFlag
+	fs.Var(&req, "require", "refuse to start (exit 3) unless these mechanisms are verified or available, probed as harnessd check does: "+strings.Join(mechanismNames, ", "))
+	drainFlag := fs.String("drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -86,6 +88,13 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
 		return exitUsage
 	}
+	// Handlers first: a signal that arrives while starting up is kept and
+	// acted on once serving (as PID 1, one without a handler would be lost,
+	// or end the daemon with code 2).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, drainSignals...)
+	defer signal.Stop(sigs)
+	defer dumpStacksOnQuit(log)()
 	cfg, err := ef.build(fs.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
@@ -114,12 +123,21 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve: --max-frame-bytes:", err)
 		return exitUsage
 	}
+	dt, err := units.ParseDuration(*drainFlag)
+	if err != nil || dt <= 0 {
+		fmt.Fprintf(os.Stderr, "harnessd serve: --drain-timeout %q: want a positive duration such as 20s\n", *drainFlag)
+		return exitUsage
+	}
+	drainTimeout := dt.D()
 	token, err := apiToken(*tokenFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
 		return exitUsage
 	}
 
+	if len(req) > 0 && !requirementsMet(log, &iso, req) {
+		return exitMissing
+	}
 	sup, err := iso.supervisor(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
@@ -152,9 +170,6 @@ func runServe(args []string) int {
 		}
 	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -164,23 +179,85 @@ func runServe(args []string) int {
 		log.Error("server stopped", "err", err)
 		code = exitFailure
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String())
-		go func() {
-			<-sigs
-			log.Error("second signal: exiting without a full drain")
-			os.Exit(exitFailure)
-		}()
+		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout.String(), "sessions", srv.ActiveSessions())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		log.Warn("drain incomplete", "err", err)
+	if c := drain(log, srv, sup, sigs, drainTimeout); c != exitOK {
+		code = c
 	}
-	if err := sup.Close(ctx, 0); err != nil {
-		log.Warn("process supervisor close", "err", err)
-	}
-	log.Info("stopped")
+	log.Info("stopped", "exit_code", code, "live_trees", sup.Live())
 	return code
+}
+
+// requirementsMet probes the required mechanisms (only those) as harnessd
+// check would, logs every one that is missing, and reports whether all are
+// there. A probe that cannot run counts as missing: serve fails closed.
+func requirementsMet(log *slog.Logger, iso *isolationFlags, req []string) bool {
+	opts, _, err := iso.checkOptions(log)
+	if err == nil {
+		var rep *checkReport
+		if rep, err = runChecks(opts, req, false); err == nil {
+			for _, n := range rep.Unmet {
+				c := rep.Checks[n]
+				log.Error("refusing to start: a required mechanism is missing", "mechanism", n, "status", c.Status, "detail", c.Detail)
+			}
+			if len(rep.Unmet) == 0 {
+				log.Info("required mechanisms present", "required", strings.Join(req, ","))
+			}
+			return len(rep.Unmet) == 0
+		}
+	}
+	log.Error("refusing to start: cannot probe the required mechanisms", "err", err)
+	return false
+}
+
+// forceWait bounds how long a forced exit waits for the killed trees to be
+// reaped and the cgroup directories removed.
+const forceWait = 10 * time.Second
+
+// drain ends every session (each harness tree gets SIGTERM, its stop grace,
+// then SIGKILL), closes sockets with "going away" and closes the supervisor.
+// A second signal, or a drain that overruns timeout, kills every tree at once
+// and makes the exit code exitFailure.
+func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <-chan os.Signal, timeout time.Duration) int {
+	// The timer below is the drain's only deadline: a context deadline would
+	// let Shutdown and Close return early, and the daemon exit, while trees
+	// are still being stopped.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("drain incomplete", "err", err)
+		}
+		if err := sup.Close(ctx, 0); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("process supervisor close", "err", err)
+		}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return exitOK
+	case sig := <-sigs:
+		log.Error("second signal: killing every process tree and exiting without a full drain", "signal", sig.String())
+	case <-timer.C:
+		log.Error("drain timed out: killing every process tree", "drain_timeout", timeout.String())
+	}
+	// SIGKILL everything, stop waiting for handlers, then give the stops
+	// (now quick) a bounded time to sweep escapees and reap.
+	sup.Kill()
+	cancel()
+	fctx, fcancel := context.WithTimeout(context.Background(), forceWait)
+	defer fcancel()
+	select {
+	case <-done:
+	case <-fctx.Done():
+	}
+	if err := sup.Close(fctx, 0); err != nil {
+		log.Error("process trees still being stopped; exiting anyway", "err", err)
+	}
+	return exitFailure
 }
 
 // apiToken reads the token from a file or HARNESSD_API_TOKEN (which is then

@@ -284,3 +284,14 @@ func atoiDefault(s string, def int) int {
 	}
 	return def
 }
+
+// SayFunc adapts a directive that only answers with text ("" says nothing)
+// to a DirectiveFunc.
+func SayFunc(f func(arg string) string) DirectiveFunc {
+	return func(_ context.Context, arg string, say func(string)) bool {
+		if s := f(arg); s != "" {
+			say(s)
+		}
+		return false
+	}
+}

@@ -14,22 +14,6 @@ import (
 	"time"
 )
 
-// Options are the start-up behaviours of the fake agent.
-type Options struct {
-	SlowStart     time.Duration // wait before announcing ready
-	CrashOnStart  int           // exit with this code before ready (0: don't)
-	NeverReady    bool          // never announce ready
-	IgnoreTerm    bool          // ignore SIGTERM from the start
-	StartupStderr string        // written to stderr at start
-	NoisyStart    bool          // print a non-JSON banner line before ready
-	MCPProtocol   string        // protocol version for MCP calls
-	// StreamJSON holds the Claude/Qwen flags of the stream-json front end.
-	StreamJSON StreamJSONFlags
-	IgnoreEOF  bool   // acp: keep running after stdin ends
-	ACPNoHTTP  bool   // acp: advertise no http MCP support
-	ACPAuth    string // acp: require authenticate with this method id
-}
-
 // lineWriter writes whole lines to stdout under a lock.
 type lineWriter struct {
 	mu     sync.Mutex

@@ -169,8 +169,8 @@ var catalog = map[string]def{
 
 // Stats is the JSON text the stats tool returns.
 type Stats struct {
-	PID       int            `json:"pid"`
-	Count     int64          `json:"count"`
+	PID       int            `json:"pid"`       // the tool server's process id
+	Count     int64          `json:"count"`     // calls of count so far
 	Cancelled int64          `json:"cancelled"` // slow calls that saw their cancellation
 	Calls     map[string]int `json:"calls"`     // calls per tool (original names)
 }

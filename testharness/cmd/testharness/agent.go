@@ -29,6 +29,10 @@ func runAgent(args []string) int {
 	fs.BoolVar(&o.IgnoreEOF, "ignore-eof", false, "acp: keep running after stdin ends")
 	fs.BoolVar(&o.ACPNoHTTP, "acp-no-http", false, "acp: advertise mcpCapabilities.http false")
 	fs.StringVar(&o.ACPAuth, "acp-auth", "", "acp: require authenticate with this method id before session/new")
+	fs.StringVar(&o.SessionDir, "session-dir", "", "oneshot: directory of saved sessions (default $HOME/.testharness/sessions)")
+	fs.StringVar(&o.Resume, "resume", "", "oneshot: continue this session id")
+	fs.StringVar(&o.Format, "format", "", "oneshot: output format: jsonl (default), text, codex, gemini, opencode")
+	fs.IntVar(&o.NoPromptAfter, "no-prompt-after", 0, "tui: stop printing the prompt after N turns")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -36,6 +40,7 @@ func runAgent(args []string) int {
 		fmt.Fprintf(os.Stderr, "testharness agent: %v apply to --protocol stream-json only\n", given)
 		return 2
 	}
+	o.Args = fs.Args()
 	run, ok := agent.Protocols[*protocol]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "testharness agent: unknown protocol %q (have %v)\n", *protocol, agent.ProtocolNames())
