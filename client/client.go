@@ -130,11 +130,21 @@ func (cn *conn) readLoop() {
 
 func (cn *conn) write(ctx context.Context, b []byte) error {
 	cn.wmu.Lock()
-	defer cn.wmu.Unlock()
-	if err := cn.c.Write(ctx, websocket.MessageText, b); err != nil {
-		return fmt.Errorf("send: %w", err)
+	err := cn.c.Write(ctx, websocket.MessageText, b)
+	cn.wmu.Unlock()
+	if err == nil {
+		return nil
 	}
-	return nil
+	if ctx.Err() == nil {
+		// The server may have closed the connection (e.g. 1001 when it
+		// shuts down): report that, as ErrClosed, once the reader saw it.
+		select {
+		case <-cn.done:
+			return fmt.Errorf("send: %w", cn.closedErr())
+		case <-time.After(time.Second):
+		}
+	}
+	return fmt.Errorf("send: %w", err)
 }
 
 // pending returns a frame the server sent before it closed the connection

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // TreeEnvVar is set in every child's environment to a value unique to its
@@ -276,8 +277,19 @@ func (p *Process) Alive() bool {
 	case <-p.exited:
 		return false
 	default:
-		return true
 	}
+	// The leader may have exited, or even been reaped, while waitExit has
+	// not closed exited yet: ask the kernel without reaping, so that a
+	// harness gone between turns is never taken for a live one.
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	switch {
+	case err == nil:
+		return info.Signo == 0 // no state change to report: still running
+	case errors.Is(err, unix.ECHILD): // already reaped by waitExit
+		return false
+	}
+	return true
 }
 
 // ExitStatus returns the leader's exit status once it has exited.

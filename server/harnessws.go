@@ -123,10 +123,17 @@ func parseHarnessFrame(in inbound) (*string, *wireError) {
 func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string, backlog []inbound) {
 	events := make(chan harness.Event, 1024)
 	flushed := make(chan struct{})
+	// The terminal error event is held back until the turn's error type is
+	// known, which decides its public message.
+	var terminal *harness.Event
 	go func() {
 		defer close(flushed)
 		for e := range events {
-			wc.send(s.sanitizeEvent(e))
+			if isTerminalError(e) {
+				terminal = &e
+				continue
+			}
+			wc.send(e)
 		}
 	}()
 	type result struct {
@@ -161,6 +168,15 @@ wait:
 	}
 	close(events)
 	<-flushed
+	if terminal != nil {
+		if res.obs != nil && res.obs.Metadata.ErrorType != "" {
+			e := *terminal
+			e.Data = map[string]any{"message": terminalMessage(res.obs.Metadata.ErrorType, res.obs.Metadata.Error), "recoverable": false}
+			wc.send(e)
+		} else {
+			wc.send(s.sanitizeEvent(*terminal))
+		}
+	}
 	switch {
 	case res.err != nil:
 		// Misuse (episode over): a terminal error, as for a dead harness.
@@ -175,6 +191,26 @@ wait:
 		return "episode complete", nil
 	}
 	return "", backlog
+}
+
+func isTerminalError(e harness.Event) bool {
+	return e.Type == harness.EventError && e.Source == harness.SourceDaemon && e.Data["recoverable"] == false
+}
+
+// terminalMessage is the public message of a turn that ended the session:
+// the reference's messages (§13.1) for a dead harness, a stream without
+// turn_complete and a timeout; the daemon's own limit messages as they are;
+// nothing the harness printed.
+func terminalMessage(t harness.ErrorType, msg string) string {
+	switch t {
+	case harness.ErrTurnTimeout, harness.ErrEpisodeTimeout, harness.ErrOutputLimit, harness.ErrMaxTurns:
+		return msg
+	case harness.ErrHarnessExited:
+		return "harness process is not running"
+	case harness.ErrProtocol:
+		return "harness event stream ended without a TURN_COMPLETE event"
+	}
+	return "harness turn failed"
 }
 
 // sanitizeEvent replaces the message of a terminal daemon error (which may

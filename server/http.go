@@ -197,12 +197,27 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 }
 
 // present prepares an observation for the wire; production mode keeps the
-// harness's stderr to the logs.
+// harness's stderr, and failure messages that may quote it, to the logs.
 func (s *Server) present(obs *harness.Observation) *harness.Observation {
-	if s.mode != Production || obs.Metadata.StderrTail == "" {
+	md := obs.Metadata
+	if s.mode != Production || (md.StderrTail == "" && md.ErrorType == "") {
 		return obs
 	}
 	c := *obs
 	c.Metadata.StderrTail = ""
+	if md.ErrorType != "" {
+		msg := "harness failed to start"
+		if md.ErrorType != harness.ErrStartupFailed {
+			msg = terminalMessage(md.ErrorType, md.Error)
+		}
+		c.Metadata.Error = msg
+		c.Metadata.TurnEvents = make([]harness.Event, len(md.TurnEvents))
+		for i, e := range md.TurnEvents {
+			if isTerminalError(e) {
+				e.Data = map[string]any{"message": msg, "recoverable": false}
+			}
+			c.Metadata.TurnEvents[i] = e
+		}
+	}
 	return &c
 }

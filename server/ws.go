@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	"github.com/coder/websocket"
 )
@@ -27,12 +28,16 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := "client closed the connection"
-	defer func() {
-		m.attached.Store(false)
-		if attachID == "" || m.closing.Load() {
-			s.destroy(m, why)
-		}
-	}()
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			m.attached.Store(false)
+			if attachID == "" || m.closing.Load() {
+				s.destroy(m, why)
+			}
+		})
+	}
+	defer end()
 
 	for {
 		select {
@@ -42,7 +47,10 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			if !s.handleWSFrame(wc, m, in.data) {
+				// The session ends before the close handshake completes, so
+				// a client may reconnect at once and find its slot free.
 				why = "client sent close"
+				end()
 				wc.close(websocket.StatusNormalClosure, "session closed")
 				return
 			}

@@ -1,0 +1,119 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/client"
+	"github.com/harnessd/harnessd/harness"
+	_ "github.com/harnessd/harnessd/harness/jsonl"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/server"
+)
+
+// BenchmarkTurnInProcess is BenchmarkTurnOverhead's daemon path with the
+// server in the benchmark's own process, so that a CPU profile shows what a
+// turn costs on the daemon's side (the client's share is in it too):
+//
+//	go test -run '^$' -bench TurnInProcess -benchtime 3000x -cpuprofile cpu.out ./integration/
+//	go tool pprof -top -cum integration.test cpu.out
+func BenchmarkTurnInProcess(b *testing.B) {
+	cfg := &harness.Config{Harness: harness.HarnessConfig{Command: agentCmd(b)}}
+	cfg.Workspace.Root = b.TempDir()
+	if err := cfg.Normalize(); err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	sup, err := process.NewSupervisor(process.Options{Subreaper: process.ModeOff, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sup.Close(context.Background(), 0)
+	srv, err := server.New(server.Options{Config: cfg, Supervisor: sup, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+
+	ctx := context.Background()
+	env, err := client.Dial(ctx, "http://"+ln.Addr().String(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var steps samples
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		obs, err := env.Step(ctx, "reply x")
+		steps = append(steps, time.Since(t0))
+		if err != nil || obs.ResponseText() != "x" {
+			b.Fatalf("step: %v", err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(us(steps.p50()), "step-p50-us")
+}
+
+// BenchmarkBridgeStart breaks down what a reset with a tool server adds:
+// listing the (already running) upstream's tools into a catalog, and
+// serving that catalog on a fresh loopback bridge, against a bare listener.
+func BenchmarkBridgeStart(b *testing.B) {
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	sup, err := process.NewSupervisor(process.Options{Subreaper: process.ModeOff, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sup.Close(context.Background(), 0)
+	ctx := context.Background()
+	src := bridge.NewStdioSource(bridge.StdioSpec{Name: "t", Command: []string{testharnessBin(b), "tools"},
+		Env: process.DefaultEnviron(nil), CallTimeout: time.Minute, StopGrace: time.Second}, sup, log)
+	if err := src.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close(ctx)
+	var catalog, serve, listen samples
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		cat, err := bridge.NewCatalog(ctx, []bridge.Source{src}, bridge.CatalogOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		srv, err := bridge.Serve(cat, bridge.ServerOptions{Logger: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		srv.Close(ctx)
+		t3 := time.Now()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln.Close()
+		t4 := time.Now()
+		catalog, serve, listen = append(catalog, t1.Sub(t0)), append(serve, t2.Sub(t1)), append(listen, t4.Sub(t3))
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(catalog.p50()), "catalog-p50-ms")
+	b.ReportMetric(ms(serve.p50()), "serve-p50-ms")
+	if b.N >= 10 {
+		summary("bridge-start n=%d: catalog (tools/list of a running stdio tool server) p50 %.2fms + bridge serve p50 %.2fms, vs a bare listener p50 %.2fms",
+			b.N, ms(catalog.p50()), ms(serve.p50()), ms(listen.p50()))
+	}
+}

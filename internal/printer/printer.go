@@ -1,0 +1,133 @@
+// Package printer renders harness events and observations for people, one
+// line each, as `harnessd run`, `harnessd chat` and the demo print them.
+package printer
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// Printer renders events and observations for people.
+type Printer struct {
+	w     io.Writer
+	color bool
+}
+
+// New returns a Printer writing to w, in colour when w is a terminal and
+// NO_COLOR is unset.
+func New(w io.Writer) *Printer {
+	color := false
+	if f, ok := w.(*os.File); ok {
+		color = term.IsTerminal(int(f.Fd())) && os.Getenv("NO_COLOR") == ""
+	}
+	return &Printer{w: w, color: color}
+}
+
+// Paint wraps s in an SGR colour code (e.g. "1" bold, "2" dim, "31" red)
+// when colour is on.
+func (p *Printer) Paint(code, s string) string {
+	if !p.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// Clip shortens s to n runes, showing newlines as ⏎.
+func Clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// Compact is v as one-line JSON.
+func Compact(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Event prints one event on one line.
+func (p *Printer) Event(e harness.Event) {
+	d := e.Data
+	var what string
+	color := "0"
+	switch e.Type {
+	case harness.EventToolCall:
+		color = "36"
+		what = fmt.Sprintf("%v %s", d["tool_name"], Clip(Compact(d["arguments"]), 100))
+	case harness.EventToolResult:
+		color = "36"
+		if d["error"] != nil {
+			what = fmt.Sprintf("%v ✗ %s", d["tool_name"], Clip(fmt.Sprint(d["error"]), 100))
+		} else {
+			what = fmt.Sprintf("%v → %s", d["tool_name"], Clip(fmt.Sprint(d["result"]), 100))
+		}
+	case harness.EventTextOutput:
+		what = Clip(fmt.Sprint(d["text"]), 120)
+	case harness.EventLLMChunk:
+		color = "2"
+		what = Clip(fmt.Sprint(d["content"]), 120)
+	case harness.EventError:
+		color = "31"
+		what = Clip(fmt.Sprint(d["message"]), 160)
+	case harness.EventTurnComplete:
+		color = "32"
+		what = fmt.Sprintf("response=%q done=%v", Clip(fmt.Sprint(d["response"]), 100), d["done"])
+		if d["cancelled"] == true {
+			what += " cancelled=true"
+		}
+	default:
+		what = Clip(Compact(d), 120)
+	}
+	src := ""
+	if e.Source != "" {
+		src = p.Paint("2", " ("+string(e.Source)+")")
+	}
+	fmt.Fprintf(p.w, "  %s %-13s %s%s\n", p.Paint("2", fmt.Sprintf("[turn %d]", e.Turn)), p.Paint(color, string(e.Type)), what, src)
+}
+
+// Observation prints an observation's summary line, its rubric scores and
+// any stderr tail.
+func (p *Printer) Observation(label string, o *harness.Observation) {
+	m := o.Metadata
+	reward := "null"
+	if o.Reward != nil {
+		reward = fmt.Sprintf("%g", *o.Reward)
+	}
+	line := fmt.Sprintf("%s reward=%s done=%v", label, reward, o.Done)
+	if m.Response != nil {
+		line += fmt.Sprintf(" response=%q", Clip(*m.Response, 100))
+	}
+	if len(m.InjectedTools) > 0 {
+		line += " tools=" + strings.Join(m.InjectedTools, ",")
+	}
+	if m.ErrorType != "" {
+		line += p.Paint("31", fmt.Sprintf(" error_type=%s error=%q", m.ErrorType, Clip(m.Error, 160)))
+		if m.Exit != nil {
+			line += fmt.Sprintf(" exit=%s", m.Exit)
+		}
+	}
+	fmt.Fprintln(p.w, p.Paint("1", line))
+	for _, r := range m.RewardDetails {
+		score := "—"
+		if r.Score != nil {
+			score = fmt.Sprintf("%g", *r.Score)
+		}
+		extra := ""
+		if r.Error != "" {
+			extra = p.Paint("31", " error: "+r.Error)
+		}
+		fmt.Fprintf(p.w, "    rubric %-12s score=%s weight=%g%s\n", r.Name, score, r.Weight, extra)
+	}
+	if m.StderrTail != "" {
+		fmt.Fprintf(p.w, "    stderr tail: %s\n", Clip(m.StderrTail, 300))
+	}
+}
