@@ -120,3 +120,52 @@ func TestEventDefaults(t *testing.T) {
 		t.Fatal("Valid")
 	}
 }
+
+// The one-pass observation encoder must mean exactly what encoding/json
+// would write for the same data.
+func TestObservationEncodingMatchesEncodingJSON(t *testing.T) {
+	resp := "quote \" backslash \\ <tag> & ünïcode 😀\n\ttab"
+	half := 0.5
+	obs := Observation{Reward: &half, Done: true, Metadata: Metadata{
+		EpisodeID: "ep\"1", TurnNumber: 2, Response: &resp, HarnessDone: true,
+		TurnEvents: []Event{
+			{Type: EventToolCall, Timestamp: 1795940703.6084497, Data: map[string]any{"tool_name": "add", "arguments": json.RawMessage(`{"a":2,"b":[1,2]}`)}, Turn: 2, Source: SourceBridge},
+			{Type: EventType("weird\"type"), Timestamp: 1, Data: nil},
+			{Type: EventTurnComplete, Timestamp: 2.5, Data: map[string]any{"response": resp, "done": true, "n": nil}, Turn: 2, Source: SourceHarness},
+		},
+		ErrorType: ErrMaxTurns, Error: "episode reached max_turns (2)", Extra: map[string]any{"usage": map[string]any{"in": 1.0}},
+	}}
+	got, err := obs.AppendJSON(nil)
+	if err != nil || !json.Valid(got) {
+		t.Fatalf("invalid JSON %s: %v", got, err)
+	}
+	// Reference: the same data through encoding/json with plain maps.
+	events := []any{}
+	for _, e := range obs.Metadata.TurnEvents {
+		m := map[string]any{"type": string(e.Type), "timestamp": e.Timestamp, "data": e.Data}
+		if e.Data == nil {
+			m["data"] = map[string]any{}
+		}
+		if e.Turn != 0 {
+			m["turn"] = e.Turn
+		}
+		if e.Source != "" {
+			m["source"] = string(e.Source)
+		}
+		events = append(events, m)
+	}
+	md := map[string]any{"episode_id": "ep\"1", "turn_number": 2, "response": resp, "harness_done": true, "turn_events": events,
+		"error_type": "max_turns", "error": "episode reached max_turns (2)", "extra": obs.Metadata.Extra}
+	want, _ := json.Marshal(map[string]any{"observation": map[string]any{"metadata": md}, "reward": 0.5, "done": true, "metadata": md})
+	var a, b any
+	json.Unmarshal(got, &a)
+	json.Unmarshal(want, &b)
+	ga, _ := json.Marshal(a)
+	wb, _ := json.Marshal(b)
+	if string(ga) != string(wb) {
+		t.Fatalf("one-pass encoding differs:\n got %s\nwant %s", ga, wb)
+	}
+	if ev, _ := json.Marshal(obs.Metadata.TurnEvents[1]); !json.Valid(ev) || !strings.Contains(string(ev), `"weird\"type"`) {
+		t.Fatalf("event with a quote in its type: %s", ev)
+	}
+}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -68,18 +69,15 @@ func NewEvent(t EventType, src Source, data map[string]any) Event {
 
 // MarshalJSON writes the RFC 005 field order with data always an object.
 func (e Event) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		Type      EventType      `json:"type"`
-		Timestamp float64        `json:"timestamp"`
-		Data      map[string]any `json:"data"`
-		Turn      int            `json:"turn,omitempty"`
-		Source    Source         `json:"source,omitempty"`
+	w := writers.Get().(*jsonWriter)
+	defer func() {
+		w.buf.Reset()
+		writers.Put(w)
+	}()
+	if err := w.event(&e); err != nil {
+		return nil, err
 	}
-	w := wire(e)
-	if w.Data == nil {
-		w.Data = map[string]any{}
-	}
-	return marshalNoEscape(w)
+	return bytes.Clone(w.buf.Bytes()), nil
 }
 
 // UnmarshalJSON decodes an event; a missing timestamp becomes now.

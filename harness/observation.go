@@ -45,24 +45,7 @@ func (o *Observation) ResponseText() string {
 // MarshalJSON writes OpenEnv's serialization: the observation's fields under
 // "observation" (here only metadata), reward and done beside it, and the
 // metadata repeated as a top-level sibling for newer clients.
-func (o Observation) MarshalJSON() ([]byte, error) {
-	md, err := marshalNoEscape(o.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	type wire struct {
-		Observation struct {
-			Metadata json.RawMessage `json:"metadata"`
-		} `json:"observation"`
-		Reward   *float64        `json:"reward"`
-		Done     bool            `json:"done"`
-		Metadata json.RawMessage `json:"metadata"`
-	}
-	var w wire
-	w.Observation.Metadata = md
-	w.Reward, w.Done, w.Metadata = o.Reward, o.Done, md
-	return marshalNoEscape(w)
-}
+func (o Observation) MarshalJSON() ([]byte, error) { return o.AppendJSON(nil) }
 
 // UnmarshalJSON reads the wire form written by MarshalJSON. Metadata is taken
 // from the top level, or from inside "observation" for older servers.

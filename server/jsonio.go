@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/harnessd/harnessd/harness"
 	"net/http"
 )
 
@@ -23,4 +24,16 @@ func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	w.Write(marshal(v))
+}
+
+// observationFrame writes {"type":"observation","data":OBS} in one pass
+// (the generic encoder would re-validate the observation's own encoding).
+func observationFrame(obs *harness.Observation) []byte {
+	b := append(make([]byte, 0, 1024), `{"type":"observation","data":`...)
+	b, err := obs.AppendJSON(b)
+	if err != nil {
+		return marshal(map[string]any{"type": frameTypeError, "data": map[string]any{
+			"message": "encoding the observation failed: " + err.Error(), "code": codeExecution}})
+	}
+	return append(b, '}')
 }

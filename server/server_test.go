@@ -37,7 +37,7 @@ type testServer struct {
 }
 
 // start runs a server on 127.0.0.1:0 with the test agent and tool server.
-func start(t *testing.T, opts Options, agentArgs ...string) *testServer {
+func start(t testing.TB, opts Options, agentArgs ...string) *testServer {
 	t.Helper()
 	bin := testbin.Path(t, "testharness")
 	if opts.Config == nil {

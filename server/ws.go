@@ -121,7 +121,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, s.execError(err))
 			return true
 		}
-		wc.send(map[string]any{"type": frameTypeObs, "data": s.present(obs)})
+		wc.sendRaw(observationFrame(s.present(obs)))
 	case frameTypeStep:
 		a, werr := parseAction(f.Data)
 		if werr != nil {
@@ -136,7 +136,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			return true
 		}
 		m.steps.Add(1)
-		wc.send(map[string]any{"type": frameTypeObs, "data": s.present(obs)})
+		wc.sendRaw(observationFrame(s.present(obs)))
 	case frameTypeMCP:
 		wc.send(map[string]any{"type": frameTypeMCP, "data": s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	}

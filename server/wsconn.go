@@ -104,8 +104,10 @@ func (wc *wsConn) pingLoop(every time.Duration) {
 }
 
 // send writes one JSON frame.
-func (wc *wsConn) send(v any) error {
-	b := marshal(v)
+func (wc *wsConn) send(v any) error { return wc.sendRaw(marshal(v)) }
+
+// sendRaw writes one frame already encoded.
+func (wc *wsConn) sendRaw(b []byte) error {
 	wc.wmu.Lock()
 	defer wc.wmu.Unlock()
 	ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
