@@ -76,19 +76,18 @@ func rawInput(b []byte) any {
 }
 
 // parseObject decodes a JSON object frame, answering INVALID_JSON or a
-// validation error for anything else.
+// validation error for anything else. Objects, the common case, are
+// decoded once.
 func parseObject(b []byte) (map[string]json.RawMessage, *wireError) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err == nil && raw != nil {
+		return raw, nil
+	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, &wireError{Message: "Invalid JSON: " + err.Error(), Code: codeInvalidJSON}
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, invalid(fieldError{Type: "model_type", Loc: []any{}, Msg: "Input should be a valid dictionary", Input: v})
-	}
-	raw := make(map[string]json.RawMessage, len(obj))
-	json.Unmarshal(b, &raw)
-	return raw, nil
+	return nil, invalid(fieldError{Type: "model_type", Loc: []any{}, Msg: "Input should be a valid dictionary", Input: v})
 }
 
 // parseWSFrame validates a /ws frame's envelope.
