@@ -128,9 +128,9 @@ func TestApplyFillsFromPreset(t *testing.T) {
 func TestApplyUserSettingsWin(t *testing.T) {
 	dir := fakeInstall(t)
 	cfg := &harness.Config{Harness: harness.HarnessConfig{
-		Agent:        "qwen",
+		Agent:        "claude-code",
 		Adapter:      "claude", // the preset's inner adapter is accepted
-		Command:      []string{"/opt/qwen/bin/qwen", "--debug"},
+		Command:      []string{"/opt/claude/bin/claude", "--debug"},
 		BuiltinTools: []string{"mine"},
 		Options:      map[string]any{"permission_mode": "default", "include_partial_messages": true},
 	}}
@@ -138,21 +138,20 @@ func TestApplyUserSettingsWin(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := cfg.Harness
-	if h.Adapter != "agent:qwen" {
+	if h.Adapter != "agent:claude-code" {
 		t.Errorf("adapter %q", h.Adapter)
 	}
-	if !reflect.DeepEqual(h.Command, []string{"/opt/qwen/bin/qwen", "--debug"}) {
+	if !reflect.DeepEqual(h.Command, []string{"/opt/claude/bin/claude", "--debug"}) {
 		t.Errorf("command %q: a configured command is kept", h.Command)
 	}
 	if !reflect.DeepEqual(h.BuiltinTools, []string{"mine"}) {
 		t.Errorf("builtin tools %v", h.BuiltinTools)
 	}
-	if h.Options["permission_mode"] != "default" || h.Options["include_partial_messages"] != true ||
-		h.Options["mcp_config_style"] != "qwen" || h.Options["extra_args"] == nil {
+	if h.Options["permission_mode"] != "default" || h.Options["include_partial_messages"] != true || h.Options["extra_args"] == nil {
 		t.Errorf("options %v", h.Options)
 	}
-	p, _ := Lookup("qwen")
-	if p.Options["permission_mode"] != "yolo" {
+	p, _ := Lookup("claude-code")
+	if p.Options["permission_mode"] != "bypassPermissions" {
 		t.Error("Apply modified the preset")
 	}
 	if _, err := harness.NewAdapter(cfg); err != nil {

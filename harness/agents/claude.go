@@ -5,9 +5,12 @@ import (
 	"github.com/harnessd/harnessd/harness/claude"
 )
 
-// claudeTools are Claude Code's built-in tools (system/init of 2.1.197).
-var claudeTools = []string{"Agent", "Bash", "Edit", "Glob", "Grep", "LS", "MultiEdit", "NotebookEdit",
-	"Read", "Task", "TodoWrite", "WebFetch", "WebSearch", "Write"}
+// claudeTools are Claude Code's built-in tools: those of system/init in
+// 2.1.197, and a few of earlier versions.
+var claudeTools = []string{"Agent", "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree",
+	"ExitWorktree", "Glob", "Grep", "LS", "MultiEdit", "NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup",
+	"SendMessage", "Skill", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+	"TodoWrite", "WebFetch", "WebSearch", "Workflow", "Write"}
 
 func init() {
 	Register(&Preset{

@@ -9,14 +9,19 @@ import (
 
 func init() {
 	Register(&Preset{
-		Name:         "codex",
-		Title:        "OpenAI Codex through codex-acp",
-		Adapter:      acp.Name,
-		Program:      "codex-acp",
-		Package:      "@zed-industries/codex-acp",
-		Version:      "0.16.0",
-		Verified:     true,
-		BuiltinTools: []string{"apply_patch", "shell", "update_plan", "view_image", "web_search"},
+		Name:     "codex",
+		Title:    "OpenAI Codex through codex-acp",
+		Adapter:  acp.Name,
+		Program:  "codex-acp",
+		Package:  "@zed-industries/codex-acp",
+		Version:  "0.16.0",
+		Verified: true,
+		BuiltinTools: []string{"apply_patch", "create_goal", "exec_command", "get_goal", "list_mcp_resource_templates",
+			"list_mcp_resources", "read_mcp_resource", "request_user_input", "shell", "update_goal", "update_plan",
+			"view_image", "web_search", "write_stdin"},
+		// A model of Codex's catalog: for one it does not know, codex-acp
+		// starts every turn's text with a "Model metadata ... not found"
+		// warning.
 		DefaultModel: "gpt-5.4",
 		ToolPrefix:   "mcp__S (namespace) ",
 		Setup:        codexSetup,

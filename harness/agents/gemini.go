@@ -2,7 +2,6 @@ package agents
 
 import (
 	"github.com/harnessd/harnessd/harness/acp"
-	"github.com/harnessd/harnessd/harness/claude"
 )
 
 func init() {
@@ -18,32 +17,28 @@ func init() {
 		Package:  "@google/gemini-cli",
 		Version:  "0.61.0",
 		Verified: true,
-		BuiltinTools: []string{"glob", "google_web_search", "list_directory", "read_file", "read_many_files",
-			"replace", "run_shell_command", "save_memory", "search_file_content", "web_fetch", "write_file", "write_todos"},
+		// The tools offered to the model by 0.61.0, and a few of earlier versions.
+		BuiltinTools: []string{"activate_skill", "glob", "google_web_search", "grep_search", "invoke_agent",
+			"list_background_processes", "list_directory", "read_background_output", "read_file", "read_many_files",
+			"replace", "run_shell_command", "save_memory", "search_file_content", "update_topic", "web_fetch",
+			"write_file", "write_todos"},
 		DefaultModel: "gemini-2.5-flash",
 		ToolPrefix:   "mcp_S_",
 		Setup:        geminiSetup,
 	})
 	Register(&Preset{
-		Name:    "qwen",
-		Title:   "Qwen Code",
-		Adapter: claude.Name,
-		Program: "qwen",
-		// Qwen Code speaks Claude Code's stream-json protocol with Gemini's
-		// MCP config schema. Its MCP tools hide behind tool_search unless
-		// that tool is excluded; --auth-type openai selects the
-		// OpenAI-compatible endpoint of OPENAI_BASE_URL.
-		Options: map[string]any{
-			"mcp_config_style": claude.StyleQwen,
-			"permission_mode":  "yolo",
-			"extra_args":       []any{"--exclude-tools", "tool_search", "--auth-type", "openai"},
-		},
+		Name:     "qwen",
+		Title:    "Qwen Code",
+		Adapter:  acp.Name,
+		Program:  "qwen",
+		Args:     []string{"--acp", "--approval-mode", "yolo", "--exclude-tools", "tool_search", "--auth-type", "openai"},
 		Package:  "@qwen-code/qwen-code",
 		Version:  "0.15.10",
 		Verified: true,
-		BuiltinTools: []string{"edit", "exit_plan_mode", "glob", "grep_search", "list_directory", "read_file",
-			"read_many_files", "run_shell_command", "save_memory", "skill", "task", "todo_write", "web_fetch",
-			"web_search", "write_file"},
+		BuiltinTools: []string{"agent", "ask_user_question", "edit", "exit_plan_mode", "glob", "grep_search",
+			"list_directory", "monitor", "read_file", "read_many_files", "run_shell_command", "save_memory",
+			"send_message", "skill", "task", "task_stop", "todo_write", "tool_search", "web_fetch", "web_search",
+			"write_file"},
 		DefaultModel: "qwen3-coder-plus",
 		ToolPrefix:   "mcp__S__",
 		Setup:        qwenSetup,
