@@ -330,7 +330,9 @@ func (s *suite) cancelEpisode(t *testing.T, p *presets.Preset, r *report) {
 		done <- sent{ev, err}
 	}()
 	prefix := "/" + p.Name + "/"
-	held := func(e fakellm.Entry) bool { return strings.HasPrefix(e.Path, prefix) && strings.HasPrefix(e.Rule, "hold") }
+	held := func(e fakellm.Entry) bool {
+		return strings.HasPrefix(e.Path, prefix) && strings.HasPrefix(e.Rule, "hold")
+	}
 	if _, err := s.llm.Wait(ctx, func(es []fakellm.Entry) bool {
 		for _, e := range es {
 			if held(e) && e.Outcome == fakellm.OutcomePending {
@@ -458,9 +460,9 @@ func describeTree(tree []proc) string {
 // report is what the suite records per agent.
 type report struct {
 	agent, version, model, toolName, tree, heldOutcome, quirk string
-	startup, toolTurn, plainTurn, cancel               time.Duration
-	afterCancelSeesHold                                bool
-	requests                                           map[string]int
+	startup, toolTurn, plainTurn, cancel                      time.Duration
+	afterCancelSeesHold                                       bool
+	requests                                                  map[string]int
 }
 
 type reportLog struct {
@@ -508,4 +510,3 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
-
