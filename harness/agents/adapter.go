@@ -114,6 +114,8 @@ func resolveModel(p *Preset, mc harness.ModelConfig, lookup func(string) (string
 		m.Name = p.DefaultModel
 	}
 	switch {
+	case mc.APIKeyEnv == OrchestrationTokenEnv:
+		return Model{}, fmt.Errorf("model.api_key_env: %s is harnessd's own API token and never reaches a harness", mc.APIKeyEnv)
 	case mc.APIKeyEnv != "":
 		v, ok := lookup(mc.APIKeyEnv)
 		if !ok || v == "" {

@@ -195,6 +195,15 @@ func TestApplyErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "MY_KEY is not set") || !strings.Contains(err.Error(), "http://") {
 		t.Errorf("model errors: %v", err)
 	}
+	cfg.Harness.Model.APIKeyEnv = OrchestrationTokenEnv
+	err = Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{OrchestrationTokenEnv: "t"})})
+	if err == nil || !strings.Contains(err.Error(), "never reaches a harness") {
+		t.Errorf("orchestration token as model key: %v", err)
+	}
+	if _, err := resolveModel(&Preset{}, cfg.Harness.Model, lookupFrom(map[string]string{OrchestrationTokenEnv: "t"})); err == nil {
+		t.Error("resolveModel accepted the orchestration token")
+	}
+	cfg.Harness.Model.APIKeyEnv = "MY_KEY"
 	cfg.Harness.Model.URL = "http://localhost:8000"
 	if err := Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{"MY_KEY": "k"})}); err != nil {
 		t.Errorf("valid model: %v", err)

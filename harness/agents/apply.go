@@ -10,6 +10,10 @@ import (
 	"github.com/harnessd/harnessd/harness"
 )
 
+// OrchestrationTokenEnv is the daemon variable holding harnessd's own API
+// token; it can never be a model key.
+const OrchestrationTokenEnv = "HARNESSD_API_TOKEN"
+
 // ApplyOptions tune Apply.
 type ApplyOptions struct {
 	// Dir is the agents directory (see AgentsDir): empty means
@@ -75,7 +79,9 @@ func Apply(cfg *harness.Config, opts ApplyOptions) error {
 	if _, err := NormalizeModelURL(h.Model.URL); err != nil {
 		errs = append(errs, fmt.Errorf("harness.model.url: %w", err))
 	}
-	if k := h.Model.APIKeyEnv; k != "" {
+	if k := h.Model.APIKeyEnv; k == OrchestrationTokenEnv {
+		errs = append(errs, fmt.Errorf("harness.model.api_key_env: %s is harnessd's own API token and never reaches a harness", k))
+	} else if k != "" {
 		lookup := opts.LookupEnv
 		if lookup == nil {
 			lookup = os.LookupEnv
