@@ -87,7 +87,11 @@ func printAgents(w io.Writer, rows []agentRow, dir string) {
 				installed = r.Version + "  " + installed
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Adapter, strings.Join(r.Command, " "), verified, installed)
+		command := strings.Join(r.Command, " ")
+		if r.Adapter == "claude" {
+			command += " (+ stream-json flags)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Adapter, command, verified, installed)
 	}
 	tw.Flush()
 	if dir == "" {

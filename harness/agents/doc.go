@@ -22,7 +22,7 @@
 // model endpoint and key, telemetry and update checks off), extends the
 // Launch's environment and command, and delegates to the inner adapter (acp
 // or claude), which injects the tool bridge itself (ACP: session/new; Claude
-// and Qwen: --mcp-config). Every other Adapter method delegates unchanged.
+// Code: --mcp-config). Every other Adapter method delegates unchanged.
 // Variables the configuration sets (harness.env, or passed with
 // harness.pass_env) win over the preset's.
 //
