@@ -3,12 +3,13 @@
 #   make demo    a full episode against the built-in test harness and demo tools
 #   make test    vet + every test (race detector on); CI runs this
 #   make bench   benchmarks with their floors, as ratios (see docs/benchmarks.md)
+#   make agents  install the real CLI agents pinned in integration/agents (npm ci; needs Node)
 
 GO      ?= go
 BIN     := $(CURDIR)/bin
 PKGS    := ./...
 
-.PHONY: all build test test-go vet lint demo bench clean
+.PHONY: all build test test-go vet lint demo bench clean agents
 
 all: build
 
@@ -23,10 +24,29 @@ vet:
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: lint build test-go
+test: lint build agents test-go
 
 test-go:
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -race -timeout 15m $(PKGS)
+
+# The real agents of integration/agents: installed with npm ci when node and
+# npm are on PATH, and again only when package.json or package-lock.json
+# change. Install scripts are off except Claude Code's and OpenCode's, which
+# copy the native binary of their platform package over a stub (nothing is
+# downloaded). Without Node the real-agent tests skip, and fail with CI=true.
+AGENTS_DIR   := integration/agents
+AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.harnessd-installed
+
+agents:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(AGENTS_STAMP); \
+	else \
+		echo "make agents: node and npm are not on PATH; not installing the real agents (their tests skip, and fail with CI=true)"; \
+	fi
+
+$(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
+	cd $(AGENTS_DIR) && npm ci --ignore-scripts --no-audit --no-fund && npm rebuild @anthropic-ai/claude-code opencode-ai
+	@touch $@
 
 demo: build
 	@$(GO) run ./demo -bin $(BIN)

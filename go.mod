@@ -2,6 +2,9 @@ module github.com/harnessd/harnessd
 
 go 1.26.0
 
+// npm-installed agents for integration/agents (make agents): no Go code there.
+ignore ./integration/agents/node_modules
+
 require (
 	github.com/creack/pty v1.1.24
 	github.com/mark3labs/mcp-go v1.2.1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	_ "github.com/harnessd/harnessd/harness/acp" // adapters register themselves
+	"github.com/harnessd/harnessd/harness/agents"
 	_ "github.com/harnessd/harnessd/harness/claude"
 	_ "github.com/harnessd/harnessd/harness/exec"
 	_ "github.com/harnessd/harnessd/harness/jsonl"
@@ -40,12 +41,22 @@ type envFlags struct {
 	maxTurns       int
 	recordDir      string
 	template       string
+	agent          string
+	agentsDir      string
+	modelURL       string
+	modelName      string
+	modelKeyEnv    string
 }
 
 func (e *envFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.config, "config", "", "environment configuration file (YAML)")
 	fs.StringVar(&e.name, "name", "", "environment name")
-	fs.StringVar(&e.adapter, "adapter", "", "harness protocol: "+strings.Join(harness.Adapters(), ", "))
+	fs.StringVar(&e.adapter, "adapter", "", "harness protocol: "+strings.Join(protocolAdapters(), ", "))
+	fs.StringVar(&e.agent, "agent", "", "run a known agent (a preset; see harnessd agents): "+strings.Join(agents.Names(), ", "))
+	fs.StringVar(&e.agentsDir, "agents-dir", "", "where agent programs are installed: a node_modules/.bin directory or one holding it\n(searched before PATH; default $"+agents.DirEnvVar+")")
+	fs.StringVar(&e.modelURL, "model-url", "", "the agent's LLM endpoint: the server root (OpenAI-compatible agents get URL/v1)")
+	fs.StringVar(&e.modelName, "model", "", "the model name the agent asks the endpoint for")
+	fs.StringVar(&e.modelKeyEnv, "model-api-key-env", "", "harnessd's environment variable holding the endpoint's API key")
 	fs.Var(&e.tools, "tool", "tool server: stdio:COMMAND ARGS... or http:URL, optionally NAME=... (repeatable)")
 	fs.Var(&e.hide, "hide", "hide tools matching this pattern from the harness (repeatable)")
 	fs.Var(&e.expose, "expose", "serve only tools matching this pattern (repeatable)")
@@ -84,6 +95,18 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 	}
 	if e.adapter != "" {
 		cfg.Harness.Adapter = e.adapter
+	}
+	if e.agent != "" {
+		cfg.Harness.Agent = e.agent
+	}
+	if e.modelURL != "" {
+		cfg.Harness.Model.URL = e.modelURL
+	}
+	if e.modelName != "" {
+		cfg.Harness.Model.Name = e.modelName
+	}
+	if e.modelKeyEnv != "" {
+		cfg.Harness.Model.APIKeyEnv = e.modelKeyEnv
 	}
 	for i, t := range e.tools {
 		tc, err := parseToolFlag(t, i+1)
@@ -132,7 +155,10 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 		cfg.Workspace.Template = e.template
 	}
 	if e.config == "" && len(cfg.Harness.Command) == 0 && cfg.Harness.Agent == "" {
-		return nil, errors.New("no harness: give --config FILE, or the harness command after --")
+		return nil, errors.New("no harness: give --config FILE, --agent NAME, or the harness command after --")
+	}
+	if err := agents.Apply(cfg, agents.ApplyOptions{Dir: e.agentsDir}); err != nil {
+		return nil, err
 	}
 	if cfg.RecordDir != "" {
 		if err := os.MkdirAll(cfg.RecordDir, 0o755); err != nil {
@@ -146,6 +172,18 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// protocolAdapters lists the registered adapters other than the presets'
+// wrapping ones (those are chosen with --agent).
+func protocolAdapters() []string {
+	var out []string
+	for _, n := range harness.Adapters() {
+		if !strings.HasPrefix(n, agents.AdapterPrefix) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // parseToolFlag reads [NAME=]stdio:COMMAND ARGS... or [NAME=]http:URL.

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/harnessd/harnessd/harness/agents"
+)
+
+func init() {
+	register("agents", "list the agent presets and whether each is installed", runAgents)
+}
+
+// agentRow is one preset as `harnessd agents` reports it.
+type agentRow struct {
+	Name      string   `json:"name"`
+	Title     string   `json:"title"`
+	Adapter   string   `json:"adapter"`
+	Command   []string `json:"command"`
+	Package   string   `json:"package,omitempty"`
+	Verified  string   `json:"verified_version,omitempty"`
+	Installed bool     `json:"installed"`
+	Path      string   `json:"path,omitempty"`
+	Source    string   `json:"source,omitempty"`
+	Version   string   `json:"version,omitempty"`
+}
+
+func runAgents(args []string) int {
+	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: harnessd agents [--agents-dir DIR] [--json]\n\n"+
+			"Lists the agent presets (harnessd serve --agent NAME): the adapter that drives each, its command,\n"+
+			"and where its program was found (agents dir first, then PATH). Nothing is executed.\n\n")
+		fs.PrintDefaults()
+	}
+	dir := fs.String("agents-dir", "", "where agent programs are installed: a node_modules/.bin directory or one holding it (default $"+agents.DirEnvVar+")")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "harnessd agents: unexpected arguments:", strings.Join(fs.Args(), " "))
+		return exitUsage
+	}
+	d := agents.AgentsDir(*dir)
+	var rows []agentRow
+	for _, p := range agents.All() {
+		r := agentRow{Name: p.Name, Title: p.Title, Adapter: p.Adapter, Command: p.Command(p.Program), Package: p.Package}
+		if p.Verified {
+			r.Verified = p.Version
+		}
+		if in, ok := agents.Locate(p, d, ""); ok {
+			r.Installed, r.Path, r.Source, r.Version = true, in.Path, in.Source, in.Version
+		}
+		rows = append(rows, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rows); err != nil {
+			return exitFailure
+		}
+		return exitOK
+	}
+	printAgents(os.Stdout, rows, d)
+	return exitOK
+}
+
+func printAgents(w io.Writer, rows []agentRow, dir string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tADAPTER\tCOMMAND\tVERIFIED\tINSTALLED")
+	for _, r := range rows {
+		verified := "no"
+		if r.Verified != "" {
+			verified = r.Verified
+		}
+		installed := "no"
+		if r.Installed {
+			installed = r.Path
+			if r.Version != "" {
+				installed = r.Version + "  " + installed
+			}
+		}
+		command := strings.Join(r.Command, " ")
+		if r.Adapter == "claude" {
+			command += " (+ stream-json flags)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Adapter, command, verified, installed)
+	}
+	tw.Flush()
+	if dir == "" {
+		fmt.Fprintf(w, "\nSearched PATH only; give --agents-dir DIR (or set $%s) for agents installed with npm.\n", agents.DirEnvVar)
+	} else {
+		fmt.Fprintf(w, "\nSearched %s, then PATH.\n", dir)
+	}
+	fmt.Fprintln(w, "Run one: harnessd serve --agent NAME --model-url URL [--model NAME] [--model-api-key-env VAR] [--tool ...]")
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+
+// harnessd runs the real binary and returns its stdout, stderr and exit
+// code.
+func harnessd(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(testbin.Path(t, "harnessd"), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestAgentsCommand(t *testing.T) {
+	// An npm layout with gemini only.
+	root := t.TempDir()
+	pkg := filepath.Join(root, "node_modules", "@google", "gemini-cli")
+	os.MkdirAll(pkg, 0o755)
+	os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"@google/gemini-cli","version":"0.61.0"}`), 0o644)
+	os.WriteFile(filepath.Join(pkg, "gemini.js"), []byte("#!/bin/sh\n"), 0o755)
+	bin := filepath.Join(root, "node_modules", ".bin")
+	os.MkdirAll(bin, 0o755)
+	if err := os.Symlink("../@google/gemini-cli/gemini.js", filepath.Join(bin, "gemini")); err != nil {
+		t.Fatal(err)
+	}
+	noPath := []string{"PATH=" + t.TempDir()}
+
+	out, stderr, code := harnessd(t, noPath, "agents", "--json", "--agents-dir", root)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []agentRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	byName := map[string]agentRow{}
+	for _, r := range rows {
+		byName[r.Name] = r
+	}
+	g := byName["gemini"]
+	if !g.Installed || g.Path != filepath.Join(bin, "gemini") || g.Version != "0.61.0" || g.Source != "agents-dir" ||
+		g.Adapter != "acp" || g.Verified != "0.61.0" || strings.Join(g.Command, " ") != "gemini --acp --yolo --skip-trust" {
+		t.Errorf("gemini row %+v", g)
+	}
+	if c := byName["claude-code"]; c.Installed || c.Adapter != "claude" {
+		t.Errorf("claude-code row %+v", c)
+	}
+	if gs, ok := byName["goose"]; !ok || gs.Verified != "" {
+		t.Errorf("goose row %+v", gs)
+	}
+	if len(rows) != 8 {
+		t.Errorf("%d presets listed", len(rows))
+	}
+
+	// $HARNESSD_AGENTS_DIR stands for --agents-dir.
+	out, _, code = harnessd(t, append(noPath, "HARNESSD_AGENTS_DIR="+bin), "agents")
+	if code != 0 || !strings.Contains(out, "AGENT") || !strings.Contains(out, filepath.Join(bin, "gemini")) ||
+		!strings.Contains(out, "Searched "+bin) {
+		t.Errorf("table (exit %d):\n%s", code, out)
+	}
+	if _, _, code := harnessd(t, nil, "agents", "extra"); code != exitUsage {
+		t.Errorf("extra argument: exit %d", code)
+	}
+}
+
+func TestAgentFlags(t *testing.T) {
+	empty := t.TempDir()
+	env := []string{"PATH=" + empty}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"serve", "--agent", "vim"}, []string{"unknown agent \"vim\"", "claude-code"}},
+		{[]string{"run", "--agent", "goose", "--agents-dir", empty}, []string{"goose", "not found", empty}},
+		{[]string{"serve", "--agent", "opencode", "--agents-dir", empty}, []string{"npm install opencode-ai@1.18.33"}},
+		{[]string{"serve", "--agent", "gemini", "--model-url", "localhost:1", "--model-api-key-env", "HARNESSD_TEST_UNSET_KEY"},
+			[]string{"HARNESSD_TEST_UNSET_KEY is not set", "want http:// or https://"}},
+		{[]string{"serve"}, []string{"--agent NAME"}},
+	} {
+		_, stderr, code := harnessd(t, env, c.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d; stderr %s", c.args, code, exitUsage, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr %q lacks %q", c.args, stderr, w)
+			}
+		}
+	}
+	_, stderr, _ := harnessd(t, nil, "serve", "-h")
+	for _, w := range []string{"-agent", "-agents-dir", "-model-url", "-model ", "-model-api-key-env"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("serve -h lacks %s", w)
+		}
+	}
+	if strings.Contains(stderr, "agent:gemini") {
+		t.Error("serve -h lists the presets' wrapping adapters as protocols")
+	}
+}

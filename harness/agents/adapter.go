@@ -1,0 +1,196 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/process"
+)
+
+// factory makes the wrapping adapter of preset p.
+func factory(p *Preset) harness.AdapterFactory {
+	return func(cfg *harness.Config) (harness.Adapter, error) {
+		if len(cfg.Harness.Command) == 0 {
+			return nil, fmt.Errorf("agent %s: no harness command (agents.Apply locates the program)", p.Name)
+		}
+		opts := mergedOptions(p, cfg.Harness.Options)
+		inner := *cfg
+		inner.Harness.Adapter = p.Adapter
+		inner.Harness.Options = opts
+		in, err := harness.NewAdapter(&inner)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", p.Name, err)
+		}
+		return &Adapter{preset: p, inner: in, opts: opts,
+			userEnv: maps.Clone(cfg.Harness.Env), passEnv: append([]string(nil), cfg.Harness.PassEnv...)}, nil
+	}
+}
+
+// mergedOptions returns the preset's options overlaid with the
+// configuration's.
+func mergedOptions(p *Preset, cfg map[string]any) map[string]any {
+	if len(p.Options) == 0 {
+		return cfg
+	}
+	m := maps.Clone(p.Options)
+	maps.Copy(m, cfg)
+	return m
+}
+
+// Adapter is a preset's wrapping adapter ("agent:NAME"): Start prepares the
+// episode for the agent and delegates to the inner adapter; every other
+// method delegates unchanged.
+type Adapter struct {
+	preset  *Preset
+	inner   harness.Adapter
+	opts    map[string]any
+	userEnv map[string]string
+	passEnv []string
+}
+
+// Preset returns the adapter's preset.
+func (a *Adapter) Preset() *Preset { return a.preset }
+
+// Inner returns the adapter that speaks the agent's protocol.
+func (a *Adapter) Inner() harness.Adapter { return a.inner }
+
+// Start prepares the episode (Prepare) and starts the agent through the
+// inner adapter. A preparation failure is a startup_failed Failure.
+func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
+	ll, err := a.Prepare(l)
+	if err != nil {
+		return harness.Wrap(harness.ErrStartupFailed, err, "agent %s: prepare the episode", a.preset.Name)
+	}
+	return a.inner.Start(ctx, ll)
+}
+
+// Prepare runs the preset's setup for the episode of l and returns the
+// Launch the inner adapter gets: the environment extended with the preset's
+// variables (those the configuration sets win), the command extended with
+// its arguments, and the merged options.
+func (a *Adapter) Prepare(l *harness.Launch) (*harness.Launch, error) {
+	e, err := a.episode(l)
+	if err != nil {
+		return nil, err
+	}
+	ll := *l
+	ll.Options = a.opts
+	ll.Command = append(append([]string(nil), l.Command...), e.args...)
+	ll.Env = mergeEnv(l.Env, e.env, a.userSet(l.Env))
+	return &ll, nil
+}
+
+// episode runs the common and the preset's setup.
+func (a *Adapter) episode(l *harness.Launch) (*Episode, error) {
+	m, err := resolveModel(a.preset, l.Model, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	e := &Episode{Home: l.Home, Workspace: l.Workspace, Model: m, MCP: l.MCP, Root: os.Geteuid() == 0}
+	if err := commonSetup(e); err != nil {
+		return nil, err
+	}
+	if a.preset.Setup != nil {
+		if err := a.preset.Setup(e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// resolveModel turns the configured knobs into a Model.
+func resolveModel(p *Preset, mc harness.ModelConfig, lookup func(string) (string, bool)) (Model, error) {
+	root, err := NormalizeModelURL(mc.URL)
+	if err != nil {
+		return Model{}, err
+	}
+	m := Model{Root: root, Name: mc.Name, KeyEnv: mc.APIKeyEnv}
+	if m.Name == "" && root != "" {
+		m.Name = p.DefaultModel
+	}
+	switch {
+	case mc.APIKeyEnv == OrchestrationTokenEnv:
+		return Model{}, fmt.Errorf("model.api_key_env: %s is harnessd's own API token and never reaches a harness", mc.APIKeyEnv)
+	case mc.APIKeyEnv != "":
+		v, ok := lookup(mc.APIKeyEnv)
+		if !ok || v == "" {
+			return Model{}, fmt.Errorf("model.api_key_env: %s is not set in harnessd's environment", mc.APIKeyEnv)
+		}
+		m.Key = v
+	case root != "":
+		m.Key = PlaceholderKey
+	}
+	return m, nil
+}
+
+// commonSetup gives every agent private XDG directories under its HOME and
+// turns off the conventional telemetry and update notifiers.
+func commonSetup(e *Episode) error {
+	for _, d := range []struct{ name, rel string }{
+		{"XDG_CONFIG_HOME", ".config"},
+		{"XDG_DATA_HOME", ".local/share"},
+		{"XDG_STATE_HOME", ".local/state"},
+		{"XDG_CACHE_HOME", ".cache"},
+	} {
+		if err := e.MkdirAll(d.rel); err != nil {
+			return err
+		}
+		e.Setenv(d.name, e.Path(d.rel))
+	}
+	e.Setenv("DO_NOT_TRACK", "1")
+	e.Setenv("NO_UPDATE_NOTIFIER", "1")
+	return nil
+}
+
+// userSet returns the names of env the configuration chose: harness.env
+// keys and the variables passed with harness.pass_env.
+func (a *Adapter) userSet(env []string) map[string]bool {
+	set := map[string]bool{}
+	for k := range a.userEnv {
+		set[k] = true
+	}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, pat := range a.passEnv {
+			if ok, _ := path.Match(pat, name); ok {
+				set[name] = true
+			}
+		}
+	}
+	return set
+}
+
+// mergeEnv sets add on top of env, except the names in keep, and returns
+// the result sorted without duplicates.
+func mergeEnv(env []string, add map[string]string, keep map[string]bool) []string {
+	set := map[string]string{}
+	for k, v := range add {
+		if !keep[k] {
+			set[k] = v
+		}
+	}
+	// Environ with an allow-all pattern keeps every variable of env.
+	return process.Environ(env, []string{"*"}, set)
+}
+
+// Turn delegates to the inner adapter.
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+	return a.inner.Turn(ctx, in, emit)
+}
+
+// Interrupt delegates to the inner adapter.
+func (a *Adapter) Interrupt(ctx context.Context) error { return a.inner.Interrupt(ctx) }
+
+// Stop delegates to the inner adapter.
+func (a *Adapter) Stop(ctx context.Context) error { return a.inner.Stop(ctx) }
+
+// Alive delegates to the inner adapter.
+func (a *Adapter) Alive() bool { return a.inner.Alive() }
+
+// Diagnostics delegates to the inner adapter.
+func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) { return a.inner.Diagnostics() }

@@ -1,0 +1,82 @@
+package agents
+
+import (
+	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/claude"
+)
+
+// claudeTools are Claude Code's built-in tools: those of system/init in
+// 2.1.197, and a few of earlier versions.
+var claudeTools = []string{"Agent", "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree",
+	"ExitWorktree", "Glob", "Grep", "LS", "MultiEdit", "NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup",
+	"SendMessage", "Skill", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+	"TodoWrite", "WebFetch", "WebSearch", "Workflow", "Write"}
+
+func init() {
+	Register(&Preset{
+		Name:    "claude-code",
+		Title:   "Claude Code",
+		Adapter: claude.Name,
+		Program: "claude",
+		// Permissions are bypassed (the claude adapter adds IS_SANDBOX=1 as
+		// root, which Claude Code requires for that); no session files.
+		Options:      map[string]any{"permission_mode": "bypassPermissions", "extra_args": []any{"--no-session-persistence"}},
+		Package:      "@anthropic-ai/claude-code",
+		Version:      "2.1.197",
+		Verified:     true,
+		BuiltinTools: claudeTools,
+		ToolPrefix:   "mcp__S__",
+		Setup:        claudeSetup,
+	})
+	Register(&Preset{
+		Name:    "claude-acp",
+		Title:   "Claude Code through claude-agent-acp",
+		Adapter: acp.Name,
+		Program: "claude-agent-acp",
+		// The session runs in bypassPermissions mode: no permission round
+		// trips (set harness.options.mode to "default" to have every tool
+		// use answered by the permission policy instead).
+		Options:      map[string]any{"mode": "bypassPermissions"},
+		Package:      "@zed-industries/claude-agent-acp",
+		Version:      "0.23.1",
+		Verified:     true,
+		BuiltinTools: claudeTools,
+		ToolPrefix:   "mcp__S__",
+		Setup:        claudeSetup,
+	})
+}
+
+// claudeSetup points Claude Code (or the Agent SDK inside claude-agent-acp)
+// at a private config dir, the model endpoint, and turns its side traffic
+// off.
+func claudeSetup(e *Episode) error {
+	if err := e.MkdirAll(".claude"); err != nil {
+		return err
+	}
+	e.Setenv("CLAUDE_CONFIG_DIR", e.Path(".claude"))
+	e.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+	e.Setenv("DISABLE_TELEMETRY", "1")
+	e.Setenv("DISABLE_AUTOUPDATER", "1")
+	e.Setenv("DISABLE_ERROR_REPORTING", "1")
+	if e.Root {
+		// Bypassing permissions as root needs it (verified with 2.1.197;
+		// the same gate applies in claude-agent-acp).
+		e.Setenv("IS_SANDBOX", "1")
+	}
+	m := e.Model
+	if m.Custom() {
+		e.Setenv("ANTHROPIC_BASE_URL", m.Root)
+	}
+	if m.Key != "" {
+		e.Setenv("ANTHROPIC_API_KEY", m.Key)
+	}
+	if m.Name != "" {
+		// Pin every tier, so that sub-agents and background tasks do not ask
+		// the endpoint for Anthropic model names it does not serve.
+		for _, v := range []string{"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+			"ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"} {
+			e.Setenv(v, m.Name)
+		}
+	}
+	return nil
+}

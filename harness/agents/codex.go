@@ -1,0 +1,102 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness/acp"
+)
+
+func init() {
+	Register(&Preset{
+		Name:     "codex",
+		Title:    "OpenAI Codex through codex-acp",
+		Adapter:  acp.Name,
+		Program:  "codex-acp",
+		Package:  "@zed-industries/codex-acp",
+		Version:  "0.16.0",
+		Verified: true,
+		BuiltinTools: []string{"apply_patch", "create_goal", "exec_command", "get_goal", "list_mcp_resource_templates",
+			"list_mcp_resources", "read_mcp_resource", "request_user_input", "shell", "update_goal", "update_plan",
+			"view_image", "web_search", "write_stdin"},
+		// A model of Codex's catalog: for one it does not know, codex-acp
+		// starts every turn's text with a "Model metadata ... not found"
+		// warning.
+		DefaultModel: "gpt-5.4",
+		ToolPrefix:   "mcp__S (namespace) ",
+		Setup:        codexSetup,
+	})
+	Register(&Preset{
+		Name:         "goose",
+		Title:        "Goose",
+		Adapter:      acp.Name,
+		Program:      "goose",
+		Args:         []string{"acp"},
+		BuiltinTools: []string{"developer__shell", "developer__text_editor"},
+		DefaultModel: "gpt-4o",
+		ToolPrefix:   "S__",
+		Setup:        gooseSetup,
+	})
+}
+
+// codexSetup writes $CODEX_HOME/config.toml: no approvals and no sandbox
+// (the environment is the sandbox), no update check, and with an endpoint a
+// Responses-API model provider whose key is read from OPENAI_API_KEY
+// (env_key keeps it out of the file). Codex speaks only the Responses API.
+func codexSetup(e *Episode) error {
+	var b strings.Builder
+	m := e.Model
+	if m.Name != "" {
+		fmt.Fprintf(&b, "model = %s\n", tomlString(m.Name))
+	}
+	if m.Custom() {
+		fmt.Fprintf(&b, "model_provider = %s\n", tomlString(providerID))
+	}
+	b.WriteString(`approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+hide_agent_reasoning = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[history]
+persistence = "none"
+`)
+	if m.Custom() {
+		fmt.Fprintf(&b, "\n[model_providers.%s]\nname = %s\nbase_url = %s\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+			providerID, tomlString("harnessd model endpoint"), tomlString(m.OpenAIBase()))
+	}
+	if m.Key != "" {
+		e.Setenv("OPENAI_API_KEY", m.Key)
+	}
+	if err := e.WriteFile(".codex/config.toml", []byte(b.String())); err != nil {
+		return err
+	}
+	e.Setenv("CODEX_HOME", e.Path(".codex"))
+	return nil
+}
+
+// gooseSetup maps the endpoint onto Goose's OpenAI provider variables
+// (unverified: Goose is not on npm).
+func gooseSetup(e *Episode) error {
+	e.Setenv("GOOSE_MODE", "auto")
+	e.Setenv("GOOSE_DISABLE_KEYRING", "true")
+	e.Setenv("GOOSE_TELEMETRY_ENABLED", "false")
+	m := e.Model
+	if m.Custom() {
+		e.Setenv("GOOSE_PROVIDER", "openai")
+		e.Setenv("OPENAI_HOST", m.Root)
+		e.Setenv("OPENAI_BASE_PATH", "v1/chat/completions")
+	}
+	if m.Key != "" {
+		e.Setenv("OPENAI_API_KEY", m.Key)
+	}
+	if m.Name != "" {
+		e.Setenv("GOOSE_MODEL", m.Name)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package agents
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness/acp"
+)
+
+// providerID names the model provider presets configure in agents that
+// take a provider table (OpenCode, Codex).
+const providerID = "harnessd"
+
+func init() {
+	Register(&Preset{
+		Name:     "opencode",
+		Title:    "OpenCode",
+		Adapter:  acp.Name,
+		Program:  "opencode",
+		Args:     []string{"acp"},
+		Package:  "opencode-ai",
+		Version:  "1.18.33",
+		Verified: true,
+		BuiltinTools: []string{"bash", "edit", "glob", "grep", "list", "patch", "read", "skill", "task",
+			"todoread", "todowrite", "webfetch", "websearch", "write"},
+		DefaultModel: "default",
+		ToolPrefix:   "S_",
+		Setup:        opencodeSetup,
+	})
+	Register(&Preset{
+		Name:     "copilot",
+		Title:    "GitHub Copilot CLI",
+		Adapter:  acp.Name,
+		Program:  "copilot",
+		Args:     []string{"--acp", "--allow-all", "--no-auto-update", "--disable-builtin-mcps", "--no-ask-user"},
+		Package:  "@github/copilot",
+		Version:  "1.0.102",
+		Verified: true,
+		BuiltinTools: []string{"bash", "create", "edit", "fetch", "glob", "grep", "list_agents", "list_bash",
+			"read_agent", "read_bash", "sql", "stop_bash", "task", "update_todo", "view", "web_fetch", "write_agent",
+			"write_bash"},
+		DefaultModel: "gpt-4.1",
+		ToolPrefix:   "S-",
+		Setup:        copilotSetup,
+	})
+}
+
+// opencodeSetup writes the episode's opencode.json (named by
+// OPENCODE_CONFIG): every permission allowed, no sharing, no auto-update,
+// and, with an endpoint, an @ai-sdk/openai-compatible provider whose key is
+// read from OPENAI_API_KEY ({env:} interpolation keeps it out of the file).
+func opencodeSetup(e *Episode) error {
+	cfg := map[string]any{
+		"$schema":    "https://opencode.ai/config.json",
+		"autoupdate": false,
+		"share":      "disabled",
+		"permission": map[string]any{"*": "allow"},
+		// No git snapshot of the workspace at every step, and no session
+		// title call (an auxiliary model request on the first turn).
+		"snapshot": false,
+		"agent":    map[string]any{"title": map[string]any{"disable": true}},
+	}
+	m := e.Model
+	if m.Custom() {
+		cfg["provider"] = map[string]any{providerID: map[string]any{
+			"npm":  "@ai-sdk/openai-compatible",
+			"name": "harnessd model endpoint",
+			"options": map[string]any{
+				"baseURL": m.OpenAIBase(),
+				"apiKey":  "{env:OPENAI_API_KEY}",
+			},
+			"models": map[string]any{m.Name: map[string]any{"name": m.Name}},
+		}}
+		cfg["model"] = providerID + "/" + m.Name
+		cfg["small_model"] = providerID + "/" + m.Name
+	} else if m.Name != "" {
+		cfg["model"] = m.Name // provider/model of the agent's own catalog
+	}
+	if m.Key != "" {
+		e.Setenv("OPENAI_API_KEY", m.Key)
+	}
+	path := ".config/opencode/opencode.json"
+	if err := e.WriteJSON(path, cfg); err != nil {
+		return err
+	}
+	e.Setenv("OPENCODE_CONFIG", e.Path(path))
+	for _, v := range []string{"OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_LSP_DOWNLOAD",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_SHARE", "OPENCODE_DISABLE_CLAUDE_CODE", "OPENCODE_DISABLE_EMBEDDED_WEB_UI"} {
+		e.Setenv(v, "true")
+	}
+	return nil
+}
+
+// copilotSetup gives Copilot a private COPILOT_HOME and, with an endpoint,
+// BYOK provider variables and offline mode (no GitHub auth, telemetry, web
+// tools, GitHub MCP server or auto-update).
+func copilotSetup(e *Episode) error {
+	if err := e.MkdirAll(".copilot"); err != nil {
+		return err
+	}
+	e.Setenv("COPILOT_HOME", e.Path(".copilot"))
+	e.Setenv("COPILOT_AUTO_UPDATE", "false")
+	m := e.Model
+	if m.Custom() {
+		e.Setenv("COPILOT_PROVIDER_BASE_URL", m.OpenAIBase())
+		e.Setenv("COPILOT_PROVIDER_TYPE", "openai")
+		e.Setenv("COPILOT_OFFLINE", "true")
+	}
+	if m.Key != "" {
+		e.Setenv("COPILOT_PROVIDER_API_KEY", m.Key)
+	}
+	if m.Name != "" {
+		e.Setenv("COPILOT_MODEL", m.Name)
+	}
+	return nil
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

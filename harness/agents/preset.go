@@ -1,0 +1,263 @@
+package agents
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// AdapterPrefix prefixes the names of the wrapping adapters that presets
+// register: preset "gemini" is adapter "agent:gemini".
+const AdapterPrefix = "agent:"
+
+// PlaceholderKey is the API key agents get when model.url is set without
+// model.api_key_env: most agents refuse to start without some key, and a
+// local endpoint (vLLM, a fake LLM, a capture proxy) does not check it.
+const PlaceholderKey = "harnessd-placeholder-key"
+
+// Preset describes one known agent. Presets are read-only once registered.
+type Preset struct {
+	// Name is the preset's name (harness.agent, --agent).
+	Name string
+	// Title is the agent's product name.
+	Title string
+	// Adapter is the harness protocol the agent is driven with: acp or
+	// claude (stream-json).
+	Adapter string
+	// Program is the executable Locate looks for.
+	Program string
+	// Args follow the program on the command line: the protocol's entry
+	// point and the flags for unattended running.
+	Args []string
+	// Options are the adapter's harness.options; a key the configuration
+	// sets wins.
+	Options map[string]any
+	// Package is the npm package that provides Program ("" when the agent
+	// is not on npm).
+	Package string
+	// Version is the version the preset was verified with.
+	Version string
+	// Verified says the preset passes the real-agent tests in
+	// integration/agents at Version.
+	Verified bool
+	// BuiltinTools are the agent's own tool names (harness.builtin_tools),
+	// so that environment tools with these names are served renamed.
+	BuiltinTools []string
+	// DefaultModel is the model name used when model.url is set without
+	// model.name, for agents that cannot start without one.
+	DefaultModel string
+	// ToolPrefix is how the agent names the bridge's tools to the model,
+	// with S for the MCP server name (e.g. "mcp__S__"): for documentation.
+	ToolPrefix string
+	// Setup prepares one episode: settings files under the private HOME,
+	// environment variables and extra arguments. It runs before the
+	// agent starts, in the daemon.
+	Setup func(e *Episode) error
+}
+
+// Command is the preset's command line with program as its first element.
+func (p *Preset) Command(program string) []string {
+	return append([]string{program}, p.Args...)
+}
+
+// AdapterName is the name of the preset's wrapping adapter.
+func (p *Preset) AdapterName() string { return AdapterPrefix + p.Name }
+
+// Model is an episode's LLM endpoint as presets use it.
+type Model struct {
+	// Root is model.url without a trailing "/" or "/v1": the server root
+	// that Anthropic and Gemini clients append their paths to. Empty when
+	// no endpoint is configured: the agent keeps its own.
+	Root string
+	// Name is model.name, or the preset's DefaultModel when Root is set.
+	Name string
+	// Key is the API key: the daemon's value of model.api_key_env, or
+	// PlaceholderKey when Root is set without one. Empty otherwise.
+	Key string
+	// KeyEnv is model.api_key_env.
+	KeyEnv string
+}
+
+// OpenAIBase is the base URL of an OpenAI-compatible API: Root + "/v1".
+func (m Model) OpenAIBase() string { return m.Root + "/v1" }
+
+// Custom reports a configured endpoint.
+func (m Model) Custom() bool { return m.Root != "" }
+
+// NormalizeModelURL returns the server root of a model URL: without a
+// trailing slash, "/v1" or "/v1beta". It fails for anything but an
+// absolute http(s) URL.
+func NormalizeModelURL(u string) (string, error) {
+	if u == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return "", fmt.Errorf("model url %q: want http:// or https://", u)
+	}
+	u = strings.TrimRight(u, "/")
+	for _, suffix := range []string{"/v1beta", "/v1"} {
+		u = strings.TrimSuffix(u, suffix)
+	}
+	if strings.Count(u, "/") < 2 || strings.HasSuffix(u, "//") {
+		return "", fmt.Errorf("model url %q: no host", u)
+	}
+	return u, nil
+}
+
+// Episode is what Preset.Setup prepares for one episode.
+type Episode struct {
+	// Home is the episode's private HOME; everything Setup writes goes
+	// under it.
+	Home string
+	// Workspace is the episode's working directory.
+	Workspace string
+	// Model is the LLM endpoint.
+	Model Model
+	// MCP is the tool injection (nil without tools). The inner adapter
+	// injects it; Setup needs it only for agents that also want it in a
+	// settings file.
+	MCP *harness.MCPInjection
+	// Root reports that the daemon runs as root (unattended flags of some
+	// agents refuse root unless told they run in a sandbox).
+	Root bool
+
+	env  map[string]string
+	args []string
+}
+
+// Setenv sets a variable of the agent's environment (unless the
+// configuration sets it).
+func (e *Episode) Setenv(name, value string) {
+	if e.env == nil {
+		e.env = map[string]string{}
+	}
+	e.env[name] = value
+}
+
+// Getenv returns a variable Setup set.
+func (e *Episode) Getenv(name string) (string, bool) {
+	v, ok := e.env[name]
+	return v, ok
+}
+
+// AddArgs appends arguments to the agent's command line.
+func (e *Episode) AddArgs(args ...string) { e.args = append(e.args, args...) }
+
+// Args returns the arguments Setup added.
+func (e *Episode) Args() []string { return append([]string(nil), e.args...) }
+
+// Env returns the variables Setup set, sorted as NAME=VALUE.
+func (e *Episode) Env() []string {
+	out := make([]string, 0, len(e.env))
+	for k, v := range e.env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Path returns a path under Home.
+func (e *Episode) Path(elem ...string) string {
+	return filepath.Join(append([]string{e.Home}, elem...)...)
+}
+
+// MkdirAll creates a directory under Home (mode 0700).
+func (e *Episode) MkdirAll(rel string) error {
+	p, err := e.under(rel)
+	if err != nil {
+		return err
+	}
+	return os.MkdirAll(p, 0o700)
+}
+
+// WriteFile writes a file under Home with mode 0600, creating its
+// directories with mode 0700.
+func (e *Episode) WriteFile(rel string, data []byte) error {
+	p, err := e.under(rel)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+// WriteJSON writes v as indented JSON under Home (see WriteFile).
+func (e *Episode) WriteJSON(rel string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return e.WriteFile(rel, append(b, '\n'))
+}
+
+func (e *Episode) under(rel string) (string, error) {
+	if e.Home == "" {
+		return "", fmt.Errorf("%s: the episode has no private HOME", rel)
+	}
+	if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%s: not a path inside the episode's HOME", rel)
+	}
+	return filepath.Join(e.Home, rel), nil
+}
+
+var registry = struct {
+	sync.RWMutex
+	m map[string]*Preset
+}{m: map[string]*Preset{}}
+
+// Register adds a preset and registers its wrapping adapter with package
+// harness. The package's own presets register from init; a program may add
+// its own before building configurations. A duplicate name panics.
+func Register(p *Preset) {
+	if p.Name == "" || p.Adapter == "" || p.Program == "" {
+		panic("agents: preset needs a name, an adapter and a program")
+	}
+	registry.Lock()
+	if _, dup := registry.m[p.Name]; dup {
+		registry.Unlock()
+		panic("agents: preset registered twice: " + p.Name)
+	}
+	registry.m[p.Name] = p
+	registry.Unlock()
+	harness.RegisterAdapter(p.AdapterName(), factory(p))
+}
+
+// Lookup returns the named preset.
+func Lookup(name string) (*Preset, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	p, ok := registry.m[name]
+	return p, ok
+}
+
+// All returns every preset, sorted by name.
+func All() []*Preset {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]*Preset, 0, len(registry.m))
+	for _, p := range registry.m {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Names returns the preset names, sorted.
+func Names() []string {
+	var names []string
+	for _, p := range All() {
+		names = append(names, p.Name)
+	}
+	return names
+}

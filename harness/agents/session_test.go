@@ -1,0 +1,134 @@
+package agents
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { testbin.Cleanup(); os.Exit(code) }))
+}
+
+// testPreset drives the fake ACP agent (testharness agent --protocol acp)
+// through a preset, so that the wrapping adapter runs a real session
+// without Node.
+var testPreset = &Preset{
+	Name:         "test-acp",
+	Title:        "testharness ACP agent",
+	Adapter:      "acp",
+	Program:      "testharness",
+	Args:         []string{"agent", "--protocol", "acp"},
+	Options:      map[string]any{"mode": "yolo"},
+	BuiltinTools: []string{"echo"},
+	ToolPrefix:   "S_",
+	Setup: func(e *Episode) error {
+		e.Setenv("TEST_PRESET_FILE", e.Path("preset", "marker.txt"))
+		e.Setenv("TEST_PRESET_MODEL", e.Model.Root+" "+e.Model.Name)
+		e.AddArgs("--stderr", "preset-setup-ran")
+		return e.WriteFile("preset/marker.txt", []byte("written by the preset"))
+	},
+}
+
+func init() { Register(testPreset) }
+
+// TestPresetSessionEndToEnd runs two episodes of a real session through the
+// wrapping adapter: the preset's files and variables reach the agent, the
+// inner adapter injects the tool bridge, the configuration's settings win,
+// and every episode gets a fresh HOME.
+func TestPresetSessionEndToEnd(t *testing.T) {
+	bin := testbin.Path(t, "testharness")
+	sup, err := process.NewSupervisor(process.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(context.Background(), 0)
+	cfg := &harness.Config{
+		Harness: harness.HarnessConfig{Agent: "test-acp",
+			Model: harness.ModelConfig{URL: "http://127.0.0.1:9/v1", Name: "tiny"},
+			Env:   map[string]string{"MINE": "configured"}},
+		Tools:     []harness.ToolConfig{{Name: "tools", Command: []string{bin, "tools"}}},
+		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+	}
+	if err := Apply(cfg, ApplyOptions{Dir: filepath.Dir(bin)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := harness.NewAdapter(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Logger: log, Adapter: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	var homes []string
+	for ep := range 2 {
+		obs, err := s.Reset(ctx, harness.ResetOptions{})
+		if err != nil || obs.Done {
+			t.Fatalf("reset: %v %+v", err, obs)
+		}
+		// The preset's builtin tool name renames the environment's echo.
+		if !strings.Contains(strings.Join(obs.Metadata.InjectedTools, ","), "env_echo") {
+			t.Errorf("tools %v", obs.Metadata.InjectedTools)
+		}
+		obs, err = s.Step(ctx, harness.Action{Message: "env TEST_PRESET_FILE;;env TEST_PRESET_MODEL;;env MINE;;env HOME;;acp mode;;tool env_echo {\"text\":\"hi\"}"}, nil)
+		if err != nil || obs.Done {
+			t.Fatalf("step: %v %+v", err, obs)
+		}
+		r := ""
+		if obs.Metadata.Response != nil {
+			r = *obs.Metadata.Response
+		}
+		home := between(r, "HOME=", "\n")
+		file := between(r, "TEST_PRESET_FILE=", "\n")
+		if home == "" || !strings.HasPrefix(file, home+"/") {
+			t.Fatalf("episode %d: HOME %q, file %q in %q", ep, home, file, r)
+		}
+		for _, want := range []string{"TEST_PRESET_MODEL=http://127.0.0.1:9 tiny", "MINE=configured", "mode: yolo", "env_echo -> hi"} {
+			if !strings.Contains(r, want) {
+				t.Errorf("episode %d: response lacks %q:\n%s", ep, want, r)
+			}
+		}
+		if b, err := os.ReadFile(file); err != nil || string(b) != "written by the preset" {
+			t.Errorf("marker: %q %v", b, err)
+		}
+		if _, tail, _ := a.Diagnostics(); !strings.Contains(tail, "preset-setup-ran") {
+			t.Errorf("the preset's argument did not reach the agent; stderr %q", tail)
+		}
+		homes = append(homes, home)
+	}
+	if homes[0] == homes[1] {
+		t.Errorf("episodes share HOME %s", homes[0])
+	}
+	if _, err := os.Stat(homes[0]); !os.IsNotExist(err) {
+		t.Errorf("first episode's HOME survives: %v", err)
+	}
+}
+
+func between(s, start, end string) string {
+	_, after, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, end)
+	return v
+}
