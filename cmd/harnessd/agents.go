@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -100,4 +101,28 @@ func printAgents(w io.Writer, rows []agentRow, dir string) {
 		fmt.Fprintf(w, "\nSearched %s, then PATH.\n", dir)
 	}
 	fmt.Fprintln(w, "Run one: harnessd serve --agent NAME --model-url URL [--model NAME] [--model-api-key-env VAR] [--tool ...]")
+}
+
+// Agent presets answer harnessd check's question of which agents are
+// installed (agents dir from $HARNESSD_AGENTS_DIR, then PATH).
+func init() {
+	listAgents = func(ctx context.Context) []agentInfo {
+		d := agents.AgentsDir("")
+		var out []agentInfo
+		for _, p := range agents.All() {
+			if ctx.Err() != nil {
+				break
+			}
+			info := agentInfo{Name: p.Name, Command: p.Program}
+			if in, ok := agents.Locate(p, d, ""); ok {
+				info.Installed, info.Path, info.Version = true, in.Path, in.Version
+			} else if p.Package != "" {
+				info.Note = "npm i -g " + p.Package
+			} else {
+				info.Note = "not installed"
+			}
+			out = append(out, info)
+		}
+		return out
+	}
 }

@@ -124,8 +124,24 @@ func validateShape(t *testing.T, rep checkJSON) {
 	if rep.PID.PID <= 0 || rep.PID.PID1 == nil || rep.PID.NestedNamespace == nil || rep.UID == nil {
 		t.Errorf("pid section incomplete: %+v uid %v", rep.PID, rep.UID)
 	}
-	if rep.Agents == nil && rep.AgentsNote == "" {
-		t.Error("agents is null without a note")
+	// The presets are linked in, so check lists every one of them.
+	names := map[string]bool{}
+	for _, raw := range rep.Agents {
+		var a struct {
+			Name      string `json:"name"`
+			Installed bool   `json:"installed"`
+			Note      string `json:"note"`
+		}
+		json.Unmarshal(raw, &a)
+		if !a.Installed && a.Note == "" {
+			t.Errorf("agent %s: not installed and no note saying how to install it", a.Name)
+		}
+		names[a.Name] = true
+	}
+	for _, want := range []string{"claude-code", "gemini", "opencode", "qwen", "copilot", "codex", "claude-acp", "goose"} {
+		if !names[want] {
+			t.Errorf("check does not list the %s preset (agents %s, note %q)", want, rep.Agents, rep.AgentsNote)
+		}
 	}
 	if rep.Required == nil || rep.Unmet == nil || rep.OK == nil {
 		t.Errorf("required %v unmet %v ok %v: want lists and a bool", rep.Required, rep.Unmet, rep.OK)
