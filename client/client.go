@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -198,7 +199,9 @@ func (cn *conn) close() error {
 	cn.wmu.Unlock()
 	cn.cancel()
 	<-cn.done
-	if err != nil && websocket.CloseStatus(err) == -1 && !errors.Is(err, context.Canceled) {
+	// The server may have closed first (close frame, drain): that is a
+	// closed connection, not a failure to close.
+	if err != nil && websocket.CloseStatus(err) == -1 && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil

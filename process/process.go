@@ -58,6 +58,7 @@ type Process struct {
 	raw        io.Reader     // StdioRaw
 	outN       atomic.Int64
 	recorded   memberSet // descendants seen by the tracker (without a cgroup)
+	startTicks uint64    // the leader's start time (clock ticks since boot)
 	tail       *Tail
 	readers    sync.WaitGroup
 
@@ -223,6 +224,9 @@ func (p *Process) start() (err error) {
 	}
 	p.cmd = cmd
 	p.pid = cmd.Process.Pid
+	if st, ok := readStat(p.pid); ok {
+		p.startTicks = st.start
+	}
 	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
 	p.log.Debug("process started", "path", path, "args", spec.Args, "cgroup", p.leaf != nil, "pty", spec.PTY != nil)
 

@@ -215,8 +215,13 @@ func (p *Process) waitDead(d time.Duration) bool {
 func (p *Process) sweep() int {
 	marker := TreeEnvVar + "=" + p.treeID
 	self := os.Getpid()
+	// An orphan is re-parented to the nearest subreaper: harnessd, PID 1, or
+	// some other subreaper above harnessd (a supervisor, a shell tool). Any
+	// process started since the tree's leader that carries the tree's marker
+	// is a member, wherever it now hangs; the start time keeps the environ
+	// reads to processes younger than the tree.
 	orphan := func(st procStat) bool {
-		return p.leaf == nil && (st.ppid == self || st.ppid == 1) && environContains(st.pid, marker)
+		return p.leaf == nil && st.start >= p.startTicks && environContains(st.pid, marker)
 	}
 	total := 0
 	for pass := 0; pass < 50; pass++ {
