@@ -2,11 +2,12 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // python3 returns the interpreter, or skips the test when it is missing —
@@ -15,10 +16,7 @@ func python3(t *testing.T) string {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is required in CI for the OpenEnv wire-compatibility check: %v", err)
-		}
-		t.Skip("python3 not found: skipping the OpenEnv Python client wire-compatibility check")
+		testbin.Missing(t, "python3 not found: the OpenEnv Python client wire-compatibility check needs it")
 	}
 	return py
 }

@@ -76,7 +76,7 @@ func tui(t *testing.T, opts map[string]any, args ...string) *Adapter {
 func bash(t *testing.T, opts map[string]any) *Adapter {
 	t.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
+		testbin.Missing(t, "bash is not installed: the pty tests against a real shell need it")
 	}
 	if opts == nil {
 		opts = map[string]any{}
@@ -453,7 +453,7 @@ func TestBashExitMidTurn(t *testing.T) {
 
 func TestPythonREPL(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3")
+		testbin.Missing(t, "python3 is not installed: the pty test against its REPL needs it")
 	}
 	l := launch(t, map[string]any{"prompt": `>>> `, "bracketed_paste": false}, nil, "python3", "-q", "-i")
 	a := start(t, l)

@@ -118,3 +118,16 @@ func moduleRoot() (string, error) {
 		}
 	}
 }
+
+// Missing reports a missing prerequisite of a test (a program, a kernel
+// feature, an installed agent): the test is skipped with the message on a
+// developer's machine, and fails under CI=true, where every prerequisite the
+// project's own files install must be present.
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("%s (CI=true: a missing prerequisite is a failure)", msg)
+	}
+	tb.Skip(msg)
+}
