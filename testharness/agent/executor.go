@@ -273,11 +273,13 @@ func (e *Executor) startSleeper(setsid, ignoreTerm bool) (int, error) {
 // prints its pid and exits, leaving the sleeper without a parent.
 func (e *Executor) startOrphan(arg string) (int, error) {
 	args := []string{"detach"}
+	linger := false
 	for _, a := range strings.Fields(arg) {
 		switch {
 		case a == "scrub":
 			args = append(args, "--scrub")
 		case strings.HasPrefix(a, "linger="):
+			linger = true
 			args = append(args, "--linger", strings.TrimPrefix(a, "linger="))
 		default:
 			return 0, fmt.Errorf("orphan: unknown option %q (want scrub, linger=D)", a)
@@ -292,7 +294,12 @@ func (e *Executor) startOrphan(arg string) (int, error) {
 		return 0, fmt.Errorf("detach: %w", err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
-	go cmd.Wait() // the intermediate may linger; it is reaped when it exits
+	if linger {
+		go cmd.Wait() // reaped when it exits, after the directive returned
+	} else if werr := cmd.Wait(); werr != nil && err == nil {
+		// Without linger the sleeper is an orphan once the directive returns.
+		err = werr
+	}
 	if err != nil {
 		return 0, fmt.Errorf("detach: %w", err)
 	}
