@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -497,12 +498,5 @@ func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
 	a.mu.Lock()
 	p := a.p
 	a.mu.Unlock()
-	if p == nil {
-		return nil, "", 0
-	}
-	var exit *process.ExitStatus
-	if st, ok := p.ExitStatus(); ok {
-		exit = &st
-	}
-	return exit, p.StderrTail(), p.Pid()
+	return kit.Diagnostics(p)
 }

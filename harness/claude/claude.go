@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -297,13 +298,5 @@ func (a *Adapter) Alive() bool {
 
 // Diagnostics reports exit status, stderr tail and pid.
 func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
-	p := a.proc()
-	if p == nil {
-		return nil, "", 0
-	}
-	var exit *process.ExitStatus
-	if st, ok := p.ExitStatus(); ok {
-		exit = &st
-	}
-	return exit, p.StderrTail(), p.Pid()
+	return kit.Diagnostics(a.proc())
 }

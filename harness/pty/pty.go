@@ -253,13 +253,6 @@ func (a *Adapter) Alive() bool {
 
 // Diagnostics reports exit status, the stripped tail of the terminal and pid.
 func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
-	p := a.proc()
-	if p == nil {
-		return nil, "", 0
-	}
-	var exit *process.ExitStatus
-	if st, ok := p.ExitStatus(); ok {
-		exit = &st
-	}
-	return exit, vt.Strip(p.StderrTail()), p.Pid()
+	exit, tail, pid := kit.Diagnostics(a.proc())
+	return exit, vt.Strip(tail), pid
 }

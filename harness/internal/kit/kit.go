@@ -132,3 +132,16 @@ func StartFailure(err error) *harness.Failure {
 	}
 	return f
 }
+
+// Diagnostics reports p's exit status (nil while it runs), its stderr tail
+// and its pid, as harness.Adapter.Diagnostics does; a nil p gives zero values.
+func Diagnostics(p *process.Process) (*process.ExitStatus, string, int) {
+	if p == nil {
+		return nil, "", 0
+	}
+	var exit *process.ExitStatus
+	if st, ok := p.ExitStatus(); ok {
+		exit = &st
+	}
+	return exit, p.StderrTail(), p.Pid()
+}
