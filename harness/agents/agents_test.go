@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -562,7 +563,7 @@ func TestEpisodeWritesOnlyUnderHome(t *testing.T) {
 
 func TestTOMLString(t *testing.T) {
 	for in, want := range map[string]string{`a`: `"a"`, `a"b\c`: `"a\"b\\c"`, "x\ny\x7f": `"x\u000Ay\u007F"`, "é": `"é"`} {
-		if got := tomlString(in); got != want {
+		if got := kit.TOMLString(in); got != want {
 			t.Errorf("%q -> %s, want %s", in, got, want)
 		}
 	}

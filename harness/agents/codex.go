@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/acp"
@@ -47,10 +48,10 @@ func codexSetup(e *Episode) error {
 	var b strings.Builder
 	m := e.Model
 	if m.Name != "" {
-		fmt.Fprintf(&b, "model = %s\n", tomlString(m.Name))
+		fmt.Fprintf(&b, "model = %s\n", kit.TOMLString(m.Name))
 	}
 	if m.Custom() {
-		fmt.Fprintf(&b, "model_provider = %s\n", tomlString(providerID))
+		fmt.Fprintf(&b, "model_provider = %s\n", kit.TOMLString(providerID))
 	}
 	b.WriteString(`approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -68,7 +69,7 @@ persistence = "none"
 `)
 	if m.Custom() {
 		fmt.Fprintf(&b, "\n[model_providers.%s]\nname = %s\nbase_url = %s\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
-			providerID, tomlString("harnessd model endpoint"), tomlString(m.OpenAIBase()))
+			providerID, kit.TOMLString("harnessd model endpoint"), kit.TOMLString(m.OpenAIBase()))
 	}
 	if m.Key != "" {
 		e.Setenv("OPENAI_API_KEY", m.Key)

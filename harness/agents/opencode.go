@@ -1,9 +1,6 @@
 package agents
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/harnessd/harnessd/harness/acp"
 )
 
@@ -113,23 +110,4 @@ func copilotSetup(e *Episode) error {
 		e.Setenv("COPILOT_MODEL", m.Name)
 	}
 	return nil
-}
-
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -59,7 +59,7 @@ func writeMCPConfig(shape string, l *harness.Launch, env map[string]string) ([]s
 			set = append(set, "CODEX_HOME="+dir)
 		}
 		table := fmt.Sprintf("[mcp_servers.%s]\nurl = %s\nbearer_token_env_var = \"HARNESSD_MCP_TOKEN\"\n",
-			tomlKey(name), tomlString(l.MCP.URL))
+			tomlKey(name), kit.TOMLString(l.MCP.URL))
 		return set, mergeTOMLTable(filepath.Join(dir, "config.toml"), "mcp_servers."+tomlKey(name), table)
 	}
 	return nil, fmt.Errorf("unknown mcp_config %q", shape)
@@ -125,30 +125,11 @@ func writePrivate(path string, b []byte) error {
 	return os.WriteFile(path, b, 0o600)
 }
 
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\u%04X", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // tomlKey writes a bare key when it can, else a quoted one.
 func tomlKey(k string) string {
 	for _, r := range k {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return tomlString(k)
+			return kit.TOMLString(k)
 		}
 	}
 	if k == "" {

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"encoding/json"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,7 +155,7 @@ func TestMCPConfigCodex(t *testing.T) {
 }
 
 func TestTOMLQuoting(t *testing.T) {
-	if got := tomlString("a\"b\\c\nd\x01"); got != `"a\"b\\c\u000Ad\u0001"` {
+	if got := kit.TOMLString("a\"b\\c\nd\x01"); got != `"a\"b\\c\u000Ad\u0001"` {
 		t.Fatalf("%s", got)
 	}
 	if tomlKey("env") != "env" || tomlKey("my server") != `"my server"` {

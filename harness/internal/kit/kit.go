@@ -145,3 +145,22 @@ func Diagnostics(p *process.Process) (*process.ExitStatus, string, int) {
 	}
 	return exit, p.StderrTail(), p.Pid()
 }
+
+// TOMLString quotes s as a TOML basic string (for agents' config.toml).
+func TOMLString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
