@@ -2,10 +2,10 @@ package agents
 
 import (
 	"fmt"
-	"github.com/harnessd/harnessd/harness/internal/kit"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 )
 
 func init() {

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"encoding/json"
-	"github.com/harnessd/harnessd/harness/internal/kit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 )
 
 func TestExpandIsArgumentSafe(t *testing.T) {
