@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"context"
-	"errors"
-
 	"bytes"
+	"context"
 	"encoding/json"
-	"github.com/harnessd/harnessd/client"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/harnessd/harnessd/client"
 )
 
 // TestSIGTERMDrain: SIGTERM with a turn running and other sessions open

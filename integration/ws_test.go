@@ -1,18 +1,17 @@
 package integration
 
 import (
-	"context"
-
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/harnessd/harnessd/client"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/harnessd/harnessd/client"
 )
 
 // writeConfig writes a YAML environment configuration and returns its path.

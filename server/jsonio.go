@@ -3,8 +3,9 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/harnessd/harnessd/harness"
 	"net/http"
+
+	"github.com/harnessd/harnessd/harness"
 )
 
 // marshal encodes v without HTML escaping (responses and tool output read
