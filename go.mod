@@ -6,21 +6,21 @@ go 1.26.0
 ignore ./integration/agents/node_modules
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/creack/pty v1.1.24
+	github.com/google/uuid v1.6.0
+	github.com/lmittmann/tint v1.2.1
 	github.com/mark3labs/mcp-go v1.2.1
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 )
 
 require (
-	github.com/coder/websocket v1.8.15 // indirect
 	github.com/google/jsonschema-go v0.4.2 // indirect
-	github.com/google/uuid v1.6.0 // indirect
-	github.com/lmittmann/tint v1.2.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/spf13/cast v1.7.1 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
-	golang.org/x/term v0.48.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
