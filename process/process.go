@@ -296,12 +296,25 @@ func (p *Process) Alive() bool {
 	return true
 }
 
-// ExitStatus returns the leader's exit status once it has exited.
+// ExitStatus returns the leader's exit status once it has exited. It agrees
+// with Alive: when Alive has seen the exit (from the kernel) before the
+// status was collected, ExitStatus waits briefly for it instead of claiming
+// the process still runs.
 func (p *Process) ExitStatus() (ExitStatus, bool) {
 	select {
 	case <-p.exited:
 		return p.exit, true
 	default:
+	}
+	if p.Alive() {
+		return ExitStatus{}, false
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return p.exit, true
+	case <-t.C:
 		return ExitStatus{}, false
 	}
 }
