@@ -35,7 +35,9 @@ type Adapter interface {
 
 	// Interrupt asks the harness to end the running turn early, keeping the
 	// conversation (best effort). The running Turn then returns, normally
-	// with Cancelled set. Without a running turn it does nothing.
+	// with Cancelled set. Without a turn under way — before Turn has
+	// delivered the message, or after it ended — it does nothing and returns
+	// ErrNoTurn.
 	Interrupt(ctx context.Context) error
 
 	// Stop ends the harness and kills its whole process tree. It is

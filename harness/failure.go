@@ -69,4 +69,8 @@ var (
 	ErrBusy = errors.New("session is busy with another turn or reset")
 	// ErrClosed: the session was closed.
 	ErrClosed = errors.New("session is closed")
+	// ErrNoTurn is returned by Adapter.Interrupt when no turn is under way
+	// (not yet begun, or already over); the session then retries while its
+	// step is still starting.
+	ErrNoTurn = errors.New("no turn is running")
 )

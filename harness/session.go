@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,6 +55,11 @@ type Session struct {
 	sources    []bridge.Source
 	perEpisode []ToolConfig
 	started    bool
+
+	// phase says where a step is, for Interrupt: phaseIdle (no step, or the
+	// adapter's turn is over), phaseStarting (a step will call the adapter),
+	// phaseInTurn (the adapter's Turn runs).
+	phase atomic.Int32
 
 	mu       sync.Mutex
 	closed   bool
@@ -187,16 +193,39 @@ func (s *Session) Busy() bool {
 	return s.busy
 }
 
+// Step phases, for Interrupt.
+const (
+	phaseIdle int32 = iota
+	phaseStarting
+	phaseInTurn
+)
+
+// interruptRetry is how often Interrupt asks again while a turn is starting.
+const interruptRetry = 2 * time.Millisecond
+
 // Interrupt asks the harness to end the running turn early (best effort);
-// the conversation continues. Without a running turn it does nothing.
+// the conversation continues. Called while a step is starting, it waits
+// until the adapter has delivered the turn's message, so the interrupt is
+// not lost; without a running step it does nothing.
 func (s *Session) Interrupt(ctx context.Context) error {
-	s.mu.Lock()
-	running := s.busy && s.ep != nil && s.ep.active
-	s.mu.Unlock()
-	if !running {
-		return nil
+	for {
+		switch s.phase.Load() {
+		case phaseIdle:
+			return nil
+		case phaseInTurn:
+			err := s.adapter.Interrupt(ctx)
+			if !errors.Is(err, ErrNoTurn) {
+				return err
+			}
+		}
+		t := time.NewTimer(interruptRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
-	return s.adapter.Interrupt(ctx)
 }
 
 // State reports the current episode.

@@ -47,6 +47,8 @@ func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observ
 		return nil, ErrNoEpisode
 	}
 	n := ep.steps + 1
+	s.phase.Store(phaseStarting)
+	defer s.phase.Store(phaseIdle)
 	s.events.beginTurn(n, emit)
 	turnEvents := func() []Event { return s.events.endTurn() }
 
@@ -75,7 +77,9 @@ func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observ
 	}
 	tctx, cancel := context.WithTimeout(ctx, budget)
 	started := time.Now()
+	s.phase.Store(phaseInTurn)
 	res, err := s.adapter.Turn(tctx, TurnInput{Number: n, Message: a.Message, OutputLimit: int64(s.cfg.Episode.OutputLimit)}, s.events.add)
+	s.phase.Store(phaseIdle)
 	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if err != nil || timedOut {

@@ -453,7 +453,7 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	a.mu.Lock()
 	if !a.turnActive || a.c == nil {
 		a.mu.Unlock()
-		return nil
+		return harness.ErrNoTurn
 	}
 	a.cancelReq = true
 	a.cancelling.Store(true)

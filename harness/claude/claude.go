@@ -150,7 +150,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	p, early, o, server := a.p, a.early, a.opts, a.server
 	a.early = nil
 	if p != nil {
-		a.turn, a.interrupt = in.Number, ""
+		a.interrupt = ""
 	}
 	a.mu.Unlock()
 	if p == nil {
@@ -180,6 +180,10 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 		}
 		return harness.TurnResult{}, a.deadHarness(ctx, p, "harness stopped reading its input")
 	}
+	// Interrupts count from here: an interrupt never precedes its message.
+	a.mu.Lock()
+	a.turn = in.Number
+	a.mu.Unlock()
 	for {
 		var l process.Line
 		var ok bool
@@ -224,7 +228,7 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	p, turn := a.p, a.turn
 	if p == nil || turn == 0 {
 		a.mu.Unlock()
-		return nil
+		return harness.ErrNoTurn
 	}
 	id := newRequestID()
 	a.interrupt = id

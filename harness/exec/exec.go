@@ -334,7 +334,10 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	tp := a.cur
-	if tp == nil || tp.interrupted {
+	if tp == nil {
+		return harness.ErrNoTurn
+	}
+	if tp.interrupted {
 		return nil
 	}
 	tp.interrupted = true

@@ -433,8 +433,8 @@ func TestInterrupt(t *testing.T) {
 	if res.Response != "history: reply one | reply sleeping;;sleep 30s | history" {
 		t.Fatalf("after interrupt: %q", res.Response)
 	}
-	if a.Interrupt(context.Background()) != nil {
-		t.Fatal("interrupt between turns failed")
+	if err := a.Interrupt(context.Background()); !errors.Is(err, harness.ErrNoTurn) {
+		t.Fatalf("interrupt between turns: %v, want ErrNoTurn", err)
 	}
 }
 

@@ -148,7 +148,6 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 		return harness.TurnResult{}, harness.Fail(harness.ErrHarnessExited, "harness is not started")
 	}
 	a.mu.Lock()
-	a.turn = in.Number
 	early := a.early
 	a.early = nil
 	a.mu.Unlock()
@@ -168,6 +167,10 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 		}
 		return harness.TurnResult{}, a.deadHarness(ctx, p, "harness stopped reading its input")
 	}
+	// Interrupts count from here: a cancel never precedes its message.
+	a.mu.Lock()
+	a.turn = in.Number
+	a.mu.Unlock()
 	start := p.OutputBytes()
 	for {
 		var line process.Line
@@ -286,7 +289,7 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	p, turn := a.p, a.turn
 	a.mu.Unlock()
 	if p == nil || turn == 0 {
-		return nil
+		return harness.ErrNoTurn
 	}
 	return p.WriteLine(ctx, []byte(`{"type":"cancel","turn":`+strconv.Itoa(turn)+`}`))
 }

@@ -210,8 +210,11 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 		a.held = !submitted
 	}
 	a.mu.Unlock()
-	if p == nil || !running || !submitted {
-		return nil
+	if p == nil || !running {
+		return harness.ErrNoTurn
+	}
+	if !submitted {
+		return nil // held: the turn sends the key once the message is in
 	}
 	if err := p.Write(ctx, []byte(key)); err != nil {
 		return fmt.Errorf("interrupt: %w", err)
