@@ -224,6 +224,7 @@ func (p *Process) sweep() int {
 		return p.leaf == nil && st.start >= p.startTicks && environContains(st.pid, marker)
 	}
 	total := 0
+	killed := map[int]uint64{}
 	for pass := 0; pass < 50; pass++ {
 		all := scanProcs(func(procStat) bool { return true })
 		kids := make(map[int][]int, len(all))
@@ -266,17 +267,22 @@ func (p *Process) sweep() int {
 				}
 			}
 		}
-		var victims []int
+		var victims []procStat
 		for _, st := range all {
 			if in[st.pid] && !st.zombie() && st.pid != self {
-				victims = append(victims, st.pid)
+				victims = append(victims, st)
 			}
 		}
 		if len(victims) == 0 {
+			// A killed process stops looking like a member (its environment
+			// is unreadable once it starts to exit) before it is dead: wait
+			// for every victim to be gone, so Stop returns only then.
+			waitGone(killed, DefaultKillWait)
 			return total
 		}
-		for _, pid := range victims {
-			unix.Kill(pid, unix.SIGKILL)
+		for _, st := range victims {
+			unix.Kill(st.pid, unix.SIGKILL)
+			killed[st.pid] = st.start
 		}
 		total += len(victims)
 		time.Sleep(time.Duration(pass+1) * time.Millisecond)
@@ -284,6 +290,27 @@ func (p *Process) sweep() int {
 	}
 	p.log.Error("process tree members survived 50 kill sweeps")
 	return total
+}
+
+// waitGone waits up to d until none of the processes (pid -> start time) is
+// alive: gone from /proc, a zombie, or its pid taken by another process.
+func waitGone(procs map[int]uint64, d time.Duration) {
+	deadline := time.Now().Add(d)
+	step := 250 * time.Microsecond
+	for pid, start := range procs {
+		for {
+			st, ok := readStat(pid)
+			if !ok || st.zombie() || st.start != start {
+				break
+			}
+			if time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(step)
+			step = min(step*2, 10*time.Millisecond)
+		}
+	}
+	ReapOrphans()
 }
 
 // Signal sends sig to every member of the tree — the process group, or in
