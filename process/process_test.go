@@ -313,7 +313,7 @@ func TestEscapeesKilled(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := NewSupervisor(c.opts)
 			if err != nil {
-				t.Skipf("mechanism %s not available on this machine: %v", c.name, err)
+				testbin.Missing(t, "mechanism %s not available on this machine: %v", c.name, err)
 			}
 			defer s.Close(context.Background(), 0)
 			if c.opts.Subreaper == ModeOff {
@@ -323,7 +323,7 @@ func TestEscapeesKilled(t *testing.T) {
 			}
 			m := s.Mechanisms()
 			if !c.need(m) {
-				t.Skipf("mechanism %s not available: %v", c.name, m.Notes)
+				testbin.Missing(t, "mechanism %s not available: %v", c.name, m.Notes)
 			}
 			p := startReady(t, s, agentSpec(t))
 			t.Logf("kill mechanism exercised: %s (supervisor: %s)", p.KillMode(), m.KillMode())
@@ -444,7 +444,7 @@ func TestEnvironmentIsExplicit(t *testing.T) {
 func TestPTYSessionAndJobControlKilled(t *testing.T) {
 	s := newSup(t, Options{Cgroup: ModeOff})
 	if !s.Mechanisms().PTY {
-		t.Skip("no pseudo-terminals on this machine")
+		testbin.Missing(t, "no pseudo-terminals on this machine")
 	}
 	spec := Spec{Name: "bash", Path: "bash", Args: []string{"--norc", "--noprofile", "-i"},
 		Env: DefaultEnviron(map[string]string{"PS1": "READY> ", "TERM": "dumb"}), PTY: &PTY{Rows: 24, Cols: 80}}
@@ -523,12 +523,12 @@ func countFDs(t *testing.T) int {
 func TestSupervisorsShareNoCgroupDirectory(t *testing.T) {
 	s1, err := NewSupervisor(Options{Cgroup: ModeRequired, Subreaper: ModeOff})
 	if err != nil {
-		t.Skipf("cgroup v2 not available on this machine: %v", err)
+		testbin.Missing(t, "cgroup v2 not available on this machine: %v", err)
 	}
 	defer s1.Close(context.Background(), 0)
 	p := startReady(t, s1, agentSpec(t))
 	if p.KillMode() != "cgroup" {
-		t.Skipf("tree not placed in a cgroup (%s)", p.KillMode())
+		testbin.Missing(t, "tree not placed in a cgroup (%s)", p.KillMode())
 	}
 	s2 := newSup(t, Options{Cgroup: ModeRequired, Subreaper: ModeOff})
 	d1, d2 := s1.Mechanisms().CgroupPath, s2.Mechanisms().CgroupPath
@@ -582,7 +582,7 @@ func TestProbeCgroupLeavesNothing(t *testing.T) {
 		if info.Error == "" {
 			t.Fatal("no root and no error")
 		}
-		t.Skipf("no cgroup v2 here: %s", info.Error)
+		testbin.Missing(t, "no cgroup v2 here: %s", info.Error)
 	}
 	entries, err := os.ReadDir(info.Root)
 	if err != nil {
