@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	_ "github.com/harnessd/harnessd/harness/jsonl"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
@@ -102,15 +103,6 @@ func step(t *testing.T, s *harness.Session, msg string) *harness.Observation {
 		t.Fatalf("step %q: %v", msg, err)
 	}
 	return obs
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
 }
 
 func pidIn(t *testing.T, text, word string) int {
@@ -221,7 +213,7 @@ func TestHangTimesOutAndKillsTree(t *testing.T) {
 		t.Fatalf("%+v", o.Metadata)
 	}
 	for _, pid := range []int{harnessPID, escaped, spawned} {
-		if alive(pid) {
+		if adaptertest.Alive(pid) {
 			t.Errorf("pid %d survived the timeout", pid)
 		}
 	}
@@ -334,7 +326,7 @@ func TestResetKillsOldTreeAndRevokesToken(t *testing.T) {
 		t.Fatalf("live token: HTTP %d", code)
 	}
 	reset(t, s)
-	if alive(oldPID) {
+	if adaptertest.Alive(oldPID) {
 		t.Fatal("old harness survived reset")
 	}
 	if code := post(t, url, token); code == http.StatusOK {
@@ -476,7 +468,7 @@ func TestCloseKillsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if adaptertest.Alive(pid) {
 			t.Errorf("pid %d survived Close", pid)
 		}
 	}

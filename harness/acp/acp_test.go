@@ -7,23 +7,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
-	"github.com/harnessd/harnessd/process"
 )
 
 func TestMain(m *testing.M) {
@@ -33,25 +28,10 @@ func TestMain(m *testing.M) {
 // launch starts from `testharness agent --protocol acp ARGS`.
 func launch(t *testing.T, args ...string) *harness.Launch {
 	t.Helper()
-	sup, err := process.NewSupervisor(process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sup.Close(context.Background(), 0) })
-	dir := t.TempDir()
-	return &harness.Launch{
-		EpisodeID:      "ep-1",
-		Command:        append([]string{testbin.Path(t, "testharness"), "agent", "--protocol", "acp"}, args...),
-		Workspace:      dir,
-		Home:           dir,
-		Env:            process.DefaultEnviron(nil),
-		StartupTimeout: 10 * time.Second,
-		StopGrace:      time.Second,
-		MaxLineBytes:   1 << 20,
-		Supervisor:     sup,
-		// Debug level runs every logging path; the output is not needed.
-		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	}
+	l := adaptertest.Launch(t, append([]string{testbin.Path(t, "testharness"), "agent", "--protocol", "acp"}, args...)...)
+	// Debug level runs every logging path; the output is not needed.
+	l.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return l
 }
 
 func start(t *testing.T, l *harness.Launch) *Adapter {
@@ -74,35 +54,15 @@ func withOptions(l *harness.Launch, opts map[string]any) *harness.Launch {
 	return l
 }
 
-type collected struct {
-	mu     sync.Mutex
-	events []harness.Event
-}
-
-func (c *collected) emit(e harness.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.events = append(c.events, e)
-}
-
-func (c *collected) ofType(t harness.EventType) []harness.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []harness.Event
-	for _, e := range c.events {
-		if e.Type == t {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+// collected is a turn's events.
+type collected struct{ adaptertest.Events }
 
 func turn(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, *collected, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var c collected
-	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.emit)
+	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.Emit)
 	return res, &c, err
 }
 
@@ -112,7 +72,7 @@ func mustTurn(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, 
 	if err != nil {
 		t.Fatalf("turn %d %q: %v", n, msg, err)
 	}
-	for _, e := range c.events {
+	for _, e := range c.All() {
 		if e.Source != harness.SourceHarness || !e.Type.Valid() {
 			t.Fatalf("event %+v", e)
 		}
@@ -181,7 +141,7 @@ func TestResponseFromChunks(t *testing.T) {
 	if res.Response != "hello big world\nsecond line" {
 		t.Fatalf("response %q", res.Response)
 	}
-	chunks := c.ofType(harness.EventLLMChunk)
+	chunks := c.OfType(harness.EventLLMChunk)
 	var joined strings.Builder
 	for i, e := range chunks {
 		if e.Data["index"] != i {
@@ -193,8 +153,8 @@ func TestResponseFromChunks(t *testing.T) {
 	if len(chunks) != 5 || joined.String() != res.Response {
 		t.Fatalf("chunks %+v", chunks)
 	}
-	if len(c.events) != len(chunks) {
-		t.Fatalf("events %+v", c.events)
+	if len(c.All()) != len(chunks) {
+		t.Fatalf("events %+v", c.All())
 	}
 }
 
@@ -204,7 +164,7 @@ func TestThoughtAndPlan(t *testing.T) {
 	if res.Response != "done" {
 		t.Fatalf("response %q", res.Response)
 	}
-	chunks := c.ofType(harness.EventLLMChunk)
+	chunks := c.OfType(harness.EventLLMChunk)
 	if len(chunks) != 3 {
 		t.Fatalf("chunks %+v", chunks)
 	}
@@ -220,55 +180,11 @@ func TestThoughtAndPlan(t *testing.T) {
 	}
 }
 
-// mcpServer runs a streamable-HTTP MCP server with one tool, add, that
-// requires "Authorization: Bearer tok" and records the header it got.
-func mcpServer(t *testing.T) (url string, auth func() []string) {
-	t.Helper()
-	srv := server.NewMCPServer("t", "1")
-	srv.AddTool(mcp.NewTool("add", mcp.WithNumber("a"), mcp.WithNumber("b")),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText(fmt.Sprint(req.GetFloat("a", 0) + req.GetFloat("b", 0))), nil
-		})
-	h := server.NewStreamableHTTPServer(srv)
-	var mu sync.Mutex
-	var seen []string
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Header.Get("Authorization"))
-		mu.Unlock()
-		if r.Header.Get("Authorization") != "Bearer tok" {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		hs.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		h.Shutdown(ctx)
-		hs.Close()
-		<-done
-	})
-	return "http://" + ln.Addr().String() + "/mcp", func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
-}
-
 func TestToolCallThroughMCP(t *testing.T) {
-	url, seen := mcpServer(t)
+	srv := adaptertest.NewMCPServer(t, "tok")
+	seen := srv.Auth
 	l := launch(t)
-	l.MCP = &harness.MCPInjection{ServerName: "env", URL: url, Token: "tok"}
+	l.MCP = srv.Injection()
 	a := start(t, l)
 
 	res, c := mustTurn(t, a, 1, `tool add {"a":2,"b":3}`)
@@ -278,9 +194,9 @@ func TestToolCallThroughMCP(t *testing.T) {
 	if res.Extra["acp"].(map[string]any)["mcp_transport"] != "http" {
 		t.Fatalf("acp facts %#v", res.Extra["acp"])
 	}
-	calls, results := c.ofType(harness.EventToolCall), c.ofType(harness.EventToolResult)
+	calls, results := c.OfType(harness.EventToolCall), c.OfType(harness.EventToolResult)
 	if len(calls) != 1 || len(results) != 1 {
-		t.Fatalf("events %+v", c.events)
+		t.Fatalf("events %+v", c.All())
 	}
 	want := map[string]any{"tool_name": "add", "arguments": map[string]any{"a": 2.0, "b": 3.0}, "call_id": "call_1",
 		"title": "add", "kind": "other", "status": "in_progress"}
@@ -309,7 +225,7 @@ func TestToolCallThroughMCP(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.Response), &newReq); err != nil {
 		t.Fatalf("%v: %s", err, res.Response)
 	}
-	wantServers := roundTrip(t, []any{map[string]any{"type": "http", "name": "env", "url": url,
+	wantServers := roundTrip(t, []any{map[string]any{"type": "http", "name": "env", "url": srv.URL,
 		"headers": []any{map[string]any{"name": "Authorization", "value": "Bearer tok"}}}})
 	if newReq.Cwd != l.Workspace || !reflect.DeepEqual(roundTrip(t, newReq.MCPServers), wantServers) {
 		t.Fatalf("session/new params %s", res.Response)
@@ -317,9 +233,9 @@ func TestToolCallThroughMCP(t *testing.T) {
 
 	// A failing tool call reports its error.
 	_, c = mustTurn(t, a, 3, `tool nosuch {}`)
-	results = c.ofType(harness.EventToolResult)
+	results = c.OfType(harness.EventToolResult)
 	if len(results) != 1 || results[0].Data["status"] != "failed" || results[0].Data["error"] == nil {
-		t.Fatalf("failed tool %+v", c.events)
+		t.Fatalf("failed tool %+v", c.All())
 	}
 }
 
@@ -498,8 +414,8 @@ func TestGarbageIsIgnored(t *testing.T) {
 		"reply fine",
 	}, ";;")
 	res, c := mustTurn(t, a, 1, msg)
-	if res.Response != "fine" || len(c.events) != 1 {
-		t.Fatalf("%q %+v", res.Response, c.events)
+	if res.Response != "fine" || len(c.All()) != 1 {
+		t.Fatalf("%q %+v", res.Response, c.All())
 	}
 }
 
@@ -518,9 +434,9 @@ func TestToolUpdateShapes(t *testing.T) {
 		`update {"sessionUpdate":"usage_update","used":100,"size":1000}`,
 	}, ";;")
 	res, c := mustTurn(t, a, 1, msg)
-	calls, results := c.ofType(harness.EventToolCall), c.ofType(harness.EventToolResult)
+	calls, results := c.OfType(harness.EventToolCall), c.OfType(harness.EventToolResult)
 	if len(calls) != 3 || len(results) != 3 {
-		t.Fatalf("events %+v", c.events)
+		t.Fatalf("events %+v", c.All())
 	}
 	if d := calls[0].Data; d["tool_name"] != "Read file" || !reflect.DeepEqual(d["arguments"], map[string]any{}) || d["status"] != "pending" {
 		t.Fatalf("t1 call %#v", d)

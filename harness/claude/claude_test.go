@@ -4,22 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
-	"github.com/harnessd/harnessd/process"
 )
 
 func TestMain(m *testing.M) {
@@ -30,24 +25,9 @@ func TestMain(m *testing.M) {
 // extra agent flags args (placed before the adapter's own flags).
 func launch(t *testing.T, opts map[string]any, args ...string) *harness.Launch {
 	t.Helper()
-	sup, err := process.NewSupervisor(process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sup.Close(context.Background(), 0) })
-	dir := t.TempDir()
-	return &harness.Launch{
-		EpisodeID:      "ep-1",
-		Command:        append([]string{testbin.Path(t, "testharness"), "agent", "--protocol", "stream-json"}, args...),
-		Workspace:      dir,
-		Home:           dir,
-		Env:            process.DefaultEnviron(nil),
-		Options:        opts,
-		StartupTimeout: 10 * time.Second,
-		StopGrace:      time.Second,
-		MaxLineBytes:   1 << 20,
-		Supervisor:     sup,
-	}
+	l := adaptertest.Launch(t, append([]string{testbin.Path(t, "testharness"), "agent", "--protocol", "stream-json"}, args...)...)
+	l.Options = opts
+	return l
 }
 
 func startLaunch(t *testing.T, l *harness.Launch) *Adapter {
@@ -65,41 +45,15 @@ func started(t *testing.T, opts map[string]any, args ...string) *Adapter {
 	return startLaunch(t, launch(t, opts, args...))
 }
 
-type collected struct {
-	mu     sync.Mutex
-	events []harness.Event
-}
-
-func (c *collected) emit(e harness.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.events = append(c.events, e)
-}
-
-func (c *collected) types() []string {
-	var out []string
-	for _, e := range c.events {
-		out = append(out, string(e.Type))
-	}
-	return out
-}
-
-func (c *collected) ofType(t harness.EventType) []harness.Event {
-	var out []harness.Event
-	for _, e := range c.events {
-		if e.Type == t {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+// collected is a turn's events.
+type collected struct{ adaptertest.Events }
 
 func turn(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, *collected, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var c collected
-	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.emit)
+	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.Emit)
 	return res, &c, err
 }
 
@@ -137,13 +91,13 @@ func TestEventMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(c.types(), ","), "text_output,llm_chunk,text_output"; got != want {
+	if got, want := strings.Join(c.Types(), ","), "text_output,llm_chunk,text_output"; got != want {
 		t.Fatalf("events %s, want %s", got, want)
 	}
-	if c.events[0].Data["text"] != "first" || c.events[0].Source != harness.SourceHarness {
-		t.Fatalf("text event %+v", c.events[0])
+	if c.All()[0].Data["text"] != "first" || c.All()[0].Source != harness.SourceHarness {
+		t.Fatalf("text event %+v", c.All()[0])
 	}
-	if d := c.events[1].Data; d["content"] != "pondering" || d["thought"] != true {
+	if d := c.All()[1].Data; d["content"] != "pondering" || d["thought"] != true {
 		t.Fatalf("thinking event %+v", d)
 	}
 	if res.Response != "first\nsecond" {
@@ -171,7 +125,7 @@ func TestPartialMessages(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	var thought, text []string
-	for _, e := range c.ofType(harness.EventLLMChunk) {
+	for _, e := range c.OfType(harness.EventLLMChunk) {
 		if e.Data["thought"] == true {
 			thought = append(thought, e.Data["content"].(string))
 		} else {
@@ -180,72 +134,34 @@ func TestPartialMessages(t *testing.T) {
 	}
 	// Thinking is reported once, as deltas; text as deltas and as a whole.
 	if strings.Join(thought, "|") != "deep |thought" || strings.Join(text, "|") != "hello |big |world" {
-		t.Fatalf("thought %q text %q (events %v)", thought, text, c.types())
+		t.Fatalf("thought %q text %q (events %v)", thought, text, c.Types())
 	}
-	if outs := c.ofType(harness.EventTextOutput); len(outs) != 1 || outs[0].Data["text"] != "hello big world" {
+	if outs := c.OfType(harness.EventTextOutput); len(outs) != 1 || outs[0].Data["text"] != "hello big world" {
 		t.Fatalf("text_output %+v", outs)
 	}
 }
 
 // mcpServer serves a tool "add" over streamable HTTP, checking the bearer
 // token and recording Claude's _meta tool-use ids.
-type mcpServer struct {
-	url string
-	mu  sync.Mutex
-	ids []string
-}
-
-func (s *mcpServer) toolUseIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.ids...)
-}
-
-func newMCPServer(t *testing.T, token string) *mcpServer {
-	t.Helper()
-	ms := &mcpServer{}
-	srv := server.NewMCPServer("t", "1")
-	srv.AddTool(mcp.NewTool("add", mcp.WithNumber("a"), mcp.WithNumber("b")),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if req.Params.Meta != nil {
-				if id, ok := req.Params.Meta.AdditionalFields["claudecode/toolUseId"].(string); ok {
-					ms.mu.Lock()
-					ms.ids = append(ms.ids, id)
-					ms.mu.Unlock()
-				}
+// toolUseIDs lists the claudecode/toolUseId _meta of the add calls srv got.
+func toolUseIDs(srv *adaptertest.MCPServer) []string {
+	var ids []string
+	for _, req := range srv.Calls() {
+		if req.Params.Meta != nil {
+			if id, ok := req.Params.Meta.AdditionalFields["claudecode/toolUseId"].(string); ok {
+				ids = append(ids, id)
 			}
-			return mcp.NewToolResultText(fmt.Sprint(req.GetFloat("a", 0) + req.GetFloat("b", 0))), nil
-		})
-	h := server.NewStreamableHTTPServer(srv)
-	auth := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
 		}
-		h.ServeHTTP(w, r)
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: auth, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); hs.Serve(ln) }()
-	t.Cleanup(func() {
-		h.Shutdown(context.Background())
-		hs.Close()
-		<-done
-	})
-	ms.url = "http://" + ln.Addr().String() + "/mcp"
-	return ms
+	return ids
 }
 
 func TestToolCallOverMCP(t *testing.T) {
 	for _, style := range []string{StyleClaude, StyleQwen} {
 		t.Run(style, func(t *testing.T) {
-			srv := newMCPServer(t, "tok")
+			srv := adaptertest.NewMCPServer(t, "tok")
 			l := launch(t, map[string]any{"mcp_config_style": style})
-			l.MCP = &harness.MCPInjection{ServerName: "env", URL: srv.url, Token: "tok"}
+			l.MCP = &harness.MCPInjection{ServerName: "env", URL: srv.URL, Token: "tok"}
 			a := startLaunch(t, l)
 
 			cfg, err := os.Stat(l.Home + "/" + mcpConfigFile)
@@ -256,10 +172,10 @@ func TestToolCallOverMCP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(c.types(), ","); got != "tool_call,tool_result,text_output" {
+			if got := strings.Join(c.Types(), ","); got != "tool_call,tool_result,text_output" {
 				t.Fatalf("events %s", got)
 			}
-			call, result := c.events[0].Data, c.events[1].Data
+			call, result := c.All()[0].Data, c.All()[1].Data
 			args, _ := call["arguments"].(map[string]any)
 			if call["tool_name"] != "mcp__env__add" || call["mcp_server"] != "env" || call["mcp_tool"] != "add" ||
 				args["a"] != float64(2) || args["b"] != float64(3) || call["call_id"] == "" {
@@ -269,7 +185,7 @@ func TestToolCallOverMCP(t *testing.T) {
 				result["call_id"] != call["call_id"] {
 				t.Fatalf("tool_result %+v", result)
 			}
-			if ids := srv.toolUseIDs(); len(ids) != 1 || ids[0] != call["call_id"] {
+			if ids := toolUseIDs(srv); len(ids) != 1 || ids[0] != call["call_id"] {
 				t.Fatalf("server saw tool-use ids %v, want [%v]", ids, call["call_id"])
 			}
 			if res.Response != "add -> 5" {
@@ -294,21 +210,21 @@ func TestToolCallOverMCP(t *testing.T) {
 }
 
 func TestWrongTokenReported(t *testing.T) {
-	srv := newMCPServer(t, "tok")
+	srv := adaptertest.NewMCPServer(t, "tok")
 	l := launch(t, nil)
 	l.Home = "" // inline --mcp-config
-	l.MCP = &harness.MCPInjection{URL: srv.url, Token: "wrong"}
+	l.MCP = &harness.MCPInjection{URL: srv.URL, Token: "wrong"}
 	a := startLaunch(t, l)
 	res, c, err := turn(t, a, 1, `tool add {"a":1,"b":1}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := c.ofType(harness.EventError)
+	errs := c.OfType(harness.EventError)
 	if len(errs) != 1 || !strings.Contains(errs[0].Data["message"].(string), `MCP server "env" is failed`) ||
 		errs[0].Data["recoverable"] != true {
 		t.Fatalf("error events %+v", errs)
 	}
-	results := c.ofType(harness.EventToolResult)
+	results := c.OfType(harness.EventToolResult)
 	if len(results) != 1 || results[0].Data["error"] == nil {
 		t.Fatalf("tool results %+v", results)
 	}
@@ -362,9 +278,9 @@ func TestAPIError(t *testing.T) {
 		f.Exit == nil || f.Exit.Code != 1 {
 		t.Fatalf("failure %#v", f)
 	}
-	errs := c.ofType(harness.EventError)
+	errs := c.OfType(harness.EventError)
 	if len(errs) != 1 || errs[0].Data["message"] != "API Error: 400 prompt is too long" {
-		t.Fatalf("events %+v", c.events)
+		t.Fatalf("events %+v", c.All())
 	}
 }
 
@@ -391,9 +307,9 @@ func TestOtherErrorResultIsReported(t *testing.T) {
 	if err != nil || res.Cancelled || res.Extra["is_error"] != true {
 		t.Fatalf("%+v %v", res, err)
 	}
-	errs := c.ofType(harness.EventError)
+	errs := c.OfType(harness.EventError)
 	if len(errs) != 1 || errs[0].Data["message"] != "error_during_execution: boom; again" {
-		t.Fatalf("events %+v", c.events)
+		t.Fatalf("events %+v", c.All())
 	}
 }
 
@@ -453,8 +369,8 @@ func TestNonJSONAndUnknownLines(t *testing.T) {
 	if err != nil || res.Response != "fine" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if got := strings.Join(c.types(), ","); got != "text_output,text_output" || c.events[0].Data["text"] != "this is not json {{{" {
-		t.Fatalf("events %+v", c.events)
+	if got := strings.Join(c.Types(), ","); got != "text_output,text_output" || c.All()[0].Data["text"] != "this is not json {{{" {
+		t.Fatalf("events %+v", c.All())
 	}
 }
 
@@ -519,8 +435,8 @@ func TestReadinessWithoutInitialize(t *testing.T) {
 	if err != nil || res.Response != "settled" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if len(c.events) == 0 || c.events[0].Data["text"] != "testharness agent starting (not JSON)" {
-		t.Fatalf("the banner printed before the turn opens it: %+v", c.events)
+	if len(c.All()) == 0 || c.All()[0].Data["text"] != "testharness agent starting (not JSON)" {
+		t.Fatalf("the banner printed before the turn opens it: %+v", c.All())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
 )
@@ -24,30 +25,16 @@ func TestMain(m *testing.M) {
 
 func launch(t *testing.T, opts map[string]any, command ...string) *harness.Launch {
 	t.Helper()
-	sup, err := process.NewSupervisor(process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sup.Close(context.Background(), 0) })
-	dir := t.TempDir()
-	ws, home := filepath.Join(dir, "workspace"), filepath.Join(dir, "home")
+	l := adaptertest.Launch(t, command...)
+	ws, home := filepath.Join(l.Workspace, "workspace"), filepath.Join(l.Workspace, "home")
 	for _, d := range []string{ws, home} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &harness.Launch{
-		EpisodeID:      "ep-1",
-		Command:        command,
-		Workspace:      ws,
-		Home:           home,
-		Env:            process.DefaultEnviron(map[string]string{"HOME": home}),
-		Options:        opts,
-		StartupTimeout: 10 * time.Second,
-		StopGrace:      time.Second,
-		MaxLineBytes:   1 << 20,
-		Supervisor:     sup,
-	}
+	l.Workspace, l.Home, l.Options = ws, home, opts
+	l.Env = process.DefaultEnviron(map[string]string{"HOME": home})
+	return l
 }
 
 // oneshot returns the fake one-shot agent's templates for a format: a new
@@ -83,13 +70,12 @@ func agent(t *testing.T, format string, extra map[string]any) *Adapter {
 	return start(t, launch(t, opts(t, format, extra), "unused"))
 }
 
-type collected struct{ events []harness.Event }
-
-func (c *collected) emit(e harness.Event) { c.events = append(c.events, e) }
+// collected is a turn's events.
+type collected struct{ adaptertest.Events }
 
 func (c *collected) summary() string {
 	var parts []string
-	for _, e := range c.events {
+	for _, e := range c.All() {
 		s := string(e.Type)
 		switch e.Type {
 		case harness.EventTextOutput:
@@ -116,7 +102,7 @@ func turnCtx(ctx context.Context, a *Adapter, n int, msg string) (harness.TurnRe
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var c collected
-	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.emit)
+	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.Emit)
 	return res, &c, err
 }
 
@@ -311,8 +297,8 @@ func TestRecordedCodex(t *testing.T) {
 	if u := res.Extra["usage"].(map[string]any); u["input_tokens"] != float64(22) || u["output_tokens"] != float64(14) {
 		t.Fatalf("usage %v", u)
 	}
-	if c.events[1].Data["call_id"] != "item_1" || c.events[2].Data["call_id"] != "item_1" || c.events[1].Data["server"] != "harness" {
-		t.Fatalf("call ids %v %v", c.events[1].Data, c.events[2].Data)
+	if c.All()[1].Data["call_id"] != "item_1" || c.All()[2].Data["call_id"] != "item_1" || c.All()[1].Data["server"] != "harness" {
+		t.Fatalf("call ids %v %v", c.All()[1].Data, c.All()[2].Data)
 	}
 }
 
@@ -448,16 +434,6 @@ func TestInterruptKillsAfterGrace(t *testing.T) {
 	}
 }
 
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
-}
-
 func TestNothingOutlivesATurn(t *testing.T) {
 	a := agent(t, FormatJSONL, nil)
 	res, _ := turn(t, a, 1, "spawn;;reply started")
@@ -466,7 +442,7 @@ func TestNothingOutlivesATurn(t *testing.T) {
 	if err != nil || f[0] != "spawned" {
 		t.Fatalf("%q", res.Response)
 	}
-	if alive(pid) {
+	if adaptertest.Alive(pid) {
 		t.Fatalf("child %d of the turn still runs", pid)
 	}
 }
@@ -480,13 +456,13 @@ func TestStopKillsRunningTurn(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	pid := a.turnPid()
-	if pid == 0 || !alive(pid) {
+	if pid == 0 || !adaptertest.Alive(pid) {
 		t.Fatalf("abandoned turn process %d not running", pid)
 	}
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if alive(pid) {
+	if adaptertest.Alive(pid) {
 		t.Fatal("turn process survived Stop")
 	}
 }
@@ -495,7 +471,7 @@ func TestOutputLimit(t *testing.T) {
 	a := agent(t, FormatText, nil)
 	ctx := context.Background()
 	var c collected
-	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "flood 2M", OutputLimit: 256 << 10}, c.emit)
+	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "flood 2M", OutputLimit: 256 << 10}, c.Emit)
 	if f := failure(t, err); f.Type != harness.ErrOutputLimit {
 		t.Fatalf("%v", err)
 	}

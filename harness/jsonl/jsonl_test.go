@@ -11,8 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
-	"github.com/harnessd/harnessd/process"
 )
 
 func TestMain(m *testing.M) {
@@ -21,23 +21,7 @@ func TestMain(m *testing.M) {
 
 func launch(t *testing.T, args ...string) *harness.Launch {
 	t.Helper()
-	sup, err := process.NewSupervisor(process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sup.Close(context.Background(), 0) })
-	dir := t.TempDir()
-	return &harness.Launch{
-		EpisodeID:      "ep-1",
-		Command:        append([]string{testbin.Path(t, "testharness"), "agent"}, args...),
-		Workspace:      dir,
-		Home:           dir,
-		Env:            process.DefaultEnviron(nil),
-		StartupTimeout: 10 * time.Second,
-		StopGrace:      time.Second,
-		MaxLineBytes:   1 << 20,
-		Supervisor:     sup,
-	}
+	return adaptertest.Launch(t, append([]string{testbin.Path(t, "testharness"), "agent"}, args...)...)
 }
 
 func started(t *testing.T, args ...string) *Adapter {
@@ -50,24 +34,15 @@ func started(t *testing.T, args ...string) *Adapter {
 	return a
 }
 
-type collected struct{ events []harness.Event }
-
-func (c *collected) emit(e harness.Event) { c.events = append(c.events, e) }
-
-func (c *collected) types() []string {
-	var out []string
-	for _, e := range c.events {
-		out = append(out, string(e.Type))
-	}
-	return out
-}
+// collected is a turn's events.
+type collected struct{ adaptertest.Events }
 
 func turn(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, *collected, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var c collected
-	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.emit)
+	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.Emit)
 	return res, &c, err
 }
 
@@ -87,8 +62,8 @@ func TestTurnsKeepContext(t *testing.T) {
 		t.Fatalf("turn 1: %+v %v", res, err)
 	}
 	// The pre-ready banner opens the first turn as text output.
-	if got := c.types(); len(got) != 2 || got[0] != "text_output" || !strings.Contains(c.events[0].Data["text"].(string), "not JSON") {
-		t.Fatalf("turn 1 events %v", c.events)
+	if got := c.Types(); len(got) != 2 || got[0] != "text_output" || !strings.Contains(c.All()[0].Data["text"].(string), "not JSON") {
+		t.Fatalf("turn 1 events %v", c.All())
 	}
 	res, _, err = turn(t, a, 2, "history;;done")
 	if err != nil || res.Response != "history: reply one | history;;done" || !res.Done {
@@ -102,8 +77,8 @@ func TestNonJSONLineIsText(t *testing.T) {
 	if err != nil || res.Response != "fine" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if c.events[0].Type != harness.EventTextOutput || c.events[0].Data["text"] != "this is not json {{{" {
-		t.Fatalf("events %+v", c.events)
+	if c.All()[0].Type != harness.EventTextOutput || c.All()[0].Data["text"] != "this is not json {{{" {
+		t.Fatalf("events %+v", c.All())
 	}
 }
 

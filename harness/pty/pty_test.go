@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
 )
@@ -29,24 +30,10 @@ const (
 
 func launch(t *testing.T, opts map[string]any, env map[string]string, command ...string) *harness.Launch {
 	t.Helper()
-	sup, err := process.NewSupervisor(process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sup.Close(context.Background(), 0) })
-	dir := t.TempDir()
-	return &harness.Launch{
-		EpisodeID:      "ep-1",
-		Command:        command,
-		Workspace:      dir,
-		Home:           dir,
-		Env:            process.DefaultEnviron(env),
-		Options:        opts,
-		StartupTimeout: 20 * time.Second,
-		StopGrace:      time.Second,
-		MaxLineBytes:   1 << 20,
-		Supervisor:     sup,
-	}
+	l := adaptertest.Launch(t, command...)
+	l.Env, l.Options = process.DefaultEnviron(env), opts
+	l.StartupTimeout = 20 * time.Second
+	return l
 }
 
 func start(t *testing.T, l *harness.Launch) *Adapter {
@@ -86,13 +73,12 @@ func bash(t *testing.T, opts map[string]any) *Adapter {
 	return start(t, launch(t, opts, env, "bash", "--norc", "--noprofile", "-i"))
 }
 
-type collected struct{ events []harness.Event }
-
-func (c *collected) emit(e harness.Event) { c.events = append(c.events, e) }
+// collected is a turn's events.
+type collected struct{ adaptertest.Events }
 
 func (c *collected) text() string {
 	var parts []string
-	for _, e := range c.events {
+	for _, e := range c.All() {
 		if e.Type != harness.EventTextOutput {
 			panic("unexpected event " + e.String())
 		}
@@ -106,7 +92,7 @@ func turnCtx(t *testing.T, ctx context.Context, a *Adapter, n int, msg string, l
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var c collected
-	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: limit}, c.emit)
+	res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: limit}, c.Emit)
 	return res, &c, err
 }
 
@@ -402,15 +388,6 @@ func TestBashInterrupt(t *testing.T) {
 }
 
 // alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
-}
 
 func TestBashStopKillsSession(t *testing.T) {
 	a := bash(t, nil)
@@ -421,7 +398,7 @@ func TestBashStopKillsSession(t *testing.T) {
 		t.Fatalf("no job pid in %q", res.Response)
 	}
 	job, err := strconv.Atoi(strings.Fields(res.Response[i+4:])[0])
-	if err != nil || !alive(job) {
+	if err != nil || !adaptertest.Alive(job) {
 		t.Fatalf("job %d not running (%v)", job, err)
 	}
 	// The job has its own process group (job control), in bash's session.
@@ -431,8 +408,8 @@ func TestBashStopKillsSession(t *testing.T) {
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if alive(shell) || alive(job) {
-		t.Fatalf("left running: shell %v, job %v", alive(shell), alive(job))
+	if adaptertest.Alive(shell) || adaptertest.Alive(job) {
+		t.Fatalf("left running: shell %v, job %v", adaptertest.Alive(shell), adaptertest.Alive(job))
 	}
 	if a.Alive() {
 		t.Fatal("adapter alive after stop")

@@ -1,0 +1,172 @@
+// Package adaptertest holds what the adapters' tests share: a Launch with a
+// real process supervisor and private directories, an event collector, a
+// liveness check by pid, and a bearer-checking MCP server over real HTTP.
+// It is imported by tests only.
+package adaptertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/process"
+)
+
+// Launch returns a launch of command with a supervisor (closed at cleanup),
+// one temporary directory as workspace and HOME, the default environment
+// and test-sized limits.
+func Launch(tb testing.TB, command ...string) *harness.Launch {
+	tb.Helper()
+	sup, err := process.NewSupervisor(process.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sup.Close(context.Background(), 0) })
+	dir := tb.TempDir()
+	return &harness.Launch{
+		EpisodeID:      "ep-1",
+		Command:        command,
+		Workspace:      dir,
+		Home:           dir,
+		Env:            process.DefaultEnviron(nil),
+		StartupTimeout: 10 * time.Second,
+		StopGrace:      time.Second,
+		MaxLineBytes:   1 << 20,
+		Supervisor:     sup,
+	}
+}
+
+// Events collects a turn's events; it is safe for concurrent use.
+type Events struct {
+	mu     sync.Mutex
+	events []harness.Event
+}
+
+// Emit records e (pass it as a turn's emit function).
+func (c *Events) Emit(e harness.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+}
+
+// All returns the events so far.
+func (c *Events) All() []harness.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]harness.Event(nil), c.events...)
+}
+
+// Types returns the events' types in order.
+func (c *Events) Types() []string {
+	var out []string
+	for _, e := range c.All() {
+		out = append(out, string(e.Type))
+	}
+	return out
+}
+
+// OfType returns the events of type t.
+func (c *Events) OfType(t harness.EventType) []harness.Event {
+	var out []harness.Event
+	for _, e := range c.All() {
+		if e.Type == t {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// MCPServer is a streamable-HTTP MCP server on 127.0.0.1 with one tool,
+// add(a, b), that answers only requests carrying its bearer token.
+type MCPServer struct {
+	// URL is the server's endpoint.
+	URL   string
+	token string
+
+	mu    sync.Mutex
+	auth  []string              // Authorization headers seen
+	calls []mcp.CallToolRequest // add calls received
+}
+
+// NewMCPServer starts the server; it stops at cleanup.
+func NewMCPServer(tb testing.TB, token string) *MCPServer {
+	tb.Helper()
+	ms := &MCPServer{token: token}
+	srv := server.NewMCPServer("t", "1")
+	srv.AddTool(mcp.NewTool("add", mcp.WithNumber("a"), mcp.WithNumber("b")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ms.mu.Lock()
+			ms.calls = append(ms.calls, req)
+			ms.mu.Unlock()
+			return mcp.NewToolResultText(fmt.Sprint(req.GetFloat("a", 0) + req.GetFloat("b", 0))), nil
+		})
+	h := server.NewStreamableHTTPServer(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ms.mu.Lock()
+		ms.auth = append(ms.auth, r.Header.Get("Authorization"))
+		ms.mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hs.Serve(ln)
+	}()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		h.Shutdown(ctx)
+		hs.Close()
+		<-done
+	})
+	ms.URL = "http://" + ln.Addr().String() + "/mcp"
+	return ms
+}
+
+// Injection describes the server to an adapter as the bridge would.
+func (ms *MCPServer) Injection() *harness.MCPInjection {
+	return &harness.MCPInjection{ServerName: "env", URL: ms.URL, Token: ms.token}
+}
+
+// Auth returns the Authorization headers of every request so far.
+func (ms *MCPServer) Auth() []string {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return append([]string(nil), ms.auth...)
+}
+
+// Calls returns the add calls received so far.
+func (ms *MCPServer) Calls() []mcp.CallToolRequest {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return append([]mcp.CallToolRequest(nil), ms.calls...)
+}
