@@ -80,12 +80,20 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 	}
 }
 
-// withSession adds the session id to an observation's wire form.
-func withSession(obs any, id string) map[string]any {
-	var m map[string]any
-	json.Unmarshal(marshal(obs), &m)
-	m["session_id"] = id
-	return m
+// writeObservation answers with an observation's wire form plus the
+// session id as one more top-level key, encoded in one pass.
+func writeObservation(w http.ResponseWriter, obs *harness.Observation, id string) {
+	b, err := obs.AppendJSON(make([]byte, 0, 1024))
+	if err != nil {
+		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": "encoding the observation failed: " + err.Error()})
+		return
+	}
+	b = append(b[:len(b)-1], `,"session_id":`...) // reopen the object
+	b = append(append(b, marshal(id)...), '}')
+	w.Header().Set(sessionHeader, id)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
 }
 
 // handleReset: POST /reset {"seed"?, "episode_id"?, "session_id"?, ...}.
@@ -115,8 +123,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	w.Header().Set(sessionHeader, m.id)
-	writeJSONStatus(w, http.StatusOK, withSession(s.present(obs), m.id))
+	writeObservation(w, s.present(obs), m.id)
 }
 
 // handleStep: POST /step {"action": {...}, "timeout_s"?, "request_id"?, "session_id"?}.
@@ -177,8 +184,7 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.steps.Add(1)
-	w.Header().Set(sessionHeader, m.id)
-	writeJSONStatus(w, http.StatusOK, withSession(s.present(obs), m.id))
+	writeObservation(w, s.present(obs), m.id)
 }
 
 // handleState: GET /state[?session_id=].
