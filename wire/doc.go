@@ -1,0 +1,14 @@
+// Package wire is harnessd's wire schema: the events a turn produces
+// (Event and one typed payload per event type), the observations, state and
+// actions of OpenEnv's protocol, and the failure types of terminal
+// observations. The JSON tags of these types are the schema; docs/protocol.md
+// documents them field by field and a test keeps the two in step.
+//
+// Every producer of events (adapters, the tool bridge, the model gateway, the
+// session) builds them through these types, and every consumer (the server,
+// client, printers) reads them through these types.
+//
+// The package imports only the standard library. It must not know about
+// processes, MCP, HTTP or any harness protocol: it is the leaf that client
+// code and every producer share.
+package wire

@@ -1,0 +1,203 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// FailureType classifies a terminal observation (metadata.error_type).
+type FailureType string
+
+// Failure types of terminal observations.
+const (
+	FailureStartupFailed  FailureType = "startup_failed"  // the harness did not start or become ready
+	FailureTurnTimeout    FailureType = "turn_timeout"    // a turn exceeded its budget
+	FailureHarnessCrashed FailureType = "harness_crashed" // the harness died during a turn
+	FailureHarnessExited  FailureType = "harness_exited"  // the harness was gone before a turn began
+	FailureProtocol       FailureType = "protocol_error"  // the harness broke its protocol
+	FailureOutputLimit    FailureType = "output_limit"    // the harness flooded its output
+	FailureEpisodeTimeout FailureType = "episode_timeout" // the episode's wall-clock budget ran out
+	FailureMaxTurns       FailureType = "max_turns"       // the episode reached its turn limit
+	FailureCancelled      FailureType = "cancelled"       // the turn was abandoned (client gone, shutdown)
+)
+
+// ExitStatus is how a harness process ended.
+type ExitStatus struct {
+	// Code is the exit code, or -1 when the process was killed by a signal.
+	Code int `json:"code"`
+	// Signal names the killing signal (e.g. "SIGKILL"), empty for a normal exit.
+	Signal string `json:"signal,omitempty"`
+}
+
+func (e ExitStatus) String() string {
+	if e.Signal != "" {
+		return "killed by " + e.Signal
+	}
+	return "exited with code " + strconv.Itoa(e.Code)
+}
+
+// RewardDetail is one rubric's contribution to a reward.
+type RewardDetail struct {
+	// Name is the rubric's name.
+	Name string `json:"name"`
+	// Type is the rubric's type (command, match, tool, ...).
+	Type string `json:"type"`
+	// Weight is the rubric's weight in the sum.
+	Weight float64 `json:"weight"`
+	// Score is the rubric's score, null when it could not score.
+	Score *float64 `json:"score"`
+	// Error says why the rubric could not score.
+	Error string `json:"error,omitempty"`
+	// Detail is the rubric's explanation, if it gave one.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Metadata is everything an observation reports. Absent fields are omitted
+// from the wire form; a step observation always carries response,
+// turn_events and turn_number.
+type Metadata struct {
+	// EpisodeID is the episode's id.
+	EpisodeID string `json:"episode_id,omitempty"`
+	// TurnNumber is the 1-based turn the observation ends (0 after reset).
+	TurnNumber int `json:"turn_number,omitempty"`
+	// Response is the final text of the turn (nil after reset).
+	Response *string `json:"response,omitempty"`
+	// TurnEvents are the turn's events in time order.
+	TurnEvents []Event `json:"turn_events,omitempty"`
+	// HarnessDone says the harness declared the task complete.
+	HarnessDone bool `json:"harness_done,omitempty"`
+	// Cancelled says the turn was interrupted.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// InjectedTools are the tool names the harness was given (after reset).
+	InjectedTools []string `json:"injected_tools,omitempty"`
+	// RewardDetails are the rubrics' scores behind the reward.
+	RewardDetails []RewardDetail `json:"reward_details,omitempty"`
+	// ErrorType classifies a terminal failure ("" when none).
+	ErrorType FailureType `json:"error_type,omitempty"`
+	// Error says what the failure was.
+	Error string `json:"error,omitempty"`
+	// Exit is the harness's exit status after a failure, when known.
+	Exit *ExitStatus `json:"exit,omitempty"`
+	// StderrTail is the end of the harness's stderr after a failure.
+	StderrTail string `json:"stderr_tail,omitempty"`
+	// Extra holds adapter-specific facts of the turn (stop reason, usage).
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Observation is the result of a reset or a step.
+//
+// On the wire (OpenEnv's serialization) the observation's fields sit under
+// "observation" (here only metadata), reward and done beside it, and the
+// metadata is repeated as a top-level sibling for newer clients.
+type Observation struct {
+	// Reward is the step's reward; nil when nothing scored it.
+	Reward *float64
+	// Done says the episode is over.
+	Done bool
+	// Metadata is what the observation reports.
+	Metadata Metadata
+}
+
+// ResponseText returns the turn's response, or "".
+func (o *Observation) ResponseText() string {
+	if o.Metadata.Response == nil {
+		return ""
+	}
+	return *o.Metadata.Response
+}
+
+// MarshalJSON writes OpenEnv's serialization (see Observation).
+func (o Observation) MarshalJSON() ([]byte, error) { return o.AppendJSON(nil) }
+
+// AppendJSON appends the observation's wire form to dst, writing the
+// metadata once and copying it to both places.
+func (o *Observation) AppendJSON(dst []byte) ([]byte, error) {
+	w := getWriter()
+	defer putWriter(w)
+	if err := w.metadata(&o.Metadata); err != nil {
+		return nil, err
+	}
+	md := w.buf.Bytes()
+	dst = append(dst, `{"observation":{"metadata":`...)
+	dst = append(dst, md...)
+	dst = append(dst, `},"reward":`...)
+	if o.Reward == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = strconv.AppendFloat(dst, *o.Reward, 'f', -1, 64)
+	}
+	dst = append(dst, `,"done":`...)
+	dst = strconv.AppendBool(dst, o.Done)
+	dst = append(dst, `,"metadata":`...)
+	dst = append(dst, md...)
+	return append(dst, '}'), nil
+}
+
+// UnmarshalJSON reads the wire form written by MarshalJSON. Metadata is taken
+// from the top level, or from inside "observation" for older servers.
+func (o *Observation) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Observation struct {
+			Metadata *Metadata `json:"metadata"`
+		} `json:"observation"`
+		Reward   *float64  `json:"reward"`
+		Done     bool      `json:"done"`
+		Metadata *Metadata `json:"metadata"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	o.Reward, o.Done = w.Reward, w.Done
+	switch {
+	case w.Metadata != nil:
+		o.Metadata = *w.Metadata
+	case w.Observation.Metadata != nil:
+		o.Metadata = *w.Observation.Metadata
+	default:
+		o.Metadata = Metadata{}
+	}
+	return nil
+}
+
+// State is a session's current episode, as reported by state().
+type State struct {
+	// EpisodeID is the current (or last) episode's id; null before the
+	// first reset.
+	EpisodeID *string `json:"episode_id"`
+	// StepCount is the number of completed turns of the episode.
+	StepCount int `json:"step_count"`
+	// Active says the harness runs and steps are allowed.
+	Active bool `json:"active"`
+	// Done says the episode is over.
+	Done bool `json:"done"`
+	// TurnRunning says a reset or step is under way.
+	TurnRunning bool `json:"turn_running"`
+	// HarnessPID is the harness's process id while active.
+	HarnessPID int `json:"harness_pid,omitempty"`
+	// HarnessAlive says the harness process runs.
+	HarnessAlive bool `json:"harness_alive"`
+	// Tools are the tool names served to the harness.
+	Tools []string `json:"tools"`
+	// LastError is the failure that ended the last episode, if any.
+	LastError *LastError `json:"last_error,omitempty"`
+}
+
+// LastError is the failure that ended the last episode.
+type LastError struct {
+	// Type classifies the failure.
+	Type FailureType `json:"type"`
+	// Message says what happened.
+	Message string `json:"message"`
+}
+
+// Action is one step's input: the user message of a turn.
+type Action struct {
+	// Message is the user message.
+	Message string `json:"message"`
+	// Metadata is the client's own data about the action, kept as given.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// String describes the failure for logs.
+func (l LastError) String() string { return fmt.Sprintf("%s: %s", l.Type, l.Message) }

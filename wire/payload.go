@@ -1,0 +1,202 @@
+package wire
+
+import "encoding/json"
+
+// Payload is the data of an event: one of the payload types below, each of
+// which names its event type.
+type Payload interface {
+	EventType() EventType
+}
+
+// NewPayload returns a new zero payload for an event of type t (*Unknown
+// for a type this version does not know).
+func NewPayload(t EventType) Payload {
+	switch t {
+	case EventTextOutput:
+		return &TextOutput{}
+	case EventToolCall:
+		return &ToolCall{}
+	case EventToolResult:
+		return &ToolResult{}
+	case EventLLMRequest:
+		return &LLMRequest{}
+	case EventLLMResponse:
+		return &LLMResponse{}
+	case EventLLMChunk:
+		return &LLMChunk{}
+	case EventError:
+		return &Error{}
+	case EventTurnComplete:
+		return &TurnComplete{}
+	}
+	return &Unknown{Type: t}
+}
+
+// Extra is the part of a payload this schema does not name: facts a
+// producer adds (an ACP tool call's title and kind, a Claude event's parent
+// tool use). Keys that the payload type names are never taken from Extra.
+// Values decoded from JSON are json.RawMessage, so nothing is lost or
+// reinterpreted on the way through.
+type Extra map[string]any
+
+// TextOutput is text the harness printed (text_output).
+type TextOutput struct {
+	// Text is the text, one line or block as the harness wrote it.
+	Text string `json:"text" wire:"required"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
+
+// ToolCall is a tool call (tool_call). From the bridge (origin "bridge") it
+// is the authoritative record of a call to one of the environment's tools;
+// from the harness it is the harness's own account, which may also name
+// tools of its own.
+type ToolCall struct {
+	// ToolName is the tool's name as the harness called it.
+	ToolName string `json:"tool_name" wire:"required"`
+	// Arguments is the call's arguments, a JSON object ({} when absent).
+	Arguments json.RawMessage `json:"arguments"`
+	// CallID pairs the call with its tool_result, when the producer knows it.
+	CallID string `json:"call_id,omitempty"`
+	// Server names the MCP server of the tool, when the harness says so.
+	Server string `json:"server,omitempty"`
+	// UpstreamName is the tool's name at its source, when the bridge renamed
+	// it (bridge only).
+	UpstreamName string `json:"upstream_name,omitempty"`
+	// ToolSource names the configured tool source serving it (bridge only).
+	ToolSource string `json:"tool_source,omitempty"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
+
+// ToolResult is the outcome of a tool call (tool_result).
+type ToolResult struct {
+	// ToolName is the tool's name as the harness called it.
+	ToolName string `json:"tool_name" wire:"required"`
+	// Result is the tool's output: its text, structured content, or null
+	// when the call failed before producing any.
+	Result any `json:"result"`
+	// Error is null for a successful call, else what went wrong (a tool that
+	// reported an error has its text here as well as in Result).
+	Error *string `json:"error"`
+	// CallID pairs the result with its tool_call, when the producer knows it.
+	CallID string `json:"call_id,omitempty"`
+	// DurationMS is how long the call took in milliseconds (bridge only).
+	DurationMS *float64 `json:"duration_ms,omitempty"`
+	// UpstreamName is the tool's name at its source (bridge only).
+	UpstreamName string `json:"upstream_name,omitempty"`
+	// ToolSource names the configured tool source (bridge only).
+	ToolSource string `json:"tool_source,omitempty"`
+	// StructuredContent is the tool's structured result, if it gave one.
+	StructuredContent any `json:"structured_content,omitempty"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
+
+// LLMRequest is a request to a language model (llm_request).
+type LLMRequest struct {
+	// Model is the model asked for.
+	Model string `json:"model,omitempty"`
+	// Messages is the conversation sent, a JSON list in the caller's dialect.
+	Messages json.RawMessage `json:"messages,omitempty"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
+
+// LLMResponse is a language model's answer (llm_response).
+type LLMResponse struct {
+	// Content is the answer: its text, or a JSON list of content blocks.
+	Content any `json:"content"`
+	// Model is the model that answered, when known.
+	Model string `json:"model,omitempty"`
+	// FinishReason says why generation stopped (stop, length, tool_calls, ...).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Usage is the token usage as the model reported it.
+	Usage any `json:"usage,omitempty"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
+
+// LLMChunk is a piece of a streamed model answer (llm_chunk).
+type LLMChunk struct {
+	// Content is the chunk's text ("" for a chunk that carries something else).
+	Content string `json:"content"`
+	// Index is the chunk's 0-based position in the turn.
+	Index int `json:"index"`
+	// Thought marks reasoning text rather than answer text.
+	Thought bool `json:"thought,omitempty"`
+	// MessageID names the message the chunk belongs to, when known.
+	MessageID string `json:"message_id,omitempty"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
+
+// Error reports a failure (error). A recoverable error leaves the turn
+// running; harnessd's own terminal errors are not recoverable.
+type Error struct {
+	// Message says what went wrong.
+	Message string `json:"message" wire:"required"`
+	// Recoverable says the turn goes on despite it.
+	Recoverable bool `json:"recoverable"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
+
+// TurnComplete ends a turn (turn_complete).
+type TurnComplete struct {
+	// Response is the final text of the turn.
+	Response string `json:"response"`
+	// Done says the harness considers the task complete.
+	Done bool `json:"done"`
+	// Cancelled says the turn ended early because it was interrupted.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// Extra holds fields beyond the schema (adapters add the turn's stop
+	// reason, usage, cost).
+	Extra Extra `json:"-"`
+}
+
+// Unknown is the data of an event whose type this version does not know,
+// kept as it came.
+type Unknown struct {
+	// Type is the event's type.
+	Type EventType `json:"-"`
+	// Raw is the data object.
+	Raw json.RawMessage `json:"-"`
+}
+
+// EventType implements Payload.
+func (*TextOutput) EventType() EventType { return EventTextOutput }
+
+// EventType implements Payload.
+func (*ToolCall) EventType() EventType { return EventToolCall }
+
+// EventType implements Payload.
+func (*ToolResult) EventType() EventType { return EventToolResult }
+
+// EventType implements Payload.
+func (*LLMRequest) EventType() EventType { return EventLLMRequest }
+
+// EventType implements Payload.
+func (*LLMResponse) EventType() EventType { return EventLLMResponse }
+
+// EventType implements Payload.
+func (*LLMChunk) EventType() EventType { return EventLLMChunk }
+
+// EventType implements Payload.
+func (*Error) EventType() EventType { return EventError }
+
+// EventType implements Payload.
+func (*TurnComplete) EventType() EventType { return EventTurnComplete }
+
+// EventType implements Payload.
+func (u *Unknown) EventType() EventType { return u.Type }
+
+// ErrorEvent returns a non-recoverable error event from origin, stamped now.
+func ErrorEvent(origin Origin, message string, recoverable bool) Event {
+	return New(origin, &Error{Message: message, Recoverable: recoverable})
+}
+
+// Text returns a text_output event from origin, stamped now.
+func Text(origin Origin, text string) Event {
+	return New(origin, &TextOutput{Text: text})
+}
