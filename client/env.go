@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Env is one environment session over /ws. Requests are strictly one at a
@@ -102,7 +102,7 @@ type ResetOptions struct {
 
 // Reset starts a new episode. A harness that fails to start gives an
 // observation with Done set and Metadata.ErrorType "startup_failed".
-func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*harness.Observation, error) {
+func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*wire.Observation, error) {
 	data, err := e.request(ctx, "reset", opts, "observation")
 	if err != nil {
 		return nil, err
@@ -111,12 +111,12 @@ func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*harness.Observatio
 }
 
 // Step runs one turn with message.
-func (e *Env) Step(ctx context.Context, message string) (*harness.Observation, error) {
-	return e.StepAction(ctx, harness.Action{Message: message})
+func (e *Env) Step(ctx context.Context, message string) (*wire.Observation, error) {
+	return e.StepAction(ctx, wire.Action{Message: message})
 }
 
 // StepAction runs one turn with a full action.
-func (e *Env) StepAction(ctx context.Context, a harness.Action) (*harness.Observation, error) {
+func (e *Env) StepAction(ctx context.Context, a wire.Action) (*wire.Observation, error) {
 	data, err := e.request(ctx, "step", a, "observation")
 	if err != nil {
 		return nil, err
@@ -124,8 +124,8 @@ func (e *Env) StepAction(ctx context.Context, a harness.Action) (*harness.Observ
 	return decodeObservation(data)
 }
 
-func decodeObservation(data json.RawMessage) (*harness.Observation, error) {
-	var obs harness.Observation
+func decodeObservation(data json.RawMessage) (*wire.Observation, error) {
+	var obs wire.Observation
 	if err := json.Unmarshal(data, &obs); err != nil {
 		return nil, fmt.Errorf("bad observation: %w", err)
 	}
@@ -133,12 +133,12 @@ func decodeObservation(data json.RawMessage) (*harness.Observation, error) {
 }
 
 // State returns the session's state.
-func (e *Env) State(ctx context.Context) (*harness.State, error) {
+func (e *Env) State(ctx context.Context) (*wire.State, error) {
 	data, err := e.request(ctx, "state", nil, "state")
 	if err != nil {
 		return nil, err
 	}
-	var st harness.State
+	var st wire.State
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("bad state: %w", err)
 	}

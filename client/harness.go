@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Harness is a streaming /harness connection (production mode): one harness
@@ -74,7 +74,7 @@ func (h *Harness) Name() string { return h.name }
 // the turn_complete event is returned. A terminal error event returns
 // *TurnError (the connection is then over); a protocol_error returns
 // *ProtocolError.
-func (h *Harness) Send(ctx context.Context, content string, onEvent func(harness.Event)) (*harness.Event, error) {
+func (h *Harness) Send(ctx context.Context, content string, onEvent func(wire.Event)) (*wire.Event, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b, err := marshal(map[string]any{"type": "message", "content": content})
@@ -98,7 +98,7 @@ func (h *Harness) Send(ctx context.Context, content string, onEvent func(harness
 			json.Unmarshal(env.Data, &d)
 			return nil, &ProtocolError{Code: d.Code, Message: d.Message}
 		}
-		var ev harness.Event
+		var ev wire.Event
 		if err := json.Unmarshal(frame, &ev); err != nil {
 			return nil, fmt.Errorf("bad event from server: %w", err)
 		}
@@ -106,11 +106,14 @@ func (h *Harness) Send(ctx context.Context, content string, onEvent func(harness
 			onEvent(ev)
 		}
 		switch {
-		case ev.Type == harness.EventTurnComplete:
+		case ev.Type == wire.EventTurnComplete:
 			return &ev, nil
-		case ev.Type == harness.EventError && ev.Data["recoverable"] == false:
-			msg, _ := ev.Data["message"].(string)
-			return nil, &TurnError{Message: msg}
+		case ev.Origin == wire.OriginDaemon:
+			// harnessd's own errors end the session; a harness's errors,
+			// even unrecoverable ones, are its account of the turn.
+			if e, ok := ev.Data.(*wire.Error); ok && !e.Recoverable {
+				return nil, &TurnError{Message: e.Message}
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Adapter drives one harness process tree over one harness protocol. One
@@ -31,7 +32,7 @@ type Adapter interface {
 	// session emits the turn's end. ctx carries the turn deadline; when ctx
 	// ends Turn returns promptly with ctx's error. A harness failure is a
 	// *Failure (harness_crashed, protocol_error, output_limit, ...).
-	Turn(ctx context.Context, in TurnInput, emit func(Event)) (TurnResult, error)
+	Turn(ctx context.Context, in TurnInput, emit func(wire.Event)) (TurnResult, error)
 
 	// Interrupt asks the harness to end the running turn early, keeping the
 	// conversation (best effort). The running Turn then returns, normally

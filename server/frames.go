@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Error codes of OpenEnv's /ws protocol.
@@ -121,8 +122,8 @@ func parseWSFrame(b []byte) (frame, *wireError) {
 
 // parseAction validates a step's data as a harness action: {"message": str,
 // "metadata": {}} with no other keys.
-func parseAction(data json.RawMessage, loc ...any) (harness.Action, *wireError) {
-	var a harness.Action
+func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
+	var a wire.Action
 	if data == nil {
 		return a, invalid(fieldError{Type: "missing", Loc: append(loc, "data"), Msg: "Field required", Input: nil})
 	}

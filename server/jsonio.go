@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // marshal encodes v without HTML escaping (responses and tool output read
@@ -29,7 +29,7 @@ func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 
 // observationFrame writes {"type":"observation","data":OBS} in one pass
 // (the generic encoder would re-validate the observation's own encoding).
-func observationFrame(obs *harness.Observation) []byte {
+func observationFrame(obs *wire.Observation) []byte {
 	b := append(make([]byte, 0, 1024), `{"type":"observation","data":`...)
 	b, err := obs.AppendJSON(b)
 	if err != nil {
