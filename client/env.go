@@ -31,11 +31,8 @@ func Dial(ctx context.Context, baseURL string, opts *Options) (*Env, error) {
 	return &Env{cn: cn}, nil
 }
 
-// envelope is a server frame.
-type envelope struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
+// envelope is a server frame with its data still encoded.
+type envelope = wire.Frame[json.RawMessage]
 
 // request sends {"type":typ,"data":data} and returns the reply's data,
 // turning error frames into *ServerError.
@@ -66,7 +63,7 @@ func (e *Env) request(ctx context.Context, typ string, data any, want string) (j
 	if err := json.Unmarshal(reply, &env); err != nil {
 		return nil, fmt.Errorf("bad frame from server: %w", err)
 	}
-	if env.Type == "error" {
+	if env.Type == wire.FrameError {
 		return nil, decodeServerError(env.Data)
 	}
 	if env.Type != want {
@@ -103,7 +100,7 @@ type ResetOptions struct {
 // Reset starts a new episode. A harness that fails to start gives an
 // observation with Done set and Metadata.ErrorType "startup_failed".
 func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*wire.Observation, error) {
-	data, err := e.request(ctx, "reset", opts, "observation")
+	data, err := e.request(ctx, "reset", opts, wire.FrameObservation)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +114,7 @@ func (e *Env) Step(ctx context.Context, message string) (*wire.Observation, erro
 
 // StepAction runs one turn with a full action.
 func (e *Env) StepAction(ctx context.Context, a wire.Action) (*wire.Observation, error) {
-	data, err := e.request(ctx, "step", a, "observation")
+	data, err := e.request(ctx, "step", a, wire.FrameObservation)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +131,7 @@ func decodeObservation(data json.RawMessage) (*wire.Observation, error) {
 
 // State returns the session's state.
 func (e *Env) State(ctx context.Context) (*wire.State, error) {
-	data, err := e.request(ctx, "state", nil, "state")
+	data, err := e.request(ctx, "state", nil, wire.FrameState)
 	if err != nil {
 		return nil, err
 	}

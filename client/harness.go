@@ -49,14 +49,11 @@ func DialHarness(ctx context.Context, baseURL string, opts *Options) (*Harness, 
 	var env envelope
 	json.Unmarshal(b, &env)
 	switch env.Type {
-	case "session_started":
-		var d struct {
-			SessionID string `json:"session_id"`
-			Harness   string `json:"harness"`
-		}
+	case wire.FrameSessionStarted:
+		var d wire.SessionStarted
 		json.Unmarshal(env.Data, &d)
 		return &Harness{cn: cn, sessionID: d.SessionID, name: d.Harness}, nil
-	case "error":
+	case wire.FrameError:
 		cn.close()
 		return nil, decodeServerError(env.Data)
 	}
@@ -93,7 +90,7 @@ func (h *Harness) Send(ctx context.Context, content string, onEvent func(wire.Ev
 		if err := json.Unmarshal(frame, &env); err != nil {
 			return nil, fmt.Errorf("bad frame from server: %w", err)
 		}
-		if env.Type == "protocol_error" {
+		if env.Type == wire.FrameProtocolError {
 			var d struct{ Code, Message string }
 			json.Unmarshal(env.Data, &d)
 			return nil, &ProtocolError{Code: d.Code, Message: d.Message}

@@ -28,8 +28,8 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 	m, err := s.create(kindHarness)
 	if err != nil {
 		e := s.execError(err)
-		delete(e.Extra, "factory_name")
-		wc.send(map[string]any{"type": frameTypeError, "data": e.data()})
+		e.FactoryName = ""
+		wc.send(e.frame(frameTypeError))
 		wc.close(websocket.StatusPolicyViolation, e.Message)
 		return
 	}
@@ -46,12 +46,12 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 			err = fmt.Errorf("%s: %s", obs.Metadata.ErrorType, obs.Metadata.Error)
 		}
 		s.log.Warn("harness session failed to start", "session_id", m.id, "err", err)
-		wc.send(map[string]any{"type": frameTypeError, "data": map[string]any{"message": "harness session failed", "code": codeSession}})
+		wc.send((&wireError{Message: "harness session failed", Code: codeSession}).frame(frameTypeError))
 		wc.close(websocket.StatusInternalError, "harness session failed")
 		why = "start-up failed"
 		return
 	}
-	wc.send(map[string]any{"type": "session_started", "data": map[string]any{"session_id": m.id, "harness": s.cfg.Name}})
+	wc.send(wire.Frame[wire.SessionStarted]{Type: wire.FrameSessionStarted, Data: wire.SessionStarted{SessionID: m.id, Harness: s.cfg.Name}})
 
 	var backlog []inbound
 	for {
@@ -73,7 +73,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		m.touch()
 		msg, perr := parseHarnessFrame(in)
 		if perr != nil {
-			wc.send(map[string]any{"type": frameTypeProtoError, "data": perr.data()})
+			wc.send(perr.frame(frameTypeProtoError))
 			continue
 		}
 		if msg == nil { // a cancel with no turn running
@@ -95,7 +95,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 func parseHarnessFrame(in inbound) (*string, *wireError) {
 	if in.tooBig > 0 {
 		e := tooBigError(in)
-		delete(e.Extra, "errors")
+		e.Errors = nil
 		return nil, e
 	}
 	var v any

@@ -34,8 +34,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessa
 
 func unprocessable(w http.ResponseWriter, e *wireError) {
 	detail := any(e.Message)
-	if errs, ok := e.Extra["errors"]; ok {
-		detail = errs
+	if e.Errors != nil {
+		detail = e.Errors
 	}
 	writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"detail": detail})
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -11,14 +10,11 @@ import (
 // marshal encodes v without HTML escaping (responses and tool output read
 // naturally) and without a trailing newline.
 func marshal(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		b, _ := json.Marshal(map[string]any{"detail": "encoding failed: " + err.Error()})
-		return b
+	b, err := wire.MarshalNoEscape(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"detail": "encoding failed: " + err.Error()})
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+	return b
 }
 
 func writeJSONStatus(w http.ResponseWriter, code int, v any) {
@@ -33,8 +29,7 @@ func observationFrame(obs *wire.Observation) []byte {
 	b := append(make([]byte, 0, 1024), `{"type":"observation","data":`...)
 	b, err := obs.AppendJSON(b)
 	if err != nil {
-		return marshal(map[string]any{"type": frameTypeError, "data": map[string]any{
-			"message": "encoding the observation failed: " + err.Error(), "code": codeExecution}})
+		return marshal((&wireError{Message: "encoding the observation failed: " + err.Error(), Code: codeExecution}).frame(frameTypeError))
 	}
 	return append(b, '}')
 }
