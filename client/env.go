@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,15 +80,8 @@ func decodeServerError(data json.RawMessage) *ServerError {
 	return se
 }
 
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
+// marshal encodes a request frame without HTML escaping.
+func marshal(v any) ([]byte, error) { return wire.MarshalNoEscape(v) }
 
 // ResetOptions start an episode.
 type ResetOptions struct {

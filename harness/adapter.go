@@ -22,7 +22,7 @@ import (
 type Adapter interface {
 	// Start launches the harness for an episode, with the tool injection of
 	// l prepared before the process starts, and returns once it is ready or
-	// has failed. A failure is a *Failure of type ErrStartupFailed (with exit
+	// has failed. A failure is a *Failure of type wire.FailureStartupFailed (with exit
 	// status and stderr tail where known) and leaves nothing running.
 	Start(ctx context.Context, l *Launch) error
 
@@ -105,7 +105,7 @@ type TurnInput struct {
 	// Message is the user message of the turn.
 	Message string
 	// OutputLimit bounds the bytes the harness may write during the turn
-	// (0: unlimited). Exceeding it is an ErrOutputLimit failure.
+	// (0: unlimited). Exceeding it is a wire.FailureOutputLimit failure.
 	OutputLimit int64
 }
 
