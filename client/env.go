@@ -1,13 +1,12 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Env is one environment session over /ws. Requests are strictly one at a
@@ -31,11 +30,8 @@ func Dial(ctx context.Context, baseURL string, opts *Options) (*Env, error) {
 	return &Env{cn: cn}, nil
 }
 
-// envelope is a server frame.
-type envelope struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
+// envelope is a server frame with its data still encoded.
+type envelope = wire.Frame[json.RawMessage]
 
 // request sends {"type":typ,"data":data} and returns the reply's data,
 // turning error frames into *ServerError.
@@ -66,7 +62,7 @@ func (e *Env) request(ctx context.Context, typ string, data any, want string) (j
 	if err := json.Unmarshal(reply, &env); err != nil {
 		return nil, fmt.Errorf("bad frame from server: %w", err)
 	}
-	if env.Type == "error" {
+	if env.Type == wire.FrameError {
 		return nil, decodeServerError(env.Data)
 	}
 	if env.Type != want {
@@ -84,15 +80,8 @@ func decodeServerError(data json.RawMessage) *ServerError {
 	return se
 }
 
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
+// marshal encodes a request frame without HTML escaping.
+func marshal(v any) ([]byte, error) { return wire.MarshalNoEscape(v) }
 
 // ResetOptions start an episode.
 type ResetOptions struct {
@@ -102,8 +91,8 @@ type ResetOptions struct {
 
 // Reset starts a new episode. A harness that fails to start gives an
 // observation with Done set and Metadata.ErrorType "startup_failed".
-func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*harness.Observation, error) {
-	data, err := e.request(ctx, "reset", opts, "observation")
+func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*wire.Observation, error) {
+	data, err := e.request(ctx, "reset", opts, wire.FrameObservation)
 	if err != nil {
 		return nil, err
 	}
@@ -111,21 +100,21 @@ func (e *Env) Reset(ctx context.Context, opts ResetOptions) (*harness.Observatio
 }
 
 // Step runs one turn with message.
-func (e *Env) Step(ctx context.Context, message string) (*harness.Observation, error) {
-	return e.StepAction(ctx, harness.Action{Message: message})
+func (e *Env) Step(ctx context.Context, message string) (*wire.Observation, error) {
+	return e.StepAction(ctx, wire.Action{Message: message})
 }
 
 // StepAction runs one turn with a full action.
-func (e *Env) StepAction(ctx context.Context, a harness.Action) (*harness.Observation, error) {
-	data, err := e.request(ctx, "step", a, "observation")
+func (e *Env) StepAction(ctx context.Context, a wire.Action) (*wire.Observation, error) {
+	data, err := e.request(ctx, "step", a, wire.FrameObservation)
 	if err != nil {
 		return nil, err
 	}
 	return decodeObservation(data)
 }
 
-func decodeObservation(data json.RawMessage) (*harness.Observation, error) {
-	var obs harness.Observation
+func decodeObservation(data json.RawMessage) (*wire.Observation, error) {
+	var obs wire.Observation
 	if err := json.Unmarshal(data, &obs); err != nil {
 		return nil, fmt.Errorf("bad observation: %w", err)
 	}
@@ -133,12 +122,12 @@ func decodeObservation(data json.RawMessage) (*harness.Observation, error) {
 }
 
 // State returns the session's state.
-func (e *Env) State(ctx context.Context) (*harness.State, error) {
-	data, err := e.request(ctx, "state", nil, "state")
+func (e *Env) State(ctx context.Context) (*wire.State, error) {
+	data, err := e.request(ctx, "state", nil, wire.FrameState)
 	if err != nil {
 		return nil, err
 	}
-	var st harness.State
+	var st wire.State
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("bad state: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Harness is a streaming /harness connection (production mode): one harness
@@ -49,14 +49,11 @@ func DialHarness(ctx context.Context, baseURL string, opts *Options) (*Harness, 
 	var env envelope
 	json.Unmarshal(b, &env)
 	switch env.Type {
-	case "session_started":
-		var d struct {
-			SessionID string `json:"session_id"`
-			Harness   string `json:"harness"`
-		}
+	case wire.FrameSessionStarted:
+		var d wire.SessionStarted
 		json.Unmarshal(env.Data, &d)
 		return &Harness{cn: cn, sessionID: d.SessionID, name: d.Harness}, nil
-	case "error":
+	case wire.FrameError:
 		cn.close()
 		return nil, decodeServerError(env.Data)
 	}
@@ -74,7 +71,7 @@ func (h *Harness) Name() string { return h.name }
 // the turn_complete event is returned. A terminal error event returns
 // *TurnError (the connection is then over); a protocol_error returns
 // *ProtocolError.
-func (h *Harness) Send(ctx context.Context, content string, onEvent func(harness.Event)) (*harness.Event, error) {
+func (h *Harness) Send(ctx context.Context, content string, onEvent func(wire.Event)) (*wire.Event, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b, err := marshal(map[string]any{"type": "message", "content": content})
@@ -93,12 +90,12 @@ func (h *Harness) Send(ctx context.Context, content string, onEvent func(harness
 		if err := json.Unmarshal(frame, &env); err != nil {
 			return nil, fmt.Errorf("bad frame from server: %w", err)
 		}
-		if env.Type == "protocol_error" {
+		if env.Type == wire.FrameProtocolError {
 			var d struct{ Code, Message string }
 			json.Unmarshal(env.Data, &d)
 			return nil, &ProtocolError{Code: d.Code, Message: d.Message}
 		}
-		var ev harness.Event
+		var ev wire.Event
 		if err := json.Unmarshal(frame, &ev); err != nil {
 			return nil, fmt.Errorf("bad event from server: %w", err)
 		}
@@ -106,11 +103,14 @@ func (h *Harness) Send(ctx context.Context, content string, onEvent func(harness
 			onEvent(ev)
 		}
 		switch {
-		case ev.Type == harness.EventTurnComplete:
+		case ev.Type == wire.EventTurnComplete:
 			return &ev, nil
-		case ev.Type == harness.EventError && ev.Data["recoverable"] == false:
-			msg, _ := ev.Data["message"].(string)
-			return nil, &TurnError{Message: msg}
+		case ev.Origin == wire.OriginDaemon:
+			// harnessd's own errors end the session; a harness's errors,
+			// even unrecoverable ones, are its account of the turn.
+			if e, ok := ev.Data.(*wire.Error); ok && !e.Recoverable {
+				return nil, &TurnError{Message: e.Message}
+			}
 		}
 	}
 }

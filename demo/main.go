@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/client"
-	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/printer"
+	"github.com/harnessd/harnessd/wire"
 )
 
 var (
@@ -169,10 +169,10 @@ func streaming(ctx context.Context, d *daemon) (*client.Harness, error) {
 	fmt.Printf("\n%s %s\n", out.Paint("1", "message ▶"), msg)
 	start := time.Now()
 	cancelled := false
-	end, err := h.Send(ctx, msg, func(e harness.Event) {
+	end, err := h.Send(ctx, msg, func(e wire.Event) {
 		fmt.Printf("%s", out.Paint("2", fmt.Sprintf("+%4dms", time.Since(start).Milliseconds())))
 		out.Event(e)
-		if e.Type == harness.EventTextOutput && e.Data["text"] == "still working" && !cancelled {
+		if isText(e, "still working") && !cancelled {
 			cancelled = true
 			fmt.Println(out.Paint("33", "  ✋ client sends {\"type\":\"cancel\"}"))
 			if err := h.Cancel(ctx); err != nil {
@@ -183,16 +183,16 @@ func streaming(ctx context.Context, d *daemon) (*client.Harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	if end.Data["cancelled"] != true || !cancelled {
+	if tc, _ := end.Data.(*wire.TurnComplete); tc == nil || !tc.Cancelled || !cancelled {
 		return nil, fmt.Errorf("the turn was not cancelled: %v", end.Data)
 	}
 	note("the turn ended early as cancelled; the harness keeps its conversation:")
 	fmt.Printf("\n%s %s\n", out.Paint("1", "message ▶"), "count")
-	end, err = h.Send(ctx, "count", func(e harness.Event) { out.Event(e) })
+	end, err = h.Send(ctx, "count", func(e wire.Event) { out.Event(e) })
 	if err != nil {
 		return nil, err
 	}
-	if end.Data["response"] != "turns: 2" {
+	if tc, _ := end.Data.(*wire.TurnComplete); tc == nil || tc.Response != "turns: 2" {
 		return nil, fmt.Errorf("after the cancel: %v", end.Data)
 	}
 	return h, nil
@@ -362,4 +362,10 @@ func descendants(pid int) []proc {
 	}
 	walk(pid)
 	return out
+}
+
+// isText reports whether e is a text_output of exactly text.
+func isText(e wire.Event, text string) bool {
+	t, ok := e.Data.(*wire.TextOutput)
+	return ok && t.Text == text
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Adapter drives one harness process tree over one harness protocol. One
@@ -21,7 +22,7 @@ import (
 type Adapter interface {
 	// Start launches the harness for an episode, with the tool injection of
 	// l prepared before the process starts, and returns once it is ready or
-	// has failed. A failure is a *Failure of type ErrStartupFailed (with exit
+	// has failed. A failure is a *Failure of type wire.FailureStartupFailed (with exit
 	// status and stderr tail where known) and leaves nothing running.
 	Start(ctx context.Context, l *Launch) error
 
@@ -31,7 +32,7 @@ type Adapter interface {
 	// session emits the turn's end. ctx carries the turn deadline; when ctx
 	// ends Turn returns promptly with ctx's error. A harness failure is a
 	// *Failure (harness_crashed, protocol_error, output_limit, ...).
-	Turn(ctx context.Context, in TurnInput, emit func(Event)) (TurnResult, error)
+	Turn(ctx context.Context, in TurnInput, emit func(wire.Event)) (TurnResult, error)
 
 	// Interrupt asks the harness to end the running turn early, keeping the
 	// conversation (best effort). The running Turn then returns, normally
@@ -104,7 +105,7 @@ type TurnInput struct {
 	// Message is the user message of the turn.
 	Message string
 	// OutputLimit bounds the bytes the harness may write during the turn
-	// (0: unlimited). Exceeding it is an ErrOutputLimit failure.
+	// (0: unlimited). Exceeding it is a wire.FailureOutputLimit failure.
 	OutputLimit int64
 }
 

@@ -1,35 +1,36 @@
 package harness
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/harnessd/harnessd/wire"
+)
 
 // eventLog collects an episode's events from the adapter and the bridge,
 // which report from different goroutines, into one ordered trajectory, the
 // running turn's events, and the optional live stream of that turn.
 type eventLog struct {
 	mu      sync.Mutex
-	traj    []Event
+	traj    []wire.Event
 	rec     *recorder
-	turn    int     // the running turn, 0 between turns
-	events  []Event // the running turn's events
-	emit    func(Event)
-	pending []Event // arrived between turns; they open the next turn
+	turn    int          // the running turn, 0 between turns
+	events  []wire.Event // the running turn's events
+	emit    func(wire.Event)
+	pending []wire.Event // arrived between turns; they open the next turn
 	lastTS  float64
 }
 
 // add records e: stamped with the turn, kept in time order, streamed.
-func (l *eventLog) add(e Event) {
+func (l *eventLog) add(e wire.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.Timestamp == 0 {
-		e.Timestamp = Now()
+		e.Timestamp = wire.Now()
 	}
 	if e.Timestamp < l.lastTS {
 		e.Timestamp = l.lastTS
 	}
 	l.lastTS = e.Timestamp
-	if e.Data == nil {
-		e.Data = map[string]any{}
-	}
 	if l.turn == 0 {
 		l.pending = append(l.pending, e)
 		return
@@ -38,7 +39,7 @@ func (l *eventLog) add(e Event) {
 	l.keep(e)
 }
 
-func (l *eventLog) keep(e Event) {
+func (l *eventLog) keep(e wire.Event) {
 	l.traj = append(l.traj, e)
 	l.rec.write(e)
 	l.events = append(l.events, e)
@@ -48,7 +49,7 @@ func (l *eventLog) keep(e Event) {
 }
 
 // beginTurn starts collecting turn n; events that arrived between turns open it.
-func (l *eventLog) beginTurn(n int, emit func(Event)) {
+func (l *eventLog) beginTurn(n int, emit func(wire.Event)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.turn, l.emit, l.events = n, emit, nil
@@ -60,7 +61,7 @@ func (l *eventLog) beginTurn(n int, emit func(Event)) {
 }
 
 // endTurn stops collecting and returns the turn's events.
-func (l *eventLog) endTurn() []Event {
+func (l *eventLog) endTurn() []wire.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	evs := l.events
@@ -70,10 +71,10 @@ func (l *eventLog) endTurn() []Event {
 }
 
 // trajectory returns a copy of every event of the episode.
-func (l *eventLog) trajectory() []Event {
+func (l *eventLog) trajectory() []wire.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Event(nil), l.traj...)
+	return append([]wire.Event(nil), l.traj...)
 }
 
 // reset starts a new episode's log, writing to rec.

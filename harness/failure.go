@@ -5,42 +5,32 @@ import (
 	"fmt"
 
 	"github.com/harnessd/harnessd/process"
-)
-
-// ErrorType classifies a terminal observation (metadata.error_type).
-type ErrorType string
-
-// Error types of terminal observations.
-const (
-	ErrStartupFailed  ErrorType = "startup_failed"  // the harness did not start or become ready
-	ErrTurnTimeout    ErrorType = "turn_timeout"    // a turn exceeded its budget
-	ErrHarnessCrashed ErrorType = "harness_crashed" // the harness died during a turn
-	ErrHarnessExited  ErrorType = "harness_exited"  // the harness was gone before a turn began
-	ErrProtocol       ErrorType = "protocol_error"  // the harness broke its protocol
-	ErrOutputLimit    ErrorType = "output_limit"    // the harness flooded its output
-	ErrEpisodeTimeout ErrorType = "episode_timeout" // the episode's wall-clock budget ran out
-	ErrMaxTurns       ErrorType = "max_turns"       // the episode reached its turn limit
-	ErrCancelled      ErrorType = "cancelled"       // the turn was abandoned (client gone, shutdown)
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Failure is an error that ends an episode, reported in its observation.
 // Adapters return it to classify what went wrong; the session fills in the
 // exit status and stderr tail.
 type Failure struct {
-	Type       ErrorType
-	Message    string
-	Exit       *process.ExitStatus
+	// Type classifies the failure (the observation's error_type).
+	Type wire.FailureType
+	// Message says what happened.
+	Message string
+	// Exit is the harness's exit status, when known.
+	Exit *process.ExitStatus
+	// StderrTail is the end of the harness's stderr, when known.
 	StderrTail string
-	Err        error
+	// Err is the cause, if any.
+	Err error
 }
 
 // Fail returns a Failure of type t with a formatted message.
-func Fail(t ErrorType, format string, a ...any) *Failure {
+func Fail(t wire.FailureType, format string, a ...any) *Failure {
 	return &Failure{Type: t, Message: fmt.Sprintf(format, a...)}
 }
 
 // Wrap returns a Failure of type t caused by err.
-func Wrap(t ErrorType, err error, format string, a ...any) *Failure {
+func Wrap(t wire.FailureType, err error, format string, a ...any) *Failure {
 	msg := fmt.Sprintf(format, a...)
 	if err != nil {
 		msg += ": " + err.Error()
@@ -74,3 +64,12 @@ var (
 	// step is still starting.
 	ErrNoTurn = errors.New("no turn is running")
 )
+
+// wireExit converts an exit status to its observation form: the one place
+// where process's exit status meets the wire schema.
+func wireExit(st *process.ExitStatus) *wire.ExitStatus {
+	if st == nil {
+		return nil
+	}
+	return &wire.ExitStatus{Code: st.Code, Signal: st.Signal}
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/harnessd/harnessd/wire"
 )
 
 // recorder appends an episode's events to a JSONL file.
@@ -26,11 +28,11 @@ func openRecorder(dir, episodeID string) (*recorder, error) {
 	return &recorder{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
 }
 
-func (r *recorder) write(e Event) {
+func (r *recorder) write(e wire.Event) {
 	if r == nil {
 		return
 	}
-	b, err := marshalNoEscape(e)
+	b, err := wire.MarshalNoEscape(e)
 	if err != nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // ResetOptions start an episode.
@@ -28,7 +29,7 @@ type ResetOptions struct {
 // observation with error_type startup_failed, the exit status and stderr
 // tail. Errors are returned for configuration and infrastructure problems
 // (tool name conflicts, tool servers that fail to start, a closed session).
-func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*Observation, error) {
+func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observation, error) {
 	ctx, end, err := s.beginOp(ctx)
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*Observation, e
 	ep.log.Info("episode started", "harness_pid", pid, "tools", ep.tools, "elapsed", time.Since(start))
 
 	zero := 0.0
-	return &Observation{Reward: &zero, Metadata: Metadata{EpisodeID: id, InjectedTools: ep.tools}}, nil
+	return &wire.Observation{Reward: &zero, Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools}}, nil
 }
 
 // launch assembles what the adapter needs.
@@ -123,15 +124,15 @@ func (s *Session) launch(ep *episode, inj *MCPInjection) *Launch {
 }
 
 // startupFailed tears the episode down and describes the failure.
-func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *Observation {
+func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wire.Observation {
 	f, ok := AsFailure(err)
 	if !ok {
-		f = Wrap(ErrStartupFailed, err, "harness failed to start")
+		f = Wrap(wire.FailureStartupFailed, err, "harness failed to start")
 	}
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		f = Wrap(ErrCancelled, ctx.Err(), "reset abandoned")
+		f = Wrap(wire.FailureCancelled, ctx.Err(), "reset abandoned")
 	}
-	f.Type = ErrStartupFailed
+	f.Type = wire.FailureStartupFailed
 	s.adapter.Stop(context.Background())
 	if f.Exit == nil || f.StderrTail == "" {
 		exit, tail, _ := s.adapter.Diagnostics()
@@ -142,17 +143,17 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *Ob
 			f.StderrTail = tail
 		}
 	}
-	ev := ErrorEvent(SourceDaemon, f.Message, false)
+	ev := wire.ErrorEvent(wire.OriginDaemon, f.Message, false)
 	s.events.add(ev)
 	s.mu.Lock()
-	s.last = &LastError{Type: f.Type, Message: f.Message}
+	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
 	s.closeTools(context.Background(), ep)
 	ep.log.Warn("harness failed to start", "error", f.Message, "exit", f.Exit)
 	zero := 0.0
-	return &Observation{Reward: &zero, Done: true, Metadata: Metadata{
-		EpisodeID: ep.id, ErrorType: f.Type, Error: f.Message, Exit: f.Exit, StderrTail: f.StderrTail,
-		TurnEvents: []Event{ev},
+	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
+		EpisodeID: ep.id, ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
+		TurnEvents: []wire.Event{ev},
 	}}
 }
 

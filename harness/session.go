@@ -16,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Options configure a Session.
@@ -68,7 +69,7 @@ type Session struct {
 	opDone   chan struct{}
 	epSeq    int
 	ep       *episode
-	last     *LastError
+	last     *wire.LastError
 }
 
 // episode is the state of the current episode.
@@ -229,10 +230,10 @@ func (s *Session) Interrupt(ctx context.Context) error {
 }
 
 // State reports the current episode.
-func (s *Session) State() State {
+func (s *Session) State() wire.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{Tools: []string{}, LastError: s.last, TurnRunning: s.busy}
+	st := wire.State{Tools: []string{}, LastError: s.last, TurnRunning: s.busy}
 	if ep := s.ep; ep != nil {
 		id := ep.id
 		st.EpisodeID = &id
@@ -250,7 +251,7 @@ func (s *Session) State() State {
 }
 
 // Trajectory returns every event of the current (or last) episode in order.
-func (s *Session) Trajectory() []Event { return s.events.trajectory() }
+func (s *Session) Trajectory() []wire.Event { return s.events.trajectory() }
 
 // Close ends the session: a running turn is abandoned, the harness tree and
 // every tool server are stopped, and the session's directories removed

@@ -22,6 +22,7 @@ import (
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -84,7 +85,7 @@ func session(t *testing.T, cfg *harness.Config) *harness.Session {
 	return s
 }
 
-func reset(t *testing.T, s *harness.Session) *harness.Observation {
+func reset(t *testing.T, s *harness.Session) *wire.Observation {
 	t.Helper()
 	obs, err := s.Reset(context.Background(), harness.ResetOptions{})
 	if err != nil {
@@ -96,9 +97,9 @@ func reset(t *testing.T, s *harness.Session) *harness.Observation {
 	return obs
 }
 
-func step(t *testing.T, s *harness.Session, msg string) *harness.Observation {
+func step(t *testing.T, s *harness.Session, msg string) *wire.Observation {
 	t.Helper()
-	obs, err := s.Step(context.Background(), harness.Action{Message: msg}, nil)
+	obs, err := s.Step(context.Background(), wire.Action{Message: msg}, nil)
 	if err != nil {
 		t.Fatalf("step %q: %v", msg, err)
 	}
@@ -145,20 +146,20 @@ func TestMultiTurnKeepsContext(t *testing.T) {
 func TestToolCallSeenByHarnessAndBridge(t *testing.T) {
 	s := session(t, config(t))
 	reset(t, s)
-	var streamed []harness.Event
-	o, err := s.Step(context.Background(), harness.Action{Message: `tool add {"a":2,"b":3}`}, func(e harness.Event) { streamed = append(streamed, e) })
+	var streamed []wire.Event
+	o, err := s.Step(context.Background(), wire.Action{Message: `tool add {"a":2,"b":3}`}, func(e wire.Event) { streamed = append(streamed, e) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var harnessCall, bridgeCall, bridgeResult bool
 	for _, e := range o.Metadata.TurnEvents {
 		switch {
-		case e.Type == harness.EventToolCall && e.Source == harness.SourceHarness && e.Data["tool_name"] == "add":
+		case e.Type == wire.EventToolCall && e.Origin == wire.OriginHarness && adaptertest.Data(t, e)["tool_name"] == "add":
 			harnessCall = true
-		case e.Type == harness.EventToolCall && e.Source == harness.SourceBridge && e.Data["tool_name"] == "add":
+		case e.Type == wire.EventToolCall && e.Origin == wire.OriginBridge && adaptertest.Data(t, e)["tool_name"] == "add":
 			bridgeCall = true
-		case e.Type == harness.EventToolResult && e.Source == harness.SourceBridge:
-			bridgeResult = e.Data["result"] == "5"
+		case e.Type == wire.EventToolResult && e.Origin == wire.OriginBridge:
+			bridgeResult = adaptertest.Data(t, e)["result"] == "5"
 		}
 		if e.Turn != 1 {
 			t.Errorf("event %v has turn %d", e, e.Turn)
@@ -167,7 +168,7 @@ func TestToolCallSeenByHarnessAndBridge(t *testing.T) {
 	if !harnessCall || !bridgeCall || !bridgeResult {
 		t.Fatalf("events %+v", o.Metadata.TurnEvents)
 	}
-	if len(streamed) != len(o.Metadata.TurnEvents) || streamed[len(streamed)-1].Type != harness.EventTurnComplete {
+	if len(streamed) != len(o.Metadata.TurnEvents) || streamed[len(streamed)-1].Type != wire.EventTurnComplete {
 		t.Fatalf("streamed %d events, observation has %d", len(streamed), len(o.Metadata.TurnEvents))
 	}
 	if !strings.Contains(o.ResponseText(), "add -> 5") {
@@ -180,16 +181,16 @@ func TestCrashMidTurn(t *testing.T) {
 	reset(t, s)
 	o := step(t, s, "stderr secret sauce;;crash 3")
 	m := o.Metadata
-	if !o.Done || m.ErrorType != harness.ErrHarnessCrashed || m.Exit == nil || m.Exit.Code != 3 || !strings.Contains(m.StderrTail, "secret sauce") {
+	if !o.Done || m.ErrorType != wire.FailureHarnessCrashed || m.Exit == nil || m.Exit.Code != 3 || !strings.Contains(m.StderrTail, "secret sauce") {
 		t.Fatalf("%+v", m)
 	}
-	if last := m.TurnEvents[len(m.TurnEvents)-1]; last.Type != harness.EventError || last.Data["recoverable"] != false {
+	if last := m.TurnEvents[len(m.TurnEvents)-1]; last.Type != wire.EventError || adaptertest.Data(t, last)["recoverable"] != false {
 		t.Fatalf("last event %+v", last)
 	}
-	if _, err := s.Step(context.Background(), harness.Action{Message: "x"}, nil); !errors.Is(err, harness.ErrNoEpisode) {
+	if _, err := s.Step(context.Background(), wire.Action{Message: "x"}, nil); !errors.Is(err, harness.ErrNoEpisode) {
 		t.Fatalf("step after failure: %v", err)
 	}
-	if st := s.State(); st.LastError == nil || st.LastError.Type != harness.ErrHarnessCrashed {
+	if st := s.State(); st.LastError == nil || st.LastError.Type != wire.FailureHarnessCrashed {
 		t.Fatalf("state %+v", st)
 	}
 	reset(t, s) // a fresh episode works
@@ -205,11 +206,11 @@ func TestHangTimesOutAndKillsTree(t *testing.T) {
 	escaped, spawned := pidIn(t, esc.ResponseText(), "escaped"), pidIn(t, esc.ResponseText(), "spawned")
 	harnessPID := s.State().HarnessPID
 	// Only the hanging turn gets the short budget (as HTTP /step timeout_s does).
-	o, err := s.Step(context.Background(), harness.Action{Message: "hang", Timeout: 300 * time.Millisecond}, nil)
+	o, err := s.Step(context.Background(), wire.Action{Message: "hang", Timeout: 300 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Metadata.ErrorType != harness.ErrTurnTimeout || o.Metadata.Error != "harness turn exceeded 0.3 seconds" || !o.Done {
+	if o.Metadata.ErrorType != wire.FailureTurnTimeout || o.Metadata.Error != "harness turn exceeded 0.3 seconds" || !o.Done {
 		t.Fatalf("%+v", o.Metadata)
 	}
 	for _, pid := range []int{harnessPID, escaped, spawned} {
@@ -230,7 +231,7 @@ func TestExitBetweenTurns(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	o := step(t, s, "hello?")
-	if o.Metadata.ErrorType != harness.ErrHarnessExited || o.Metadata.Exit == nil || o.Metadata.Exit.Code != 5 {
+	if o.Metadata.ErrorType != wire.FailureHarnessExited || o.Metadata.Exit == nil || o.Metadata.Exit.Code != 5 {
 		t.Fatalf("%+v", o.Metadata)
 	}
 }
@@ -240,11 +241,11 @@ func TestProtocolErrorAndFlood(t *testing.T) {
 	cfg.Episode.OutputLimit = units.ByteSize(256 << 10)
 	s := session(t, cfg)
 	reset(t, s)
-	if o := step(t, s, "malformed"); o.Metadata.ErrorType != harness.ErrProtocol {
+	if o := step(t, s, "malformed"); o.Metadata.ErrorType != wire.FailureProtocol {
 		t.Fatalf("%+v", o.Metadata)
 	}
 	reset(t, s)
-	if o := step(t, s, "flood 2M"); o.Metadata.ErrorType != harness.ErrOutputLimit {
+	if o := step(t, s, "flood 2M"); o.Metadata.ErrorType != wire.FailureOutputLimit {
 		t.Fatalf("%+v", o.Metadata)
 	}
 }
@@ -256,17 +257,17 @@ func TestMaxTurnsAndDone(t *testing.T) {
 	reset(t, s)
 	step(t, s, "one")
 	o := step(t, s, "two")
-	if !o.Done || o.Metadata.ErrorType != harness.ErrMaxTurns || o.ResponseText() != "echo: two" {
+	if !o.Done || o.Metadata.ErrorType != wire.FailureMaxTurns || o.ResponseText() != "echo: two" {
 		t.Fatalf("%+v", o.Metadata)
 	}
-	if _, err := s.Step(context.Background(), harness.Action{Message: "three"}, nil); !errors.Is(err, harness.ErrEpisodeDone) {
+	if _, err := s.Step(context.Background(), wire.Action{Message: "three"}, nil); !errors.Is(err, harness.ErrEpisodeDone) {
 		t.Fatalf("step after max_turns: %v", err)
 	}
 	reset(t, s)
 	if o := step(t, s, "reply finished;;done"); !o.Done || !o.Metadata.HarnessDone || o.Metadata.ErrorType != "" {
 		t.Fatalf("%+v", o.Metadata)
 	}
-	if _, err := s.Step(context.Background(), harness.Action{Message: "more"}, nil); !errors.Is(err, harness.ErrEpisodeDone) {
+	if _, err := s.Step(context.Background(), wire.Action{Message: "more"}, nil); !errors.Is(err, harness.ErrEpisodeDone) {
 		t.Fatalf("step after done: %v", err)
 	}
 }
@@ -285,14 +286,14 @@ func TestDoneWithoutEndOnDone(t *testing.T) {
 
 func TestStepBeforeResetAndConcurrentStep(t *testing.T) {
 	s := session(t, config(t))
-	if _, err := s.Step(context.Background(), harness.Action{Message: "x"}, nil); !errors.Is(err, harness.ErrNoEpisode) {
+	if _, err := s.Step(context.Background(), wire.Action{Message: "x"}, nil); !errors.Is(err, harness.ErrNoEpisode) {
 		t.Fatalf("before reset: %v", err)
 	}
 	reset(t, s)
 	started := make(chan struct{})
-	done := make(chan *harness.Observation)
+	done := make(chan *wire.Observation)
 	go func() {
-		o, _ := s.Step(context.Background(), harness.Action{Message: "sleep 2s;;reply slept"}, func(harness.Event) {})
+		o, _ := s.Step(context.Background(), wire.Action{Message: "sleep 2s;;reply slept"}, func(wire.Event) {})
 		done <- o
 	}()
 	go func() {
@@ -302,7 +303,7 @@ func TestStepBeforeResetAndConcurrentStep(t *testing.T) {
 		close(started)
 	}()
 	<-started
-	if _, err := s.Step(context.Background(), harness.Action{Message: "y"}, nil); !errors.Is(err, harness.ErrBusy) {
+	if _, err := s.Step(context.Background(), wire.Action{Message: "y"}, nil); !errors.Is(err, harness.ErrBusy) {
 		t.Fatalf("concurrent step: %v", err)
 	}
 	if err := s.Interrupt(context.Background()); err != nil {
@@ -388,10 +389,10 @@ func TestStartupFailureCarriesStderr(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := o.Metadata
-	if !o.Done || m.ErrorType != harness.ErrStartupFailed || m.Exit == nil || m.Exit.Code != 2 || !strings.Contains(m.StderrTail, "missing API key") || m.EpisodeID != "ep-x" {
+	if !o.Done || m.ErrorType != wire.FailureStartupFailed || m.Exit == nil || m.Exit.Code != 2 || !strings.Contains(m.StderrTail, "missing API key") || m.EpisodeID != "ep-x" {
 		t.Fatalf("%+v", m)
 	}
-	if _, err := s.Step(context.Background(), harness.Action{Message: "x"}, nil); !errors.Is(err, harness.ErrNoEpisode) {
+	if _, err := s.Step(context.Background(), wire.Action{Message: "x"}, nil); !errors.Is(err, harness.ErrNoEpisode) {
 		t.Fatalf("step after startup failure: %v", err)
 	}
 }
@@ -430,7 +431,7 @@ func TestWorkspaceHomeAndRecord(t *testing.T) {
 	}
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e harness.Event
+		var e wire.Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Turn != 1 {
 			t.Fatalf("record line %q: %v", line, err)
 		}
@@ -451,7 +452,7 @@ func TestEpisodeTimeout(t *testing.T) {
 	s := session(t, cfg)
 	reset(t, s)
 	o := step(t, s, "sleep 5s")
-	if o.Metadata.ErrorType != harness.ErrEpisodeTimeout || !o.Done {
+	if o.Metadata.ErrorType != wire.FailureEpisodeTimeout || !o.Done {
 		t.Fatalf("%+v", o.Metadata)
 	}
 }

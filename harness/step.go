@@ -8,16 +8,8 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/wire"
 )
-
-// Action is one step's input: the user message of a turn.
-type Action struct {
-	Message  string         `json:"message"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-	// Timeout overrides the configured turn timeout for this step (0: use
-	// the configuration), as OpenEnv's HTTP /step timeout_s does.
-	Timeout time.Duration `json:"-"`
-}
 
 // rubricTimeout bounds all rubrics of one turn together.
 const rubricTimeout = 5 * time.Minute
@@ -28,7 +20,7 @@ const rubricTimeout = 5 * time.Minute
 // Harness failures are observations, not errors: the tree is killed and the
 // observation has done set with metadata.error_type. Step returns an error
 // only for misuse: ErrNoEpisode, ErrEpisodeDone, ErrBusy, ErrClosed.
-func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observation, error) {
+func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)) (*wire.Observation, error) {
 	ctx, end, err := s.beginOp(ctx)
 	if err != nil {
 		return nil, err
@@ -50,10 +42,10 @@ func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observ
 	s.phase.Store(phaseStarting)
 	defer s.phase.Store(phaseIdle)
 	s.events.beginTurn(n, emit)
-	turnEvents := func() []Event { return s.events.endTurn() }
+	turnEvents := func() []wire.Event { return s.events.endTurn() }
 
 	if !ep.deadline.IsZero() && !time.Now().Before(ep.deadline) {
-		return s.terminal(ep, n, Fail(ErrEpisodeTimeout, "episode exceeded %s", s.cfg.Episode.EpisodeTimeout), turnEvents), nil
+		return s.terminal(ep, n, Fail(wire.FailureEpisodeTimeout, "episode exceeded %s", s.cfg.Episode.EpisodeTimeout), turnEvents), nil
 	}
 	if !s.adapter.Alive() {
 		exit, _, _ := s.adapter.Diagnostics()
@@ -61,18 +53,18 @@ func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observ
 		if exit != nil {
 			msg = fmt.Sprintf("harness %s between turns", exit)
 		}
-		return s.terminal(ep, n, Fail(ErrHarnessExited, "%s", msg), turnEvents), nil
+		return s.terminal(ep, n, Fail(wire.FailureHarnessExited, "%s", msg), turnEvents), nil
 	}
 
 	budget := s.cfg.Episode.TurnTimeout.D()
 	if a.Timeout > 0 {
 		budget = a.Timeout
 	}
-	limitType, limitMsg := ErrTurnTimeout, "harness turn exceeded "+formatSeconds(budget)+" seconds"
+	limitType, limitMsg := wire.FailureTurnTimeout, "harness turn exceeded "+formatSeconds(budget)+" seconds"
 	if !ep.deadline.IsZero() {
 		if left := time.Until(ep.deadline); left < budget {
 			budget = left
-			limitType, limitMsg = ErrEpisodeTimeout, "episode exceeded "+s.cfg.Episode.EpisodeTimeout.String()
+			limitType, limitMsg = wire.FailureEpisodeTimeout, "episode exceeded "+s.cfg.Episode.EpisodeTimeout.String()
 		}
 	}
 	tctx, cancel := context.WithTimeout(ctx, budget)
@@ -88,14 +80,14 @@ func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observ
 		case timedOut:
 			f = Fail(limitType, "%s", limitMsg)
 		case ctx.Err() != nil:
-			f = Wrap(ErrCancelled, nil, "turn abandoned: %v", context.Cause(ctx))
+			f = Wrap(wire.FailureCancelled, nil, "turn abandoned: %v", context.Cause(ctx))
 		default:
 			var ok bool
 			if f, ok = AsFailure(err); !ok {
 				if s.adapter.Alive() {
-					f = Wrap(ErrProtocol, err, "harness turn failed")
+					f = Wrap(wire.FailureProtocol, err, "harness turn failed")
 				} else {
-					f = Wrap(ErrHarnessCrashed, err, "harness died mid-turn")
+					f = Wrap(wire.FailureHarnessCrashed, err, "harness died mid-turn")
 				}
 			}
 		}
@@ -103,36 +95,29 @@ func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observ
 	}
 
 	// A completed turn.
-	done, errType, errMsg := false, ErrorType(""), ""
+	done, errType, errMsg := false, wire.FailureType(""), ""
 	if res.Done && s.cfg.Episode.EndsOnDone() {
 		done = true
 	}
 	if max := s.cfg.Episode.MaxTurns; max > 0 && n >= max && !done {
-		done, errType, errMsg = true, ErrMaxTurns, fmt.Sprintf("episode reached max_turns (%d)", max)
+		done, errType, errMsg = true, wire.FailureMaxTurns, fmt.Sprintf("episode reached max_turns (%d)", max)
 	}
-	complete := map[string]any{"response": res.Response, "done": res.Done}
-	if res.Cancelled {
-		complete["cancelled"] = true
-	}
-	for k, v := range res.Extra {
-		if _, taken := complete[k]; !taken {
-			complete[k] = v
-		}
-	}
-	s.events.add(NewEvent(EventTurnComplete, SourceHarness, complete))
+	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
+		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
+	}))
 	events := turnEvents()
 
 	s.mu.Lock()
 	ep.steps = n
 	s.mu.Unlock()
 	resp := res.Response
-	obs := &Observation{Done: done, Metadata: Metadata{
+	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
 		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events,
 		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
 	}}
 	reward := 0.0
 	if s.rubrics.Applies(done) {
-		mdJSON, _ := marshalNoEscape(obs.Metadata)
+		mdJSON, _ := wire.MarshalNoEscape(obs.Metadata)
 		rctx, rcancel := context.WithTimeout(ctx, rubricTimeout)
 		reward, obs.Metadata.RewardDetails = s.rubrics.Score(rctx, rubric.Input{
 			EpisodeID: ep.id, TurnNumber: n, Message: a.Message, Response: res.Response,
@@ -150,7 +135,7 @@ func (s *Session) Step(ctx context.Context, a Action, emit func(Event)) (*Observ
 }
 
 // terminal ends the episode on a failure and builds its observation.
-func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []Event) *Observation {
+func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []wire.Event) *wire.Observation {
 	s.adapter.Stop(context.Background())
 	exit, tail, _ := s.adapter.Diagnostics()
 	if f.Exit == nil {
@@ -159,17 +144,17 @@ func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []E
 	if f.StderrTail == "" {
 		f.StderrTail = tail
 	}
-	s.events.add(ErrorEvent(SourceDaemon, f.Message, false))
+	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
 	events := turnEvents()
 	s.finish(ep, f.Type)
 	s.mu.Lock()
-	s.last = &LastError{Type: f.Type, Message: f.Message}
+	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
 	ep.log.Warn("episode ended by failure", "turn", n, "error_type", f.Type, "error", f.Message, "exit", f.Exit)
 	zero, empty := 0.0, ""
-	return &Observation{Reward: &zero, Done: true, Metadata: Metadata{
+	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events,
-		ErrorType: f.Type, Error: f.Message, Exit: f.Exit, StderrTail: f.StderrTail,
+		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 	}}
 }
 
@@ -177,7 +162,7 @@ func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []E
 // bridge stop (revoking the token); the workspace stays until the next
 // Reset or Close. A failure leaves the episode inactive (steps get
 // ErrNoEpisode), a normal end leaves it done (ErrEpisodeDone).
-func (s *Session) finish(ep *episode, failure ErrorType) {
+func (s *Session) finish(ep *episode, failure wire.FailureType) {
 	s.adapter.Stop(context.Background())
 	s.closeTools(context.Background(), ep)
 	s.mu.Lock()

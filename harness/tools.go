@@ -14,6 +14,7 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // newSource makes the bridge source for a configured tool server.
@@ -124,39 +125,39 @@ func (s *Session) closeTools(ctx context.Context, ep *episode) error {
 }
 
 func (s *Session) onToolCall(c bridge.CallStart) {
-	s.events.add(NewEvent(EventToolCall, SourceBridge, map[string]any{
-		"tool_name":     c.Served,
-		"upstream_name": c.Upstream,
-		"tool_source":   c.Source,
-		"arguments":     json.RawMessage(orEmptyObject(c.Arguments)),
-		"call_id":       c.ID,
+	s.events.add(wire.New(wire.OriginBridge, &wire.ToolCall{
+		ToolName:     c.Served,
+		UpstreamName: c.Upstream,
+		ToolSource:   c.Source,
+		Arguments:    json.RawMessage(orEmptyObject(c.Arguments)),
+		CallID:       c.ID,
 	}))
 }
 
 func (s *Session) onToolResult(c bridge.CallEnd) {
-	data := map[string]any{
-		"tool_name":     c.Served,
-		"upstream_name": c.Upstream,
-		"tool_source":   c.Source,
-		"call_id":       c.ID,
-		"duration_ms":   float64(c.Duration.Microseconds()) / 1000,
-		"error":         nil,
+	ms := float64(c.Duration.Microseconds()) / 1000
+	r := &wire.ToolResult{
+		ToolName:     c.Served,
+		UpstreamName: c.Upstream,
+		ToolSource:   c.Source,
+		CallID:       c.ID,
+		DurationMS:   &ms,
 	}
 	switch {
 	case c.Err != nil:
-		data["result"] = nil
-		data["error"] = c.Err.Error()
+		msg := c.Err.Error()
+		r.Error = &msg
 	case c.Result != nil:
 		text := resultText(c.Result)
-		data["result"] = text
+		r.Result = text
 		if c.Result.IsError {
-			data["error"] = text
+			r.Error = &text
 		}
 		if c.Result.StructuredContent != nil {
-			data["structured_content"] = c.Result.StructuredContent
+			r.StructuredContent = c.Result.StructuredContent
 		}
 	}
-	s.events.add(NewEvent(EventToolResult, SourceBridge, data))
+	s.events.add(wire.New(wire.OriginBridge, r))
 }
 
 // callHiddenTool serves tool rubrics: it calls through the catalog, which

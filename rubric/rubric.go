@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Input is what a rubric scores: one turn of an episode.
@@ -29,15 +30,8 @@ type Input struct {
 	Workspace string `json:"workspace"`
 }
 
-// Result is one rubric's outcome.
-type Result struct {
-	Name   string   `json:"name"`
-	Type   string   `json:"type"`
-	Weight float64  `json:"weight"`
-	Score  *float64 `json:"score"`
-	Error  string   `json:"error,omitempty"`
-	Detail string   `json:"detail,omitempty"`
-}
+// Result is one rubric's outcome: the reward detail an observation reports.
+type Result = wire.RewardDetail
 
 // ToolFunc calls a tool by name (hidden tools included) and returns its
 // text, or an error for a failed call or a tool-reported error.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Error codes of OpenEnv's /ws protocol.
@@ -20,43 +21,31 @@ const (
 	maxEpisodeIDLength  = 255
 	frameTypeReset      = "reset"
 	frameTypeStep       = "step"
-	frameTypeState      = "state"
+	frameTypeState      = wire.FrameState
 	frameTypeClose      = "close"
-	frameTypeMCP        = "mcp"
-	frameTypeError      = "error"
-	frameTypeObs        = "observation"
+	frameTypeMCP        = wire.FrameMCP
+	frameTypeError      = wire.FrameError
+	frameTypeObs        = wire.FrameObservation
 	frameTypeMessage    = "message"
 	frameTypeCancel     = "cancel"
-	frameTypeProtoError = "protocol_error"
+	frameTypeProtoError = wire.FrameProtocolError
 )
 
-// wireError is an error frame's data.
-type wireError struct {
-	Message string
-	Code    string
-	Extra   map[string]any
-}
+// wireError is an error answered to a client: an error frame's data.
+type wireError wire.ErrorData
 
 func (e *wireError) Error() string { return e.Code + ": " + e.Message }
 
-func (e *wireError) data() map[string]any {
-	d := map[string]any{"message": e.Message, "code": e.Code}
-	for k, v := range e.Extra {
-		d[k] = v
-	}
-	return d
+// frame returns the error frame of type typ (error or protocol_error).
+func (e *wireError) frame(typ string) wire.Frame[wire.ErrorData] {
+	return wire.Frame[wire.ErrorData]{Type: typ, Data: wire.ErrorData(*e)}
 }
 
 // fieldError is one pydantic-style validation error.
-type fieldError struct {
-	Type  string `json:"type"`
-	Loc   []any  `json:"loc"`
-	Msg   string `json:"msg"`
-	Input any    `json:"input"`
-}
+type fieldError = wire.FieldError
 
 func invalid(errs ...fieldError) *wireError {
-	return &wireError{Message: "Invalid message", Code: codeValidation, Extra: map[string]any{"errors": errs}}
+	return &wireError{Message: "Invalid message", Code: codeValidation, Errors: errs}
 }
 
 // frame is a decoded client frame.
@@ -121,15 +110,15 @@ func parseWSFrame(b []byte) (frame, *wireError) {
 
 // parseAction validates a step's data as a harness action: {"message": str,
 // "metadata": {}} with no other keys.
-func parseAction(data json.RawMessage, loc ...any) (harness.Action, *wireError) {
-	var a harness.Action
+func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
+	var a wire.Action
 	if data == nil {
 		return a, invalid(fieldError{Type: "missing", Loc: append(loc, "data"), Msg: "Field required", Input: nil})
 	}
 	raw, werr := parseObject(data)
 	if werr != nil {
 		if werr.Code == codeValidation {
-			werr.Extra["errors"].([]fieldError)[0].Loc = append(loc, "data")
+			werr.Errors[0].Loc = append(loc, "data")
 		}
 		return a, werr
 	}

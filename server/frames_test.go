@@ -58,7 +58,7 @@ func TestParseAction(t *testing.T) {
 			t.Errorf("%s: %v, want validation error", in, err)
 			continue
 		}
-		errs := err.Extra["errors"].([]fieldError)
+		errs := err.Errors
 		if errs[0].Type != typ {
 			t.Errorf("%s: error type %q, want %q", in, errs[0].Type, typ)
 		}
@@ -81,7 +81,7 @@ func TestParseReset(t *testing.T) {
 		`{"episode_id":"` + strings.Repeat("x", 256) + `"}`: "string_too_long",
 	} {
 		_, err := parseReset(json.RawMessage(in))
-		if err == nil || err.Extra["errors"].([]fieldError)[0].Type != typ {
+		if err == nil || err.Errors[0].Type != typ {
 			t.Errorf("%s: %v, want %s", in, err, typ)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // handleHarness serves the production /harness socket: one session per
@@ -27,8 +28,8 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 	m, err := s.create(kindHarness)
 	if err != nil {
 		e := s.execError(err)
-		delete(e.Extra, "factory_name")
-		wc.send(map[string]any{"type": frameTypeError, "data": e.data()})
+		e.FactoryName = ""
+		wc.send(e.frame(frameTypeError))
 		wc.close(websocket.StatusPolicyViolation, e.Message)
 		return
 	}
@@ -45,12 +46,12 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 			err = fmt.Errorf("%s: %s", obs.Metadata.ErrorType, obs.Metadata.Error)
 		}
 		s.log.Warn("harness session failed to start", "session_id", m.id, "err", err)
-		wc.send(map[string]any{"type": frameTypeError, "data": map[string]any{"message": "harness session failed", "code": codeSession}})
+		wc.send((&wireError{Message: "harness session failed", Code: codeSession}).frame(frameTypeError))
 		wc.close(websocket.StatusInternalError, "harness session failed")
 		why = "start-up failed"
 		return
 	}
-	wc.send(map[string]any{"type": "session_started", "data": map[string]any{"session_id": m.id, "harness": s.cfg.Name}})
+	wc.send(wire.Frame[wire.SessionStarted]{Type: wire.FrameSessionStarted, Data: wire.SessionStarted{SessionID: m.id, Harness: s.cfg.Name}})
 
 	var backlog []inbound
 	for {
@@ -72,7 +73,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		m.touch()
 		msg, perr := parseHarnessFrame(in)
 		if perr != nil {
-			wc.send(map[string]any{"type": frameTypeProtoError, "data": perr.data()})
+			wc.send(perr.frame(frameTypeProtoError))
 			continue
 		}
 		if msg == nil { // a cancel with no turn running
@@ -94,7 +95,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 func parseHarnessFrame(in inbound) (*string, *wireError) {
 	if in.tooBig > 0 {
 		e := tooBigError(in)
-		delete(e.Extra, "errors")
+		e.Errors = nil
 		return nil, e
 	}
 	var v any
@@ -121,11 +122,11 @@ func parseHarnessFrame(in inbound) (*string, *wireError) {
 // harnessTurn runs one turn, streaming its events. It returns a non-empty
 // reason when the connection must end, and frames that arrived meanwhile.
 func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string, backlog []inbound) {
-	events := make(chan harness.Event, 1024)
+	events := make(chan wire.Event, 1024)
 	flushed := make(chan struct{})
 	// The terminal error event is held back until the turn's error type is
 	// known, which decides its public message.
-	var terminal *harness.Event
+	var terminal *wire.Event
 	go func() {
 		defer close(flushed)
 		for e := range events {
@@ -137,12 +138,12 @@ func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string
 		}
 	}()
 	type result struct {
-		obs *harness.Observation
+		obs *wire.Observation
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		obs, err := m.sess.Step(wc.ctx, harness.Action{Message: content}, func(e harness.Event) {
+		obs, err := m.sess.Step(wc.ctx, wire.Action{Message: content}, func(e wire.Event) {
 			events <- e
 			m.touch()
 		})
@@ -171,7 +172,7 @@ wait:
 	if terminal != nil {
 		if res.obs != nil && res.obs.Metadata.ErrorType != "" {
 			e := *terminal
-			e.Data = map[string]any{"message": terminalMessage(res.obs.Metadata.ErrorType, res.obs.Metadata.Error), "recoverable": false}
+			e.Data = &wire.Error{Message: terminalMessage(res.obs.Metadata.ErrorType, res.obs.Metadata.Error)}
 			wc.send(e)
 		} else {
 			wc.send(s.sanitizeEvent(*terminal))
@@ -180,10 +181,10 @@ wait:
 	switch {
 	case res.err != nil:
 		// Misuse (episode over): a terminal error, as for a dead harness.
-		wc.send(harness.ErrorEvent(harness.SourceDaemon, s.sanitizeMessage(res.err.Error()), false))
+		wc.send(wire.ErrorEvent(wire.OriginDaemon, s.sanitizeMessage(res.err.Error()), false))
 		wc.close(websocket.StatusNormalClosure, "episode over")
 		return "episode over", nil
-	case res.obs.Metadata.ErrorType != "" && res.obs.Metadata.ErrorType != harness.ErrMaxTurns:
+	case res.obs.Metadata.ErrorType != "" && res.obs.Metadata.ErrorType != wire.FailureMaxTurns:
 		wc.close(websocket.StatusNormalClosure, string(res.obs.Metadata.ErrorType))
 		return string(res.obs.Metadata.ErrorType), nil
 	case res.obs.Done:
@@ -193,21 +194,22 @@ wait:
 	return "", backlog
 }
 
-func isTerminalError(e harness.Event) bool {
-	return e.Type == harness.EventError && e.Source == harness.SourceDaemon && e.Data["recoverable"] == false
+func isTerminalError(e wire.Event) bool {
+	d, ok := e.Data.(*wire.Error)
+	return ok && e.Origin == wire.OriginDaemon && !d.Recoverable
 }
 
 // terminalMessage is the public message of a turn that ended the session:
 // the reference's messages (§13.1) for a dead harness, a stream without
 // turn_complete and a timeout; the daemon's own limit messages as they are;
 // nothing the harness printed.
-func terminalMessage(t harness.ErrorType, msg string) string {
+func terminalMessage(t wire.FailureType, msg string) string {
 	switch t {
-	case harness.ErrTurnTimeout, harness.ErrEpisodeTimeout, harness.ErrOutputLimit, harness.ErrMaxTurns:
+	case wire.FailureTurnTimeout, wire.FailureEpisodeTimeout, wire.FailureOutputLimit, wire.FailureMaxTurns:
 		return msg
-	case harness.ErrHarnessExited:
+	case wire.FailureHarnessExited:
 		return "harness process is not running"
-	case harness.ErrProtocol:
+	case wire.FailureProtocol:
 		return "harness event stream ended without a TURN_COMPLETE event"
 	}
 	return "harness turn failed"
@@ -215,13 +217,12 @@ func terminalMessage(t harness.ErrorType, msg string) string {
 
 // sanitizeEvent replaces the message of a terminal daemon error (which may
 // carry exit details) with a fixed one per failure kind.
-func (s *Server) sanitizeEvent(e harness.Event) harness.Event {
-	if e.Type != harness.EventError || e.Source != harness.SourceDaemon || e.Data["recoverable"] != false {
+func (s *Server) sanitizeEvent(e wire.Event) wire.Event {
+	if !isTerminalError(e) {
 		return e
 	}
-	msg, _ := e.Data["message"].(string)
 	c := e
-	c.Data = map[string]any{"message": s.sanitizeMessage(msg), "recoverable": false}
+	c.Data = &wire.Error{Message: s.sanitizeMessage(e.Data.(*wire.Error).Message)}
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // sessionHeader names the session an HTTP response belongs to.
@@ -33,8 +34,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessa
 
 func unprocessable(w http.ResponseWriter, e *wireError) {
 	detail := any(e.Message)
-	if errs, ok := e.Extra["errors"]; ok {
-		detail = errs
+	if e.Errors != nil {
+		detail = e.Errors
 	}
 	writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"detail": detail})
 }
@@ -82,7 +83,7 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 
 // writeObservation answers with an observation's wire form plus the
 // session id as one more top-level key, encoded in one pass.
-func writeObservation(w http.ResponseWriter, obs *harness.Observation, id string) {
+func writeObservation(w http.ResponseWriter, obs *wire.Observation, id string) {
 	b, err := obs.AppendJSON(make([]byte, 0, 1024))
 	if err != nil {
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": "encoding the observation failed: " + err.Error()})
@@ -195,7 +196,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m == nil {
-		writeJSONStatus(w, http.StatusOK, harness.State{Tools: []string{}})
+		writeJSONStatus(w, http.StatusOK, wire.State{Tools: []string{}})
 		return
 	}
 	w.Header().Set(sessionHeader, m.id)
@@ -204,7 +205,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 
 // present prepares an observation for the wire; production mode keeps the
 // harness's stderr, and failure messages that may quote it, to the logs.
-func (s *Server) present(obs *harness.Observation) *harness.Observation {
+func (s *Server) present(obs *wire.Observation) *wire.Observation {
 	md := obs.Metadata
 	if s.mode != Production || (md.StderrTail == "" && md.ErrorType == "") {
 		return obs
@@ -213,14 +214,14 @@ func (s *Server) present(obs *harness.Observation) *harness.Observation {
 	c.Metadata.StderrTail = ""
 	if md.ErrorType != "" {
 		msg := "harness failed to start"
-		if md.ErrorType != harness.ErrStartupFailed {
+		if md.ErrorType != wire.FailureStartupFailed {
 			msg = terminalMessage(md.ErrorType, md.Error)
 		}
 		c.Metadata.Error = msg
-		c.Metadata.TurnEvents = make([]harness.Event, len(md.TurnEvents))
+		c.Metadata.TurnEvents = make([]wire.Event, len(md.TurnEvents))
 		for i, e := range md.TurnEvents {
 			if isTerminalError(e) {
-				e.Data = map[string]any{"message": msg, "recoverable": false}
+				e.Data = &wire.Error{Message: msg}
 			}
 			c.Metadata.TurnEvents[i] = e
 		}

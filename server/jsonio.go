@@ -1,24 +1,20 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // marshal encodes v without HTML escaping (responses and tool output read
 // naturally) and without a trailing newline.
 func marshal(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		b, _ := json.Marshal(map[string]any{"detail": "encoding failed: " + err.Error()})
-		return b
+	b, err := wire.MarshalNoEscape(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"detail": "encoding failed: " + err.Error()})
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+	return b
 }
 
 func writeJSONStatus(w http.ResponseWriter, code int, v any) {
@@ -29,12 +25,11 @@ func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 
 // observationFrame writes {"type":"observation","data":OBS} in one pass
 // (the generic encoder would re-validate the observation's own encoding).
-func observationFrame(obs *harness.Observation) []byte {
+func observationFrame(obs *wire.Observation) []byte {
 	b := append(make([]byte, 0, 1024), `{"type":"observation","data":`...)
 	b, err := obs.AppendJSON(b)
 	if err != nil {
-		return marshal(map[string]any{"type": frameTypeError, "data": map[string]any{
-			"message": "encoding the observation failed: " + err.Error(), "code": codeExecution}})
+		return marshal((&wireError{Message: "encoding the observation failed: " + err.Error(), Code: codeExecution}).frame(frameTypeError))
 	}
 	return append(b, '}')
 }

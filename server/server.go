@@ -249,11 +249,11 @@ func (s *Server) execError(err error) *wireError {
 	var fe *factoryError
 	switch {
 	case errors.As(err, &ce):
-		return &wireError{Message: ce.Error(), Code: codeCapacity, Extra: map[string]any{"active_sessions": ce.Active, "max_sessions": ce.Max}}
+		return &wireError{Message: ce.Error(), Code: codeCapacity, ActiveSessions: &ce.Active, MaxSessions: &ce.Max}
 	case errors.As(err, &fe):
 		s.log.Error("environment factory failed", "err", fe.err)
 		return &wireError{Message: fmt.Sprintf("Environment factory '%s' failed to create instance.", s.cfg.Name),
-			Code: codeFactory, Extra: map[string]any{"factory_name": s.cfg.Name}}
+			Code: codeFactory, FactoryName: s.cfg.Name}
 	case errors.Is(err, errDraining):
 		return &wireError{Message: "server is shutting down", Code: codeSession}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -309,8 +310,8 @@ func TestHarnessSocketCancelAndSanitizedFailure(t *testing.T) {
 		t.Fatalf("session_started: %q %q", h.Name(), h.SessionID())
 	}
 	var types []string
-	fin, err := h.Send(context.Background(), `tool add {"a":2,"b":3}`, func(e harness.Event) { types = append(types, string(e.Type)) })
-	if err != nil || fin.Data["response"] != "add -> 5" {
+	fin, err := h.Send(context.Background(), `tool add {"a":2,"b":3}`, func(e wire.Event) { types = append(types, string(e.Type)) })
+	if err != nil || fin.Data.(*wire.TurnComplete).Response != "add -> 5" {
 		t.Fatalf("turn: %v %v", fin, err)
 	}
 	if strings.Join(types, ",") != "tool_call,tool_call,tool_result,tool_result,text_output,turn_complete" {
@@ -322,10 +323,10 @@ func TestHarnessSocketCancelAndSanitizedFailure(t *testing.T) {
 		h.Cancel(context.Background())
 	}()
 	fin, err = h.Send(context.Background(), "sleep 30s;;reply late", nil)
-	if err != nil || fin.Data["cancelled"] != true {
+	if err != nil || !fin.Data.(*wire.TurnComplete).Cancelled {
 		t.Fatalf("cancel: %v %v", fin, err)
 	}
-	if fin, err := h.Send(context.Background(), "{", nil); err != nil || fin.Data["response"] != "echo: {" {
+	if fin, err := h.Send(context.Background(), "{", nil); err != nil || fin.Data.(*wire.TurnComplete).Response != "echo: {" {
 		t.Fatalf("free-text content: %v %v", fin, err) // content is free text, not JSON
 	}
 }
@@ -396,7 +397,7 @@ func TestShutdownDrainsRunningTurn(t *testing.T) {
 	stepErr := make(chan error, 1)
 	go func() {
 		o, err := env.Step(context.Background(), "sleep 30s")
-		if err == nil && o.Metadata.ErrorType != harness.ErrCancelled {
+		if err == nil && o.Metadata.ErrorType != wire.FailureCancelled {
 			err = errors.New("no cancelled observation: " + string(o.Metadata.ErrorType))
 		} else if err == nil {
 			err = errCancelledObservation

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+
+	"github.com/harnessd/harnessd/wire"
 )
 
 // handleWS serves OpenEnv's generic protocol: one session per connection
@@ -23,7 +25,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 
 	m, werr := s.wsSession(attachID)
 	if werr != nil {
-		wc.send(map[string]any{"type": frameTypeError, "data": werr.data()})
+		wc.send(werr.frame(frameTypeError))
 		wc.close(websocket.StatusPolicyViolation, werr.Message)
 		return
 	}
@@ -93,7 +95,7 @@ func (s *Server) wsSession(attachID string) (*managed, *wireError) {
 }
 
 func (s *Server) sendError(wc *wsConn, e *wireError) {
-	wc.send(map[string]any{"type": frameTypeError, "data": e.data()})
+	wc.send(e.frame(frameTypeError))
 }
 
 // handleWSFrame answers one frame; it returns false for a close request.
@@ -108,7 +110,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 	case frameTypeClose:
 		return false
 	case frameTypeState:
-		wc.send(map[string]any{"type": frameTypeState, "data": m.sess.State()})
+		wc.send(wire.Frame[wire.State]{Type: frameTypeState, Data: m.sess.State()})
 	case frameTypeReset:
 		opts, werr := parseReset(f.Data)
 		if werr != nil {
@@ -138,7 +140,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		m.steps.Add(1)
 		wc.sendRaw(observationFrame(s.present(obs)))
 	case frameTypeMCP:
-		wc.send(map[string]any{"type": frameTypeMCP, "data": s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
+		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	}
 	return true
 }

@@ -162,5 +162,5 @@ func (wc *wsConn) goneReason() string {
 func tooBigError(in inbound) *wireError {
 	return &wireError{Code: codeValidation,
 		Message: fmt.Sprintf("frame of %d bytes exceeds the maximum of %d bytes", in.tooBig, in.allowed),
-		Extra:   map[string]any{"errors": []fieldError{{Type: "too_long", Loc: []any{}, Msg: "frame too large", Input: nil}}}}
+		Errors:  []fieldError{{Type: "too_long", Loc: []any{}, Msg: "frame too large", Input: nil}}}
 }

@@ -253,3 +253,47 @@ func MarshalNoEscape(v any) ([]byte, error) {
 	}
 	return bytes.Clone(w.buf.Bytes()), nil
 }
+
+// RawJSON returns v's JSON as MarshalNoEscape writes it, for a payload's
+// json.RawMessage fields built from decoded values; nil when v is nil or
+// cannot be encoded (a field that is then written as its default).
+func RawJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := MarshalNoEscape(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// SetExtra sets the extra field key of p to v (p's type must not name key:
+// a named field always wins on the wire). It does nothing for *Unknown.
+func SetExtra(p Payload, key string, v any) {
+	var x *Extra
+	switch p := p.(type) {
+	case *TextOutput:
+		x = &p.Extra
+	case *ToolCall:
+		x = &p.Extra
+	case *ToolResult:
+		x = &p.Extra
+	case *LLMRequest:
+		x = &p.Extra
+	case *LLMResponse:
+		x = &p.Extra
+	case *LLMChunk:
+		x = &p.Extra
+	case *Error:
+		x = &p.Extra
+	case *TurnComplete:
+		x = &p.Extra
+	default:
+		return
+	}
+	if *x == nil {
+		*x = Extra{}
+	}
+	(*x)[key] = v
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // FailureType classifies a terminal observation (metadata.error_type).
@@ -197,6 +198,10 @@ type Action struct {
 	Message string `json:"message"`
 	// Metadata is the client's own data about the action, kept as given.
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// Timeout overrides the configured turn timeout for this step (0: use
+	// the configuration), as OpenEnv's HTTP /step timeout_s does. It is not
+	// part of the action's JSON.
+	Timeout time.Duration `json:"-"`
 }
 
 // String describes the failure for logs.

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -44,4 +45,50 @@ func Validate(p Payload, raw json.RawMessage) error {
 		return fmt.Errorf("tool_result data has an empty %q", "tool_name")
 	}
 	return nil
+}
+
+// DecodeChecked decodes the data of an event that came from outside
+// harnessd (absent or null data is an empty object) and validates it: the
+// data must be an object, every field of the right JSON type, every required
+// field present. Its errors name the offending field.
+func DecodeChecked(t EventType, data json.RawMessage) (Payload, error) {
+	if d := bytes.TrimSpace(data); len(d) == 0 || bytes.Equal(d, []byte("null")) {
+		data = emptyObject
+	} else if d[0] != '{' {
+		return nil, fmt.Errorf("%s data must be a JSON object", t)
+	}
+	p, err := DecodePayload(t, data)
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" && te.Type != nil {
+			return nil, fmt.Errorf("%s %q must be %s, got %s", t, te.Field, jsonKind(te.Type), te.Value)
+		}
+		return nil, fmt.Errorf("%s data: %w", t, err)
+	}
+	if err := Validate(p, data); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// jsonKind names the JSON type of a Go type the way docs/protocol.md does.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return t.String()
 }

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/harnessd/harnessd/client"
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func init() {
@@ -128,7 +128,7 @@ func chatHarness(ctx context.Context, url string, opts *client.Options, pr *prin
 			case <-turnDone:
 			}
 		}()
-		_, err := h.Send(ctx, line, func(e harness.Event) { pr.event(e) })
+		_, err := h.Send(ctx, line, func(e wire.Event) { pr.event(e) })
 		close(turnDone)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

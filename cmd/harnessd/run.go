@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func runRun(args []string) int {
 		if !ok {
 			break
 		}
-		obs, err := sess.Step(ctx, harness.Action{Message: msg}, pr.event)
+		obs, err := sess.Step(ctx, wire.Action{Message: msg}, pr.event)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "harnessd run: step:", err)
 			return exitFailure
@@ -91,7 +92,7 @@ func runRun(args []string) int {
 		last = obs
 	}
 	out.Encode(last)
-	if last.Metadata.ErrorType != "" && last.Metadata.ErrorType != harness.ErrMaxTurns {
+	if last.Metadata.ErrorType != "" && last.Metadata.ErrorType != wire.FailureMaxTurns {
 		return exitFailure
 	}
 	return exitOK

@@ -13,7 +13,9 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Name is the adapter's registered name.
@@ -103,15 +105,15 @@ func (a *Adapter) Info() Info {
 // l.StartupTimeout.
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if len(l.Command) == 0 {
-		return harness.Fail(harness.ErrStartupFailed, "no harness command configured")
+		return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
 	}
 	opts, err := ParseOptions(l.Options)
 	if err != nil {
-		return harness.Wrap(harness.ErrStartupFailed, err, "invalid harness.options")
+		return harness.Wrap(wire.FailureStartupFailed, err, "invalid harness.options")
 	}
 	cwd, err := filepath.Abs(l.Workspace)
 	if err != nil {
-		return harness.Wrap(harness.ErrStartupFailed, err, "workspace path")
+		return harness.Wrap(wire.FailureStartupFailed, err, "workspace path")
 	}
 	log := l.Logger
 	if log == nil {
@@ -131,7 +133,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		Logger:       l.Logger,
 	})
 	if err != nil {
-		f := harness.Wrap(harness.ErrStartupFailed, err, "start agent")
+		f := harness.Wrap(wire.FailureStartupFailed, err, "start agent")
 		var se *process.StartError
 		if errors.As(err, &se) {
 			f.Message, f.Exit, f.StderrTail = se.Error(), se.Exit, se.StderrTail
@@ -169,7 +171,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 
 // startFailure describes why start-up failed.
 func startFailure(parent, sctx context.Context, p *process.Process, timeout time.Duration, err error) *harness.Failure {
-	f := &harness.Failure{Type: harness.ErrStartupFailed, Err: err}
+	f := &harness.Failure{Type: wire.FailureStartupFailed, Err: err}
 	switch {
 	case isGone(err):
 		if st, ok := waitExit(parent, p); ok {
@@ -326,7 +328,7 @@ func decodeResult(raw json.RawMessage, v any) error {
 		return errors.New("empty result")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("bad result: %w: %s", err, clip(raw))
+		return fmt.Errorf("bad result: %w: %s", err, clip.Bytes(raw))
 	}
 	return nil
 }
@@ -342,16 +344,16 @@ func contains(list []string, s string) bool {
 
 // Turn sends one session/prompt and maps the agent's updates to events
 // until its response.
-func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	a.mu.Lock()
 	p, c, info, first := a.p, a.c, a.info, !a.reported
 	a.reported = true
 	a.mu.Unlock()
 	if p == nil {
-		return harness.TurnResult{}, harness.Fail(harness.ErrHarnessExited, "harness is not started")
+		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
 	}
 	if st, ok := p.ExitStatus(); ok {
-		return harness.TurnResult{}, &harness.Failure{Type: harness.ErrHarnessExited,
+		return harness.TurnResult{}, &harness.Failure{Type: wire.FailureHarnessExited,
 			Message: fmt.Sprintf("agent %s before the turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
 
@@ -401,10 +403,10 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	}
 	var pr promptResult
 	if err := decodeResult(raw, &pr); err != nil {
-		return harness.TurnResult{}, harness.Wrap(harness.ErrProtocol, err, "session/prompt")
+		return harness.TurnResult{}, harness.Wrap(wire.FailureProtocol, err, "session/prompt")
 	}
 	if pr.StopReason == "" {
-		a.log.Warn("acp: session/prompt result without stopReason", "result", clip(raw))
+		a.log.Warn("acp: session/prompt result without stopReason", "result", clip.Bytes(raw))
 	}
 	res := t.result(pr)
 	if first {
@@ -428,20 +430,20 @@ func (a *Adapter) turnError(ctx context.Context, p *process.Process, t *turnStat
 		return ctx.Err()
 	case isGone(err):
 		if st, ok := waitExit(ctx, p); ok {
-			return &harness.Failure{Type: harness.ErrHarnessCrashed, Err: err,
+			return &harness.Failure{Type: wire.FailureHarnessCrashed, Err: err,
 				Message: fmt.Sprintf("agent %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return harness.Wrap(harness.ErrProtocol, err, "agent stopped talking mid-turn")
+		return harness.Wrap(wire.FailureProtocol, err, "agent stopped talking mid-turn")
 	case errors.As(err, &lerr):
-		return &harness.Failure{Type: harness.ErrOutputLimit, Message: lerr.msg, Err: err}
+		return &harness.Failure{Type: wire.FailureOutputLimit, Message: lerr.msg, Err: err}
 	case errors.As(err, &rerr):
-		return &harness.Failure{Type: harness.ErrProtocol, Err: err,
+		return &harness.Failure{Type: wire.FailureProtocol, Err: err,
 			Message: "agent answered session/prompt with " + rerr.Error()}
 	default:
-		return harness.Wrap(harness.ErrProtocol, err, "session/prompt")
+		return harness.Wrap(wire.FailureProtocol, err, "session/prompt")
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -73,7 +74,7 @@ func mustTurn(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, 
 		t.Fatalf("turn %d %q: %v", n, msg, err)
 	}
 	for _, e := range c.All() {
-		if e.Source != harness.SourceHarness || !e.Type.Valid() {
+		if e.Origin != wire.OriginHarness || !e.Type.Valid() {
 			t.Fatalf("event %+v", e)
 		}
 	}
@@ -141,13 +142,13 @@ func TestResponseFromChunks(t *testing.T) {
 	if res.Response != "hello big world\nsecond line" {
 		t.Fatalf("response %q", res.Response)
 	}
-	chunks := c.OfType(harness.EventLLMChunk)
+	chunks := c.OfType(wire.EventLLMChunk)
 	var joined strings.Builder
 	for i, e := range chunks {
-		if e.Data["index"] != i {
-			t.Fatalf("chunk %d has index %v", i, e.Data["index"])
+		if adaptertest.Data(t, e)["index"] != float64(i) {
+			t.Fatalf("chunk %d has index %v", i, adaptertest.Data(t, e)["index"])
 		}
-		joined.WriteString(e.Data["content"].(string))
+		joined.WriteString(adaptertest.Data(t, e)["content"].(string))
 	}
 	// One chunk per word; the empty chunk makes no event.
 	if len(chunks) != 5 || joined.String() != res.Response {
@@ -164,18 +165,18 @@ func TestThoughtAndPlan(t *testing.T) {
 	if res.Response != "done" {
 		t.Fatalf("response %q", res.Response)
 	}
-	chunks := c.OfType(harness.EventLLMChunk)
+	chunks := c.OfType(wire.EventLLMChunk)
 	if len(chunks) != 3 {
 		t.Fatalf("chunks %+v", chunks)
 	}
-	if d := chunks[0].Data; d["content"] != "pondering" || d["thought"] != true || d["index"] != 0 {
+	if d := adaptertest.Data(t, chunks[0]); d["content"] != "pondering" || d["thought"] != true || d["index"] != 0.0 {
 		t.Fatalf("thought %+v", d)
 	}
-	plan, ok := chunks[1].Data["plan"].([]any)
-	if !ok || len(plan) != 2 || plan[1].(map[string]any)["content"] != "step two" || chunks[1].Data["content"] != "" {
-		t.Fatalf("plan %+v", chunks[1].Data)
+	plan, ok := adaptertest.Data(t, chunks[1])["plan"].([]any)
+	if !ok || len(plan) != 2 || plan[1].(map[string]any)["content"] != "step two" || adaptertest.Data(t, chunks[1])["content"] != "" {
+		t.Fatalf("plan %+v", adaptertest.Data(t, chunks[1]))
 	}
-	if d := chunks[2].Data; d["content"] != "done" || d["thought"] != nil {
+	if d := adaptertest.Data(t, chunks[2]); d["content"] != "done" || d["thought"] != nil {
 		t.Fatalf("text %+v", d)
 	}
 }
@@ -194,16 +195,16 @@ func TestToolCallThroughMCP(t *testing.T) {
 	if res.Extra["acp"].(map[string]any)["mcp_transport"] != "http" {
 		t.Fatalf("acp facts %#v", res.Extra["acp"])
 	}
-	calls, results := c.OfType(harness.EventToolCall), c.OfType(harness.EventToolResult)
+	calls, results := c.OfType(wire.EventToolCall), c.OfType(wire.EventToolResult)
 	if len(calls) != 1 || len(results) != 1 {
 		t.Fatalf("events %+v", c.All())
 	}
 	want := map[string]any{"tool_name": "add", "arguments": map[string]any{"a": 2.0, "b": 3.0}, "call_id": "call_1",
 		"title": "add", "kind": "other", "status": "in_progress"}
-	if !reflect.DeepEqual(calls[0].Data, want) {
-		t.Fatalf("tool_call %#v", calls[0].Data)
+	if !reflect.DeepEqual(adaptertest.Data(t, calls[0]), want) {
+		t.Fatalf("tool_call %#v", adaptertest.Data(t, calls[0]))
 	}
-	if d := results[0].Data; d["result"] != "5" || d["error"] != nil || d["status"] != "completed" || d["call_id"] != "call_1" || d["tool_name"] != "add" {
+	if d := adaptertest.Data(t, results[0]); d["result"] != "5" || d["error"] != nil || d["status"] != "completed" || d["call_id"] != "call_1" || d["tool_name"] != "add" {
 		t.Fatalf("tool_result %#v", d)
 	}
 	got := seen()
@@ -233,8 +234,8 @@ func TestToolCallThroughMCP(t *testing.T) {
 
 	// A failing tool call reports its error.
 	_, c = mustTurn(t, a, 3, `tool nosuch {}`)
-	results = c.OfType(harness.EventToolResult)
-	if len(results) != 1 || results[0].Data["status"] != "failed" || results[0].Data["error"] == nil {
+	results = c.OfType(wire.EventToolResult)
+	if len(results) != 1 || adaptertest.Data(t, results[0])["status"] != "failed" || adaptertest.Data(t, results[0])["error"] == nil {
 		t.Fatalf("failed tool %+v", c.All())
 	}
 }
@@ -370,14 +371,14 @@ func TestCrashMidTurn(t *testing.T) {
 	a := started(t)
 	_, _, err := turn(t, a, 1, "reply before;;stderr last words;;crash 3")
 	f := failure(t, err)
-	if f.Type != harness.ErrHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
+	if f.Type != wire.FailureHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
 		t.Fatalf("crash: %#v", f)
 	}
 	if a.Alive() {
 		t.Fatal("alive after crash")
 	}
 	_, _, err = turn(t, a, 2, "reply again")
-	if f := failure(t, err); f.Type != harness.ErrHarnessExited || f.Exit == nil || f.Exit.Code != 3 {
+	if f := failure(t, err); f.Type != wire.FailureHarnessExited || f.Exit == nil || f.Exit.Code != 3 {
 		t.Fatalf("turn after crash: %#v", f)
 	}
 }
@@ -385,7 +386,7 @@ func TestCrashMidTurn(t *testing.T) {
 func TestOutputClosedMidTurn(t *testing.T) {
 	a := started(t)
 	_, _, err := turn(t, a, 1, "reply before;;closeout")
-	if f := failure(t, err); f.Type != harness.ErrProtocol || !strings.Contains(f.Message, "stopped talking") {
+	if f := failure(t, err); f.Type != wire.FailureProtocol || !strings.Contains(f.Message, "stopped talking") {
 		t.Fatalf("%#v", f)
 	}
 }
@@ -395,7 +396,7 @@ func TestRPCErrorFailsTurn(t *testing.T) {
 	_, _, err := turn(t, a, 1, "reply partial;;rpcerror -32603 model overloaded")
 	f := failure(t, err)
 	var rerr *RPCError
-	if f.Type != harness.ErrProtocol || !strings.Contains(f.Message, "model overloaded") ||
+	if f.Type != wire.FailureProtocol || !strings.Contains(f.Message, "model overloaded") ||
 		!errors.As(err, &rerr) || rerr.Code != -32603 {
 		t.Fatalf("%#v", f)
 	}
@@ -434,22 +435,22 @@ func TestToolUpdateShapes(t *testing.T) {
 		`update {"sessionUpdate":"usage_update","used":100,"size":1000}`,
 	}, ";;")
 	res, c := mustTurn(t, a, 1, msg)
-	calls, results := c.OfType(harness.EventToolCall), c.OfType(harness.EventToolResult)
+	calls, results := c.OfType(wire.EventToolCall), c.OfType(wire.EventToolResult)
 	if len(calls) != 3 || len(results) != 3 {
 		t.Fatalf("events %+v", c.All())
 	}
-	if d := calls[0].Data; d["tool_name"] != "Read file" || !reflect.DeepEqual(d["arguments"], map[string]any{}) || d["status"] != "pending" {
+	if d := adaptertest.Data(t, calls[0]); d["tool_name"] != "Read file" || !reflect.DeepEqual(d["arguments"], map[string]any{}) || d["status"] != "pending" {
 		t.Fatalf("t1 call %#v", d)
 	}
-	if d := results[0].Data; !reflect.DeepEqual(d["result"], map[string]any{"bytes": 3.0}) || d["error"] != nil ||
+	if d := adaptertest.Data(t, results[0]); !reflect.DeepEqual(d["result"], map[string]any{"bytes": 3.0}) || d["error"] != nil ||
 		!reflect.DeepEqual(d["arguments"], map[string]any{"path": "a.txt"}) {
 		t.Fatalf("t1 result %#v", d)
 	}
-	if calls[1].Data["tool_name"] != "bash" || results[1].Data["error"] != "exit 1" || results[1].Data["status"] != "failed" {
-		t.Fatalf("t2 %#v %#v", calls[1].Data, results[1].Data)
+	if adaptertest.Data(t, calls[1])["tool_name"] != "bash" || adaptertest.Data(t, results[1])["error"] != "exit 1" || adaptertest.Data(t, results[1])["status"] != "failed" {
+		t.Fatalf("t2 %#v %#v", adaptertest.Data(t, calls[1]), adaptertest.Data(t, results[1]))
 	}
-	if calls[2].Data["call_id"] != "t3" || results[2].Data["tool_name"] != "Late" {
-		t.Fatalf("t3 %#v %#v", calls[2].Data, results[2].Data)
+	if adaptertest.Data(t, calls[2])["call_id"] != "t3" || adaptertest.Data(t, results[2])["tool_name"] != "Late" {
+		t.Fatalf("t3 %#v %#v", adaptertest.Data(t, calls[2]), adaptertest.Data(t, results[2]))
 	}
 	if !reflect.DeepEqual(res.Extra["usage_update"], map[string]any{"used": 100.0, "size": 1000.0}) {
 		t.Fatalf("usage_update %#v", res.Extra["usage_update"])
@@ -458,12 +459,12 @@ func TestToolUpdateShapes(t *testing.T) {
 
 func TestOutputLimits(t *testing.T) {
 	a := started(t)
-	if _, _, err := turn(t, a, 1, "flood 4M"); failure(t, err).Type != harness.ErrOutputLimit {
+	if _, _, err := turn(t, a, 1, "flood 4M"); failure(t, err).Type != wire.FailureOutputLimit {
 		t.Fatalf("flood: %v", err)
 	}
 	b := started(t)
 	_, _, err := turn(t, b, 1, "longline 3M")
-	if f := failure(t, err); f.Type != harness.ErrOutputLimit || !strings.Contains(f.Message, "limit 1048576") {
+	if f := failure(t, err); f.Type != wire.FailureOutputLimit || !strings.Contains(f.Message, "limit 1048576") {
 		t.Fatalf("long line: %v", err)
 	}
 }
@@ -472,7 +473,7 @@ func TestTurnDeadline(t *testing.T) {
 	a := started(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "hang"}, func(harness.Event) {})
+	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "hang"}, func(wire.Event) {})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want deadline", err)
 	}
@@ -481,28 +482,28 @@ func TestTurnDeadline(t *testing.T) {
 func TestStartupFailure(t *testing.T) {
 	err := New().Start(context.Background(), launch(t, "--crash-on-start", "4", "--stderr", "no api key"))
 	f := failure(t, err)
-	if f.Type != harness.ErrStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
+	if f.Type != wire.FailureStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
 		t.Fatalf("crash on start: %#v", f)
 	}
 
 	l := launch(t, "--never-ready", "--stderr", "waiting for login")
 	l.StartupTimeout = 200 * time.Millisecond
 	err = New().Start(context.Background(), l)
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "did not become ready") ||
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "did not become ready") ||
 		!strings.Contains(f.StderrTail, "waiting for login") {
 		t.Fatalf("never ready: %#v", f)
 	}
 
 	l = withOptions(launch(t, "--never-ready"), map[string]any{"initialize_timeout": "200ms"})
 	err = New().Start(context.Background(), l)
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "initialize_timeout") {
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "initialize_timeout") {
 		t.Fatalf("initialize timeout: %#v", f)
 	}
 }
 
 func TestOptionsAreStrict(t *testing.T) {
 	err := New().Start(context.Background(), withOptions(launch(t), map[string]any{"permision": "deny"}))
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, `unknown key "permision"`) {
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, `unknown key "permision"`) {
 		t.Fatalf("%#v", f)
 	}
 	for _, bad := range []map[string]any{
@@ -538,7 +539,7 @@ func TestAgentWithoutHTTPMCP(t *testing.T) {
 	l := launch(t, "--acp-no-http")
 	l.MCP = mcpCfg
 	err := New().Start(context.Background(), l)
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "mcp_stdio_command") {
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "mcp_stdio_command") {
 		t.Fatalf("%#v", f)
 	}
 
@@ -557,11 +558,11 @@ func TestAgentWithoutHTTPMCP(t *testing.T) {
 
 func TestAuthentication(t *testing.T) {
 	err := New().Start(context.Background(), launch(t, "--acp-auth", "key"))
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "requires authentication") {
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "requires authentication") {
 		t.Fatalf("%#v", f)
 	}
 	err = New().Start(context.Background(), withOptions(launch(t, "--acp-auth", "key"), map[string]any{"auth_method": "other"}))
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "not offered") {
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "not offered") {
 		t.Fatalf("%#v", f)
 	}
 	a := start(t, withOptions(launch(t, "--acp-auth", "key"), map[string]any{"auth_method": "key"}))
@@ -579,7 +580,7 @@ func TestMode(t *testing.T) {
 		t.Fatalf("%q %+v", res.Response, a.Info())
 	}
 	err := New().Start(context.Background(), withOptions(launch(t), map[string]any{"mode": "turbo"}))
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, `mode "turbo" is not offered`) {
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, `mode "turbo" is not offered`) {
 		t.Fatalf("%#v", f)
 	}
 }

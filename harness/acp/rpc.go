@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -35,7 +36,7 @@ type RPCError struct {
 func (e *RPCError) Error() string {
 	s := fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
 	if len(e.Data) > 0 && !bytes.Equal(e.Data, []byte("null")) {
-		s += " (" + clip(e.Data) + ")"
+		s += " (" + clip.Bytes(e.Data) + ")"
 	}
 	return s
 }
@@ -201,7 +202,7 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 				}
 				return m.Result, nil
 			}
-			c.log.Warn("acp: response to an unknown request id", "id", clip(m.ID))
+			c.log.Warn("acp: response to an unknown request id", "id", clip.Bytes(m.ID))
 		case m.Method != "" && hasID(m.ID):
 			c.answer(m)
 		case m.Method != "":
@@ -211,7 +212,7 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 				c.log.Debug("acp: notification outside a turn", "method", m.Method)
 			}
 		default:
-			c.log.Warn("acp: malformed JSON-RPC message", "line", clip(line.Text))
+			c.log.Warn("acp: malformed JSON-RPC message", "line", clip.Bytes(line.Text))
 		}
 	}
 }
@@ -225,7 +226,7 @@ func (c *conn) decode(text []byte) (*message, bool) {
 	}
 	var m message
 	if t[0] != '{' || json.Unmarshal(t, &m) != nil {
-		c.log.Debug("acp: ignoring non-JSON-RPC output", "line", clip(t))
+		c.log.Debug("acp: ignoring non-JSON-RPC output", "line", clip.Bytes(t))
 		return nil, false
 	}
 	return &m, true
@@ -272,10 +273,3 @@ func (c *conn) close() {
 }
 
 func (c *conn) wait() { c.wg.Wait() }
-
-func clip(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
-	}
-	return string(b)
-}

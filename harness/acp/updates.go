@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/clip"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // toolCall is what the adapter knows of one tool call of the agent.
@@ -64,7 +66,7 @@ type update struct {
 // gathers what the turn's result reports. It lives on the goroutine running
 // the turn.
 type turnState struct {
-	emit    func(harness.Event)
+	emit    func(wire.Event)
 	log     *slog.Logger
 	session string
 	calls   map[string]*toolCall
@@ -78,7 +80,7 @@ type turnState struct {
 
 // newTurnState starts a turn; calls is the episode's tool call table, from
 // which calls finished in earlier turns are dropped.
-func newTurnState(emit func(harness.Event), log *slog.Logger, session string, calls map[string]*toolCall) *turnState {
+func newTurnState(emit func(wire.Event), log *slog.Logger, session string, calls map[string]*toolCall) *turnState {
 	for id, tc := range calls {
 		if tc.done {
 			delete(calls, id)
@@ -98,7 +100,7 @@ func (t *turnState) notify(method string, params json.RawMessage) {
 		Update    json.RawMessage `json:"update"`
 	}
 	if err := json.Unmarshal(params, &n); err != nil || len(n.Update) == 0 {
-		t.log.Warn("acp: malformed session/update", "params", clip(params))
+		t.log.Warn("acp: malformed session/update", "params", clip.Bytes(params))
 		return
 	}
 	if n.SessionID != "" && n.SessionID != t.session {
@@ -107,7 +109,7 @@ func (t *turnState) notify(method string, params json.RawMessage) {
 	}
 	var u update
 	if err := json.Unmarshal(n.Update, &u); err != nil {
-		t.log.Warn("acp: malformed session/update", "update", clip(n.Update), "err", err)
+		t.log.Warn("acp: malformed session/update", "update", clip.Bytes(n.Update), "err", err)
 		return
 	}
 	switch u.SessionUpdate {
@@ -122,7 +124,7 @@ func (t *turnState) notify(method string, params json.RawMessage) {
 		if entries == nil {
 			entries = []any{}
 		}
-		t.emitChunk(map[string]any{"content": "", "plan": entries})
+		t.emitChunk(&wire.LLMChunk{Extra: wire.Extra{"plan": entries}})
 	case "usage_update":
 		if m, ok := decodeAny(n.Update).(map[string]any); ok {
 			delete(m, "sessionUpdate")
@@ -136,10 +138,10 @@ func (t *turnState) notify(method string, params json.RawMessage) {
 	}
 }
 
-func (t *turnState) emitChunk(data map[string]any) {
-	data["index"] = t.chunks
+func (t *turnState) emitChunk(c *wire.LLMChunk) {
+	c.Index = t.chunks
 	t.chunks++
-	t.emit(harness.NewEvent(harness.EventLLMChunk, harness.SourceHarness, data))
+	t.emit(wire.New(wire.OriginHarness, c))
 }
 
 // chunk maps an agent message or thought chunk. Empty text chunks (Qwen
@@ -152,30 +154,23 @@ func (t *turnState) chunk(u *update, thought bool) {
 		Meta json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(u.Content, &b); err != nil {
-		t.log.Warn("acp: chunk without a content block", "kind", u.SessionUpdate, "content", clip(u.Content))
+		t.log.Warn("acp: chunk without a content block", "kind", u.SessionUpdate, "content", clip.Bytes(u.Content))
 		return
 	}
 	t.keepUsage(b.Meta)
-	data := map[string]any{}
+	c := &wire.LLMChunk{Thought: thought, MessageID: u.MessageID}
 	if b.Type == "text" || (b.Type == "" && b.Text != nil) {
 		if b.Text == nil || *b.Text == "" {
 			return
 		}
-		data["content"] = *b.Text
+		c.Content = *b.Text
 		if !thought {
 			t.text.WriteString(*b.Text)
 		}
 	} else {
-		data["content"] = ""
-		data["block"] = decodeAny(u.Content)
+		c.Extra = wire.Extra{"block": decodeAny(u.Content)}
 	}
-	if thought {
-		data["thought"] = true
-	}
-	if u.MessageID != "" {
-		data["message_id"] = u.MessageID
-	}
-	t.emitChunk(data)
+	t.emitChunk(c)
 }
 
 func (t *turnState) keepUsage(meta json.RawMessage) {
@@ -198,28 +193,26 @@ func (t *turnState) toolCall(u *update) {
 	}
 	tc.apply(u)
 	if !known {
-		data := map[string]any{"tool_name": tc.toolName(), "arguments": tc.arguments(), "call_id": tc.id}
+		call := &wire.ToolCall{ToolName: tc.toolName(), Arguments: wire.RawJSON(tc.arguments()), CallID: tc.id}
 		for k, v := range map[string]string{"title": tc.title, "kind": tc.kind, "status": tc.status} {
 			if v != "" {
-				data[k] = v
+				wire.SetExtra(call, k, v)
 			}
 		}
-		t.emit(harness.NewEvent(harness.EventToolCall, harness.SourceHarness, data))
+		t.emit(wire.New(wire.OriginHarness, call))
 	}
 	if terminalStatus(tc.status) && !tc.done {
 		tc.done = true
 		result, text := toolOutput(u.Content, u.RawOutput)
-		data := map[string]any{
-			"tool_name": tc.toolName(), "call_id": tc.id, "result": result, "error": nil,
-			"status": tc.status, "arguments": tc.arguments(),
-		}
+		r := &wire.ToolResult{ToolName: tc.toolName(), CallID: tc.id, Result: result,
+			Extra: wire.Extra{"status": tc.status, "arguments": tc.arguments()}}
 		if tc.status == "failed" {
 			if text == "" {
 				text = "tool call failed"
 			}
-			data["error"] = text
+			r.Error = &text
 		}
-		t.emit(harness.NewEvent(harness.EventToolResult, harness.SourceHarness, data))
+		t.emit(wire.New(wire.OriginHarness, r))
 	}
 }
 
@@ -251,7 +244,7 @@ func toolOutput(content, rawOutput json.RawMessage) (any, string) {
 		if s, ok := v.(string); ok {
 			return s, s
 		}
-		return v, clip(rawOutput)
+		return v, clip.Bytes(rawOutput)
 	}
 	if len(parts) > 0 {
 		return decodeAny(content), ""

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // factory makes the wrapping adapter of preset p.
@@ -64,7 +65,7 @@ func (a *Adapter) Inner() harness.Adapter { return a.inner }
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	ll, err := a.Prepare(l)
 	if err != nil {
-		return harness.Wrap(harness.ErrStartupFailed, err, "agent %s: prepare the episode", a.preset.Name)
+		return harness.Wrap(wire.FailureStartupFailed, err, "agent %s: prepare the episode", a.preset.Name)
 	}
 	return a.inner.Start(ctx, ll)
 }
@@ -179,7 +180,7 @@ func mergeEnv(env []string, add map[string]string, keep map[string]bool) []strin
 }
 
 // Turn delegates to the inner adapter.
-func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	return a.inner.Turn(ctx, in, emit)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -90,7 +91,7 @@ func TestPresetSessionEndToEnd(t *testing.T) {
 		if !strings.Contains(strings.Join(obs.Metadata.InjectedTools, ","), "env_echo") {
 			t.Errorf("tools %v", obs.Metadata.InjectedTools)
 		}
-		obs, err = s.Step(ctx, harness.Action{Message: "env TEST_PRESET_FILE;;env TEST_PRESET_MODEL;;env MINE;;env HOME;;acp mode;;tool env_echo {\"text\":\"hi\"}"}, nil)
+		obs, err = s.Step(ctx, wire.Action{Message: "env TEST_PRESET_FILE;;env TEST_PRESET_MODEL;;env MINE;;env HOME;;acp mode;;tool env_echo {\"text\":\"hi\"}"}, nil)
 		if err != nil || obs.Done {
 			t.Fatalf("step: %v %+v", err, obs)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Name is the adapter's registered name.
@@ -68,15 +69,15 @@ func New() *Adapter { return &Adapter{log: slog.Default()} }
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	o, err := ParseOptions(l.Options)
 	if err != nil {
-		return harness.Wrap(harness.ErrStartupFailed, err, "bad harness options")
+		return harness.Wrap(wire.FailureStartupFailed, err, "bad harness options")
 	}
 	if len(l.Command) == 0 {
-		return harness.Fail(harness.ErrStartupFailed, "no harness command configured")
+		return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
 	}
 	inv, err := buildInvocation(l, o)
 	if err != nil {
 		removeConfig(inv.cfgPath)
-		return harness.Wrap(harness.ErrStartupFailed, err, "prepare harness")
+		return harness.Wrap(wire.FailureStartupFailed, err, "prepare harness")
 	}
 	log := l.Logger
 	if log == nil {
@@ -93,7 +94,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	})
 	if err != nil {
 		removeConfig(inv.cfgPath)
-		f := harness.Wrap(harness.ErrStartupFailed, err, "start harness")
+		f := harness.Wrap(wire.FailureStartupFailed, err, "start harness")
 		var se *process.StartError
 		if errors.As(err, &se) {
 			f.Message, f.Exit, f.StderrTail = se.Error(), se.Exit, se.StderrTail
@@ -145,7 +146,7 @@ func (a *Adapter) proc() *process.Process {
 
 // Turn writes one user line and maps the agent's lines to events until the
 // result line.
-func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	a.mu.Lock()
 	p, early, o, server := a.p, a.early, a.opts, a.server
 	a.early = nil
@@ -154,7 +155,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	}
 	a.mu.Unlock()
 	if p == nil {
-		return harness.TurnResult{}, harness.Fail(harness.ErrHarnessExited, "harness is not started")
+		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
 	}
 	defer func() {
 		a.mu.Lock()
@@ -162,7 +163,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 		a.mu.Unlock()
 	}()
 	if st, ok := p.ExitStatus(); ok {
-		return harness.TurnResult{}, &harness.Failure{Type: harness.ErrHarnessExited,
+		return harness.TurnResult{}, &harness.Failure{Type: wire.FailureHarnessExited,
 			Message: fmt.Sprintf("harness %s before the turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
 	m := &mapper{a: a, p: p, ctx: ctx, emit: emit, server: server, names: map[string]string{},
@@ -210,11 +211,11 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 // turnLine applies the output limits, then maps the line.
 func (a *Adapter) turnLine(m *mapper, l process.Line, in harness.TurnInput, p *process.Process, start int64, replay bool) (harness.TurnResult, bool, error) {
 	if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
-		return harness.TurnResult{}, true, harness.Fail(harness.ErrOutputLimit,
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureOutputLimit,
 			"harness wrote more than %d bytes in one turn", in.OutputLimit)
 	}
 	if l.TooLong {
-		return harness.TurnResult{}, true, harness.Fail(harness.ErrOutputLimit,
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureOutputLimit,
 			"harness wrote a %d-byte line (limit %d)", l.Size, a.maxLine)
 	}
 	return m.handle(l.Text, replay)

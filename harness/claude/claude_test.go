@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -94,10 +95,10 @@ func TestEventMapping(t *testing.T) {
 	if got, want := strings.Join(c.Types(), ","), "text_output,llm_chunk,text_output"; got != want {
 		t.Fatalf("events %s, want %s", got, want)
 	}
-	if c.All()[0].Data["text"] != "first" || c.All()[0].Source != harness.SourceHarness {
+	if adaptertest.Data(t, c.All()[0])["text"] != "first" || c.All()[0].Origin != wire.OriginHarness {
 		t.Fatalf("text event %+v", c.All()[0])
 	}
-	if d := c.All()[1].Data; d["content"] != "pondering" || d["thought"] != true {
+	if d := adaptertest.Data(t, c.All()[1]); d["content"] != "pondering" || d["thought"] != true {
 		t.Fatalf("thinking event %+v", d)
 	}
 	if res.Response != "first\nsecond" {
@@ -125,18 +126,18 @@ func TestPartialMessages(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	var thought, text []string
-	for _, e := range c.OfType(harness.EventLLMChunk) {
-		if e.Data["thought"] == true {
-			thought = append(thought, e.Data["content"].(string))
+	for _, e := range c.OfType(wire.EventLLMChunk) {
+		if adaptertest.Data(t, e)["thought"] == true {
+			thought = append(thought, adaptertest.Data(t, e)["content"].(string))
 		} else {
-			text = append(text, e.Data["content"].(string))
+			text = append(text, adaptertest.Data(t, e)["content"].(string))
 		}
 	}
 	// Thinking is reported once, as deltas; text as deltas and as a whole.
 	if strings.Join(thought, "|") != "deep |thought" || strings.Join(text, "|") != "hello |big |world" {
 		t.Fatalf("thought %q text %q (events %v)", thought, text, c.Types())
 	}
-	if outs := c.OfType(harness.EventTextOutput); len(outs) != 1 || outs[0].Data["text"] != "hello big world" {
+	if outs := c.OfType(wire.EventTextOutput); len(outs) != 1 || adaptertest.Data(t, outs[0])["text"] != "hello big world" {
 		t.Fatalf("text_output %+v", outs)
 	}
 }
@@ -175,7 +176,7 @@ func TestToolCallOverMCP(t *testing.T) {
 			if got := strings.Join(c.Types(), ","); got != "tool_call,tool_result,text_output" {
 				t.Fatalf("events %s", got)
 			}
-			call, result := c.All()[0].Data, c.All()[1].Data
+			call, result := adaptertest.Data(t, c.All()[0]), adaptertest.Data(t, c.All()[1])
 			args, _ := call["arguments"].(map[string]any)
 			if call["tool_name"] != "mcp__env__add" || call["mcp_server"] != "env" || call["mcp_tool"] != "add" ||
 				args["a"] != float64(2) || args["b"] != float64(3) || call["call_id"] == "" {
@@ -219,13 +220,13 @@ func TestWrongTokenReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := c.OfType(harness.EventError)
-	if len(errs) != 1 || !strings.Contains(errs[0].Data["message"].(string), `MCP server "env" is failed`) ||
-		errs[0].Data["recoverable"] != true {
+	errs := c.OfType(wire.EventError)
+	if len(errs) != 1 || !strings.Contains(adaptertest.Data(t, errs[0])["message"].(string), `MCP server "env" is failed`) ||
+		adaptertest.Data(t, errs[0])["recoverable"] != true {
 		t.Fatalf("error events %+v", errs)
 	}
-	results := c.OfType(harness.EventToolResult)
-	if len(results) != 1 || results[0].Data["error"] == nil {
+	results := c.OfType(wire.EventToolResult)
+	if len(results) != 1 || adaptertest.Data(t, results[0])["error"] == nil {
 		t.Fatalf("tool results %+v", results)
 	}
 	if !strings.HasPrefix(res.Response, "add failed") {
@@ -274,12 +275,12 @@ func TestAPIError(t *testing.T) {
 	a := started(t, nil)
 	_, c, err := turn(t, a, 1, "reply trying;;apierror 400 prompt is too long")
 	f := failure(t, err)
-	if f.Type != harness.ErrHarnessCrashed || f.Message != "API Error: 400: prompt is too long" ||
+	if f.Type != wire.FailureHarnessCrashed || f.Message != "API Error: 400: prompt is too long" ||
 		f.Exit == nil || f.Exit.Code != 1 {
 		t.Fatalf("failure %#v", f)
 	}
-	errs := c.OfType(harness.EventError)
-	if len(errs) != 1 || errs[0].Data["message"] != "API Error: 400 prompt is too long" {
+	errs := c.OfType(wire.EventError)
+	if len(errs) != 1 || adaptertest.Data(t, errs[0])["message"] != "API Error: 400 prompt is too long" {
 		t.Fatalf("events %+v", c.All())
 	}
 }
@@ -307,8 +308,8 @@ func TestOtherErrorResultIsReported(t *testing.T) {
 	if err != nil || res.Cancelled || res.Extra["is_error"] != true {
 		t.Fatalf("%+v %v", res, err)
 	}
-	errs := c.OfType(harness.EventError)
-	if len(errs) != 1 || errs[0].Data["message"] != "error_during_execution: boom; again" {
+	errs := c.OfType(wire.EventError)
+	if len(errs) != 1 || adaptertest.Data(t, errs[0])["message"] != "error_during_execution: boom; again" {
 		t.Fatalf("events %+v", c.All())
 	}
 }
@@ -325,7 +326,7 @@ func TestCrashMidTurn(t *testing.T) {
 	a := started(t, nil)
 	_, _, err := turn(t, a, 1, "stderr last words;;crash 3")
 	f := failure(t, err)
-	if f.Type != harness.ErrHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
+	if f.Type != wire.FailureHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
 		t.Fatalf("crash: %#v", f)
 	}
 	if a.Alive() {
@@ -342,7 +343,7 @@ func TestExitedBetweenTurns(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	_, _, err := turn(t, a, 2, "reply too late")
-	if f := failure(t, err); f.Type != harness.ErrHarnessExited || f.Exit == nil || f.Exit.Code != 5 {
+	if f := failure(t, err); f.Type != wire.FailureHarnessExited || f.Exit == nil || f.Exit.Code != 5 {
 		t.Fatalf("%#v", f)
 	}
 }
@@ -357,7 +358,7 @@ func TestProtocolErrors(t *testing.T) {
 	} {
 		a := started(t, nil)
 		_, _, err := turn(t, a, 1, msg)
-		if f := failure(t, err); f.Type != harness.ErrProtocol {
+		if f := failure(t, err); f.Type != wire.FailureProtocol {
 			t.Errorf("%q: %v, want protocol_error", msg, err)
 		}
 	}
@@ -369,19 +370,19 @@ func TestNonJSONAndUnknownLines(t *testing.T) {
 	if err != nil || res.Response != "fine" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if got := strings.Join(c.Types(), ","); got != "text_output,text_output" || c.All()[0].Data["text"] != "this is not json {{{" {
+	if got := strings.Join(c.Types(), ","); got != "text_output,text_output" || adaptertest.Data(t, c.All()[0])["text"] != "this is not json {{{" {
 		t.Fatalf("events %+v", c.All())
 	}
 }
 
 func TestOutputLimits(t *testing.T) {
 	a := started(t, nil)
-	if _, _, err := turn(t, a, 1, "flood 4M"); failure(t, err).Type != harness.ErrOutputLimit {
+	if _, _, err := turn(t, a, 1, "flood 4M"); failure(t, err).Type != wire.FailureOutputLimit {
 		t.Fatalf("flood: %v", err)
 	}
 	b := started(t, nil)
-	_, err := b.Turn(context.Background(), harness.TurnInput{Number: 1, Message: "longline 3M"}, func(harness.Event) {})
-	if f := failure(t, err); f.Type != harness.ErrOutputLimit || !strings.Contains(f.Message, "limit 1048576") {
+	_, err := b.Turn(context.Background(), harness.TurnInput{Number: 1, Message: "longline 3M"}, func(wire.Event) {})
+	if f := failure(t, err); f.Type != wire.FailureOutputLimit || !strings.Contains(f.Message, "limit 1048576") {
 		t.Fatalf("long line: %v", err)
 	}
 }
@@ -390,7 +391,7 @@ func TestTurnDeadline(t *testing.T) {
 	a := started(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "hang"}, func(harness.Event) {})
+	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "hang"}, func(wire.Event) {})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want deadline", err)
 	}
@@ -399,26 +400,26 @@ func TestTurnDeadline(t *testing.T) {
 func TestStartupFailure(t *testing.T) {
 	err := New().Start(context.Background(), launch(t, nil, "--crash-on-start", "4", "--stderr", "no api key"))
 	f := failure(t, err)
-	if f.Type != harness.ErrStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
+	if f.Type != wire.FailureStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
 		t.Fatalf("crash on start: %#v", f)
 	}
 
 	l := launch(t, nil, "--never-ready")
 	l.StartupTimeout = 200 * time.Millisecond
 	f = failure(t, New().Start(context.Background(), l))
-	if f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "did not become ready") {
+	if f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "did not become ready") {
 		t.Fatalf("never ready: %#v", f)
 	}
 
 	// Without the protocol flags the agent refuses to run (as Claude would).
 	f = failure(t, New().Start(context.Background(), launch(t, map[string]any{"protocol_flags": false})))
-	if f.Type != harness.ErrStartupFailed || f.Exit == nil || f.Exit.Code != 1 || !strings.Contains(f.StderrTail, "--input-format") {
+	if f.Type != wire.FailureStartupFailed || f.Exit == nil || f.Exit.Code != 1 || !strings.Contains(f.StderrTail, "--input-format") {
 		t.Fatalf("no protocol flags: %#v", f)
 	}
 
 	l = launch(t, nil)
 	l.Command = []string{"/nonexistent/claude"}
-	if f := failure(t, New().Start(context.Background(), l)); f.Type != harness.ErrStartupFailed {
+	if f := failure(t, New().Start(context.Background(), l)); f.Type != wire.FailureStartupFailed {
 		t.Fatalf("missing program: %#v", f)
 	}
 }
@@ -435,7 +436,7 @@ func TestReadinessWithoutInitialize(t *testing.T) {
 	if err != nil || res.Response != "settled" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if len(c.All()) == 0 || c.All()[0].Data["text"] != "testharness agent starting (not JSON)" {
+	if len(c.All()) == 0 || adaptertest.Data(t, c.All()[0])["text"] != "testharness agent starting (not JSON)" {
 		t.Fatalf("the banner printed before the turn opens it: %+v", c.All())
 	}
 }
@@ -454,7 +455,7 @@ func TestUnknownOption(t *testing.T) {
 		t.Fatalf("NewAdapter: %v", err)
 	}
 	f := failure(t, New().Start(context.Background(), launch(t, map[string]any{"extra_args": "--x"})))
-	if f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "extra_args") {
+	if f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "extra_args") {
 		t.Fatalf("Start: %#v", f)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 const (
@@ -108,7 +109,7 @@ func (a *Adapter) startupFailure(p *process.Process, what string, cause error) e
 		waitExit(context.Background(), p)
 	}
 	p.Stop(context.Background(), 0)
-	f := &harness.Failure{Type: harness.ErrStartupFailed, Message: "harness " + what, Err: cause,
+	f := &harness.Failure{Type: wire.FailureStartupFailed, Message: "harness " + what, Err: cause,
 		StderrTail: p.StderrTail()}
 	if cause != nil {
 		f.Message += ": " + cause.Error()
@@ -180,7 +181,7 @@ func (a *Adapter) apiFailure(ctx context.Context, p *process.Process, status any
 		msg = "API Error: " + code + ": " + text
 	}
 	waitExit(ctx, p)
-	f := &harness.Failure{Type: harness.ErrHarnessCrashed, Message: msg, StderrTail: p.StderrTail()}
+	f := &harness.Failure{Type: wire.FailureHarnessCrashed, Message: msg, StderrTail: p.StderrTail()}
 	if st, ok := p.ExitStatus(); ok {
 		f.Exit = &st
 	}
@@ -191,8 +192,8 @@ func (a *Adapter) apiFailure(ctx context.Context, p *process.Process, status any
 func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
 	waitExit(ctx, p)
 	if st, ok := p.ExitStatus(); ok {
-		return &harness.Failure{Type: harness.ErrHarnessCrashed,
+		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
-	return harness.Fail(harness.ErrProtocol, "%s", what)
+	return harness.Fail(wire.FailureProtocol, "%s", what)
 }

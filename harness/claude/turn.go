@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // resultExtra maps result fields to TurnResult.Extra keys.
@@ -27,7 +29,7 @@ type mapper struct {
 	a        *Adapter
 	p        *process.Process
 	ctx      context.Context
-	emit     func(harness.Event)
+	emit     func(wire.Event)
 	partial  bool              // stream_event deltas carry the streamed text and thinking
 	server   string            // the injected MCP server's name ("" without tools)
 	names    map[string]string // tool_use id -> tool name, for tool_result events
@@ -35,11 +37,12 @@ type mapper struct {
 	extra    map[string]any
 }
 
-func (m *mapper) event(t harness.EventType, parent *string, data map[string]any) {
+// event emits p, marked with the subagent's tool use that produced it.
+func (m *mapper) event(p wire.Payload, parent *string) {
 	if parent != nil && *parent != "" {
-		data["parent_tool_use_id"] = *parent
+		wire.SetExtra(p, "parent_tool_use_id", *parent)
 	}
-	m.emit(harness.NewEvent(t, harness.SourceHarness, data))
+	m.emit(wire.New(wire.OriginHarness, p))
 }
 
 // handle maps one line. It returns done at the turn's result line. During
@@ -50,18 +53,18 @@ func (m *mapper) handle(text []byte, replay bool) (harness.TurnResult, bool, err
 		return harness.TurnResult{}, false, nil
 	}
 	if trimmed[0] != '{' {
-		m.event(harness.EventTextOutput, nil, map[string]any{"text": string(text)})
+		m.event(&wire.TextOutput{Text: string(text)}, nil)
 		return harness.TurnResult{}, false, nil
 	}
 	var l line
 	if err := json.Unmarshal(trimmed, &l); err != nil {
-		return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol,
-			"harness wrote malformed JSON: %v: %s", err, clip(trimmed))
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote malformed JSON: %v: %s", err, clip.Bytes(trimmed))
 	}
 	var err error
 	switch l.Type {
 	case "":
-		err = harness.Fail(harness.ErrProtocol, "harness wrote a line without a type: %s", clip(trimmed))
+		err = harness.Fail(wire.FailureProtocol, "harness wrote a line without a type: %s", clip.Bytes(trimmed))
 	case "system":
 		if l.Subtype == "init" {
 			m.init(trimmed)
@@ -78,7 +81,7 @@ func (m *mapper) handle(text []byte, replay bool) (harness.TurnResult, bool, err
 		m.a.answer(m.ctx, m.p, l)
 	case "result":
 		if replay {
-			m.a.log.Warn("dropped a result line printed before the turn", "line", clip(trimmed))
+			m.a.log.Warn("dropped a result line printed before the turn", "line", clip.Bytes(trimmed))
 			return harness.TurnResult{}, false, nil
 		}
 		return m.result(trimmed)
@@ -113,8 +116,8 @@ func (m *mapper) init(raw []byte) {
 		for i, s := range in.MCPServers {
 			servers[i] = map[string]any{"name": s.Name, "status": s.Status}
 			if s.Name == m.server && s.Status != "connected" {
-				m.event(harness.EventError, nil, map[string]any{"recoverable": true,
-					"message": fmt.Sprintf("MCP server %q is %s: the environment's tools are unavailable", s.Name, s.Status)})
+				m.event(&wire.Error{Recoverable: true,
+					Message: fmt.Sprintf("MCP server %q is %s: the environment's tools are unavailable", s.Name, s.Status)}, nil)
 			}
 		}
 		m.extra["mcp_servers"] = servers
@@ -126,11 +129,11 @@ func (m *mapper) init(raw []byte) {
 func (m *mapper) assistant(l line) error {
 	var msg message
 	if err := json.Unmarshal(l.Message, &msg); err != nil {
-		return harness.Fail(harness.ErrProtocol, "assistant line with an unreadable message: %v", err)
+		return harness.Fail(wire.FailureProtocol, "assistant line with an unreadable message: %v", err)
 	}
 	bs, err := blocks(msg.Content)
 	if err != nil {
-		return harness.Fail(harness.ErrProtocol, "assistant message: %v", err)
+		return harness.Fail(wire.FailureProtocol, "assistant message: %v", err)
 	}
 	synthetic := len(l.Error) > 0 && string(l.Error) != "null"
 	for i, b := range bs {
@@ -138,25 +141,24 @@ func (m *mapper) assistant(l line) error {
 		case "text":
 			if synthetic {
 				// Claude Code's own report of an API failure ("API Error: ...").
-				m.event(harness.EventError, l.ParentToolUseID, map[string]any{"message": b.Text, "recoverable": false})
+				m.event(&wire.Error{Message: b.Text}, l.ParentToolUseID)
 				continue
 			}
-			m.event(harness.EventTextOutput, l.ParentToolUseID, map[string]any{"text": b.Text})
+			m.event(&wire.TextOutput{Text: b.Text}, l.ParentToolUseID)
 			if l.ParentToolUseID == nil || *l.ParentToolUseID == "" {
 				m.lastText = b.Text
 			}
 		case "thinking":
 			if !m.partial {
-				m.event(harness.EventLLMChunk, l.ParentToolUseID,
-					map[string]any{"content": b.Thinking, "index": i, "thought": true})
+				m.event(&wire.LLMChunk{Content: b.Thinking, Index: i, Thought: true}, l.ParentToolUseID)
 			}
 		case "tool_use":
 			m.names[b.ID] = b.Name
-			data := map[string]any{"tool_name": b.Name, "arguments": arguments(b.Input), "call_id": b.ID}
+			tc := &wire.ToolCall{ToolName: b.Name, Arguments: wire.RawJSON(arguments(b.Input)), CallID: b.ID}
 			if server, tool, ok := splitMCPName(b.Name); ok {
-				data["mcp_server"], data["mcp_tool"] = server, tool
+				tc.Extra = wire.Extra{"mcp_server": server, "mcp_tool": tool}
 			}
-			m.event(harness.EventToolCall, l.ParentToolUseID, data)
+			m.event(tc, l.ParentToolUseID)
 		}
 	}
 	return nil
@@ -167,23 +169,22 @@ func (m *mapper) assistant(l line) error {
 func (m *mapper) user(l line) error {
 	var msg message
 	if err := json.Unmarshal(l.Message, &msg); err != nil {
-		return harness.Fail(harness.ErrProtocol, "user line with an unreadable message: %v", err)
+		return harness.Fail(wire.FailureProtocol, "user line with an unreadable message: %v", err)
 	}
 	bs, err := blocks(msg.Content)
 	if err != nil {
-		return harness.Fail(harness.ErrProtocol, "user message: %v", err)
+		return harness.Fail(wire.FailureProtocol, "user message: %v", err)
 	}
 	for _, b := range bs {
 		if b.Type != "tool_result" {
 			continue
 		}
 		result := contentText(b.Content)
-		var errv any
+		r := &wire.ToolResult{ToolName: m.names[b.ToolUseID], Result: result, CallID: b.ToolUseID}
 		if b.IsError {
-			errv = result
+			r.Error = &result
 		}
-		m.event(harness.EventToolResult, l.ParentToolUseID, map[string]any{
-			"tool_name": m.names[b.ToolUseID], "result": result, "error": errv, "call_id": b.ToolUseID})
+		m.event(r, l.ParentToolUseID)
 	}
 	return nil
 }
@@ -196,10 +197,9 @@ func (m *mapper) streamEvent(l line) {
 	}
 	switch ev.Delta.Type {
 	case "text_delta":
-		m.event(harness.EventLLMChunk, l.ParentToolUseID, map[string]any{"content": ev.Delta.Text, "index": ev.Index})
+		m.event(&wire.LLMChunk{Content: ev.Delta.Text, Index: ev.Index}, l.ParentToolUseID)
 	case "thinking_delta":
-		m.event(harness.EventLLMChunk, l.ParentToolUseID,
-			map[string]any{"content": ev.Delta.Thinking, "index": ev.Index, "thought": true})
+		m.event(&wire.LLMChunk{Content: ev.Delta.Thinking, Index: ev.Index, Thought: true}, l.ParentToolUseID)
 	}
 }
 
@@ -219,11 +219,11 @@ func (m *mapper) controlResponse(l line) {
 func (m *mapper) result(raw []byte) (harness.TurnResult, bool, error) {
 	var r map[string]any
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol, "unreadable result line: %v", err)
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol, "unreadable result line: %v", err)
 	}
 	subtype, ok := r["subtype"].(string)
 	if !ok {
-		return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol, "result line without a subtype: %s", clip(raw))
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol, "result line without a subtype: %s", clip.Bytes(raw))
 	}
 	isErr, _ := r["is_error"].(bool)
 	for k, key := range resultExtra {
@@ -254,7 +254,7 @@ func (m *mapper) result(raw []byte) (harness.TurnResult, bool, error) {
 			}
 			msg += ": " + strings.Join(parts, "; ")
 		}
-		m.event(harness.EventError, nil, map[string]any{"message": msg, "recoverable": true})
+		m.event(&wire.Error{Message: msg, Recoverable: true}, nil)
 	}
 	return res, true, nil
 }
@@ -276,11 +276,4 @@ func splitMCPName(name string) (server, tool string, ok bool) {
 	}
 	server, tool, ok = strings.Cut(rest, "__")
 	return server, tool, ok && server != "" && tool != ""
-}
-
-func clip(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
-	}
-	return string(b)
 }

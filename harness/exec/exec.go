@@ -16,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Name is the adapter's registered name.
@@ -65,16 +66,16 @@ func New() *Adapter { return &Adapter{} }
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	opts, err := ParseOptions(l.Options)
 	if err != nil {
-		return harness.Wrap(harness.ErrStartupFailed, err, "bad exec options")
+		return harness.Wrap(wire.FailureStartupFailed, err, "bad exec options")
 	}
 	next := opts.Command
 	if next == nil {
 		if len(l.Command) == 0 {
-			return harness.Fail(harness.ErrStartupFailed, "no harness command configured")
+			return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
 		}
 		next = append([]string(nil), l.Command...)
 		if err := checkTemplate(next); err != nil {
-			return harness.Wrap(harness.ErrStartupFailed, err, "bad harness command")
+			return harness.Wrap(wire.FailureStartupFailed, err, "bad harness command")
 		}
 		if !strings.Contains(strings.Join(next, "\x00"), PhMessage) {
 			next = append(next, PhMessage)
@@ -86,7 +87,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	}
 	set, err := writeMCPConfig(opts.MCPConfig, l, opts.Env)
 	if err != nil {
-		return harness.Wrap(harness.ErrStartupFailed, err, "write MCP config")
+		return harness.Wrap(wire.FailureStartupFailed, err, "write MCP config")
 	}
 	names := make([]string, 0, len(opts.Env))
 	for k := range opts.Env {
@@ -99,7 +100,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	env := kit.Env(l, set...)
 	for _, t := range [][]string{first, next} {
 		if _, err := findProgram(t[0], env, l.Workspace); err != nil {
-			return harness.Wrap(harness.ErrStartupFailed, err, "harness program not found")
+			return harness.Wrap(wire.FailureStartupFailed, err, "harness program not found")
 		}
 	}
 	a.mu.Lock()
@@ -144,11 +145,11 @@ func findProgram(file string, env []string, dir string) (string, error) {
 }
 
 // Turn runs the turn's command and reads its output until it exits.
-func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	a.mu.Lock()
 	if !a.started || a.stopped {
 		a.mu.Unlock()
-		return harness.TurnResult{}, harness.Fail(harness.ErrHarnessExited, "harness is not started")
+		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
 	}
 	l, o, env, sid, prev := a.launch, a.opts, a.env, a.sessionID, a.cur
 	tmpl := a.next
@@ -164,7 +165,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	}
 
 	if usesSessionID(tmpl) && sid == "" {
-		return a.fail(tp, harness.Fail(harness.ErrProtocol,
+		return a.fail(tp, harness.Fail(wire.FailureProtocol,
 			"no session id was captured from an earlier turn (check session_regex / session_field)"))
 	}
 	argv := expand(tmpl, vars{message: in.Message, sessionID: sid, workspace: l.Workspace, turn: in.Number})
@@ -180,7 +181,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 		Logger:       l.Logger,
 	})
 	if err != nil {
-		return a.fail(tp, harness.Wrap(harness.ErrHarnessCrashed, err, "turn process did not start"))
+		return a.fail(tp, harness.Wrap(wire.FailureHarnessCrashed, err, "turn process did not start"))
 	}
 	p.CloseStdin()
 	a.mu.Lock()
@@ -205,7 +206,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	if err != nil {
 		f, ok := harness.AsFailure(err)
 		if !ok {
-			f = harness.Wrap(harness.ErrHarnessCrashed, err, "reading the turn's output failed")
+			f = harness.Wrap(wire.FailureHarnessCrashed, err, "reading the turn's output failed")
 		}
 		return a.fail(tp, f)
 	}
@@ -222,7 +223,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	}
 	res.Cancelled = cancelled
 	if (st.Code != 0 || st.Signaled()) && !cancelled && !o.NonzeroOK {
-		return a.fail(tp, &harness.Failure{Type: harness.ErrHarnessCrashed,
+		return a.fail(tp, &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("turn process %s", st), Exit: &st, StderrTail: p.StderrTail()})
 	}
 	a.finish(tp)
@@ -231,7 +232,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 
 // read consumes the turn's stdout until the process has exited and its
 // output is drained.
-func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, capt *capture, emit func(harness.Event)) (harness.TurnResult, error) {
+func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, capt *capture, emit func(wire.Event)) (harness.TurnResult, error) {
 	p, o := tp.p, a.opts
 	ps := parsers[o.Format]()
 	start := p.OutputBytes()
@@ -245,11 +246,11 @@ func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, 
 				continue
 			}
 			if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
-				return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
 					"harness wrote more than %d bytes in one turn", in.OutputLimit)
 			}
 			if line.TooLong {
-				return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
 					"harness wrote a %d-byte line (limit %d)", line.Size, a.launch.MaxLineBytes)
 			}
 			capt.stdout(line.Text)
@@ -295,7 +296,7 @@ func (a *Adapter) session() string {
 func (a *Adapter) fail(tp *turnProc, f *harness.Failure) (harness.TurnResult, error) {
 	if tp.p != nil {
 		tp.p.Stop(context.Background(), 0)
-		if f.Exit == nil && f.Type == harness.ErrHarnessCrashed {
+		if f.Exit == nil && f.Type == wire.FailureHarnessCrashed {
 			if st, ok := tp.p.ExitStatus(); ok {
 				f.Exit = &st
 			}

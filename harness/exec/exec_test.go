@@ -17,6 +17,7 @@ import (
 	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -73,25 +74,25 @@ func agent(t *testing.T, format string, extra map[string]any) *Adapter {
 // collected is a turn's events.
 type collected struct{ adaptertest.Events }
 
-func (c *collected) summary() string {
+func (c *collected) summary(t testing.TB) string {
 	var parts []string
 	for _, e := range c.All() {
 		s := string(e.Type)
 		switch e.Type {
-		case harness.EventTextOutput:
-			s += ":" + e.Data["text"].(string)
-		case harness.EventLLMChunk:
-			s += ":" + e.Data["content"].(string)
-		case harness.EventToolCall:
-			args, _ := json.Marshal(e.Data["arguments"])
-			s += ":" + e.Data["tool_name"].(string) + string(args)
-		case harness.EventToolResult:
-			s += ":" + e.Data["tool_name"].(string) + "=" + str(e.Data, "result")
-			if e.Data["error"] != nil {
+		case wire.EventTextOutput:
+			s += ":" + adaptertest.Data(t, e)["text"].(string)
+		case wire.EventLLMChunk:
+			s += ":" + adaptertest.Data(t, e)["content"].(string)
+		case wire.EventToolCall:
+			args, _ := json.Marshal(adaptertest.Data(t, e)["arguments"])
+			s += ":" + adaptertest.Data(t, e)["tool_name"].(string) + string(args)
+		case wire.EventToolResult:
+			s += ":" + adaptertest.Data(t, e)["tool_name"].(string) + "=" + str(adaptertest.Data(t, e), "result")
+			if adaptertest.Data(t, e)["error"] != nil {
 				s += "!"
 			}
-		case harness.EventError:
-			s += ":" + e.Data["message"].(string)
+		case wire.EventError:
+			s += ":" + adaptertest.Data(t, e)["message"].(string)
 		}
 		parts = append(parts, s)
 	}
@@ -148,7 +149,7 @@ func TestResumeAcrossTurns(t *testing.T) {
 	if err := a.Stop(context.Background()); err != nil || a.Alive() {
 		t.Fatalf("stop: %v, alive %v", err, a.Alive())
 	}
-	if _, _, err := turnCtx(context.Background(), a, 4, "reply x"); failure(t, err).Type != harness.ErrHarnessExited {
+	if _, _, err := turnCtx(context.Background(), a, 4, "reply x"); failure(t, err).Type != wire.FailureHarnessExited {
 		t.Fatalf("turn after stop: %v", err)
 	}
 }
@@ -180,7 +181,7 @@ func TestNoSessionCaptured(t *testing.T) {
 	a := agent(t, FormatText, nil) // no regex, and text has no field
 	turn(t, a, 1, "reply one")
 	_, _, err := turnCtx(context.Background(), a, 2, "history")
-	if f := failure(t, err); f.Type != harness.ErrProtocol || !strings.Contains(f.Message, "session id") {
+	if f := failure(t, err); f.Type != wire.FailureProtocol || !strings.Contains(f.Message, "session id") {
 		t.Fatalf("%v", err)
 	}
 }
@@ -239,7 +240,7 @@ func TestFormatsOfTheFakeAgent(t *testing.T) {
 		t.Run(c.format, func(t *testing.T) {
 			a := agent(t, c.format, map[string]any{"session_regex": `session id: (\S+)`})
 			res, ev := turn(t, a, 1, directives)
-			if got := ev.summary(); got != c.events {
+			if got := ev.summary(t); got != c.events {
 				t.Errorf("events\n got %s\nwant %s", got, c.events)
 			}
 			if res.Response != c.response {
@@ -288,7 +289,7 @@ func TestRecordedCodex(t *testing.T) {
 	res, c, _ := recorded(t, FormatCodex, "codex.jsonl")
 	want := "error:Model metadata for `mock-model` not found. Defaulting to fallback metadata; this can degrade performance and cause issues." +
 		` | tool_call:harness_echo{"text":"ping"} | tool_result:harness_echo=ECHO:ping | text_output:MOCK-DONE after tool`
-	if got := c.summary(); got != want {
+	if got := c.summary(t); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
 	if res.Response != "MOCK-DONE after tool" || res.Extra["session_id"] != "01a22639-e370-7071-8828-2ae19ff4be4a" {
@@ -297,15 +298,15 @@ func TestRecordedCodex(t *testing.T) {
 	if u := res.Extra["usage"].(map[string]any); u["input_tokens"] != float64(22) || u["output_tokens"] != float64(14) {
 		t.Fatalf("usage %v", u)
 	}
-	if c.All()[1].Data["call_id"] != "item_1" || c.All()[2].Data["call_id"] != "item_1" || c.All()[1].Data["server"] != "harness" {
-		t.Fatalf("call ids %v %v", c.All()[1].Data, c.All()[2].Data)
+	if adaptertest.Data(t, c.All()[1])["call_id"] != "item_1" || adaptertest.Data(t, c.All()[2])["call_id"] != "item_1" || adaptertest.Data(t, c.All()[1])["server"] != "harness" {
+		t.Fatalf("call ids %v %v", adaptertest.Data(t, c.All()[1]), adaptertest.Data(t, c.All()[2]))
 	}
 }
 
 func TestRecordedGemini(t *testing.T) {
 	res, c, _ := recorded(t, FormatGemini, "gemini.jsonl")
 	want := `tool_call:mcp_harness_harness_echo{"text":"ping"} | tool_result:mcp_harness_harness_echo=ECHO:ping | llm_chunk:MOCK-DONE after tool | text_output:MOCK-DONE after tool`
-	if got := c.summary(); got != want {
+	if got := c.summary(t); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
 	if res.Response != "MOCK-DONE after tool" || res.Extra["session_id"] != "96dd7af6-1c2b-4e0f-9a51-3f0c2d7e8b11" ||
@@ -320,7 +321,7 @@ func TestRecordedGemini(t *testing.T) {
 func TestRecordedOpenCode(t *testing.T) {
 	res, c, _ := recorded(t, FormatOpenCode, "opencode.jsonl")
 	want := `tool_call:harness_harness_echo{"text":"ping"} | tool_result:harness_harness_echo=ECHO:ping | text_output:MOCK-DONE after tool`
-	if got := c.summary(); got != want {
+	if got := c.summary(t); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
 	if res.Response != "MOCK-DONE after tool" || res.Extra["session_id"] != "ses_dd9c51f0affeQ2b1" || res.Extra["stop_reason"] != "stop" {
@@ -336,14 +337,14 @@ func TestNonzeroExit(t *testing.T) {
 	a := agent(t, FormatJSONL, nil)
 	_, _, err := turnCtx(context.Background(), a, 1, "reply partial;;stderr last words;;exit 3")
 	f := failure(t, err)
-	if f.Type != harness.ErrHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
+	if f.Type != wire.FailureHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
 		t.Fatalf("%#v", f)
 	}
 	if exit, tail, pid := a.Diagnostics(); exit == nil || exit.Code != 3 || !strings.Contains(tail, "last words") || pid == 0 {
 		t.Fatalf("diagnostics %v %q %d", exit, tail, pid)
 	}
 	_, _, err = turnCtx(context.Background(), a, 1, "crash 4")
-	if f := failure(t, err); f.Type != harness.ErrHarnessCrashed || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "crashing with code 4") {
+	if f := failure(t, err); f.Type != wire.FailureHarnessCrashed || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "crashing with code 4") {
 		t.Fatalf("%#v", f)
 	}
 
@@ -384,8 +385,8 @@ func interrupt(t *testing.T, a *Adapter, n int, msg string) harness.TurnResult {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		first := true
-		res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg}, func(e harness.Event) {
-			if e.Type == harness.EventTextOutput && first {
+		res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg}, func(e wire.Event) {
+			if e.Type == wire.EventTextOutput && first {
 				first = false
 				close(said)
 			}
@@ -472,7 +473,7 @@ func TestOutputLimit(t *testing.T) {
 	ctx := context.Background()
 	var c collected
 	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "flood 2M", OutputLimit: 256 << 10}, c.Emit)
-	if f := failure(t, err); f.Type != harness.ErrOutputLimit {
+	if f := failure(t, err); f.Type != wire.FailureOutputLimit {
 		t.Fatalf("%v", err)
 	}
 }
@@ -480,7 +481,7 @@ func TestOutputLimit(t *testing.T) {
 func TestProtocolErrorInJSONL(t *testing.T) {
 	a := agent(t, FormatJSONL, nil)
 	_, _, err := turnCtx(context.Background(), a, 1, "malformed")
-	if f := failure(t, err); f.Type != harness.ErrProtocol {
+	if f := failure(t, err); f.Type != wire.FailureProtocol {
 		t.Fatalf("%v", err)
 	}
 }
@@ -498,11 +499,11 @@ func TestLaunchCommandAsPrefix(t *testing.T) {
 
 func TestStartFailures(t *testing.T) {
 	l := launch(t, map[string]any{"command": []string{"no-such-agent-xyz", PhMessage}}, "unused")
-	if f := failure(t, New().Start(context.Background(), l)); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "not found") {
+	if f := failure(t, New().Start(context.Background(), l)); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "not found") {
 		t.Fatalf("%v", f)
 	}
 	l = launch(t, map[string]any{"command": []string{"cat"}, "formt": "text"}, "unused")
-	if f := failure(t, New().Start(context.Background(), l)); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "formt") {
+	if f := failure(t, New().Start(context.Background(), l)); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "formt") {
 		t.Fatalf("%v", f)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/internal/vt"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // parser reads one turn's stdout in one format. line gets each line and
@@ -14,8 +16,8 @@ import (
 // result reports the turn's response, whether the harness declared the task
 // done, and protocol facts for TurnResult.Extra.
 type parser interface {
-	line(b []byte, emit func(harness.Event)) error
-	result(emit func(harness.Event)) (response string, done bool, extra map[string]any)
+	line(b []byte, emit func(wire.Event)) error
+	result(emit func(wire.Event)) (response string, done bool, extra map[string]any)
 }
 
 // parsers make a parser per format.
@@ -27,24 +29,51 @@ var parsers = map[string]func() parser{
 	FormatOpenCode: func() parser { return &openCodeParser{usage: map[string]any{}} },
 }
 
-func ev(t harness.EventType, data map[string]any) harness.Event {
-	return harness.NewEvent(t, harness.SourceHarness, data)
+// ev returns an event of the harness's own account.
+func ev(p wire.Payload) wire.Event { return wire.New(wire.OriginHarness, p) }
+
+func textEvent(s string) wire.Event { return wire.Text(wire.OriginHarness, s) }
+
+// toolCall is a harness's tool_call; args are decoded JSON values.
+func toolCall(name string, args any, id string) *wire.ToolCall {
+	return &wire.ToolCall{ToolName: name, Arguments: wire.RawJSON(args), CallID: id}
 }
 
-func textEvent(s string) harness.Event { return ev(harness.EventTextOutput, map[string]any{"text": s}) }
+// chunks numbers a turn's llm_chunk events (their 0-based index).
+type chunks struct{ n int }
+
+// chunk returns the turn's next chunk.
+func (c *chunks) chunk(content string, thought bool) *wire.LLMChunk {
+	ch := &wire.LLMChunk{Content: content, Index: c.n, Thought: thought}
+	c.n++
+	return ch
+}
+
+// errorText is a tool result's error from a decoded JSON value: nil for
+// none, the text of a string, else the value's JSON.
+func errorText(v any) *string {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return &v
+	}
+	s := string(wire.RawJSON(v))
+	return &s
+}
 
 // textParser: every stdout line, control sequences stripped, is text; the
 // response is all of it.
 type textParser struct{ lines []string }
 
-func (p *textParser) line(b []byte, emit func(harness.Event)) error {
+func (p *textParser) line(b []byte, emit func(wire.Event)) error {
 	s := vt.Strip(string(b))
 	p.lines = append(p.lines, s)
 	emit(textEvent(s))
 	return nil
 }
 
-func (p *textParser) result(func(harness.Event)) (string, bool, map[string]any) {
+func (p *textParser) result(func(wire.Event)) (string, bool, map[string]any) {
 	return strings.Trim(strings.Join(p.lines, "\n"), "\n"), false, nil
 }
 
@@ -55,10 +84,10 @@ func (p *textParser) result(func(harness.Event)) (string, bool, map[string]any) 
 // protocol error.
 type jsonlParser struct {
 	texts    []string
-	complete map[string]any
+	complete *wire.TurnComplete
 }
 
-func (p *jsonlParser) line(b []byte, emit func(harness.Event)) error {
+func (p *jsonlParser) line(b []byte, emit func(wire.Event)) error {
 	t := bytes.TrimSpace(b)
 	if len(t) == 0 {
 		return nil
@@ -69,49 +98,52 @@ func (p *jsonlParser) line(b []byte, emit func(harness.Event)) error {
 		return nil
 	}
 	var w struct {
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(t, &w); err != nil {
-		return harness.Fail(harness.ErrProtocol, "harness wrote malformed JSON: %v: %s", err, clip(t))
+		return harness.Fail(wire.FailureProtocol, "harness wrote malformed JSON: %v: %s", err, clip.Bytes(t))
 	}
-	if w.Data == nil {
-		w.Data = map[string]any{}
-	}
-	typ := harness.EventType(w.Type)
+	typ := wire.EventType(w.Type)
 	switch {
 	case w.Type == "session":
-	case typ == harness.EventTurnComplete:
-		p.complete = w.Data
-	case typ.Valid():
-		if typ == harness.EventTextOutput {
-			if s, ok := w.Data["text"].(string); ok {
-				p.texts = append(p.texts, s)
-			}
-		}
-		emit(ev(typ, w.Data))
-	default:
-		return harness.Fail(harness.ErrProtocol, "harness wrote an event of unknown type %q", w.Type)
+		return nil
+	case !typ.Valid():
+		return harness.Fail(wire.FailureProtocol, "harness wrote an event of unknown type %q", w.Type)
 	}
+	pl, err := wire.DecodeChecked(typ, w.Data)
+	if err != nil {
+		return harness.Fail(wire.FailureProtocol, "harness wrote a bad %s event: %v (see docs/protocol.md): %s", typ, err, clip.Bytes(t))
+	}
+	switch pl := pl.(type) {
+	case *wire.TurnComplete:
+		p.complete = pl
+		return nil
+	case *wire.TextOutput:
+		p.texts = append(p.texts, pl.Text)
+	}
+	emit(ev(pl))
 	return nil
 }
 
-func (p *jsonlParser) result(func(harness.Event)) (string, bool, map[string]any) {
+func (p *jsonlParser) result(func(wire.Event)) (string, bool, map[string]any) {
 	if p.complete == nil {
 		return strings.Join(p.texts, "\n"), false, nil
 	}
-	resp, _ := p.complete["response"].(string)
-	done, _ := p.complete["done"].(bool)
 	var extra map[string]any
-	for k, v := range p.complete {
-		if k != "response" && k != "done" && k != "cancelled" {
-			if extra == nil {
-				extra = map[string]any{}
-			}
-			extra[k] = v
+	for k, v := range p.complete.Extra {
+		if extra == nil {
+			extra = map[string]any{}
 		}
+		if raw, ok := v.(json.RawMessage); ok {
+			var d any
+			if json.Unmarshal(raw, &d) == nil {
+				v = d
+			}
+		}
+		extra[k] = v
 	}
-	return resp, done, extra
+	return p.complete.Response, p.complete.Done, extra
 }
 
 // segments collects an agent's text between tool calls; the response of a
@@ -190,11 +222,4 @@ func contentText(v any) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-func clip(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
-	}
-	return string(b)
 }

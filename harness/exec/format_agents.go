@@ -1,7 +1,7 @@
 package exec
 
 import (
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Mappings of real agents' one-shot JSON streams (see the project's
@@ -14,6 +14,7 @@ import (
 // turn.started, item.started/updated/completed{item}, turn.completed{usage},
 // turn.failed{error}, error{message}.
 type codexParser struct {
+	chunks
 	text  segments
 	calls map[string]bool // item ids whose tool_call was emitted
 	extra map[string]any
@@ -26,7 +27,7 @@ func (p *codexParser) set(k string, v any) {
 	p.extra[k] = v
 }
 
-func (p *codexParser) line(b []byte, emit func(harness.Event)) error {
+func (p *codexParser) line(b []byte, emit func(wire.Event)) error {
 	m, ok := object(b)
 	if !ok {
 		emit(textEvent(string(b)))
@@ -42,11 +43,11 @@ func (p *codexParser) line(b []byte, emit func(harness.Event)) error {
 	case "turn.failed":
 		msg := str(m, "error.message")
 		p.set("error", msg)
-		emit(harness.ErrorEvent(harness.SourceHarness, msg, false))
+		emit(wire.ErrorEvent(wire.OriginHarness, msg, false))
 	case "error":
 		msg := str(m, "message")
 		p.set("error", msg)
-		emit(harness.ErrorEvent(harness.SourceHarness, msg, false))
+		emit(wire.ErrorEvent(wire.OriginHarness, msg, false))
 	}
 	return nil
 }
@@ -66,7 +67,7 @@ func toolOf(it map[string]any) (name string, args any, ok bool) {
 	return "", nil, false
 }
 
-func (p *codexParser) call(it map[string]any, emit func(harness.Event)) {
+func (p *codexParser) call(it map[string]any, emit func(wire.Event)) {
 	name, args, ok := toolOf(it)
 	id := str(it, "id")
 	if !ok || p.calls[id] {
@@ -74,14 +75,12 @@ func (p *codexParser) call(it map[string]any, emit func(harness.Event)) {
 	}
 	p.calls[id] = true
 	p.text.cut("\n")
-	data := map[string]any{"tool_name": name, "arguments": args, "call_id": id}
-	if s := str(it, "server"); s != "" {
-		data["server"] = s
-	}
-	emit(ev(harness.EventToolCall, data))
+	tc := toolCall(name, args, id)
+	tc.Server = str(it, "server")
+	emit(ev(tc))
 }
 
-func (p *codexParser) completed(it map[string]any, emit func(harness.Event)) {
+func (p *codexParser) completed(it map[string]any, emit func(wire.Event)) {
 	switch str(it, "type") {
 	case "agent_message":
 		t := str(it, "text")
@@ -89,10 +88,10 @@ func (p *codexParser) completed(it map[string]any, emit func(harness.Event)) {
 		emit(textEvent(t))
 		return
 	case "reasoning":
-		emit(ev(harness.EventLLMChunk, map[string]any{"content": str(it, "text"), "thought": true}))
+		emit(ev(p.chunk(str(it, "text"), true)))
 		return
 	case "error":
-		emit(harness.ErrorEvent(harness.SourceHarness, str(it, "message"), true))
+		emit(wire.ErrorEvent(wire.OriginHarness, str(it, "message"), true))
 		return
 	}
 	name, _, ok := toolOf(it)
@@ -100,28 +99,29 @@ func (p *codexParser) completed(it map[string]any, emit func(harness.Event)) {
 		return
 	}
 	p.call(it, emit)
-	data := map[string]any{"tool_name": name, "call_id": str(it, "id"), "error": nil}
+	r := &wire.ToolResult{ToolName: name, CallID: str(it, "id")}
 	switch str(it, "type") {
 	case "mcp_tool_call":
-		data["result"] = contentText(get(it, "result.content"))
+		r.Result = contentText(get(it, "result.content"))
 		if e := obj(it, "error"); e != nil {
-			data["error"] = str(e, "message")
+			msg := str(e, "message")
+			r.Error = &msg
 		}
 	case "command_execution":
-		data["result"] = str(it, "aggregated_output")
-		data["exit_code"] = it["exit_code"]
+		r.Result = str(it, "aggregated_output")
+		r.Extra = wire.Extra{"exit_code": it["exit_code"]}
 	default:
-		data["result"] = str(it, "status")
+		r.Result = str(it, "status")
 	}
 	if st := str(it, "status"); st == "failed" || st == "declined" {
-		if data["error"] == nil {
-			data["error"] = st
+		if r.Error == nil {
+			r.Error = &st
 		}
 	}
-	emit(ev(harness.EventToolResult, data))
+	emit(ev(r))
 }
 
-func (p *codexParser) result(func(harness.Event)) (string, bool, map[string]any) {
+func (p *codexParser) result(func(wire.Event)) (string, bool, map[string]any) {
 	return p.text.final("\n"), false, p.extra
 }
 
@@ -130,6 +130,7 @@ func (p *codexParser) result(func(harness.Event)) (string, bool, map[string]any)
 // Assistant deltas are llm_chunk events; the text they add up to is a
 // text_output event when a tool call or the end closes it.
 type geminiParser struct {
+	chunks
 	text  segments
 	delta []string // deltas of the open segment
 	tools map[string]string
@@ -144,7 +145,7 @@ func (p *geminiParser) set(k string, v any) {
 }
 
 // flush reports the open segment's text.
-func (p *geminiParser) flush(emit func(harness.Event)) {
+func (p *geminiParser) flush(emit func(wire.Event)) {
 	if len(p.delta) > 0 {
 		t := ""
 		for _, d := range p.delta {
@@ -156,7 +157,7 @@ func (p *geminiParser) flush(emit func(harness.Event)) {
 	p.text.cut("")
 }
 
-func (p *geminiParser) line(b []byte, emit func(harness.Event)) error {
+func (p *geminiParser) line(b []byte, emit func(wire.Event)) error {
 	m, ok := object(b)
 	if !ok {
 		emit(textEvent(string(b)))
@@ -175,7 +176,7 @@ func (p *geminiParser) line(b []byte, emit func(harness.Event)) error {
 		p.text.add(c)
 		if d, _ := m["delta"].(bool); d {
 			p.delta = append(p.delta, c)
-			emit(ev(harness.EventLLMChunk, map[string]any{"content": c}))
+			emit(ev(p.chunk(c, false)))
 		} else {
 			emit(textEvent(c))
 		}
@@ -183,19 +184,19 @@ func (p *geminiParser) line(b []byte, emit func(harness.Event)) error {
 		p.flush(emit)
 		id := str(m, "tool_id")
 		p.tools[id] = str(m, "tool_name")
-		emit(ev(harness.EventToolCall, map[string]any{"tool_name": str(m, "tool_name"), "arguments": m["parameters"], "call_id": id}))
+		emit(ev(toolCall(str(m, "tool_name"), m["parameters"], id)))
 	case "tool_result":
 		id := str(m, "tool_id")
-		data := map[string]any{"tool_name": p.tools[id], "call_id": id, "result": m["output"], "error": nil}
+		r := &wire.ToolResult{ToolName: p.tools[id], CallID: id, Result: m["output"]}
 		if st := str(m, "status"); st != "success" {
-			data["error"] = st
 			if msg := str(m, "error.message"); msg != "" {
-				data["error"] = msg
+				st = msg
 			}
+			r.Error = &st
 		}
-		emit(ev(harness.EventToolResult, data))
+		emit(ev(r))
 	case "error":
-		emit(harness.ErrorEvent(harness.SourceHarness, str(m, "message"), true))
+		emit(wire.ErrorEvent(wire.OriginHarness, str(m, "message"), true))
 	case "result":
 		p.flush(emit)
 		p.set("status", m["status"])
@@ -203,13 +204,13 @@ func (p *geminiParser) line(b []byte, emit func(harness.Event)) error {
 		if str(m, "status") == "error" {
 			msg := str(m, "error.message")
 			p.set("error", msg)
-			emit(harness.ErrorEvent(harness.SourceHarness, msg, false))
+			emit(wire.ErrorEvent(wire.OriginHarness, msg, false))
 		}
 	}
 	return nil
 }
 
-func (p *geminiParser) result(emit func(harness.Event)) (string, bool, map[string]any) {
+func (p *geminiParser) result(emit func(wire.Event)) (string, bool, map[string]any) {
 	p.flush(emit)
 	return p.text.final(""), false, p.extra
 }
@@ -219,6 +220,7 @@ func (p *geminiParser) result(emit func(harness.Event)) (string, bool, map[strin
 // (finished tools), step_finish{reason,tokens,cost}, error. Usage adds up
 // the steps' tokens and cost.
 type openCodeParser struct {
+	chunks
 	text  segments
 	usage map[string]any
 	cost  float64
@@ -233,7 +235,7 @@ func (p *openCodeParser) set(k string, v any) {
 	p.extra[k] = v
 }
 
-func (p *openCodeParser) line(b []byte, emit func(harness.Event)) error {
+func (p *openCodeParser) line(b []byte, emit func(wire.Event)) error {
 	m, ok := object(b)
 	if !ok {
 		emit(textEvent(string(b)))
@@ -246,16 +248,16 @@ func (p *openCodeParser) line(b []byte, emit func(harness.Event)) error {
 		p.text.add(t)
 		emit(textEvent(t))
 	case "reasoning":
-		emit(ev(harness.EventLLMChunk, map[string]any{"content": str(part, "text"), "thought": true}))
+		emit(ev(p.chunk(str(part, "text"), true)))
 	case "tool_use":
 		p.text.cut("\n")
 		id, name := str(part, "callID"), str(part, "tool")
-		emit(ev(harness.EventToolCall, map[string]any{"tool_name": name, "arguments": get(part, "state.input"), "call_id": id}))
-		data := map[string]any{"tool_name": name, "call_id": id, "result": get(part, "state.output"), "error": nil}
+		emit(ev(toolCall(name, get(part, "state.input"), id)))
+		r := &wire.ToolResult{ToolName: name, CallID: id, Result: get(part, "state.output")}
 		if str(part, "state.status") == "error" {
-			data["error"] = get(part, "state.error")
+			r.Error = errorText(get(part, "state.error"))
 		}
-		emit(ev(harness.EventToolResult, data))
+		emit(ev(r))
 	case "step_finish":
 		p.steps++
 		addNumbers(p.usage, obj(part, "tokens"))
@@ -272,12 +274,12 @@ func (p *openCodeParser) line(b []byte, emit func(harness.Event)) error {
 			msg = str(m, "error.name")
 		}
 		p.set("error", msg)
-		emit(harness.ErrorEvent(harness.SourceHarness, msg, false))
+		emit(wire.ErrorEvent(wire.OriginHarness, msg, false))
 	}
 	return nil
 }
 
-func (p *openCodeParser) result(func(harness.Event)) (string, bool, map[string]any) {
+func (p *openCodeParser) result(func(wire.Event)) (string, bool, map[string]any) {
 	if p.steps > 0 {
 		p.set("usage", p.usage)
 		p.set("cost", p.cost)

@@ -22,7 +22,9 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Name is the adapter's registered name.
@@ -43,7 +45,7 @@ type Adapter struct {
 	grace   time.Duration
 	maxLine int // the line limit, for messages
 	turn    int // the running turn, 0 between turns
-	early   []harness.Event
+	early   []wire.Event
 }
 
 // New returns an idle adapter.
@@ -70,7 +72,7 @@ func Env(l *harness.Launch) []string {
 // Start runs the command and waits for {"type":"ready"}.
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if len(l.Command) == 0 {
-		return harness.Fail(harness.ErrStartupFailed, "no harness command configured")
+		return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
 	}
 	p, err := l.Supervisor.Start(process.Spec{
 		Name:         "harness",
@@ -105,7 +107,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 }
 
 func startFailure(err error) error {
-	f := harness.Wrap(harness.ErrStartupFailed, nil, "%v", err)
+	f := harness.Wrap(wire.FailureStartupFailed, nil, "%v", err)
 	var se *process.StartError
 	if errors.As(err, &se) {
 		f.Message = se.Error()
@@ -125,8 +127,8 @@ func isReady(line []byte) bool {
 	return json.Unmarshal(line, &m) == nil && m.Type == "ready"
 }
 
-func textEvent(line []byte) harness.Event {
-	return harness.NewEvent(harness.EventTextOutput, harness.SourceHarness, map[string]any{"text": string(line)})
+func textEvent(line []byte) wire.Event {
+	return wire.Text(wire.OriginHarness, string(line))
 }
 
 func (a *Adapter) proc() *process.Process {
@@ -142,10 +144,10 @@ type wireEvent struct {
 }
 
 // Turn sends the message and reads events until turn_complete.
-func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	p := a.proc()
 	if p == nil {
-		return harness.TurnResult{}, harness.Fail(harness.ErrHarnessExited, "harness is not started")
+		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
 	}
 	a.mu.Lock()
 	early := a.early
@@ -187,11 +189,11 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 			a.mu.Lock()
 			limit := a.maxLine
 			a.mu.Unlock()
-			return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+			return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
 				"harness wrote a %d-byte line (limit %d)", line.Size, limit)
 		}
 		if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
-			return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+			return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
 				"harness wrote more than %d bytes in one turn", in.OutputLimit)
 		}
 		res, done, err := a.handleLine(line.Text, emit)
@@ -202,7 +204,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 }
 
 // handleLine maps one stdout line to an event, or ends the turn.
-func (a *Adapter) handleLine(text []byte, emit func(harness.Event)) (harness.TurnResult, bool, error) {
+func (a *Adapter) handleLine(text []byte, emit func(wire.Event)) (harness.TurnResult, bool, error) {
 	trimmed := bytes.TrimSpace(text)
 	if len(trimmed) == 0 {
 		return harness.TurnResult{}, false, nil
@@ -213,58 +215,50 @@ func (a *Adapter) handleLine(text []byte, emit func(harness.Event)) (harness.Tur
 	}
 	var w wireEvent
 	if err := json.Unmarshal(trimmed, &w); err != nil {
-		return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol,
-			"harness wrote malformed JSON: %v: %s", err, clip(trimmed))
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote malformed JSON: %v: %s", err, clip.Bytes(trimmed))
 	}
-	data := map[string]any{}
-	if len(w.Data) > 0 && !bytes.Equal(w.Data, []byte("null")) {
-		if err := json.Unmarshal(w.Data, &data); err != nil {
-			return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol,
-				"harness event %q has non-object data: %s", w.Type, clip(w.Data))
-		}
-	}
-	t := harness.EventType(w.Type)
-	switch {
-	case w.Type == "ready":
+	if w.Type == "ready" {
 		return harness.TurnResult{}, false, nil
-	case t == harness.EventTurnComplete:
-		return turnComplete(data)
-	case t.Valid():
-		emit(harness.NewEvent(t, harness.SourceHarness, data))
-		return harness.TurnResult{}, false, nil
-	default:
-		return harness.TurnResult{}, true, harness.Fail(harness.ErrProtocol,
-			"harness wrote an event of unknown type %q", w.Type)
 	}
+	t := wire.EventType(w.Type)
+	if !t.Valid() {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote an event of unknown type %q (the event types are listed in %s)", w.Type, protocolDoc)
+	}
+	p, err := wire.DecodeChecked(t, w.Data)
+	if err != nil {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote a bad %s event: %v (see %s): %s", t, err, protocolDoc, clip.Bytes(trimmed))
+	}
+	if tc, ok := p.(*wire.TurnComplete); ok {
+		return harness.TurnResult{Response: tc.Response, Done: tc.Done, Cancelled: tc.Cancelled, Extra: extraValues(tc.Extra)}, true, nil
+	}
+	emit(wire.New(wire.OriginHarness, p))
+	return harness.TurnResult{}, false, nil
 }
 
-func turnComplete(data map[string]any) (harness.TurnResult, bool, error) {
-	var res harness.TurnResult
-	switch r := data["response"].(type) {
-	case string:
-		res.Response = r
-	case nil:
-	default:
-		return res, true, harness.Fail(harness.ErrProtocol, "turn_complete response must be a string, got %T", r)
+// protocolDoc is where harness authors find the fields of every event.
+const protocolDoc = "docs/protocol.md"
+
+// extraValues decodes the raw values of a turn_complete's extra fields, so
+// that TurnResult.Extra holds plain values as every adapter's does.
+func extraValues(x wire.Extra) map[string]any {
+	if len(x) == 0 {
+		return nil
 	}
-	for key, dst := range map[string]*bool{"done": &res.Done, "cancelled": &res.Cancelled} {
-		switch v := data[key].(type) {
-		case bool:
-			*dst = v
-		case nil:
-		default:
-			return res, true, harness.Fail(harness.ErrProtocol, "turn_complete %s must be a boolean, got %T", key, v)
-		}
-	}
-	for k, v := range data {
-		if k != "response" && k != "done" && k != "cancelled" {
-			if res.Extra == nil {
-				res.Extra = map[string]any{}
+	out := make(map[string]any, len(x))
+	for k, v := range x {
+		if raw, ok := v.(json.RawMessage); ok {
+			var d any
+			if json.Unmarshal(raw, &d) == nil {
+				out[k] = d
+				continue
 			}
-			res.Extra[k] = v
 		}
+		out[k] = v
 	}
-	return res, true, nil
+	return out
 }
 
 // deadHarness describes a harness that stopped talking mid-turn.
@@ -277,10 +271,10 @@ func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what stri
 	case <-ctx.Done():
 	}
 	if st, ok := p.ExitStatus(); ok {
-		return &harness.Failure{Type: harness.ErrHarnessCrashed,
+		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
-	return harness.Fail(harness.ErrProtocol, "%s", what)
+	return harness.Fail(wire.FailureProtocol, "%s", what)
 }
 
 // Interrupt sends a cancel line for the running turn.
@@ -314,11 +308,4 @@ func (a *Adapter) Alive() bool {
 // Diagnostics reports exit status, stderr tail and pid.
 func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
 	return kit.Diagnostics(a.proc())
-}
-
-func clip(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
-	}
-	return string(b)
 }

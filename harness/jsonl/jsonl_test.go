@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -46,7 +48,7 @@ func turn(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, *col
 	return res, &c, err
 }
 
-func failureType(t *testing.T, err error) harness.ErrorType {
+func failureType(t *testing.T, err error) wire.FailureType {
 	t.Helper()
 	f, ok := harness.AsFailure(err)
 	if !ok {
@@ -62,7 +64,7 @@ func TestTurnsKeepContext(t *testing.T) {
 		t.Fatalf("turn 1: %+v %v", res, err)
 	}
 	// The pre-ready banner opens the first turn as text output.
-	if got := c.Types(); len(got) != 2 || got[0] != "text_output" || !strings.Contains(c.All()[0].Data["text"].(string), "not JSON") {
+	if got := c.Types(); len(got) != 2 || got[0] != "text_output" || !strings.Contains(c.All()[0].Data.(*wire.TextOutput).Text, "not JSON") {
 		t.Fatalf("turn 1 events %v", c.All())
 	}
 	res, _, err = turn(t, a, 2, "history;;done")
@@ -77,7 +79,7 @@ func TestNonJSONLineIsText(t *testing.T) {
 	if err != nil || res.Response != "fine" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if c.All()[0].Type != harness.EventTextOutput || c.All()[0].Data["text"] != "this is not json {{{" {
+	if c.All()[0].Type != wire.EventTextOutput || c.All()[0].Data.(*wire.TextOutput).Text != "this is not json {{{" {
 		t.Fatalf("events %+v", c.All())
 	}
 }
@@ -86,20 +88,65 @@ func TestProtocolErrors(t *testing.T) {
 	for _, msg := range []string{"malformed", "badevent", `rawline {"type":"turn_complete","data":{"response":1}}`, `rawline {"type":"text_output","data":[1]}`} {
 		a := started(t)
 		_, _, err := turn(t, a, 1, msg)
-		if got := failureType(t, err); got != harness.ErrProtocol {
+		if got := failureType(t, err); got != wire.FailureProtocol {
 			t.Errorf("%q: %v, want protocol_error", msg, err)
 		}
 	}
 }
 
+// An event without a field the schema requires ends the turn with a
+// protocol error that names the field and points to the protocol doc.
+func TestMissingRequiredFieldIsProtocolError(t *testing.T) {
+	for _, c := range []struct{ line, field string }{
+		{`{"type":"tool_call","data":{"name":"add"}}`, `"tool_name"`},
+		{`{"type":"tool_call","data":{"tool_name":""}}`, `"tool_name"`},
+		{`{"type":"tool_result","data":{"result":"5"}}`, `"tool_name"`},
+		{`{"type":"text_output","data":{}}`, `"text"`},
+		{`{"type":"error"}`, `"message"`},
+		{`{"type":"tool_call","data":{"tool_name":"add","arguments":[1]}}`, `"arguments"`},
+		{`{"type":"turn_complete","data":{"response":1}}`, `"response" must be a string`},
+		{`{"type":"turn_complete","data":{"done":"yes"}}`, `"done" must be a boolean`},
+		{`{"type":"turn_complete","data":{"cancelled":1}}`, `"cancelled" must be a boolean`},
+	} {
+		a := started(t)
+		_, _, err := turn(t, a, 1, "rawline "+c.line)
+		if got := failureType(t, err); got != wire.FailureProtocol ||
+			!strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "docs/protocol.md") {
+			t.Errorf("%s: %v, want a protocol_error naming %s and docs/protocol.md", c.line, err, c.field)
+		}
+	}
+}
+
+// Harness events decode into their payload types; fields beyond the schema
+// are kept, in events and in the turn's extra facts.
+func TestEventsDecodeIntoPayloads(t *testing.T) {
+	a := started(t)
+	res, c, err := turn(t, a, 1, `rawline {"type":"tool_call","data":{"tool_name":"add","arguments":{"a":2},"call_id":"c1","note":"mine"}};;`+
+		`rawline {"type":"turn_complete","data":{"response":"r","done":true,"cost":0.5,"usage":{"in":3}}}`)
+	if err != nil || res.Response != "r" || !res.Done || res.Extra["cost"] != 0.5 || res.Extra["usage"].(map[string]any)["in"] != 3.0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	calls := c.OfType(wire.EventToolCall)
+	if len(calls) != 1 {
+		t.Fatalf("events %v", c.All())
+	}
+	tc := calls[0].Data.(*wire.ToolCall)
+	if tc.ToolName != "add" || string(tc.Arguments) != `{"a":2}` || tc.CallID != "c1" || calls[0].Origin != wire.OriginHarness {
+		t.Fatalf("tool call %+v", tc)
+	}
+	if b, _ := json.Marshal(calls[0].Data); string(b) != `{"tool_name":"add","arguments":{"a":2},"call_id":"c1","note":"mine"}` {
+		t.Fatalf("tool call data %s", b)
+	}
+}
+
 func TestOutputLimits(t *testing.T) {
 	a := started(t)
-	if _, _, err := turn(t, a, 1, "flood 4M"); failureType(t, err) != harness.ErrOutputLimit {
+	if _, _, err := turn(t, a, 1, "flood 4M"); failureType(t, err) != wire.FailureOutputLimit {
 		t.Fatalf("flood: %v", err)
 	}
 	b := started(t)
 	_, _, err := turn(t, b, 1, "longline 3M")
-	if failureType(t, err) != harness.ErrOutputLimit || !strings.Contains(err.Error(), "3145728-byte line (limit 1048576)") {
+	if failureType(t, err) != wire.FailureOutputLimit || !strings.Contains(err.Error(), "3145728-byte line (limit 1048576)") {
 		t.Fatalf("long line: %v", err)
 	}
 }
@@ -108,7 +155,7 @@ func TestCrashMidTurn(t *testing.T) {
 	a := started(t)
 	_, _, err := turn(t, a, 1, "stderr last words;;crash 3")
 	f, ok := harness.AsFailure(err)
-	if !ok || f.Type != harness.ErrHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
+	if !ok || f.Type != wire.FailureHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 || !strings.Contains(f.StderrTail, "last words") {
 		t.Fatalf("crash: %#v", err)
 	}
 	if a.Alive() {
@@ -148,7 +195,7 @@ func TestTurnDeadline(t *testing.T) {
 	a := started(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "hang"}, func(harness.Event) {})
+	_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "hang"}, func(wire.Event) {})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want deadline", err)
 	}
@@ -158,13 +205,13 @@ func TestStartupFailure(t *testing.T) {
 	a := New()
 	err := a.Start(context.Background(), launch(t, "--crash-on-start", "4", "--stderr", "no api key"))
 	f, ok := harness.AsFailure(err)
-	if !ok || f.Type != harness.ErrStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
+	if !ok || f.Type != wire.FailureStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
 		t.Fatalf("%#v", err)
 	}
 	l := launch(t, "--never-ready")
 	l.StartupTimeout = 200 * time.Millisecond
 	err = New().Start(context.Background(), l)
-	if f, ok := harness.AsFailure(err); !ok || f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "did not become ready") {
+	if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "did not become ready") {
 		t.Fatalf("%#v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/internal/vt"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Name is the adapter's registered name.
@@ -44,7 +45,7 @@ type Adapter struct {
 	interrupted bool // Interrupt was called during the running turn
 	held        bool // an interrupt waits for the message to be typed
 	rows, cols  uint16
-	early       []harness.Event // output before ready, for the first turn
+	early       []wire.Event // output before ready, for the first turn
 
 	// term is the terminal's text model; only Start and Turn use it (the
 	// Session serialises them).
@@ -60,10 +61,10 @@ func New() *Adapter { return &Adapter{} }
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	opts, err := ParseOptions(l.Options)
 	if err != nil {
-		return harness.Wrap(harness.ErrStartupFailed, err, "bad pty options")
+		return harness.Wrap(wire.FailureStartupFailed, err, "bad pty options")
 	}
 	if len(l.Command) == 0 {
-		return harness.Fail(harness.ErrStartupFailed, "no harness command configured")
+		return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
 	}
 	p, err := l.Supervisor.Start(process.Spec{
 		Name:   "harness",
@@ -161,7 +162,7 @@ func startFailed(p *process.Process, cause error, timeout time.Duration) error {
 		t.Stop()
 	}
 	p.Stop(context.Background(), 0)
-	f := harness.Wrap(harness.ErrStartupFailed, cause, "harness did not become ready")
+	f := harness.Wrap(wire.FailureStartupFailed, cause, "harness did not become ready")
 	switch {
 	case errors.Is(cause, context.DeadlineExceeded):
 		f.Message = fmt.Sprintf("harness did not become ready within %s", timeout)
@@ -185,8 +186,8 @@ func answer(ctx context.Context, p *process.Process, term *vt.Text) {
 	}
 }
 
-func textEvent(text string) harness.Event {
-	return harness.NewEvent(harness.EventTextOutput, harness.SourceHarness, map[string]any{"text": text})
+func textEvent(text string) wire.Event {
+	return wire.Text(wire.OriginHarness, text)
 }
 
 func (a *Adapter) proc() *process.Process {

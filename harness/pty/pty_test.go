@@ -17,6 +17,7 @@ import (
 	"github.com/harnessd/harnessd/harness/internal/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -79,10 +80,10 @@ type collected struct{ adaptertest.Events }
 func (c *collected) text() string {
 	var parts []string
 	for _, e := range c.All() {
-		if e.Type != harness.EventTextOutput {
+		if e.Type != wire.EventTextOutput {
 			panic("unexpected event " + e.String())
 		}
-		parts = append(parts, e.Data["text"].(string))
+		parts = append(parts, e.Data.(*wire.TextOutput).Text)
 	}
 	return strings.Join(parts, "\n")
 }
@@ -203,7 +204,7 @@ func interrupt(t *testing.T, a *Adapter, n int, msg string, ready func() bool) h
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg}, func(harness.Event) {})
+		res, err := a.Turn(ctx, harness.TurnInput{Number: n, Message: msg}, func(wire.Event) {})
 		done <- out{res, err}
 	}()
 	for !ready() {
@@ -235,7 +236,7 @@ func TestTUICrashMidTurn(t *testing.T) {
 	a := tui(t, nil)
 	_, _, err := turnCtx(t, context.Background(), a, 1, "crash 3", 1<<20)
 	f := failure(t, err)
-	if f.Type != harness.ErrHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 ||
+	if f.Type != wire.FailureHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 ||
 		!strings.Contains(f.StderrTail, "fatal: crashing with code 3") || strings.Contains(f.StderrTail, "\x1b") {
 		t.Fatalf("%#v", f)
 	}
@@ -243,7 +244,7 @@ func TestTUICrashMidTurn(t *testing.T) {
 		t.Fatal("alive after crash")
 	}
 	_, _, err = turnCtx(t, context.Background(), a, 2, "reply x", 1<<20)
-	if f := failure(t, err); f.Type != harness.ErrHarnessExited {
+	if f := failure(t, err); f.Type != wire.FailureHarnessExited {
 		t.Fatalf("turn after crash: %v", err)
 	}
 }
@@ -251,7 +252,7 @@ func TestTUICrashMidTurn(t *testing.T) {
 func TestTUIOutputLimit(t *testing.T) {
 	a := tui(t, nil)
 	_, _, err := turnCtx(t, context.Background(), a, 1, "flood 2M", 256<<10)
-	if f := failure(t, err); f.Type != harness.ErrOutputLimit {
+	if f := failure(t, err); f.Type != wire.FailureOutputLimit {
 		t.Fatalf("%v", err)
 	}
 }
@@ -271,18 +272,18 @@ func TestTUIStartupFailures(t *testing.T) {
 	l := launch(t, map[string]any{"prompt": tuiPrompt}, nil, th, "agent", "--protocol", "tui", "--crash-on-start", "4", "--stderr", "no api key")
 	err := New().Start(context.Background(), l)
 	f := failure(t, err)
-	if f.Type != harness.ErrStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
+	if f.Type != wire.FailureStartupFailed || f.Exit == nil || f.Exit.Code != 4 || !strings.Contains(f.StderrTail, "no api key") {
 		t.Fatalf("%#v", f)
 	}
 	l = launch(t, map[string]any{"prompt": tuiPrompt}, nil, th, "agent", "--protocol", "tui", "--never-ready")
 	l.StartupTimeout = 300 * time.Millisecond
 	err = New().Start(context.Background(), l)
-	if f := failure(t, err); f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "did not become ready") ||
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "did not become ready") ||
 		!strings.Contains(f.StderrTail, "testharness tui") {
 		t.Fatalf("%#v", f)
 	}
 	l = launch(t, map[string]any{"prompt": "("}, nil, th, "agent", "--protocol", "tui")
-	if f := failure(t, New().Start(context.Background(), l)); f.Type != harness.ErrStartupFailed {
+	if f := failure(t, New().Start(context.Background(), l)); f.Type != wire.FailureStartupFailed {
 		t.Fatalf("bad options: %v", f)
 	}
 	if l.Supervisor.Live() != 0 {
@@ -423,7 +424,7 @@ func TestBashExitMidTurn(t *testing.T) {
 	a := bash(t, nil)
 	_, _, err := turnCtx(t, context.Background(), a, 1, "exit 3", 0)
 	f := failure(t, err)
-	if f.Type != harness.ErrHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 {
+	if f.Type != wire.FailureHarnessCrashed || f.Exit == nil || f.Exit.Code != 3 {
 		t.Fatalf("%#v", f)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/vt"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Turn end rules recorded in TurnResult.Extra["turn_end"].
@@ -107,7 +108,7 @@ func (ts *turnState) arm(window []string, pending string, newline bool) {
 
 // Turn types the message and reads the terminal until the prompt returns or
 // a quiet period passes.
-func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harness.Event)) (harness.TurnResult, error) {
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	a.mu.Lock()
 	p, o, term := a.p, a.opts, a.term
 	rows, cols := a.rows, a.cols
@@ -115,7 +116,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 	a.early = nil
 	a.mu.Unlock()
 	if p == nil {
-		return harness.TurnResult{}, harness.Fail(harness.ErrHarnessExited, "harness is not started")
+		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
 	}
 	term.SetSize(int(rows), int(cols))
 	for _, e := range early {
@@ -176,7 +177,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(harn
 				return harness.TurnResult{}, a.dead(ctx, p, "harness hung up its terminal mid-turn")
 			}
 			if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
-				return harness.TurnResult{}, harness.Fail(harness.ErrOutputLimit,
+				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
 					"harness wrote more than %d bytes in one turn", in.OutputLimit)
 			}
 			term.Write(chunk)
@@ -229,7 +230,7 @@ func (a *Adapter) submit(ctx context.Context, p *process.Process, pasteOn bool, 
 // finish reports the turn's rows not reported yet and the cursor's row up
 // to the prompt (at a quiet end: all of it, unless it is still echo), and
 // builds the result.
-func (a *Adapter) finish(ts *turnState, term *vt.Text, rest, end string, emit func(harness.Event)) harness.TurnResult {
+func (a *Adapter) finish(ts *turnState, term *vt.Text, rest, end string, emit func(wire.Event)) harness.TurnResult {
 	term.Settle()
 	if out := ts.consume(term.TakeLines()); len(out) > 0 {
 		emit(textEvent(strings.Join(out, "\n")))
@@ -253,13 +254,13 @@ func (a *Adapter) finish(ts *turnState, term *vt.Text, rest, end string, emit fu
 
 // drain reports output that arrived between turns, and notices a harness
 // that is gone.
-func (a *Adapter) drain(ctx context.Context, p *process.Process, term *vt.Text, emit func(harness.Event)) error {
+func (a *Adapter) drain(ctx context.Context, p *process.Process, term *vt.Text, emit func(wire.Event)) error {
 	for {
 		select {
 		case chunk, ok := <-p.Output():
 			if !ok {
 				f := a.dead(ctx, p, "harness hung up its terminal between turns")
-				f.Type = harness.ErrHarnessExited
+				f.Type = wire.FailureHarnessExited
 				return f
 			}
 			term.Write(chunk)
@@ -282,7 +283,7 @@ func (a *Adapter) dead(ctx context.Context, p *process.Process, what string) *ha
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	f := &harness.Failure{Type: harness.ErrHarnessCrashed, Message: what, StderrTail: vt.Strip(p.StderrTail())}
+	f := &harness.Failure{Type: wire.FailureHarnessCrashed, Message: what, StderrTail: vt.Strip(p.StderrTail())}
 	if st, ok := p.ExitStatus(); ok {
 		f.Exit = &st
 		f.Message = fmt.Sprintf("harness %s (%s)", st, what)

@@ -17,10 +17,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/client"
-	"github.com/harnessd/harnessd/harness"
 	presets "github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/testharness/fakellm"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -212,7 +212,7 @@ func (s *suite) serve(t *testing.T, p *presets.Preset, extra ...string) *daemon 
 	}
 }
 
-func responseOf(obs *harness.Observation) string { return obs.ResponseText() }
+func responseOf(obs *wire.Observation) string { return obs.ResponseText() }
 
 // wsEpisode: reset, a turn calling the env tool through the bridge, a turn
 // showing the context, then close; the tree must be gone.
@@ -252,23 +252,28 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 	}
 	var call, result bool
 	for _, e := range obs.Metadata.TurnEvents {
-		if e.Source != harness.SourceBridge || e.Data["tool_name"] != "echo" {
+		if e.Origin != wire.OriginBridge {
 			continue
 		}
-		switch e.Type {
-		case harness.EventToolCall:
-			args, _ := e.Data["arguments"].(map[string]any)
-			call = args["text"] == "ping-from-env"
-		case harness.EventToolResult:
-			result = e.Data["result"] == "ping-from-env" && e.Data["error"] == nil
+		switch d := e.Data.(type) {
+		case *wire.ToolCall:
+			if d.ToolName == "echo" {
+				var args map[string]any
+				json.Unmarshal(d.Arguments, &args)
+				call = args["text"] == "ping-from-env"
+			}
+		case *wire.ToolResult:
+			if d.ToolName == "echo" {
+				result = d.Result == "ping-from-env" && d.Error == nil
+			}
 		}
 	}
 	if !call || !result {
 		t.Errorf("tool turn: bridge tool_call %v, tool_result %v; events:\n%s", call, result, eventLines(obs.Metadata.TurnEvents))
 	}
 	for _, e := range obs.Metadata.TurnEvents {
-		if e.Source == harness.SourceHarness && e.Type == harness.EventToolCall && r.toolName == "" {
-			r.toolName, _ = e.Data["tool_name"].(string)
+		if tc, ok := e.Data.(*wire.ToolCall); ok && e.Origin == wire.OriginHarness && r.toolName == "" {
+			r.toolName = tc.ToolName
 		}
 	}
 
@@ -319,7 +324,7 @@ func (s *suite) cancelEpisode(t *testing.T, p *presets.Preset, r *report) {
 		}
 	}()
 	type sent struct {
-		ev  *harness.Event
+		ev  *wire.Event
 		err error
 	}
 	done := make(chan sent, 1)
@@ -359,7 +364,7 @@ func (s *suite) cancelEpisode(t *testing.T, p *presets.Preset, r *report) {
 	if res.err != nil {
 		t.Fatalf("cancelled turn: %v", res.err)
 	}
-	if res.ev.Type != harness.EventTurnComplete || res.ev.Data["cancelled"] != true {
+	if tc, ok := res.ev.Data.(*wire.TurnComplete); !ok || !tc.Cancelled {
 		t.Errorf("cancelled turn ended with %s %v, want turn_complete with cancelled: true", res.ev.Type, res.ev.Data)
 	}
 	// Whether the agent gave up the held model request is a fact to report,
@@ -376,8 +381,11 @@ func (s *suite) cancelEpisode(t *testing.T, p *presets.Preset, r *report) {
 		if err != nil {
 			t.Fatalf("turn after the cancel: %v", err)
 		}
-		resp, _ := ev.Data["response"].(string)
-		return resp
+		tc, _ := ev.Data.(*wire.TurnComplete)
+		if tc == nil {
+			return ""
+		}
+		return tc.Response
 	}
 	resp := send(msgAfter)
 	if resp == "" && emptyTurnAfterCancel[p.Name] {
@@ -417,7 +425,7 @@ func (s *suite) sideTraffic(p *presets.Preset, r *report) {
 	r.requests = kinds
 }
 
-func checkTurn(t *testing.T, what string, obs *harness.Observation) {
+func checkTurn(t *testing.T, what string, obs *wire.Observation) {
 	t.Helper()
 	if obs.Done || obs.Metadata.ErrorType != "" {
 		t.Fatalf("%s: done=%v %s: %s\nstderr tail:\n%s\nevents:\n%s", what, obs.Done, obs.Metadata.ErrorType,
@@ -425,14 +433,14 @@ func checkTurn(t *testing.T, what string, obs *harness.Observation) {
 	}
 }
 
-func eventLines(evs []harness.Event) string {
+func eventLines(evs []wire.Event) string {
 	var b strings.Builder
 	for _, e := range evs {
 		d, _ := json.Marshal(e.Data)
 		if len(d) > 300 {
 			d = append(d[:300], "…"...)
 		}
-		fmt.Fprintf(&b, "  %s %s %s\n", e.Source, e.Type, d)
+		fmt.Fprintf(&b, "  %s %s %s\n", e.Origin, e.Type, d)
 	}
 	return b.String()
 }

@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/client"
-	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // isolationModes run each PID-1 test twice: with nothing but PID 1's own
@@ -43,7 +43,7 @@ func dial(t *testing.T, ctx context.Context, d *nsDaemon) *client.Env {
 	return env
 }
 
-func step(t *testing.T, ctx context.Context, env *client.Env, msg string) *harness.Observation {
+func step(t *testing.T, ctx context.Context, env *client.Env, msg string) *wire.Observation {
 	t.Helper()
 	obs, err := env.Step(ctx, msg)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestPID1ReapsOrphans(t *testing.T) {
 			env2 := dial(t, ctx, d)
 			step(t, ctx, env2, "orphan")
 			obs := step(t, ctx, env2, "crash 7")
-			if !obs.Done || obs.Metadata.ErrorType != harness.ErrHarnessCrashed || obs.Metadata.Exit == nil || obs.Metadata.Exit.Code != 7 {
+			if !obs.Done || obs.Metadata.ErrorType != wire.FailureHarnessCrashed || obs.Metadata.Exit == nil || obs.Metadata.Exit.Code != 7 {
 				t.Fatalf("crash: done=%v error_type=%q exit=%+v", obs.Done, obs.Metadata.ErrorType, obs.Metadata.Exit)
 			}
 			if left := d.waitProcs(d.onlyInit); left != nil {

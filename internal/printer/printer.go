@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Printer renders events and observations for people.
@@ -55,48 +55,56 @@ func Compact(v any) string {
 }
 
 // Event prints one event on one line.
-func (p *Printer) Event(e harness.Event) {
-	d := e.Data
+func (p *Printer) Event(e wire.Event) {
 	var what string
 	color := "0"
-	switch e.Type {
-	case harness.EventToolCall:
+	switch d := e.Data.(type) {
+	case *wire.ToolCall:
 		color = "36"
-		what = fmt.Sprintf("%v %s", d["tool_name"], Clip(Compact(d["arguments"]), 100))
-	case harness.EventToolResult:
+		what = fmt.Sprintf("%s %s", d.ToolName, Clip(compactRaw(d.Arguments), 100))
+	case *wire.ToolResult:
 		color = "36"
-		if d["error"] != nil {
-			what = fmt.Sprintf("%v ✗ %s", d["tool_name"], Clip(fmt.Sprint(d["error"]), 100))
+		if d.Error != nil {
+			what = fmt.Sprintf("%s ✗ %s", d.ToolName, Clip(*d.Error, 100))
 		} else {
-			what = fmt.Sprintf("%v → %s", d["tool_name"], Clip(fmt.Sprint(d["result"]), 100))
+			what = fmt.Sprintf("%s → %s", d.ToolName, Clip(fmt.Sprint(d.Result), 100))
 		}
-	case harness.EventTextOutput:
-		what = Clip(fmt.Sprint(d["text"]), 120)
-	case harness.EventLLMChunk:
+	case *wire.TextOutput:
+		what = Clip(d.Text, 120)
+	case *wire.LLMChunk:
 		color = "2"
-		what = Clip(fmt.Sprint(d["content"]), 120)
-	case harness.EventError:
+		what = Clip(d.Content, 120)
+	case *wire.Error:
 		color = "31"
-		what = Clip(fmt.Sprint(d["message"]), 160)
-	case harness.EventTurnComplete:
+		what = Clip(d.Message, 160)
+	case *wire.TurnComplete:
 		color = "32"
-		what = fmt.Sprintf("response=%q done=%v", Clip(fmt.Sprint(d["response"]), 100), d["done"])
-		if d["cancelled"] == true {
+		what = fmt.Sprintf("response=%q done=%v", Clip(d.Response, 100), d.Done)
+		if d.Cancelled {
 			what += " cancelled=true"
 		}
 	default:
 		what = Clip(Compact(d), 120)
 	}
 	src := ""
-	if e.Source != "" {
-		src = p.Paint("2", " ("+string(e.Source)+")")
+	if e.Origin != "" {
+		src = p.Paint("2", " ("+string(e.Origin)+")")
 	}
 	fmt.Fprintf(p.w, "  %s %-13s %s%s\n", p.Paint("2", fmt.Sprintf("[turn %d]", e.Turn)), p.Paint(color, string(e.Type)), what, src)
 }
 
+// compactRaw is JSON arguments as one line with sorted keys ({} when absent).
+func compactRaw(raw json.RawMessage) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return "{}"
+	}
+	return Compact(v)
+}
+
 // Observation prints an observation's summary line, its rubric scores and
 // any stderr tail.
-func (p *Printer) Observation(label string, o *harness.Observation) {
+func (p *Printer) Observation(label string, o *wire.Observation) {
 	m := o.Metadata
 	reward := "null"
 	if o.Reward != nil {

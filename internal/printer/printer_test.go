@@ -5,20 +5,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/process"
-	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func TestEventLines(t *testing.T) {
 	var b bytes.Buffer
 	p := New(&b) // not a terminal: no colour
-	for _, e := range []harness.Event{
-		{Type: harness.EventToolCall, Turn: 1, Source: harness.SourceBridge, Data: map[string]any{"tool_name": "add", "arguments": map[string]any{"a": 2}}},
-		{Type: harness.EventToolResult, Turn: 1, Data: map[string]any{"tool_name": "add", "result": "5"}},
-		{Type: harness.EventToolResult, Turn: 1, Data: map[string]any{"tool_name": "add", "error": "boom"}},
-		{Type: harness.EventTextOutput, Turn: 2, Data: map[string]any{"text": "two\nlines"}},
-		{Type: harness.EventTurnComplete, Turn: 2, Data: map[string]any{"response": "ok", "done": false, "cancelled": true}},
+	boom := "boom"
+	for _, e := range []wire.Event{
+		{Type: wire.EventToolCall, Turn: 1, Origin: wire.OriginBridge, Data: &wire.ToolCall{ToolName: "add", Arguments: []byte(`{"a": 2}`)}},
+		{Type: wire.EventToolResult, Turn: 1, Data: &wire.ToolResult{ToolName: "add", Result: "5"}},
+		{Type: wire.EventToolResult, Turn: 1, Data: &wire.ToolResult{ToolName: "add", Error: &boom}},
+		{Type: wire.EventTextOutput, Turn: 2, Data: &wire.TextOutput{Text: "two\nlines"}},
+		{Type: wire.EventTurnComplete, Turn: 2, Data: &wire.TurnComplete{Response: "ok", Done: false, Cancelled: true}},
 	} {
 		p.Event(e)
 	}
@@ -38,9 +37,9 @@ func TestObservationLine(t *testing.T) {
 	var b bytes.Buffer
 	one, half := 1.0, 0.5
 	resp := "hi"
-	New(&b).Observation("turn 3", &harness.Observation{Reward: &half, Done: true, Metadata: harness.Metadata{
-		Response: &resp, ErrorType: harness.ErrHarnessCrashed, Error: "harness died", Exit: &process.ExitStatus{Code: 3},
-		RewardDetails: []rubric.Result{{Name: "r", Weight: 0.5, Score: &one}}, StderrTail: "fatal\n",
+	New(&b).Observation("turn 3", &wire.Observation{Reward: &half, Done: true, Metadata: wire.Metadata{
+		Response: &resp, ErrorType: wire.FailureHarnessCrashed, Error: "harness died", Exit: &wire.ExitStatus{Code: 3},
+		RewardDetails: []wire.RewardDetail{{Name: "r", Weight: 0.5, Score: &one}}, StderrTail: "fatal\n",
 	}})
 	for _, s := range []string{`turn 3 reward=0.5 done=true response="hi" error_type=harness_crashed error="harness died" exit=`, "rubric r", "score=1 weight=0.5", "stderr tail: fatal⏎"} {
 		if !strings.Contains(b.String(), s) {

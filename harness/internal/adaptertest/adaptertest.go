@@ -6,6 +6,7 @@ package adaptertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Launch returns a launch of command with a supervisor (closed at cleanup),
@@ -50,21 +52,21 @@ func Launch(tb testing.TB, command ...string) *harness.Launch {
 // Events collects a turn's events; it is safe for concurrent use.
 type Events struct {
 	mu     sync.Mutex
-	events []harness.Event
+	events []wire.Event
 }
 
 // Emit records e (pass it as a turn's emit function).
-func (c *Events) Emit(e harness.Event) {
+func (c *Events) Emit(e wire.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events = append(c.events, e)
 }
 
 // All returns the events so far.
-func (c *Events) All() []harness.Event {
+func (c *Events) All() []wire.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]harness.Event(nil), c.events...)
+	return append([]wire.Event(nil), c.events...)
 }
 
 // Types returns the events' types in order.
@@ -77,8 +79,8 @@ func (c *Events) Types() []string {
 }
 
 // OfType returns the events of type t.
-func (c *Events) OfType(t harness.EventType) []harness.Event {
-	var out []harness.Event
+func (c *Events) OfType(t wire.EventType) []wire.Event {
+	var out []wire.Event
 	for _, e := range c.All() {
 		if e.Type == t {
 			out = append(out, e)
@@ -169,4 +171,21 @@ func (ms *MCPServer) Calls() []mcp.CallToolRequest {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return append([]mcp.CallToolRequest(nil), ms.calls...)
+}
+
+// Data returns e's data as it appears on the wire, decoded into plain JSON
+// values (numbers are float64), so that tests check what clients receive.
+func Data(tb testing.TB, e wire.Event) map[string]any {
+	tb.Helper()
+	b, err := json.Marshal(e)
+	if err != nil {
+		tb.Fatalf("event %v does not encode: %v", e, err)
+	}
+	var w struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		tb.Fatalf("event %s does not decode: %v", b, err)
+	}
+	return w.Data
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // DecodeOptions decodes an adapter's options (harness.options, as YAML gave
@@ -124,7 +125,7 @@ func Lookup(env []string, name string) (string, bool) {
 // StartFailure turns an error from starting or readying a process into a
 // startup_failed Failure carrying the exit status and output tail.
 func StartFailure(err error) *harness.Failure {
-	f := harness.Wrap(harness.ErrStartupFailed, err, "harness did not start")
+	f := harness.Wrap(wire.FailureStartupFailed, err, "harness did not start")
 	var se *process.StartError
 	if errors.As(err, &se) {
 		f.Message = se.Error()
