@@ -25,6 +25,8 @@ func runHelper() (code int, ok bool) {
 		return 0, false
 	case "emfile":
 		return emfileHelper(), true
+	case "supervise":
+		return superviseHelper(), true
 	}
 	os.Stderr.WriteString("unknown helper mode\n")
 	return 2, true
