@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 // it forked or detached.
 type cgroupManager struct {
 	parent string
+	lockMu sync.Mutex // guards lockFD: Close may run concurrently
+	lockFD int        // flock on parent: says this daemon is alive (see leftover); -1 when none
 	seq    atomic.Uint64
 }
 
@@ -171,9 +175,10 @@ func ProbeCgroup(root string) CgroupInfo {
 }
 
 // newCgroupManager creates this daemon's cgroup directory below its own
-// cgroup (or below root when given) and checks that a leaf can be made and
-// killed there.
-func newCgroupManager(root string) (*cgroupManager, error) {
+// cgroup (or below root when given), locks it for as long as the daemon
+// lives, checks that a leaf can be made and killed there, and sweeps the
+// directories of daemons that are gone (logging what it removed).
+func newCgroupManager(root string, log *slog.Logger) (*cgroupManager, error) {
 	if root == "" {
 		var err error
 		if _, _, root, err = defaultCgroupRoot(); err != nil {
@@ -186,25 +191,49 @@ func newCgroupManager(root string) (*cgroupManager, error) {
 	// The pid alone does not name a daemon: every containerised daemon is
 	// PID 1 of its own namespace, and namespaces often share one cgroup
 	// hierarchy. A random suffix keeps daemons (and supervisors of one
-	// process) from ever adopting, or clearing out, each other's directory.
+	// process) from ever adopting each other's directory, and the lock
+	// keeps them from sweeping it.
 	parent := filepath.Join(root, fmt.Sprintf("harnessd-%d-%s", os.Getpid(), newTreeID()))
 	if err := os.Mkdir(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
-	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil {
-		os.Remove(parent)
-		return nil, fmt.Errorf("cgroup.kill not available (kernel < 5.14?): %w", err)
-	}
-	m := &cgroupManager{parent: parent}
-	probe, err := m.newLeaf("probe")
+	lockFD, err := lockDir(parent)
 	if err != nil {
 		os.Remove(parent)
 		return nil, err
 	}
-	if err := probe.remove(time.Second); err != nil {
+	m := &cgroupManager{parent: parent, lockFD: lockFD}
+	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil {
+		m.release()
+		return nil, fmt.Errorf("cgroup.kill not available (kernel < 5.14?): %w", err)
+	}
+	probe, err := m.newLeaf("probe")
+	if err != nil {
+		m.release()
 		return nil, err
 	}
+	if err := probe.remove(time.Second); err != nil {
+		m.release()
+		return nil, err
+	}
+	sweepCgroups(root, parent, log)
 	return m, nil
+}
+
+// release removes the (empty) directory and drops the lock.
+func (m *cgroupManager) release() {
+	os.Remove(m.parent)
+	m.unlock()
+}
+
+// unlock drops the directory's lock once.
+func (m *cgroupManager) unlock() {
+	m.lockMu.Lock()
+	defer m.lockMu.Unlock()
+	if m.lockFD >= 0 {
+		unix.Close(m.lockFD)
+		m.lockFD = -1
+	}
 }
 
 func (m *cgroupManager) newLeaf(name string) (*cgroupLeaf, error) {
@@ -222,9 +251,13 @@ func (m *cgroupManager) newLeaf(name string) (*cgroupLeaf, error) {
 
 func (m *cgroupManager) close() error {
 	removeCgroupTree(m.parent)
-	if err := os.Remove(m.parent); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := os.Remove(m.parent)
+	// The lock goes only with the directory: a directory left behind stays
+	// locked until this process exits, and is swept after that.
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	m.unlock()
 	return nil
 }
 

@@ -19,5 +19,21 @@
 // through this package: orphans re-parented to the daemon are reaped by pid,
 // and only pids this package did not start are treated as orphans.
 //
+// Every child is reaped by one mechanism: its pidfd is registered with the
+// Go runtime's poller and the child is reaped with wait4 once it becomes
+// readable, so a live child costs a parked goroutine, not an OS thread
+// blocked in waitid. A start builds a fresh exec.Cmd per attempt (a start
+// refused by CLONE_INTO_CGROUP is retried without the cgroup) and names the
+// cause of a failure: ErrInvalidSpec for NUL bytes, "too many open files"
+// for EMFILE/ENFILE, the program for ENOENT/EACCES.
+//
+// Each Supervisor locks its cgroup directory for its lifetime; at start it
+// sweeps the directories of daemons that are gone (see docs/deploy.md).
+//
+// The package owns all /proc knowledge of the module: stat parsing
+// (ReadStat, Ended), the tree scans, the cgroup setup, and the peer lookup
+// of a loopback connection (PeerOf). Subpackage probe verifies the
+// mechanisms on the running machine (harnessd check).
+//
 // The package knows nothing of MCP, harness protocols or sessions.
 package process

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/creack/pty"
@@ -42,7 +41,6 @@ type Process struct {
 	spec   Spec
 	sup    *Supervisor
 	log    *slog.Logger
-	cmd    *exec.Cmd
 	pid    int
 	treeID string
 	leaf   *cgroupLeaf
@@ -120,139 +118,6 @@ func lookPath(file string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%q: %w", file, exec.ErrNotFound)
-}
-
-func (p *Process) start() (err error) {
-	spec := &p.spec
-	path, err := lookPath(spec.Path, spec.Env)
-	if err != nil {
-		return err
-	}
-	p.treeID = newTreeID()
-	env := append(append([]string(nil), spec.Env...), TreeEnvVar+"="+p.treeID)
-	cmd := &exec.Cmd{Path: path, Args: append([]string{spec.Path}, spec.Args...), Dir: spec.Dir, Env: env}
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.SysProcAttr = attr
-
-	// Parent-side files to close if anything fails; child-side ends always
-	// close once the child has them.
-	var parentFiles, childFiles []*os.File
-	defer func() {
-		for _, f := range childFiles {
-			f.Close()
-		}
-		if err != nil {
-			for _, f := range parentFiles {
-				f.Close()
-			}
-		}
-	}()
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		return
-	}
-
-	if spec.PTY != nil {
-		ptmx, tty, err := pty.Open()
-		if err != nil {
-			return fmt.Errorf("open pty: %w", err)
-		}
-		parentFiles = append(parentFiles, ptmx)
-		childFiles = append(childFiles, tty)
-		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: spec.PTY.Rows, Cols: spec.PTY.Cols}); err != nil {
-			return fmt.Errorf("set pty size: %w", err)
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-		attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
-		p.ptmx = ptmx
-	} else {
-		inR, inW, err := pipe()
-		if err != nil {
-			return err
-		}
-		childFiles = append(childFiles, inR)
-		parentFiles = append(parentFiles, inW)
-		outR, outW, err := pipe()
-		if err != nil {
-			return err
-		}
-		childFiles = append(childFiles, outW)
-		parentFiles = append(parentFiles, outR)
-		errR, errW, err := pipe()
-		if err != nil {
-			return err
-		}
-		childFiles = append(childFiles, errW)
-		parentFiles = append(parentFiles, errR)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-		attr.Setpgid = true
-		p.stdin, p.stdout, p.stderr = inW, outR, errR
-	}
-
-	if p.sup.cg != nil {
-		leaf, lerr := p.sup.cg.newLeaf(spec.Name)
-		if lerr != nil {
-			p.spec.Logger.Warn("no cgroup for process tree; using group kill", "name", spec.Name, "err", lerr)
-		} else {
-			p.leaf = leaf
-			attr.UseCgroupFD, attr.CgroupFD = true, leaf.fd
-		}
-	}
-
-	children.Lock()
-	err = cmd.Start()
-	if err != nil && p.leaf != nil && cgroupRelated(err) {
-		// CLONE_INTO_CGROUP can be refused (old kernel, seccomp); run without.
-		p.spec.Logger.Warn("starting in cgroup failed; retrying without", "name", spec.Name, "err", err)
-		p.leaf.remove(time.Second)
-		p.leaf = nil
-		attr.UseCgroupFD, attr.CgroupFD = false, 0
-		err = cmd.Start()
-	}
-	if err == nil {
-		children.pids[cmd.Process.Pid] = struct{}{}
-	}
-	children.Unlock()
-	if p.leaf != nil {
-		p.leaf.closeFD()
-	}
-	if err != nil {
-		if p.leaf != nil {
-			p.leaf.remove(time.Second)
-		}
-		return err
-	}
-	p.cmd = cmd
-	p.pid = cmd.Process.Pid
-	if st, ok := readStat(p.pid); ok {
-		p.startTicks = st.start
-	}
-	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
-	p.log.Debug("process started", "path", path, "args", spec.Args, "cgroup", p.leaf != nil, "pty", spec.PTY != nil)
-
-	go p.waitExit()
-	p.startReaders()
-	return nil
-}
-
-func (p *Process) waitExit() {
-	err := p.cmd.Wait()
-	unregisterChild(p.pid)
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		p.exit = ExitStatus{Code: 0}
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
-			p.exit = exitFromWaitStatus(ws)
-		} else {
-			p.exit = ExitStatus{Code: ee.ExitCode()}
-		}
-	default:
-		p.exit = ExitStatus{Code: -1, Signal: "unknown"}
-	}
-	p.log.Debug("process exited", "status", p.exit.String())
-	close(p.exited)
 }
 
 // Name returns the Spec name.
@@ -378,15 +243,4 @@ func (p *Process) Resize(rows, cols uint16) error {
 		return errors.New("process has no terminal")
 	}
 	return pty.Setsize(p.ptmx, &pty.Winsize{Rows: rows, Cols: cols})
-}
-
-// cgroupRelated reports whether a start error may come from CLONE_INTO_CGROUP
-// rather than from the program itself.
-func cgroupRelated(err error) bool {
-	for _, e := range []error{syscall.ENOENT, syscall.EACCES, syscall.ENOEXEC, syscall.ENOTDIR, syscall.ELOOP, syscall.E2BIG} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
-	return true
 }

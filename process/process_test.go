@@ -20,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if code, ok := runHelper(); ok {
+		os.Exit(code)
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		testbin.Cleanup()
 		if code == 0 {

@@ -15,13 +15,18 @@ type procStat struct {
 
 func (s procStat) zombie() bool { return s.state == 'Z' || s.state == 'X' }
 
-// readStat parses /proc/<pid>/stat. The command name may contain spaces and
-// parentheses, so parsing starts after the last ')'.
+// readStat reads /proc/<pid>/stat.
 func readStat(pid int) (procStat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return procStat{}, false
 	}
+	return parseStat(pid, b)
+}
+
+// parseStat parses the text of /proc/<pid>/stat. The command name may
+// contain spaces and parentheses, so parsing starts after the last ')'.
+func parseStat(pid int, b []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
 		return procStat{}, false
@@ -31,13 +36,52 @@ func readStat(pid int) (procStat, bool) {
 		return procStat{}, false
 	}
 	st := procStat{pid: pid, state: f[0][0]}
-	st.ppid, _ = strconv.Atoi(string(f[1]))
-	st.pgrp, _ = strconv.Atoi(string(f[2]))
-	st.sid, _ = strconv.Atoi(string(f[3]))
+	var err error
+	if st.ppid, err = strconv.Atoi(string(f[1])); err != nil {
+		return procStat{}, false
+	}
+	if st.pgrp, err = strconv.Atoi(string(f[2])); err != nil {
+		return procStat{}, false
+	}
+	if st.sid, err = strconv.Atoi(string(f[3])); err != nil {
+		return procStat{}, false
+	}
 	if len(f) > 19 {
 		st.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
 	}
 	return st, true
+}
+
+// Stat is what this package reads of a process's /proc/<pid>/stat.
+type Stat struct {
+	PID, PPID int
+	// PGID and SID are the process group and session.
+	PGID, SID int
+	// State is the one-letter state (R, S, D, Z, T, ...).
+	State byte
+	// StartTicks is the start time in clock ticks after boot; it tells a
+	// reused pid apart from the process that had it before.
+	StartTicks uint64
+}
+
+// Dead reports a zombie: the process has ended and only waits to be reaped.
+func (s Stat) Dead() bool { return s.State == 'Z' || s.State == 'X' }
+
+// ReadStat reads /proc/<pid>/stat; ok is false when the process is gone (or
+// the file cannot be parsed).
+func ReadStat(pid int) (st Stat, ok bool) {
+	ps, ok := readStat(pid)
+	if !ok {
+		return Stat{}, false
+	}
+	return Stat{PID: ps.pid, PPID: ps.ppid, PGID: ps.pgrp, SID: ps.sid, State: ps.state, StartTicks: ps.start}, true
+}
+
+// Ended reports whether the process pid that started at startTicks is gone:
+// no such pid, a zombie, or the pid now names a younger process.
+func Ended(pid int, startTicks uint64) bool {
+	st, ok := readStat(pid)
+	return !ok || st.start != startTicks || st.zombie()
 }
 
 // listPids returns the pids currently in /proc.

@@ -115,7 +115,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	case ModeOff:
 		m.Notes = append(m.Notes, "cgroup: off by configuration")
 	default:
-		cg, err := newCgroupManager(opts.CgroupRoot)
+		cg, err := newCgroupManager(opts.CgroupRoot, log)
 		if err != nil {
 			if opts.Cgroup == ModeRequired {
 				return nil, fmt.Errorf("cgroup v2 required: %w", err)

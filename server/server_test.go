@@ -454,7 +454,7 @@ func TestPeerCheckRefusesHarnessProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if pid := harnessPeer(c.LocalAddr(), c.RemoteAddr()); pid != p.Pid() {
+	if pid := peerOf(connContext(context.Background(), c)).harnessPID; pid != p.Pid() {
 		t.Fatalf("harness peer = %d, want %d", pid, p.Pid())
 	}
 	// The test process itself is not a harness.
@@ -465,7 +465,7 @@ func TestPeerCheckRefusesHarnessProcesses(t *testing.T) {
 	defer mine.Close()
 	c2, _ := ln.Accept()
 	defer c2.Close()
-	if pid := harnessPeer(c2.LocalAddr(), c2.RemoteAddr()); pid != 0 {
+	if pid := peerOf(connContext(context.Background(), c2)).harnessPID; pid != 0 {
 		t.Fatalf("test process flagged as harness %d", pid)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/harnessd/harnessd/harness/agents"
+	"github.com/harnessd/harnessd/process/probe"
 )
 
 func init() {
@@ -106,14 +107,14 @@ func printAgents(w io.Writer, rows []agentRow, dir string) {
 // Agent presets answer harnessd check's question of which agents are
 // installed (agents dir from $HARNESSD_AGENTS_DIR, then PATH).
 func init() {
-	listAgents = func(ctx context.Context) []agentInfo {
+	listAgents = func(ctx context.Context) []probe.Agent {
 		d := agents.AgentsDir("")
-		var out []agentInfo
+		var out []probe.Agent
 		for _, p := range agents.All() {
 			if ctx.Err() != nil {
 				break
 			}
-			info := agentInfo{Name: p.Name, Command: p.Program}
+			info := probe.Agent{Name: p.Name, Command: p.Program}
 			if in, ok := agents.Locate(p, d, ""); ok {
 				info.Installed, info.Path, info.Version = true, in.Path, in.Version
 			} else if p.Package != "" {

@@ -12,63 +12,25 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/probe"
 )
 
 func init() {
 	register("check", "report the isolation and kill mechanisms this machine offers; exit 3 if a required one is missing", runCheck)
 }
 
-// agentInfo is one known agent preset and whether its program is installed
-// here, as harnessd check reports it.
-type agentInfo struct {
-	// Name is the preset's name (what --agent and harness.agent take).
-	Name string `json:"name"`
-	// Command is the program the preset runs.
-	Command string `json:"command"`
-	// Installed reports that Command was found.
-	Installed bool `json:"installed"`
-	// Path is where Command was found.
-	Path string `json:"path,omitempty"`
-	// Version is what the program says its version is, when cheap to ask.
-	Version string `json:"version,omitempty"`
-	// Note explains a missing or unusable agent (e.g. "npm i -g ...").
-	Note string `json:"note,omitempty"`
-}
-
 // listAgents reports the known agent presets and whether each one's program
 // is installed. It is the hook for the agent presets (harness/agents): while
 // it is nil, check says that this build knows no presets instead of listing
-// agents. Wire it from an init function in this package, mapping the presets'
-// own report onto agentInfo. It runs under check's probe deadline: it must
-// honour ctx, and a panic in it is reported, not raised.
-var listAgents func(ctx context.Context) []agentInfo
+// agents. Wire it from an init function in this package. It runs under
+// check's probe deadline: it must honour ctx, and a panic in it is reported,
+// not raised.
+var listAgents func(ctx context.Context) []probe.Agent
 
-// checkReport is harnessd check's finding (its --json output).
-type checkReport struct {
-	Version string `json:"version"`
-	// KillMode is the supervisor's kill mode in this configuration, as
-	// harnessd serve logs it ("cgroup+subreaper+pgroup").
-	KillMode string `json:"kill_mode"`
-	// Checks maps each mechanism to its finding.
-	Checks map[string]checkItem `json:"checks"`
-	// Cgroup details the cgroup v2 setup.
-	Cgroup process.CgroupInfo `json:"cgroup"`
-	// PID describes the PID namespace.
-	PID pidInfo `json:"pid"`
-	// UID is the effective user id (cgroup writes usually need 0).
-	UID int `json:"uid"`
-	// Agents lists the known agents; null when this build has no presets.
-	Agents     []agentInfo `json:"agents"`
-	AgentsNote string      `json:"agents_note,omitempty"`
-	// Required lists the required mechanisms; Unmet those not verified or
-	// available.
-	Required []string `json:"required"`
-	Unmet    []string `json:"unmet"`
-	// OK is false when a requirement is unmet or a probe failed.
-	OK bool `json:"ok"`
+func init() {
+	register(probe.ChildCommand, "", probe.RunChild)
 }
 
 // requireFlag collects --require lists.
@@ -82,8 +44,8 @@ func (r *requireFlag) Set(v string) error {
 		if n == "" {
 			continue
 		}
-		if !slices.Contains(mechanismNames, n) {
-			return fmt.Errorf("unknown mechanism %q (want %s)", n, strings.Join(mechanismNames, ", "))
+		if !slices.Contains(probe.Names, n) {
+			return fmt.Errorf("unknown mechanism %q (want %s)", n, strings.Join(probe.Names, ", "))
 		}
 		if !slices.Contains(*r, n) {
 			*r = append(*r, n)
@@ -103,8 +65,8 @@ func runCheck(args []string) int {
 			"(present but did not work), off (disabled by a flag).\n\n"+
 			"Exit codes: 0 all requirements met; 3 a required mechanism is missing or failed; 1 a probe failed\n"+
 			"(a mechanism that claims to work did not); 2 usage.\n\nMechanisms:\n")
-		for _, n := range mechanismNames {
-			fmt.Fprintf(fs.Output(), "  %-15s %s\n", n, mechanismHelp[n])
+		for _, n := range probe.Names {
+			fmt.Fprintf(fs.Output(), "  %-15s %s\n", n, probe.Help[n])
 		}
 		fmt.Fprintln(fs.Output())
 		fs.PrintDefaults()
@@ -115,7 +77,7 @@ func runCheck(args []string) int {
 	iso.register(fs)
 	lf.register(fs)
 	lf.level = "error"
-	fs.Var(&req, "require", "comma-separated mechanisms that must be verified or available (repeatable): "+strings.Join(mechanismNames, ", "))
+	fs.Var(&req, "require", "comma-separated mechanisms that must be verified or available (repeatable): "+strings.Join(probe.Names, ", "))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -147,9 +109,9 @@ func runCheck(args []string) int {
 		enc.SetIndent("", "  ")
 		enc.Encode(rep)
 	} else {
-		rep.writeTable(os.Stdout)
+		writeTable(os.Stdout, rep)
 	}
-	return rep.exitCode()
+	return exitCode(rep)
 }
 
 // checkOptions turns the isolation flags into supervisor options for a
@@ -167,139 +129,23 @@ func (f *isolationFlags) checkOptions(log *slog.Logger) (process.Options, []stri
 	var required []string
 	if cg == process.ModeRequired {
 		cg = process.ModeAuto
-		required = append(required, mechCgroup)
+		required = append(required, probe.Cgroup)
 	}
 	if sr == process.ModeRequired {
 		sr = process.ModeAuto
-		required = append(required, mechSubreaper)
+		required = append(required, probe.Subreaper)
 	}
 	return process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, Logger: log}, required, nil
 }
 
 // runChecks probes the mechanisms with a supervisor made from opts. With all
 // false only the mechanisms named in required are probed (serve --require).
-func runChecks(opts process.Options, required []string, all bool) (*checkReport, error) {
-	want := func(n string) bool { return all || slices.Contains(required, n) }
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find own executable for probe children: %w", err)
-	}
-	rep := &checkReport{
-		Version:  buildVersion(),
-		Checks:   map[string]checkItem{},
-		PID:      readPIDInfo(),
-		UID:      os.Geteuid(),
-		Required: append([]string{}, required...),
-		Unmet:    []string{},
-	}
-	if want(mechCgroup) {
-		rep.Cgroup = process.ProbeCgroup(opts.CgroupRoot)
-	}
-	sup, err := process.NewSupervisor(opts)
-	if err != nil {
-		return nil, err
-	}
-	defer sup.Close(context.Background(), 0)
-	mech := sup.Mechanisms()
-	rep.KillMode = mech.KillMode()
-
-	// Findings that need no probe of their own.
-	rep.Checks[mechProcessGroups] = checkItem{Status: statusAvailable}
-	switch {
-	case mech.Subreaper:
-		rep.Checks[mechSubreaper] = checkItem{Status: statusAvailable}
-	case opts.Subreaper == process.ModeOff:
-		rep.Checks[mechSubreaper] = checkItem{Status: statusOff, Detail: "--subreaper off"}
-	default:
-		rep.Checks[mechSubreaper] = checkItem{Status: statusMissing, Detail: noteFor(mech.Notes, "subreaper:")}
-	}
-	switch {
-	case mech.Cgroup:
-		rep.Checks[mechCgroup] = checkItem{Status: statusAvailable, Detail: mech.CgroupPath}
-	case opts.Cgroup == process.ModeOff:
-		rep.Checks[mechCgroup] = checkItem{Status: statusOff, Detail: "--cgroup off"}
-	default:
-		d := noteFor(mech.Notes, "cgroup:")
-		if rep.Cgroup.Error != "" {
-			d = rep.Cgroup.Error
-		}
-		if rep.UID != 0 && d != "" {
-			d += " (not root: cgroup writes usually need root or a delegated cgroup)"
-		}
-		rep.Checks[mechCgroup] = checkItem{Status: statusMissing, Detail: d}
-	}
-	rep.Checks[mechPID1] = pid1Item(rep.PID)
-
-	if want(mechKill) || want(mechProcessGroups) || want(mechSubreaper) || want(mechCgroup) {
-		tf := probeWithin(treeTimeout, func(ctx context.Context) treeFindings {
-			return probeTree(ctx, sup, self)
-		}, failedTree)
-		rep.Checks[mechKill] = tf.kill
-		rep.Checks[mechProcessGroups] = tf.groups
-		if tf.subreaper.Status != "" {
-			rep.Checks[mechSubreaper] = tf.subreaper
-		}
-		if tf.cgroup.Status != "" {
-			rep.Checks[mechCgroup] = tf.cgroup
-		}
-	}
-	if want(mechPdeathsig) {
-		rep.Checks[mechPdeathsig] = runProbe(probeTimeout, func(ctx context.Context) checkItem {
-			return probePdeathsig(ctx, sup, self)
-		})
-	}
-	if want(mechPTY) {
-		rep.Checks[mechPTY] = runProbe(probeTimeout, func(ctx context.Context) checkItem {
-			return probePTY(ctx, sup, self)
-		})
-	}
-	if want(mechUserns) {
-		rep.Checks[mechUserns] = runProbe(probeTimeout, func(ctx context.Context) checkItem {
-			return probeUserns(ctx, self)
-		})
-	}
-	if all {
-		rep.Agents, rep.AgentsNote = probeAgents()
-	}
-
-	rep.OK = true
-	for _, n := range required {
-		if !rep.Checks[n].met() {
-			rep.Unmet = append(rep.Unmet, n)
-			rep.OK = false
-		}
-	}
-	for _, it := range rep.Checks {
-		if it.Status == statusFailed {
-			rep.OK = false
-		}
-	}
-	return rep, nil
-}
-
-// probeAgents calls the listAgents hook under a deadline.
-func probeAgents() ([]agentInfo, string) {
-	if listAgents == nil {
-		return nil, "this build knows no agent presets"
-	}
-	type result struct {
-		agents []agentInfo
-		err    string
-	}
-	r := probeWithin(10*time.Second, func(ctx context.Context) result {
-		return result{agents: listAgents(ctx)}
-	}, func(detail string) result { return result{err: detail} })
-	if r.err != "" {
-		return nil, "listing agents failed: " + r.err
-	}
-	if r.agents == nil {
-		r.agents = []agentInfo{}
-	}
-	return r.agents, ""
+func runChecks(opts process.Options, required []string, all bool) (*probe.Report, error) {
+	return probe.Run(probe.Config{Options: opts, Required: required, All: all, Version: buildVersion(), ListAgents: listAgents})
 }
 
 // exitCode: 3 when a requirement is unmet, 1 when a probe failed, else 0.
-func (r *checkReport) exitCode() int {
+func exitCode(r *probe.Report) int {
 	if len(r.Unmet) > 0 {
 		return exitMissing
 	}
@@ -310,11 +156,11 @@ func (r *checkReport) exitCode() int {
 }
 
 // writeTable prints the report for people.
-func (r *checkReport) writeTable(w io.Writer) {
+func writeTable(w io.Writer, r *probe.Report) {
 	fmt.Fprintf(w, "harnessd check  %s (%s, %s/%s)  pid %d  uid %d\n\n", r.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, r.PID.PID, r.UID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MECHANISM\tSTATUS\tREQUIRED\tDETAIL")
-	for _, n := range mechanismNames {
+	for _, n := range probe.Names {
 		it, ok := r.Checks[n]
 		if !ok {
 			continue
@@ -322,7 +168,7 @@ func (r *checkReport) writeTable(w io.Writer) {
 		reqd := ""
 		if slices.Contains(r.Required, n) {
 			reqd = "yes"
-			if !it.met() {
+			if !it.Met() {
 				reqd = "UNMET"
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/probe"
 	"github.com/harnessd/harnessd/server"
 )
 
@@ -78,7 +79,7 @@ func runServe(args []string) int {
 	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
 	maxFrame := fs.String("max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
 	var req requireFlag
-	fs.Var(&req, "require", "refuse to start (exit 3) unless these mechanisms are verified or available, probed as harnessd check does: "+strings.Join(mechanismNames, ", "))
+	fs.Var(&req, "require", "refuse to start (exit 3) unless these mechanisms are verified or available, probed as harnessd check does: "+strings.Join(probe.Names, ", "))
 	drainFlag := fs.String("drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -194,7 +195,7 @@ func runServe(args []string) int {
 func requirementsMet(log *slog.Logger, iso *isolationFlags, req []string) bool {
 	opts, _, err := iso.checkOptions(log)
 	if err == nil {
-		var rep *checkReport
+		var rep *probe.Report
 		if rep, err = runChecks(opts, req, false); err == nil {
 			for _, n := range rep.Unmet {
 				c := rep.Checks[n]

@@ -1,0 +1,106 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// osThreads reads this process's OS thread count from /proc/self/status.
+func osThreads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("Threads:")); ok {
+			n, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+			if err != nil {
+				t.Fatalf("Threads line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads line in /proc/self/status")
+	return 0
+}
+
+// TestThreadsFlatWithThousandsOfChildren: 2,000 live children of the daemon
+// cost no OS thread each (the reaper waits on pidfds through the runtime's
+// poller), and every one of them is still reaped with its exact status.
+func TestThreadsFlatWithThousandsOfChildren(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 2,000 processes")
+	}
+	const n = 2000
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 5*n {
+		t.Skipf("RLIMIT_NOFILE %d too low for %d children (4 descriptors each)", lim.Cur, n)
+	}
+	s := newSup(t, Options{Cgroup: ModeOff, Subreaper: ModeOff})
+	before := osThreads(t)
+	procs := make([]*Process, 0, n)
+	defer func() {
+		for _, p := range procs {
+			p.Stop(context.Background(), 0)
+		}
+	}()
+	for i := range n {
+		p, err := s.Start(Spec{Name: "sleeper", Path: "sleep", Args: []string{"600"}, Env: DefaultEnviron(nil), Stdio: StdioRaw})
+		if err != nil {
+			t.Fatalf("start child %d: %v", i, err)
+		}
+		procs = append(procs, p)
+	}
+	for _, p := range procs {
+		if !p.Alive() {
+			t.Fatalf("child %d exited early", p.Pid())
+		}
+	}
+	during := osThreads(t)
+	t.Logf("OS threads: %d before, %d with %d live children", before, during, n)
+	if during-before >= 100 {
+		t.Fatalf("OS threads grew from %d to %d with %d live children: one thread per child?", before, during, n)
+	}
+	// Kill them all by hand: the reaper must collect each exact status.
+	for _, p := range procs {
+		unix.Kill(p.Pid(), unix.SIGKILL)
+	}
+	for _, p := range procs {
+		st, err := p.Wait(context.Background())
+		if err != nil || st != (ExitStatus{Code: -1, Signal: "SIGKILL"}) {
+			t.Fatalf("child %d: exit %v, %v; want killed by SIGKILL", p.Pid(), st, err)
+		}
+	}
+}
+
+// TestExitStatusesExact: codes and signals come through the pidfd reaper
+// unchanged.
+func TestExitStatusesExact(t *testing.T) {
+	s := newSup(t, Options{})
+	for _, c := range []struct {
+		script string
+		want   ExitStatus
+	}{
+		{"exit 0", ExitStatus{Code: 0}},
+		{"exit 3", ExitStatus{Code: 3}},
+		{"exit 255", ExitStatus{Code: 255}},
+		{"kill -TERM $$", ExitStatus{Code: -1, Signal: "SIGTERM"}},
+		{"kill -SEGV $$", ExitStatus{Code: -1, Signal: "SIGSEGV"}},
+	} {
+		p, err := s.Start(Spec{Path: "/bin/sh", Args: []string{"-c", c.script}, Env: DefaultEnviron(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := p.Wait(context.Background())
+		p.Stop(context.Background(), 0)
+		if err != nil || st != c.want {
+			t.Fatalf("%q: exit %v, %v; want %v", c.script, st, err, c.want)
+		}
+	}
+}
