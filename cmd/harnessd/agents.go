@@ -48,9 +48,14 @@ func runAgents(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd agents: unexpected arguments:", strings.Join(fs.Args(), " "))
 		return exitUsage
 	}
+	x, err := linked()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd agents:", err)
+		return exitFailure
+	}
 	d := agents.AgentsDir(*dir)
 	var rows []agentRow
-	for _, p := range agents.All() {
+	for _, p := range x.presets.All() {
 		r := agentRow{Name: p.Name, Title: p.Title, Adapter: p.Adapter, Command: p.Command(p.Program), Package: p.Package}
 		if p.Verified {
 			r.Verified = p.Version
@@ -108,8 +113,9 @@ func printAgents(w io.Writer, rows []agentRow, dir string) {
 func init() {
 	listAgents = func(ctx context.Context) []agentInfo {
 		d := agents.AgentsDir("")
+		x, _ := linked() // what was linked, even if inconsistently
 		var out []agentInfo
-		for _, p := range agents.All() {
+		for _, p := range x.presets.All() {
 			if ctx.Err() != nil {
 				break
 			}

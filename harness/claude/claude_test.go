@@ -446,12 +446,12 @@ func TestUnknownOption(t *testing.T) {
 	}
 	cfg := &harness.Config{Harness: harness.HarnessConfig{Adapter: Name, Command: []string{"claude"},
 		Options: map[string]any{"mcp_config_style": "cursor"}}}
-	if _, err := harness.NewAdapter(cfg); err == nil || !strings.Contains(err.Error(), "mcp_config_style") {
-		t.Fatalf("NewAdapter: %v", err)
+	if _, err := Factory(cfg); err == nil || !strings.Contains(err.Error(), "mcp_config_style") {
+		t.Fatalf("Factory: %v", err)
 	}
 	cfg.Harness.Options = map[string]any{"model": "x"}
-	if a, err := harness.NewAdapter(cfg); err != nil || a == nil {
-		t.Fatalf("NewAdapter: %v", err)
+	if a, err := Factory(cfg); err != nil || a == nil {
+		t.Fatalf("Factory: %v", err)
 	}
 	f := failure(t, New().Start(context.Background(), launch(t, map[string]any{"extra_args": "--x"})))
 	if f.Type != harness.ErrStartupFailed || !strings.Contains(f.Message, "extra_args") {
