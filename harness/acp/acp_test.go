@@ -614,3 +614,15 @@ func TestStopLeavesNoProcess(t *testing.T) {
 		t.Fatalf("Stop of an idle adapter: %v", err)
 	}
 }
+
+func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
+	l := launch(t)
+	l.EpisodeID = "ep-acp-env"
+	a := start(t, l)
+	msg, _ := adaptertest.EnvProbe(l)
+	res, _, err := turn(t, a, 1, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaptertest.CheckEnv(t, l, res.Response)
+}

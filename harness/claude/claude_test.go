@@ -501,3 +501,15 @@ func TestSandboxVariableForRootBypass(t *testing.T) {
 		t.Fatalf("got %q, want %q (%v)", res.Response, want, err)
 	}
 }
+
+func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
+	l := launch(t, nil)
+	l.EpisodeID = "ep-claude-env"
+	a := startLaunch(t, l)
+	msg, _ := adaptertest.EnvProbe(l)
+	res, _, err := turn(t, a, 1, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaptertest.CheckEnv(t, l, res.Response)
+}
