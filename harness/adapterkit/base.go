@@ -153,10 +153,11 @@ func notReady(ctx context.Context, p *process.Process, err error, timedOut bool,
 	var se *process.StartError
 	switch {
 	case described:
+	case timedOut:
+		f = startFailure(err) // keeps a StartError's exit status and tail
+		f.Message = fmt.Sprintf("harness did not become ready within %s", timeout)
 	case errors.As(err, &se):
 		f = startFailure(err)
-	case timedOut:
-		f = harness.Wrap(harness.ErrStartupFailed, err, "harness did not become ready within %s", timeout)
 	case gone:
 		f = harness.Wrap(harness.ErrStartupFailed, err, "harness stopped talking during start-up")
 		if st, ok := p.ExitStatus(); ok {

@@ -11,8 +11,9 @@ import (
 // of set replaces any earlier NAME. The harnessd variables are
 // HARNESSD_EPISODE_ID and HARNESSD_WORKSPACE always, and HARNESSD_MCP_URL,
 // HARNESSD_MCP_TOKEN and HARNESSD_MCP_CONFIG when the environment has tools
-// (l.MCP is not nil); docs/protocol.md documents them. Stale values of these
-// names in l.Env are dropped.
+// (l.MCP is not nil); docs/protocol.md documents them. Values of these
+// names already in l.Env are replaced; without tools, HARNESSD_MCP_* values
+// the configuration put in l.Env (harness.env) are kept.
 func Env(l *harness.Launch, set ...string) []string {
 	add := []string{
 		"HARNESSD_EPISODE_ID=" + l.EpisodeID,
@@ -30,9 +31,6 @@ func Env(l *harness.Launch, set ...string) []string {
 	for _, kv := range add {
 		name, _, _ := strings.Cut(kv, "=")
 		override[name] = true
-	}
-	for _, name := range []string{"HARNESSD_MCP_URL", "HARNESSD_MCP_TOKEN", "HARNESSD_MCP_CONFIG"} {
-		override[name] = true // never a stale bridge from the daemon's own environment
 	}
 	env := make([]string, 0, len(l.Env)+len(add))
 	for _, kv := range l.Env {

@@ -24,10 +24,12 @@ func TestEnv(t *testing.T) {
 	}
 }
 
-func TestEnvWithoutToolsDropsStaleBridge(t *testing.T) {
-	l := &harness.Launch{EpisodeID: "ep", Workspace: "/w", Env: []string{"HARNESSD_MCP_TOKEN=old", "HARNESSD_EPISODE_ID=old"}}
+func TestEnvWithoutTools(t *testing.T) {
+	// A configured bridge URL stays when the environment has no tools (the
+	// adversarial tests point a harness at another daemon that way).
+	l := &harness.Launch{EpisodeID: "ep", Workspace: "/w", Env: []string{"HARNESSD_MCP_URL=configured", "HARNESSD_EPISODE_ID=old"}}
 	got := strings.Join(Env(l), " ")
-	if want := "HARNESSD_EPISODE_ID=ep HARNESSD_WORKSPACE=/w"; got != want {
+	if want := "HARNESSD_MCP_URL=configured HARNESSD_EPISODE_ID=ep HARNESSD_WORKSPACE=/w"; got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
