@@ -60,7 +60,8 @@ type Launch struct {
 	// for the harness go here.
 	Home string
 	// Env is the harness's environment: the allowlisted daemon variables,
-	// the configured ones, HOME and TMPDIR. Adapters add their own.
+	// the configured ones, HOME and TMPDIR. Adapters give the harness this
+	// plus the HARNESSD_* variables (adapterkit.Env) and their protocol's own.
 	Env []string
 	// MCP is the tool injection; nil when the environment has no tools.
 	MCP *MCPInjection
