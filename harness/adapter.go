@@ -2,10 +2,7 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/harnessd/harnessd/process"
@@ -64,7 +61,8 @@ type Launch struct {
 	// for the harness go here.
 	Home string
 	// Env is the harness's environment: the allowlisted daemon variables,
-	// the configured ones, HOME and TMPDIR. Adapters add their own.
+	// the configured ones, HOME and TMPDIR. Adapters give the harness this
+	// plus the HARNESSD_* variables (adapterkit.Env) and their protocol's own.
 	Env []string
 	// MCP is the tool injection; nil when the environment has no tools.
 	MCP *MCPInjection
@@ -119,46 +117,4 @@ type TurnResult struct {
 	Cancelled bool
 	// Extra holds protocol facts worth reporting (stop reason, usage, cost).
 	Extra map[string]any
-}
-
-// AdapterFactory makes an adapter for an environment configuration.
-type AdapterFactory func(cfg *Config) (Adapter, error)
-
-var adapters = struct {
-	sync.RWMutex
-	m map[string]AdapterFactory
-}{m: map[string]AdapterFactory{}}
-
-// RegisterAdapter makes an adapter available by name to configurations
-// (harness.adapter). Adapter packages call it from init.
-func RegisterAdapter(name string, f AdapterFactory) {
-	adapters.Lock()
-	defer adapters.Unlock()
-	if _, dup := adapters.m[name]; dup {
-		panic("harness: adapter registered twice: " + name)
-	}
-	adapters.m[name] = f
-}
-
-// Adapters lists the registered adapter names.
-func Adapters() []string {
-	adapters.RLock()
-	defer adapters.RUnlock()
-	names := make([]string, 0, len(adapters.m))
-	for n := range adapters.m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// NewAdapter makes the adapter named by cfg.Harness.Adapter.
-func NewAdapter(cfg *Config) (Adapter, error) {
-	adapters.RLock()
-	f, ok := adapters.m[cfg.Harness.Adapter]
-	adapters.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("unknown adapter %q (registered: %v)", cfg.Harness.Adapter, Adapters())
-	}
-	return f(cfg)
 }

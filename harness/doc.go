@@ -4,10 +4,11 @@
 // and turns Reset/Step/State/Close into harness start-up, conversational
 // turns, and observations.
 //
-// The package defines the Adapter contract that protocol adapters in
-// subpackages implement, the Failure that classifies a harness's failure,
-// and the strict YAML configuration of an environment; the events,
-// observations and state it reports are package wire's types. Failures of the harness never
+// The package defines the wire types (Event, Observation, State), the
+// Adapter contract that protocol adapters in subpackages implement (on the
+// base of package adapterkit), the Registry a program fills with the
+// adapters it links (no adapter registers itself), and the strict YAML
+// configuration of an environment. Failures of the harness never
 // surface as errors from Step: a crash, a hang, a protocol violation or an
 // output flood kills the tree and yields an observation with done set and
 // metadata.error_type naming what happened. Errors from Step are reserved

@@ -29,6 +29,9 @@ type Options struct {
 	// Logger is the parent logger; the session adds session_id (and
 	// episode_id per episode).
 	Logger *slog.Logger
+	// Adapters makes the adapter Config.Harness.Adapter names; it is
+	// required unless Adapter is set.
+	Adapters *Registry
 	// Adapter overrides the adapter made from Config.Harness.Adapter.
 	Adapter Adapter
 	// ExtraSources are tool sources beyond the configured ones (e.g.
@@ -107,7 +110,10 @@ func NewSession(opts Options) (*Session, error) {
 	}
 	s.log = log.With("session_id", s.id)
 	if s.adapter == nil {
-		a, err := NewAdapter(cfg)
+		if opts.Adapters == nil {
+			return nil, fmt.Errorf("harness: no adapter registry to make adapter %q (Options.Adapters)", cfg.Harness.Adapter)
+		}
+		a, err := opts.Adapters.New(cfg)
 		if err != nil {
 			return nil, err
 		}

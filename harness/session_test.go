@@ -17,7 +17,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/adaptertest"
-	_ "github.com/harnessd/harnessd/harness/jsonl"
+	"github.com/harnessd/harnessd/harness/jsonl"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
@@ -68,12 +68,23 @@ func config(t *testing.T, agentArgs ...string) *harness.Config {
 	return cfg
 }
 
+// adapters is the registry the sessions of these tests use: the jsonl
+// adapter only.
+func adapters(t *testing.T) *harness.Registry {
+	t.Helper()
+	r := &harness.Registry{}
+	if err := r.Add(jsonl.Name, jsonl.Factory); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func session(t *testing.T, cfg *harness.Config) *harness.Session {
 	t.Helper()
 	if err := cfg.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: supervisor(t)})
+	s, err := harness.NewSession(harness.Options{Config: cfg, Adapters: adapters(t), Supervisor: supervisor(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

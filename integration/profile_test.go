@@ -11,7 +11,7 @@ import (
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/client"
 	"github.com/harnessd/harnessd/harness"
-	_ "github.com/harnessd/harnessd/harness/jsonl"
+	"github.com/harnessd/harnessd/harness/jsonl"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/server"
 )
@@ -34,7 +34,11 @@ func BenchmarkTurnInProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer sup.Close(context.Background(), 0)
-	srv, err := server.New(server.Options{Config: cfg, Supervisor: sup, Logger: log})
+	adapters := &harness.Registry{}
+	if err := adapters.Add(jsonl.Name, jsonl.Factory); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Config: cfg, Adapters: adapters, Supervisor: sup, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}

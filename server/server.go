@@ -50,6 +50,8 @@ const (
 type Options struct {
 	// Config is the environment every session runs (normalized).
 	Config *harness.Config
+	// Adapters makes each session's adapter from Config.Harness.Adapter.
+	Adapters *harness.Registry
 	// Mode is simulation (default) or production.
 	Mode Mode
 	// MaxSessions bounds concurrent sessions (default 1).
@@ -103,6 +105,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Supervisor == nil {
 		return nil, errors.New("server: no process supervisor")
+	}
+	if opts.Adapters == nil {
+		return nil, errors.New("server: no adapter registry")
 	}
 	if opts.Mode == "" {
 		opts.Mode = Simulation
@@ -239,7 +244,7 @@ func (s *Server) newSession(id string) (*harness.Session, error) {
 		extra = s.opts.ExtraSources()
 	}
 	return harness.NewSession(harness.Options{
-		Config: s.cfg, Supervisor: s.opts.Supervisor, Logger: s.log, ExtraSources: extra, ID: id,
+		Config: s.cfg, Adapters: s.opts.Adapters, Supervisor: s.opts.Supervisor, Logger: s.log, ExtraSources: extra, ID: id,
 	})
 }
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/harnessd/harnessd/client"
 	"github.com/harnessd/harnessd/harness"
-	_ "github.com/harnessd/harnessd/harness/jsonl"
+	"github.com/harnessd/harnessd/harness/jsonl"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
@@ -58,6 +58,12 @@ func start(t testing.TB, opts Options, agentArgs ...string) *testServer {
 		t.Fatal(err)
 	}
 	opts.Supervisor = sup
+	if opts.Adapters == nil {
+		opts.Adapters = &harness.Registry{}
+		if err := opts.Adapters.Add(jsonl.Name, jsonl.Factory); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -49,9 +49,14 @@ func runAgents(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd agents: unexpected arguments:", strings.Join(fs.Args(), " "))
 		return exitUsage
 	}
+	x, err := linked()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd agents:", err)
+		return exitFailure
+	}
 	d := agents.AgentsDir(*dir)
 	var rows []agentRow
-	for _, p := range agents.All() {
+	for _, p := range x.presets.All() {
 		r := agentRow{Name: p.Name, Title: p.Title, Adapter: p.Adapter, Command: p.Command(p.Program), Package: p.Package}
 		if p.Verified {
 			r.Verified = p.Version
@@ -109,8 +114,9 @@ func printAgents(w io.Writer, rows []agentRow, dir string) {
 func init() {
 	listAgents = func(ctx context.Context) []probe.Agent {
 		d := agents.AgentsDir("")
+		x, _ := linked() // what was linked, even if inconsistently
 		var out []probe.Agent
-		for _, p := range agents.All() {
+		for _, p := range x.presets.All() {
 			if ctx.Err() != nil {
 				break
 			}

@@ -9,12 +9,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
-	_ "github.com/harnessd/harnessd/harness/acp" // adapters register themselves
 	"github.com/harnessd/harnessd/harness/agents"
-	_ "github.com/harnessd/harnessd/harness/claude"
-	_ "github.com/harnessd/harnessd/harness/exec"
-	_ "github.com/harnessd/harnessd/harness/jsonl"
-	_ "github.com/harnessd/harnessd/harness/pty"
 	"github.com/harnessd/harnessd/internal/units"
 )
 
@@ -49,10 +44,11 @@ type envFlags struct {
 }
 
 func (e *envFlags) register(fs *flag.FlagSet) {
+	x, _ := linked() // build reports an inconsistent link
 	fs.StringVar(&e.config, "config", "", "environment configuration file (YAML)")
 	fs.StringVar(&e.name, "name", "", "environment name")
-	fs.StringVar(&e.adapter, "adapter", "", "harness protocol: "+strings.Join(protocolAdapters(), ", "))
-	fs.StringVar(&e.agent, "agent", "", "run a known agent (a preset; see harnessd agents): "+strings.Join(agents.Names(), ", "))
+	fs.StringVar(&e.adapter, "adapter", "", "harness protocol: "+strings.Join(protocolAdapters(x.adapters), ", "))
+	fs.StringVar(&e.agent, "agent", "", "run a known agent (a preset; see harnessd agents): "+strings.Join(x.presets.Names(), ", "))
 	fs.StringVar(&e.agentsDir, "agents-dir", "", "where agent programs are installed: a node_modules/.bin directory or one holding it\n(searched before PATH; default $"+agents.DirEnvVar+")")
 	fs.StringVar(&e.modelURL, "model-url", "", "the agent's LLM endpoint: the server root (OpenAI-compatible agents get URL/v1)")
 	fs.StringVar(&e.modelName, "model", "", "the model name the agent asks the endpoint for")
@@ -157,7 +153,11 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 	if e.config == "" && len(cfg.Harness.Command) == 0 && cfg.Harness.Agent == "" {
 		return nil, errors.New("no harness: give --config FILE, --agent NAME, or the harness command after --")
 	}
-	if err := agents.Apply(cfg, agents.ApplyOptions{Dir: e.agentsDir}); err != nil {
+	x, err := linked()
+	if err != nil {
+		return nil, err
+	}
+	if err := x.presets.Apply(cfg, agents.ApplyOptions{Dir: e.agentsDir}); err != nil {
 		return nil, err
 	}
 	if cfg.RecordDir != "" {
@@ -168,17 +168,17 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	if _, err := harness.NewAdapter(cfg); err != nil {
+	if _, err := x.adapters.New(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// protocolAdapters lists the registered adapters other than the presets'
+// protocolAdapters lists the adapters of r other than the presets'
 // wrapping ones (those are chosen with --agent).
-func protocolAdapters() []string {
+func protocolAdapters(r *harness.Registry) []string {
 	var out []string
-	for _, n := range harness.Adapters() {
+	for _, n := range r.Names() {
 		if !strings.HasPrefix(n, agents.AdapterPrefix) {
 			out = append(out, n)
 		}

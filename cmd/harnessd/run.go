@@ -60,7 +60,12 @@ func runRun(args []string) int {
 	}
 	defer sup.Close(context.Background(), 0)
 
-	sess, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Logger: log})
+	x, err := linked()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitUsage
+	}
+	sess, err := harness.NewSession(harness.Options{Config: cfg, Adapters: x.adapters, Supervisor: sup, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage

@@ -147,8 +147,14 @@ func runServe(args []string) int {
 	mech := sup.Mechanisms()
 	log.Info("process isolation", "kill_mode", mech.KillMode(), "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
 
+	x, err := linked()
+	if err != nil {
+		sup.Close(context.Background(), 0)
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
 	srv, err := server.New(server.Options{
-		Config: cfg, Mode: srvMode, MaxSessions: *maxSessions, IdleTimeout: idleTimeout,
+		Config: cfg, Adapters: x.adapters, Mode: srvMode, MaxSessions: *maxSessions, IdleTimeout: idleTimeout,
 		APIToken: token, MaxFrameBytes: int64(frame), Supervisor: sup, Logger: log, Version: buildVersion(),
 	})
 	if err != nil {

@@ -9,30 +9,24 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
 
-// Name is the adapter's registered name.
+// Name is the adapter's name in configurations (harness.adapter).
 const Name = "acp"
 
-func init() {
-	harness.RegisterAdapter(Name, func(cfg *harness.Config) (harness.Adapter, error) {
-		if _, err := ParseOptions(cfg.Harness.Options); err != nil {
-			return nil, fmt.Errorf("harness.options: %w", err)
-		}
-		return New(), nil
-	})
+// Factory makes an acp adapter for a configuration, checking its options.
+func Factory(cfg *harness.Config) (harness.Adapter, error) {
+	if _, err := ParseOptions(cfg.Harness.Options); err != nil {
+		return nil, fmt.Errorf("harness.options: %w", err)
+	}
+	return New(), nil
 }
-
-// exitWait is how long the adapter waits, after the agent closes its
-// output, for its exit status to be known.
-const exitWait = 2 * time.Second
 
 // Info describes the ACP session of an episode. The first turn after Start
 // reports it as TurnResult.Extra["acp"].
@@ -67,11 +61,12 @@ func (i Info) extra() map[string]any {
 }
 
 // Adapter drives an ACP agent: one process and one session per episode.
+// The embedded Base starts the agent and provides Alive and Diagnostics.
 type Adapter struct {
+	adapterkit.Base
+
 	mu       sync.Mutex
-	p        *process.Process
 	c        *conn
-	grace    time.Duration
 	info     Info
 	reported bool // info was reported by a turn
 
@@ -104,9 +99,6 @@ func (a *Adapter) Info() Info {
 // session/set_mode when a mode is configured) has succeeded within
 // l.StartupTimeout.
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
-	if len(l.Command) == 0 {
-		return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
-	}
 	opts, err := ParseOptions(l.Options)
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "invalid harness.options")
@@ -119,90 +111,39 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	maxLine := l.MaxLineBytes
-	if maxLine <= 0 {
-		maxLine = process.DefaultMaxLineBytes
-	}
-	p, err := l.Supervisor.Start(process.Spec{
-		Name:         "harness",
-		Path:         l.Command[0],
-		Args:         l.Command[1:],
-		Dir:          l.Workspace,
-		Env:          l.Env,
-		MaxLineBytes: maxLine,
-		Logger:       l.Logger,
-	})
-	if err != nil {
-		f := harness.Wrap(wire.FailureStartupFailed, err, "start agent")
-		var se *process.StartError
-		if errors.As(err, &se) {
-			f.Message, f.Exit, f.StderrTail = se.Error(), se.Exit, se.StderrTail
-		}
-		return f
-	}
-	c := newConn(p, log, maxLine, a.serve)
 	a.mu.Lock()
 	a.opts, a.log, a.cur, a.calls = opts, log, nil, map[string]*toolCall{}
 	a.mu.Unlock()
-
-	sctx, cancel := ctx, context.CancelFunc(func() {})
-	if l.StartupTimeout > 0 {
-		sctx, cancel = context.WithTimeout(ctx, l.StartupTimeout)
-	}
-	defer cancel()
-	info, err := a.handshake(sctx, c, l, opts, cwd)
-	if err != nil {
-		f := startFailure(ctx, sctx, p, l.StartupTimeout, err)
-		c.close()
-		p.Stop(context.Background(), 0)
-		c.wait()
-		if st, ok := p.ExitStatus(); ok && f.Exit == nil {
-			f.Exit = &st
+	var c *conn
+	var info Info
+	_, err = a.Base.Start(ctx, l, adapterkit.Spec{}, func(sctx context.Context, p *process.Process) error {
+		c = newConn(p, log, adapterkit.MaxLineBytes(l), a.serve)
+		var err error
+		info, err = a.handshake(sctx, c, l, opts, cwd)
+		if err != nil {
+			c.close()
+			if isGone(err) {
+				return fmt.Errorf("%w: %w", adapterkit.ErrHungUp, err)
+			}
 		}
-		f.StderrTail = p.StderrTail()
-		return f
+		return err
+	})
+	if err != nil {
+		if c != nil {
+			c.wait() // the base has stopped the agent: its output ends
+		}
+		return err
 	}
 	log.Debug("acp session open", "session", info.SessionID, "agent", info.AgentInfo, "mode", info.Mode, "mcp", info.MCPTransport)
 	a.mu.Lock()
-	a.p, a.c, a.grace, a.info, a.reported = p, c, l.StopGrace, info, false
+	a.c, a.info, a.reported = c, info, false
 	a.mu.Unlock()
 	return nil
-}
-
-// startFailure describes why start-up failed.
-func startFailure(parent, sctx context.Context, p *process.Process, timeout time.Duration, err error) *harness.Failure {
-	f := &harness.Failure{Type: wire.FailureStartupFailed, Err: err}
-	switch {
-	case isGone(err):
-		if st, ok := waitExit(parent, p); ok {
-			f.Exit = &st
-			f.Message = fmt.Sprintf("agent %s during ACP start-up (%v)", st, err)
-		} else {
-			f.Message = fmt.Sprintf("agent stopped talking during ACP start-up: %v", err)
-		}
-	case sctx.Err() != nil && parent.Err() == nil:
-		f.Message = fmt.Sprintf("agent did not become ready within %s: %v", timeout, err)
-	default:
-		f.Message = "ACP start-up failed: " + err.Error()
-	}
-	return f
 }
 
 // isGone reports an error meaning the agent's process is gone or deaf.
 func isGone(err error) bool {
 	return errors.Is(err, errClosed) || errors.Is(err, process.ErrNotRunning) || errors.Is(err, process.ErrStopped)
-}
-
-// waitExit waits a little for the agent's exit status.
-func waitExit(ctx context.Context, p *process.Process) (process.ExitStatus, bool) {
-	t := time.NewTimer(exitWait)
-	defer t.Stop()
-	select {
-	case <-p.Exited():
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return p.ExitStatus()
 }
 
 // handshake runs initialize, session/new (with authenticate when the agent
@@ -345,8 +286,9 @@ func contains(list []string, s string) bool {
 // Turn sends one session/prompt and maps the agent's updates to events
 // until its response.
 func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
+	p := a.Process()
 	a.mu.Lock()
-	p, c, info, first := a.p, a.c, a.info, !a.reported
+	c, info, first := a.c, a.info, !a.reported
 	a.reported = true
 	a.mu.Unlock()
 	if p == nil {
@@ -429,7 +371,7 @@ func (a *Adapter) turnError(ctx context.Context, p *process.Process, t *turnStat
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case isGone(err):
-		if st, ok := waitExit(ctx, p); ok {
+		if st, ok := adapterkit.WaitExit(ctx, p); ok {
 			return &harness.Failure{Type: wire.FailureHarnessCrashed, Err: err,
 				Message: fmt.Sprintf("agent %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 		}
@@ -472,33 +414,18 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 
 // Stop closes the agent's stdin and stops its process tree: SIGTERM to the
 // group, SIGKILL after the grace (agents that ignore end of input, like the
-// Claude and Codex ACP adapters, need it).
+// Claude and Codex ACP adapters, need it). It is idempotent.
 func (a *Adapter) Stop(ctx context.Context) error {
+	p := a.Process()
 	a.mu.Lock()
-	p, c, grace := a.p, a.c, a.grace
+	c := a.c
 	a.mu.Unlock()
 	if p == nil {
 		return nil
 	}
 	c.close()
 	p.CloseStdin() // an error means it is closed already
-	err := p.Stop(ctx, grace)
+	err := a.Base.Stop(ctx)
 	c.wait()
 	return err
-}
-
-// Alive reports whether the agent is running.
-func (a *Adapter) Alive() bool {
-	a.mu.Lock()
-	p := a.p
-	a.mu.Unlock()
-	return p != nil && p.Alive()
-}
-
-// Diagnostics reports exit status, stderr tail and pid.
-func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
-	a.mu.Lock()
-	p := a.p
-	a.mu.Unlock()
-	return kit.Diagnostics(p)
 }

@@ -523,14 +523,14 @@ func TestOptionsAreStrict(t *testing.T) {
 		t.Fatalf("%+v %v", o, err)
 	}
 	cfg := &harness.Config{Harness: harness.HarnessConfig{Adapter: Name, Command: []string{"x"}, Options: map[string]any{"nope": 1}}}
-	if _, err := harness.NewAdapter(cfg); err == nil || !strings.Contains(err.Error(), "nope") {
-		t.Fatalf("NewAdapter with a bad option: %v", err)
+	if _, err := Factory(cfg); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("Factory with a bad option: %v", err)
 	}
 	cfg.Harness.Options = nil
-	if ad, err := harness.NewAdapter(cfg); err != nil {
+	if ad, err := Factory(cfg); err != nil {
 		t.Fatal(err)
 	} else if _, ok := ad.(*Adapter); !ok {
-		t.Fatalf("NewAdapter gave %T", ad)
+		t.Fatalf("Factory gave %T", ad)
 	}
 }
 
@@ -614,4 +614,16 @@ func TestStopLeavesNoProcess(t *testing.T) {
 	if err := New().Stop(context.Background()); err != nil {
 		t.Fatalf("Stop of an idle adapter: %v", err)
 	}
+}
+
+func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
+	l := launch(t)
+	l.EpisodeID = "ep-acp-env"
+	a := start(t, l)
+	msg, _ := adaptertest.EnvProbe(l)
+	res, _, err := turn(t, a, 1, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaptertest.CheckEnv(t, l, res.Response)
 }

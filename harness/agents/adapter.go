@@ -13,17 +13,19 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// factory makes the wrapping adapter of preset p.
-func factory(p *Preset) harness.AdapterFactory {
+// Factory makes the wrapping adapter of preset p, to be added to a
+// harness.Registry as p.AdapterName(). Its inner adapter (p.Adapter: acp or
+// claude) is made from inner, normally the same registry.
+func Factory(p *Preset, inner *harness.Registry) harness.AdapterFactory {
 	return func(cfg *harness.Config) (harness.Adapter, error) {
 		if len(cfg.Harness.Command) == 0 {
 			return nil, fmt.Errorf("agent %s: no harness command (agents.Apply locates the program)", p.Name)
 		}
 		opts := mergedOptions(p, cfg.Harness.Options)
-		inner := *cfg
-		inner.Harness.Adapter = p.Adapter
-		inner.Harness.Options = opts
-		in, err := harness.NewAdapter(&inner)
+		innerCfg := *cfg
+		innerCfg.Harness.Adapter = p.Adapter
+		innerCfg.Harness.Options = opts
+		in, err := inner.New(&innerCfg)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", p.Name, err)
 		}

@@ -25,7 +25,7 @@ const (
 func fakeInstall(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, p := range All() {
+	for _, p := range testCatalog.All() {
 		if err := os.WriteFile(filepath.Join(dir, p.Program), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func lookupFrom(m map[string]string) func(string) (string, bool) {
 // shipped lists the package's presets (not the test's own).
 func shipped() []*Preset {
 	var out []*Preset
-	for _, p := range All() {
+	for _, p := range testCatalog.All() {
 		if p != testPreset {
 			out = append(out, p)
 		}
@@ -61,7 +61,7 @@ func TestPresetsAreComplete(t *testing.T) {
 	if got := shippedNames(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("presets %v, want %v", got, want)
 	}
-	registered := harness.Adapters()
+	registered := testAdapters.Names()
 	for _, p := range shipped() {
 		if p.Title == "" || p.Setup == nil || len(p.BuiltinTools) == 0 || p.ToolPrefix == "" {
 			t.Errorf("%s: incomplete preset %+v", p.Name, p)
@@ -76,7 +76,7 @@ func TestPresetsAreComplete(t *testing.T) {
 			t.Errorf("%s: verified=%v but package %q version %q", p.Name, p.Verified, p.Package, p.Version)
 		}
 	}
-	if p, _ := Lookup("goose"); p.Verified {
+	if p, _ := testCatalog.Lookup("goose"); p.Verified {
 		t.Error("goose is not on npm and cannot be verified here")
 	}
 }
@@ -84,7 +84,7 @@ func TestPresetsAreComplete(t *testing.T) {
 func TestApplyFillsFromPreset(t *testing.T) {
 	dir := fakeInstall(t)
 	cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini"}}
-	if err := Apply(cfg, ApplyOptions{Dir: dir, PATH: "/nonexistent"}); err != nil {
+	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir, PATH: "/nonexistent"}); err != nil {
 		t.Fatal(err)
 	}
 	h := cfg.Harness
@@ -104,7 +104,7 @@ func TestApplyFillsFromPreset(t *testing.T) {
 	if cfg.Name != "gemini" {
 		t.Errorf("name %q", cfg.Name)
 	}
-	a, err := harness.NewAdapter(cfg)
+	a, err := testAdapters.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestApplyFillsFromPreset(t *testing.T) {
 	}
 	// Idempotent.
 	before := cfg.Harness
-	if err := Apply(cfg, ApplyOptions{Dir: dir}); err != nil {
+	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(before, cfg.Harness) {
@@ -121,7 +121,7 @@ func TestApplyFillsFromPreset(t *testing.T) {
 	}
 	// Without an agent Apply does nothing.
 	plain := &harness.Config{Harness: harness.HarnessConfig{Command: []string{"x"}}}
-	if err := Apply(plain, ApplyOptions{}); err != nil || plain.Harness.Adapter != "" {
+	if err := testCatalog.Apply(plain, ApplyOptions{}); err != nil || plain.Harness.Adapter != "" {
 		t.Errorf("apply without agent: %v %+v", err, plain.Harness)
 	}
 }
@@ -135,7 +135,7 @@ func TestApplyUserSettingsWin(t *testing.T) {
 		BuiltinTools: []string{"mine"},
 		Options:      map[string]any{"permission_mode": "default", "include_partial_messages": true},
 	}}
-	if err := Apply(cfg, ApplyOptions{Dir: dir}); err != nil {
+	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	h := cfg.Harness
@@ -151,28 +151,28 @@ func TestApplyUserSettingsWin(t *testing.T) {
 	if h.Options["permission_mode"] != "default" || h.Options["include_partial_messages"] != true || h.Options["extra_args"] == nil {
 		t.Errorf("options %v", h.Options)
 	}
-	p, _ := Lookup("claude-code")
+	p, _ := testCatalog.Lookup("claude-code")
 	if p.Options["permission_mode"] != "bypassPermissions" {
 		t.Error("Apply modified the preset")
 	}
-	if _, err := harness.NewAdapter(cfg); err != nil {
+	if _, err := testAdapters.New(cfg); err != nil {
 		t.Fatal(err)
 	}
 
 	bad := &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini", Adapter: "claude"}}
-	if err := Apply(bad, ApplyOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "conflicts") {
+	if err := testCatalog.Apply(bad, ApplyOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "conflicts") {
 		t.Errorf("conflicting adapter: %v", err)
 	}
 	unknown := &harness.Config{Harness: harness.HarnessConfig{Agent: "vim"}}
-	if err := Apply(unknown, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "claude-code") {
+	if err := testCatalog.Apply(unknown, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "claude-code") {
 		t.Errorf("unknown agent: %v", err)
 	}
 	// Strict options of the inner adapter still apply.
 	typo := &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini", Options: map[string]any{"moed": "x"}}}
-	if err := Apply(typo, ApplyOptions{Dir: dir}); err != nil {
+	if err := testCatalog.Apply(typo, ApplyOptions{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := harness.NewAdapter(typo); err == nil || !strings.Contains(err.Error(), "moed") {
+	if _, err := testAdapters.New(typo); err == nil || !strings.Contains(err.Error(), "moed") {
 		t.Errorf("unknown option: %v", err)
 	}
 }
@@ -180,7 +180,7 @@ func TestApplyUserSettingsWin(t *testing.T) {
 func TestApplyErrors(t *testing.T) {
 	empty := t.TempDir()
 	cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: "opencode"}}
-	err := Apply(cfg, ApplyOptions{Dir: empty, PATH: empty})
+	err := testCatalog.Apply(cfg, ApplyOptions{Dir: empty, PATH: empty})
 	if err == nil {
 		t.Fatal("no error for a missing program")
 	}
@@ -192,12 +192,12 @@ func TestApplyErrors(t *testing.T) {
 	dir := fakeInstall(t)
 	cfg = &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini",
 		Model: harness.ModelConfig{URL: "localhost:8000", APIKeyEnv: "MY_KEY"}}}
-	err = Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(nil)})
+	err = testCatalog.Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(nil)})
 	if err == nil || !strings.Contains(err.Error(), "MY_KEY is not set") || !strings.Contains(err.Error(), "http://") {
 		t.Errorf("model errors: %v", err)
 	}
 	cfg.Harness.Model.APIKeyEnv = OrchestrationTokenEnv
-	err = Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{OrchestrationTokenEnv: "t"})})
+	err = testCatalog.Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{OrchestrationTokenEnv: "t"})})
 	if err == nil || !strings.Contains(err.Error(), "never reaches a harness") {
 		t.Errorf("orchestration token as model key: %v", err)
 	}
@@ -206,13 +206,13 @@ func TestApplyErrors(t *testing.T) {
 	}
 	cfg.Harness.Model.APIKeyEnv = "MY_KEY"
 	cfg.Harness.Model.URL = "http://localhost:8000"
-	if err := Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{"MY_KEY": "k"})}); err != nil {
+	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{"MY_KEY": "k"})}); err != nil {
 		t.Errorf("valid model: %v", err)
 	}
 }
 
 func TestLocate(t *testing.T) {
-	p, _ := Lookup("gemini")
+	p, _ := testCatalog.Lookup("gemini")
 	// An npm layout: node_modules/.bin/gemini -> ../@google/gemini-cli/bundle/gemini.js
 	root := t.TempDir()
 	pkg := filepath.Join(root, "node_modules", "@google", "gemini-cli")
@@ -282,13 +282,13 @@ func TestNormalizeModelURL(t *testing.T) {
 // prepared runs Apply, makes the wrapping adapter and prepares an episode.
 func prepared(t *testing.T, cfg *harness.Config, daemonEnv ...string) (*harness.Launch, map[string]string) {
 	t.Helper()
-	if err := Apply(cfg, ApplyOptions{Dir: fakeInstall(t), LookupEnv: lookupFrom(map[string]string{"TEST_MODEL_KEY": testKey})}); err != nil {
+	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: fakeInstall(t), LookupEnv: lookupFrom(map[string]string{"TEST_MODEL_KEY": testKey})}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := harness.NewAdapter(cfg)
+	a, err := testAdapters.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

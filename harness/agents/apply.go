@@ -26,7 +26,7 @@ type ApplyOptions struct {
 	LookupEnv func(string) (string, bool)
 }
 
-// Apply fills cfg from the preset its harness.agent names, before
+// Apply fills cfg from the preset of c its harness.agent names, before
 // Config.Normalize. Without harness.agent it does nothing.
 //
 //   - harness.adapter becomes the preset's wrapping adapter "agent:NAME". A
@@ -43,14 +43,14 @@ type ApplyOptions struct {
 //     set in the daemon's environment.
 //
 // Apply is idempotent.
-func Apply(cfg *harness.Config, opts ApplyOptions) error {
+func (c *Catalog) Apply(cfg *harness.Config, opts ApplyOptions) error {
 	h := &cfg.Harness
 	if h.Agent == "" {
 		return nil
 	}
-	p, ok := Lookup(h.Agent)
+	p, ok := c.Lookup(h.Agent)
 	if !ok {
-		return fmt.Errorf("unknown agent %q (presets: %s; see harnessd agents)", h.Agent, strings.Join(Names(), ", "))
+		return fmt.Errorf("unknown agent %q (presets: %s; see harnessd agents)", h.Agent, strings.Join(c.Names(), ", "))
 	}
 	switch h.Adapter {
 	case "", p.Adapter, p.AdapterName():

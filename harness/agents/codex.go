@@ -8,8 +8,9 @@ import (
 	"github.com/harnessd/harnessd/harness/internal/kit"
 )
 
-func init() {
-	Register(&Preset{
+// Codex is the preset "codex": OpenAI Codex through codex-acp (adapter acp).
+func Codex() *Preset {
+	return &Preset{
 		Name:     "codex",
 		Title:    "OpenAI Codex through codex-acp",
 		Adapter:  acp.Name,
@@ -26,18 +27,7 @@ func init() {
 		DefaultModel: "gpt-5.4",
 		ToolPrefix:   "mcp__S (namespace) ",
 		Setup:        codexSetup,
-	})
-	Register(&Preset{
-		Name:         "goose",
-		Title:        "Goose",
-		Adapter:      acp.Name,
-		Program:      "goose",
-		Args:         []string{"acp"},
-		BuiltinTools: []string{"developer__shell", "developer__text_editor"},
-		DefaultModel: "gpt-4o",
-		ToolPrefix:   "S__",
-		Setup:        gooseSetup,
-	})
+	}
 }
 
 // codexSetup writes $CODEX_HOME/config.toml: no approvals and no sandbox
@@ -78,26 +68,5 @@ persistence = "none"
 		return err
 	}
 	e.Setenv("CODEX_HOME", e.Path(".codex"))
-	return nil
-}
-
-// gooseSetup maps the endpoint onto Goose's OpenAI provider variables
-// (unverified: Goose is not on npm).
-func gooseSetup(e *Episode) error {
-	e.Setenv("GOOSE_MODE", "auto")
-	e.Setenv("GOOSE_DISABLE_KEYRING", "true")
-	e.Setenv("GOOSE_TELEMETRY_ENABLED", "false")
-	m := e.Model
-	if m.Custom() {
-		e.Setenv("GOOSE_PROVIDER", "openai")
-		e.Setenv("OPENAI_HOST", m.Root)
-		e.Setenv("OPENAI_BASE_PATH", "v1/chat/completions")
-	}
-	if m.Key != "" {
-		e.Setenv("OPENAI_API_KEY", m.Key)
-	}
-	if m.Name != "" {
-		e.Setenv("GOOSE_MODEL", m.Name)
-	}
 	return nil
 }

@@ -15,8 +15,12 @@
 // tool names are filled in under the configuration's own (a key the
 // configuration sets wins). Apply runs before Config.Normalize.
 //
-// Every preset registers a wrapping adapter "agent:NAME" with package
-// harness. Its Start prepares the episode (Preset.Setup writes the agent's
+// Presets are values (one constructor per agent, one file each: ClaudeCode,
+// Gemini, Goose, ...); nothing registers itself. A program adds the presets
+// it links to a Catalog, which Apply and harness.agent look names up in, and
+// adds each preset's wrapping adapter "agent:NAME" (Factory) to its
+// harness.Registry; cmd/harnessd/adapters.go does both. The wrapping
+// adapter's Start prepares the episode (Preset.Setup writes the agent's
 // settings files into the episode's private HOME and computes environment
 // variables: XDG directories and the agent's config dir under that HOME,
 // model endpoint and key, telemetry and update checks off), extends the

@@ -4,8 +4,9 @@ import (
 	"github.com/harnessd/harnessd/harness/acp"
 )
 
-func init() {
-	Register(&Preset{
+// Gemini is the preset "gemini": Gemini CLI in ACP mode (adapter acp).
+func Gemini() *Preset {
+	return &Preset{
 		Name:    "gemini",
 		Title:   "Gemini CLI",
 		Adapter: acp.Name,
@@ -25,24 +26,7 @@ func init() {
 		DefaultModel: "gemini-2.5-flash",
 		ToolPrefix:   "mcp_S_",
 		Setup:        geminiSetup,
-	})
-	Register(&Preset{
-		Name:     "qwen",
-		Title:    "Qwen Code",
-		Adapter:  acp.Name,
-		Program:  "qwen",
-		Args:     []string{"--acp", "--approval-mode", "yolo", "--exclude-tools", "tool_search", "--auth-type", "openai"},
-		Package:  "@qwen-code/qwen-code",
-		Version:  "0.15.10",
-		Verified: true,
-		BuiltinTools: []string{"agent", "ask_user_question", "edit", "exit_plan_mode", "glob", "grep_search",
-			"list_directory", "monitor", "read_file", "read_many_files", "run_shell_command", "save_memory",
-			"send_message", "skill", "task", "task_stop", "todo_write", "tool_search", "web_fetch", "web_search",
-			"write_file"},
-		DefaultModel: "qwen3-coder-plus",
-		ToolPrefix:   "mcp__S__",
-		Setup:        qwenSetup,
-	})
+	}
 }
 
 // geminiSettings are the settings shared by Gemini CLI and its fork Qwen
@@ -78,25 +62,4 @@ func geminiSetup(e *Episode) error {
 	}
 	e.Setenv("GEMINI_CLI_TRUST_WORKSPACE", "true")
 	return e.WriteJSON(".gemini/settings.json", s)
-}
-
-// qwenSetup writes ~/.qwen/settings.json: Gemini's quiet settings, the
-// OpenAI auth type, and no managed memory extraction (an extra model call
-// after every turn). The endpoint goes in OPENAI_* variables.
-func qwenSetup(e *Episode) error {
-	s := geminiSettings()
-	s["memory"] = map[string]any{"enableManagedAutoMemory": false}
-	m := e.Model
-	if m.Key != "" {
-		s["security"] = map[string]any{"auth": map[string]any{"selectedType": "openai"}}
-		e.Setenv("OPENAI_API_KEY", m.Key)
-	}
-	if m.Custom() {
-		e.Setenv("OPENAI_BASE_URL", m.OpenAIBase())
-	}
-	if m.Name != "" {
-		s["model"] = map[string]any{"name": m.Name}
-		e.Setenv("OPENAI_MODEL", m.Name)
-	}
-	return e.WriteJSON(".qwen/settings.json", s)
 }

@@ -4,12 +4,9 @@ import (
 	"github.com/harnessd/harnessd/harness/acp"
 )
 
-// providerID names the model provider presets configure in agents that
-// take a provider table (OpenCode, Codex).
-const providerID = "harnessd"
-
-func init() {
-	Register(&Preset{
+// OpenCode is the preset "opencode": OpenCode in ACP mode (adapter acp).
+func OpenCode() *Preset {
+	return &Preset{
 		Name:     "opencode",
 		Title:    "OpenCode",
 		Adapter:  acp.Name,
@@ -23,23 +20,7 @@ func init() {
 		DefaultModel: "default",
 		ToolPrefix:   "S_",
 		Setup:        opencodeSetup,
-	})
-	Register(&Preset{
-		Name:     "copilot",
-		Title:    "GitHub Copilot CLI",
-		Adapter:  acp.Name,
-		Program:  "copilot",
-		Args:     []string{"--acp", "--allow-all", "--no-auto-update", "--disable-builtin-mcps", "--no-ask-user"},
-		Package:  "@github/copilot",
-		Version:  "1.0.102",
-		Verified: true,
-		BuiltinTools: []string{"bash", "create", "edit", "fetch", "glob", "grep", "list_agents", "list_bash",
-			"read_agent", "read_bash", "sql", "stop_bash", "task", "update_todo", "view", "web_fetch", "write_agent",
-			"write_bash"},
-		DefaultModel: "gpt-4.1",
-		ToolPrefix:   "S-",
-		Setup:        copilotSetup,
-	})
+	}
 }
 
 // opencodeSetup writes the episode's opencode.json (named by
@@ -84,30 +65,6 @@ func opencodeSetup(e *Episode) error {
 	for _, v := range []string{"OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_LSP_DOWNLOAD",
 		"OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_SHARE", "OPENCODE_DISABLE_CLAUDE_CODE", "OPENCODE_DISABLE_EMBEDDED_WEB_UI"} {
 		e.Setenv(v, "true")
-	}
-	return nil
-}
-
-// copilotSetup gives Copilot a private COPILOT_HOME and, with an endpoint,
-// BYOK provider variables and offline mode (no GitHub auth, telemetry, web
-// tools, GitHub MCP server or auto-update).
-func copilotSetup(e *Episode) error {
-	if err := e.MkdirAll(".copilot"); err != nil {
-		return err
-	}
-	e.Setenv("COPILOT_HOME", e.Path(".copilot"))
-	e.Setenv("COPILOT_AUTO_UPDATE", "false")
-	m := e.Model
-	if m.Custom() {
-		e.Setenv("COPILOT_PROVIDER_BASE_URL", m.OpenAIBase())
-		e.Setenv("COPILOT_PROVIDER_TYPE", "openai")
-		e.Setenv("COPILOT_OFFLINE", "true")
-	}
-	if m.Key != "" {
-		e.Setenv("COPILOT_PROVIDER_API_KEY", m.Key)
-	}
-	if m.Name != "" {
-		e.Setenv("COPILOT_MODEL", m.Name)
 	}
 	return nil
 }

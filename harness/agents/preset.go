@@ -2,6 +2,7 @@ package agents
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +22,12 @@ const AdapterPrefix = "agent:"
 // local endpoint (vLLM, a fake LLM, a capture proxy) does not check it.
 const PlaceholderKey = "harnessd-placeholder-key"
 
-// Preset describes one known agent. Presets are read-only once registered.
+// providerID names the model provider presets configure in agents that
+// take a provider table (OpenCode, Codex).
+const providerID = "harnessd"
+
+// Preset describes one known agent. Presets are read-only once added to a
+// Catalog.
 type Preset struct {
 	// Name is the preset's name (harness.agent, --agent).
 	Name string
@@ -66,7 +72,7 @@ func (p *Preset) Command(program string) []string {
 	return append([]string{program}, p.Args...)
 }
 
-// AdapterName is the name of the preset's wrapping adapter.
+// AdapterName is the name of the preset's wrapping adapter (see Factory).
 func (p *Preset) AdapterName() string { return AdapterPrefix + p.Name }
 
 // Model is an episode's LLM endpoint as presets use it.
@@ -211,42 +217,47 @@ func (e *Episode) under(rel string) (string, error) {
 	return filepath.Join(e.Home, rel), nil
 }
 
-var registry = struct {
-	sync.RWMutex
-	m map[string]*Preset
-}{m: map[string]*Preset{}}
+// Catalog is a set of presets by name: the agents harness.agent and
+// --agent can name. A program builds one with the presets it links. The
+// zero value is an empty catalog ready to use; a Catalog is safe for
+// concurrent use and must not be copied after first use.
+type Catalog struct {
+	mu sync.RWMutex
+	m  map[string]*Preset
+}
 
-// Register adds a preset and registers its wrapping adapter with package
-// harness. The package's own presets register from init; a program may add
-// its own before building configurations. A duplicate name panics.
-func Register(p *Preset) {
-	if p.Name == "" || p.Adapter == "" || p.Program == "" {
-		panic("agents: preset needs a name, an adapter and a program")
+// Add adds a preset. A preset without a name, an adapter or a program, or
+// with a name already added, is an error. Presets are read-only once added.
+func (c *Catalog) Add(p *Preset) error {
+	if p == nil || p.Name == "" || p.Adapter == "" || p.Program == "" {
+		return errors.New("agents: a preset needs a name, an adapter and a program")
 	}
-	registry.Lock()
-	if _, dup := registry.m[p.Name]; dup {
-		registry.Unlock()
-		panic("agents: preset registered twice: " + p.Name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.m[p.Name]; dup {
+		return fmt.Errorf("agents: preset %q added twice", p.Name)
 	}
-	registry.m[p.Name] = p
-	registry.Unlock()
-	harness.RegisterAdapter(p.AdapterName(), factory(p))
+	if c.m == nil {
+		c.m = map[string]*Preset{}
+	}
+	c.m[p.Name] = p
+	return nil
 }
 
 // Lookup returns the named preset.
-func Lookup(name string) (*Preset, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	p, ok := registry.m[name]
+func (c *Catalog) Lookup(name string) (*Preset, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p, ok := c.m[name]
 	return p, ok
 }
 
 // All returns every preset, sorted by name.
-func All() []*Preset {
-	registry.RLock()
-	defer registry.RUnlock()
-	out := make([]*Preset, 0, len(registry.m))
-	for _, p := range registry.m {
+func (c *Catalog) All() []*Preset {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*Preset, 0, len(c.m))
+	for _, p := range c.m {
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -254,9 +265,9 @@ func All() []*Preset {
 }
 
 // Names returns the preset names, sorted.
-func Names() []string {
+func (c *Catalog) Names() []string {
 	var names []string
-	for _, p := range All() {
+	for _, p := range c.All() {
 		names = append(names, p.Name)
 	}
 	return names

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/claude"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -20,6 +23,30 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { testbin.Cleanup(); os.Exit(code) }))
+}
+
+// testCatalog and testAdapters are what these tests turn configurations
+// into adapters with: the shipped presets and testPreset, linked as
+// cmd/harnessd links them.
+var testCatalog, testAdapters = mustLink(append(shippedPresets(), testPreset))
+
+// shippedPresets lists the package's presets.
+func shippedPresets() []*Preset {
+	return []*Preset{ClaudeACP(), ClaudeCode(), Codex(), Copilot(), Gemini(), Goose(), OpenCode(), Qwen()}
+}
+
+// mustLink builds a catalog of presets and a registry with the acp and
+// claude adapters and the presets' wrapping adapters.
+func mustLink(presets []*Preset) (*Catalog, *harness.Registry) {
+	c, r := &Catalog{}, &harness.Registry{}
+	errs := []error{r.Add(acp.Name, acp.Factory), r.Add(claude.Name, claude.Factory)}
+	for _, p := range presets {
+		errs = append(errs, c.Add(p), r.Add(p.AdapterName(), Factory(p, r)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		panic(err)
+	}
+	return c, r
 }
 
 // testPreset drives the fake ACP agent (testharness agent --protocol acp)
@@ -42,8 +69,6 @@ var testPreset = &Preset{
 	},
 }
 
-func init() { Register(testPreset) }
-
 // TestPresetSessionEndToEnd runs two episodes of a real session through the
 // wrapping adapter: the preset's files and variables reach the agent, the
 // inner adapter injects the tool bridge, the configuration's settings win,
@@ -62,14 +87,14 @@ func TestPresetSessionEndToEnd(t *testing.T) {
 		Tools:     []harness.ToolConfig{{Name: "tools", Command: []string{bin, "tools"}}},
 		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
 	}
-	if err := Apply(cfg, ApplyOptions{Dir: filepath.Dir(bin)}); err != nil {
+	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: filepath.Dir(bin)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Normalize(); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := harness.NewAdapter(cfg)
+	a, err := testAdapters.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,30 +2,27 @@ package claude
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
 
-// Name is the adapter's registered name.
+// Name is the adapter's name in configurations (harness.adapter).
 const Name = "claude"
 
-func init() {
-	harness.RegisterAdapter(Name, func(cfg *harness.Config) (harness.Adapter, error) {
-		if _, err := ParseOptions(cfg.Harness.Options); err != nil {
-			return nil, err
-		}
-		return New(), nil
-	})
+// Factory makes a claude adapter for a configuration, checking its options.
+func Factory(cfg *harness.Config) (harness.Adapter, error) {
+	if _, err := ParseOptions(cfg.Harness.Options); err != nil {
+		return nil, err
+	}
+	return New(), nil
 }
 
 // Adapter drives a Claude Code (or Qwen Code) stream-json process. A turn
@@ -46,14 +43,15 @@ func init() {
 // or an over-long line is output_limit; end of output mid-turn is
 // harness_crashed with the exit status and stderr tail. Lines of unknown
 // types are ignored: Claude Code adds them over time.
+//
+// The embedded Base starts the agent and provides Alive and Diagnostics.
 type Adapter struct {
+	adapterkit.Base
+
 	mu        sync.Mutex
-	p         *process.Process
-	grace     time.Duration
 	opts      Options
 	server    string // injected MCP server name
 	cfgPath   string // MCP config file written for this episode
-	maxLine   int    // the line limit given to the process
 	log       *slog.Logger
 	early     []process.Line
 	session   string // session_id from system/init
@@ -83,33 +81,16 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	p, err := l.Supervisor.Start(process.Spec{
-		Name:         "harness",
-		Path:         l.Command[0],
-		Args:         inv.args,
-		Dir:          l.Workspace,
-		Env:          inv.env,
-		MaxLineBytes: l.MaxLineBytes,
-		Logger:       log,
-	})
-	if err != nil {
-		removeConfig(inv.cfgPath)
-		f := harness.Wrap(wire.FailureStartupFailed, err, "start harness")
-		var se *process.StartError
-		if errors.As(err, &se) {
-			f.Message, f.Exit, f.StderrTail = se.Error(), se.Exit, se.StderrTail
-		}
-		return f
-	}
 	a.mu.Lock()
 	a.log = log
 	a.mu.Unlock()
-	sctx, cancel := ctx, context.CancelFunc(func() {})
-	if l.StartupTimeout > 0 {
-		sctx, cancel = context.WithTimeout(ctx, l.StartupTimeout)
-	}
-	defer cancel()
-	early, err := a.handshake(sctx, p, o)
+	var early []process.Line
+	_, err = a.Base.Start(ctx, l, adapterkit.Spec{Args: inv.args, Env: inv.env, StopByEOF: true},
+		func(ctx context.Context, p *process.Process) error {
+			var err error
+			early, err = a.handshake(ctx, p, o)
+			return err
+		})
 	if err != nil {
 		removeConfig(inv.cfgPath)
 		return err
@@ -122,11 +103,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		}
 	}
 	a.mu.Lock()
-	a.p, a.grace, a.opts, a.server, a.cfgPath = p, l.StopGrace, o, server, inv.cfgPath
-	a.maxLine = l.MaxLineBytes
-	if a.maxLine <= 0 {
-		a.maxLine = process.DefaultMaxLineBytes
-	}
+	a.opts, a.server, a.cfgPath = o, server, inv.cfgPath
 	a.early, a.session, a.turn, a.interrupt = early, "", 0, ""
 	a.mu.Unlock()
 	return nil
@@ -138,17 +115,12 @@ func removeConfig(path string) {
 	}
 }
 
-func (a *Adapter) proc() *process.Process {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p
-}
-
 // Turn writes one user line and maps the agent's lines to events until the
 // result line.
 func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
+	p := a.Process()
 	a.mu.Lock()
-	p, early, o, server := a.p, a.early, a.opts, a.server
+	early, o, server := a.early, a.opts, a.server
 	a.early = nil
 	if p != nil {
 		a.interrupt = ""
@@ -210,13 +182,8 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 
 // turnLine applies the output limits, then maps the line.
 func (a *Adapter) turnLine(m *mapper, l process.Line, in harness.TurnInput, p *process.Process, start int64, replay bool) (harness.TurnResult, bool, error) {
-	if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
-		return harness.TurnResult{}, true, harness.Fail(wire.FailureOutputLimit,
-			"harness wrote more than %d bytes in one turn", in.OutputLimit)
-	}
-	if l.TooLong {
-		return harness.TurnResult{}, true, harness.Fail(wire.FailureOutputLimit,
-			"harness wrote a %d-byte line (limit %d)", l.Size, a.maxLine)
+	if err := a.CheckOutput(l, in, start); err != nil {
+		return harness.TurnResult{}, true, err
 	}
 	return m.handle(l.Text, replay)
 }
@@ -225,8 +192,9 @@ func (a *Adapter) turnLine(m *mapper, l process.Line, in harness.TurnInput, p *p
 // agent answers it and ends the turn with an error_during_execution result,
 // which Turn reports as Cancelled.
 func (a *Adapter) Interrupt(ctx context.Context) error {
+	p := a.Process()
 	a.mu.Lock()
-	p, turn := a.p, a.turn
+	turn := a.turn
 	if p == nil || turn == 0 {
 		a.mu.Unlock()
 		return harness.ErrNoTurn
@@ -275,33 +243,8 @@ func (a *Adapter) SessionID() string {
 // file written for the episode. It is idempotent.
 func (a *Adapter) Stop(ctx context.Context) error {
 	a.mu.Lock()
-	p, grace, cfg := a.p, a.grace, a.cfgPath
+	cfg := a.cfgPath
 	a.mu.Unlock()
-	if p == nil {
-		return nil
-	}
 	defer removeConfig(cfg)
-	begin := time.Now()
-	if p.Alive() {
-		p.CloseStdin()
-		t := time.NewTimer(grace / 2)
-		select {
-		case <-p.Exited():
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	}
-	return p.Stop(ctx, max(0, grace-time.Since(begin)))
-}
-
-// Alive reports whether the agent is running.
-func (a *Adapter) Alive() bool {
-	p := a.proc()
-	return p != nil && p.Alive()
-}
-
-// Diagnostics reports exit status, stderr tail and pid.
-func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
-	return kit.Diagnostics(a.proc())
+	return a.Base.Stop(ctx)
 }

@@ -447,12 +447,12 @@ func TestUnknownOption(t *testing.T) {
 	}
 	cfg := &harness.Config{Harness: harness.HarnessConfig{Adapter: Name, Command: []string{"claude"},
 		Options: map[string]any{"mcp_config_style": "cursor"}}}
-	if _, err := harness.NewAdapter(cfg); err == nil || !strings.Contains(err.Error(), "mcp_config_style") {
-		t.Fatalf("NewAdapter: %v", err)
+	if _, err := Factory(cfg); err == nil || !strings.Contains(err.Error(), "mcp_config_style") {
+		t.Fatalf("Factory: %v", err)
 	}
 	cfg.Harness.Options = map[string]any{"model": "x"}
-	if a, err := harness.NewAdapter(cfg); err != nil || a == nil {
-		t.Fatalf("NewAdapter: %v", err)
+	if a, err := Factory(cfg); err != nil || a == nil {
+		t.Fatalf("Factory: %v", err)
 	}
 	f := failure(t, New().Start(context.Background(), launch(t, map[string]any{"extra_args": "--x"})))
 	if f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "extra_args") {
@@ -501,4 +501,16 @@ func TestSandboxVariableForRootBypass(t *testing.T) {
 	if err != nil || res.Response != want {
 		t.Fatalf("got %q, want %q (%v)", res.Response, want, err)
 	}
+}
+
+func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
+	l := launch(t, nil)
+	l.EpisodeID = "ep-claude-env"
+	a := startLaunch(t, l)
+	msg, _ := adaptertest.EnvProbe(l)
+	res, _, err := turn(t, a, 1, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaptertest.CheckEnv(t, l, res.Response)
 }

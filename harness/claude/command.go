@@ -15,7 +15,8 @@ import (
 const mcpConfigFile = ".harnessd/claude-mcp.json"
 
 // invocation is what Start runs: the arguments after the program name, the
-// environment, and the MCP config file written for it (empty if inline).
+// variables added to the harnessd environment, and the MCP config file
+// written for it (empty if inline).
 type invocation struct {
 	args    []string
 	env     []string
@@ -37,7 +38,7 @@ func protocolFlags(style string) []string {
 // --strict-mcp-config right after it, which also ends Claude's variadic
 // --mcp-config), extra_args.
 func buildInvocation(l *harness.Launch, o Options) (invocation, error) {
-	inv := invocation{args: append([]string(nil), l.Command[1:]...), env: append([]string(nil), l.Env...)}
+	inv := invocation{args: append([]string(nil), l.Command[1:]...)}
 	if o.ProtocolFlags {
 		inv.args = append(inv.args, protocolFlags(o.MCPConfigStyle)...)
 	}
@@ -73,7 +74,7 @@ func buildInvocation(l *harness.Launch, o Options) (invocation, error) {
 		}
 	}
 	inv.args = append(inv.args, o.ExtraArgs...)
-	if needsSandboxEnv(o, inv.args) && os.Geteuid() == 0 && !hasEnv(inv.env, "IS_SANDBOX") {
+	if needsSandboxEnv(o, inv.args) && os.Geteuid() == 0 && !hasEnv(l.Env, "IS_SANDBOX") {
 		// Claude Code refuses to bypass permissions as root unless told it
 		// runs in a sandbox (verified with 2.1.197).
 		inv.env = append(inv.env, "IS_SANDBOX=1")

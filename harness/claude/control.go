@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -19,9 +20,6 @@ const (
 	// must stay alive to count as started (Claude prints nothing before the
 	// first user message, so there is no other signal).
 	settleTime = 200 * time.Millisecond
-	// exitWait is how long the adapter waits, after the agent closed its
-	// output or reported a fatal error, for its exit status to be known.
-	exitWait = 2 * time.Second
 	// maxEarlyLines bounds the lines kept from before readiness.
 	maxEarlyLines = 1024
 )
@@ -106,7 +104,7 @@ func (a *Adapter) startupFailure(p *process.Process, what string, cause error) e
 	natural := cause == nil || errors.Is(cause, process.ErrNotRunning)
 	if natural {
 		// The agent is going away; let its exit status and stderr arrive.
-		waitExit(context.Background(), p)
+		adapterkit.WaitExit(context.Background(), p)
 	}
 	p.Stop(context.Background(), 0)
 	f := &harness.Failure{Type: wire.FailureStartupFailed, Message: "harness " + what, Err: cause,
@@ -122,17 +120,6 @@ func (a *Adapter) startupFailure(p *process.Process, what string, cause error) e
 		f.Message += "; stderr tail:\n" + tail
 	}
 	return f
-}
-
-// waitExit waits up to exitWait for p to exit.
-func waitExit(ctx context.Context, p *process.Process) {
-	t := time.NewTimer(exitWait)
-	defer t.Stop()
-	select {
-	case <-p.Exited():
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // answer replies to a control request from the agent. Tool permission
@@ -165,7 +152,7 @@ func (a *Adapter) answer(ctx context.Context, p *process.Process, l line) {
 
 // apiFailure describes an LLM API error the agent reported (result subtype
 // success with is_error). Claude Code exits 1 right after it, so the
-// failure carries the exit status when it comes within exitWait.
+// failure carries the exit status when it comes within adapterkit.ExitWait.
 func (a *Adapter) apiFailure(ctx context.Context, p *process.Process, status any, text string) error {
 	text = strings.TrimSpace(text)
 	code := ""
@@ -180,7 +167,7 @@ func (a *Adapter) apiFailure(ctx context.Context, p *process.Process, status any
 	if code != "" {
 		msg = "API Error: " + code + ": " + text
 	}
-	waitExit(ctx, p)
+	adapterkit.WaitExit(ctx, p)
 	f := &harness.Failure{Type: wire.FailureHarnessCrashed, Message: msg, StderrTail: p.StderrTail()}
 	if st, ok := p.ExitStatus(); ok {
 		f.Exit = &st
@@ -190,7 +177,7 @@ func (a *Adapter) apiFailure(ctx context.Context, p *process.Process, status any
 
 // deadHarness describes a harness that stopped talking mid-turn.
 func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
-	waitExit(ctx, p)
+	adapterkit.WaitExit(ctx, p)
 	if st, ok := p.ExitStatus(); ok {
 		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}

@@ -14,21 +14,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
 
-// Name is the adapter's registered name.
+// Name is the adapter's name in configurations (harness.adapter).
 const Name = "exec"
 
-func init() {
-	harness.RegisterAdapter(Name, func(cfg *harness.Config) (harness.Adapter, error) {
-		if _, err := ParseOptions(cfg.Harness.Options); err != nil {
-			return nil, err
-		}
-		return New(), nil
-	})
+// Factory makes an exec adapter for a configuration, checking its options.
+func Factory(cfg *harness.Config) (harness.Adapter, error) {
+	if _, err := ParseOptions(cfg.Harness.Options); err != nil {
+		return nil, err
+	}
+	return New(), nil
 }
 
 // exitDrain is how long a turn keeps reading stdout after its process
@@ -97,7 +96,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	for _, k := range names {
 		set = append(set, k+"="+opts.Env[k])
 	}
-	env := kit.Env(l, set...)
+	env := adapterkit.Env(l, set...)
 	for _, t := range [][]string{first, next} {
 		if _, err := findProgram(t[0], env, l.Workspace); err != nil {
 			return harness.Wrap(wire.FailureStartupFailed, err, "harness program not found")
@@ -129,7 +128,7 @@ func findProgram(file string, env []string, dir string) (string, error) {
 		}
 		return check(file)
 	}
-	path, ok := kit.Lookup(env, "PATH")
+	path, ok := adapterkit.Lookup(env, "PATH")
 	if !ok {
 		path = os.Getenv("PATH")
 	}
@@ -176,7 +175,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		Args:         argv[1:],
 		Dir:          l.Workspace,
 		Env:          env,
-		MaxLineBytes: l.MaxLineBytes,
+		MaxLineBytes: adapterkit.MaxLineBytes(l),
 		Stderr:       capt,
 		Logger:       l.Logger,
 	})
@@ -251,7 +250,7 @@ func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, 
 			}
 			if line.TooLong {
 				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
-					"harness wrote a %d-byte line (limit %d)", line.Size, a.launch.MaxLineBytes)
+					"harness wrote a %d-byte line (limit %d)", line.Size, adapterkit.MaxLineBytes(a.launch))
 			}
 			capt.stdout(line.Text)
 			if err := ps.line(line.Text, emit); err != nil {

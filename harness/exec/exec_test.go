@@ -524,3 +524,12 @@ func TestRestartForgetsSession(t *testing.T) {
 		t.Fatalf("new episode sees the old session: %q", res.Response)
 	}
 }
+
+func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
+	l := launch(t, opts(t, FormatText, nil), "unused")
+	l.EpisodeID = "ep-exec-env"
+	a := start(t, l)
+	msg, _ := adaptertest.EnvProbe(l)
+	res, c := turn(t, a, 1, msg)
+	adaptertest.CheckEnv(t, l, res.Response+"\n"+c.summary(t))
+}

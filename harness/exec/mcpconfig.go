@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/harness/internal/kit"
 )
 
@@ -51,7 +52,7 @@ func writeMCPConfig(shape string, l *harness.Launch, env map[string]string) ([]s
 	case MCPCodex:
 		dir, ok := env["CODEX_HOME"]
 		if !ok {
-			dir, ok = kit.Lookup(l.Env, "CODEX_HOME")
+			dir, ok = adapterkit.Lookup(l.Env, "CODEX_HOME")
 		}
 		var set []string
 		if !ok || dir == "" {

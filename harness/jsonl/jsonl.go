@@ -14,107 +14,59 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
 
-// Name is the adapter's registered name.
+// Name is the adapter's name in configurations (harness.adapter).
 const Name = "jsonl"
 
-func init() {
-	harness.RegisterAdapter(Name, func(*harness.Config) (harness.Adapter, error) { return New(), nil })
-}
+// Factory makes a jsonl adapter for a configuration; the adapter takes no
+// options.
+func Factory(*harness.Config) (harness.Adapter, error) { return New(), nil }
 
-// exitWait is how long a turn waits, after the harness closes stdout, for
-// its exit status to be known.
-const exitWait = 2 * time.Second
-
-// Adapter drives a line-protocol harness.
+// Adapter drives a line-protocol harness. The embedded Base starts it and
+// provides Stop, Alive and Diagnostics.
 type Adapter struct {
-	mu      sync.Mutex
-	p       *process.Process
-	grace   time.Duration
-	maxLine int // the line limit, for messages
-	turn    int // the running turn, 0 between turns
-	early   []wire.Event
+	adapterkit.Base
+
+	mu    sync.Mutex
+	turn  int // the running turn, 0 between turns
+	early []wire.Event
 }
 
 // New returns an idle adapter.
 func New() *Adapter { return &Adapter{} }
 
-// Env returns the line-protocol variables for a launch.
-func Env(l *harness.Launch) []string {
-	env := append([]string(nil), l.Env...)
-	env = append(env,
-		"HARNESSD_PROTOCOL=1",
-		"HARNESSD_EPISODE_ID="+l.EpisodeID,
-		"HARNESSD_WORKSPACE="+l.Workspace,
-	)
-	if l.MCP != nil {
-		env = append(env,
-			"HARNESSD_MCP_URL="+l.MCP.URL,
-			"HARNESSD_MCP_TOKEN="+l.MCP.Token,
-			"HARNESSD_MCP_CONFIG="+l.MCP.ConfigPath,
-		)
-	}
-	return env
-}
+// protocolEnv is what the line protocol adds to the harnessd variables.
+var protocolEnv = []string{"HARNESSD_PROTOCOL=1"}
 
 // Start runs the command and waits for {"type":"ready"}.
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
-	if len(l.Command) == 0 {
-		return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
-	}
-	p, err := l.Supervisor.Start(process.Spec{
-		Name:         "harness",
-		Path:         l.Command[0],
-		Args:         l.Command[1:],
-		Dir:          l.Workspace,
-		Env:          Env(l),
-		MaxLineBytes: l.MaxLineBytes,
-		Logger:       l.Logger,
+	var early [][]byte
+	_, err := a.Base.Start(ctx, l, adapterkit.Spec{Env: protocolEnv}, func(ctx context.Context, p *process.Process) error {
+		var err error
+		early, err = p.WaitReady(ctx, isReady)
+		return err
 	})
 	if err != nil {
-		return startFailure(err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, l.StartupTimeout)
-	defer cancel()
-	early, err := p.WaitReady(sctx, isReady)
-	if err != nil {
-		return startFailure(err)
+		return err
 	}
 	a.mu.Lock()
-	a.p, a.grace, a.turn = p, l.StopGrace, 0
-	a.maxLine = l.MaxLineBytes
-	if a.maxLine <= 0 {
-		a.maxLine = process.DefaultMaxLineBytes
-	}
+	a.turn = 0
 	a.early = a.early[:0]
 	for _, line := range early {
 		a.early = append(a.early, textEvent(line))
 	}
 	a.mu.Unlock()
 	return nil
-}
-
-func startFailure(err error) error {
-	f := harness.Wrap(wire.FailureStartupFailed, nil, "%v", err)
-	var se *process.StartError
-	if errors.As(err, &se) {
-		f.Message = se.Error()
-		f.Exit, f.StderrTail = se.Exit, se.StderrTail
-		f.Err = se
-	}
-	return f
 }
 
 func isReady(line []byte) bool {
@@ -131,12 +83,6 @@ func textEvent(line []byte) wire.Event {
 	return wire.Text(wire.OriginHarness, string(line))
 }
 
-func (a *Adapter) proc() *process.Process {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p
-}
-
 // wireEvent is a harness stdout object.
 type wireEvent struct {
 	Type string          `json:"type"`
@@ -145,7 +91,7 @@ type wireEvent struct {
 
 // Turn sends the message and reads events until turn_complete.
 func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
-	p := a.proc()
+	p := a.Process()
 	if p == nil {
 		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
 	}
@@ -185,16 +131,8 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		if !ok {
 			return harness.TurnResult{}, a.deadHarness(ctx, p, "harness closed its output mid-turn")
 		}
-		if line.TooLong {
-			a.mu.Lock()
-			limit := a.maxLine
-			a.mu.Unlock()
-			return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
-				"harness wrote a %d-byte line (limit %d)", line.Size, limit)
-		}
-		if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
-			return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
-				"harness wrote more than %d bytes in one turn", in.OutputLimit)
+		if err := a.CheckOutput(line, in, start); err != nil {
+			return harness.TurnResult{}, err
 		}
 		res, done, err := a.handleLine(line.Text, emit)
 		if err != nil || done {
@@ -263,14 +201,7 @@ func extraValues(x wire.Extra) map[string]any {
 
 // deadHarness describes a harness that stopped talking mid-turn.
 func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
-	t := time.NewTimer(exitWait)
-	defer t.Stop()
-	select {
-	case <-p.Exited():
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	if st, ok := p.ExitStatus(); ok {
+	if st, ok := adapterkit.WaitExit(ctx, p); ok {
 		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
@@ -279,33 +210,12 @@ func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what stri
 
 // Interrupt sends a cancel line for the running turn.
 func (a *Adapter) Interrupt(ctx context.Context) error {
+	p := a.Process()
 	a.mu.Lock()
-	p, turn := a.p, a.turn
+	turn := a.turn
 	a.mu.Unlock()
 	if p == nil || turn == 0 {
 		return harness.ErrNoTurn
 	}
 	return p.WriteLine(ctx, []byte(`{"type":"cancel","turn":`+strconv.Itoa(turn)+`}`))
-}
-
-// Stop kills the harness's tree.
-func (a *Adapter) Stop(ctx context.Context) error {
-	a.mu.Lock()
-	p, grace := a.p, a.grace
-	a.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.Stop(ctx, grace)
-}
-
-// Alive reports whether the harness is running.
-func (a *Adapter) Alive() bool {
-	p := a.proc()
-	return p != nil && p.Alive()
-}
-
-// Diagnostics reports exit status, stderr tail and pid.
-func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
-	return kit.Diagnostics(a.proc())
 }

@@ -230,3 +230,19 @@ func TestEnvironmentGiven(t *testing.T) {
 		t.Fatalf("got %q, want %q (%v)", res.Response, want, err)
 	}
 }
+
+func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
+	l := launch(t)
+	l.EpisodeID = "ep-jsonl-env"
+	a := New()
+	if err := a.Start(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	msg, _ := adaptertest.EnvProbe(l)
+	res, _, err := turn(t, a, 1, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaptertest.CheckEnv(t, l, res.Response)
+}

@@ -9,37 +9,34 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/internal/vt"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
 
-// Name is the adapter's registered name.
+// Name is the adapter's name in configurations (harness.adapter).
 const Name = "pty"
 
-func init() {
-	harness.RegisterAdapter(Name, func(cfg *harness.Config) (harness.Adapter, error) {
-		if _, err := ParseOptions(cfg.Harness.Options); err != nil {
-			return nil, err
-		}
-		return New(), nil
-	})
+// Factory makes a pty adapter for a configuration, checking its options.
+func Factory(cfg *harness.Config) (harness.Adapter, error) {
+	if _, err := ParseOptions(cfg.Harness.Options); err != nil {
+		return nil, err
+	}
+	return New(), nil
 }
-
-// exitWait is how long a turn waits, after the terminal hung up, for the
-// program's exit status to be known.
-const exitWait = 2 * time.Second
 
 // readySeen bounds the text kept while waiting for the ready pattern.
 const readySeen = 16 << 10
 
-// Adapter drives a harness in a pseudo-terminal.
+// Adapter drives a harness in a pseudo-terminal. The embedded Base starts
+// it and provides Stop, Alive and Diagnostics (with the terminal escapes
+// stripped from the tail).
 type Adapter struct {
+	adapterkit.Base
+
 	mu          sync.Mutex
-	p           *process.Process
 	opts        *Options
-	grace       time.Duration
 	running     bool // a turn is running
 	submitted   bool // the running turn's message has been typed
 	interrupted bool // Interrupt was called during the running turn
@@ -63,31 +60,23 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "bad pty options")
 	}
-	if len(l.Command) == 0 {
-		return harness.Fail(wire.FailureStartupFailed, "no harness command configured")
-	}
-	p, err := l.Supervisor.Start(process.Spec{
-		Name:   "harness",
-		Path:   l.Command[0],
-		Args:   l.Command[1:],
-		Dir:    l.Workspace,
-		Env:    kit.Env(l, "TERM="+opts.Term),
-		PTY:    &process.PTY{Rows: opts.Rows, Cols: opts.Cols},
-		Logger: l.Logger,
-	})
-	if err != nil {
-		return kit.StartFailure(err)
-	}
 	term := &vt.Text{}
 	term.SetSize(int(opts.Rows), int(opts.Cols))
-	sctx, cancel := context.WithTimeout(ctx, l.StartupTimeout)
-	defer cancel()
-	early, err := waitReady(sctx, p, term, opts)
+	var early []string
+	_, err = a.Base.Start(ctx, l, adapterkit.Spec{
+		Env:  []string{"TERM=" + opts.Term},
+		PTY:  &process.PTY{Rows: opts.Rows, Cols: opts.Cols},
+		Tail: vt.Strip,
+	}, func(ctx context.Context, p *process.Process) error {
+		var err error
+		early, err = waitReady(ctx, p, term, opts)
+		return err
+	})
 	if err != nil {
-		return startFailed(p, err, l.StartupTimeout)
+		return err
 	}
 	a.mu.Lock()
-	a.p, a.opts, a.grace, a.term = p, opts, l.StopGrace, term
+	a.opts, a.term = opts, term
 	a.rows, a.cols = opts.Rows, opts.Cols
 	a.running, a.submitted, a.interrupted, a.held = false, false, false, false
 	a.early = a.early[:0]
@@ -149,35 +138,8 @@ func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Option
 	}
 }
 
-var errHungUp = errors.New("terminal hung up")
-
-// startFailed kills the tree and describes why start-up failed.
-func startFailed(p *process.Process, cause error, timeout time.Duration) error {
-	if errors.Is(cause, errHungUp) {
-		t := time.NewTimer(exitWait)
-		select {
-		case <-p.Exited():
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	p.Stop(context.Background(), 0)
-	f := harness.Wrap(wire.FailureStartupFailed, cause, "harness did not become ready")
-	switch {
-	case errors.Is(cause, context.DeadlineExceeded):
-		f.Message = fmt.Sprintf("harness did not become ready within %s", timeout)
-	case errors.Is(cause, errHungUp):
-		f.Message = "harness closed its terminal during start-up"
-	}
-	if st, ok := p.ExitStatus(); ok {
-		f.Exit = &st
-		if errors.Is(cause, errHungUp) {
-			f.Message = fmt.Sprintf("harness %s during start-up", st)
-		}
-	}
-	f.StderrTail = vt.Strip(p.StderrTail())
-	return f
-}
+// errHungUp is a terminal that hung up during start-up.
+var errHungUp = fmt.Errorf("%w: terminal hung up", adapterkit.ErrHungUp)
 
 // answer writes the replies to the terminal queries the program made.
 func answer(ctx context.Context, p *process.Process, term *vt.Text) {
@@ -190,20 +152,15 @@ func textEvent(text string) wire.Event {
 	return wire.Text(wire.OriginHarness, text)
 }
 
-func (a *Adapter) proc() *process.Process {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p
-}
-
 // Interrupt types the interrupt key (Ctrl-C by default) into the terminal
 // during a turn; the turn then ends by its usual rules, marked Cancelled.
 // An interrupt that comes while the message is still being typed is held
 // until it has been, so that it interrupts the message rather than the
 // typing.
 func (a *Adapter) Interrupt(ctx context.Context) error {
+	p := a.Process()
 	a.mu.Lock()
-	p, running, submitted := a.p, a.running, a.submitted
+	running, submitted := a.running, a.submitted
 	var key string
 	if running {
 		a.interrupted = true
@@ -225,7 +182,7 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 
 // Resize changes the terminal size; the program gets SIGWINCH.
 func (a *Adapter) Resize(rows, cols uint16) error {
-	p := a.proc()
+	p := a.Process()
 	if p == nil {
 		return errors.New("pty: harness is not started")
 	}
@@ -236,27 +193,4 @@ func (a *Adapter) Resize(rows, cols uint16) error {
 	a.rows, a.cols = rows, cols
 	a.mu.Unlock()
 	return nil
-}
-
-// Stop kills the harness's whole session.
-func (a *Adapter) Stop(ctx context.Context) error {
-	a.mu.Lock()
-	p, grace := a.p, a.grace
-	a.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.Stop(ctx, grace)
-}
-
-// Alive reports whether the harness is running.
-func (a *Adapter) Alive() bool {
-	p := a.proc()
-	return p != nil && p.Alive()
-}
-
-// Diagnostics reports exit status, the stripped tail of the terminal and pid.
-func (a *Adapter) Diagnostics() (*process.ExitStatus, string, int) {
-	exit, tail, pid := kit.Diagnostics(a.proc())
-	return exit, vt.Strip(tail), pid
 }

@@ -463,3 +463,14 @@ func TestRestartAfterStop(t *testing.T) {
 		t.Fatalf("banner of the new episode missing: %q", c.text())
 	}
 }
+
+func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
+	// Wide enough that the workspace path does not wrap.
+	opts := map[string]any{"prompt": tuiPrompt, "cols": 1000}
+	l := launch(t, opts, nil, testbin.Path(t, "testharness"), "agent", "--protocol", "tui")
+	l.EpisodeID = "ep-pty-env"
+	a := start(t, l)
+	msg, _ := adaptertest.EnvProbe(l)
+	res, c := turn(t, a, 1, msg)
+	adaptertest.CheckEnv(t, l, res.Response+"\n"+c.text())
+}

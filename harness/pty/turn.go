@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/internal/vt"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -109,8 +110,9 @@ func (ts *turnState) arm(window []string, pending string, newline bool) {
 // Turn types the message and reads the terminal until the prompt returns or
 // a quiet period passes.
 func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
+	p := a.Process()
 	a.mu.Lock()
-	p, o, term := a.p, a.opts, a.term
+	o, term := a.opts, a.term
 	rows, cols := a.rows, a.cols
 	early := a.early
 	a.early = nil
@@ -276,15 +278,9 @@ func (a *Adapter) drain(ctx context.Context, p *process.Process, term *vt.Text, 
 
 // dead describes a harness whose terminal hung up or stopped taking input.
 func (a *Adapter) dead(ctx context.Context, p *process.Process, what string) *harness.Failure {
-	t := time.NewTimer(exitWait)
-	defer t.Stop()
-	select {
-	case <-p.Exited():
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	st, exited := adapterkit.WaitExit(ctx, p)
 	f := &harness.Failure{Type: wire.FailureHarnessCrashed, Message: what, StderrTail: vt.Strip(p.StderrTail())}
-	if st, ok := p.ExitStatus(); ok {
+	if exited {
 		f.Exit = &st
 		f.Message = fmt.Sprintf("harness %s (%s)", st, what)
 	}

@@ -1,6 +1,7 @@
 // Package adaptertest holds what the adapters' tests share: a Launch with a
-// real process supervisor and private directories, an event collector, a
-// liveness check by pid, and a bearer-checking MCP server over real HTTP.
+// real process supervisor and private directories, a probe of the harnessd
+// variables a harness receives, an event collector, a liveness check by
+// pid, and a bearer-checking MCP server over real HTTP.
 // It is imported by tests only.
 package adaptertest
 
@@ -46,6 +47,27 @@ func Launch(tb testing.TB, command ...string) *harness.Launch {
 		StopGrace:      time.Second,
 		MaxLineBytes:   1 << 20,
 		Supervisor:     sup,
+	}
+}
+
+// EnvProbe returns a message for the test agent (testharness agent, any
+// protocol) that makes it print the harnessd variables every adapter gives
+// its harness, with its env directive, and the lines it prints when it got
+// l's values.
+func EnvProbe(l *harness.Launch) (msg string, want []string) {
+	return "env HARNESSD_EPISODE_ID;;env HARNESSD_WORKSPACE",
+		[]string{"HARNESSD_EPISODE_ID=" + l.EpisodeID, "HARNESSD_WORKSPACE=" + l.Workspace}
+}
+
+// CheckEnv fails tb unless text, what the harness said in answer to
+// EnvProbe(l), holds every wanted line.
+func CheckEnv(tb testing.TB, l *harness.Launch, text string) {
+	tb.Helper()
+	_, want := EnvProbe(l)
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			tb.Errorf("the harness did not get %s; it said %q", w, text)
+		}
 	}
 }
 

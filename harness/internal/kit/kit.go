@@ -1,7 +1,7 @@
-// Package kit holds small helpers shared by harness adapters: strict
-// decoding of an adapter's options, the harnessd variables every harness
-// gets, and the mapping of process start errors onto failures. It owns no
-// state and starts nothing.
+// Package kit holds small helpers shared by the harness adapters and the
+// agent presets: strict decoding of an adapter's options and TOML quoting
+// for agents' config files. It owns no state and starts nothing; what
+// starts and stops harnesses is package adapterkit.
 package kit
 
 import (
@@ -12,10 +12,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-
-	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/process"
-	"github.com/harnessd/harnessd/wire"
 )
 
 // DecodeOptions decodes an adapter's options (harness.options, as YAML gave
@@ -80,71 +76,6 @@ func goTypeName(t string) string {
 		return "mapping"
 	}
 	return t
-}
-
-// Env returns the launch's environment with the harnessd variables every
-// adapter gives its harness (episode, workspace, MCP bridge), with set
-// applied on top: a "NAME=value" entry of set replaces any earlier NAME.
-func Env(l *harness.Launch, set ...string) []string {
-	add := []string{
-		"HARNESSD_EPISODE_ID=" + l.EpisodeID,
-		"HARNESSD_WORKSPACE=" + l.Workspace,
-	}
-	if l.MCP != nil {
-		add = append(add,
-			"HARNESSD_MCP_URL="+l.MCP.URL,
-			"HARNESSD_MCP_TOKEN="+l.MCP.Token,
-			"HARNESSD_MCP_CONFIG="+l.MCP.ConfigPath,
-		)
-	}
-	add = append(add, set...)
-	override := map[string]bool{}
-	for _, kv := range add {
-		name, _, _ := strings.Cut(kv, "=")
-		override[name] = true
-	}
-	env := make([]string, 0, len(l.Env)+len(add))
-	for _, kv := range l.Env {
-		if name, _, _ := strings.Cut(kv, "="); !override[name] {
-			env = append(env, kv)
-		}
-	}
-	return append(env, add...)
-}
-
-// Lookup returns the value of name in env.
-func Lookup(env []string, name string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// StartFailure turns an error from starting or readying a process into a
-// startup_failed Failure carrying the exit status and output tail.
-func StartFailure(err error) *harness.Failure {
-	f := harness.Wrap(wire.FailureStartupFailed, err, "harness did not start")
-	var se *process.StartError
-	if errors.As(err, &se) {
-		f.Message = se.Error()
-		f.Exit, f.StderrTail = se.Exit, se.StderrTail
-	}
-	return f
-}
-
-// Diagnostics reports p's exit status (nil while it runs), its stderr tail
-// and its pid, as harness.Adapter.Diagnostics does; a nil p gives zero values.
-func Diagnostics(p *process.Process) (*process.ExitStatus, string, int) {
-	if p == nil {
-		return nil, "", 0
-	}
-	var exit *process.ExitStatus
-	if st, ok := p.ExitStatus(); ok {
-		exit = &st
-	}
-	return exit, p.StderrTail(), p.Pid()
 }
 
 // TOMLString quotes s as a TOML basic string (for agents' config.toml).

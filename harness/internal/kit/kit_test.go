@@ -3,23 +3,7 @@ package kit
 import (
 	"strings"
 	"testing"
-
-	"github.com/harnessd/harnessd/harness"
 )
-
-func TestEnv(t *testing.T) {
-	l := &harness.Launch{EpisodeID: "ep", Workspace: "/w", Env: []string{"PATH=/bin", "TERM=dumb", "HARNESSD_MCP_URL=stale"},
-		MCP: &harness.MCPInjection{URL: "http://b", Token: "t", ConfigPath: "/c"}}
-	env := Env(l, "TERM=xterm")
-	got := strings.Join(env, " ")
-	want := "PATH=/bin HARNESSD_EPISODE_ID=ep HARNESSD_WORKSPACE=/w HARNESSD_MCP_URL=http://b HARNESSD_MCP_TOKEN=t HARNESSD_MCP_CONFIG=/c TERM=xterm"
-	if got != want {
-		t.Fatalf("got  %s\nwant %s", got, want)
-	}
-	if v, ok := Lookup(env, "TERM"); !ok || v != "xterm" {
-		t.Fatal("lookup")
-	}
-}
 
 func TestDecodeOptions(t *testing.T) {
 	var dst struct {

@@ -1,19 +1,13 @@
 package agents
 
 import (
-	"github.com/harnessd/harnessd/harness/acp"
 	"github.com/harnessd/harnessd/harness/claude"
 )
 
-// claudeTools are Claude Code's built-in tools: those of system/init in
-// 2.1.197, and a few of earlier versions.
-var claudeTools = []string{"Agent", "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree",
-	"ExitWorktree", "Glob", "Grep", "LS", "MultiEdit", "NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup",
-	"SendMessage", "Skill", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
-	"TodoWrite", "WebFetch", "WebSearch", "Workflow", "Write"}
-
-func init() {
-	Register(&Preset{
+// ClaudeCode is the preset "claude-code": Claude Code driven over stream-json
+// (adapter claude).
+func ClaudeCode() *Preset {
+	return &Preset{
 		Name:    "claude-code",
 		Title:   "Claude Code",
 		Adapter: claude.Name,
@@ -27,24 +21,15 @@ func init() {
 		BuiltinTools: claudeTools,
 		ToolPrefix:   "mcp__S__",
 		Setup:        claudeSetup,
-	})
-	Register(&Preset{
-		Name:    "claude-acp",
-		Title:   "Claude Code through claude-agent-acp",
-		Adapter: acp.Name,
-		Program: "claude-agent-acp",
-		// The session runs in bypassPermissions mode: no permission round
-		// trips (set harness.options.mode to "default" to have every tool
-		// use answered by the permission policy instead).
-		Options:      map[string]any{"mode": "bypassPermissions"},
-		Package:      "@zed-industries/claude-agent-acp",
-		Version:      "0.23.1",
-		Verified:     true,
-		BuiltinTools: claudeTools,
-		ToolPrefix:   "mcp__S__",
-		Setup:        claudeSetup,
-	})
+	}
 }
+
+// claudeTools are Claude Code's built-in tools: those of system/init in
+// 2.1.197, and a few of earlier versions.
+var claudeTools = []string{"Agent", "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree",
+	"ExitWorktree", "Glob", "Grep", "LS", "MultiEdit", "NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup",
+	"SendMessage", "Skill", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+	"TodoWrite", "WebFetch", "WebSearch", "Workflow", "Write"}
 
 // claudeSetup points Claude Code (or the Agent SDK inside claude-agent-acp)
 // at a private config dir, the model endpoint, and turns its side traffic

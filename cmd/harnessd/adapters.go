@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/agents"
+	"github.com/harnessd/harnessd/harness/claude"
+	"github.com/harnessd/harnessd/harness/exec"
+	"github.com/harnessd/harnessd/harness/jsonl"
+	"github.com/harnessd/harnessd/harness/pty"
+)
+
+// This file is the one place that says which harness protocols and agent
+// presets the binary links. Configurations name them (harness.adapter,
+// harness.agent, --adapter, --agent); nothing registers itself.
+
+// protocolAdapter is a harness protocol adapter the binary links.
+type protocolAdapter struct {
+	name    string
+	factory harness.AdapterFactory
+}
+
+// linkedAdapters are the harness protocols, one adapter package each.
+func linkedAdapters() []protocolAdapter {
+	return []protocolAdapter{
+		{jsonl.Name, jsonl.Factory},
+		{acp.Name, acp.Factory},
+		{claude.Name, claude.Factory},
+		{exec.Name, exec.Factory},
+		{pty.Name, pty.Factory},
+	}
+}
+
+// linkedPresets are the known agents; each gets a wrapping adapter
+// "agent:NAME" over its protocol adapter.
+func linkedPresets() []*agents.Preset {
+	return []*agents.Preset{
+		agents.ClaudeCode(),
+		agents.ClaudeACP(),
+		agents.Codex(),
+		agents.Copilot(),
+		agents.Gemini(),
+		agents.Goose(),
+		agents.OpenCode(),
+		agents.Qwen(),
+	}
+}
+
+// extensions is what configurations are turned into adapters with: the
+// adapter registry handed to sessions and the server, and the preset
+// catalog that harness.agent names.
+type extensions struct {
+	adapters *harness.Registry
+	presets  *agents.Catalog
+}
+
+// link builds the registry and the catalog from the lists above.
+func link(adapters []protocolAdapter, presets []*agents.Preset) (*extensions, error) {
+	x := &extensions{adapters: &harness.Registry{}, presets: &agents.Catalog{}}
+	var errs []error
+	for _, a := range adapters {
+		errs = append(errs, x.adapters.Add(a.name, a.factory))
+	}
+	for _, p := range presets {
+		if err := x.presets.Add(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, x.adapters.Add(p.AdapterName(), agents.Factory(p, x.adapters)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return x, fmt.Errorf("linking adapters and presets: %w", err)
+	}
+	return x, nil
+}
+
+// linked returns the binary's extensions, built once. An error means the
+// lists above are inconsistent (a name twice); what was built is still
+// returned for help texts.
+var linked = sync.OnceValues(func() (*extensions, error) {
+	return link(linkedAdapters(), linkedPresets())
+})

@@ -1,0 +1,15 @@
+// Package adapterkit is the base that process-backed harness adapters build
+// on. Base starts an episode's harness process from a harness.Launch with
+// the one environment every adapter gives (Env: the HARNESSD_* variables),
+// bounds start-up by the launch's startup timeout, maps every start-up
+// error onto a startup_failed harness.Failure carrying the exit status and
+// stderr tail, applies the launch's line limit, and provides the Stop,
+// Alive and Diagnostics methods of harness.Adapter. An adapter embeds Base
+// and keeps its protocol to itself: the readiness handshake (a ReadyFunc),
+// turns and interrupts. Adapters that run one process per turn (exec) use
+// Env and Lookup only.
+//
+// The package must not build or map events, speak any harness protocol or
+// decide what a turn's output means; it holds nothing beyond the one
+// process of the current episode.
+package adapterkit
