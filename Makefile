@@ -1,7 +1,8 @@
 # harnessd — build, test, demo, benchmarks.
 #
 #   make demo    a full episode against the built-in test harness and demo tools
-#   make test    vet + every test (race detector on); CI runs this
+#   make lint    go vet, gofmt, staticcheck
+#   make test    lint + every test (race detector on); CI runs this
 #   make bench   benchmarks with their floors, as ratios (see docs/benchmarks.md)
 #   make agents  install the real CLI agents pinned in integration/agents (npm ci; needs Node)
 
@@ -21,8 +22,11 @@ build:
 vet:
 	$(GO) vet $(PKGS)
 
+# lint: go vet, gofmt and staticcheck (honnef.co/go/tools, pinned in go.mod
+# as a tool dependency, so "go tool staticcheck" needs no separate install).
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) tool staticcheck $(PKGS)
 
 test: lint build agents test-go
 

@@ -52,6 +52,7 @@ func AsFailure(err error) (*Failure, bool) {
 // Errors returned by Session methods for misuse. They leave the session usable.
 var (
 	// ErrNoEpisode: Step before Reset, or after a failure ended the episode.
+	//lint:ignore ST1005 the text of OpenEnv's reference server, which clients match on
 	ErrNoEpisode = errors.New("No active episode; call reset() before step()")
 	// ErrEpisodeDone: Step after the episode finished.
 	ErrEpisodeDone = errors.New("episode is done; call reset() to start a new one")

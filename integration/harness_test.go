@@ -265,9 +265,9 @@ func TestHarnessBadFrames(t *testing.T) {
 		}
 	}
 	// Extra keys in a valid message are ignored; no bad frame made a turn.
-	frames := harnessTurn(t, w, "count")
+	harnessTurn(t, w, "count")
 	w.send(map[string]any{"type": "message", "content": "count", "extra": true})
-	frames = readTurn(t, w)
+	frames := readTurn(t, w)
 	if got := lastData(t, frames)["response"]; got != "turns: 2" {
 		t.Fatalf("turns after bad frames: %v", got)
 	}

@@ -242,7 +242,7 @@ func TestMCPJSONRPC(t *testing.T) {
 	if d.Sessions() != 1 {
 		t.Fatalf("sessions after create: %d", d.Sessions())
 	}
-	r = rpc(t, d, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"count","session_id":"`+sid+`"}}`)
+	rpc(t, d, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"count","session_id":"`+sid+`"}}`)
 	r = rpc(t, d, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"count","session_id":"`+sid+`"}}`)
 	if b, _ := json.Marshal(r["result"]); !strings.Contains(string(b), `"2"`) {
 		t.Fatalf("the session's tool server did not persist across calls: %v", r)

@@ -31,16 +31,6 @@ func enableSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// isSubreaper reports whether this process is a child subreaper.
-func isSubreaper() bool {
-	var v int32
-	// PR_GET_CHILD_SUBREAPER writes an int through the pointer argument.
-	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafePointer(&v)), 0, 0, 0); err != nil {
-		return false
-	}
-	return v != 0
-}
-
 // ReapOrphans reaps every zombie child of the daemon that this package did
 // not start (orphans re-parented to a subreaper or to PID 1) and returns how
 // many it reaped. Tracked children are left to their own Wait.

@@ -1,5 +1,0 @@
-package process
-
-import "unsafe"
-
-func unsafePointer(v *int32) unsafe.Pointer { return unsafe.Pointer(v) }
