@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lmittmann/tint"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -18,7 +18,7 @@ type logFlags struct {
 	format string
 }
 
-func (l *logFlags) register(fs *flag.FlagSet) {
+func (l *logFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&l.format, "log-format", "auto", "log format: auto (tint on a terminal, JSON otherwise), text, json")
 }
