@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-var everyCommand = []string{"serve", "run", "chat", "agents", "check", "health", "version"}
+var everyCommand = []string{"serve", "run", "chat", "agents", "check", "health", "version", "validate"}
 
 // Every command prints its help to stdout and exits 0 for -h and --help.
 func TestHelpGoesToStdoutWithExitZero(t *testing.T) {

@@ -10,7 +10,10 @@
 //	1  runtime failure: the listener failed, a drain overran --drain-timeout
 //	   or was cut short by a second signal, an episode of run failed, a
 //	   probe of check failed, a server was not healthy (health)
-//	2  usage or configuration error (bad flags, invalid config file)
+//	2  usage or configuration error: bad flags, an invalid config file, a
+//	   harness program or tool server command that does not exist or is
+//	   not executable (serve and run refuse to start), a problem found by
+//	   validate
 //	3  a required isolation mechanism is missing: check --require,
 //	   serve --require, --cgroup required, --subreaper required
 //

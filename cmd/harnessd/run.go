@@ -49,6 +49,9 @@ func runRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage
 	}
+	if code, refused := refuseUnrunnable(c, cfg, fs.NArg() > 0); refused {
+		return code
+	}
 	sup, err := iso.supervisor(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)

@@ -104,6 +104,9 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
 		return exitUsage
 	}
+	if code, refused := refuseUnrunnable(c, cfg, fs.NArg() > 0); refused {
+		return code
+	}
 	m := *mode
 	if m == "" {
 		m = os.Getenv("OPENENV_MODE")
