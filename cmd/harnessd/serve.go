@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -169,7 +168,7 @@ func runServe(args []string) int {
 		return exitFailure
 	}
 	if *addrFile != "" {
-		if err := writeFileAtomic(*addrFile, ln.Addr().String()+"\n"); err != nil {
+		if err := writeAddrFile(*addrFile, ln.Addr().String()+"\n"); err != nil {
 			ln.Close()
 			sup.Close(context.Background(), 0)
 			fmt.Fprintln(os.Stderr, "harnessd serve: --addr-file:", err)
@@ -286,16 +285,3 @@ func apiToken(file string) (string, error) {
 	return strings.TrimSpace(t), nil
 }
 
-func writeFileAtomic(path, content string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".addr-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	tmp.Close()
-	return os.Rename(tmp.Name(), path)
-}
