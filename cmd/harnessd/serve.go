@@ -284,4 +284,3 @@ func apiToken(file string) (string, error) {
 	os.Unsetenv("HARNESSD_API_TOKEN")
 	return strings.TrimSpace(t), nil
 }
-
