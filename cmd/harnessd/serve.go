@@ -185,7 +185,7 @@ func runServe(args []string) int {
 		log.Error("server stopped", "err", err)
 		code = exitFailure
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout.String(), "sessions", srv.ActiveSessions())
+		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout, "sessions", srv.ActiveSessions())
 	}
 	if c := drain(log, srv, sup, sigs, drainTimeout); c != exitOK {
 		code = c
@@ -248,7 +248,7 @@ func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <
 	case sig := <-sigs:
 		log.Error("second signal: killing every process tree and exiting without a full drain", "signal", sig.String())
 	case <-timer.C:
-		log.Error("drain timed out: killing every process tree", "drain_timeout", timeout.String())
+		log.Error("drain timed out: killing every process tree", "drain_timeout", timeout)
 	}
 	// SIGKILL everything, stop waiting for handlers, then give the stops
 	// (now quick) a bounded time to sweep escapees and reap.
