@@ -127,7 +127,8 @@ type WorkspaceConfig struct {
 func (e *EpisodeConfig) EndsOnDone() bool { return e.EndOnDone == nil || *e.EndOnDone }
 
 // LoadConfig reads and validates a YAML configuration file. Relative paths
-// in it are resolved against the file's directory.
+// in it are resolved against the file's directory. As ParseConfig, it
+// returns the decoded configuration beside a validation error.
 func LoadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -139,7 +140,7 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	cfg, err := ParseConfig(b, filepath.Dir(abs))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
 }
@@ -148,7 +149,9 @@ var yamlFieldErr = regexp.MustCompile(`field (\S+) not found in type \S+`)
 
 // ParseConfig decodes YAML strictly (an unknown key is an error naming the
 // key and its line), resolves relative paths against baseDir, applies
-// defaults and validates.
+// defaults and validates. When only validation fails, the decoded
+// configuration is returned beside the error (every problem joined), so
+// that a validator can go on checking it; it is nil when decoding failed.
 func ParseConfig(data []byte, baseDir string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -158,7 +161,7 @@ func ParseConfig(data []byte, baseDir string) (*Config, error) {
 	}
 	cfg.resolvePaths(baseDir)
 	if err := cfg.Normalize(); err != nil {
-		return nil, err
+		return &cfg, err
 	}
 	return &cfg, nil
 }

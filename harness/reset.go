@@ -143,13 +143,16 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 			f.StderrTail = tail
 		}
 	}
+	if ctx.Err() == nil && errors.Is(f, context.DeadlineExceeded) {
+		f.Message = startupTimeoutMessage(s.cfg.Harness.StartupTimeout.D(), f.StderrTail)
+	}
 	ev := wire.ErrorEvent(wire.OriginDaemon, f.Message, false)
 	s.events.add(ev)
 	s.mu.Lock()
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
 	s.closeTools(context.Background(), ep)
-	ep.log.Warn("harness failed to start", "error", f.Message, "exit", f.Exit)
+	ep.log.Warn("harness failed to start", append([]any{"error", f.Message}, exitAttr(f.Exit)...)...)
 	zero := 0.0
 	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,

@@ -150,7 +150,7 @@ func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []w
 	s.mu.Lock()
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
-	ep.log.Warn("episode ended by failure", "turn", n, "error_type", f.Type, "error", f.Message, "exit", f.Exit)
+	ep.log.Warn("episode ended by failure", append([]any{"turn", n, "error_type", f.Type, "error", f.Message}, exitAttr(f.Exit)...)...)
 	zero, empty := 0.0, ""
 	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events,

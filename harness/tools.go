@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -19,10 +21,16 @@ import (
 
 // newSource makes the bridge source for a configured tool server.
 func (s *Session) newSource(tc ToolConfig) bridge.Source {
+	return newToolSource(tc, s.cfg.Harness.StopGrace.D(), s.sup, s.log)
+}
+
+// newToolSource makes the bridge source for a configured tool server (a
+// session's, or CheckTools').
+func newToolSource(tc ToolConfig, stopGrace time.Duration, sup *process.Supervisor, log *slog.Logger) bridge.Source {
 	if tc.URL != "" {
 		return bridge.NewHTTPSource(bridge.HTTPSpec{
 			Name: tc.Name, URL: tc.URL, Headers: tc.Headers, CallTimeout: tc.CallTimeout.D(),
-		}, s.log)
+		}, log)
 	}
 	return bridge.NewStdioSource(bridge.StdioSpec{
 		Name:        tc.Name,
@@ -30,8 +38,8 @@ func (s *Session) newSource(tc ToolConfig) bridge.Source {
 		Env:         process.DefaultEnviron(tc.Env),
 		Dir:         tc.Dir,
 		CallTimeout: tc.CallTimeout.D(),
-		StopGrace:   s.cfg.Harness.StopGrace.D(),
-	}, s.sup, s.log)
+		StopGrace:   stopGrace,
+	}, sup, log)
 }
 
 // openTools starts the sources of an episode, builds its catalog and, when

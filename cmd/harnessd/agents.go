@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,21 +32,17 @@ type agentRow struct {
 }
 
 func runAgents(args []string) int {
-	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: harnessd agents [--agents-dir DIR] [--json]\n\n"+
-			"Lists the agent presets (harnessd serve --agent NAME): the adapter that drives each, its command,\n"+
-			"and where its program was found (agents dir first, then PATH). Nothing is executed.\n\n")
-		fs.PrintDefaults()
-	}
-	dir := fs.String("agents-dir", "", "where agent programs are installed: a node_modules/.bin directory or one holding it (default $"+agents.DirEnvVar+")")
+	c := newCLI("agents", "harnessd agents [--agents-dir DIR] [--json]\n\n"+
+		"Lists the agent presets (harnessd serve --agent NAME): the adapter that drives each, its command,\n"+
+		"and where its program was found (agents dir first, then PATH). Nothing is executed.")
+	fs := c.fs
+	dir := fs.String("agents-dir", "", "`directory` where agent programs are installed: a node_modules/.bin directory or one holding it (default $"+agents.DirEnvVar+")")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := c.parse(args); done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "harnessd agents: unexpected arguments:", strings.Join(fs.Args(), " "))
-		return exitUsage
+	if code, done := c.noArgs(); done {
+		return code
 	}
 	x, err := linked()
 	if err != nil {

@@ -110,13 +110,13 @@ func TestAgentFlags(t *testing.T) {
 			}
 		}
 	}
-	_, stderr, _ := harnessd(t, nil, "serve", "-h")
-	for _, w := range []string{"-agent", "-agents-dir", "-model-url", "-model ", "-model-api-key-env"} {
-		if !strings.Contains(stderr, w) {
+	help, _, _ := harnessd(t, nil, "serve", "-h")
+	for _, w := range []string{"--agent ", "--agents-dir ", "--model-url ", "--model ", "--model-api-key-env "} {
+		if !strings.Contains(help, w) {
 			t.Errorf("serve -h lacks %s", w)
 		}
 	}
-	if strings.Contains(stderr, "agent:gemini") {
+	if strings.Contains(help, "agent:gemini") {
 		t.Error("serve -h lists the presets' wrapping adapters as protocols")
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,19 +18,19 @@ func init() {
 }
 
 func runChat(args []string) int {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: harnessd chat [flags]\n\n"+
-			"Each input line is one turn. Over /ws (simulation) the turn's events print when it ends; with\n"+
-			"--harness (production servers) they stream live and Ctrl-C cancels the running turn.\n"+
-			"Commands: /reset, /state, /quit.\n\n")
-		fs.PrintDefaults()
-	}
-	url := fs.String("url", "http://127.0.0.1:8000", "server URL")
-	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
+	c := newCLI("chat", "harnessd chat [flags]\n\n"+
+		"Each input line is one turn. Over /ws (simulation) the turn's events print when it ends; with\n"+
+		"--harness (production servers) they stream live and Ctrl-C cancels the running turn.\n"+
+		"Commands: /reset, /state, /quit.")
+	fs := c.fs
+	url := fs.String("url", "http://127.0.0.1:8000", "server `URL`")
+	tokenFile := fs.String("api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
 	streaming := fs.Bool("harness", false, "use the streaming /harness socket (production mode)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := c.parse(args); done {
+		return code
+	}
+	if code, done := c.noArgs(); done {
+		return code
 	}
 	token, err := apiToken(*tokenFile)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +37,9 @@ type requireFlag []string
 
 func (r *requireFlag) String() string { return strings.Join(*r, ",") }
 
+// Type names the value in the help when the usage has no `NAME`.
+func (r *requireFlag) Type() string { return "list" }
+
 func (r *requireFlag) Set(v string) error {
 	for _, n := range strings.Split(v, ",") {
 		n = strings.TrimSpace(n)
@@ -55,36 +57,33 @@ func (r *requireFlag) Set(v string) error {
 }
 
 func runCheck(args []string) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: harnessd check [flags]\n\n"+
-			"Probes which isolation and kill mechanisms this machine offers, with the same --cgroup/--subreaper\n"+
-			"settings serve would use, and attacks the live configuration: a throwaway process tree with a\n"+
-			"setsid escapee and an orphan must be ended by a stop. Probes leave nothing behind.\n\n"+
-			"Statuses: verified (exercised, worked), available (present, not exercised), missing, failed\n"+
-			"(present but did not work), off (disabled by a flag).\n\n"+
-			"Exit codes: 0 all requirements met; 3 a required mechanism is missing or failed; 1 a probe failed\n"+
-			"(a mechanism that claims to work did not); 2 usage.\n\nMechanisms:\n")
-		for _, n := range probe.Names {
-			fmt.Fprintf(fs.Output(), "  %-15s %s\n", n, probe.Help[n])
-		}
-		fmt.Fprintln(fs.Output())
-		fs.PrintDefaults()
+	var about strings.Builder
+	about.WriteString("harnessd check [flags]\n\n" +
+		"Probes which isolation and kill mechanisms this machine offers, with the same --cgroup/--subreaper\n" +
+		"settings serve would use, and attacks the live configuration: a throwaway process tree with a\n" +
+		"setsid escapee and an orphan must be ended by a stop. Probes leave nothing behind.\n\n" +
+		"Statuses: verified (exercised, worked), available (present, not exercised), missing, failed\n" +
+		"(present but did not work), off (disabled by a flag).\n\n" +
+		"Exit codes: 0 all requirements met; 3 a required mechanism is missing or failed; 1 a probe failed\n" +
+		"(a mechanism that claims to work did not); 2 usage.\n\nMechanisms:\n")
+	for _, n := range probe.Names {
+		fmt.Fprintf(&about, "  %-15s %s\n", n, probe.Help[n])
 	}
+	c := newCLI("check", about.String())
+	fs := c.fs
 	var iso isolationFlags
 	var lf logFlags
 	var req requireFlag
 	iso.register(fs)
 	lf.register(fs)
 	lf.level = "error"
-	fs.Var(&req, "require", "comma-separated mechanisms that must be verified or available (repeatable): "+strings.Join(probe.Names, ", "))
+	fs.Var(&req, "require", "comma-separated `mechanisms` that must be verified or available (repeatable): "+strings.Join(probe.Names, ", "))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := c.parse(args); done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "harnessd check: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, done := c.noArgs(); done {
+		return code
 	}
 	log, err := lf.logger(os.Stderr)
 	if err != nil {

@@ -2,22 +2,27 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/internal/units"
 )
 
-// listFlag collects a repeatable flag.
+// listFlag collects a repeatable flag; each use adds one value (commas are
+// not separators: a tool command may hold them).
 type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// Type names the value in the help when the usage has no `NAME`.
+func (l *listFlag) Type() string { return "value" }
 
 // envFlags describe the environment on the command line; they override a
 // configuration file.
@@ -33,6 +38,7 @@ type envFlags struct {
 	turnTimeout    string
 	startupTimeout string
 	episodeTimeout string
+	outputLimit    string
 	maxTurns       int
 	recordDir      string
 	template       string
@@ -43,27 +49,28 @@ type envFlags struct {
 	modelKeyEnv    string
 }
 
-func (e *envFlags) register(fs *flag.FlagSet) {
+func (e *envFlags) register(fs *pflag.FlagSet) {
 	x, _ := linked() // build reports an inconsistent link
-	fs.StringVar(&e.config, "config", "", "environment configuration file (YAML)")
+	fs.StringVar(&e.config, "config", "", "environment configuration `file` (YAML)")
 	fs.StringVar(&e.name, "name", "", "environment name")
 	fs.StringVar(&e.adapter, "adapter", "", "harness protocol: "+strings.Join(protocolAdapters(x.adapters), ", "))
 	fs.StringVar(&e.agent, "agent", "", "run a known agent (a preset; see harnessd agents): "+strings.Join(x.presets.Names(), ", "))
 	fs.StringVar(&e.agentsDir, "agents-dir", "", "where agent programs are installed: a node_modules/.bin directory or one holding it\n(searched before PATH; default $"+agents.DirEnvVar+")")
 	fs.StringVar(&e.modelURL, "model-url", "", "the agent's LLM endpoint: the server root (OpenAI-compatible agents get URL/v1)")
 	fs.StringVar(&e.modelName, "model", "", "the model name the agent asks the endpoint for")
-	fs.StringVar(&e.modelKeyEnv, "model-api-key-env", "", "harnessd's environment variable holding the endpoint's API key")
-	fs.Var(&e.tools, "tool", "tool server: stdio:COMMAND ARGS... or http:URL, optionally NAME=... (repeatable)")
-	fs.Var(&e.hide, "hide", "hide tools matching this pattern from the harness (repeatable)")
-	fs.Var(&e.expose, "expose", "serve only tools matching this pattern (repeatable)")
-	fs.Var(&e.env, "env", "NAME=VALUE for the harness's environment (repeatable)")
-	fs.Var(&e.passEnv, "pass-env", "pass this daemon variable (or pattern) to the harness (repeatable)")
-	fs.StringVar(&e.turnTimeout, "turn-timeout", "", "wall-clock budget of one turn (default 600s)")
-	fs.StringVar(&e.startupTimeout, "startup-timeout", "", "harness start-up budget (default 30s)")
-	fs.StringVar(&e.episodeTimeout, "episode-timeout", "", "wall-clock budget of an episode (default none)")
+	fs.StringVar(&e.modelKeyEnv, "model-api-key-env", "", "harnessd's environment `variable` holding the endpoint's API key")
+	fs.Var(&e.tools, "tool", "tool server (repeatable): `SPEC` is stdio:COMMAND ARGS... or http:URL, optionally NAME=SPEC")
+	fs.Var(&e.hide, "hide", "hide tools matching this `pattern` from the harness (repeatable)")
+	fs.Var(&e.expose, "expose", "serve only tools matching this `pattern` (repeatable)")
+	fs.Var(&e.env, "env", "`NAME=VALUE` for the harness's environment (repeatable)")
+	fs.Var(&e.passEnv, "pass-env", "pass this daemon variable (or `pattern`) to the harness (repeatable)")
+	durationVar(fs, &e.turnTimeout, "turn-timeout", "", "wall-clock budget of one turn (episode.turn_timeout; default 600s)")
+	durationVar(fs, &e.startupTimeout, "startup-timeout", "", "harness start-up budget (harness.startup_timeout; default 30s)")
+	durationVar(fs, &e.episodeTimeout, "episode-timeout", "", "wall-clock budget of an episode (episode.episode_timeout; default none)")
+	sizeVar(fs, &e.outputLimit, "output-limit", "", "what the harness may print in one turn (episode.output_limit; default 16MiB)")
 	fs.IntVar(&e.maxTurns, "max-turns", 0, "end episodes after this many turns (default unlimited)")
-	fs.StringVar(&e.recordDir, "record-dir", "", "write each episode's events to DIR/<episode>.jsonl")
-	fs.StringVar(&e.template, "workspace-template", "", "directory copied into every episode's workspace")
+	fs.StringVar(&e.recordDir, "record-dir", "", "write each episode's events to `DIR`/<episode>.jsonl")
+	fs.StringVar(&e.template, "workspace-template", "", "`directory` copied into every episode's workspace")
 }
 
 // build assembles the configuration: the file (if any), then flags, then
@@ -140,6 +147,13 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 			return nil, fmt.Errorf("%s %q: want a positive duration such as 90s", d.flag, d.val)
 		}
 		*d.dst = v
+	}
+	if e.outputLimit != "" {
+		v, err := units.ParseByteSize(e.outputLimit)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("--output-limit %q: want a positive size such as 16MiB", e.outputLimit)
+		}
+		cfg.Episode.OutputLimit = v
 	}
 	if e.maxTurns > 0 {
 		cfg.Episode.MaxTurns = e.maxTurns

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,21 +18,17 @@ func init() {
 // runHealth asks GET /health of a server and exits 0 when it answers 200
 // with status "healthy", 1 otherwise (unreachable, draining, bad answer).
 func runHealth(args []string) int {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: harnessd health [flags]\n\n"+
-			"Prints the server's /health answer and exits 0 when it is healthy, 1 when it is not (unreachable,\n"+
-			"draining, or an unexpected answer). /health needs no API token.\n\n")
-		fs.PrintDefaults()
-	}
-	url := fs.String("url", "http://127.0.0.1:8000", "server URL")
+	c := newCLI("health", "harnessd health [flags]\n\n"+
+		"Prints the server's /health answer and exits 0 when it is healthy, 1 when it is not (unreachable,\n"+
+		"draining, or an unexpected answer). /health needs no API token.")
+	fs := c.fs
+	url := fs.String("url", "http://127.0.0.1:8000", "server `URL`")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := c.parse(args); done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "harnessd health: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, done := c.noArgs(); done {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

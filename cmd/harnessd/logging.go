@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lmittmann/tint"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -18,13 +18,14 @@ type logFlags struct {
 	format string
 }
 
-func (l *logFlags) register(fs *flag.FlagSet) {
+func (l *logFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&l.format, "log-format", "auto", "log format: auto (tint on a terminal, JSON otherwise), text, json")
 }
 
 // logger builds the logger: human-readable (tint) on a terminal, JSON
-// otherwise. It also becomes slog's default, so stray library output lands
+// otherwise. JSON logs give every duration in seconds, as a number
+// (durationSeconds); tint keeps Go's "1.5s". It also becomes slog's default, so stray library output lands
 // in the same stream.
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
@@ -41,16 +42,27 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 		if tty {
 			h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: os.Getenv("NO_COLOR") != ""})
 		} else {
-			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
 		}
 	case "tint", "text":
 		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: !tty || os.Getenv("NO_COLOR") != ""})
 	case "json":
-		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
 	default:
 		return nil, fmt.Errorf("invalid --log-format %q (auto, text or json)", l.format)
 	}
 	log := slog.New(h)
 	slog.SetDefault(log)
 	return log, nil
+}
+
+// durationSeconds is the JSON handler's ReplaceAttr: a time.Duration
+// attribute becomes its seconds as a float under the same key ("elapsed":
+// 0.25), so every duration in a JSON log has one unit (slog's default is
+// integer nanoseconds, beside strings like "20s" where code formatted one).
+func durationSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key, a.Value.Duration().Seconds())
+	}
+	return a
 }

@@ -10,7 +10,10 @@
 //	1  runtime failure: the listener failed, a drain overran --drain-timeout
 //	   or was cut short by a second signal, an episode of run failed, a
 //	   probe of check failed, a server was not healthy (health)
-//	2  usage or configuration error (bad flags, invalid config file)
+//	2  usage or configuration error: bad flags, an invalid config file, a
+//	   harness program or tool server command that does not exist or is
+//	   not executable (serve and run refuse to start), a problem found by
+//	   validate
 //	3  a required isolation mechanism is missing: check --require,
 //	   serve --require, --cgroup required, --subreaper required
 //
@@ -46,7 +49,9 @@ const (
 	exitMissing = 3
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..."; without
+// it, harnessd version reports the module version and the VCS revision from
+// the build info.
 var version = "dev"
 
 type subcommand struct {
@@ -72,7 +77,7 @@ func usage() string {
 	for _, n := range names {
 		s += fmt.Sprintf("  %-8s %s\n", n, subcommands[n].summary)
 	}
-	return s + "\nRun 'harnessd <command> -h' for a command's flags.\n"
+	return s + "\nRun 'harnessd <command> --help' (or 'harnessd help <command>') for a command's flags.\n"
 }
 
 func main() {
@@ -83,6 +88,11 @@ func main() {
 	name := os.Args[1]
 	switch name {
 	case "-h", "--help", "help":
+		if len(os.Args) > 2 && name == "help" {
+			if c, ok := subcommands[os.Args[2]]; ok {
+				os.Exit(c.run([]string{"--help"}))
+			}
+		}
 		fmt.Print(usage())
 		return
 	case "-v", "--version":
@@ -90,7 +100,7 @@ func main() {
 	}
 	c, ok := subcommands[name]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "harnessd: unknown command %q\n\n%s", name, usage())
+		fmt.Fprintf(os.Stderr, "harnessd: unknown command %q\nRun 'harnessd --help' for the commands.\n", name)
 		os.Exit(exitUsage)
 	}
 	os.Exit(c.run(os.Args[2:]))

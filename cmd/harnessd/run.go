@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,13 +19,11 @@ func init() {
 }
 
 func runRun(args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: harnessd run [flags] [-m MESSAGE]... [-- HARNESS COMMAND ARGS...]\n\n"+
-			"Runs one episode without a server: each -m (or each stdin line) is one turn. Events are printed\n"+
-			"to stderr as they happen; the final observation is printed to stdout as JSON.\n\n")
-		fs.PrintDefaults()
-	}
+	c := newCLI("run", "harnessd run [flags] [-m MESSAGE]... [-- HARNESS COMMAND ARGS...]\n\n"+
+		"Runs one episode without a server: each -m (or each stdin line) is one turn. Events are printed\n"+
+		"to stderr as they happen; the final observation is printed to stdout as JSON.")
+	fs := c.fs
+	fs.SetInterspersed(false) // "run ./harness -x": -x is the harness's
 	var ef envFlags
 	var lf logFlags
 	var iso isolationFlags
@@ -34,11 +31,11 @@ func runRun(args []string) int {
 	ef.register(fs)
 	lf.register(fs)
 	iso.register(fs)
-	fs.Var(&msgs, "m", "a turn's message (repeatable); without -m, stdin lines are turns")
-	episodeID := fs.String("episode-id", "", "episode id")
+	fs.VarP(&msgs, "message", "m", "a turn's `message` (repeatable); without -m, stdin lines are turns")
+	episodeID := fs.String("episode-id", "", "episode `id`")
 	lf.level = "warn"
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := c.parse(args); done {
+		return code
 	}
 	log, err := lf.logger(os.Stderr)
 	if err != nil {
@@ -52,6 +49,9 @@ func runRun(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage
+	}
+	if code, refused := refuseUnrunnable(c, cfg, fs.NArg() > 0); refused {
+		return code
 	}
 	sup, err := iso.supervisor(log)
 	if err != nil {

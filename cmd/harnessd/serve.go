@@ -3,15 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
@@ -29,7 +29,7 @@ type isolationFlags struct {
 	reapOrphans       bool
 }
 
-func (f *isolationFlags) register(fs *flag.FlagSet) {
+func (f *isolationFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "cgroup v2 leaf per process tree: auto, off, required")
 	fs.StringVar(&f.subreaper, "subreaper", "auto", "adopt orphaned descendants: auto, off, required")
 	fs.BoolVar(&f.reapOrphans, "reap-orphans", false, "reap every orphan re-parented to the daemon (always on as PID 1)")
@@ -60,29 +60,32 @@ func (f *isolationFlags) supervisor(log *slog.Logger) (*process.Supervisor, erro
 }
 
 func runServe(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: harnessd serve [flags] [-- HARNESS COMMAND ARGS...]\n\n")
-		fs.PrintDefaults()
-	}
+	c := newCLI("serve", "harnessd serve [flags] [-- HARNESS COMMAND ARGS...]\n\n"+
+		"Serves one environment over WebSocket and HTTP (OpenEnv's protocol). The harness is --config's\n"+
+		"harness.command, an --agent preset, or the command after \"--\". Before listening, serve checks that the\n"+
+		"harness program and every tool server command exist and are executable, and exits 2 naming the\n"+
+		"one that is not (harnessd validate reports every problem of a configuration).")
+	fs := c.fs
+	fs.SetInterspersed(false) // "serve ./harness -x": -x is the harness's
 	var ef envFlags
 	var lf logFlags
 	var iso isolationFlags
 	ef.register(fs)
 	lf.register(fs)
 	iso.register(fs)
-	listen := fs.String("listen", "127.0.0.1:8000", "address to listen on (a container passes :8000)")
-	addrFile := fs.String("addr-file", "", "write the bound address to this file (for --listen with port 0)")
+	listen := fs.String("listen", "127.0.0.1:8000", "`address` to listen on (a container passes :8000)")
+	addrFile := fs.String("addr-file", "", "write the bound address to this `file` (for --listen with port 0); a regular file, replaced atomically")
 	mode := fs.String("mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
 	maxSessions := fs.Int("max-sessions", 1, "concurrent sessions")
-	idle := fs.String("idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
-	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
-	maxFrame := fs.String("max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
+	var idle, maxFrame, drainFlag string
+	durationVar(fs, &idle, "idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
+	tokenFile := fs.String("api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
+	sizeVar(fs, &maxFrame, "max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
 	var req requireFlag
-	fs.Var(&req, "require", "refuse to start (exit 3) unless these mechanisms are verified or available, probed as harnessd check does: "+strings.Join(probe.Names, ", "))
-	drainFlag := fs.String("drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	fs.Var(&req, "require", "refuse to start (exit 3) unless these `mechanisms` are verified or available, probed as harnessd check does: "+strings.Join(probe.Names, ", "))
+	durationVar(fs, &drainFlag, "drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
+	if code, done := c.parse(args); done {
+		return code
 	}
 	log, err := lf.logger(os.Stderr)
 	if err != nil {
@@ -101,6 +104,9 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
 		return exitUsage
 	}
+	if code, refused := refuseUnrunnable(c, cfg, fs.NArg() > 0); refused {
+		return code
+	}
 	m := *mode
 	if m == "" {
 		m = os.Getenv("OPENENV_MODE")
@@ -111,22 +117,22 @@ func runServe(args []string) int {
 		return exitUsage
 	}
 	var idleTimeout time.Duration
-	if *idle != "" {
-		d, err := units.ParseDuration(*idle)
+	if idle != "" {
+		d, err := units.ParseDuration(idle)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "harnessd serve: --idle-timeout:", err)
 			return exitUsage
 		}
 		idleTimeout = d.D()
 	}
-	frame, err := units.ParseByteSize(*maxFrame)
+	frame, err := units.ParseByteSize(maxFrame)
 	if err != nil || frame <= 0 {
-		fmt.Fprintln(os.Stderr, "harnessd serve: --max-frame-bytes:", err)
+		fmt.Fprintf(os.Stderr, "harnessd serve: --max-frame-bytes %q: want a positive size such as 64MiB\n", maxFrame)
 		return exitUsage
 	}
-	dt, err := units.ParseDuration(*drainFlag)
+	dt, err := units.ParseDuration(drainFlag)
 	if err != nil || dt <= 0 {
-		fmt.Fprintf(os.Stderr, "harnessd serve: --drain-timeout %q: want a positive duration such as 20s\n", *drainFlag)
+		fmt.Fprintf(os.Stderr, "harnessd serve: --drain-timeout %q: want a positive duration such as 20s\n", drainFlag)
 		return exitUsage
 	}
 	drainTimeout := dt.D()
@@ -169,7 +175,7 @@ func runServe(args []string) int {
 		return exitFailure
 	}
 	if *addrFile != "" {
-		if err := writeFileAtomic(*addrFile, ln.Addr().String()+"\n"); err != nil {
+		if err := writeAddrFile(*addrFile, ln.Addr().String()+"\n"); err != nil {
 			ln.Close()
 			sup.Close(context.Background(), 0)
 			fmt.Fprintln(os.Stderr, "harnessd serve: --addr-file:", err)
@@ -186,7 +192,7 @@ func runServe(args []string) int {
 		log.Error("server stopped", "err", err)
 		code = exitFailure
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout.String(), "sessions", srv.ActiveSessions())
+		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout, "sessions", srv.ActiveSessions())
 	}
 	if c := drain(log, srv, sup, sigs, drainTimeout); c != exitOK {
 		code = c
@@ -249,7 +255,7 @@ func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <
 	case sig := <-sigs:
 		log.Error("second signal: killing every process tree and exiting without a full drain", "signal", sig.String())
 	case <-timer.C:
-		log.Error("drain timed out: killing every process tree", "drain_timeout", timeout.String())
+		log.Error("drain timed out: killing every process tree", "drain_timeout", timeout)
 	}
 	// SIGKILL everything, stop waiting for handlers, then give the stops
 	// (now quick) a bounded time to sweep escapees and reap.
@@ -284,18 +290,4 @@ func apiToken(file string) (string, error) {
 	t := os.Getenv("HARNESSD_API_TOKEN")
 	os.Unsetenv("HARNESSD_API_TOKEN")
 	return strings.TrimSpace(t), nil
-}
-
-func writeFileAtomic(path, content string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".addr-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	tmp.Close()
-	return os.Rename(tmp.Name(), path)
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+var everyCommand = []string{"serve", "run", "chat", "agents", "check", "health", "version", "validate"}
+
+// Every command prints its help to stdout and exits 0 for -h and --help.
+func TestHelpGoesToStdoutWithExitZero(t *testing.T) {
+	for _, cmd := range everyCommand {
+		for _, h := range []string{"-h", "--help"} {
+			out, errOut, code := harnessd(t, nil, cmd, h)
+			if code != exitOK || errOut != "" {
+				t.Errorf("%s %s: exit %d, stderr %q; want 0 and nothing", cmd, h, code, errOut)
+			}
+			if !strings.HasPrefix(out, "Usage:\n  harnessd "+cmd) {
+				t.Errorf("%s %s: stdout does not start with the usage: %q", cmd, h, out)
+			}
+		}
+	}
+	out, _, code := harnessd(t, nil, "help", "serve")
+	if code != exitOK || !strings.Contains(out, "--listen address") {
+		t.Errorf("help serve: exit %d, stdout %q", code, out)
+	}
+}
+
+// An unknown flag is one line naming the command and the flag, a hint, and
+// exit 2, for every command.
+func TestUnknownFlagIsOneLineAndExitTwo(t *testing.T) {
+	for _, cmd := range everyCommand {
+		out, errOut, code := harnessd(t, nil, cmd, "--bogus")
+		want := "harnessd " + cmd + ": unknown flag: --bogus\nRun 'harnessd " + cmd + " --help' for usage.\n"
+		if code != exitUsage || errOut != want || out != "" {
+			t.Errorf("%s --bogus: exit %d, stdout %q, stderr %q; want 2 and %q", cmd, code, out, errOut, want)
+		}
+	}
+}
+
+// Durations and sizes carry their type in the help; the Go-flag spelling
+// of the old help (-listen string) is gone.
+func TestHelpTypesDurationsAndSizes(t *testing.T) {
+	out, _, _ := harnessd(t, nil, "serve", "--help")
+	for _, w := range []string{"--turn-timeout duration", "--startup-timeout duration", "--drain-timeout duration",
+		"--idle-timeout duration", "--output-limit size", "--max-frame-bytes size", "--listen address", "--tool SPEC"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("serve --help lacks %q", w)
+		}
+	}
+	if strings.Contains(out, "  -listen") {
+		t.Error("serve --help still shows Go-flag style single-dash flags")
+	}
+	out, _, _ = harnessd(t, nil, "health", "--help")
+	if !strings.Contains(out, "--timeout duration") {
+		t.Errorf("health --help lacks --timeout duration:\n%s", out)
+	}
+}
+
+// A bad value is a one-line usage error naming the flag.
+func TestBadFlagValue(t *testing.T) {
+	_, errOut, code := harnessd(t, nil, "serve", "--turn-timeout", "soon", "--", "true")
+	if code != exitUsage || !strings.HasPrefix(errOut, `harnessd serve: invalid argument "soon" for "--turn-timeout" flag`) {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "serve", "--output-limit", "lots", "--", "true")
+	if code != exitUsage || !strings.Contains(errOut, `"--output-limit"`) {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestGoStyleFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("listen", "", "")
+	fs.Bool("json", false, "")
+	fs.StringP("message", "m", "", "")
+	for _, c := range []struct{ in, want string }{
+		{"-listen :0 -json", "--listen :0 --json"},
+		{"-listen=:0", "--listen=:0"},
+		{"--listen -json", "--listen -json"},      // -json is --listen's value
+		{"-m -listen -json", "-m -listen --json"}, // -listen is -m's value
+		{"-unknown -x", "-unknown -x"},            // left for pflag to report
+		{"-json -- -listen", "--json -- -listen"}, // nothing after --
+		{"--message=-listen -json", "--message=-listen --json"},
+	} {
+		if got := strings.Join(goStyleFlags(fs, strings.Fields(c.in)), " "); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// The single-dash spelling of Go's flag package still works.
+func TestSingleDashLongFlagsStillWork(t *testing.T) {
+	out, errOut, code := harnessd(t, nil, "version", "-json")
+	if code != exitOK || !strings.Contains(out, `"go_version"`) {
+		t.Errorf("version -json: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

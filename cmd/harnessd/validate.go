@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/agents"
+	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/process"
+)
+
+func init() {
+	register("validate", "check a configuration file without serving it: keys, programs, tool servers, rubric tools", runValidate)
+}
+
+func runValidate(args []string) int {
+	c := newCLI("validate", "harnessd validate [flags] CONFIG\n\n"+
+		"Loads CONFIG as serve would and reports every problem at once, one per line as CONFIG: KEY: CAUSE:\n"+
+		"unknown or invalid keys; a harness program or tool server command that does not exist or is not\n"+
+		"executable (a bare name is looked up on PATH, a relative path next to the config file); tool servers\n"+
+		"that do not start or list their tools (each is started, asked for its tools, and stopped); tool name\n"+
+		"conflicts; and tool rubrics naming a tool no server offers. No harness is started.\n\n"+
+		"Exit codes: 0 valid; 2 a problem was found (or usage); 3 the process supervisor cannot be set up.")
+	fs := c.fs
+	var lf logFlags
+	var iso isolationFlags
+	agentsDir := fs.String("agents-dir", "", "`directory` where agent programs are installed (for harness.agent; default $"+agents.DirEnvVar+")")
+	var timeout string
+	durationVar(fs, &timeout, "timeout", "60s", "how long the tool servers together may take to start and list their tools")
+	lf.register(fs)
+	lf.level = "error"
+	iso.register(fs)
+	if code, done := c.parse(args); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return c.usageError("want one configuration file, got %d arguments", fs.NArg())
+	}
+	path := fs.Arg(0)
+	log, err := lf.logger(os.Stderr)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	d, err := units.ParseDuration(timeout)
+	if err != nil || d <= 0 {
+		return c.usageError("--timeout %q: want a positive duration such as 60s", timeout)
+	}
+	sup, err := iso.supervisor(log)
+	if err != nil {
+		return c.fail(exitMissing, "%v", err)
+	}
+	defer sup.Close(context.Background(), 0)
+	ctx, stop := signal.NotifyContext(context.Background(), drainSignals...)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, d.D())
+	defer cancel()
+
+	cfg, problems := validateConfig(ctx, path, *agentsDir, sup, log)
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintf(os.Stderr, "%s: %s\n", path, p)
+		}
+		noun := "problems"
+		if len(problems) == 1 {
+			noun = "problem"
+		}
+		return c.fail(exitUsage, "%s: %d %s", path, len(problems), noun)
+	}
+	fmt.Printf("%s: ok (%s)\n", path, describeConfig(cfg))
+	return exitOK
+}
+
+// validateConfig loads the configuration at path as serve would and
+// returns every problem found, each "KEY: CAUSE". cfg is nil when the file
+// could not be decoded.
+func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Supervisor, log *slog.Logger) (*harness.Config, []string) {
+	var out []string
+	cfg, err := harness.LoadConfig(path)
+	if err != nil {
+		out = append(out, configErrorLines(path, err)...)
+		if cfg == nil {
+			return nil, out
+		}
+	}
+	usable := true
+	x, err := linked()
+	if err != nil {
+		out = append(out, err.Error())
+		usable = false
+	}
+	if cfg.Harness.Agent != "" {
+		if err := x.presets.Apply(cfg, agents.ApplyOptions{Dir: agentsDir}); err != nil {
+			out = append(out, "harness.agent: "+err.Error())
+			usable = false
+		} else if err := cfg.Normalize(); err != nil && len(out) == 0 {
+			out = append(out, configErrorLines("", err)...)
+		}
+	}
+	if usable {
+		if _, err := x.adapters.New(cfg); err != nil {
+			out = append(out, "harness: "+err.Error())
+		}
+	}
+	for _, p := range cfg.CheckPrograms() {
+		out = append(out, p.String())
+	}
+	for _, p := range harness.CheckTools(ctx, cfg, sup, log) {
+		out = append(out, p.String())
+	}
+	return cfg, out
+}
+
+// configErrorLines splits a LoadConfig error (problems joined by newlines,
+// the first prefixed with the path; YAML's unknown keys listed under a
+// heading) into one line per problem.
+func configErrorLines(path string, err error) []string {
+	var out []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimPrefix(l, path+": ")
+		l = strings.TrimPrefix(l, "config: ")
+		l = strings.TrimSpace(l)
+		if l != "" && l != "yaml: unmarshal errors:" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// describeConfig summarizes a valid configuration in one line.
+func describeConfig(cfg *harness.Config) string {
+	prog := "?"
+	if len(cfg.Harness.Command) > 0 {
+		prog = cfg.Harness.Command[0]
+	}
+	adapter := cfg.Harness.Adapter
+	if cfg.Harness.Agent != "" {
+		adapter = "agent " + cfg.Harness.Agent
+	}
+	return fmt.Sprintf("harness %s via %s, %d tool server(s), %d rubric(s)", prog, adapter, len(cfg.Tools), len(cfg.Rubrics))
+}
+
+// refuseUnrunnable is serve's and run's start-up check: when the harness
+// program or a tool server's command does not resolve or is not
+// executable, it prints one line per problem, naming the program and the
+// knob, and reports exitUsage. fromArgs says the harness command came after
+// "--" rather than from harness.command.
+func refuseUnrunnable(c *cli, cfg *harness.Config, fromArgs bool) (code int, refused bool) {
+	problems := cfg.CheckPrograms()
+	for _, p := range problems {
+		if fromArgs && p.Key == "harness.command" {
+			p.Key = `the harness command (after "--")`
+		}
+		c.fail(exitUsage, "refusing to start: %s", p)
+	}
+	if len(problems) > 0 {
+		return exitUsage, true
+	}
+	return exitOK, false
+}

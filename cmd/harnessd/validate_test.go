@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
+)
+
+// writeConfig writes name in dir with body and returns its path.
+func writeConfig(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeScript writes an executable shell script.
+func writeScript(t *testing.T, path, body string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateValidConfig(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "env.yaml", `
+harness:
+  command: [`+th+`, agent]
+tools:
+  - name: env-tools
+    command: [`+th+`, tools]
+hide: [grade]
+rubrics:
+  - {name: grader, type: tool, tool: grade, arguments: {answer: "{{response}}"}}
+`)
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitOK || !strings.HasPrefix(out, cfg+": ok (") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// Every problem is reported at once, one line each naming the key and the
+// cause: a missing harness, a missing tool binary, a non-executable tool
+// program, and a rubric naming a tool that the working server lacks.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "not-exec.sh"), "exit 0", 0o644)
+	cfg := writeConfig(t, dir, "env.yaml", `
+harness:
+  command: [./no-such-harness]
+tools:
+  - name: real
+    command: [`+th+`, tools]
+  - name: missing
+    command: [harnessd-test-no-such-tool-binary]
+  - name: not-exec
+    command: [./not-exec.sh]
+rubrics:
+  - {name: grader, type: tool, tool: no_such_grader}
+`)
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitUsage || out != "" {
+		t.Fatalf("exit %d, stdout %q; want 2 and nothing", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	want := []string{
+		cfg + `: harness.command: program ` + filepath.Join(dir, "no-such-harness") + ` does not exist`,
+		cfg + `: tools[1].command (tool server "missing"): program "harnessd-test-no-such-tool-binary" not found on PATH`,
+		cfg + `: tools[2].command (tool server "not-exec"): program ./not-exec.sh (` + filepath.Join(dir, "not-exec.sh") + `) is not executable`,
+		cfg + `: rubrics[0].tool (rubric "grader"): names tool "no_such_grader", which no tool server that started offers`,
+		"harnessd validate: " + cfg + ": 4 problems",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), errOut)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\n got %q\nwant prefix %q", i, lines[i], w)
+		}
+	}
+}
+
+// A non-executable harness, and a rubric naming an unknown tool of a
+// server that works: the cause lists the tools there are.
+func TestValidateNonExecutableHarnessAndUnknownRubricTool(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "harness.sh"), "exit 0", 0o600)
+	cfg := writeConfig(t, dir, "env.yaml", `
+harness:
+  command: [./harness.sh]
+tools:
+  - name: env-tools
+    command: [`+th+`, tools, --only, "add,echo"]
+rubrics:
+  - {name: grader, type: tool, tool: grade}
+`)
+	_, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitUsage {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, w := range []string{
+		cfg + ": harness.command: program " + filepath.Join(dir, "harness.sh") + " is not executable (mode -rw-------; chmod +x it)\n",
+		cfg + `: rubrics[0].tool (rubric "grader"): names tool "grade", which no tool server offers (tools: add, echo)` + "\n",
+		": 2 problems\n",
+	} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+}
+
+// Key errors and program errors come together; a tool server that starts
+// but is not an MCP server is reported as such.
+func TestValidateKeysAndBrokenToolServer(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "silent"), "exit 3", 0o755)
+	cfg := writeConfig(t, dir, "env.yaml", `
+harness:
+  command: [./silent]
+episode:
+  max_turns: -1
+tools:
+  - name: broken
+    command: [./silent]
+`)
+	_, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitUsage {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, w := range []string{
+		cfg + ": episode.max_turns must not be negative\n",
+		cfg + `: tools[0] (tool server "broken"): does not start: `,
+		": 2 problems\n",
+	} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+
+	bad := writeConfig(t, dir, "typo.yaml", "harness:\n  comand: [x]\n")
+	_, errOut, code = harnessd(t, nil, "validate", bad)
+	if code != exitUsage || !strings.Contains(errOut, bad+": line 2: unknown key comand\n") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := harnessd(t, nil, "validate"); code != exitUsage || !strings.Contains(errOut, "want one configuration file") {
+		t.Errorf("no argument: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// serve refuses to start, in one line naming the program and the knob,
+// when the harness or a tool program cannot be executed.
+func TestServeRefusesUnrunnablePrograms(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "plain"), "exit 0", 0o644)
+	addr := filepath.Join(dir, "addr")
+	base := []string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addr}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--", "./does-not-exist"},
+			`harnessd serve: refusing to start: the harness command (after "--"): program ` + filepath.Join(dir, "does-not-exist") + " does not exist\n"},
+		{[]string{"--", filepath.Join(dir, "plain")},
+			`harnessd serve: refusing to start: the harness command (after "--"): program ` + filepath.Join(dir, "plain") + " is not executable (mode -rw-r--r--; chmod +x it)\n"},
+		{[]string{"--tool", "stdio:harnessd-test-no-such-tool-binary", "--", th, "agent"},
+			`harnessd serve: refusing to start: tools[0].command (tool server "tools1"): program "harnessd-test-no-such-tool-binary" not found on PATH`},
+		{[]string{"--config", writeConfig(t, dir, "env.yaml", "harness:\n  command: [./gone]\n")},
+			"harnessd serve: refusing to start: harness.command: program " + filepath.Join(dir, "gone") + " does not exist\n"},
+	} {
+		cmd := harnessdIn(t, dir, append(base, c.args...)...)
+		if cmd.code != exitUsage || !strings.HasPrefix(cmd.stderr, c.want) || strings.Count(cmd.stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line %q", c.args, cmd.code, cmd.stderr, c.want)
+		}
+		if _, err := os.Stat(addr); err == nil {
+			t.Fatalf("%v: serve listened (wrote --addr-file) despite refusing", c.args)
+		}
+	}
+}
+
+// ranBinary is the outcome of one run of the binary.
+type ranBinary struct {
+	stdout, stderr string
+	code           int
+}
+
+// harnessdIn runs the real binary in dir.
+func harnessdIn(t *testing.T, dir string, args ...string) ranBinary {
+	t.Helper()
+	cmd := exec.Command(testbin.Path(t, "harnessd"), args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return ranBinary{out.String(), errb.String(), code}
+}
