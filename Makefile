@@ -14,10 +14,13 @@ PKGS    := ./...
 
 all: build
 
+# harnessd is built with -buildvcs=auto (overriding a GOFLAGS of
+# -buildvcs=false) so that "harnessd version" names the git revision it was
+# built from; outside a git clone (a worktree, a tarball) it says unknown.
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness
-	@if [ -d cmd/harnessd ]; then $(GO) build -o $(BIN)/ ./cmd/harnessd; fi
+	@if [ -d cmd/harnessd ]; then $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/harnessd; fi
 
 vet:
 	$(GO) vet $(PKGS)

@@ -70,7 +70,7 @@ func (v versionInfo) String() string {
 	if v.Revision != "" && !strings.Contains(s, shortRevision(v.Revision)) {
 		s += "+" + shortRevision(v.Revision)
 	}
-	if v.Modified {
+	if v.Modified && !strings.Contains(s, "dirty") { // Go's own pseudo-versions say +dirty
 		s += "-dirty"
 	}
 	return s
