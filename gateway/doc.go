@@ -1,0 +1,38 @@
+// Package gateway is harnessd's model door: one episode's LLM endpoint,
+// between a CLI agent and the model it thinks it is talking to.
+//
+// It owns:
+//
+//   - the per-episode key: the agent is given Key (a random sk-harnessd-…
+//     string); every request must present it (bearer, x-api-key,
+//     x-goog-api-key or ?key=), compared in constant time, or gets 401 in
+//     the dialect's error shape. The upstream's real key lives only in
+//     Options and is sent only upstream.
+//   - the agent-side dialects: OpenAI Chat Completions, streamed (SSE
+//     re-synthesised with the full chunk lifecycle and [DONE]) or not;
+//     malformed requests get the dialect's own error shape.
+//   - the upstream: a token-returning engine (vLLM or SGLang Chat
+//     Completions), always called non-streaming with return_token_ids and
+//     logprobs injected, after request hygiene (stream_options dropped,
+//     empty tools dropped with tool_choice and parallel_tool_calls,
+//     max_tokens capped).
+//   - capture: every call is numbered, stamped with the running turn
+//     (SetTurn) and emitted through Options.OnEvent as llm_request and
+//     llm_response events of origin gateway, carrying the engine's prompt
+//     and completion token ids, logprobs, finish reason, usage and latency;
+//     problems with them are graded on ingest (Issue, Severity).
+//   - budgets per episode and per turn (Budgets): a call over budget is
+//     refused in the dialect's error shape and reported (OnBudget,
+//     BudgetExhausted) as a *BudgetError whose FailureType is
+//     wire.FailureModelBudget.
+//   - the training export (Export): calls linked into chains by exact token
+//     prefix, with input_ids, loss_mask and logprobs per chain and the
+//     rewards the caller recorded (SetReward); documented in docs/gateway.md.
+//
+// The package knows nothing of harnesses, processes, sessions or rewards'
+// meaning: the daemon creates one Gateway per episode, hands it listeners
+// (loopback, or one opened inside a sandbox's network namespace), tells it
+// the turn, and collects its events and export. It must not start processes,
+// read the daemon's environment or files, or log either key; it never
+// tokenises locally and never synthesises rewards.
+package gateway
