@@ -21,10 +21,10 @@ const (
 	IssueTokenMismatch    = "token_mismatch"     // a token_id:N token that disagrees with token_ids
 	IssueMaskedLogprob    = "masked_logprob"     // a masked position carrying a logprob
 	IssueUnmaskedNoLogp   = "trainable_without_logprob"
-	IssueMisaligned       = "misaligned"      // input_ids, loss_mask and logprobs of different lengths
-	IssueChainBreak       = "chain_break"     // a call that extends no earlier call: a new chain
-	IssueSingleCall       = "single_call"     // an agentic episode with one model call
-	IssueCallFailed       = "call_failed"     // the upstream failed or a budget refused the call
+	IssueMisaligned       = "misaligned"  // input_ids, loss_mask and logprobs of different lengths
+	IssueChainBreak       = "chain_break" // a call that extends no earlier call: a new chain
+	IssueSingleCall       = "single_call" // an agentic episode with one model call
+	IssueCallFailed       = "call_failed" // the upstream failed or a budget refused the call
 	IssueNoTrainingCalls  = "no_training_calls"
 )
 
