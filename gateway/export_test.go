@@ -53,7 +53,7 @@ func TestExportChainsAndMasks(t *testing.T) {
 	a1 := chatCall(t, gw, addTools, msgs) // call 1: tool call
 	msgs = append(msgs, a1, map[string]any{"role": "tool", "tool_call_id": "x", "content": "5"})
 	chatCall(t, gw, nil, []any{user("Write a title for: add numbers")}) // call 2: auxiliary
-	a3 := chatCall(t, gw, addTools, msgs)                                // call 3: answer
+	a3 := chatCall(t, gw, addTools, msgs)                               // call 3: answer
 	msgs = append(msgs, a3)
 	gw.SetReward(1, 0.5)
 

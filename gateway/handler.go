@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,8 +20,10 @@ const (
 // ServeHTTP implements http.Handler: the agent-facing endpoint.
 //
 // Routes match on the path's suffix, so any base-URL prefix works:
-// .../chat/completions (OpenAI Chat Completions) and GET .../models (a
-// listing of the upstream's model). HEAD or GET / answers a connectivity
+// .../chat/completions (OpenAI Chat Completions), .../messages and
+// .../messages/count_tokens (Anthropic Messages) and GET .../models (a
+// listing of the upstream's model); a POST to another path is taken by its
+// body's shape. HEAD or GET / answers a connectivity
 // probe without a key. Everything else needs the episode's key.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -54,23 +57,56 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.writeError(w, *f)
 		return
 	}
-	if kind == routeUnknown {
-		d.writeError(w, failure{http.StatusNotFound, failNotFound, "gateway: no route for POST " + r.URL.Path})
+	switch kind {
+	case routeUnknown:
+		shaped, ok := detectShape(r, body)
+		if !ok {
+			d.writeError(w, failure{http.StatusNotFound, failNotFound, "gateway: no route for POST " + r.URL.Path})
+			return
+		}
+		d = shaped
+	case routeCountTokens:
+		g.countTokens(w, d, body)
 		return
 	}
 	g.generate(w, r, d, body)
 }
 
-// route picks the dialect and kind of a request by its path.
+// route picks the dialect and kind of a request by its path; an unknown
+// path gets the dialect its headers suggest, for the error shape.
 func route(r *http.Request) (*dialect, int) {
 	p := r.URL.Path
 	switch {
 	case strings.HasSuffix(p, "/chat/completions"):
 		return chatDialect, routeGenerate
+	case strings.HasSuffix(p, "/messages/count_tokens"):
+		return anthropicDialect, routeCountTokens
+	case strings.HasSuffix(p, "/messages"):
+		return anthropicDialect, routeGenerate
 	case strings.HasSuffix(p, "/models"):
 		return chatDialect, routeModels
 	}
+	if r.Header.Get("Anthropic-Version") != "" {
+		return anthropicDialect, routeUnknown
+	}
 	return chatDialect, routeUnknown
+}
+
+// detectShape picks the dialect of a generation request on an unknown path
+// by its body: Anthropic when it has messages and a top-level system or an
+// anthropic-version header, else Chat Completions when it has messages.
+func detectShape(r *http.Request, body []byte) (*dialect, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return nil, false
+	}
+	if _, ok := fields["messages"]; !ok {
+		return nil, false
+	}
+	if _, sys := fields["system"]; sys || r.Header.Get("Anthropic-Version") != "" {
+		return anthropicDialect, true
+	}
+	return chatDialect, true
 }
 
 // readBody reads an agent's request body, bounded.
@@ -92,6 +128,17 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 		return nil, &failure{http.StatusBadRequest, failInvalid, "gateway: cannot read request body: " + err.Error()}
 	}
 	return b, nil
+}
+
+// countTokens answers a count_tokens request locally with an estimate: it
+// is auxiliary traffic, never sent upstream, recorded or counted against a
+// budget.
+func (g *Gateway) countTokens(w http.ResponseWriter, d *dialect, body []byte) {
+	if !json.Valid(body) {
+		d.writeError(w, failure{http.StatusBadRequest, failInvalid, "gateway: malformed request: not JSON"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": countTokensEstimate(body)})
 }
 
 // models answers a model listing with the upstream's model.
