@@ -220,3 +220,14 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+func newRequest(method, url string, headers map[string]string) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return req, nil
+}

@@ -1,0 +1,43 @@
+package gateway
+
+import (
+	"net/http/httptest"
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary bodies to every dialect's decoder, the
+// hygiene that follows and the engine answer parser: none may panic, and a
+// decoded request always yields an engine body.
+// Run: go test -fuzz=FuzzDecode -fuzztime=10s ./gateway
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[],"tool_choice":"auto","max_tokens":64000,"stream":true}`,
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","function":{"name":"f","arguments":"{}"}}]}]}`,
+		`{"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"5"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}`,
+		`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{"a":1}},{"type":"thinking","thinking":"hm"}]}],"tools":[{"name":"x","input_schema":{}}],"tool_choice":{"type":"tool","name":"x","disable_parallel_tool_use":true}}`,
+		`{"prompt_token_ids":[1],"choices":[{"message":{"content":"x","tool_calls":[{"function":{"name":"f"}}]},"token_ids":[2],"logprobs":{"content":[{"token":"token_id:2","logprob":"-1"}]}}]}`,
+		`{"messages":"x"}`, `[]`, `null`, `{}`, `{"messages":[null]}`, `{"max_tokens":-5,"messages":[{"role":"user"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	g, err := New(Options{Upstream: Upstream{URL: "http://127.0.0.1:1/v1", Model: "m"}, Budgets: Budgets{MaxTokens: 100}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest("POST", "/v1/x", nil)
+		for _, d := range []*dialect{chatDialect, anthropicDialect} {
+			req, err := d.decode(r, body)
+			if err != nil {
+				continue
+			}
+			if _, _, err := g.engineBody(req.chat, 100); err != nil {
+				t.Errorf("%s: decoded request gives no engine body: %v", d.name, err)
+			}
+		}
+		if c, err := parseEngineAnswer(body); err == nil {
+			validateCall(c)
+		}
+		detectShape(r, body)
+	})
+}
