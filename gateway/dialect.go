@@ -40,6 +40,8 @@ type agentRequest struct {
 	chat map[string]json.RawMessage
 	// includeUsage: a Chat Completions stream ends with a usage chunk.
 	includeUsage bool
+	// geminiSSE: a Gemini stream asked for SSE (alt=sse), not a JSON array.
+	geminiSSE bool
 }
 
 // offersTools reports whether the request offers any tool.

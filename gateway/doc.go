@@ -8,9 +8,15 @@
 //     x-goog-api-key or ?key=), compared in constant time, or gets 401 in
 //     the dialect's error shape. The upstream's real key lives only in
 //     Options and is sent only upstream.
-//   - the agent-side dialects: OpenAI Chat Completions, streamed (SSE
-//     re-synthesised with the full chunk lifecycle and [DONE]) or not;
-//     malformed requests get the dialect's own error shape.
+//   - the agent-side dialects, each streamed or not, detected by path (then
+//     by body shape): OpenAI Chat Completions (SSE re-synthesised with the
+//     full chunk lifecycle and [DONE]), OpenAI Responses (response.created …
+//     response.completed), Anthropic Messages (message_start …
+//     message_stop; count_tokens answered locally, never recorded) and
+//     Gemini generateContent / streamGenerateContent (SSE or a JSON array;
+//     countTokens likewise). Each is translated to the engine's chat
+//     completions and back; malformed requests get the dialect's own error
+//     shape.
 //   - the upstream: a token-returning engine (vLLM or SGLang Chat
 //     Completions), always called non-streaming with return_token_ids and
 //     logprobs injected, after request hygiene (stream_options dropped,

@@ -51,6 +51,22 @@ func dialectCases() []dialectCase {
 				}
 				return e.Error.Type
 			}},
+		{"responses", "/v1/responses", (*testGateway).bearer, map[string]any{"model": "m", "input": "hi"}, openAI},
+		{"gemini", "/v1beta/models/gemini-pro:generateContent", (*testGateway).geminiHeaders,
+			map[string]any{"contents": []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "hi"}}}}},
+			func(b []byte) string {
+				var e struct {
+					Error *struct {
+						Code    int    `json:"code"`
+						Message string `json:"message"`
+						Status  string `json:"status"`
+					} `json:"error"`
+				}
+				if json.Unmarshal(b, &e) != nil || e.Error == nil || e.Error.Message == "" || e.Error.Code == 0 {
+					return ""
+				}
+				return e.Error.Status
+			}},
 	}
 }
 
@@ -101,7 +117,7 @@ func TestUpstreamFailures(t *testing.T) {
 				}
 			}
 			ex, _ := gw.Export()
-			if len(ex.Calls) != 2 || ex.Calls[0].Error == "" || !hasIssue(ex.Issues, IssueCallFailed, SeverityWarn) || len(ex.Chains) != 0 {
+			if len(ex.Calls) != len(dialectCases()) || ex.Calls[0].Error == "" || !hasIssue(ex.Issues, IssueCallFailed, SeverityWarn) || len(ex.Chains) != 0 {
 				t.Errorf("failed calls not recorded: %+v", ex)
 			}
 			if r := gw.events.responses()[1]; r == nil || r.Error == "" || r.Status == 0 {

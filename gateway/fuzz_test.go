@@ -16,6 +16,8 @@ func FuzzDecode(f *testing.F) {
 		`{"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"5"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}`,
 		`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{"a":1}},{"type":"thinking","thinking":"hm"}]}],"tools":[{"name":"x","input_schema":{}}],"tool_choice":{"type":"tool","name":"x","disable_parallel_tool_use":true}}`,
 		`{"prompt_token_ids":[1],"choices":[{"message":{"content":"x","tool_calls":[{"function":{"name":"f"}}]},"token_ids":[2],"logprobs":{"content":[{"token":"token_id:2","logprob":"-1"}]}}]}`,
+		`{"instructions":"i","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"x"}]},{"type":"function_call","call_id":"c","name":"f","arguments":""},{"type":"function_call_output","call_id":"c","output":"5"}],"tools":[{"type":"function","name":"f"},{"type":"web_search"}],"tool_choice":{"type":"function","name":"f"}}`,
+		`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1}}},{"text":"t","thought":true}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"output":"5"}}}]}],"tools":[{"functionDeclarations":[{"name":"f","parametersJsonSchema":{}}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY"}},"generationConfig":{"maxOutputTokens":5}}`,
 		`{"messages":"x"}`, `[]`, `null`, `{}`, `{"messages":[null]}`, `{"max_tokens":-5,"messages":[{"role":"user"}]}`,
 	} {
 		f.Add([]byte(s))
@@ -25,8 +27,8 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r := httptest.NewRequest("POST", "/v1/x", nil)
-		for _, d := range []*dialect{chatDialect, anthropicDialect} {
+		r := httptest.NewRequest("POST", "/v1beta/models/m:streamGenerateContent?alt=sse", nil)
+		for _, d := range []*dialect{chatDialect, anthropicDialect, responsesDialect, geminiDialect} {
 			req, err := d.decode(r, body)
 			if err != nil {
 				continue

@@ -20,10 +20,12 @@ const (
 // ServeHTTP implements http.Handler: the agent-facing endpoint.
 //
 // Routes match on the path's suffix, so any base-URL prefix works:
-// .../chat/completions (OpenAI Chat Completions), .../messages and
-// .../messages/count_tokens (Anthropic Messages) and GET .../models (a
-// listing of the upstream's model); a POST to another path is taken by its
-// body's shape. HEAD or GET / answers a connectivity
+// .../chat/completions (OpenAI Chat Completions), .../responses (OpenAI
+// Responses), .../messages and .../messages/count_tokens (Anthropic
+// Messages), .../models/MODEL:generateContent, :streamGenerateContent and
+// :countTokens (Gemini; the method case-insensitively) and GET .../models
+// (a listing of the upstream's model); a POST to another path is taken by
+// its body's shape. HEAD or GET / answers a connectivity
 // probe without a key. Everything else needs the episode's key.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -41,7 +43,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.writeError(w, failure{http.StatusMethodNotAllowed, failMethod, "gateway: method " + r.Method + " not allowed"})
 			return
 		}
-		g.models(w)
+		g.models(w, d)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -83,21 +85,47 @@ func route(r *http.Request) (*dialect, int) {
 		return anthropicDialect, routeCountTokens
 	case strings.HasSuffix(p, "/messages"):
 		return anthropicDialect, routeGenerate
+	case strings.HasSuffix(p, "/responses"):
+		return responsesDialect, routeGenerate
+	}
+	if _, method, ok := geminiMethod(p); ok {
+		if method == "countTokens" {
+			return geminiDialect, routeCountTokens
+		}
+		return geminiDialect, routeGenerate
+	}
+	switch {
+	case strings.HasSuffix(p, "/models") && (strings.Contains(p, "/v1beta/") || r.Header.Get("X-Goog-Api-Key") != ""):
+		return geminiDialect, routeModels
 	case strings.HasSuffix(p, "/models"):
 		return chatDialect, routeModels
-	}
-	if r.Header.Get("Anthropic-Version") != "" {
+	case strings.Contains(p, "/v1beta/") || strings.Contains(p, ":") || r.Header.Get("X-Goog-Api-Key") != "":
+		return geminiDialect, routeUnknown
+	case r.Header.Get("Anthropic-Version") != "":
 		return anthropicDialect, routeUnknown
 	}
 	return chatDialect, routeUnknown
 }
 
 // detectShape picks the dialect of a generation request on an unknown path
-// by its body: Anthropic when it has messages and a top-level system or an
+// by its body: Gemini when it has contents, Responses when it has input and
+// a field only Responses has,
+// Anthropic when it has messages and a top-level system or an
 // anthropic-version header, else Chat Completions when it has messages.
 func detectShape(r *http.Request, body []byte) (*dialect, bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) != nil {
+		return nil, false
+	}
+	if _, ok := fields["contents"]; ok {
+		return geminiDialect, true
+	}
+	if _, ok := fields["input"]; ok { // an embeddings request has input too, but none of these
+		for _, k := range []string{"instructions", "tools", "stream", "max_output_tokens", "reasoning", "store", "previous_response_id"} {
+			if _, ok := fields[k]; ok {
+				return responsesDialect, true
+			}
+		}
 		return nil, false
 	}
 	if _, ok := fields["messages"]; !ok {
@@ -138,14 +166,24 @@ func (g *Gateway) countTokens(w http.ResponseWriter, d *dialect, body []byte) {
 		d.writeError(w, failure{http.StatusBadRequest, failInvalid, "gateway: malformed request: not JSON"})
 		return
 	}
+	if d == geminiDialect {
+		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": countTokensEstimate(body)})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": countTokensEstimate(body)})
 }
 
 // models answers a model listing with the upstream's model.
-func (g *Gateway) models(w http.ResponseWriter) {
+func (g *Gateway) models(w http.ResponseWriter, d *dialect) {
 	m := g.opts.Upstream.Model
 	if m == "" {
 		m = "default"
+	}
+	if d == geminiDialect {
+		writeJSON(w, http.StatusOK, map[string]any{"models": []any{map[string]any{
+			"name": "models/" + m, "displayName": m,
+			"supportedGenerationMethods": []string{"generateContent", "streamGenerateContent", "countTokens"}}}})
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 		map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "harnessd"},
