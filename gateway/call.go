@@ -43,6 +43,10 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d *dialect, b
 		d.writeError(w, failure{http.StatusBadRequest, failInvalid, "gateway: malformed request: " + err.Error()})
 		return
 	}
+	if g.opts.Upstream.Kind == UpstreamPassthrough {
+		g.passthrough(w, r, d, req, body)
+		return
+	}
 	adm := g.admit()
 	var upBody []byte
 	var effective json.RawMessage

@@ -22,6 +22,10 @@
 //     logprobs injected, after request hygiene (stream_options dropped,
 //     empty tools dropped with tool_choice and parallel_tool_calls,
 //     max_tokens capped).
+//   - or a passthrough upstream (UpstreamPassthrough): a hosted provider of
+//     the agent's own dialect, sent the request unmodified but for the key
+//     swap, its answer streamed back as it comes; such calls are recorded
+//     as evaluation traffic (no token ids) and have no export.
 //   - capture: every call is numbered, stamped with the running turn
 //     (SetTurn) and emitted through Options.OnEvent as llm_request and
 //     llm_response events of origin gateway, carrying the engine's prompt

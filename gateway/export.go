@@ -107,8 +107,12 @@ type Reward struct {
 	Reward float64 `json:"reward"`
 }
 
-// Export returns the training record of the episode so far.
+// Export returns the training record of the episode so far. An episode
+// behind a passthrough upstream has none: ErrEvaluationTraffic.
 func (g *Gateway) Export() (*Export, error) {
+	if g.opts.Upstream.Kind == UpstreamPassthrough {
+		return nil, ErrEvaluationTraffic
+	}
 	g.mu.Lock()
 	calls := byIndex(g.calls)
 	rewards := make([]Reward, 0, len(g.rewards))

@@ -53,7 +53,15 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Upstream.Kind == "" {
 		opts.Upstream.Kind = UpstreamEngine
 	}
-	if opts.Upstream.Kind != UpstreamEngine {
+	switch opts.Upstream.Kind {
+	case UpstreamEngine:
+	case UpstreamPassthrough:
+		switch opts.Upstream.Dialect {
+		case DialectChat, DialectResponses, DialectAnthropic, DialectGemini:
+		default:
+			return nil, fmt.Errorf("gateway: passthrough upstream needs a dialect, not %q", opts.Upstream.Dialect)
+		}
+	default:
 		return nil, fmt.Errorf("gateway: upstream kind %q is not supported", opts.Upstream.Kind)
 	}
 	if opts.Upstream.URL == "" {

@@ -18,19 +18,31 @@ const (
 	// translated to it; calls are made non-streaming with return_token_ids
 	// and logprobs injected, and recorded as training traffic.
 	UpstreamEngine UpstreamKind = "engine"
+	// UpstreamPassthrough is a hosted provider speaking the agent's own
+	// dialect (Upstream.Dialect). Requests are forwarded unmodified but for
+	// the key swap, answers streamed back unmodified, and calls recorded as
+	// evaluation traffic: no token ids, never training data.
+	UpstreamPassthrough UpstreamKind = "passthrough"
 )
 
 // Upstream is where calls go and with which credential.
 type Upstream struct {
 	// Kind is the upstream's kind; "" means UpstreamEngine.
 	Kind UpstreamKind
-	// URL is the upstream's base URL including its version prefix, e.g.
-	// http://127.0.0.1:8000/v1 (the engine's chat endpoint is
-	// URL + "/chat/completions").
+	// URL is the upstream's base URL. For an engine it includes the version
+	// prefix, e.g. http://127.0.0.1:8000/v1 (the chat endpoint is URL +
+	// "/chat/completions"); for a passthrough it is the provider's root, e.g.
+	// https://api.anthropic.com, and the agent's path is appended.
 	URL string
-	// APIKey is the real credential, sent upstream as a bearer token. It
-	// stays in the daemon: the agent only ever holds the gateway's Key.
+	// APIKey is the real credential, sent upstream in the dialect's place:
+	// a bearer token (engine, OpenAI), x-api-key (Anthropic) or
+	// x-goog-api-key (Gemini). It stays in the daemon: the agent only ever
+	// holds the gateway's Key.
 	APIKey string
+	// Dialect is the one agent dialect a passthrough upstream speaks
+	// (openai-chat, openai-responses, anthropic or gemini); requests in
+	// another are refused. Unused for an engine.
+	Dialect Dialect
 	// Model is the model name sent upstream in place of whatever the agent
 	// asks for ("" keeps the agent's).
 	Model string
