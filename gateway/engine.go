@@ -50,7 +50,7 @@ type engineAnswer struct {
 	ID             string `json:"id"`
 	Model          string `json:"model"`
 	Created        int64  `json:"created"`
-	PromptTokenIDs []int  `json:"prompt_token_ids"`
+	PromptTokenIDs tokenIDs `json:"prompt_token_ids"`
 	Choices        []struct {
 		Message struct {
 			Content          *string `json:"content"`
@@ -64,7 +64,7 @@ type engineAnswer struct {
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"message"`
-		TokenIDs []int `json:"token_ids"`
+		TokenIDs tokenIDs `json:"token_ids"`
 		Logprobs *struct {
 			Content []struct {
 				Token   string          `json:"token"`
@@ -74,6 +74,50 @@ type engineAnswer struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *tokenUsage `json:"usage"`
+}
+
+// tokenIDs is a list of token ids, decoded without reflection: an engine's
+// prompt ids are the bulk of its answer.
+type tokenIDs []int
+
+// UnmarshalJSON reads a JSON list of non-negative integers (or null).
+func (t *tokenIDs) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*t = nil
+		return nil
+	}
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return errors.New("token ids: not a list")
+	}
+	out := make([]int, 0, bytes.Count(b, []byte(","))+1)
+	n, digits, ended := 0, 0, false
+	for _, c := range b[1 : len(b)-1] {
+		switch {
+		case c >= '0' && c <= '9':
+			if digits++; digits > 12 || ended {
+				return errors.New("token ids: malformed id")
+			}
+			n = n*10 + int(c-'0')
+		case c == ',':
+			if digits == 0 {
+				return errors.New("token ids: empty item")
+			}
+			out = append(out, n)
+			n, digits, ended = 0, 0, false
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			ended = digits > 0
+		default:
+			return fmt.Errorf("token ids: unexpected %q", c)
+		}
+	}
+	if digits > 0 {
+		out = append(out, n)
+	} else if len(out) > 0 {
+		return errors.New("token ids: trailing comma")
+	}
+	*t = out
+	return nil
 }
 
 // callEngine posts body to the engine and reads its answer. Errors carry
@@ -170,8 +214,17 @@ func upstreamMessage(raw []byte) string {
 // fields and noting what is wrong with them.
 func parseEngineAnswer(raw []byte) (*completion, error) {
 	var a engineAnswer
-	if err := json.Unmarshal(raw, &a); err != nil {
+	ids, rest, found, err := cutMember(raw, "prompt_token_ids")
+	if err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal(rest, &a); err != nil {
+		return nil, err
+	}
+	if found {
+		if err := a.PromptTokenIDs.UnmarshalJSON(ids); err != nil {
+			return nil, fmt.Errorf("prompt_token_ids: %w", err)
+		}
 	}
 	if len(a.Choices) == 0 {
 		return nil, errors.New("no choices")
