@@ -47,9 +47,9 @@ type tokenUsage struct {
 
 // engineAnswer is what the gateway reads of a vLLM / SGLang chat answer.
 type engineAnswer struct {
-	ID             string `json:"id"`
-	Model          string `json:"model"`
-	Created        int64  `json:"created"`
+	ID             string   `json:"id"`
+	Model          string   `json:"model"`
+	Created        int64    `json:"created"`
 	PromptTokenIDs tokenIDs `json:"prompt_token_ids"`
 	Choices        []struct {
 		Message struct {
