@@ -92,6 +92,14 @@ func startGateway(t testing.TB, upstream string, opts Options) *testGateway {
 	if opts.OnEvent == nil {
 		opts.OnEvent = ev.add
 	}
+	if opts.HTTPClient == nil {
+		// A pool per test, emptied before the upstream closes (a pooled
+		// connection that never carried a request holds up a server's
+		// Shutdown for 5 s).
+		up := &http.Transport{}
+		t.Cleanup(up.CloseIdleConnections)
+		opts.HTTPClient = &http.Client{Transport: up}
+	}
 	gw, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
