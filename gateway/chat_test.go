@@ -87,6 +87,22 @@ func TestChatCapturesEngineIDs(t *testing.T) {
 	}
 
 	evs := gw.events.list()
+	for _, ev := range evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), realKey) || strings.Contains(string(b), gw.Key()) {
+			t.Errorf("a key is in an event: %s", b)
+		}
+	}
+	ex, err := gw.Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(ex); strings.Contains(string(b), realKey) || strings.Contains(string(b), gw.Key()) {
+		t.Errorf("a key is in the export")
+	}
 	if len(evs) != 4 {
 		t.Fatalf("want 4 events, got %d", len(evs))
 	}
