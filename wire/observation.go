@@ -21,6 +21,7 @@ const (
 	FailureEpisodeTimeout FailureType = "episode_timeout" // the episode's wall-clock budget ran out
 	FailureMaxTurns       FailureType = "max_turns"       // the episode reached its turn limit
 	FailureCancelled      FailureType = "cancelled"       // the turn was abandoned (client gone, shutdown)
+	FailureModelBudget    FailureType = "model_budget"    // a model-call or output-token budget ran out
 )
 
 // ExitStatus is how a harness process ended.

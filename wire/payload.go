@@ -99,6 +99,22 @@ type LLMRequest struct {
 	Model string `json:"model,omitempty"`
 	// Messages is the conversation sent, a JSON list in the caller's dialect.
 	Messages json.RawMessage `json:"messages,omitempty"`
+	// CallIndex is the 1-based index of the call in its episode (gateway
+	// only); it pairs the request with its llm_response.
+	CallIndex int `json:"call_index,omitempty"`
+	// Dialect is the caller's wire API: openai-chat, openai-responses,
+	// anthropic or gemini (gateway only).
+	Dialect string `json:"dialect,omitempty"`
+	// Stream says the caller asked for a streamed answer (gateway only).
+	Stream bool `json:"stream,omitempty"`
+	// Tools is the tool list offered, in the caller's dialect (gateway only).
+	Tools json.RawMessage `json:"tools,omitempty"`
+	// Sampling is the sampling parameters the caller asked for (gateway
+	// only): temperature, top_p, max_tokens, ...
+	Sampling json.RawMessage `json:"sampling,omitempty"`
+	// EffectiveSampling is the sampling parameters sent upstream after the
+	// gateway's caps and injections (gateway only).
+	EffectiveSampling json.RawMessage `json:"effective_sampling,omitempty"`
 	// Extra holds fields beyond the schema.
 	Extra Extra `json:"-"`
 }
@@ -113,6 +129,30 @@ type LLMResponse struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Usage is the token usage as the model reported it.
 	Usage any `json:"usage,omitempty"`
+	// CallIndex pairs the response with its llm_request (gateway only).
+	CallIndex int `json:"call_index,omitempty"`
+	// Dialect is the caller's wire API (gateway only).
+	Dialect string `json:"dialect,omitempty"`
+	// Traffic is "training" for an engine's answer with token ids, or
+	// "evaluation" for a provider's answer without them (gateway only).
+	Traffic string `json:"traffic,omitempty"`
+	// PromptTokenIDs is the engine's token ids of the prompt it conditioned
+	// on (gateway, engine upstream only).
+	PromptTokenIDs []int `json:"prompt_token_ids,omitempty"`
+	// CompletionTokenIDs is the engine's sampled token ids (gateway, engine
+	// upstream only).
+	CompletionTokenIDs []int `json:"completion_token_ids,omitempty"`
+	// Logprobs is the behaviour logprob of each completion token, aligned
+	// with CompletionTokenIDs (gateway, engine upstream only).
+	Logprobs []float64 `json:"logprobs,omitempty"`
+	// LatencyMS is the upstream call's duration in milliseconds (gateway only).
+	LatencyMS *float64 `json:"latency_ms,omitempty"`
+	// Status is the HTTP status the caller got, when it was not 200
+	// (gateway only).
+	Status int `json:"status,omitempty"`
+	// Error says why the call failed: upstream down or garbled, budget
+	// exhausted (gateway only; "" for a successful call).
+	Error string `json:"error,omitempty"`
 	// Extra holds fields beyond the schema.
 	Extra Extra `json:"-"`
 }

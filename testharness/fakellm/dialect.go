@@ -25,6 +25,7 @@ type response struct {
 	created      int64 // unix seconds
 	inputTokens  int
 	outputTokens int
+	engine       *engineReply // engine mode's token ids and logprobs (chat only), or nil
 }
 
 // stopForTools is true when the answer ends in tool calls.

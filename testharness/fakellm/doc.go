@@ -13,6 +13,12 @@
 // resolved against the tool names the request actually offers, an HTTP error
 // or a delay) is encoded back in the caller's dialect and framing.
 //
+// Engine mode (Options.Engine) makes Chat Completions answer like a vLLM
+// engine with --return-tokens-as-token-ids: prompt_token_ids, per choice
+// token_ids and logprobs.content[] with "token_id:N" tokens, derived
+// deterministically from a public template and tokenizer (EngineRenderPrompt,
+// EngineTokenize, EngineLogprob) so tests recompute what the engine produced.
+//
 // It also owns the request log (Server.Requests, GET /_fakellm/requests) and
 // runtime control (POST /_fakellm/reset, PUT /_fakellm/script). The script
 // format and the default behaviour are documented on Script and in

@@ -127,6 +127,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, d *dialect) {
 	}
 	res := &response{answer: a, id: s.ids.Add(1), created: time.Now().Unix(),
 		inputTokens: max(1, c.inputChars/4), outputTokens: outputTokens(a)}
+	if s.opts.Engine && d == chatDialect {
+		eng, err := newEngineReply(body, a, s.opts.EngineTokensAsText)
+		if err != nil {
+			d.writeError(w, http.StatusBadRequest, "fakellm: "+err.Error())
+			finish(http.StatusBadRequest, OutcomeBadRequest, err)
+			return
+		}
+		res.engine, res.inputTokens, res.outputTokens = eng, len(eng.prompt), len(eng.completion)
+	}
 	if err := d.write(w, c, res); err != nil {
 		finish(http.StatusOK, OutcomeCanceled, err)
 		return

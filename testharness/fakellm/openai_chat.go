@@ -103,11 +103,21 @@ func writeChat(w http.ResponseWriter, c *conversation, res *response) error {
 			}
 			msg["tool_calls"] = calls
 		}
-		return writeJSON(w, http.StatusOK, map[string]any{
+		choice := map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}
+		body := map[string]any{
 			"id": id, "object": "chat.completion", "created": res.created, "model": c.model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
-			"usage":   usage,
-		})
+			"choices": []any{choice}, "usage": usage,
+		}
+		if e := res.engine; e != nil {
+			if e.req.ReturnTokenIDs {
+				body["prompt_token_ids"] = e.prompt
+				choice["token_ids"] = e.completion
+			}
+			if e.req.Logprobs {
+				choice["logprobs"] = e.logprobs()
+			}
+		}
+		return writeJSON(w, http.StatusOK, body)
 	}
 
 	s := startSSE(w)

@@ -31,6 +31,13 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// MaxBody caps request bodies; default 64 MiB.
 	MaxBody int64
+	// Engine makes Chat Completions answer like a vLLM engine: token ids
+	// and logprobs when the request asks for them (see EngineTokenize).
+	Engine bool
+	// EngineTokensAsText makes an Engine report logprob tokens as text
+	// instead of "token_id:N", as vLLM does without
+	// --return-tokens-as-token-ids.
+	EngineTokensAsText bool
 }
 
 // Server is the fake LLM: an http.Handler (usable with any listener or

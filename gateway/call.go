@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/harnessd/harnessd/wire"
+)
+
+// Traffic kinds of a call.
+const (
+	TrafficTraining   = "training"   // an engine's answer with token ids
+	TrafficEvaluation = "evaluation" // a provider's answer without them
+)
+
+// call is one recorded model call.
+type call struct {
+	index, turn   int
+	dialect       Dialect
+	traffic       string
+	offersTools   bool
+	promptIDs     []int
+	completionIDs []int
+	logprobs      []float64
+	finishReason  string
+	usage         tokenUsage
+	latencyMS     float64
+	status        int    // what the agent got when not 200
+	err           string // why the call failed
+	issues        []Issue
+}
+
+// trainable reports whether the call can enter a chain.
+func (c *call) trainable() bool {
+	return c.err == "" && c.traffic == TrafficTraining && !fatal(c.issues)
+}
+
+// generate serves one generation request of dialect d.
+func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d *dialect, body []byte) {
+	req, err := d.decode(r, body)
+	if err != nil {
+		d.writeError(w, failure{http.StatusBadRequest, failInvalid, "gateway: malformed request: " + err.Error()})
+		return
+	}
+	if g.opts.Upstream.Kind == UpstreamPassthrough {
+		g.passthrough(w, r, d, req, body)
+		return
+	}
+	adm := g.admit()
+	var upBody []byte
+	var effective json.RawMessage
+	var bodyErr error
+	if adm.refused == nil {
+		upBody, effective, bodyErr = g.engineBody(req.chat, adm.maxTokens)
+	}
+	g.emit(adm.turn, &wire.LLMRequest{
+		Model: req.model, Messages: req.messages, CallIndex: adm.index, Dialect: string(d.name),
+		Stream: req.stream, Tools: req.tools, Sampling: req.sampling, EffectiveSampling: effective,
+	})
+	rec := &call{index: adm.index, turn: adm.turn, dialect: d.name, traffic: TrafficTraining, offersTools: req.offersTools()}
+	fail := func(f failure) {
+		rec.status, rec.err = f.status, f.message
+		g.record(rec)
+		g.emit(adm.turn, &wire.LLMResponse{CallIndex: adm.index, Dialect: string(d.name), Status: f.status, Error: f.message})
+		d.writeError(w, f)
+	}
+	if adm.refused != nil {
+		g.log.Info("gateway: call refused", "call", adm.index, "turn", adm.turn, "budget", adm.refused.Budget)
+		fail(failure{http.StatusTooManyRequests, failBudget, "gateway: " + adm.refused.Error()})
+		if g.opts.OnBudget != nil {
+			g.opts.OnBudget(adm.refused)
+		}
+		return
+	}
+	if bodyErr != nil {
+		fail(failure{http.StatusBadRequest, failInvalid, "gateway: cannot translate request: " + bodyErr.Error()})
+		return
+	}
+	start := time.Now()
+	c, f := g.callEngine(r.Context(), upBody)
+	rec.latencyMS = float64(time.Since(start).Microseconds()) / 1000
+	if f != nil {
+		g.log.Warn("gateway: upstream call failed", "call", adm.index, "turn", adm.turn, "status", f.status, "err", f.message)
+		fail(*f)
+		return
+	}
+	rec.promptIDs, rec.completionIDs, rec.logprobs = c.PromptIDs, c.CompletionIDs, c.Logprobs
+	rec.finishReason, rec.usage = c.FinishReason, c.Usage
+	rec.issues = validateCall(c)
+	for i := range rec.issues {
+		rec.issues[i].CallIndex = adm.index
+	}
+	g.record(rec)
+	spent := c.Usage.CompletionTokens
+	if len(c.CompletionIDs) > 0 {
+		spent = len(c.CompletionIDs)
+	}
+	g.spend(adm.turn, spent)
+	latency := rec.latencyMS
+	g.emit(adm.turn, &wire.LLMResponse{
+		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: c.Usage,
+		CallIndex: adm.index, Dialect: string(d.name), Traffic: TrafficTraining,
+		PromptTokenIDs: c.PromptIDs, CompletionTokenIDs: c.CompletionIDs, Logprobs: c.Logprobs,
+		LatencyMS: &latency, Extra: issuesExtra(rec.issues),
+	})
+	if err := d.encode(w, req, c); err != nil {
+		g.log.Debug("gateway: agent went away mid-answer", "call", adm.index, "err", err)
+	}
+}
+
+// issuesExtra carries a call's ingest issues on its llm_response.
+func issuesExtra(issues []Issue) wire.Extra {
+	if len(issues) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(issues)
+	return wire.Extra{"issues": json.RawMessage(b)}
+}
+
+// responseContent is the answer as llm_response records it: its text, or
+// a list of blocks when it has reasoning or tool calls.
+func responseContent(c *completion) any {
+	if c.Reasoning == "" && len(c.ToolCalls) == 0 {
+		return c.Text
+	}
+	var blocks []any
+	if c.Reasoning != "" {
+		blocks = append(blocks, map[string]any{"type": "reasoning", "text": c.Reasoning})
+	}
+	if c.Text != "" {
+		blocks = append(blocks, map[string]any{"type": "text", "text": c.Text})
+	}
+	for _, tc := range c.ToolCalls {
+		blocks = append(blocks, map[string]any{"type": "tool_call", "id": tc.ID, "name": tc.Name, "arguments": tc.Arguments})
+	}
+	return blocks
+}
+
+// record keeps a call for the export.
+func (g *Gateway) record(c *call) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls = append(g.calls, c)
+}

@@ -1,0 +1,48 @@
+// Package gateway is harnessd's model door: one episode's LLM endpoint,
+// between a CLI agent and the model it thinks it is talking to.
+//
+// It owns:
+//
+//   - the per-episode key: the agent is given Key (a random sk-harnessd-…
+//     string); every request must present it (bearer, x-api-key,
+//     x-goog-api-key or ?key=), compared in constant time, or gets 401 in
+//     the dialect's error shape. The upstream's real key lives only in
+//     Options and is sent only upstream.
+//   - the agent-side dialects, each streamed or not, detected by path (then
+//     by body shape): OpenAI Chat Completions (SSE re-synthesised with the
+//     full chunk lifecycle and [DONE]), OpenAI Responses (response.created …
+//     response.completed), Anthropic Messages (message_start …
+//     message_stop; count_tokens answered locally, never recorded) and
+//     Gemini generateContent / streamGenerateContent (SSE or a JSON array;
+//     countTokens likewise). Each is translated to the engine's chat
+//     completions and back; malformed requests get the dialect's own error
+//     shape.
+//   - the upstream: a token-returning engine (vLLM or SGLang Chat
+//     Completions), always called non-streaming with return_token_ids and
+//     logprobs injected, after request hygiene (stream_options dropped,
+//     empty tools dropped with tool_choice and parallel_tool_calls,
+//     max_tokens capped).
+//   - or a passthrough upstream (UpstreamPassthrough): a hosted provider of
+//     the agent's own dialect, sent the request unmodified but for the key
+//     swap, its answer streamed back as it comes; such calls are recorded
+//     as evaluation traffic (no token ids) and have no export.
+//   - capture: every call is numbered, stamped with the running turn
+//     (SetTurn) and emitted through Options.OnEvent as llm_request and
+//     llm_response events of origin gateway, carrying the engine's prompt
+//     and completion token ids, logprobs, finish reason, usage and latency;
+//     problems with them are graded on ingest (Issue, Severity).
+//   - budgets per episode and per turn (Budgets): a call over budget is
+//     refused in the dialect's error shape and reported (OnBudget,
+//     BudgetExhausted) as a *BudgetError whose FailureType is
+//     wire.FailureModelBudget.
+//   - the training export (Export): calls linked into chains by exact token
+//     prefix, with input_ids, loss_mask and logprobs per chain and the
+//     rewards the caller recorded (SetReward); documented in docs/gateway.md.
+//
+// The package knows nothing of harnesses, processes, sessions or rewards'
+// meaning: the daemon creates one Gateway per episode, hands it listeners
+// (loopback, or one opened inside a sandbox's network namespace), tells it
+// the turn, and collects its events and export. It must not start processes,
+// read the daemon's environment or files, or log either key; it never
+// tokenises locally and never synthesises rewards.
+package gateway

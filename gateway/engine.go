@@ -1,0 +1,322 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// completion is the engine's answer, in the neutral form every dialect
+// encodes from.
+type completion struct {
+	ID           string
+	Model        string
+	Created      int64
+	Text         string
+	Reasoning    string
+	ToolCalls    []toolCall
+	FinishReason string
+	Usage        tokenUsage
+
+	PromptIDs     []int
+	CompletionIDs []int
+	Logprobs      []float64 // aligned with CompletionIDs; nil when absent
+	issues        []Issue   // problems found while reading the token fields
+}
+
+// toolCall is one function call the model made.
+type toolCall struct {
+	ID        string
+	Name      string
+	Arguments string // a JSON object's text, as the model produced it
+}
+
+// tokenUsage is the token usage of a call.
+type tokenUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// engineAnswer is what the gateway reads of a vLLM / SGLang chat answer.
+type engineAnswer struct {
+	ID             string   `json:"id"`
+	Model          string   `json:"model"`
+	Created        int64    `json:"created"`
+	PromptTokenIDs tokenIDs `json:"prompt_token_ids"`
+	Choices        []struct {
+		Message struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		TokenIDs tokenIDs `json:"token_ids"`
+		Logprobs *struct {
+			Content []struct {
+				Token   string          `json:"token"`
+				Logprob json.RawMessage `json:"logprob"`
+			} `json:"content"`
+		} `json:"logprobs"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *tokenUsage `json:"usage"`
+}
+
+// tokenIDs is a list of token ids, decoded without reflection: an engine's
+// prompt ids are the bulk of its answer.
+type tokenIDs []int
+
+// UnmarshalJSON reads a JSON list of non-negative integers (or null).
+func (t *tokenIDs) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*t = nil
+		return nil
+	}
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return errors.New("token ids: not a list")
+	}
+	out := make([]int, 0, bytes.Count(b, []byte(","))+1)
+	n, digits, ended := 0, 0, false
+	for _, c := range b[1 : len(b)-1] {
+		switch {
+		case c >= '0' && c <= '9':
+			if digits++; digits > 12 || ended {
+				return errors.New("token ids: malformed id")
+			}
+			n = n*10 + int(c-'0')
+		case c == ',':
+			if digits == 0 {
+				return errors.New("token ids: empty item")
+			}
+			out = append(out, n)
+			n, digits, ended = 0, 0, false
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			ended = digits > 0
+		default:
+			return fmt.Errorf("token ids: unexpected %q", c)
+		}
+	}
+	if digits > 0 {
+		out = append(out, n)
+	} else if len(out) > 0 {
+		return errors.New("token ids: trailing comma")
+	}
+	*t = out
+	return nil
+}
+
+// callEngine posts body to the engine and reads its answer. Errors carry
+// the failure the agent gets.
+func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *failure) {
+	ctx, cancel := context.WithTimeout(ctx, g.opts.Upstream.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream, bytes.NewReader(body))
+	if err != nil {
+		return nil, &failure{http.StatusBadGateway, failUpstream, "gateway: upstream request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if k := g.opts.Upstream.APIKey; k != "" {
+		req.Header.Set("Authorization", "Bearer "+k)
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return nil, transportFailure(ctx, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxResponseBody+1))
+	if err != nil {
+		return nil, transportFailure(ctx, err)
+	}
+	if int64(len(raw)) > g.opts.MaxResponseBody {
+		return nil, &failure{http.StatusBadGateway, failUpstream,
+			fmt.Sprintf("gateway: upstream answer over %d bytes", g.opts.MaxResponseBody)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, upstreamStatusFailure(resp.StatusCode, raw)
+	}
+	c, err := parseEngineAnswer(raw)
+	if err != nil {
+		return nil, &failure{http.StatusBadGateway, failUpstream, "gateway: upstream answered garbage: " + err.Error()}
+	}
+	return c, nil
+}
+
+// transportFailure classifies a failed round trip: too slow (504) or
+// unreachable (503); both are worth a retry.
+func transportFailure(ctx context.Context, err error) *failure {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &failure{http.StatusGatewayTimeout, failTimeout, "gateway: upstream timed out"}
+	}
+	if ctx.Err() != nil {
+		return &failure{http.StatusServiceUnavailable, failUnavailable, "gateway: call cancelled: " + context.Cause(ctx).Error()}
+	}
+	return &failure{http.StatusServiceUnavailable, failUnavailable, "gateway: upstream unreachable: " + err.Error()}
+}
+
+// upstreamStatusFailure passes an upstream's error on: its 4xx as the
+// agent's (the request was at fault), 429 as a rate limit, anything else
+// as 502.
+func upstreamStatusFailure(status int, raw []byte) *failure {
+	msg := upstreamMessage(raw)
+	switch {
+	case status == http.StatusTooManyRequests:
+		return &failure{status, failRateLimit, "gateway: upstream rate limit: " + msg}
+	case status >= 400 && status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden:
+		return &failure{status, failInvalid, "gateway: upstream refused the request: " + msg}
+	}
+	return &failure{http.StatusBadGateway, failUpstream, fmt.Sprintf("gateway: upstream answered %d: %s", status, msg)}
+}
+
+// upstreamMessage extracts an error message from an upstream body (OpenAI
+// shape, or vLLM's {"message": ...}), bounded.
+func upstreamMessage(raw []byte) string {
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Message string `json:"message"`
+	}
+	msg := ""
+	if json.Unmarshal(raw, &e) == nil {
+		if e.Error != nil {
+			msg = e.Error.Message
+		} else {
+			msg = e.Message
+		}
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(string(raw))
+	}
+	if len(msg) > 512 {
+		msg = msg[:512] + "…"
+	}
+	return strings.ToValidUTF8(msg, "?")
+}
+
+// parseEngineAnswer reads an engine's chat answer, keeping the token
+// fields and noting what is wrong with them.
+func parseEngineAnswer(raw []byte) (*completion, error) {
+	var a engineAnswer
+	ids, rest, found, err := cutMember(raw, "prompt_token_ids")
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(rest, &a); err != nil {
+		return nil, err
+	}
+	if found {
+		if err := a.PromptTokenIDs.UnmarshalJSON(ids); err != nil {
+			return nil, fmt.Errorf("prompt_token_ids: %w", err)
+		}
+	}
+	if len(a.Choices) == 0 {
+		return nil, errors.New("no choices")
+	}
+	ch := a.Choices[0]
+	c := &completion{ID: a.ID, Model: a.Model, Created: a.Created, FinishReason: ch.FinishReason,
+		PromptIDs: a.PromptTokenIDs, CompletionIDs: ch.TokenIDs}
+	if m := ch.Message.Content; m != nil {
+		c.Text = *m
+	}
+	switch {
+	case ch.Message.ReasoningContent != nil:
+		c.Reasoning = *ch.Message.ReasoningContent
+	case ch.Message.Reasoning != nil:
+		c.Reasoning = *ch.Message.Reasoning
+	}
+	for i, tc := range ch.Message.ToolCalls {
+		if tc.Function.Name == "" {
+			return nil, fmt.Errorf("tool call %d has no name", i)
+		}
+		args := tc.Function.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%s_%d", a.ID, i)
+		}
+		c.ToolCalls = append(c.ToolCalls, toolCall{ID: id, Name: tc.Function.Name, Arguments: args})
+	}
+	if c.FinishReason == "" {
+		c.FinishReason = "stop"
+		if len(c.ToolCalls) > 0 {
+			c.FinishReason = "tool_calls"
+		}
+	}
+	if ch.Logprobs != nil {
+		c.readLogprobs(ch.Logprobs.Content)
+	}
+	if a.Usage != nil {
+		c.Usage = *a.Usage
+	} else { // fill what the engine left out, from the ids it did return
+		c.Usage = tokenUsage{PromptTokens: len(c.PromptIDs), CompletionTokens: len(c.CompletionIDs)}
+	}
+	if c.Usage.TotalTokens == 0 {
+		c.Usage.TotalTokens = c.Usage.PromptTokens + c.Usage.CompletionTokens
+	}
+	return c, nil
+}
+
+// readLogprobs takes the numbers of logprobs.content[], noting logprobs
+// that are not numbers (fatal), token strings that are text rather than
+// token_id:N (the engine lacks --return-tokens-as-token-ids) and token ids
+// that disagree with token_ids.
+func (c *completion) readLogprobs(content []struct {
+	Token   string          `json:"token"`
+	Logprob json.RawMessage `json:"logprob"`
+}) {
+	lps := make([]float64, 0, len(content))
+	textTokens, mismatch := 0, -1
+	for i, e := range content {
+		var f float64
+		if err := json.Unmarshal(e.Logprob, &f); err != nil {
+			c.issues = append(c.issues, Issue{Severity: SeverityFatal, Code: IssueLogprobNotNumber,
+				Message: fmt.Sprintf("logprob %d is %s, not a number", i, truncate(string(e.Logprob), 40))})
+			c.Logprobs = nil
+			return
+		}
+		lps = append(lps, f)
+		idText, isID := strings.CutPrefix(e.Token, "token_id:")
+		if !isID {
+			textTokens++
+			continue
+		}
+		if id, err := strconv.Atoi(idText); err == nil && mismatch < 0 && i < len(c.CompletionIDs) && id != c.CompletionIDs[i] {
+			mismatch = i
+		}
+	}
+	c.Logprobs = lps
+	if textTokens > 0 {
+		c.issues = append(c.issues, Issue{Severity: SeverityWarn, Code: IssueTokensAsText,
+			Message: fmt.Sprintf("%d logprob tokens are text, not token_id:N: start the engine with --return-tokens-as-token-ids", textTokens)})
+	}
+	if mismatch >= 0 {
+		c.issues = append(c.issues, Issue{Severity: SeverityFatal, Code: IssueTokenMismatch,
+			Message: fmt.Sprintf("logprob token %d disagrees with token_ids", mismatch)})
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

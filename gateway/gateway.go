@@ -1,0 +1,205 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/wire"
+)
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("gateway: closed")
+
+// Gateway is one episode's model endpoint. Create it with New, hand it
+// listeners with Serve, point the agent at it with Key, and Close it when
+// the episode ends. All methods are safe for concurrent use.
+type Gateway struct {
+	opts     Options
+	log      *slog.Logger
+	key      []byte
+	client   *http.Client
+	upstream string // the engine's chat completions URL
+
+	mu      sync.Mutex
+	turn    int
+	calls   []*call // every recorded call, in the order they ended
+	next    int     // the last call index handed out
+	usage   usage   // per-episode counters
+	turnUse usage   // per-turn counters
+	budget  *BudgetError
+	rewards map[int]float64
+	servers []*http.Server
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// usage counts model use against the budgets.
+type usage struct {
+	calls        int
+	outputTokens int
+}
+
+// New returns a gateway for one episode. It does not listen until Serve.
+func New(opts Options) (*Gateway, error) {
+	if opts.Upstream.Kind == "" {
+		opts.Upstream.Kind = UpstreamEngine
+	}
+	switch opts.Upstream.Kind {
+	case UpstreamEngine:
+	case UpstreamPassthrough:
+		switch opts.Upstream.Dialect {
+		case DialectChat, DialectResponses, DialectAnthropic, DialectGemini:
+		default:
+			return nil, fmt.Errorf("gateway: passthrough upstream needs a dialect, not %q", opts.Upstream.Dialect)
+		}
+	default:
+		return nil, fmt.Errorf("gateway: upstream kind %q is not supported", opts.Upstream.Kind)
+	}
+	if opts.Upstream.URL == "" {
+		return nil, errors.New("gateway: no upstream URL")
+	}
+	if !strings.HasPrefix(opts.Upstream.URL, "http://") && !strings.HasPrefix(opts.Upstream.URL, "https://") {
+		return nil, fmt.Errorf("gateway: upstream URL %q is not http(s)", opts.Upstream.URL)
+	}
+	if opts.Upstream.Timeout <= 0 {
+		opts.Upstream.Timeout = defaultUpstreamTimeout
+	}
+	if opts.MaxRequestBody <= 0 {
+		opts.MaxRequestBody = defaultMaxRequestBody
+	}
+	if opts.MaxResponseBody <= 0 {
+		opts.MaxResponseBody = defaultMaxResponseBody
+	}
+	b := opts.Budgets
+	if b.MaxModelCalls < 0 || b.MaxOutputTokens < 0 || b.MaxTurnModelCalls < 0 || b.MaxTurnOutputTokens < 0 || b.MaxTokens < 0 {
+		return nil, errors.New("gateway: budgets must not be negative")
+	}
+	key := opts.Key
+	if key == "" {
+		var raw [24]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return nil, fmt.Errorf("gateway: key: %w", err)
+		}
+		key = "sk-harnessd-" + hex.EncodeToString(raw[:])
+	}
+	if opts.Upstream.APIKey != "" && key == opts.Upstream.APIKey {
+		return nil, errors.New("gateway: the agent's key must not be the upstream's key")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = sharedClient
+	}
+	return &Gateway{
+		opts: opts, log: log.With("component", "gateway", "episode_id", opts.EpisodeID),
+		key: []byte(key), client: client,
+		upstream: strings.TrimRight(opts.Upstream.URL, "/") + "/chat/completions",
+		turn:     1,
+	}, nil
+}
+
+// Key returns the per-episode key the agent is given: as a bearer token,
+// x-api-key, x-goog-api-key or Gemini's ?key=. Any other credential gets
+// 401.
+func (g *Gateway) Key() string { return string(g.key) }
+
+// SetTurn stamps later calls with turn n (1-based) and starts the per-turn
+// budgets afresh.
+func (g *Gateway) SetTurn(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n != g.turn {
+		g.turnUse = usage{}
+	}
+	g.turn = n
+}
+
+// SetReward records the environment's reward for turn n, for the export.
+// The gateway never makes rewards up: turns without one have none.
+func (g *Gateway) SetReward(turn int, reward float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.rewards == nil {
+		g.rewards = map[int]float64{}
+	}
+	g.rewards[turn] = reward
+}
+
+// BudgetExhausted returns the first budget refusal of the episode, or nil.
+func (g *Gateway) BudgetExhausted() *BudgetError {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.budget
+}
+
+// Serve serves the gateway on ln in the background until Close. It may be
+// called more than once (a loopback listener and one inside a sandbox's
+// network namespace); the gateway closes each listener on Close.
+func (g *Gateway) Serve(ln net.Listener) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		ln.Close()
+		return ErrClosed
+	}
+	srv := &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+	}
+	g.servers = append(g.servers, srv)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Warn("gateway: serve ended", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	return nil
+}
+
+// Close stops serving: it waits for calls in flight until ctx ends, then
+// drops the connections. It is idempotent.
+func (g *Gateway) Close(ctx context.Context) error {
+	g.mu.Lock()
+	g.closed = true
+	servers := g.servers
+	g.servers = nil
+	g.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	g.wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("gateway: close: %w", err)
+	}
+	return nil
+}
+
+// emit hands e to OnEvent, stamped with turn.
+func (g *Gateway) emit(turn int, p wire.Payload) {
+	if g.opts.OnEvent == nil {
+		return
+	}
+	e := wire.New(wire.OriginGateway, p)
+	e.Turn = turn
+	g.opts.OnEvent(e)
+}

@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+var (
+	jsonTrue  = json.RawMessage("true")
+	jsonFalse = json.RawMessage("false")
+)
+
+// engineBody applies the gateway's request hygiene to an engine request
+// and returns its body and effective sampling parameters: non-streaming
+// (stream_options dropped), empty tools dropped with tool_choice and
+// parallel_tool_calls, one choice, max_tokens capped at maxTokens (0: no
+// cap), the upstream's model, and return_token_ids and logprobs injected.
+func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int) ([]byte, json.RawMessage, error) {
+	up := make(map[string]json.RawMessage, len(chat)+4)
+	for k, v := range chat {
+		up[k] = v
+	}
+	delete(up, "stream_options")
+	up["stream"] = jsonFalse
+	if !nonEmptyList(up["tools"]) {
+		delete(up, "tools")
+		delete(up, "tool_choice")
+		delete(up, "parallel_tool_calls")
+	}
+	delete(up, "n")
+	asked := 0
+	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
+		if v, ok := up[k]; ok {
+			if n, err := strconv.Atoi(string(v)); err == nil && n > 0 && asked == 0 {
+				asked = n
+			}
+			delete(up, k)
+		}
+	}
+	if maxTokens > 0 && (asked == 0 || asked > maxTokens) {
+		asked = maxTokens
+	}
+	if asked > 0 {
+		up["max_tokens"] = json.RawMessage(strconv.Itoa(asked))
+	}
+	if m := g.opts.Upstream.Model; m != "" {
+		b, _ := json.Marshal(m)
+		up["model"] = b
+	}
+	up["return_token_ids"] = jsonTrue
+	up["logprobs"] = jsonTrue
+	body, err := json.Marshal(up)
+	if err != nil {
+		return nil, nil, err
+	}
+	return body, pickSampling(up), nil
+}

@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/harnessd/harnessd/wire"
+)
+
+// UpstreamKind says what the gateway forwards calls to.
+type UpstreamKind string
+
+// Upstream kinds.
+const (
+	// UpstreamEngine is a token-returning inference engine (vLLM or SGLang)
+	// serving OpenAI-compatible Chat Completions. Every agent dialect is
+	// translated to it; calls are made non-streaming with return_token_ids
+	// and logprobs injected, and recorded as training traffic.
+	UpstreamEngine UpstreamKind = "engine"
+	// UpstreamPassthrough is a hosted provider speaking the agent's own
+	// dialect (Upstream.Dialect). Requests are forwarded unmodified but for
+	// the key swap, answers streamed back unmodified, and calls recorded as
+	// evaluation traffic: no token ids, never training data.
+	UpstreamPassthrough UpstreamKind = "passthrough"
+)
+
+// Upstream is where calls go and with which credential.
+type Upstream struct {
+	// Kind is the upstream's kind; "" means UpstreamEngine.
+	Kind UpstreamKind
+	// URL is the upstream's base URL. For an engine it includes the version
+	// prefix, e.g. http://127.0.0.1:8000/v1 (the chat endpoint is URL +
+	// "/chat/completions"); for a passthrough it is the provider's root, e.g.
+	// https://api.anthropic.com, and the agent's path is appended.
+	URL string
+	// APIKey is the real credential, sent upstream in the dialect's place:
+	// a bearer token (engine, OpenAI), x-api-key (Anthropic) or
+	// x-goog-api-key (Gemini). It stays in the daemon: the agent only ever
+	// holds the gateway's Key.
+	APIKey string
+	// Dialect is the one agent dialect a passthrough upstream speaks
+	// (openai-chat, openai-responses, anthropic or gemini); requests in
+	// another are refused. Unused for an engine.
+	Dialect Dialect
+	// Model is the model name sent upstream in place of whatever the agent
+	// asks for ("" keeps the agent's).
+	Model string
+	// Timeout bounds one upstream call; default 10 minutes.
+	Timeout time.Duration
+}
+
+// Budgets limit an episode's model use. Zero means unlimited.
+type Budgets struct {
+	// MaxModelCalls is the number of model calls allowed per episode.
+	MaxModelCalls int
+	// MaxOutputTokens is the number of completion tokens allowed per episode.
+	MaxOutputTokens int
+	// MaxTurnModelCalls is the number of model calls allowed per turn.
+	MaxTurnModelCalls int
+	// MaxTurnOutputTokens is the number of completion tokens allowed per turn.
+	MaxTurnOutputTokens int
+	// MaxTokens caps the max_tokens of each request (an agent asking for
+	// more, or for none, gets this); it is also lowered to what remains of
+	// the output-token budgets.
+	MaxTokens int
+}
+
+// Options configure a Gateway.
+type Options struct {
+	// EpisodeID names the episode in the export and the logs.
+	EpisodeID string
+	// Upstream is where calls go.
+	Upstream Upstream
+	// Budgets limit the episode's model use.
+	Budgets Budgets
+	// OnEvent receives an llm_request and an llm_response event (origin
+	// gateway, stamped with the running turn) for every model call. It is
+	// called from the request's goroutine, possibly concurrently for
+	// concurrent calls, and must not block for long.
+	OnEvent func(wire.Event)
+	// OnBudget is called when a call is refused because a budget ran out;
+	// the session turns it into a terminal observation (err.FailureType()).
+	OnBudget func(err *BudgetError)
+	// Logger receives the gateway's records; nil discards them.
+	Logger *slog.Logger
+	// Key is the per-episode key the agent must present; "" makes a random
+	// one. It is never the upstream's key.
+	Key string
+	// MaxRequestBody caps an agent's request body; default 32 MiB.
+	MaxRequestBody int64
+	// MaxResponseBody caps an upstream's response body; default 64 MiB.
+	MaxResponseBody int64
+	// HTTPClient makes upstream calls; nil means a client shared by all
+	// gateways (one connection pool for the daemon).
+	HTTPClient *http.Client
+}
+
+const (
+	defaultMaxRequestBody  = 32 << 20
+	defaultMaxResponseBody = 64 << 20
+	defaultUpstreamTimeout = 10 * time.Minute
+)
+
+// sharedClient is the default upstream client: one pool for every gateway
+// of the daemon, so that an open gateway costs no connections of its own.
+var sharedClient = &http.Client{Transport: &http.Transport{
+	Proxy:               nil, // upstreams are configured explicitly, never via the environment
+	ForceAttemptHTTP2:   true,
+	MaxIdleConnsPerHost: 64,
+	IdleConnTimeout:     90 * time.Second,
+}}
