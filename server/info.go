@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+
+	"github.com/harnessd/harnessd/wire"
 )
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -52,11 +54,11 @@ var schemas = func() map[string]any {
 	event := map[string]any{
 		"type": "object", "title": "HarnessEvent",
 		"properties": map[string]any{
-			"type":      map[string]any{"type": "string", "enum": []string{"llm_request", "llm_response", "llm_chunk", "tool_call", "tool_result", "text_output", "error", "turn_complete"}},
+			"type":      map[string]any{"type": "string", "enum": names(wire.EventTypes)},
 			"timestamp": map[string]any{"type": "number"},
 			"data":      map[string]any{"type": "object"},
 			"turn":      map[string]any{"type": "integer"},
-			"source":    map[string]any{"type": "string", "enum": []string{"harness", "bridge", "daemon"}},
+			"source":    map[string]any{"type": "string", "enum": names(wire.Origins)},
 		},
 		"required": []string{"type", "timestamp", "data"},
 	}
@@ -71,12 +73,11 @@ var schemas = func() map[string]any {
 			"cancelled":      map[string]any{"type": "boolean"},
 			"injected_tools": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
 			"reward_details": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
-			"error_type": map[string]any{"type": "string", "enum": []string{"startup_failed", "turn_timeout", "harness_crashed",
-				"harness_exited", "protocol_error", "output_limit", "episode_timeout", "max_turns", "cancelled"}},
-			"error":       map[string]any{"type": "string"},
-			"exit":        map[string]any{"type": "object", "properties": map[string]any{"code": map[string]any{"type": "integer"}, "signal": map[string]any{"type": "string"}}},
-			"stderr_tail": map[string]any{"type": "string"},
-			"extra":       map[string]any{"type": "object"},
+			"error_type":     map[string]any{"type": "string", "enum": names(wire.FailureTypes)},
+			"error":          map[string]any{"type": "string"},
+			"exit":           map[string]any{"type": "object", "properties": map[string]any{"code": map[string]any{"type": "integer"}, "signal": map[string]any{"type": "string"}}},
+			"stderr_tail":    map[string]any{"type": "string"},
+			"extra":          map[string]any{"type": "object"},
 		},
 	}
 	observation := map[string]any{
@@ -118,3 +119,12 @@ var schemas = func() map[string]any {
 		},
 	}
 }()
+
+// names returns the string values of a list of wire constants.
+func names[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}

@@ -57,6 +57,9 @@ const (
 	OriginDaemon Origin = "daemon"
 )
 
+// Origins lists every origin.
+var Origins = []Origin{OriginHarness, OriginBridge, OriginGateway, OriginDaemon}
+
 // Event is one thing that happened during a turn: RFC 005's HarnessEvent
 // plus the turn number and the origin.
 //

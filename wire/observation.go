@@ -24,6 +24,12 @@ const (
 	FailureModelBudget    FailureType = "model_budget"    // a model-call or output-token budget ran out
 )
 
+// FailureTypes lists every failure type (for schemas and metrics labels).
+var FailureTypes = []FailureType{
+	FailureStartupFailed, FailureTurnTimeout, FailureHarnessCrashed, FailureHarnessExited, FailureProtocol,
+	FailureOutputLimit, FailureEpisodeTimeout, FailureMaxTurns, FailureCancelled, FailureModelBudget,
+}
+
 // ExitStatus is how a harness process ended.
 type ExitStatus struct {
 	// Code is the exit code, or -1 when the process was killed by a signal.
