@@ -487,7 +487,8 @@ func TestStartupFailure(t *testing.T) {
 	}
 
 	l := launch(t, "--never-ready", "--stderr", "waiting for login")
-	l.StartupTimeout = 200 * time.Millisecond
+	// Long enough for the agent to have written its stderr on a loaded machine.
+	l.StartupTimeout = 2 * time.Second
 	err = New().Start(context.Background(), l)
 	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "did not become ready") ||
 		!strings.Contains(f.StderrTail, "waiting for login") {
