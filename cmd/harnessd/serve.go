@@ -67,6 +67,8 @@ func runServe(args []string) int {
 	var ef envFlags
 	var lf logFlags
 	var iso isolationFlags
+	var df drainFlags
+	df.register(fs)
 	ef.register(fs)
 	lf.register(fs)
 	iso.register(fs)
@@ -74,7 +76,7 @@ func runServe(args []string) int {
 	addrFile := fs.String("addr-file", "", "write the bound address to this file (for --listen with port 0)")
 	mode := fs.String("mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
 	maxSessions := fs.Int("max-sessions", 1, "concurrent sessions")
-	idle := fs.String("idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
+	idle := fs.String("idle-timeout", defaultIdleTimeout, "end sessions that no socket holds (HTTP, /mcp) after this long idle (0: never)")
 	tokenFile := fs.String("api-token-file", "", "file holding the API token (or set HARNESSD_API_TOKEN)")
 	maxFrame := fs.String("max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
 	var req requireFlag
@@ -129,6 +131,11 @@ func runServe(args []string) int {
 		return exitUsage
 	}
 	drainTimeout := dt.D()
+	policy, finishTimeout, err := df.options(drainTimeout, cfg.Harness.StopGrace.D())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
 	token, err := apiToken(*tokenFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
@@ -149,6 +156,7 @@ func runServe(args []string) int {
 	srv, err := server.New(server.Options{
 		Config: cfg, Mode: srvMode, MaxSessions: *maxSessions, IdleTimeout: idleTimeout,
 		APIToken: token, MaxFrameBytes: int64(frame), Supervisor: sup, Logger: log, Version: buildVersion(),
+		DrainPolicy: policy, DrainFinishTimeout: finishTimeout,
 	})
 	if err != nil {
 		sup.Close(context.Background(), 0)
@@ -179,7 +187,8 @@ func runServe(args []string) int {
 		log.Error("server stopped", "err", err)
 		code = exitFailure
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout.String(), "sessions", srv.ActiveSessions())
+		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout.String(), "drain_policy", policy,
+			"sessions", srv.ActiveSessions())
 	}
 	if c := drain(log, srv, sup, sigs, drainTimeout); c != exitOK {
 		code = c
@@ -214,8 +223,10 @@ func requirementsMet(log *slog.Logger, iso *isolationFlags, req []string) bool {
 // reaped and the cgroup directories removed.
 const forceWait = 10 * time.Second
 
-// drain ends every session (each harness tree gets SIGTERM, its stop grace,
-// then SIGKILL), closes sockets with "going away" and closes the supervisor.
+// drain turns readiness false, lets running turns finish or cancels them
+// (the server's drain policy), ends every session (each harness tree gets
+// SIGTERM, its stop grace, then SIGKILL), closes sockets with "going away",
+// closes the listener last and closes the supervisor.
 // A second signal, or a drain that overruns timeout, kills every tree at once
 // and makes the exit code exitFailure.
 func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <-chan os.Signal, timeout time.Duration) int {
