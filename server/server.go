@@ -95,9 +95,9 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 
-	draining  atomic.Bool   // set when Shutdown starts: readiness false, no new work
-	quit      chan struct{} // closed when sockets must close (sessions ended)
-	quitOnce  sync.Once
+	draining atomic.Bool   // set when Shutdown starts: readiness false, no new work
+	quit     chan struct{} // closed when sockets must close (sessions ended)
+	quitOnce sync.Once
 	conns    sync.WaitGroup // open WebSocket handlers
 	stopReap context.CancelFunc
 
