@@ -91,7 +91,7 @@ func checkProgram(name, dir, pathVar string) error {
 		}
 		return executable(p)
 	}
-	var last error = fmt.Errorf("%s: not found in PATH", name)
+	var last error = fmt.Errorf("%s is not in PATH (%s)", name, pathVar)
 	for _, d := range filepath.SplitList(pathVar) {
 		if d == "" {
 			d = "."
@@ -109,6 +109,9 @@ func checkProgram(name, dir, pathVar string) error {
 
 func executable(p string) error {
 	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s does not exist: %w", p, fs.ErrNotExist)
+	}
 	if err != nil {
 		return err
 	}
