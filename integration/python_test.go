@@ -61,16 +61,21 @@ func TestPythonOpenEnvClient(t *testing.T) {
 		name  string
 		s     spec
 		token string
+		inURL bool // the token as the password of the base URL, no header: the unmodified client
 	}{
-		{"open", spec{Flags: []string{"--config", pythonConfig(t), "--max-sessions", "3"}}, ""},
-		{"token", spec{Flags: []string{"--config", pythonConfig(t), "--max-sessions", "3"}, Env: []string{"HARNESSD_API_TOKEN=" + token}}, token},
+		{"open", spec{Flags: []string{"--config", pythonConfig(t), "--max-sessions", "3"}}, "", false},
+		{"token", spec{Flags: []string{"--config", pythonConfig(t), "--max-sessions", "3"}, Env: []string{"HARNESSD_API_TOKEN=" + token}}, token, false},
+		{"url-credentials", spec{Flags: []string{"--config", pythonConfig(t), "--max-sessions", "3"}, Env: []string{"HARNESSD_API_TOKEN=" + token}}, token, true},
 	} {
 		for _, tr := range transports {
 			t.Run(tc.name+"/"+tr, func(t *testing.T) {
 				t.Parallel()
 				d := startDaemon(t, tc.s)
 				args := []string{script, "--base-url", d.URL, "--transport", tr}
-				if tc.token != "" {
+				switch {
+				case tc.inURL:
+					args[2] = "http://harnessd:" + tc.token + "@" + d.Addr
+				case tc.token != "":
 					args = append(args, "--token", tc.token)
 				}
 				cmd := exec.Command(py, args...)
@@ -87,11 +92,17 @@ func TestPythonOpenEnvClient(t *testing.T) {
 	t.Run("unauthorized", func(t *testing.T) {
 		t.Parallel()
 		d := startDaemon(t, spec{Flags: []string{"--config", pythonConfig(t)}, Env: []string{"HARNESSD_API_TOKEN=" + token}})
-		cmd := exec.Command(py, script, "--base-url", d.URL, "--transport", "minimal", "--token", "wrong")
-		cmd.Env = cleanEnv()
-		out, err := cmd.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "401") {
-			t.Fatalf("a wrong token was not refused: %v\n%s", err, out)
+		for _, args := range [][]string{
+			{"--base-url", d.URL, "--token", "wrong"},
+			{"--base-url", "http://harnessd:wrong@" + d.Addr},
+			{"--base-url", "http://" + token + "@" + d.Addr}, // the token as the user name is not a password
+		} {
+			cmd := exec.Command(py, append([]string{script, "--transport", "minimal"}, args...)...)
+			cmd.Env = cleanEnv()
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "401") {
+				t.Fatalf("%v was not refused: %v\n%s", args, err, out)
+			}
 		}
 	})
 }
