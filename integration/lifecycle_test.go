@@ -29,7 +29,8 @@ func TestSIGTERMDrain(t *testing.T) {
 }
 
 func drain(t *testing.T, sig syscall.Signal) {
-	d := startDaemon(t, spec{Flags: []string{toolsFlag(t), "--max-sessions", "3"}, Harness: agentCmd(t)})
+	// The cancel policy: the running turn below (60 s) is abandoned at once.
+	d := startDaemon(t, spec{Flags: []string{toolsFlag(t), "--max-sessions", "3", "--drain-policy", "cancel"}, Harness: agentCmd(t)})
 
 	busy := dialRaw(t, d, "/ws", nil)
 	obsData(t, busy.request(map[string]any{"type": "reset"}))

@@ -60,8 +60,15 @@
 // /health (TestMetadataSchemaHealth), /mcp JSON-RPC and /ws?session_id=
 // attachment (TestMCPJSONRPC, TestWSMCPFrames), cancel (TestHarnessCancel),
 // `harnessd run` (TestRunCommand), the refusal of orchestration connections
-// from harness processes (TestHarnessCannotReachOrchestration), and OpenEnv's
-// Python client frames (TestPythonOpenEnvClient).
+// from harness processes (TestHarnessCannotReachOrchestration), OpenEnv's
+// Python client frames (TestPythonOpenEnvClient, with the token as URL
+// credentials too) and the README's example as printed
+// (TestReadmePythonExample). Operations: /metrics during real episodes
+// (TestMetricsDuringEpisode), OpenEnv's validator checks in both modes
+// (TestOpenEnvValidator), drain policies with probes during the drain
+// (TestDrainFinishesRunningTurn, TestDrainCancelsRunningTurn), readiness
+// that follows the environment's programs (TestReadinessFollowsPrograms),
+// POST /close and the idle timeout (TestHTTPClose, TestHTTPIdleTimeout).
 package integration
 
 import (

@@ -8,8 +8,11 @@ import (
 
 // guard wraps h with the orchestration surface's checks: the peer must not
 // be a harness process, and with an API token configured the request must
-// carry it (Authorization: Bearer, or ?token= for clients that cannot set
-// headers; the query parameter is removed before h runs).
+// carry it: Authorization: Bearer TOKEN; HTTP Basic credentials whose
+// password is the token (any user name) — what the websockets library
+// sends for ws://user:TOKEN@host/ws, so OpenEnv's unmodified client can
+// authenticate through its base URL; or ?token= for clients that cannot set
+// headers (the query parameter is removed before h runs).
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := peerOf(r.Context()); v.harnessPID != 0 {
@@ -18,7 +21,8 @@ func (s *Server) guard(h http.Handler) http.Handler {
 			return
 		}
 		if s.token != "" && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
+			w.Header().Add("WWW-Authenticate", `Bearer realm="harnessd"`)
+			w.Header().Add("WWW-Authenticate", `Basic realm="harnessd"`)
 			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"detail": "unauthorized"})
 			return
 		}
@@ -31,6 +35,8 @@ func (s *Server) authorized(r *http.Request) bool {
 	if a := r.Header.Get("Authorization"); a != "" {
 		if t, ok := strings.CutPrefix(a, "Bearer "); ok {
 			got = strings.TrimSpace(t)
+		} else if _, pass, ok := r.BasicAuth(); ok {
+			got = pass
 		}
 	} else if q := r.URL.Query(); q.Has("token") {
 		got = q.Get("token")

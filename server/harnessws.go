@@ -18,7 +18,7 @@ import (
 // event, after which the socket closes. {"type":"cancel"} interrupts the
 // running turn. Frames sent during a turn are handled after it.
 func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
-	wc, err := s.accept(w, r)
+	wc, err := s.accept(w, r, surfaceHarness)
 	if err != nil {
 		return
 	}
@@ -40,7 +40,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		s.destroy(m, why)
 	}()
 
-	obs, err := m.sess.Reset(wc.ctx, harness.ResetOptions{})
+	obs, err := s.reset(wc.ctx, m, harness.ResetOptions{})
 	if err != nil || obs.Done {
 		if err == nil {
 			err = fmt.Errorf("%s: %s", obs.Metadata.ErrorType, obs.Metadata.Error)
@@ -79,7 +79,6 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		if msg == nil { // a cancel with no turn running
 			continue
 		}
-		m.steps.Add(1)
 		end, more := s.harnessTurn(wc, m, *msg)
 		backlog = append(backlog, more...)
 		if end != "" {
@@ -143,13 +142,14 @@ func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string
 	}
 	done := make(chan result, 1)
 	go func() {
-		obs, err := m.sess.Step(wc.ctx, wire.Action{Message: content}, func(e wire.Event) {
+		obs, err := s.step(wc.ctx, m, wire.Action{Message: content}, func(e wire.Event) {
 			events <- e
 			m.touch()
 		})
 		done <- result{obs, err}
 	}()
 	var res result
+	quit := s.quit
 wait:
 	for {
 		select {
@@ -163,8 +163,9 @@ wait:
 				continue
 			}
 			backlog = append(backlog, in)
-		case <-s.quit:
+		case <-quit:
 			// Shutdown closes the session, which ends the turn.
+			quit = nil
 		}
 	}
 	close(events)

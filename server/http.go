@@ -118,8 +118,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	m.touch()
-	obs, err := m.sess.Reset(r.Context(), opts)
+	obs, err := s.reset(r.Context(), m, opts)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -177,14 +176,11 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, harness.ErrNoEpisode)
 		return
 	}
-	m.touch()
-	obs, err := m.sess.Step(r.Context(), a, nil)
-	m.touch()
+	obs, err := s.step(r.Context(), m, a, nil)
 	if err != nil {
 		s.httpError(w, err)
 		return
 	}
-	m.steps.Add(1)
 	writeObservation(w, s.present(obs), m.id)
 }
 
@@ -227,4 +223,46 @@ func (s *Server) present(obs *wire.Observation) *wire.Observation {
 		}
 	}
 	return &c
+}
+
+// handleClose: POST /close {"session_id"?}. It ends the named HTTP session,
+// or the default one, stopping its harness and freeing its slot. A session
+// held by a socket ends when that socket closes.
+func (s *Server) handleClose(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	if _, werr := parseObject(body); werr != nil {
+		unprocessable(w, werr)
+		return
+	}
+	var req struct {
+		SessionID *string `json:"session_id"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		unprocessable(w, invalid(fieldError{Type: "string_type", Loc: []any{"body", "session_id"}, Msg: "Input should be a valid string", Input: rawInput(body)}))
+		return
+	}
+	id := ""
+	if req.SessionID != nil {
+		id = *req.SessionID
+	}
+	m, err := s.httpSession(id, false)
+	if err != nil {
+		s.httpError(w, err)
+		return
+	}
+	if m == nil {
+		writeJSONStatus(w, http.StatusOK, map[string]any{"session_id": nil, "closed": false, "detail": "no default HTTP session is open"})
+		return
+	}
+	if m.attached.Load() {
+		m.closing.Store(true)
+		writeJSONStatus(w, http.StatusOK, map[string]any{"session_id": m.id, "closed": false, "closing": true,
+			"detail": "a socket holds this session; it ends when that socket closes"})
+		return
+	}
+	s.destroy(m, "closed over POST /close")
+	writeJSONStatus(w, http.StatusOK, map[string]any{"session_id": m.id, "closed": true})
 }

@@ -6,22 +6,6 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	status, code := "healthy", http.StatusOK
-	select {
-	case <-s.quit:
-		status, code = "unhealthy", http.StatusServiceUnavailable
-	default:
-	}
-	writeJSONStatus(w, code, map[string]any{
-		"status":          status,
-		"active_sessions": s.reg.count(),
-		"max_sessions":    s.opts.MaxSessions,
-		"mode":            s.mode,
-		"version":         s.opts.Version,
-	})
-}
-
 func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	desc := s.cfg.Description
 	if desc == "" {

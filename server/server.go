@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harnessd/harnessd/bridge"
@@ -75,6 +76,13 @@ type Options struct {
 	Version string
 	// ExtraSources returns in-process tool sources for each new session.
 	ExtraSources func() []bridge.Source
+	// DrainPolicy says what Shutdown does with running turns: DrainFinish
+	// (default) lets them finish within DrainFinishTimeout, DrainCancel
+	// abandons them at once.
+	DrainPolicy DrainPolicy
+	// DrainFinishTimeout bounds how long Shutdown waits for running turns
+	// under DrainFinish before it cancels them (0: DefaultDrainFinishTimeout).
+	DrainFinishTimeout time.Duration
 }
 
 // Server serves harness environments. Create it with New, mount Handler or
@@ -87,8 +95,10 @@ type Server struct {
 	token   string
 	reg     *registry
 	handler http.Handler
+	metrics *metrics
 
-	quit     chan struct{} // closed when draining starts
+	draining atomic.Bool   // set when Shutdown starts: readiness false, no new work
+	quit     chan struct{} // closed when sockets must close (sessions ended)
 	quitOnce sync.Once
 	conns    sync.WaitGroup // open WebSocket handlers
 	stopReap context.CancelFunc
@@ -130,10 +140,20 @@ func New(opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.DrainPolicy == "" {
+		opts.DrainPolicy = DrainFinish
+	}
+	if _, err := ParseDrainPolicy(string(opts.DrainPolicy)); err != nil {
+		return nil, err
+	}
+	if opts.DrainFinishTimeout <= 0 {
+		opts.DrainFinishTimeout = DefaultDrainFinishTimeout
+	}
 	s := &Server{
 		opts: opts, cfg: opts.Config, mode: opts.Mode, log: opts.Logger, token: opts.APIToken,
-		reg: newRegistry(opts.MaxSessions), quit: make(chan struct{}),
+		reg: newRegistry(opts.MaxSessions, opts.IdleTimeout), quit: make(chan struct{}),
 	}
+	s.metrics = newMetrics(opts.Version, opts.MaxSessions, opts.Supervisor.Live)
 	s.handler = s.routes()
 	if opts.IdleTimeout > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -150,15 +170,21 @@ func New(opts Options) (*Server, error) {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	g := s.guard
+	orch := func(h http.HandlerFunc) http.Handler { return g(s.counted(surfaceHTTP, h)) }
 	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /ready", s.handleReady)
+	mux.Handle("GET /metrics", g(s.metrics.handler()))
+	mux.Handle("GET /openapi.json", g(http.HandlerFunc(s.handleOpenAPI)))
+	mux.Handle("GET /docs", g(http.HandlerFunc(s.handleDocs)))
 	mux.Handle("GET /metadata", g(http.HandlerFunc(s.handleMetadata)))
 	mux.Handle("GET /schema", g(http.HandlerFunc(s.handleSchema)))
 	mux.Handle("/ws", g(http.HandlerFunc(s.handleWS)))
-	mux.Handle("POST /mcp", g(http.HandlerFunc(s.handleMCP)))
+	mux.Handle("POST /mcp", g(s.counted(surfaceMCP, s.handleMCP)))
 	if s.mode == Simulation {
-		mux.Handle("POST /reset", g(http.HandlerFunc(s.handleReset)))
-		mux.Handle("POST /step", g(http.HandlerFunc(s.handleStep)))
-		mux.Handle("GET /state", g(http.HandlerFunc(s.handleState)))
+		mux.Handle("POST /reset", orch(s.handleReset))
+		mux.Handle("POST /step", orch(s.handleStep))
+		mux.Handle("GET /state", orch(s.handleState))
+		mux.Handle("POST /close", orch(s.handleClose))
 	} else {
 		mux.Handle("/harness", g(http.HandlerFunc(s.handleHarness)))
 	}
@@ -192,49 +218,6 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	return err
-}
-
-// Shutdown drains the server: it stops accepting connections, ends every
-// session (abandoning running turns and killing every harness tree), closes
-// sockets with "going away", and waits for handlers until ctx ends.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.quitOnce.Do(func() { close(s.quit) })
-	if s.stopReap != nil {
-		s.stopReap()
-	}
-	s.httpMu.Lock()
-	hs := s.httpSrv
-	s.httpMu.Unlock()
-	var errs []error
-	httpDone := make(chan error, 1)
-	if hs != nil {
-		go func() { httpDone <- hs.Shutdown(ctx) }()
-	} else {
-		httpDone <- nil
-	}
-	sessions := s.reg.drain()
-	var wg sync.WaitGroup
-	for _, m := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.destroy(m, "server shutting down")
-		}()
-	}
-	wg.Wait()
-	done := make(chan struct{})
-	go func() {
-		s.conns.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("websocket handlers still running: %w", ctx.Err()))
-	}
-	errs = append(errs, <-httpDone)
-	s.log.Info("drained", "sessions_ended", len(sessions))
-	return errors.Join(errs...)
 }
 
 // newSession builds an environment session.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -371,6 +372,10 @@ func TestAPITokenAndHealth(t *testing.T) {
 	}{
 		{"/health", "", 200}, {"/metadata", "", 401}, {"/metadata", "Bearer nope", 401},
 		{"/metadata", "Bearer s3cret", 200}, {"/schema?token=s3cret", "", 200}, {"/state", "", 401},
+		{"/metadata", basic("harnessd", "s3cret"), 200}, {"/metadata", basic("", "s3cret"), 200},
+		{"/metadata", basic("harnessd", "nope"), 401}, {"/metadata", basic("s3cret", ""), 401},
+		{"/metadata", "Basic !!!", 401}, {"/ready", "", 200}, {"/metrics", "", 401},
+		{"/metrics", basic("x", "s3cret"), 200}, {"/openapi.json", "", 401}, {"/docs", "Bearer s3cret", 200},
 	} {
 		if got := get(c.path, c.auth); got != c.want {
 			t.Errorf("%s %q: %d, want %d", c.path, c.auth, got, c.want)
@@ -386,8 +391,13 @@ func TestAPITokenAndHealth(t *testing.T) {
 	env.Close()
 }
 
+// basic is an Authorization header with HTTP Basic credentials.
+func basic(user, pass string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
 func TestShutdownDrainsRunningTurn(t *testing.T) {
-	ts := start(t, Options{})
+	ts := start(t, Options{DrainPolicy: DrainCancel})
 	env, err := client.Dial(context.Background(), ts.url, nil)
 	if err != nil {
 		t.Fatal(err)

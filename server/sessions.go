@@ -31,6 +31,10 @@ type managed struct {
 	active   atomic.Int64 // unix nanos of the last activity
 	steps    atomic.Int64
 	closing  atomic.Bool // an HTTP close was requested while attached
+	// episodeOpen, ops and gone count episode ends once (see observe.go).
+	episodeOpen atomic.Bool  // an episode was started and has not ended
+	ops         atomic.Int32 // resets and steps running through the server
+	gone        atomic.Bool  // the session was removed from the registry
 }
 
 func (m *managed) touch() { m.active.Store(time.Now().UnixNano()) }
@@ -40,16 +44,27 @@ func (m *managed) idleFor(now time.Time) time.Duration {
 }
 
 // CapacityError reports that no session slot is free.
-type CapacityError struct{ Active, Max int }
+type CapacityError struct {
+	Active, Max int
+	// Idle is the idle timeout of sessions no socket holds (0: none).
+	Idle time.Duration
+}
 
 func (e *CapacityError) Error() string {
-	return fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections.", e.Active, e.Max)
+	wait := "set --idle-timeout so that abandoned HTTP sessions are ended"
+	if e.Idle > 0 {
+		wait = fmt.Sprintf("wait for an abandoned HTTP session's idle timeout (%s)", e.Idle)
+	}
+	return fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections. "+
+		"To free a slot: close a session (WebSocket close frame, POST /close with its session_id), %s, "+
+		"or raise --max-sessions.", e.Active, e.Max, wait)
 }
 
 // registry holds sessions and enforces capacity. A slot is reserved before
 // the session is built, so capacity is never exceeded during creation.
 type registry struct {
-	max int
+	max         int
+	idleTimeout time.Duration // for CapacityError
 
 	mu       sync.Mutex
 	sessions map[string]*managed
@@ -57,8 +72,8 @@ type registry struct {
 	draining bool
 }
 
-func newRegistry(max int) *registry {
-	return &registry{max: max, sessions: map[string]*managed{}}
+func newRegistry(max int, idle time.Duration) *registry {
+	return &registry{max: max, idleTimeout: idle, sessions: map[string]*managed{}}
 }
 
 // errDraining is returned when the server is shutting down.
@@ -72,7 +87,7 @@ func (r *registry) reserve() (release func(), err error) {
 		return nil, errDraining
 	}
 	if n := len(r.sessions) + r.reserved; n >= r.max {
-		return nil, &CapacityError{Active: n, Max: r.max}
+		return nil, &CapacityError{Active: n, Max: r.max, Idle: r.idleTimeout}
 	}
 	r.reserved++
 	var once sync.Once
@@ -113,6 +128,13 @@ func (r *registry) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.sessions) + r.reserved
+}
+
+// refuse makes every later reservation fail with errDraining.
+func (r *registry) refuse() {
+	r.mu.Lock()
+	r.draining = true
+	r.mu.Unlock()
 }
 
 // drain refuses new reservations and returns every session.
@@ -158,6 +180,7 @@ func (s *Server) create(kind string) (*managed, error) {
 	m := &managed{id: id, kind: kind, sess: sess, created: time.Now()}
 	m.touch()
 	s.reg.add(m, release)
+	s.metrics.sessionsOpen.WithLabelValues(kind).Inc()
 	s.log.Info("session created", "session_id", id, "kind", kind, "active", s.reg.count(), "max", s.reg.max)
 	return m, nil
 }
@@ -167,11 +190,13 @@ func (s *Server) destroy(m *managed, why string) {
 	if s.reg.remove(m.id) == nil {
 		return
 	}
+	m.gone.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.sess.Close(ctx); err != nil {
 		s.log.Warn("session close", "session_id", m.id, "err", err)
 	}
+	s.ended(m)
 	s.log.Info("session ended", "session_id", m.id, "kind", m.kind, "why", why, "steps", m.steps.Load())
 }
 

@@ -15,7 +15,7 @@ import (
 // frame per request, and a bad frame never ends the session.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	attachID := r.URL.Query().Get("session_id")
-	wc, err := s.accept(w, r)
+	wc, err := s.accept(w, r, surfaceWS)
 	if err != nil {
 		s.log.Debug("websocket upgrade failed", "err", err)
 		return
@@ -117,8 +117,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, werr)
 			return true
 		}
-		m.touch()
-		obs, err := m.sess.Reset(ctx, opts)
+		obs, err := s.reset(ctx, m, opts)
 		if err != nil {
 			s.sendError(wc, s.execError(err))
 			return true
@@ -130,14 +129,11 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, werr)
 			return true
 		}
-		m.touch()
-		obs, err := m.sess.Step(ctx, a, nil)
-		m.touch()
+		obs, err := s.step(ctx, m, a, nil)
 		if err != nil {
 			s.sendError(wc, s.execError(err))
 			return true
 		}
-		m.steps.Add(1)
 		wc.sendRaw(observationFrame(s.present(obs)))
 	case frameTypeMCP:
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})

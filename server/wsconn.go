@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // inbound is one frame read from a client, or a frame that was too big.
@@ -31,10 +32,12 @@ type wsConn struct {
 	ctx     context.Context // ends when the peer is gone
 	cancel  context.CancelFunc
 	wmu     sync.Mutex
+	// received and sent count the frames' bytes for /metrics.
+	received, sent prometheus.Counter
 }
 
 // accept upgrades the request. Compression stays off: frames are small JSON.
-func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*wsConn, error) {
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, surface string) (*wsConn, error) {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{})
 	if err != nil {
 		return nil, err
@@ -44,7 +47,8 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*wsConn, error)
 	// between the two are drained and answered with an error frame.
 	c.SetReadLimit(max*4 + 1<<20)
 	ctx, cancel := context.WithCancel(context.Background())
-	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel}
+	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel,
+		received: s.metrics.received.WithLabelValues(surface), sent: s.metrics.sent.WithLabelValues(surface)}
 	go wc.readLoop()
 	if s.opts.PingInterval > 0 {
 		go wc.pingLoop(s.opts.PingInterval)
@@ -69,12 +73,14 @@ func (wc *wsConn) readLoop() {
 		in := inbound{data: buf}
 		if int64(len(buf)) > wc.max {
 			n, err := io.Copy(io.Discard, r)
+			wc.received.Add(float64(n))
 			if err != nil {
 				wc.readErr = err
 				return
 			}
 			in = inbound{tooBig: int64(len(buf)) + n, allowed: wc.max}
 		}
+		wc.received.Add(float64(len(buf)))
 		select {
 		case wc.frames <- in:
 		case <-wc.ctx.Done():
@@ -112,7 +118,11 @@ func (wc *wsConn) sendRaw(b []byte) error {
 	defer wc.wmu.Unlock()
 	ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
 	defer cancel()
-	return wc.c.Write(ctx, websocket.MessageText, b)
+	err := wc.c.Write(ctx, websocket.MessageText, b)
+	if err == nil {
+		wc.sent.Add(float64(len(b)))
+	}
+	return err
 }
 
 // close ends the connection with a close frame.

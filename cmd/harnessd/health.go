@@ -12,18 +12,22 @@ import (
 )
 
 func init() {
-	register("health", "probe a running server's /health (for container HEALTHCHECKs without curl)", runHealth)
+	register("health", "probe a running server's /health, or /ready with --ready (for container HEALTHCHECKs without curl)", runHealth)
 }
 
-// runHealth asks GET /health of a server and exits 0 when it answers 200
-// with status "healthy", 1 otherwise (unreachable, draining, bad answer).
+// runHealth asks GET /health (liveness) of a server, or GET /ready
+// (readiness) with --ready, and exits 0 when it answers 200 with status
+// "healthy" ("ready"), 1 otherwise (unreachable, not ready, bad answer).
 func runHealth(args []string) int {
 	c := newCLI("health", "harnessd health [flags]\n\n"+
-		"Prints the server's /health answer and exits 0 when it is healthy, 1 when it is not (unreachable,\n"+
-		"draining, or an unexpected answer). /health needs no API token.")
+		"Prints the server's /health answer (liveness) and exits 0 when it is healthy, 1 when it is not\n"+
+		"(unreachable, or an unexpected answer). With --ready it asks /ready (readiness) instead: exit 0 when\n"+
+		"the server can start a harness, 1 while draining or when a program of the environment is missing.\n"+
+		"Neither needs the API token.")
 	fs := c.fs
 	url := fs.String("url", "http://127.0.0.1:8000", "server `URL`")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
+	ready := fs.Bool("ready", false, "ask readiness (/ready) instead of liveness (/health)")
 	if code, done := c.parse(args); done {
 		return code
 	}
@@ -32,7 +36,11 @@ func runHealth(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*url, "/")+"/health", nil)
+	path, want := "/health", "healthy"
+	if *ready {
+		path, want = "/ready", "ready"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*url, "/")+path, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd health:", err)
 		return exitUsage
@@ -52,8 +60,8 @@ func runHealth(args []string) int {
 	var h struct {
 		Status string `json:"status"`
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Status != "healthy" {
-		fmt.Fprintf(os.Stderr, "harnessd health: not healthy (HTTP %d)\n", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Status != want {
+		fmt.Fprintf(os.Stderr, "harnessd health: not %s (HTTP %d)\n", want, resp.StatusCode)
 		return exitFailure
 	}
 	return exitOK

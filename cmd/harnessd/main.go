@@ -19,11 +19,13 @@
 //
 // Signals (serve; run ends its episode on the same ones and exits 1):
 //
-//	SIGTERM, SIGINT, SIGHUP  drain: /health turns unhealthy (503), no new
-//	                         connections, every session ends (its harness
-//	                         tree gets SIGTERM, the stop grace, then SIGKILL;
-//	                         tool servers likewise), sockets close with
-//	                         "going away"; exit 0
+//	SIGTERM, SIGINT, SIGHUP  drain: /ready turns 503 at once (/health stays
+//	                         200), no new sessions or turns, running turns
+//	                         finish (--drain-policy finish) or are cancelled
+//	                         (cancel), every session ends (its harness tree
+//	                         gets SIGTERM, the stop grace, then SIGKILL; tool
+//	                         servers likewise), sockets close with "going
+//	                         away", the listener closes last; exit 0
 //	a second one, or a drain longer than --drain-timeout
 //	                         kill every process tree at once; exit 1
 //	SIGQUIT                  write every goroutine's stack to stderr and keep

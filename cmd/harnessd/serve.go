@@ -70,6 +70,8 @@ func runServe(args []string) int {
 	var ef envFlags
 	var lf logFlags
 	var iso isolationFlags
+	var df drainFlags
+	df.register(fs)
 	ef.register(fs)
 	lf.register(fs)
 	iso.register(fs)
@@ -78,7 +80,7 @@ func runServe(args []string) int {
 	mode := fs.String("mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
 	maxSessions := fs.Int("max-sessions", 1, "concurrent sessions")
 	var idle, maxFrame, drainFlag string
-	durationVar(fs, &idle, "idle-timeout", "", "end sessions that no socket holds after this long idle (default never)")
+	durationVar(fs, &idle, "idle-timeout", defaultIdleTimeout, "end sessions that no socket holds (HTTP, /mcp) after this long idle (0: never)")
 	tokenFile := fs.String("api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
 	sizeVar(fs, &maxFrame, "max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
 	var req requireFlag
@@ -136,6 +138,11 @@ func runServe(args []string) int {
 		return exitUsage
 	}
 	drainTimeout := dt.D()
+	policy, finishTimeout, err := df.options(drainTimeout, cfg.Harness.StopGrace.D())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitUsage
+	}
 	token, err := apiToken(*tokenFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
@@ -162,6 +169,7 @@ func runServe(args []string) int {
 	srv, err := server.New(server.Options{
 		Config: cfg, Adapters: x.adapters, Mode: srvMode, MaxSessions: *maxSessions, IdleTimeout: idleTimeout,
 		APIToken: token, MaxFrameBytes: int64(frame), Supervisor: sup, Logger: log, Version: buildVersion(),
+		DrainPolicy: policy, DrainFinishTimeout: finishTimeout,
 	})
 	if err != nil {
 		sup.Close(context.Background(), 0)
@@ -192,7 +200,8 @@ func runServe(args []string) int {
 		log.Error("server stopped", "err", err)
 		code = exitFailure
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout, "sessions", srv.ActiveSessions())
+		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout, "drain_policy", policy,
+			"sessions", srv.ActiveSessions())
 	}
 	if c := drain(log, srv, sup, sigs, drainTimeout); c != exitOK {
 		code = c
@@ -227,8 +236,10 @@ func requirementsMet(log *slog.Logger, iso *isolationFlags, req []string) bool {
 // reaped and the cgroup directories removed.
 const forceWait = 10 * time.Second
 
-// drain ends every session (each harness tree gets SIGTERM, its stop grace,
-// then SIGKILL), closes sockets with "going away" and closes the supervisor.
+// drain turns readiness false, lets running turns finish or cancels them
+// (the server's drain policy), ends every session (each harness tree gets
+// SIGTERM, its stop grace, then SIGKILL), closes sockets with "going away",
+// closes the listener last and closes the supervisor.
 // A second signal, or a drain that overruns timeout, kills every tree at once
 // and makes the exit code exitFailure.
 func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <-chan os.Signal, timeout time.Duration) int {

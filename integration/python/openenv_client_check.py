@@ -12,6 +12,14 @@ with the `testharness tools` tool server and a rubric that gives reward 1.0 to
 the response "add -> 5", and allow at least two sessions.
 
     python3 openenv_client_check.py --base-url http://127.0.0.1:8000 [--token T]
+    python3 openenv_client_check.py --base-url http://harnessd:TOKEN@127.0.0.1:8000
+
+With credentials in the base URL no header is passed: as OpenEnv's unmodified
+GenericEnvClient does (its constructor takes no headers), the URL goes to the
+WebSocket library, which the `websockets` package turns into
+`Authorization: Basic base64(user:password)` (websockets.uri.parse_uri and
+websockets.headers.build_authorization_basic); the minimal client here does
+the same.
 
 Exit status 0 when every check passes, 1 otherwise (the failed check is printed).
 """
@@ -60,6 +68,17 @@ class ConnectionClosed(Exception):
         self.reason = reason
 
 
+def basic_authorization(u):
+    """The Authorization header the `websockets` library sends for a URI with
+    user info: the user name and password percent-decoded, then
+    "Basic " + base64("user:password"); None without user info."""
+    if u.username is None and u.password is None:
+        return None
+    user = urllib.parse.unquote(u.username or "")
+    password = urllib.parse.unquote(u.password or "")
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
 class MinimalWebSocket:
     """A client-side RFC 6455 WebSocket over a plain TCP socket."""
 
@@ -72,9 +91,14 @@ class MinimalWebSocket:
         self.closed = False
         key = base64.b64encode(os.urandom(16)).decode()
         path = (u.path or "/") + ("?" + u.query if u.query else "")
+        host = u.hostname + (":%d" % u.port if u.port else "")
+        headers = dict(headers or {})
+        auth = basic_authorization(u)
+        if auth is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = auth
         lines = [
             "GET %s HTTP/1.1" % path,
-            "Host: %s" % u.netloc,
+            "Host: %s" % host,
             "Upgrade: websocket",
             "Connection: Upgrade",
             "Sec-WebSocket-Key: %s" % key,
@@ -314,6 +338,9 @@ def run(args):
     check(ws_url("http://h:1/") == "ws://h:1/ws", "URL rule http")
     check(ws_url("https://h") == "wss://h/ws", "URL rule https")
     check(ws_url("h:8000") == "ws://h:8000/ws", "URL rule bare host")
+    check(ws_url("http://u:p@h:1") == "ws://u:p@h:1/ws", "URL rule keeps credentials")
+    check(basic_authorization(urllib.parse.urlparse("ws://harnessd:a%2Fb@h:1/ws")) == "Basic " + base64.b64encode(b"harnessd:a/b").decode(),
+          "credentials become Basic, percent-decoded")
     ok("URL conversion as EnvClient does it")
 
     headers = {"Authorization": "Bearer " + args.token} if args.token else None

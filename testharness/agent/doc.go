@@ -1,8 +1,8 @@
 // Package agent is the scriptable fake harness used by harnessd's tests and
 // demo. Directives in each user message drive it deterministically: reply,
-// call an environment tool over MCP, sleep, hang, crash, exit between turns,
-// write to stderr, flood stdout, print garbage, spawn and detach children,
-// declare the task done. The directive grammar is documented in
+// call an environment tool over MCP, sleep, wait for a file, hang, crash,
+// exit between turns, write to stderr, flood stdout, print garbage, spawn
+// and detach children, declare the task done. The directive grammar is documented in
 // testharness/README.md.
 //
 // The directive executor (Executor) is independent of the wire protocol; the

@@ -118,6 +118,12 @@ directives:
 				t.Stop()
 				out.Cancelled = true
 			}
+		case "waitfor":
+			// waitfor PATH: block until PATH exists (a test's signal to end
+			// the turn), or until the turn is cancelled.
+			if !waitForFile(ctx, d.Arg) {
+				out.Cancelled = true
+			}
 		case "hang":
 			select {} // ignores cancel; only a signal ends it
 		case "crash":
@@ -249,6 +255,22 @@ func (e *Executor) callTool(ctx context.Context, sink Sink, name, args string) s
 		return name + " error: " + text
 	}
 	return name + " -> " + text
+}
+
+// waitForFile polls until path exists (true) or ctx ends (false).
+func waitForFile(ctx context.Context, path string) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // startSleeper starts "testharness sleep" as a child, optionally in a new

@@ -1,0 +1,46 @@
+package server
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// counted wraps an HTTP (non-WebSocket) handler of surface so that the
+// request and response bodies' bytes reach /metrics.
+func (s *Server) counted(surface string, h http.HandlerFunc) http.Handler {
+	received := s.metrics.received.WithLabelValues(surface)
+	sent := s.metrics.sent.WithLabelValues(surface)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &countingBody{ReadCloser: r.Body, c: received}
+		h(&countingWriter{ResponseWriter: w, c: sent}, r)
+	})
+}
+
+// countingBody counts the bytes read from a request body.
+type countingBody struct {
+	io.ReadCloser
+	c prometheus.Counter
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.c.Add(float64(n))
+	return n, err
+}
+
+// countingWriter counts the bytes written to a response body.
+type countingWriter struct {
+	http.ResponseWriter
+	c prometheus.Counter
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	w.c.Add(float64(n))
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

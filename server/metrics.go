@@ -1,0 +1,219 @@
+package server
+
+import (
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/harnessd/harnessd/wire"
+)
+
+// failureTypes are every wire.FailureType: the bounded values of the
+// error_type label, with errorTypeNone for an episode that ended without one.
+var failureTypes = []wire.FailureType{
+	wire.FailureStartupFailed, wire.FailureTurnTimeout, wire.FailureHarnessCrashed, wire.FailureHarnessExited,
+	wire.FailureProtocol, wire.FailureOutputLimit, wire.FailureEpisodeTimeout, wire.FailureMaxTurns, wire.FailureCancelled,
+}
+
+// Label values.
+const (
+	errorTypeNone = "none"
+	outcomeOK     = "ok"
+	outcomeError  = "error"
+	// toolOther replaces tool names beyond maxToolLabels.
+	toolOther = "other"
+	// maxToolLabels bounds the tool label. Tool names come from the
+	// configured tool servers (the bridge reports calls on its catalog only),
+	// so the set is bounded by the configuration; the cap guards against a
+	// tool server that advertises a different catalog at every start.
+	maxToolLabels = 256
+)
+
+// Surfaces, the values of the surface label of the byte counters.
+const (
+	surfaceWS      = "ws"
+	surfaceHarness = "harness"
+	surfaceHTTP    = "http"
+	surfaceMCP     = "mcp"
+)
+
+// metrics are the server's Prometheus metrics, on a registry of their own
+// (nothing is registered with the global default registry).
+type metrics struct {
+	reg *prometheus.Registry
+
+	sessionsOpen    *prometheus.GaugeVec
+	episodesStarted prometheus.Counter
+	episodesEnded   *prometheus.CounterVec
+	resetSeconds    prometheus.Histogram
+	turnSeconds     prometheus.Histogram
+	toolCalls       *prometheus.CounterVec
+	toolSeconds     *prometheus.HistogramVec
+	received        *prometheus.CounterVec
+	sent            *prometheus.CounterVec
+	draining        prometheus.Gauge
+
+	// Model calls and tokens (harnessd_model_calls_total,
+	// harnessd_model_tokens_total, harnessd_model_call_duration_seconds)
+	// belong here once the model gateway exists; nothing is reported for
+	// them before then.
+
+	toolMu    sync.Mutex
+	toolNames map[string]bool
+}
+
+// newMetrics registers every metric. live reports the process trees the
+// supervisor has running, maxSessions the session limit.
+func newMetrics(version string, maxSessions int, live func() int) *metrics {
+	reg := prometheus.NewRegistry()
+	m := &metrics{reg: reg, toolNames: map[string]bool{}}
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+
+	// The Go runtime and process collectors are added deliberately: memory,
+	// goroutines, file descriptors and CPU of the daemon are what a platform
+	// team looks at first.
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "harnessd_build_info", Help: "Always 1; the labels say which build of harnessd runs.",
+	}, []string{"version", "revision", "goversion"})
+	build.WithLabelValues(version, buildRevision(), runtime.Version()).Set(1)
+	f(build)
+
+	m.sessionsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "harnessd_sessions_open", Help: "Sessions open, by the surface that created them.",
+	}, []string{"kind"})
+	for _, k := range []string{kindWS, kindHTTP, kindHarness, kindMCP} {
+		m.sessionsOpen.WithLabelValues(k)
+	}
+	f(m.sessionsOpen)
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "harnessd_sessions_max", Help: "The session limit (--max-sessions).",
+	}, func() float64 { return float64(maxSessions) }))
+
+	m.episodesStarted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harnessd_episodes_started_total", Help: "Episodes started by a reset (including those whose harness failed to start).",
+	})
+	f(m.episodesStarted)
+	m.episodesEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harnessd_episodes_ended_total",
+		Help: `Episodes ended, by metadata.error_type ("none": done, closed or replaced without a failure).`,
+	}, []string{"error_type"})
+	m.episodesEnded.WithLabelValues(errorTypeNone)
+	for _, t := range failureTypes {
+		m.episodesEnded.WithLabelValues(string(t))
+	}
+	f(m.episodesEnded)
+
+	m.resetSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "harnessd_reset_duration_seconds", Help: "Time a reset took: stopping the old tree, starting tools and the harness until ready.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+	})
+	f(m.resetSeconds)
+	m.turnSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "harnessd_turn_duration_seconds", Help: "Time a turn (step) took, rubrics included.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+	})
+	f(m.turnSeconds)
+
+	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harnessd_tool_calls_total", Help: "Tool calls of harnesses through the MCP bridge, by tool and outcome (ok, error).",
+	}, []string{"tool", "outcome"})
+	f(m.toolCalls)
+	m.toolSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "harnessd_tool_call_duration_seconds", Help: "Duration of tool calls through the MCP bridge, by tool and outcome.",
+		Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300},
+	}, []string{"tool", "outcome"})
+	f(m.toolSeconds)
+
+	m.received = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harnessd_received_bytes_total", Help: "Bytes of WebSocket frames and HTTP bodies received, by surface (ws, harness, http, mcp).",
+	}, []string{"surface"})
+	m.sent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harnessd_sent_bytes_total", Help: "Bytes of WebSocket frames and HTTP bodies sent, by surface (ws, harness, http, mcp).",
+	}, []string{"surface"})
+	for _, s := range []string{surfaceWS, surfaceHarness, surfaceHTTP, surfaceMCP} {
+		m.received.WithLabelValues(s)
+		m.sent.WithLabelValues(s)
+	}
+	f(m.received)
+	f(m.sent)
+
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "harnessd_process_trees_live", Help: "Process trees (harnesses, tool servers, rubric commands) started and not yet stopped.",
+	}, func() float64 { return float64(live()) }))
+	m.draining = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "harnessd_draining", Help: "1 once the daemon is draining (SIGTERM), else 0.",
+	})
+	f(m.draining)
+	return m
+}
+
+// handler serves the registry in the Prometheus text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observeTools counts the bridge's tool calls among an observation's turn
+// events.
+func (m *metrics) observeTools(obs *wire.Observation) {
+	for _, e := range obs.Metadata.TurnEvents {
+		r, ok := e.Data.(*wire.ToolResult)
+		if !ok || e.Origin != wire.OriginBridge {
+			continue
+		}
+		outcome := outcomeOK
+		if r.Error != nil {
+			outcome = outcomeError
+		}
+		tool := m.toolLabel(r.ToolName)
+		m.toolCalls.WithLabelValues(tool, outcome).Inc()
+		if r.DurationMS != nil {
+			m.toolSeconds.WithLabelValues(tool, outcome).Observe(*r.DurationMS / 1000)
+		}
+	}
+}
+
+// toolLabel bounds the tool label to maxToolLabels names.
+func (m *metrics) toolLabel(name string) string {
+	m.toolMu.Lock()
+	defer m.toolMu.Unlock()
+	if m.toolNames[name] {
+		return name
+	}
+	if len(m.toolNames) >= maxToolLabels {
+		return toolOther
+	}
+	m.toolNames[name] = true
+	return name
+}
+
+// endEpisode counts an ended episode under its error type.
+func (m *metrics) endEpisode(t wire.FailureType) {
+	label := errorTypeNone
+	for _, known := range failureTypes {
+		if t == known {
+			label = string(t)
+		}
+	}
+	m.episodesEnded.WithLabelValues(label).Inc()
+}
+
+// buildRevision is the VCS revision the binary was built from, "unknown"
+// when the build did not record it.
+func buildRevision() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
