@@ -362,6 +362,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	a.mu.Lock()
 	a.turnActive, a.promptSent, a.cancelReq = true, false, false
 	a.mu.Unlock()
+	in.MarkLive() // an interrupt from here is sent right after the prompt
 	a.cancelling.Store(false)
 	defer func() {
 		a.cur = nil

@@ -185,6 +185,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	a.mu.Lock()
 	a.turn = in.Number
 	a.mu.Unlock()
+	in.MarkLive()
 	for {
 		var l process.Line
 		var ok bool

@@ -159,6 +159,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	tp := &turnProc{intr: make(chan struct{}, 1)}
 	a.cur = tp
 	a.mu.Unlock()
+	in.MarkLive() // Interrupt marks tp from here; its process gets SIGINT
 	if prev != nil && prev.p != nil {
 		// An abandoned turn's process (its context ended): end it first.
 		prev.p.Stop(ctx, 0)

@@ -173,6 +173,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	a.mu.Lock()
 	a.turn = in.Number
 	a.mu.Unlock()
+	in.MarkLive()
 	start := p.OutputBytes()
 	for {
 		var line process.Line
