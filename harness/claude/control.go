@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -188,10 +189,19 @@ func (a *Adapter) apiFailure(ctx context.Context, p *process.Process, status any
 	return f
 }
 
-// deadHarness describes a harness that stopped talking mid-turn.
-func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
+// deadHarness describes a harness that stopped talking during a turn:
+// harness_exited when it exited before taking the message (d says what
+// became of it), harness_crashed when it exited after, protocol_error when
+// it still runs.
+func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, d kit.Delivery, what string) error {
 	waitExit(ctx, p)
 	if st, ok := p.ExitStatus(); ok {
+		a.mu.Lock()
+		d.After = a.after
+		a.mu.Unlock()
+		if kit.ExitedBeforeTurn(p, st, d) {
+			return kit.ExitedBetweenTurns(p, st)
+		}
 		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}

@@ -45,6 +45,7 @@ type Adapter struct {
 	grace   time.Duration
 	maxLine int // the line limit, for messages
 	turn    int // the running turn, 0 between turns
+	after   int // bytes written to stdin after the turn's message (cancels)
 	early   []wire.Event
 }
 
@@ -167,14 +168,15 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		if ctx.Err() != nil {
 			return harness.TurnResult{}, ctx.Err()
 		}
-		return harness.TurnResult{}, a.deadHarness(ctx, p, "harness stopped reading its input")
+		return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{}, "harness stopped reading its input")
 	}
 	// Interrupts count from here: a cancel never precedes its message.
 	a.mu.Lock()
-	a.turn = in.Number
+	a.turn, a.after = in.Number, 0
 	a.mu.Unlock()
 	in.MarkLive()
 	start := p.OutputBytes()
+	answered := false // the harness wrote a line of this turn
 	for {
 		var line process.Line
 		var ok bool
@@ -184,8 +186,9 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			return harness.TurnResult{}, ctx.Err()
 		}
 		if !ok {
-			return harness.TurnResult{}, a.deadHarness(ctx, p, "harness closed its output mid-turn")
+			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
 		}
+		answered = true
 		if line.TooLong {
 			a.mu.Lock()
 			limit := a.maxLine
@@ -262,8 +265,11 @@ func extraValues(x wire.Extra) map[string]any {
 	return out
 }
 
-// deadHarness describes a harness that stopped talking mid-turn.
-func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
+// deadHarness describes a harness that stopped talking during a turn:
+// harness_exited when it exited before taking the message (d says what
+// became of it), harness_crashed when it exited after, protocol_error when
+// it still runs.
+func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, d kit.Delivery, what string) error {
 	t := time.NewTimer(exitWait)
 	defer t.Stop()
 	select {
@@ -272,6 +278,12 @@ func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what stri
 	case <-ctx.Done():
 	}
 	if st, ok := p.ExitStatus(); ok {
+		a.mu.Lock()
+		d.After = a.after
+		a.mu.Unlock()
+		if kit.ExitedBeforeTurn(p, st, d) {
+			return kit.ExitedBetweenTurns(p, st)
+		}
 		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
@@ -286,7 +298,11 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	if p == nil || turn == 0 {
 		return harness.ErrNoTurn
 	}
-	return p.WriteLine(ctx, []byte(`{"type":"cancel","turn":`+strconv.Itoa(turn)+`}`))
+	line := []byte(`{"type":"cancel","turn":` + strconv.Itoa(turn) + `}`)
+	a.mu.Lock()
+	a.after += len(line) + 1 // counted first: the harness may read it at once
+	a.mu.Unlock()
+	return p.WriteLine(ctx, line)
 }
 
 // Stop kills the harness's tree.
