@@ -13,6 +13,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/bearer"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -304,7 +305,7 @@ func mcpServers(m *harness.MCPInjection, ir *initializeResult, opts Options) ([]
 	if ir.AgentCapabilities.MCPCapabilities.HTTP {
 		headers := []nameValue{}
 		if m.Token != "" {
-			headers = append(headers, nameValue{Name: "Authorization", Value: "Bearer " + m.Token})
+			headers = append(headers, nameValue{Name: bearer.HeaderName, Value: bearer.Header(m.Token)})
 		}
 		return append(servers, httpMCPServer{Type: "http", Name: name, URL: m.URL, Headers: headers}), "http", nil
 	}

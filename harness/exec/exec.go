@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/environ"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -129,7 +130,7 @@ func findProgram(file string, env []string, dir string) (string, error) {
 		}
 		return check(file)
 	}
-	path, ok := kit.Lookup(env, "PATH")
+	path, ok := environ.Lookup(env, "PATH")
 	if !ok {
 		path = os.Getenv("PATH")
 	}

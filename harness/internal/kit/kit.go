@@ -112,16 +112,6 @@ func Env(l *harness.Launch, set ...string) []string {
 	return append(env, add...)
 }
 
-// Lookup returns the value of name in env.
-func Lookup(env []string, name string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // StartFailure turns an error from starting or readying a process into a
 // startup_failed Failure carrying the exit status and output tail.
 func StartFailure(err error) *harness.Failure {

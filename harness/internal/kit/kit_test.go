@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/environ"
 )
 
 func TestEnv(t *testing.T) {
@@ -16,7 +17,7 @@ func TestEnv(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if v, ok := Lookup(env, "TERM"); !ok || v != "xterm" {
+	if v, ok := environ.Lookup(env, "TERM"); !ok || v != "xterm" {
 		t.Fatal("lookup")
 	}
 }
