@@ -155,7 +155,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if err != nil {
 		f := startFailure(ctx, sctx, p, l.StartupTimeout, err)
 		c.close()
-		p.Stop(context.Background(), 0)
+		p.Stop(context.WithoutCancel(ctx), 0)
 		c.wait()
 		if st, ok := p.ExitStatus(); ok && f.Exit == nil {
 			f.Exit = &st

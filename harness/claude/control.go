@@ -44,15 +44,15 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 		case <-t.C:
 			return nil, nil
 		case <-p.Exited():
-			return nil, a.startupFailure(p, "exited during start-up", nil)
+			return nil, a.startupFailure(ctx, p, "exited during start-up", nil)
 		case <-ctx.Done():
-			return nil, a.startupFailure(p, "did not start", ctx.Err())
+			return nil, a.startupFailure(ctx, p, "did not start", ctx.Err())
 		}
 	}
 	id := newRequestID()
 	req := controlRequestLine(id, map[string]any{"subtype": "initialize", "hooks": nil})
 	if err := p.WriteLine(ctx, req); err != nil {
-		return nil, a.startupFailure(p, "stopped reading its input during start-up", err)
+		return nil, a.startupFailure(ctx, p, "stopped reading its input during start-up", err)
 	}
 	t := time.NewTimer(o.InitializeTimeout)
 	defer t.Stop()
@@ -61,7 +61,7 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 		select {
 		case l, ok := <-p.Lines():
 			if !ok {
-				return nil, a.startupFailure(p, "closed its output during start-up", nil)
+				return nil, a.startupFailure(ctx, p, "closed its output during start-up", nil)
 			}
 			if r, ok := initializeResponse(l, id); ok {
 				if r.Subtype == "error" {
@@ -70,19 +70,19 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 				return early, nil
 			}
 			if len(early) == maxEarlyLines {
-				return nil, a.startupFailure(p,
+				return nil, a.startupFailure(ctx, p,
 					fmt.Sprintf("wrote more than %d lines before answering initialize", maxEarlyLines), nil)
 			}
 			early = append(early, l)
 		case <-t.C:
 			if !p.Alive() {
-				return nil, a.startupFailure(p, "exited during start-up", nil)
+				return nil, a.startupFailure(ctx, p, "exited during start-up", nil)
 			}
 			a.log.Info("agent did not answer the initialize control request; assuming it is ready",
 				"waited", o.InitializeTimeout)
 			return early, nil
 		case <-ctx.Done():
-			return nil, a.startupFailure(p, "did not become ready", ctx.Err())
+			return nil, a.startupFailure(ctx, p, "did not become ready", ctx.Err())
 		}
 	}
 }
@@ -103,13 +103,13 @@ func initializeResponse(l process.Line, id string) (controlResponse, bool) {
 // startupFailure kills the tree and describes why start-up failed. When the
 // agent went away by itself (cause nil or a dead pipe) the failure carries
 // its exit status; stderr's tail is always kept.
-func (a *Adapter) startupFailure(p *process.Process, what string, cause error) error {
+func (a *Adapter) startupFailure(ctx context.Context, p *process.Process, what string, cause error) error {
 	natural := cause == nil || errors.Is(cause, process.ErrNotRunning)
 	if natural {
 		// The agent is going away; let its exit status and stderr arrive.
-		waitExit(context.Background(), p)
+		waitExit(context.WithoutCancel(ctx), p)
 	}
-	p.Stop(context.Background(), 0)
+	p.Stop(context.WithoutCancel(ctx), 0)
 	f := &harness.Failure{Type: wire.FailureStartupFailed, Message: "harness " + what, Err: cause,
 		StderrTail: p.StderrTail()}
 	if cause != nil {

@@ -167,7 +167,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}
 
 	if usesSessionID(tmpl) && sid == "" {
-		return a.fail(tp, harness.Fail(wire.FailureProtocol,
+		return a.fail(ctx, tp, harness.Fail(wire.FailureProtocol,
 			"no session id was captured from an earlier turn (check session_regex / session_field)"))
 	}
 	argv := expand(tmpl, vars{message: in.Message, sessionID: sid, workspace: l.Workspace, turn: in.Number})
@@ -183,7 +183,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		Logger:       l.Logger,
 	})
 	if err != nil {
-		return a.fail(tp, harness.Wrap(wire.FailureHarnessCrashed, err, "turn process did not start"))
+		return a.fail(ctx, tp, harness.Wrap(wire.FailureHarnessCrashed, err, "turn process did not start"))
 	}
 	p.CloseStdin()
 	a.mu.Lock()
@@ -210,7 +210,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		if !ok {
 			f = harness.Wrap(wire.FailureHarnessCrashed, err, "reading the turn's output failed")
 		}
-		return a.fail(tp, f)
+		return a.fail(ctx, tp, f)
 	}
 	a.mu.Lock()
 	cancelled := tp.interrupted
@@ -225,7 +225,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}
 	res.Cancelled = cancelled
 	if (st.Code != 0 || st.Signaled()) && !cancelled && !o.NonzeroOK {
-		return a.fail(tp, &harness.Failure{Type: wire.FailureHarnessCrashed,
+		return a.fail(ctx, tp, &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("turn process %s", st), Exit: &st, StderrTail: p.StderrTail()})
 	}
 	a.finish(tp)
@@ -295,9 +295,9 @@ func (a *Adapter) session() string {
 
 // fail ends a turn with a failure: its process is killed and kept for
 // Diagnostics. The failure gets the stderr tail, and a crash the exit status.
-func (a *Adapter) fail(tp *turnProc, f *harness.Failure) (harness.TurnResult, error) {
+func (a *Adapter) fail(ctx context.Context, tp *turnProc, f *harness.Failure) (harness.TurnResult, error) {
 	if tp.p != nil {
-		tp.p.Stop(context.Background(), 0)
+		tp.p.Stop(context.WithoutCancel(ctx), 0)
 		if f.Exit == nil && f.Type == wire.FailureHarnessCrashed {
 			if st, ok := tp.p.ExitStatus(); ok {
 				f.Exit = &st

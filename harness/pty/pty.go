@@ -84,7 +84,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	defer cancel()
 	early, err := waitReady(sctx, p, term, opts)
 	if err != nil {
-		return startFailed(p, err, l.StartupTimeout)
+		return startFailed(ctx, p, err, l.StartupTimeout)
 	}
 	a.mu.Lock()
 	a.p, a.opts, a.grace, a.term = p, opts, l.StopGrace, term
@@ -152,7 +152,7 @@ func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Option
 var errHungUp = errors.New("terminal hung up")
 
 // startFailed kills the tree and describes why start-up failed.
-func startFailed(p *process.Process, cause error, timeout time.Duration) error {
+func startFailed(ctx context.Context, p *process.Process, cause error, timeout time.Duration) error {
 	if errors.Is(cause, errHungUp) {
 		t := time.NewTimer(exitWait)
 		select {
@@ -161,7 +161,7 @@ func startFailed(p *process.Process, cause error, timeout time.Duration) error {
 		}
 		t.Stop()
 	}
-	p.Stop(context.Background(), 0)
+	p.Stop(context.WithoutCancel(ctx), 0)
 	f := harness.Wrap(wire.FailureStartupFailed, cause, "harness did not become ready")
 	switch {
 	case errors.Is(cause, context.DeadlineExceeded):
