@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -374,6 +375,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}()
 
 	base := p.OutputBytes()
+	t.outputBase = base
 	id, err := c.request(ctx, "session/prompt", promptParams{
 		SessionID: info.SessionID,
 		Prompt:    []textBlock{{Type: "text", Text: in.Message}},
@@ -423,6 +425,20 @@ func (a *Adapter) cancelRequested() bool {
 	return a.cancelReq
 }
 
+// delivery says what became of the turn's prompt: sent or not, answered
+// (the agent wrote anything since) or not. A session/cancel sent behind it
+// may lie unread, and its size is not counted, so then the pipe cannot tell.
+func (a *Adapter) delivery(p *process.Process, t *turnState) kit.Delivery {
+	a.mu.Lock()
+	sent, cancelled := a.promptSent, a.cancelReq
+	a.mu.Unlock()
+	d := kit.Delivery{Written: sent, Answered: p.OutputBytes() > t.outputBase}
+	if cancelled {
+		d.After = math.MaxInt
+	}
+	return d
+}
+
 // turnError classifies a failed turn.
 func (a *Adapter) turnError(ctx context.Context, p *process.Process, t *turnState, err error) error {
 	var lerr *limitError
@@ -432,6 +448,9 @@ func (a *Adapter) turnError(ctx context.Context, p *process.Process, t *turnStat
 		return ctx.Err()
 	case isGone(err):
 		if st, ok := waitExit(ctx, p); ok {
+			if kit.ExitedBeforeTurn(p, st, a.delivery(p, t)) {
+				return kit.ExitedBetweenTurns(p, st)
+			}
 			return &harness.Failure{Type: wire.FailureHarnessCrashed, Err: err,
 				Message: fmt.Sprintf("agent %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 		}

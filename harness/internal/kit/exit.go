@@ -32,30 +32,36 @@ func Unread(p *process.Process) (int, bool) {
 }
 
 // Delivery is what a pipe adapter knows of its turn's message when the
-// harness stops talking: whether writing it succeeded, how many bytes it
-// wrote to stdin behind it (cancel lines, which may lie unread behind a
-// message that was taken), and whether the harness wrote any line since.
+// harness stops talking.
 type Delivery struct {
-	Written  bool
-	After    int
+	// Written says writing the message succeeded.
+	Written bool
+	// After is how many bytes the adapter wrote to stdin behind the message
+	// before the harness answered (cancels), which may lie unread behind a
+	// message that was taken; math.MaxInt when it cannot tell.
+	After int
+	// Answered says the harness wrote output after the message.
 	Answered bool
 }
 
 // ExitedBeforeTurn reports whether a pipe harness that has exited with st
 // did so before taking the turn: writing the message failed (nobody read the
-// pipe any more), part of the message still lies unread in the stdin pipe,
-// or the harness exited cleanly without writing a line of the turn (line
-// readers read ahead, so a harness that was already on its way out may have
-// read the message without ever taking it up). Any other exit is a crash
-// mid-turn.
+// pipe any more), or the harness never answered it and either part of the
+// message still lies unread in the stdin pipe or it exited cleanly (line
+// readers read ahead, so a harness already on its way out may have read the
+// message without ever taking it up). A harness that answered took the
+// message; any exit after that is a crash mid-turn.
 func ExitedBeforeTurn(p *process.Process, st process.ExitStatus, d Delivery) bool {
-	if !d.Written {
+	switch {
+	case !d.Written:
 		return true
+	case d.Answered:
+		return false
 	}
 	if n, ok := Unread(p); ok && n > d.After {
 		return true
 	}
-	return !d.Answered && !st.Signaled() && st.Code == 0
+	return !st.Signaled() && st.Code == 0
 }
 
 // ExitedBetweenTurns is the failure of a harness that exited (with st)

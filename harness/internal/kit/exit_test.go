@@ -49,12 +49,14 @@ func TestExitedBeforeTurn(t *testing.T) {
 	if err != nil || st.Code != 3 {
 		t.Fatalf("exit: %v %v", st, err)
 	}
-	answered := Delivery{Written: true, Answered: true}
-	if !ExitedBeforeTurn(p, st, answered) {
+	if !ExitedBeforeTurn(p, st, Delivery{Written: true}) {
 		t.Fatal("a message left unread in the pipe was taken for a taken turn")
 	}
-	if ExitedBeforeTurn(p, st, Delivery{Written: true, Answered: true, After: len(msg) + 1}) {
+	if ExitedBeforeTurn(p, st, Delivery{Written: true, After: len(msg) + 1}) {
 		t.Fatal("bytes written behind the message were taken for the message")
+	}
+	if ExitedBeforeTurn(p, st, Delivery{Written: true, Answered: true}) {
+		t.Fatal("a harness that answered did not take its message")
 	}
 	if !ExitedBeforeTurn(p, st, Delivery{}) {
 		t.Fatal("a message that could not be written was taken")
