@@ -1,7 +1,8 @@
 // Package kit holds small helpers shared by harness adapters: strict
 // decoding of an adapter's options, the harnessd variables every harness
-// gets, and the mapping of process start errors onto failures. It owns no
-// state and starts nothing.
+// gets, the mapping of process start errors onto failures, and telling an
+// exit before a turn's message was taken from a crash mid-turn (exit.go). It
+// owns no state and starts nothing.
 package kit
 
 import (
