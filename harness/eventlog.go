@@ -95,7 +95,7 @@ func (l *eventLog) closeRecord() {
 
 // note writes a record that is not an event (reset, message, observation)
 // to the record file, in order with the events, and flushes it.
-func (l *eventLog) note(r Record) {
+func (l *eventLog) note(r wire.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rec.note(r)

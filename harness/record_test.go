@@ -46,11 +46,11 @@ func TestRecordReplaysEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	recs, err := harness.ReadRecords(f)
+	recs, err := wire.ReadRecords(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) < 2 || recs[0].Kind != harness.RecordReset || recs[1].Kind != harness.RecordObservation {
+	if len(recs) < 2 || recs[0].Kind != wire.RecordReset || recs[1].Kind != wire.RecordObservation {
 		t.Fatalf("the file does not open with a reset and its observation: %+v", recs[:min(2, len(recs))])
 	}
 	rr := recs[0]
@@ -65,17 +65,17 @@ func TestRecordReplaysEpisode(t *testing.T) {
 	var turns []replayedTurn
 	for i, r := range recs[2:] {
 		switch r.Kind {
-		case harness.RecordMessage:
+		case wire.RecordMessage:
 			if r.Turn != len(turns)+1 || r.Content == nil {
 				t.Fatalf("record %d: message %+v after %d turns", i+2, r, len(turns))
 			}
 			turns = append(turns, replayedTurn{message: *r.Content})
-		case harness.RecordEvent:
+		case wire.RecordEvent:
 			if len(turns) == 0 || r.Event.Turn != len(turns) {
 				t.Fatalf("record %d: event of turn %d while turn %d runs", i+2, r.Event.Turn, len(turns))
 			}
 			turns[len(turns)-1].events = append(turns[len(turns)-1].events, *r.Event)
-		case harness.RecordObservation:
+		case wire.RecordObservation:
 			if len(turns) == 0 || turns[len(turns)-1].obs != nil || r.Turn != len(turns) {
 				t.Fatalf("record %d: observation of turn %d unexpected", i+2, r.Turn)
 			}

@@ -149,7 +149,7 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 	}
 	ev := wire.ErrorEvent(wire.OriginDaemon, f.Message, false)
 	s.events.add(ev)
-	s.events.note(Record{Kind: RecordEvent, Time: ev.Timestamp, Event: &ev})
+	s.events.note(wire.Record{Kind: wire.RecordEvent, Time: ev.Timestamp, Event: &ev})
 	s.mu.Lock()
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()

@@ -429,13 +429,13 @@ func TestWorkspaceHomeAndRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := harness.ReadRecords(bytes.NewReader(b))
+	recs, err := wire.ReadRecords(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, r := range recs {
-		if r.Kind != harness.RecordEvent {
+		if r.Kind != wire.RecordEvent {
 			continue
 		}
 		if r.Event.Turn != 1 {
