@@ -7,7 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
+
+	"github.com/harnessd/harnessd/internal/bearer"
 )
 
 // guard wraps the MCP handler: every request needs the bearer token, and a
@@ -48,11 +49,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // whether it presented a bearer token at all. The comparison is constant-time
 // (over SHA-256 digests, so that not even the length is compared early).
 func (s *Server) authorized(r *http.Request) (presented, ok bool) {
-	h := r.Header.Get("Authorization")
-	scheme, tok, found := strings.Cut(h, " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
+	tok, found := bearer.Token(r.Header.Get(bearer.HeaderName))
+	if !found {
 		return false, false
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	sum := sha256.Sum256([]byte(tok))
 	return true, subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
 }

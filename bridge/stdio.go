@@ -164,7 +164,7 @@ func (s *stdioSource) spawn(ctx context.Context) error {
 	}
 	stdin, ok := p.Stdin().(*os.File)
 	if !ok {
-		p.Stop(context.Background(), 0)
+		p.Stop(context.WithoutCancel(ctx), 0)
 		return fmt.Errorf("start tool server '%s': stdin is not a pipe", s.spec.Name)
 	}
 	c := &stdioConn{p: p}
@@ -185,7 +185,7 @@ func (s *stdioSource) spawn(ctx context.Context) error {
 	defer cancel()
 	if err := c.m.initialize(ictx); err != nil {
 		c.m.close()
-		p.Stop(context.Background(), 0)
+		p.Stop(context.WithoutCancel(ctx), 0)
 		msg := fmt.Sprintf("start tool server '%s': %v", s.spec.Name, err)
 		if st, ok := p.ExitStatus(); ok {
 			msg += " (" + st.String() + ")"

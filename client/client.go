@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/harnessd/harnessd/internal/bearer"
 )
 
 // DefaultMaxFrameBytes bounds a frame read from the server (as OpenEnv's
@@ -93,7 +95,7 @@ func dial(ctx context.Context, u string, opts *Options) (*conn, error) {
 		h[k] = v
 	}
 	if opts.Token != "" {
-		h.Set("Authorization", "Bearer "+opts.Token)
+		h.Set(bearer.HeaderName, bearer.Header(opts.Token))
 	}
 	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h, HTTPClient: opts.HTTPClient})
 	if err != nil {

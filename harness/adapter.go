@@ -34,8 +34,8 @@ type Adapter interface {
 	// Interrupt asks the harness to end the running turn early, keeping the
 	// conversation (best effort). The running Turn then returns, normally
 	// with Cancelled set. Without a turn under way — before Turn has
-	// delivered the message, or after it ended — it does nothing and returns
-	// ErrNoTurn.
+	// delivered the message and called TurnInput.MarkLive, or after it
+	// ended — it does nothing and returns ErrNoTurn.
 	Interrupt(ctx context.Context) error
 
 	// Stop ends the harness and kills its whole process tree. It is
@@ -105,6 +105,20 @@ type TurnInput struct {
 	// OutputLimit bounds the bytes the harness may write during the turn
 	// (0: unlimited). Exceeding it is a wire.FailureOutputLimit failure.
 	OutputLimit int64
+	// Live, when set, is called (through MarkLive) once the turn is live:
+	// the adapter has delivered the message, so that its Interrupt reaches
+	// the turn instead of returning ErrNoTurn. Session.Interrupt waits for
+	// it.
+	Live func()
+}
+
+// MarkLive tells the session that the turn is live (see Live). Adapters
+// call it right after the point from which their Interrupt works; calling
+// it more than once is harmless.
+func (in TurnInput) MarkLive() {
+	if in.Live != nil {
+		in.Live()
+	}
 }
 
 // TurnResult is how a turn ended.

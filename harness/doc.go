@@ -12,7 +12,13 @@
 // surface as errors from Step: a crash, a hang, a protocol violation or an
 // output flood kills the tree and yields an observation with done set and
 // metadata.error_type naming what happened. Errors from Step are reserved
-// for misuse (no episode, episode over, a concurrent step).
+// for misuse (no episode, episode over, a concurrent step): those are the
+// Err* sentinels, while the kinds of failure are wire.Failure* values.
+//
+// A turn's parts live in files of their own: step.go (the order of a step),
+// budget.go (the turn's deadline), turn.go (running the adapter's turn,
+// classifying its error, Interrupt), observe.go (scoring, observations,
+// ending an episode), record.go (the episode's record file).
 //
 // The package must not know about HTTP, WebSocket or trainers' connections
 // (that is package server), nor about any particular harness protocol (that

@@ -92,3 +92,12 @@ func (l *eventLog) closeRecord() {
 	l.rec.close()
 	l.rec = nil
 }
+
+// note writes a record that is not an event (reset, message, observation)
+// to the record file, in order with the events, and flushes it.
+func (l *eventLog) note(r wire.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec.note(r)
+	l.rec.flush()
+}

@@ -61,8 +61,8 @@ var (
 	// ErrClosed: the session was closed.
 	ErrClosed = errors.New("session is closed")
 	// ErrNoTurn is returned by Adapter.Interrupt when no turn is under way
-	// (not yet begun, or already over); the session then retries while its
-	// step is still starting.
+	// (not yet live, or already over); the session's Interrupt waits for
+	// TurnInput.MarkLive before asking.
 	ErrNoTurn = errors.New("no turn is running")
 )
 

@@ -30,7 +30,7 @@ type ResetOptions struct {
 // tail. Errors are returned for configuration and infrastructure problems
 // (tool name conflicts, tool servers that fail to start, a closed session).
 func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observation, error) {
-	ctx, end, err := s.beginOp(ctx)
+	ctx, _, end, err := s.beginOp(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -59,21 +59,22 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	var rec *recorder
 	if s.cfg.RecordDir != "" {
 		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
-			s.discard(ep)
+			s.discard(ctx, ep)
 			return nil, err
 		}
 	}
 	s.events.reset(rec)
 
 	if err := s.openTools(ctx, ep); err != nil {
-		s.discard(ep)
+		s.discard(ctx, ep)
 		return nil, err
 	}
 	inj, err := s.injection(ep)
 	if err != nil {
-		s.discard(ep)
+		s.discard(ctx, ep)
 		return nil, err
 	}
+	s.events.note(s.resetRecord(ep))
 	s.mu.Lock()
 	s.ep = ep // visible to state() and rubric tools from here
 	s.last = nil
@@ -92,8 +93,9 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	_, _, pid := s.adapter.Diagnostics()
 	ep.log.Info("episode started", "harness_pid", pid, "tools", ep.tools, "elapsed", time.Since(start))
 
-	zero := 0.0
-	return &wire.Observation{Reward: &zero, Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools}}, nil
+	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools}}
+	s.events.note(observationRecord(obs))
+	return obs, nil
 }
 
 // launch assembles what the adapter needs.
@@ -133,7 +135,9 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 		f = Wrap(wire.FailureCancelled, ctx.Err(), "reset abandoned")
 	}
 	f.Type = wire.FailureStartupFailed
-	s.adapter.Stop(context.Background())
+	tctx, cancel := teardown(ctx)
+	defer cancel()
+	s.adapter.Stop(tctx)
 	if f.Exit == nil || f.StderrTail == "" {
 		exit, tail, _ := s.adapter.Diagnostics()
 		if f.Exit == nil {
@@ -148,21 +152,25 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 	}
 	ev := wire.ErrorEvent(wire.OriginDaemon, f.Message, false)
 	s.events.add(ev)
+	s.events.note(wire.Record{Kind: wire.RecordEvent, Time: ev.Timestamp, Event: &ev})
 	s.mu.Lock()
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
-	s.closeTools(context.Background(), ep)
+	s.closeTools(tctx, ep)
 	ep.log.Warn("harness failed to start", append([]any{"error", f.Message}, exitAttr(f.Exit)...)...)
-	zero := 0.0
-	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
+	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 		TurnEvents: []wire.Event{ev},
 	}}
+	s.events.note(observationRecord(obs))
+	return obs
 }
 
 // discard removes a half-built episode.
-func (s *Session) discard(ep *episode) {
-	s.closeTools(context.Background(), ep)
+func (s *Session) discard(ctx context.Context, ep *episode) {
+	tctx, cancel := teardown(ctx)
+	defer cancel()
+	s.closeTools(tctx, ep)
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,16 +59,12 @@ type Session struct {
 	perEpisode []ToolConfig
 	started    bool
 
-	// phase says where a step is, for Interrupt: phaseIdle (no step, or the
-	// adapter's turn is over), phaseStarting (a step will call the adapter),
-	// phaseInTurn (the adapter's Turn runs).
-	phase atomic.Int32
-
 	mu       sync.Mutex
 	closed   bool
 	busy     bool
 	opCancel context.CancelFunc
 	opDone   chan struct{}
+	turn     *turnSignal // the running step's, for Interrupt; nil without one
 	epSeq    int
 	ep       *episode
 	last     *wire.LastError
@@ -152,25 +147,35 @@ func (s *Session) ID() string { return s.id }
 func (s *Session) Config() *Config { return s.cfg }
 
 // beginOp claims the session for Reset or Step and returns a context that
-// Close cancels.
-func (s *Session) beginOp(ctx context.Context) (context.Context, func(), error) {
+// Close cancels. A step also gets its turn signal, published under the same
+// lock that marks the session busy, so that an Interrupt arriving while the
+// step starts waits for its turn instead of being lost.
+func (s *Session) beginOp(ctx context.Context, step bool) (context.Context, *turnSignal, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, nil, ErrClosed
+		return nil, nil, nil, ErrClosed
 	}
 	if s.busy {
-		return nil, nil, ErrBusy
+		return nil, nil, nil, ErrBusy
 	}
 	s.busy = true
 	octx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	s.opCancel, s.opDone = cancel, done
-	return octx, func() {
+	var sig *turnSignal
+	if step {
+		sig = newTurnSignal()
+		s.turn = sig
+	}
+	return octx, sig, func() {
 		cancel()
 		s.mu.Lock()
-		s.busy, s.opCancel, s.opDone = false, nil, nil
+		s.busy, s.opCancel, s.opDone, s.turn = false, nil, nil, nil
 		s.mu.Unlock()
+		if sig != nil {
+			close(sig.over)
+		}
 		close(done)
 	}, nil
 }
@@ -198,41 +203,6 @@ func (s *Session) Busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.busy
-}
-
-// Step phases, for Interrupt.
-const (
-	phaseIdle int32 = iota
-	phaseStarting
-	phaseInTurn
-)
-
-// interruptRetry is how often Interrupt asks again while a turn is starting.
-const interruptRetry = 2 * time.Millisecond
-
-// Interrupt asks the harness to end the running turn early (best effort);
-// the conversation continues. Called while a step is starting, it waits
-// until the adapter has delivered the turn's message, so the interrupt is
-// not lost; without a running step it does nothing.
-func (s *Session) Interrupt(ctx context.Context) error {
-	for {
-		switch s.phase.Load() {
-		case phaseIdle:
-			return nil
-		case phaseInTurn:
-			err := s.adapter.Interrupt(ctx)
-			if !errors.Is(err, ErrNoTurn) {
-				return err
-			}
-		}
-		t := time.NewTimer(interruptRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // State reports the current episode.

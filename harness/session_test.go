@@ -1,8 +1,8 @@
 package harness_test
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -440,11 +440,17 @@ func TestWorkspaceHomeAndRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recs, err := wire.ReadRecords(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e wire.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Turn != 1 {
-			t.Fatalf("record line %q: %v", line, err)
+	for _, r := range recs {
+		if r.Kind != wire.RecordEvent {
+			continue
+		}
+		if r.Event.Turn != 1 {
+			t.Fatalf("event record of turn %d: %+v", r.Event.Turn, r.Event)
 		}
 		n++
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/internal/bearer"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -109,7 +110,7 @@ func (s *Session) injection(ep *episode) (*MCPInjection, error) {
 		inj.ServerName: map[string]any{
 			"type":    "http",
 			"url":     inj.URL,
-			"headers": map[string]string{"Authorization": "Bearer " + inj.Token},
+			"headers": map[string]string{bearer.HeaderName: bearer.Header(inj.Token)},
 		},
 	}}, "", "  ")
 	if err := os.WriteFile(inj.ConfigPath, b, 0o600); err != nil {
@@ -209,9 +210,6 @@ func orEmptyObject(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-// ErrUnknownTool is returned by CallTool for a name no visible tool has.
-var ErrUnknownTool = errors.New("unknown tool")
-
 // ToolInfo is a tool as the orchestrator sees it through OpenEnv's /mcp
 // route: its original (upstream) name and its schemas verbatim.
 type ToolInfo struct {
@@ -267,7 +265,8 @@ func (s *Session) ListTools(ctx context.Context) ([]ToolInfo, error) {
 	return out, nil
 }
 
-// CallTool calls a visible tool by its original or served name.
+// CallTool calls a visible tool by its original or served name. A name no
+// visible tool has is an error wrapping bridge.ErrUnknownTool.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	cat, err := s.orchestratorCatalog(ctx)
 	if err != nil {
@@ -278,5 +277,5 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 			return cat.Call(ctx, e.Served, args)
 		}
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	return nil, fmt.Errorf("%w: %q", bridge.ErrUnknownTool, name)
 }

@@ -64,7 +64,7 @@ func TestWSEpisode(t *testing.T) {
 
 	obs := obsData(t, w.request(map[string]any{"type": "reset", "data": map[string]any{"episode_id": "ep-1", "seed": 7}}))
 	md := meta(t, obs)
-	if obs["done"] != false || obs["reward"] != 0.0 || md["episode_id"] != "ep-1" {
+	if obs["done"] != false || obs["reward"] != nil || md["episode_id"] != "ep-1" {
 		t.Fatalf("reset observation: %v", obs)
 	}
 	tools := fmt.Sprint(md["injected_tools"])
@@ -143,20 +143,25 @@ func TestWSEpisode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("trajectory file: %v", err)
 	}
+	kinds := map[string]int{}
 	var completes int
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var ev map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("trajectory line %q: %v", sc.Text(), err)
+		var rec struct {
+			Kind  string         `json:"kind"`
+			Event map[string]any `json:"event"`
 		}
-		if ev["type"] == "turn_complete" {
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("record line %q: %v", sc.Text(), err)
+		}
+		kinds[rec.Kind]++
+		if rec.Kind == "event" && rec.Event["type"] == "turn_complete" {
 			completes++
 		}
 	}
 	f.Close()
-	if completes != 5 {
-		t.Fatalf("trajectory has %d turn_complete events, want 5", completes)
+	if completes != 5 || kinds["reset"] != 1 || kinds["message"] != 5 || kinds["observation"] != 6 {
+		t.Fatalf("record has %d turn_complete events and records %v; want 5 turn_complete, 1 reset, 5 messages, 6 observations", completes, kinds)
 	}
 
 	// A new episode: a new harness, a fresh turn count.

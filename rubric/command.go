@@ -36,7 +36,7 @@ func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, stri
 	if err != nil {
 		return 0, "", err
 	}
-	defer p.Stop(context.Background(), 0)
+	defer p.Stop(context.WithoutCancel(ctx), 0)
 
 	payload, _ := json.Marshal(in)
 	go func() {
@@ -50,14 +50,14 @@ func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, stri
 	}()
 	st, err := p.Wait(ctx)
 	if err != nil {
-		p.Stop(context.Background(), 0)
+		p.Stop(context.WithoutCancel(ctx), 0)
 		return 0, tail(p.StderrTail()), fmt.Errorf("scorer timed out after %s", sp.Timeout)
 	}
 	var out []byte
 	select {
 	case out = <-outc:
 	case <-time.After(time.Second): // a grandchild kept stdout open
-		p.Stop(context.Background(), 0)
+		p.Stop(context.WithoutCancel(ctx), 0)
 		out = <-outc
 	}
 	detail := tail(string(out))

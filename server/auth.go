@@ -3,7 +3,8 @@ package server
 import (
 	"crypto/subtle"
 	"net/http"
-	"strings"
+
+	"github.com/harnessd/harnessd/internal/bearer"
 )
 
 // guard wraps h with the orchestration surface's checks: the peer must not
@@ -32,9 +33,9 @@ func (s *Server) guard(h http.Handler) http.Handler {
 
 func (s *Server) authorized(r *http.Request) bool {
 	got := ""
-	if a := r.Header.Get("Authorization"); a != "" {
-		if t, ok := strings.CutPrefix(a, "Bearer "); ok {
-			got = strings.TrimSpace(t)
+	if a := r.Header.Get(bearer.HeaderName); a != "" {
+		if t, ok := bearer.Token(a); ok {
+			got = t
 		} else if _, pass, ok := r.BasicAuth(); ok {
 			got = pass
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/harness"
 )
 
@@ -131,7 +132,7 @@ func (s *Server) mcpDispatch(ctx context.Context, method string, params map[stri
 		}
 		res, err := sess.CallTool(ctx, name, args)
 		if err != nil {
-			if errors.Is(err, harness.ErrUnknownTool) {
+			if errors.Is(err, bridge.ErrUnknownTool) {
 				return nil, &rpcError{Code: rpcInvalidParams, Message: err.Error()}
 			}
 			return nil, s.rpcInternal(err)

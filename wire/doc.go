@@ -1,7 +1,7 @@
 // Package wire is harnessd's wire schema: the events a turn produces
 // (Event and one typed payload per event type), the observations, state and
-// actions of OpenEnv's protocol, and the failure types of terminal
-// observations. The JSON tags of these types are the schema; docs/protocol.md
+// actions of OpenEnv's protocol, the failure types of terminal
+// observations, and the records of an episode's record file. The JSON tags of these types are the schema; docs/protocol.md
 // documents them field by field and a test keeps the two in step.
 //
 // Every producer of events (adapters, the tool bridge, the model gateway, the

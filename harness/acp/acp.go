@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapterkit"
+	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/bearer"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -245,7 +248,7 @@ func mcpServers(m *harness.MCPInjection, ir *initializeResult, opts Options) ([]
 	if ir.AgentCapabilities.MCPCapabilities.HTTP {
 		headers := []nameValue{}
 		if m.Token != "" {
-			headers = append(headers, nameValue{Name: "Authorization", Value: "Bearer " + m.Token})
+			headers = append(headers, nameValue{Name: bearer.HeaderName, Value: bearer.Header(m.Token)})
 		}
 		return append(servers, httpMCPServer{Type: "http", Name: name, URL: m.URL, Headers: headers}), "http", nil
 	}
@@ -304,6 +307,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	a.mu.Lock()
 	a.turnActive, a.promptSent, a.cancelReq = true, false, false
 	a.mu.Unlock()
+	in.MarkLive() // an interrupt from here is sent right after the prompt
 	a.cancelling.Store(false)
 	defer func() {
 		a.cur = nil
@@ -314,6 +318,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}()
 
 	base := p.OutputBytes()
+	t.outputBase = base
 	id, err := c.request(ctx, "session/prompt", promptParams{
 		SessionID: info.SessionID,
 		Prompt:    []textBlock{{Type: "text", Text: in.Message}},
@@ -363,6 +368,20 @@ func (a *Adapter) cancelRequested() bool {
 	return a.cancelReq
 }
 
+// delivery says what became of the turn's prompt: sent or not, answered
+// (the agent wrote anything since) or not. A session/cancel sent behind it
+// may lie unread, and its size is not counted, so then the pipe cannot tell.
+func (a *Adapter) delivery(p *process.Process, t *turnState) kit.Delivery {
+	a.mu.Lock()
+	sent, cancelled := a.promptSent, a.cancelReq
+	a.mu.Unlock()
+	d := kit.Delivery{Written: sent, Answered: p.OutputBytes() > t.outputBase}
+	if cancelled {
+		d.After = math.MaxInt
+	}
+	return d
+}
+
 // turnError classifies a failed turn.
 func (a *Adapter) turnError(ctx context.Context, p *process.Process, t *turnState, err error) error {
 	var lerr *limitError
@@ -372,6 +391,9 @@ func (a *Adapter) turnError(ctx context.Context, p *process.Process, t *turnStat
 		return ctx.Err()
 	case isGone(err):
 		if st, ok := adapterkit.WaitExit(ctx, p); ok {
+			if kit.ExitedBeforeTurn(p, st, a.delivery(p, t)) {
+				return kit.ExitedBetweenTurns(p, st)
+			}
 			return &harness.Failure{Type: wire.FailureHarnessCrashed, Err: err,
 				Message: fmt.Sprintf("agent %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 		}

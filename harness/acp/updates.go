@@ -76,6 +76,7 @@ type turnState struct {
 	usage       any             // the last _meta.usage of a chunk
 	usageUpdate any             // the last usage_update
 	permissions []any           // permission requests answered
+	outputBase  int64           // the agent's output bytes when the prompt was sent
 }
 
 // newTurnState starts a turn; calls is the episode's tool call table, from

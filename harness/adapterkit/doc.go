@@ -7,7 +7,7 @@
 // Alive and Diagnostics methods of harness.Adapter. An adapter embeds Base
 // and keeps its protocol to itself: the readiness handshake (a ReadyFunc),
 // turns and interrupts. Adapters that run one process per turn (exec) use
-// Env and Lookup only.
+// Env and MaxLineBytes only.
 //
 // The package must not build or map events, speak any harness protocol or
 // decide what a turn's output means; it holds nothing beyond the one

@@ -40,13 +40,3 @@ func Env(l *harness.Launch, set ...string) []string {
 	}
 	return append(env, add...)
 }
-
-// Lookup returns the value of the last name entry of env.
-func Lookup(env []string, name string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
-			return v, true
-		}
-	}
-	return "", false
-}

@@ -1,6 +1,7 @@
 package adapterkit
 
 import (
+	"github.com/harnessd/harnessd/internal/environ"
 	"strings"
 	"testing"
 
@@ -16,10 +17,10 @@ func TestEnv(t *testing.T) {
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if v, ok := Lookup(env, "TERM"); !ok || v != "xterm" {
+	if v, ok := environ.Lookup(env, "TERM"); !ok || v != "xterm" {
 		t.Fatalf("Lookup(TERM) = %q, %v", v, ok)
 	}
-	if _, ok := Lookup(env, "HOME"); ok {
+	if _, ok := environ.Lookup(env, "HOME"); ok {
 		t.Fatal("Lookup found an unset variable")
 	}
 }

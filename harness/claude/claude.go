@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapterkit"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -57,6 +58,7 @@ type Adapter struct {
 	session   string // session_id from system/init
 	turn      int    // the running turn, 0 between turns
 	interrupt string // request id of this turn's interrupt, if any
+	after     int    // bytes of interrupts written to stdin after the turn's message
 }
 
 // New returns an idle adapter.
@@ -151,12 +153,14 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		if ctx.Err() != nil {
 			return harness.TurnResult{}, ctx.Err()
 		}
-		return harness.TurnResult{}, a.deadHarness(ctx, p, "harness stopped reading its input")
+		return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{}, "harness stopped reading its input")
 	}
 	// Interrupts count from here: an interrupt never precedes its message.
 	a.mu.Lock()
-	a.turn = in.Number
+	a.turn, a.after = in.Number, 0
 	a.mu.Unlock()
+	in.MarkLive()
+	answered := false // the harness wrote a line of this turn
 	for {
 		var l process.Line
 		var ok bool
@@ -169,8 +173,9 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			if ctx.Err() != nil {
 				return harness.TurnResult{}, ctx.Err()
 			}
-			return harness.TurnResult{}, a.deadHarness(ctx, p, "harness closed its output mid-turn")
+			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
 		}
+		answered = true
 		if res, done, err := a.turnLine(m, l, in, p, start, false); done || err != nil {
 			if ctx.Err() != nil && err != nil {
 				return harness.TurnResult{}, ctx.Err()
@@ -201,8 +206,10 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	}
 	id := newRequestID()
 	a.interrupt = id
+	line := controlRequestLine(id, map[string]any{"subtype": "interrupt"})
+	a.after += len(line) + 1 // counted first: the harness may read it at once
 	a.mu.Unlock()
-	if err := p.WriteLine(ctx, controlRequestLine(id, map[string]any{"subtype": "interrupt"})); err != nil {
+	if err := p.WriteLine(ctx, line); err != nil {
 		return fmt.Errorf("interrupt harness: %w", err)
 	}
 	return nil

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/bearer"
+	"github.com/harnessd/harnessd/internal/environ"
 )
 
 // mcpConfigFile is where, under the episode's HOME, the adapter writes the
@@ -74,7 +75,7 @@ func buildInvocation(l *harness.Launch, o Options) (invocation, error) {
 		}
 	}
 	inv.args = append(inv.args, o.ExtraArgs...)
-	if needsSandboxEnv(o, inv.args) && os.Geteuid() == 0 && !hasEnv(l.Env, "IS_SANDBOX") {
+	if needsSandboxEnv(o, inv.args) && os.Geteuid() == 0 && !isSet(inv.env, "IS_SANDBOX") {
 		// Claude Code refuses to bypass permissions as root unless told it
 		// runs in a sandbox (verified with 2.1.197).
 		inv.env = append(inv.env, "IS_SANDBOX=1")
@@ -91,7 +92,7 @@ func mcpConfigJSON(m *harness.MCPInjection, style string) ([]byte, error) {
 	}
 	headers := map[string]string{}
 	if m.Token != "" {
-		headers["Authorization"] = "Bearer " + m.Token
+		headers[bearer.HeaderName] = bearer.Header(m.Token)
 	}
 	server := map[string]any{"type": "http", "url": m.URL, "headers": headers}
 	if style == StyleQwen {
@@ -137,11 +138,8 @@ func needsSandboxEnv(o Options, args []string) bool {
 	return false
 }
 
-func hasEnv(env []string, name string) bool {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, name+"=") {
-			return true
-		}
-	}
-	return false
+// isSet reports whether env sets name.
+func isSet(env []string, name string) bool {
+	_, ok := environ.Lookup(env, name)
+	return ok
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapterkit"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -41,15 +42,15 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 		case <-t.C:
 			return nil, nil
 		case <-p.Exited():
-			return nil, a.startupFailure(p, "exited during start-up", nil)
+			return nil, a.startupFailure(ctx, p, "exited during start-up", nil)
 		case <-ctx.Done():
-			return nil, a.startupFailure(p, "did not start", ctx.Err())
+			return nil, a.startupFailure(ctx, p, "did not start", ctx.Err())
 		}
 	}
 	id := newRequestID()
 	req := controlRequestLine(id, map[string]any{"subtype": "initialize", "hooks": nil})
 	if err := p.WriteLine(ctx, req); err != nil {
-		return nil, a.startupFailure(p, "stopped reading its input during start-up", err)
+		return nil, a.startupFailure(ctx, p, "stopped reading its input during start-up", err)
 	}
 	t := time.NewTimer(o.InitializeTimeout)
 	defer t.Stop()
@@ -58,7 +59,7 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 		select {
 		case l, ok := <-p.Lines():
 			if !ok {
-				return nil, a.startupFailure(p, "closed its output during start-up", nil)
+				return nil, a.startupFailure(ctx, p, "closed its output during start-up", nil)
 			}
 			if r, ok := initializeResponse(l, id); ok {
 				if r.Subtype == "error" {
@@ -67,19 +68,19 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 				return early, nil
 			}
 			if len(early) == maxEarlyLines {
-				return nil, a.startupFailure(p,
+				return nil, a.startupFailure(ctx, p,
 					fmt.Sprintf("wrote more than %d lines before answering initialize", maxEarlyLines), nil)
 			}
 			early = append(early, l)
 		case <-t.C:
 			if !p.Alive() {
-				return nil, a.startupFailure(p, "exited during start-up", nil)
+				return nil, a.startupFailure(ctx, p, "exited during start-up", nil)
 			}
 			a.log.Info("agent did not answer the initialize control request; assuming it is ready",
 				"waited", o.InitializeTimeout)
 			return early, nil
 		case <-ctx.Done():
-			return nil, a.startupFailure(p, "did not become ready", ctx.Err())
+			return nil, a.startupFailure(ctx, p, "did not become ready", ctx.Err())
 		}
 	}
 }
@@ -100,13 +101,13 @@ func initializeResponse(l process.Line, id string) (controlResponse, bool) {
 // startupFailure kills the tree and describes why start-up failed. When the
 // agent went away by itself (cause nil or a dead pipe) the failure carries
 // its exit status; stderr's tail is always kept.
-func (a *Adapter) startupFailure(p *process.Process, what string, cause error) error {
+func (a *Adapter) startupFailure(ctx context.Context, p *process.Process, what string, cause error) error {
 	natural := cause == nil || errors.Is(cause, process.ErrNotRunning)
 	if natural {
 		// The agent is going away; let its exit status and stderr arrive.
-		adapterkit.WaitExit(context.Background(), p)
+		adapterkit.WaitExit(context.WithoutCancel(ctx), p)
 	}
-	p.Stop(context.Background(), 0)
+	p.Stop(context.WithoutCancel(ctx), 0)
 	f := &harness.Failure{Type: wire.FailureStartupFailed, Message: "harness " + what, Err: cause,
 		StderrTail: p.StderrTail()}
 	if cause != nil {
@@ -175,10 +176,19 @@ func (a *Adapter) apiFailure(ctx context.Context, p *process.Process, status any
 	return f
 }
 
-// deadHarness describes a harness that stopped talking mid-turn.
-func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
+// deadHarness describes a harness that stopped talking during a turn:
+// harness_exited when it exited before taking the message (d says what
+// became of it), harness_crashed when it exited after, protocol_error when
+// it still runs.
+func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, d kit.Delivery, what string) error {
 	adapterkit.WaitExit(ctx, p)
 	if st, ok := p.ExitStatus(); ok {
+		a.mu.Lock()
+		d.After = a.after
+		a.mu.Unlock()
+		if kit.ExitedBeforeTurn(p, st, d) {
+			return kit.ExitedBetweenTurns(p, st)
+		}
 		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}

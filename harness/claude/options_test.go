@@ -102,12 +102,12 @@ func TestSandboxEnvOnlyForRootBypass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := hasEnv(inv.env, "IS_SANDBOX"); got != (os.Geteuid() == 0) {
+	if got := isSet(inv.env, "IS_SANDBOX"); got != (os.Geteuid() == 0) {
 		t.Fatalf("IS_SANDBOX set=%v as uid %d", got, os.Geteuid())
 	}
 	o, _ = ParseOptions(map[string]any{"mcp_config_style": "qwen", "extra_args": []any{"--yolo"}})
 	inv, _ = buildInvocation(&harness.Launch{Command: []string{"qwen"}}, o)
-	if hasEnv(inv.env, "IS_SANDBOX") {
+	if isSet(inv.env, "IS_SANDBOX") {
 		t.Fatal("IS_SANDBOX set for Qwen")
 	}
 }

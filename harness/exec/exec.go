@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapterkit"
+	"github.com/harnessd/harnessd/internal/environ"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -128,7 +129,7 @@ func findProgram(file string, env []string, dir string) (string, error) {
 		}
 		return check(file)
 	}
-	path, ok := adapterkit.Lookup(env, "PATH")
+	path, ok := environ.Lookup(env, "PATH")
 	if !ok {
 		path = os.Getenv("PATH")
 	}
@@ -158,13 +159,14 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	tp := &turnProc{intr: make(chan struct{}, 1)}
 	a.cur = tp
 	a.mu.Unlock()
+	in.MarkLive() // Interrupt marks tp from here; its process gets SIGINT
 	if prev != nil && prev.p != nil {
 		// An abandoned turn's process (its context ended): end it first.
 		prev.p.Stop(ctx, 0)
 	}
 
 	if usesSessionID(tmpl) && sid == "" {
-		return a.fail(tp, harness.Fail(wire.FailureProtocol,
+		return a.fail(ctx, tp, harness.Fail(wire.FailureProtocol,
 			"no session id was captured from an earlier turn (check session_regex / session_field)"))
 	}
 	argv := expand(tmpl, vars{message: in.Message, sessionID: sid, workspace: l.Workspace, turn: in.Number})
@@ -180,7 +182,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		Logger:       l.Logger,
 	})
 	if err != nil {
-		return a.fail(tp, harness.Wrap(wire.FailureHarnessCrashed, err, "turn process did not start"))
+		return a.fail(ctx, tp, harness.Wrap(wire.FailureHarnessCrashed, err, "turn process did not start"))
 	}
 	p.CloseStdin()
 	a.mu.Lock()
@@ -207,7 +209,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		if !ok {
 			f = harness.Wrap(wire.FailureHarnessCrashed, err, "reading the turn's output failed")
 		}
-		return a.fail(tp, f)
+		return a.fail(ctx, tp, f)
 	}
 	a.mu.Lock()
 	cancelled := tp.interrupted
@@ -222,7 +224,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}
 	res.Cancelled = cancelled
 	if (st.Code != 0 || st.Signaled()) && !cancelled && !o.NonzeroOK {
-		return a.fail(tp, &harness.Failure{Type: wire.FailureHarnessCrashed,
+		return a.fail(ctx, tp, &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("turn process %s", st), Exit: &st, StderrTail: p.StderrTail()})
 	}
 	a.finish(tp)
@@ -292,9 +294,9 @@ func (a *Adapter) session() string {
 
 // fail ends a turn with a failure: its process is killed and kept for
 // Diagnostics. The failure gets the stderr tail, and a crash the exit status.
-func (a *Adapter) fail(tp *turnProc, f *harness.Failure) (harness.TurnResult, error) {
+func (a *Adapter) fail(ctx context.Context, tp *turnProc, f *harness.Failure) (harness.TurnResult, error) {
 	if tp.p != nil {
-		tp.p.Stop(context.Background(), 0)
+		tp.p.Stop(context.WithoutCancel(ctx), 0)
 		if f.Exit == nil && f.Type == wire.FailureHarnessCrashed {
 			if st, ok := tp.p.ExitStatus(); ok {
 				f.Exit = &st

@@ -11,8 +11,9 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/adapterkit"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/bearer"
+	"github.com/harnessd/harnessd/internal/environ"
 )
 
 // writeMCPConfig writes the bridge into the agent's own config file under
@@ -40,7 +41,7 @@ func writeMCPConfig(shape string, l *harness.Launch, env map[string]string) ([]s
 	if name == "" {
 		name = harness.DefaultMCPServerName
 	}
-	auth := map[string]any{"Authorization": "Bearer " + l.MCP.Token}
+	auth := map[string]any{bearer.HeaderName: bearer.Header(l.MCP.Token)}
 	switch shape {
 	case MCPGemini:
 		path := filepath.Join(l.Home, ".gemini", "settings.json")
@@ -52,7 +53,7 @@ func writeMCPConfig(shape string, l *harness.Launch, env map[string]string) ([]s
 	case MCPCodex:
 		dir, ok := env["CODEX_HOME"]
 		if !ok {
-			dir, ok = adapterkit.Lookup(l.Env, "CODEX_HOME")
+			dir, ok = environ.Lookup(l.Env, "CODEX_HOME")
 		}
 		var set []string
 		if !ok || dir == "" {

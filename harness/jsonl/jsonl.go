@@ -20,6 +20,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapterkit"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -39,6 +40,7 @@ type Adapter struct {
 
 	mu    sync.Mutex
 	turn  int // the running turn, 0 between turns
+	after int // bytes written to stdin after the turn's message (cancels)
 	early []wire.Event
 }
 
@@ -113,13 +115,15 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		if ctx.Err() != nil {
 			return harness.TurnResult{}, ctx.Err()
 		}
-		return harness.TurnResult{}, a.deadHarness(ctx, p, "harness stopped reading its input")
+		return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{}, "harness stopped reading its input")
 	}
 	// Interrupts count from here: a cancel never precedes its message.
 	a.mu.Lock()
-	a.turn = in.Number
+	a.turn, a.after = in.Number, 0
 	a.mu.Unlock()
+	in.MarkLive()
 	start := p.OutputBytes()
+	answered := false // the harness wrote a line of this turn
 	for {
 		var line process.Line
 		var ok bool
@@ -129,8 +133,9 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			return harness.TurnResult{}, ctx.Err()
 		}
 		if !ok {
-			return harness.TurnResult{}, a.deadHarness(ctx, p, "harness closed its output mid-turn")
+			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
 		}
+		answered = true
 		if err := a.CheckOutput(line, in, start); err != nil {
 			return harness.TurnResult{}, err
 		}
@@ -199,9 +204,18 @@ func extraValues(x wire.Extra) map[string]any {
 	return out
 }
 
-// deadHarness describes a harness that stopped talking mid-turn.
-func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, what string) error {
+// deadHarness describes a harness that stopped talking during a turn:
+// harness_exited when it exited before taking the message (d says what
+// became of it), harness_crashed when it exited after, protocol_error when
+// it still runs.
+func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, d kit.Delivery, what string) error {
 	if st, ok := adapterkit.WaitExit(ctx, p); ok {
+		a.mu.Lock()
+		d.After = a.after
+		a.mu.Unlock()
+		if kit.ExitedBeforeTurn(p, st, d) {
+			return kit.ExitedBetweenTurns(p, st)
+		}
 		return &harness.Failure{Type: wire.FailureHarnessCrashed,
 			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
@@ -217,5 +231,9 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	if p == nil || turn == 0 {
 		return harness.ErrNoTurn
 	}
-	return p.WriteLine(ctx, []byte(`{"type":"cancel","turn":`+strconv.Itoa(turn)+`}`))
+	line := []byte(`{"type":"cancel","turn":` + strconv.Itoa(turn) + `}`)
+	a.mu.Lock()
+	a.after += len(line) + 1 // counted first: the harness may read it at once
+	a.mu.Unlock()
+	return p.WriteLine(ctx, line)
 }

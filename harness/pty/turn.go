@@ -137,6 +137,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	a.mu.Lock()
 	a.running, a.submitted, a.interrupted, a.held = true, false, false, false
 	a.mu.Unlock()
+	in.MarkLive() // an interrupt from here is held until the message is in
 	defer func() {
 		a.mu.Lock()
 		a.running, a.submitted, a.held = false, false, false

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/bearer"
 )
 
 func init() { Protocols["acp"] = RunACP }
@@ -357,8 +359,8 @@ func (a *acpAgent) newSession(params json.RawMessage) (any, *acpError) {
 			}
 			tools := &MCPTools{URL: s.URL, ProtocolVersion: a.opts.MCPProtocol}
 			for _, h := range s.Headers {
-				if strings.EqualFold(h.Name, "Authorization") {
-					tools.Token = strings.TrimPrefix(h.Value, "Bearer ")
+				if tok, ok := bearer.Token(h.Value); ok && strings.EqualFold(h.Name, bearer.HeaderName) {
+					tools.Token = tok
 				}
 			}
 			if a.tools != nil {

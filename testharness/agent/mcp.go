@@ -10,6 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/harnessd/harnessd/internal/bearer"
 )
 
 // MCPTools calls tools on a streamable-HTTP MCP server with a bearer token.
@@ -36,7 +38,7 @@ func (m *MCPTools) conn(ctx context.Context) (*client.Client, error) {
 		headers[k] = v
 	}
 	if m.Token != "" {
-		headers["Authorization"] = "Bearer " + m.Token
+		headers[bearer.HeaderName] = bearer.Header(m.Token)
 	}
 	if len(headers) > 0 {
 		opts = append(opts, transport.WithHTTPHeaders(headers))

@@ -1,7 +1,8 @@
 // Package kit holds small helpers shared by the harness adapters and the
-// agent presets: strict decoding of an adapter's options and TOML quoting
-// for agents' config files. It owns no state and starts nothing; what
-// starts and stops harnesses is package adapterkit.
+// agent presets: strict decoding of an adapter's options, TOML quoting for
+// agents' config files, and telling an exit before a turn's message was
+// taken from a crash mid-turn (exit.go). It owns no state and starts
+// nothing; what starts and stops harnesses is package adapterkit.
 package kit
 
 import (
