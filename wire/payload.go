@@ -195,6 +195,22 @@ type TurnComplete struct {
 	Extra Extra `json:"-"`
 }
 
+// Permission is one permission request a harness made during a turn (an
+// ACP agent asks before it runs a tool) and harnessd's answer. A turn's
+// requests are listed under "permissions" in its turn_complete extra.
+type Permission struct {
+	// CallID is the tool call the request is about.
+	CallID string `json:"call_id"`
+	// Title is the agent's title of the call.
+	Title string `json:"title"`
+	// ToolName is the tool's name, when the agent said it.
+	ToolName string `json:"tool_name,omitempty"`
+	// Decision is "allowed", "denied" or "cancelled".
+	Decision string `json:"decision"`
+	// OptionID is the agent's option harnessd picked, if any.
+	OptionID string `json:"option_id,omitempty"`
+}
+
 // Unknown is the data of an event whose type this version does not know,
 // kept as it came.
 type Unknown struct {

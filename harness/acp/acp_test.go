@@ -287,10 +287,10 @@ func TestPermissionPolicy(t *testing.T) {
 			if res.Response != tc.text {
 				t.Fatalf("response %q, want %q", res.Response, tc.text)
 			}
-			perms, _ := res.Extra["permissions"].([]any)
+			perms, _ := res.Extra["permissions"].([]wire.Permission)
 			var got []string
 			for _, p := range perms {
-				got = append(got, p.(map[string]any)["decision"].(string))
+				got = append(got, p.Decision)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("decisions %v, want %v (%#v)", got, tc.want, perms)
@@ -361,8 +361,8 @@ func TestPermissionAfterCancel(t *testing.T) {
 	if err != nil || !res.Cancelled || res.Response != "permission Bash: cancelled" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	perms, _ := res.Extra["permissions"].([]any)
-	if len(perms) != 1 || perms[0].(map[string]any)["decision"] != "cancelled" {
+	perms, _ := res.Extra["permissions"].([]wire.Permission)
+	if len(perms) != 1 || perms[0].Decision != "cancelled" {
 		t.Fatalf("permissions %#v", res.Extra["permissions"])
 	}
 }

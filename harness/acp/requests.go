@@ -3,6 +3,8 @@ package acp
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Permission option kinds, in order of preference for each decision. The
@@ -65,29 +67,26 @@ func (a *Adapter) permission(params json.RawMessage) (any, *RPCError) {
 	if p.ToolCall.Name != nil {
 		name = *p.ToolCall.Name
 	}
-	rec := map[string]any{"call_id": p.ToolCall.ToolCallID, "title": title}
-	if name != "" {
-		rec["tool_name"] = name
-	}
+	rec := wire.Permission{CallID: p.ToolCall.ToolCallID, Title: title, ToolName: name}
 	cancelled := map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}
 	outcome := cancelled
 	if a.cancelling.Load() {
-		rec["decision"] = "cancelled"
+		rec.Decision = "cancelled"
 	} else {
 		decision, kinds := "allowed", allowKinds
 		if a.opts.denied(title, name) {
 			decision, kinds = "denied", rejectKinds
 		}
 		if id := pickOption(&p, kinds); id != "" {
-			rec["decision"], rec["option_id"] = decision, id
+			rec.Decision, rec.OptionID = decision, id
 			outcome = map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": id}}
 		} else {
 			a.log.Warn("acp: permission request without a suitable option; answering cancelled",
 				"title", title, "wanted", kinds)
-			rec["decision"] = "cancelled"
+			rec.Decision = "cancelled"
 		}
 	}
-	a.log.Debug("acp: permission", "title", title, "decision", rec["decision"])
+	a.log.Debug("acp: permission", "title", title, "decision", rec.Decision)
 	if a.cur != nil {
 		a.cur.permissions = append(a.cur.permissions, rec)
 	}

@@ -71,12 +71,12 @@ type turnState struct {
 	session string
 	calls   map[string]*toolCall
 
-	text        strings.Builder // the agent's message text
-	chunks      int             // llm_chunk events so far
-	usage       any             // the last _meta.usage of a chunk
-	usageUpdate any             // the last usage_update
-	permissions []any           // permission requests answered
-	outputBase  int64           // the agent's output bytes when the prompt was sent
+	text        strings.Builder   // the agent's message text
+	chunks      int               // llm_chunk events so far
+	usage       any               // the last _meta.usage of a chunk
+	usageUpdate any               // the last usage_update
+	permissions []wire.Permission // permission requests answered
+	outputBase  int64             // the agent's output bytes when the prompt was sent
 }
 
 // newTurnState starts a turn; calls is the episode's tool call table, from

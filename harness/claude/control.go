@@ -130,9 +130,8 @@ func (a *Adapter) startupFailure(ctx context.Context, p *process.Process, what s
 // refused, so the agent never waits on us.
 func (a *Adapter) answer(ctx context.Context, p *process.Process, l line) {
 	var req struct {
-		Subtype  string          `json:"subtype"`
-		ToolName string          `json:"tool_name"`
-		Input    json.RawMessage `json:"input"`
+		Subtype string          `json:"subtype"`
+		Input   json.RawMessage `json:"input"`
 	}
 	var reply []byte
 	if err := json.Unmarshal(l.Request, &req); err != nil {
