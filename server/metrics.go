@@ -15,10 +15,7 @@ import (
 
 // failureTypes are every wire.FailureType: the bounded values of the
 // error_type label, with errorTypeNone for an episode that ended without one.
-var failureTypes = []wire.FailureType{
-	wire.FailureStartupFailed, wire.FailureTurnTimeout, wire.FailureHarnessCrashed, wire.FailureHarnessExited,
-	wire.FailureProtocol, wire.FailureOutputLimit, wire.FailureEpisodeTimeout, wire.FailureMaxTurns, wire.FailureCancelled,
-}
+var failureTypes = wire.FailureTypes
 
 // Label values.
 const (
