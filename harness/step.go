@@ -112,7 +112,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	s.mu.Unlock()
 	resp := res.Response
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
-		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events,
+		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
 		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
 	}}
 	reward := 0.0
@@ -153,7 +153,7 @@ func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []w
 	ep.log.Warn("episode ended by failure", "turn", n, "error_type", f.Type, "error", f.Message, "exit", f.Exit)
 	zero, empty := 0.0, ""
 	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
-		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events,
+		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 	}}
 }
