@@ -82,15 +82,17 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 }
 
 // writeObservation answers with an observation's wire form plus the
-// session id as one more top-level key, encoded in one pass.
-func writeObservation(w http.ResponseWriter, obs *wire.Observation, id string) {
-	b, err := obs.AppendJSON(make([]byte, 0, 1024))
+// session id as one more top-level key, encoded in one pass and trimmed to
+// the frame limit like a /ws frame.
+func (s *Server) writeObservation(w http.ResponseWriter, obs *wire.Observation, id string) {
+	sid := append([]byte(`,"session_id":`), marshal(id)...)
+	b, err := encodeObservation(obs, nil, nil, s.opts.MaxFrameBytes-int64(len(sid)))
 	if err != nil {
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": "encoding the observation failed: " + err.Error()})
 		return
 	}
-	b = append(b[:len(b)-1], `,"session_id":`...) // reopen the object
-	b = append(append(b, marshal(id)...), '}')
+	b = append(append(b[:len(b)-1], sid...), '}') // reopen the object
+
 	w.Header().Set(sessionHeader, id)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -124,7 +126,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	writeObservation(w, s.present(obs), m.id)
+	s.writeObservation(w, s.present(obs), m.id)
 }
 
 // handleStep: POST /step {"action": {...}, "timeout_s"?, "request_id"?, "session_id"?}.
@@ -185,7 +187,7 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.steps.Add(1)
-	writeObservation(w, s.present(obs), m.id)
+	s.writeObservation(w, s.present(obs), m.id)
 }
 
 // handleState: GET /state[?session_id=].

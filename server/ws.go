@@ -123,7 +123,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, s.execError(err))
 			return true
 		}
-		wc.sendRaw(observationFrame(s.present(obs)))
+		wc.sendRaw(s.observationFrame(s.present(obs)))
 	case frameTypeStep:
 		a, werr := parseAction(f.Data)
 		if werr != nil {
@@ -138,7 +138,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			return true
 		}
 		m.steps.Add(1)
-		wc.sendRaw(observationFrame(s.present(obs)))
+		wc.sendRaw(s.observationFrame(s.present(obs)))
 	case frameTypeMCP:
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	}

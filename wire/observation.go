@@ -160,9 +160,9 @@ func (o *Observation) AppendJSON(dst []byte) ([]byte, error) {
 		return nil, err
 	}
 	md := w.buf.Bytes()
-	// Grow once to the final size: a large observation is not copied
-	// through a series of doubling buffers.
-	dst = slices.Grow(dst, 2*len(md)+96)
+	// Grow once to the final size (with room for a caller's last key): a
+	// large observation is not copied through a series of doubling buffers.
+	dst = slices.Grow(dst, 2*len(md)+256)
 	dst = append(dst, `{"observation":{"metadata":`...)
 	dst = append(dst, md...)
 	dst = append(dst, `},"reward":`...)
