@@ -31,8 +31,8 @@ const (
 	// flooding turn under ~64 MiB of daemon memory.
 	DefaultMaxTurnEvents     = 50_000
 	DefaultMaxTurnEventBytes = 8 << 20
-	DefaultToolTimeout    = 60 * time.Second
-	DefaultMCPServerName  = "env"
+	DefaultToolTimeout       = 60 * time.Second
+	DefaultMCPServerName     = "env"
 )
 
 // Config is one environment: which harness to run and how, its tools, its
