@@ -72,6 +72,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		}
 		m.touch()
 		msg, perr := parseHarnessFrame(in)
+		wc.release(in)
 		if perr != nil {
 			wc.send(perr.frame(frameTypeProtoError))
 			continue
@@ -157,6 +158,7 @@ wait:
 			break wait
 		case in := <-wc.frames:
 			if msg, perr := parseHarnessFrame(in); perr == nil && msg == nil {
+				wc.release(in)
 				ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
 				m.sess.Interrupt(ctx)
 				cancel()

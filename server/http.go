@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -16,20 +15,29 @@ import (
 const sessionHeader = "X-Harnessd-Session"
 
 // readBody reads a JSON body of at most MaxFrameBytes; empty means {}.
+// A larger body is refused before more than the limit is held: at once
+// when its Content-Length says so.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxFrameBytes+1))
-	if err != nil {
-		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"detail": "unreadable body: " + err.Error()})
-		return nil, false
-	}
-	if int64(len(b)) > s.opts.MaxFrameBytes {
+	b, err := s.readRequestBody(w, r)
+	var big *errTooLarge
+	switch {
+	case errors.As(err, &big):
 		writeJSONStatus(w, http.StatusRequestEntityTooLarge, map[string]any{"detail": "body exceeds the maximum frame size"})
+		return nil, false
+	case err != nil:
+		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"detail": "unreadable body: " + err.Error()})
 		return nil, false
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return json.RawMessage("{}"), true
 	}
 	return b, true
+}
+
+// readRequestBody reads r's body through http.MaxBytesReader (a body past
+// the limit also ends the connection rather than being drained).
+func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return readCapped(http.MaxBytesReader(w, r.Body, s.opts.MaxFrameBytes), r.ContentLength, s.opts.MaxFrameBytes)
 }
 
 func unprocessable(w http.ResponseWriter, e *wireError) {

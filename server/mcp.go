@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -46,8 +45,8 @@ func rpcResponse(id json.RawMessage, result any, e *rpcError) map[string]any {
 // handleMCP serves OpenEnv's JSON-RPC route (not MCP streamable HTTP):
 // always HTTP 200 with a JSON-RPC response.
 func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxFrameBytes+1))
-	if err != nil || int64(len(body)) > s.opts.MaxFrameBytes {
+	body, err := s.readRequestBody(w, r)
+	if err != nil {
 		writeJSONStatus(w, http.StatusOK, rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: body too large or unreadable"}))
 		return
 	}

@@ -48,7 +48,9 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 				s.sendError(wc, tooBigError(in))
 				continue
 			}
-			if !s.handleWSFrame(wc, m, in.data) {
+			more := s.handleWSFrame(wc, m, in.data)
+			wc.release(in)
+			if !more {
 				// The session ends before the close handshake completes, so
 				// a client may reconnect at once and find its slot free.
 				why = "client sent close"
