@@ -91,8 +91,8 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseHarnessFrame validates a client frame: {"type":"message","content":
-// str} (extra keys ignored) or {"type":"cancel"}. It returns nil, nil for a
-// cancel.
+// str} (extra keys ignored; tabs and newlines in content, no other control
+// characters) or {"type":"cancel"}. It returns nil, nil for a cancel.
 func parseHarnessFrame(in inbound) (*string, *wireError) {
 	if in.tooBig > 0 {
 		e := tooBigError(in)
@@ -112,6 +112,9 @@ func parseHarnessFrame(in inbound) (*string, *wireError) {
 		c, ok := obj["content"].(string)
 		if !ok {
 			return nil, &wireError{Message: "Invalid message: content must be a string", Code: codeValidation}
+		}
+		if fe := textFieldError(c, 0, true, "content"); fe != nil {
+			return nil, &wireError{Message: "Invalid message: content: " + fe.Msg, Code: codeValidation, Errors: []fieldError{*fe}}
 		}
 		return &c, nil
 	case frameTypeCancel:

@@ -123,6 +123,10 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		SessionID string `json:"session_id"`
 	}
 	json.Unmarshal(body, &sid)
+	if werr := checkSessionID(sid.SessionID, "body", "session_id"); werr != nil {
+		unprocessable(w, werr)
+		return
+	}
 	m, err := s.httpSession(sid.SessionID, true)
 	if err != nil {
 		s.httpError(w, err)
@@ -174,8 +178,14 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		}
 		a.Timeout = time.Duration(*extra.TimeoutS * float64(time.Second))
 	}
-	if extra.RequestID != nil && len(*extra.RequestID) > maxEpisodeIDLength {
-		unprocessable(w, invalid(fieldError{Type: "string_too_long", Loc: []any{"body", "request_id"}, Msg: "String should have at most 255 characters", Input: *extra.RequestID}))
+	if extra.RequestID != nil {
+		if fe := textFieldError(*extra.RequestID, maxRequestIDLength, false, "body", "request_id"); fe != nil {
+			unprocessable(w, invalid(*fe))
+			return
+		}
+	}
+	if werr := checkSessionID(extra.SessionID, "body", "session_id"); werr != nil {
+		unprocessable(w, werr)
 		return
 	}
 	m, err := s.httpSession(extra.SessionID, false)
@@ -200,7 +210,12 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 
 // handleState: GET /state[?session_id=].
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
-	m, err := s.httpSession(r.URL.Query().Get("session_id"), false)
+	id := r.URL.Query().Get("session_id")
+	if werr := checkSessionID(id, "query", "session_id"); werr != nil {
+		unprocessable(w, werr)
+		return
+	}
+	m, err := s.httpSession(id, false)
 	if err != nil {
 		s.httpError(w, err)
 		return

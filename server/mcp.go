@@ -106,6 +106,13 @@ func (s *Server) mcpDispatch(ctx context.Context, method string, params map[stri
 		json.Unmarshal(params[k], &v)
 		return v
 	}
+	// The strings that name things are checked before they are looked up
+	// or quoted back; a tool's arguments are the tool's to judge.
+	for _, k := range []string{"session_id", "name"} {
+		if fe := textFieldError(str(k), maxSessionIDLength, false, k); fe != nil {
+			return nil, &rpcError{Code: rpcInvalidParams, Message: "Invalid '" + k + "' in params: " + fe.Msg}
+		}
+	}
 	switch method {
 	case "tools/list", "tools/call":
 		sess, release, rerr := s.mcpSession(str("session_id"), bound)

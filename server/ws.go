@@ -84,6 +84,9 @@ func (s *Server) wsSession(attachID string) (*managed, *wireError) {
 		m.attached.Store(true)
 		return m, nil
 	}
+	if werr := checkSessionID(attachID, "query", "session_id"); werr != nil {
+		return nil, werr
+	}
 	m := s.reg.get(attachID)
 	switch {
 	case m == nil:
