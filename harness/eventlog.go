@@ -63,11 +63,16 @@ func (l *eventLog) take(e wire.Event) {
 	joins := l.run.joins(e)
 	var size int64
 	if joins {
-		size = jsonStringLen(e.Data.(*wire.TextOutput).Text) - 1 // a newline instead of quotes
+		size = joinedSize(e)
 	} else {
 		size = eventSize(e)
 	}
 	if reason, ok := l.budget.admit(size, !joins, exempt(e)); !ok {
+		if coalescable(e) {
+			// Counted as the line of a run it would have joined, not as an
+			// event of its own.
+			size = joinedSize(e)
+		}
 		if first := l.budget.drop(size, reason); first {
 			l.closeRun()
 			l.takeNotice(reason)

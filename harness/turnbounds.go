@@ -215,6 +215,12 @@ func eventSize(e wire.Event) int64 {
 	return int64(len(b))
 }
 
+// joinedSize is what a text_output event adds to a run it joins: its text
+// and a newline.
+func joinedSize(e wire.Event) int64 {
+	return jsonStringLen(e.Data.(*wire.TextOutput).Text) - 1 // a newline instead of quotes
+}
+
 // jsonStringLen is the length of s encoded as a JSON string without HTML
 // escaping (quotes included).
 func jsonStringLen(s string) int64 {

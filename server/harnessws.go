@@ -154,6 +154,12 @@ func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string
 		done <- result{obs, err}
 	}()
 	var res result
+	bounded := false
+	defer func() {
+		if bounded {
+			releaseFloodMemory()
+		}
+	}()
 wait:
 	for {
 		select {
@@ -174,6 +180,7 @@ wait:
 	}
 	close(events)
 	<-flushed
+	bounded = res.obs != nil && res.obs.Metadata.Truncated != nil
 	if terminal != nil {
 		if res.obs != nil && res.obs.Metadata.ErrorType != "" {
 			e := *terminal

@@ -205,7 +205,11 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.steps.Add(1)
+	bounded := obs.Metadata.Truncated != nil
 	s.writeObservation(w, s.present(obs), m.id)
+	if bounded {
+		releaseFloodMemory()
+	}
 }
 
 // handleState: GET /state[?session_id=].

@@ -143,7 +143,11 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			return true
 		}
 		m.steps.Add(1)
+		bounded := obs.Metadata.Truncated != nil
 		wc.sendRaw(s.observationFrame(s.present(obs)))
+		if bounded {
+			releaseFloodMemory()
+		}
 	case frameTypeMCP:
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	}
