@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,4 +321,89 @@ func TestClientStringsValidated(t *testing.T) {
 		t.Fatalf("/ws?session_id with a control character: frames %v", frames)
 	}
 	errorData(t, frames[0], "VALIDATION_ERROR")
+}
+
+// TestHarnessStreamFloodBounded: on /harness a 2 M-line flood streams the
+// events the turn keeps (a smaller max_turn_event_bytes keeps the test
+// quick), then the daemon's notice of the cut, nothing of what it dropped,
+// and ends the session with output_limit; the record file holds what the
+// turn kept, its lines coalesced; the daemon's memory stays bounded.
+func TestHarnessStreamFloodBounded(t *testing.T) {
+	rec := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+name: flood
+harness:
+  command: [%q, agent]
+episode:
+  max_turn_event_bytes: 256KiB
+record_dir: %q
+`, testharnessBin(t), rec))
+	d := startDaemon(t, spec{Flags: []string{"--mode", "production", "--config", cfg}})
+	w := dialRaw(t, d, "/harness", nil)
+	sessionStarted(t, w, "flood")
+	mem := probeMemory(t, d)
+	w.send(map[string]any{"type": "message", "content": "lines 2M"})
+	lines, notices := 0, 0
+	var last map[string]any
+	for {
+		b, err := w.readRaw()
+		if err != nil {
+			break // the session ends after the terminal error
+		}
+		var f map[string]any
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("frame is not JSON: %v", err)
+		}
+		switch {
+		case f["type"] == "text_output":
+			if notices > 0 {
+				t.Fatalf("a text_output was streamed after the cut: %v", f)
+			}
+			lines++
+		case f["type"] == "error" && f["source"] == "daemon":
+			if data := obj(t, f["data"], "error data"); data["recoverable"] == true {
+				notices++
+			} else {
+				last = data
+			}
+		}
+	}
+	peak, _ := mem.growth()
+	t.Logf("/harness flood: %d lines streamed, %d notices, end %v; daemon RSS growth peak %.1f MiB", lines, notices, last, float64(peak)/mib)
+	if notices != 1 || lines < 10_000 || lines > 15_000 {
+		t.Errorf("streamed %d lines and %d notices of the cut; want the ~14,000 kept lines and one notice", lines, notices)
+	}
+	if msg, _ := last["message"].(string); !strings.Contains(msg, "more than") {
+		t.Errorf("terminal error %v, want the output limit's", last)
+	}
+	if peak > 100*mib {
+		t.Errorf("daemon RSS grew by %.1f MiB during one flooding /harness turn, bound 100 MiB", float64(peak)/mib)
+	}
+
+	d.WaitSessions(0)
+	files, _ := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("record files %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, textEvents := 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e struct {
+			Type string
+			Data struct{ Text string }
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("record line: %v", err)
+		}
+		if e.Type == "text_output" {
+			textEvents++
+			recorded += strings.Count(e.Data.Text, "\n") + 1
+		}
+	}
+	if recorded != lines || textEvents >= lines/100 {
+		t.Errorf("the record holds %d lines in %d events; the stream had %d lines", recorded, textEvents, lines)
+	}
 }
