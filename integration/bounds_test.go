@@ -407,3 +407,37 @@ record_dir: %q
 		t.Errorf("the record holds %d lines in %d events; the stream had %d lines", recorded, textEvents, lines)
 	}
 }
+
+// TestWSPipelinedFramesBounded: frames a client sends while a turn runs
+// wait in order, but no more than the frame limit of them in all: one past
+// that is refused (in its turn, with an error frame) rather than held, and
+// the replies keep the order of the requests.
+func TestWSPipelinedFramesBounded(t *testing.T) {
+	d := startDaemon(t, spec{Flags: []string{"--max-frame-bytes", "1MiB"}, Harness: agentCmd(t)})
+	w := dialRaw(t, d, "/ws", nil)
+	obsData(t, w.request(map[string]any{"type": "reset"}))
+	pad := strings.Repeat("p", 700<<10)
+	// The turn sleeps so that the frames after it arrive while it runs
+	// (were it over first, nothing would be refused and the test fail).
+	w.send(stepFrame("sleep 3s;;reply slept"))
+	w.send(map[string]any{"type": "state", "pad": pad}) // waits: 700 KiB
+	w.send(map[string]any{"type": "state", "pad": pad}) // 1.4 MiB waiting: refused
+	w.send(map[string]any{"type": "state"})
+	if got := responseOf(t, obsData(t, w.read())); got != "slept" {
+		t.Fatalf("the turn: %q", got)
+	}
+	first := errorData(t, w.read(), "VALIDATION_ERROR")
+	if errs, _ := first["errors"].([]any); len(errs) != 1 || obj(t, errs[0], "error")["type"] != "extra_forbidden" {
+		t.Fatalf("the first padded frame: %v", first)
+	}
+	if in, _ := obj(t, first["errors"].([]any)[0], "error")["input"].(string); len(in) > 1024 {
+		t.Errorf("the error quotes back %d bytes of the frame", len(in))
+	}
+	second := errorData(t, w.read(), "VALIDATION_ERROR")
+	if msg := second["message"].(string); !strings.Contains(msg, "still waiting") {
+		t.Fatalf("the second padded frame: %v", second)
+	}
+	if f := w.read(); f["type"] != "state" {
+		t.Fatalf("the last frame's reply: %v", f)
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/wire"
@@ -53,8 +54,13 @@ type frame struct {
 	Raw  map[string]json.RawMessage
 }
 
-// rawInput turns bytes back into a value for error reports.
+// rawInput turns bytes back into a value for error reports; a long value
+// is quoted as the start of its text, so that an error frame does not
+// repeat a large frame.
 func rawInput(b []byte) any {
+	if len(b) > maxEchoedInput {
+		return echoInput(string(b[:maxEchoedInput+utf8.UTFMax]))
+	}
 	var v any
 	if json.Unmarshal(b, &v) != nil {
 		return string(b)
