@@ -26,8 +26,13 @@ const (
 	DefaultStopGrace      = 5 * time.Second
 	DefaultOutputLimit    = 16 << 20 // bytes per turn
 	DefaultMaxLineBytes   = 4 << 20  // bytes per line of harness output
-	DefaultToolTimeout    = 60 * time.Second
-	DefaultMCPServerName  = "env"
+	// DefaultMaxTurnEvents and DefaultMaxTurnEventBytes bound what one turn
+	// keeps: with the observation encoded (its metadata twice) they hold a
+	// flooding turn under ~64 MiB of daemon memory.
+	DefaultMaxTurnEvents     = 50_000
+	DefaultMaxTurnEventBytes = 8 << 20
+	DefaultToolTimeout       = 60 * time.Second
+	DefaultMCPServerName     = "env"
 )
 
 // Config is one environment: which harness to run and how, its tools, its
@@ -111,6 +116,12 @@ type EpisodeConfig struct {
 	EndOnDone *bool `yaml:"end_on_done" json:"end_on_done,omitempty"`
 	// OutputLimit bounds what the harness may print in one turn.
 	OutputLimit units.ByteSize `yaml:"output_limit" json:"output_limit"`
+	// MaxTurnEvents bounds the events one turn keeps; later ones are
+	// dropped and the observation says so (metadata.truncated).
+	MaxTurnEvents int `yaml:"max_turn_events" json:"max_turn_events"`
+	// MaxTurnEventBytes bounds the encoded bytes of the events one turn
+	// keeps, likewise.
+	MaxTurnEventBytes units.ByteSize `yaml:"max_turn_event_bytes" json:"max_turn_event_bytes"`
 }
 
 // WorkspaceConfig shapes the per-episode working directory.
@@ -212,6 +223,12 @@ func (c *Config) Normalize() error {
 	if c.Episode.OutputLimit == 0 {
 		c.Episode.OutputLimit = DefaultOutputLimit
 	}
+	if c.Episode.MaxTurnEvents == 0 {
+		c.Episode.MaxTurnEvents = DefaultMaxTurnEvents
+	}
+	if c.Episode.MaxTurnEventBytes == 0 {
+		c.Episode.MaxTurnEventBytes = DefaultMaxTurnEventBytes
+	}
 	if c.Name == "" {
 		switch {
 		case h.Agent != "":
@@ -225,6 +242,12 @@ func (c *Config) Normalize() error {
 	var errs []error
 	if c.Episode.MaxTurns < 0 {
 		errs = append(errs, errors.New("episode.max_turns must not be negative"))
+	}
+	if c.Episode.MaxTurnEvents < 0 {
+		errs = append(errs, errors.New("episode.max_turn_events must not be negative"))
+	}
+	if c.Episode.MaxTurnEventBytes < 0 {
+		errs = append(errs, errors.New("episode.max_turn_event_bytes must not be negative"))
 	}
 	if h.Agent == "" && len(h.Command) == 0 {
 		errs = append(errs, errors.New("harness.command is required (or harness.agent naming a preset)"))

@@ -19,6 +19,13 @@ func TestParseConfigDefaults(t *testing.T) {
 		cfg.Harness.StopGrace.D() != 5*time.Second || cfg.Episode.OutputLimit != DefaultOutputLimit || !cfg.Episode.EndsOnDone() {
 		t.Fatalf("defaults: %+v", cfg)
 	}
+	if cfg.Episode.MaxTurnEvents != DefaultMaxTurnEvents || cfg.Episode.MaxTurnEventBytes != DefaultMaxTurnEventBytes {
+		t.Fatalf("turn bounds: %d events, %d bytes", cfg.Episode.MaxTurnEvents, cfg.Episode.MaxTurnEventBytes)
+	}
+	cfg, err = ParseConfig([]byte("harness: {command: [a]}\nepisode: {max_turn_events: 10, max_turn_event_bytes: 1MiB}\n"), "")
+	if err != nil || cfg.Episode.MaxTurnEvents != 10 || cfg.Episode.MaxTurnEventBytes != 1<<20 {
+		t.Fatalf("turn bounds set: %v %+v", err, cfg.Episode)
+	}
 }
 
 func TestParseConfigFull(t *testing.T) {
@@ -70,6 +77,8 @@ func TestParseConfigErrors(t *testing.T) {
 		"harness: {command: [a]}\nrubrics:\n  - {type: match}\n":                                        "exactly one of pattern or contains",
 		"harness: {command: [a]}\nworkspace: {template: /nonexistent/seed}\n":                           "not a directory",
 		"harness: {command: [a]}\nepisode: {max_turns: -1}\n":                                           "max_turns must not be negative",
+		"harness: {command: [a]}\nepisode: {max_turn_events: -1}\n":                                     "max_turn_events must not be negative",
+		"harness: {command: [a]}\nepisode: {max_turn_event_bytes: -1}\n":                                "invalid size",
 	}
 	for y, want := range cases {
 		_, err := ParseConfig([]byte(y), "")

@@ -20,6 +20,12 @@
 // classifying its error, Interrupt), observe.go (scoring, observations,
 // ending an episode), record.go (the episode's record file).
 //
+// What a turn keeps in memory is bounded (episode.max_turn_events and
+// max_turn_event_bytes, turnbounds.go): past a bound the turn goes on, its
+// later events are dropped and the observation says so in
+// metadata.truncated; adjacent text_output events are kept as one.
+// Client-chosen strings are checked by CheckText and CheckEpisodeID.
+//
 // The package must not know about HTTP, WebSocket or trainers' connections
 // (that is package server), nor about any particular harness protocol (that
 // is the adapters').

@@ -39,7 +39,7 @@ func (s *Session) completed(ctx context.Context, ep *episode, a wire.Action, in 
 	s.mu.Unlock()
 	resp := res.Response
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
-		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events,
+		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
 		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
 	}}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, ep, a, res, obs)
@@ -118,7 +118,7 @@ func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *Failure) 
 	ep.log.Warn("episode ended by failure", append([]any{"turn", n, "error_type", f.Type, "error", f.Message}, exitAttr(f.Exit)...)...)
 	empty := ""
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
-		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events,
+		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 	}}
 	s.events.note(observationRecord(obs))

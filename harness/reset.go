@@ -28,8 +28,12 @@ type ResetOptions struct {
 // A harness that fails to start is not an error: Reset returns a terminal
 // observation with error_type startup_failed, the exit status and stderr
 // tail. Errors are returned for configuration and infrastructure problems
-// (tool name conflicts, tool servers that fail to start, a closed session).
+// (tool name conflicts, tool servers that fail to start, a closed session)
+// and for an episode id that CheckEpisodeID refuses.
 func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observation, error) {
+	if err := CheckEpisodeID(opts.EpisodeID); err != nil {
+		return nil, err
+	}
 	ctx, _, end, err := s.beginOp(ctx, false)
 	if err != nil {
 		return nil, err

@@ -96,6 +96,7 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, errors.New("harness: no process supervisor")
 	}
 	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter}
+	s.events.setLimits(cfg.Episode)
 	if s.id == "" {
 		s.id = uuid.NewString()
 	}

@@ -275,17 +275,40 @@ func TestWSBadFrames(t *testing.T) {
 }
 
 // TestWSOversizeFrame: frames above the library's 32 KiB default pass; a
-// frame above --max-frame-bytes gets an error frame and the session lives.
+// frame above --max-frame-bytes gets an error frame and the session lives;
+// an observation that would be above it is trimmed to fit, and says so.
 func TestWSOversizeFrame(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, spec{Flags: []string{"--max-frame-bytes", "256KiB"}, Harness: agentCmd(t)})
 	w := dialRaw(t, d, "/ws", nil)
 	obsData(t, w.request(map[string]any{"type": "reset"}))
 
-	big := strings.Repeat("b", 100<<10) // > 32 KiB, < 256 KiB
+	// The reply's text is in the observation six times (response, the
+	// text_output and turn_complete events, all under metadata twice).
+	big := strings.Repeat("b", 36<<10) // > 32 KiB, 6x < 256 KiB
 	obs := obsData(t, w.request(stepFrame("reply "+big)))
 	if got := responseOf(t, obs); got != big {
-		t.Fatalf("a 100 KiB message came back as %d bytes", len(got))
+		t.Fatalf("a 36 KiB message came back as %d bytes", len(got))
+	}
+
+	bigger := strings.Repeat("c", 100<<10) // accepted, but its observation does not fit as is
+	w.send(stepFrame("reply " + bigger))
+	b, err := w.readRaw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 256<<10 {
+		t.Fatalf("observation frame of %d bytes over the 256 KiB limit", len(b))
+	}
+	var f map[string]any
+	json.Unmarshal(b, &f)
+	md := meta(t, obsData(t, f))
+	tr, _ := md["truncated"].(map[string]any)
+	if tr["reason"] != "frame_limit" || tr["events_dropped"] != 1.0 || tr["response_bytes_dropped"] == nil {
+		t.Fatalf("trimmed observation: truncated %v", tr)
+	}
+	if got := md["response"].(string); !strings.HasPrefix(bigger, got) || len(got) < 10<<10 {
+		t.Fatalf("trimmed response of %d bytes", len(got))
 	}
 
 	huge := strings.Repeat("h", 300<<10)
@@ -294,7 +317,7 @@ func TestWSOversizeFrame(t *testing.T) {
 		t.Fatalf("oversize frame: %v", data)
 	}
 	obs = obsData(t, w.request(stepFrame("count")))
-	if got := responseOf(t, obs); got != "turns: 2" {
+	if got := responseOf(t, obs); got != "turns: 3" {
 		t.Fatalf("after the oversize frame: %q", got)
 	}
 }

@@ -13,7 +13,12 @@ func (s *Server) counted(surface string, h http.HandlerFunc) http.Handler {
 	received := s.metrics.received.WithLabelValues(surface)
 	sent := s.metrics.sent.WithLabelValues(surface)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = &countingBody{ReadCloser: r.Body, c: received}
+		// The original body goes back before the server finishes the
+		// request: net/http decides by its type whether an unread body is
+		// too big to drain (a 413 answered at once) or is to be read first.
+		orig := r.Body
+		r.Body = &countingBody{ReadCloser: orig, c: received}
+		defer func() { r.Body = orig }()
 		h(&countingWriter{ResponseWriter: w, c: sent}, r)
 	})
 }

@@ -7,7 +7,10 @@
 // The server owns connections, session capacity and lifetime (slots are
 // reserved before a session is built; idle HTTP sessions may be reaped),
 // authentication (an optional API token, and refusal of connections whose
-// peer process belongs to a harness tree), wire validation and error codes,
-// and graceful drain. It must not know how harnesses are driven: everything
+// peer process belongs to a harness tree), wire validation and error codes
+// (every client string checked where it enters, validate.go), the bounds of
+// what it reads and writes (no client frame or body held past the frame
+// limit, limitread.go; no observation sent over it, obsfit.go), and
+// graceful drain. It must not know how harnesses are driven: everything
 // about an episode goes through harness.Session.
 package server

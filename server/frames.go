@@ -3,7 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/wire"
@@ -18,7 +18,6 @@ const (
 	codeCapacity        = "CAPACITY_REACHED"
 	codeFactory         = "FACTORY_ERROR"
 	codeSession         = "SESSION_ERROR"
-	maxEpisodeIDLength  = 255
 	frameTypeReset      = "reset"
 	frameTypeStep       = "step"
 	frameTypeState      = wire.FrameState
@@ -55,8 +54,13 @@ type frame struct {
 	Raw  map[string]json.RawMessage
 }
 
-// rawInput turns bytes back into a value for error reports.
+// rawInput turns bytes back into a value for error reports; a long value
+// is quoted as the start of its text, so that an error frame does not
+// repeat a large frame.
 func rawInput(b []byte) any {
+	if len(b) > maxEchoedInput {
+		return echoInput(string(b[:maxEchoedInput+utf8.UTFMax]))
+	}
 	var v any
 	if json.Unmarshal(b, &v) != nil {
 		return string(b)
@@ -109,7 +113,9 @@ func parseWSFrame(b []byte) (frame, *wireError) {
 }
 
 // parseAction validates a step's data as a harness action: {"message": str,
-// "metadata": {}} with no other keys.
+// "metadata": {}} with no other keys; the message may hold tabs and
+// newlines but no other control characters. The metadata is the client's
+// own and kept as given.
 func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 	var a wire.Action
 	if data == nil {
@@ -129,6 +135,12 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 		errs = append(errs, fieldError{Type: "missing", Loc: append(loc, "message"), Msg: "Field required", Input: rawInput(data)})
 	case json.Unmarshal(msg, &a.Message) != nil || bytes.Equal(msg, []byte("null")):
 		errs = append(errs, fieldError{Type: "string_type", Loc: append(loc, "message"), Msg: "Input should be a valid string", Input: rawInput(msg)})
+	default:
+		// Tabs and newlines are a message's content; other control
+		// characters (NUL first) are not.
+		if fe := textFieldError(a.Message, 0, true, append(loc, "message")...); fe != nil {
+			errs = append(errs, *fe)
+		}
 	}
 	if md, ok := raw["metadata"]; ok && !bytes.Equal(md, []byte("null")) {
 		if json.Unmarshal(md, &a.Metadata) != nil {
@@ -147,8 +159,8 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 }
 
 // parseReset validates reset data: seed (int >= 0 or null) and episode_id
-// (string of at most 255 characters or null); other keys are accepted and
-// ignored, as reset keyword arguments are.
+// (string of at most 255 characters without control characters, or null);
+// other keys are accepted and ignored, as reset keyword arguments are.
 func parseReset(data json.RawMessage) (harness.ResetOptions, *wireError) {
 	var o harness.ResetOptions
 	if data == nil {
@@ -172,9 +184,8 @@ func parseReset(data json.RawMessage) (harness.ResetOptions, *wireError) {
 	if e, ok := raw["episode_id"]; ok && !bytes.Equal(e, []byte("null")) {
 		if err := json.Unmarshal(e, &o.EpisodeID); err != nil {
 			errs = append(errs, fieldError{Type: "string_type", Loc: []any{"episode_id"}, Msg: "Input should be a valid string", Input: rawInput(e)})
-		} else if len([]rune(o.EpisodeID)) > maxEpisodeIDLength {
-			errs = append(errs, fieldError{Type: "string_too_long", Loc: []any{"episode_id"},
-				Msg: fmt.Sprintf("String should have at most %d characters", maxEpisodeIDLength), Input: o.EpisodeID})
+		} else if fe := textFieldError(o.EpisodeID, harness.MaxEpisodeIDLength, false, "episode_id"); fe != nil {
+			errs = append(errs, *fe)
 		}
 	}
 	if len(errs) > 0 {

@@ -72,6 +72,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		}
 		m.touch()
 		msg, perr := parseHarnessFrame(in)
+		wc.release(in)
 		if perr != nil {
 			wc.send(perr.frame(frameTypeProtoError))
 			continue
@@ -89,8 +90,8 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseHarnessFrame validates a client frame: {"type":"message","content":
-// str} (extra keys ignored) or {"type":"cancel"}. It returns nil, nil for a
-// cancel.
+// str} (extra keys ignored; tabs and newlines in content, no other control
+// characters) or {"type":"cancel"}. It returns nil, nil for a cancel.
 func parseHarnessFrame(in inbound) (*string, *wireError) {
 	if in.tooBig > 0 {
 		e := tooBigError(in)
@@ -110,6 +111,9 @@ func parseHarnessFrame(in inbound) (*string, *wireError) {
 		c, ok := obj["content"].(string)
 		if !ok {
 			return nil, &wireError{Message: "Invalid message: content must be a string", Code: codeValidation}
+		}
+		if fe := textFieldError(c, 0, true, "content"); fe != nil {
+			return nil, &wireError{Message: "Invalid message: content: " + fe.Msg, Code: codeValidation, Errors: []fieldError{*fe}}
 		}
 		return &c, nil
 	case frameTypeCancel:
@@ -150,6 +154,12 @@ func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string
 	}()
 	var res result
 	quit := s.quit
+	bounded := false
+	defer func() {
+		if bounded {
+			releaseFloodMemory()
+		}
+	}()
 wait:
 	for {
 		select {
@@ -157,6 +167,7 @@ wait:
 			break wait
 		case in := <-wc.frames:
 			if msg, perr := parseHarnessFrame(in); perr == nil && msg == nil {
+				wc.release(in)
 				ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
 				m.sess.Interrupt(ctx)
 				cancel()
@@ -170,6 +181,7 @@ wait:
 	}
 	close(events)
 	<-flushed
+	bounded = res.obs != nil && res.obs.Metadata.Truncated != nil
 	if terminal != nil {
 		if res.obs != nil && res.obs.Metadata.ErrorType != "" {
 			e := *terminal

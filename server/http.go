@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -16,20 +15,29 @@ import (
 const sessionHeader = "X-Harnessd-Session"
 
 // readBody reads a JSON body of at most MaxFrameBytes; empty means {}.
+// A larger body is refused before more than the limit is held: at once
+// when its Content-Length says so.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxFrameBytes+1))
-	if err != nil {
-		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"detail": "unreadable body: " + err.Error()})
-		return nil, false
-	}
-	if int64(len(b)) > s.opts.MaxFrameBytes {
+	b, err := s.readRequestBody(w, r)
+	var big *errTooLarge
+	switch {
+	case errors.As(err, &big):
 		writeJSONStatus(w, http.StatusRequestEntityTooLarge, map[string]any{"detail": "body exceeds the maximum frame size"})
+		return nil, false
+	case err != nil:
+		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"detail": "unreadable body: " + err.Error()})
 		return nil, false
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return json.RawMessage("{}"), true
 	}
 	return b, true
+}
+
+// readRequestBody reads r's body through http.MaxBytesReader (a body past
+// the limit also ends the connection rather than being drained).
+func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return readCapped(http.MaxBytesReader(w, r.Body, s.opts.MaxFrameBytes), r.ContentLength, s.opts.MaxFrameBytes)
 }
 
 func unprocessable(w http.ResponseWriter, e *wireError) {
@@ -82,15 +90,17 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 }
 
 // writeObservation answers with an observation's wire form plus the
-// session id as one more top-level key, encoded in one pass.
-func writeObservation(w http.ResponseWriter, obs *wire.Observation, id string) {
-	b, err := obs.AppendJSON(make([]byte, 0, 1024))
+// session id as one more top-level key, encoded in one pass and trimmed to
+// the frame limit like a /ws frame.
+func (s *Server) writeObservation(w http.ResponseWriter, obs *wire.Observation, id string) {
+	sid := append([]byte(`,"session_id":`), marshal(id)...)
+	b, err := encodeObservation(obs, nil, nil, s.opts.MaxFrameBytes-int64(len(sid)))
 	if err != nil {
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": "encoding the observation failed: " + err.Error()})
 		return
 	}
-	b = append(b[:len(b)-1], `,"session_id":`...) // reopen the object
-	b = append(append(b, marshal(id)...), '}')
+	b = append(append(b[:len(b)-1], sid...), '}') // reopen the object
+
 	w.Header().Set(sessionHeader, id)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -113,6 +123,10 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		SessionID string `json:"session_id"`
 	}
 	json.Unmarshal(body, &sid)
+	if werr := checkSessionID(sid.SessionID, "body", "session_id"); werr != nil {
+		unprocessable(w, werr)
+		return
+	}
 	m, err := s.httpSession(sid.SessionID, true)
 	if err != nil {
 		s.httpError(w, err)
@@ -123,7 +137,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	writeObservation(w, s.present(obs), m.id)
+	s.writeObservation(w, s.present(obs), m.id)
 }
 
 // handleStep: POST /step {"action": {...}, "timeout_s"?, "request_id"?, "session_id"?}.
@@ -163,8 +177,14 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		}
 		a.Timeout = time.Duration(*extra.TimeoutS * float64(time.Second))
 	}
-	if extra.RequestID != nil && len(*extra.RequestID) > maxEpisodeIDLength {
-		unprocessable(w, invalid(fieldError{Type: "string_too_long", Loc: []any{"body", "request_id"}, Msg: "String should have at most 255 characters", Input: *extra.RequestID}))
+	if extra.RequestID != nil {
+		if fe := textFieldError(*extra.RequestID, maxRequestIDLength, false, "body", "request_id"); fe != nil {
+			unprocessable(w, invalid(*fe))
+			return
+		}
+	}
+	if werr := checkSessionID(extra.SessionID, "body", "session_id"); werr != nil {
+		unprocessable(w, werr)
 		return
 	}
 	m, err := s.httpSession(extra.SessionID, false)
@@ -181,12 +201,21 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	writeObservation(w, s.present(obs), m.id)
+	bounded := obs.Metadata.Truncated != nil
+	s.writeObservation(w, s.present(obs), m.id)
+	if bounded {
+		releaseFloodMemory()
+	}
 }
 
 // handleState: GET /state[?session_id=].
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
-	m, err := s.httpSession(r.URL.Query().Get("session_id"), false)
+	id := r.URL.Query().Get("session_id")
+	if werr := checkSessionID(id, "query", "session_id"); werr != nil {
+		unprocessable(w, werr)
+		return
+	}
+	m, err := s.httpSession(id, false)
 	if err != nil {
 		s.httpError(w, err)
 		return

@@ -24,12 +24,12 @@ func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 }
 
 // observationFrame writes {"type":"observation","data":OBS} in one pass
-// (the generic encoder would re-validate the observation's own encoding).
-func observationFrame(obs *wire.Observation) []byte {
-	b := append(make([]byte, 0, 1024), `{"type":"observation","data":`...)
-	b, err := obs.AppendJSON(b)
+// (the generic encoder would re-validate the observation's own encoding),
+// trimmed to the frame limit (see encodeObservation).
+func (s *Server) observationFrame(obs *wire.Observation) []byte {
+	b, err := encodeObservation(obs, []byte(`{"type":"observation","data":`), []byte{'}'}, s.opts.MaxFrameBytes)
 	if err != nil {
 		return marshal((&wireError{Message: "encoding the observation failed: " + err.Error(), Code: codeExecution}).frame(frameTypeError))
 	}
-	return append(b, '}')
+	return b
 }

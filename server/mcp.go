@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -47,8 +46,8 @@ func rpcResponse(id json.RawMessage, result any, e *rpcError) map[string]any {
 // handleMCP serves OpenEnv's JSON-RPC route (not MCP streamable HTTP):
 // always HTTP 200 with a JSON-RPC response.
 func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxFrameBytes+1))
-	if err != nil || int64(len(body)) > s.opts.MaxFrameBytes {
+	body, err := s.readRequestBody(w, r)
+	if err != nil {
 		writeJSONStatus(w, http.StatusOK, rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: body too large or unreadable"}))
 		return
 	}
@@ -107,6 +106,13 @@ func (s *Server) mcpDispatch(ctx context.Context, method string, params map[stri
 		var v string
 		json.Unmarshal(params[k], &v)
 		return v
+	}
+	// The strings that name things are checked before they are looked up
+	// or quoted back; a tool's arguments are the tool's to judge.
+	for _, k := range []string{"session_id", "name"} {
+		if fe := textFieldError(str(k), maxSessionIDLength, false, k); fe != nil {
+			return nil, &rpcError{Code: rpcInvalidParams, Message: "Invalid '" + k + "' in params: " + fe.Msg}
+		}
 	}
 	switch method {
 	case "tools/list", "tools/call":

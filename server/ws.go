@@ -48,7 +48,9 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 				s.sendError(wc, tooBigError(in))
 				continue
 			}
-			if !s.handleWSFrame(wc, m, in.data) {
+			more := s.handleWSFrame(wc, m, in.data)
+			wc.release(in)
+			if !more {
 				// The session ends before the close handshake completes, so
 				// a client may reconnect at once and find its slot free.
 				why = "client sent close"
@@ -81,6 +83,9 @@ func (s *Server) wsSession(attachID string) (*managed, *wireError) {
 		}
 		m.attached.Store(true)
 		return m, nil
+	}
+	if werr := checkSessionID(attachID, "query", "session_id"); werr != nil {
+		return nil, werr
 	}
 	m := s.reg.get(attachID)
 	switch {
@@ -122,7 +127,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, s.execError(err))
 			return true
 		}
-		wc.sendRaw(observationFrame(s.present(obs)))
+		wc.sendRaw(s.observationFrame(s.present(obs)))
 	case frameTypeStep:
 		a, werr := parseAction(f.Data)
 		if werr != nil {
@@ -134,7 +139,11 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, s.execError(err))
 			return true
 		}
-		wc.sendRaw(observationFrame(s.present(obs)))
+		bounded := obs.Metadata.Truncated != nil
+		wc.sendRaw(s.observationFrame(s.present(obs)))
+		if bounded {
+			releaseFloodMemory()
+		}
 	case frameTypeMCP:
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	}

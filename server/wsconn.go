@@ -7,17 +7,19 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// inbound is one frame read from a client, or a frame that was too big.
+// inbound is one frame read from a client, or a frame that was refused.
 type inbound struct {
 	data    []byte
 	tooBig  int64 // bytes received when over the limit (data is nil)
 	allowed int64
+	queued  int64 // bytes of earlier frames still waiting, when that refused it
 }
 
 // wsConn is a server-side WebSocket with one long-lived reader (so pings are
@@ -29,9 +31,13 @@ type wsConn struct {
 	frames  chan inbound
 	gone    chan struct{} // closed when the reader stops (peer gone or closed)
 	readErr error
-	ctx     context.Context // ends when the peer is gone
-	cancel  context.CancelFunc
-	wmu     sync.Mutex
+	// queued counts the bytes of frames read but not yet handled (in frames
+	// or a handler's backlog); a frame that would take it past max is
+	// refused, so a client pipelining large frames cannot pile them up.
+	queued atomic.Int64
+	ctx    context.Context // ends when the peer is gone
+	cancel context.CancelFunc
+	wmu    sync.Mutex
 	// received and sent count the frames' bytes for /metrics.
 	received, sent prometheus.Counter
 }
@@ -65,27 +71,49 @@ func (wc *wsConn) readLoop() {
 			wc.readErr = err
 			return
 		}
-		buf, err := io.ReadAll(io.LimitReader(r, wc.max+1))
+		in, err := wc.readFrame(r)
 		if err != nil {
 			wc.readErr = err
 			return
 		}
-		in := inbound{data: buf}
-		if int64(len(buf)) > wc.max {
-			n, err := io.Copy(io.Discard, r)
-			wc.received.Add(float64(n))
-			if err != nil {
-				wc.readErr = err
-				return
-			}
-			in = inbound{tooBig: int64(len(buf)) + n, allowed: wc.max}
-		}
-		wc.received.Add(float64(len(buf)))
 		select {
 		case wc.frames <- in:
 		case <-wc.ctx.Done():
 			return
 		}
+	}
+}
+
+// readFrame reads one message, holding at most max bytes of it: the rest of
+// a larger one is discarded unread into memory and the frame refused.
+func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
+	buf, err := readCapped(r, 0, wc.max)
+	var big *errTooLarge
+	switch {
+	case errors.As(err, &big):
+		n, err := io.Copy(io.Discard, r)
+		wc.received.Add(float64(wc.max + 1 + n))
+		if err != nil {
+			return inbound{}, err
+		}
+		return inbound{tooBig: wc.max + 1 + n, allowed: wc.max}, nil
+	case err != nil:
+		wc.received.Add(float64(len(buf)))
+		return inbound{}, err
+	}
+	n := int64(len(buf))
+	wc.received.Add(float64(n))
+	if q := wc.queued.Load(); q > 0 && q+n > wc.max {
+		return inbound{tooBig: n, allowed: wc.max - q, queued: q}, nil
+	}
+	wc.queued.Add(n)
+	return inbound{data: buf}, nil
+}
+
+// release marks a frame as handled: its bytes no longer count as queued.
+func (wc *wsConn) release(in inbound) {
+	if in.data != nil {
+		wc.queued.Add(-int64(len(in.data)))
 	}
 }
 
@@ -168,8 +196,14 @@ func (wc *wsConn) goneReason() string {
 	return "client disconnected: " + wc.readErr.Error()
 }
 
-// tooBigError answers a frame over the limit.
+// tooBigError answers a frame over the limit, or one refused because
+// earlier frames still wait.
 func tooBigError(in inbound) *wireError {
+	if in.queued > 0 {
+		return &wireError{Code: codeValidation,
+			Message: fmt.Sprintf("frame of %d bytes refused: %d bytes of earlier frames are still waiting (maximum %d bytes in all)", in.tooBig, in.queued, in.queued+in.allowed),
+			Errors:  []fieldError{{Type: "too_long", Loc: []any{}, Msg: "too many bytes queued", Input: nil}}}
+	}
 	return &wireError{Code: codeValidation,
 		Message: fmt.Sprintf("frame of %d bytes exceeds the maximum of %d bytes", in.tooBig, in.allowed),
 		Errors:  []fieldError{{Type: "too_long", Loc: []any{}, Msg: "frame too large", Input: nil}}}

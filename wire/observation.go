@@ -3,7 +3,9 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -89,8 +91,46 @@ type Metadata struct {
 	Exit *ExitStatus `json:"exit,omitempty"`
 	// StderrTail is the end of the harness's stderr after a failure.
 	StderrTail string `json:"stderr_tail,omitempty"`
+	// Truncated says what the turn's events leave out because a bound was
+	// hit (nil when nothing was dropped).
+	Truncated *Truncation `json:"truncated,omitempty"`
 	// Extra holds adapter-specific facts of the turn (stop reason, usage).
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Truncation reasons: the bound that dropped events of a turn.
+const (
+	TruncatedMaxEvents = "max_turn_events"      // episode.max_turn_events was reached
+	TruncatedMaxBytes  = "max_turn_event_bytes" // episode.max_turn_event_bytes was reached
+	TruncatedFrame     = "frame_limit"          // the observation frame would exceed the server's frame limit
+)
+
+// Truncation is the marker of a turn whose events were cut short: the turn
+// went on, but what it reported beyond a bound was dropped, not kept.
+type Truncation struct {
+	// EventsDropped counts the events left out.
+	EventsDropped int `json:"events_dropped"`
+	// BytesDropped counts the encoded bytes of the events left out.
+	BytesDropped int64 `json:"bytes_dropped"`
+	// ResponseBytesDropped counts bytes cut from the end of the response to
+	// fit the frame limit.
+	ResponseBytesDropped int64 `json:"response_bytes_dropped,omitempty"`
+	// Reason names the bounds that were hit (Truncated* constants), comma
+	// separated in the order they were hit.
+	Reason string `json:"reason"`
+}
+
+// AddReason records that bound r dropped something, once.
+func (t *Truncation) AddReason(r string) {
+	for _, have := range strings.Split(t.Reason, ",") {
+		if have == r {
+			return
+		}
+	}
+	if t.Reason != "" {
+		t.Reason += ","
+	}
+	t.Reason += r
 }
 
 // Observation is the result of a reset or a step.
@@ -127,6 +167,9 @@ func (o *Observation) AppendJSON(dst []byte) ([]byte, error) {
 		return nil, err
 	}
 	md := w.buf.Bytes()
+	// Grow once to the final size (with room for a caller's last key): a
+	// large observation is not copied through a series of doubling buffers.
+	dst = slices.Grow(dst, 2*len(md)+256)
 	dst = append(dst, `{"observation":{"metadata":`...)
 	dst = append(dst, md...)
 	dst = append(dst, `},"reward":`...)

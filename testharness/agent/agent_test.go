@@ -286,3 +286,16 @@ func TestACPFrontEnd(t *testing.T) {
 		t.Fatalf("unknown method: %+v", r)
 	}
 }
+
+func TestLinesDirective(t *testing.T) {
+	r := start(t, nil)
+	evs := r.turnEvents("lines 5000")
+	if len(evs) != 5001 {
+		t.Fatalf("%d events, want 5000 lines and turn_complete", len(evs))
+	}
+	for i, want := range map[int]string{0: "line 000000000000", 4999: "line 000000004999"} {
+		if got := evs[i].Data["line"]; got != want {
+			t.Errorf("line %d is %q, want %q", i, got, want)
+		}
+	}
+}

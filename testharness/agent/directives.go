@@ -16,7 +16,7 @@ type Directive struct {
 // verbs lists every directive; a message with none of them is echoed.
 var verbs = map[string]bool{
 	"reply": true, "say": true, "tool": true, "tools": true, "sleep": true, "hang": true,
-	"crash": true, "exit": true, "stderr": true, "flood": true, "longline": true,
+	"crash": true, "exit": true, "stderr": true, "flood": true, "lines": true, "longline": true,
 	"garbage": true, "malformed": true, "badevent": true, "ignore-term": true,
 	"spawn": true, "escape": true, "orphan": true, "done": true, "history": true,
 	"count": true, "env": true, "pwd": true, "write": true, "error": true,

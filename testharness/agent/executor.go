@@ -148,6 +148,13 @@ directives:
 				}
 				sink.Raw(line)
 			}
+		case "lines":
+			n, err := parseSize(d.Arg)
+			if err != nil {
+				sink.Error(err.Error(), true)
+				break
+			}
+			floodLines(ctx, sink, n)
 		case "longline":
 			n, err := parseSize(d.Arg)
 			if err != nil {

@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -65,4 +67,25 @@ func RunDetach(args []string) int {
 	os.Stdout.Sync()
 	time.Sleep(linger)
 	return 0
+}
+
+// floodLines writes n short non-JSON stdout lines ("line 000000000042",
+// 18 bytes with the newline), batched so that the agent is not slowed by a
+// write per line.
+func floodLines(ctx context.Context, sink Sink, n int) {
+	const batch = 4096
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "line %012d", i)
+		if (i+1)%batch == 0 || i == n-1 {
+			if ctx.Err() != nil {
+				return
+			}
+			sink.Raw(b.String())
+			b.Reset()
+		}
+	}
 }
