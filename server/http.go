@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/wire"
@@ -104,16 +103,12 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	opts, werr := parseReset(body)
+	opts, sessionID, werr := parseResetBody(body)
 	if werr != nil {
 		unprocessable(w, werr)
 		return
 	}
-	var sid struct {
-		SessionID string `json:"session_id"`
-	}
-	json.Unmarshal(body, &sid)
-	m, err := s.httpSession(sid.SessionID, true)
+	m, err := s.httpSession(sessionID, true)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -133,42 +128,12 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	raw, werr := parseObject(body)
+	a, sessionID, werr := parseStepBody(body)
 	if werr != nil {
 		unprocessable(w, werr)
 		return
 	}
-	action, ok := raw["action"]
-	if !ok {
-		unprocessable(w, invalid(fieldError{Type: "missing", Loc: []any{"body", "action"}, Msg: "Field required", Input: rawInput(body)}))
-		return
-	}
-	a, werr := parseAction(action, "body", "action")
-	if werr != nil {
-		unprocessable(w, werr)
-		return
-	}
-	var extra struct {
-		TimeoutS  *float64 `json:"timeout_s"`
-		RequestID *string  `json:"request_id"`
-		SessionID string   `json:"session_id"`
-	}
-	if err := json.Unmarshal(body, &extra); err != nil {
-		unprocessable(w, invalid(fieldError{Type: "value_error", Loc: []any{"body"}, Msg: err.Error(), Input: rawInput(body)}))
-		return
-	}
-	if extra.TimeoutS != nil {
-		if *extra.TimeoutS <= 0 {
-			unprocessable(w, invalid(fieldError{Type: "greater_than", Loc: []any{"body", "timeout_s"}, Msg: "Input should be greater than 0", Input: *extra.TimeoutS}))
-			return
-		}
-		a.Timeout = time.Duration(*extra.TimeoutS * float64(time.Second))
-	}
-	if extra.RequestID != nil && len(*extra.RequestID) > maxEpisodeIDLength {
-		unprocessable(w, invalid(fieldError{Type: "string_too_long", Loc: []any{"body", "request_id"}, Msg: "String should have at most 255 characters", Input: *extra.RequestID}))
-		return
-	}
-	m, err := s.httpSession(extra.SessionID, false)
+	m, err := s.httpSession(sessionID, false)
 	if err != nil {
 		s.httpError(w, err)
 		return
