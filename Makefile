@@ -42,7 +42,7 @@ FUZZ_TARGETS := \
 	./harness:FuzzParseConfig ./harness/jsonl:FuzzLine ./harness/acp:FuzzMessage \
 	./harness/claude:FuzzStreamJSON ./harness/exec:FuzzFormats ./bridge:FuzzRequest
 FUZZTIME  ?= 60s
-FUZZSMOKE ?= 3s
+FUZZSMOKE ?= 2s
 
 fuzz: build
 	@$(MAKE) --no-print-directory fuzz-run FUZZFOR=$(FUZZTIME)
