@@ -91,6 +91,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'TurnOverhead' -benchtime 2000x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Reset|BridgeStart' -benchtime 200x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'IdleSessionMemory|ConcurrentSessions' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	@echo; echo "== summary (bin/bench.txt) =="; grep '^BENCH' $(BIN)/bench.txt
 
 clean:
