@@ -4,13 +4,14 @@
 #   make lint    go vet, gofmt, staticcheck
 #   make test    lint + every test (race detector on); CI runs this
 #   make bench   benchmarks with their floors, as ratios (see docs/benchmarks.md)
+#   make fuzz    every fuzz target for FUZZTIME each (default 60s)
 #   make agents  install the real CLI agents pinned in integration/agents (npm ci; needs Node)
 
 GO      ?= go
 BIN     := $(CURDIR)/bin
 PKGS    := ./...
 
-.PHONY: all build test test-go vet lint demo bench clean agents
+.PHONY: all build test test-go vet lint demo bench clean agents fuzz fuzz-smoke
 
 all: build
 
@@ -31,10 +32,37 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck $(PKGS)
 
-test: lint build agents test-go
+test: lint build agents test-go fuzz-smoke
 
 test-go:
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -race -timeout 15m $(PKGS)
+
+# Fuzz targets of every decoder facing untrusted bytes, as package:target.
+# go test runs their seed corpora and testdata/fuzz/ regressions anyway;
+# fuzz-smoke (part of make test) fuzzes each for FUZZSMOKE, make fuzz for
+# FUZZTIME. Minimizing a new input is capped, so a run spends its time
+# fuzzing. A crasher is written to the package's testdata/fuzz/FuzzX/:
+# commit it with the fix, and it stays a regression test.
+FUZZ_TARGETS := \
+	./wire:FuzzEventDecode \
+	./server:FuzzWSFrame ./server:FuzzHarnessFrame ./server:FuzzHTTPBody ./server:FuzzMCPRequest \
+	./harness:FuzzParseConfig ./harness/jsonl:FuzzLine ./harness/acp:FuzzMessage \
+	./harness/claude:FuzzStreamJSON ./harness/exec:FuzzFormats ./bridge:FuzzRequest
+FUZZTIME  ?= 60s
+FUZZSMOKE ?= 2s
+
+fuzz: build
+	@$(MAKE) --no-print-directory fuzz-run FUZZFOR=$(FUZZTIME)
+
+fuzz-smoke: build
+	@$(MAKE) --no-print-directory fuzz-run FUZZFOR=$(FUZZSMOKE)
+
+fuzz-run:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZFOR))"; \
+		HARNESSD_BIN_DIR=$(BIN) $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZFOR) -fuzzminimizetime 5s $$pkg; \
+	done
 
 # The real agents of integration/agents: installed with npm ci when node and
 # npm are on PATH, and again only when package.json or package-lock.json
@@ -71,6 +99,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'TurnOverhead' -benchtime 2000x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Reset|BridgeStart' -benchtime 200x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'IdleSessionMemory|ConcurrentSessions' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	@echo; echo "== summary (bin/bench.txt) =="; grep '^BENCH' $(BIN)/bench.txt
 
 clean:

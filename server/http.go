@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/wire"
@@ -114,20 +113,12 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	opts, werr := parseReset(body)
+	opts, sessionID, werr := parseResetBody(body)
 	if werr != nil {
 		unprocessable(w, werr)
 		return
 	}
-	var sid struct {
-		SessionID string `json:"session_id"`
-	}
-	json.Unmarshal(body, &sid)
-	if werr := checkSessionID(sid.SessionID, "body", "session_id"); werr != nil {
-		unprocessable(w, werr)
-		return
-	}
-	m, err := s.httpSession(sid.SessionID, true)
+	m, err := s.httpSession(sessionID, true)
 	if err != nil {
 		s.httpError(w, err)
 		return
@@ -146,48 +137,12 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	raw, werr := parseObject(body)
+	a, sessionID, werr := parseStepBody(body)
 	if werr != nil {
 		unprocessable(w, werr)
 		return
 	}
-	action, ok := raw["action"]
-	if !ok {
-		unprocessable(w, invalid(fieldError{Type: "missing", Loc: []any{"body", "action"}, Msg: "Field required", Input: rawInput(body)}))
-		return
-	}
-	a, werr := parseAction(action, "body", "action")
-	if werr != nil {
-		unprocessable(w, werr)
-		return
-	}
-	var extra struct {
-		TimeoutS  *float64 `json:"timeout_s"`
-		RequestID *string  `json:"request_id"`
-		SessionID string   `json:"session_id"`
-	}
-	if err := json.Unmarshal(body, &extra); err != nil {
-		unprocessable(w, invalid(fieldError{Type: "value_error", Loc: []any{"body"}, Msg: err.Error(), Input: rawInput(body)}))
-		return
-	}
-	if extra.TimeoutS != nil {
-		if *extra.TimeoutS <= 0 {
-			unprocessable(w, invalid(fieldError{Type: "greater_than", Loc: []any{"body", "timeout_s"}, Msg: "Input should be greater than 0", Input: *extra.TimeoutS}))
-			return
-		}
-		a.Timeout = time.Duration(*extra.TimeoutS * float64(time.Second))
-	}
-	if extra.RequestID != nil {
-		if fe := textFieldError(*extra.RequestID, maxRequestIDLength, false, "body", "request_id"); fe != nil {
-			unprocessable(w, invalid(*fe))
-			return
-		}
-	}
-	if werr := checkSessionID(extra.SessionID, "body", "session_id"); werr != nil {
-		unprocessable(w, werr)
-		return
-	}
-	m, err := s.httpSession(extra.SessionID, false)
+	m, err := s.httpSession(sessionID, false)
 	if err != nil {
 		s.httpError(w, err)
 		return

@@ -69,7 +69,11 @@ func (s *Server) mcpRequest(ctx context.Context, body []byte, bound *managed) ma
 	json.Unmarshal(body, &raw)
 	id := raw["id"]
 	switch idv := obj["id"].(type) {
-	case string, float64, nil:
+	case string:
+		// Echoed as decoded, so that invalid UTF-8 in the request's id
+		// never reaches the response (a WebSocket text frame must be UTF-8).
+		id = marshal(idv)
+	case float64, nil:
 		if f, isNum := idv.(float64); isNum && f != float64(int64(f)) {
 			return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: id must be a string, an integer or null"})
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // jsonWriter appends JSON to a buffer with one reusable non-escaping
@@ -35,12 +36,23 @@ func putWriter(w *jsonWriter) {
 	writers.Put(w)
 }
 
-// value appends v's JSON (without the encoder's trailing newline).
+// value appends v's JSON (without the encoder's trailing newline). Raw
+// JSON kept from a producer (arguments, extra fields, unknown payloads) is
+// copied as it came, so invalid UTF-8 in it, which can only sit inside
+// strings of valid JSON, becomes U+FFFD here, as encoding/json does for Go
+// strings: a WebSocket text frame must be UTF-8, and a peer would drop the
+// connection over it.
 func (w *jsonWriter) value(v any) error {
+	start := w.buf.Len()
 	if err := w.enc.Encode(v); err != nil {
 		return err
 	}
 	w.buf.Truncate(w.buf.Len() - 1)
+	if out := w.buf.Bytes()[start:]; !utf8.Valid(out) {
+		fixed := bytes.ToValidUTF8(out, []byte("\uFFFD"))
+		w.buf.Truncate(start)
+		w.buf.Write(fixed)
+	}
 	return nil
 }
 

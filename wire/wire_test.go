@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestEventRoundTripEveryType(t *testing.T) {
@@ -177,5 +178,24 @@ func TestMarshalNoEscape(t *testing.T) {
 	b, _ := MarshalNoEscape(map[string]string{"a": "<x> & y"})
 	if string(b) != `{"a":"<x> & y"}` {
 		t.Errorf("%s", b)
+	}
+}
+
+// Raw JSON of a producer holding invalid UTF-8 is encoded as valid UTF-8,
+// as found by FuzzEventDecode.
+func TestEventEncodingIsValidUTF8(t *testing.T) {
+	for _, in := range []string{
+		"{\"type\":\"tool_call\",\"data\":{\"tool_name\":\"a\",\"arguments\":{\"\xff\":\"\xfe\"},\"x\":\"\xff\"}}",
+		"{\"type\":\"llm_request\",\"data\":{\"messages\":[\"\xff\"]}}",
+		"{\"type\":\"no_such_type\",\"data\":{\"\xff\":{}}}",
+	} {
+		var e Event
+		if err := json.Unmarshal([]byte(in), &e); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(e)
+		if err != nil || !utf8.Valid(b) || !json.Valid(b) {
+			t.Errorf("%q: encoded as %q (%v)", in, b, err)
+		}
 	}
 }

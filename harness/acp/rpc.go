@@ -190,31 +190,41 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 				return nil, &limitError{fmt.Sprintf("agent wrote more than %d bytes in one turn", w.limit)}
 			}
 		}
-		m, ok := c.decode(line.Text)
-		if !ok {
-			continue
-		}
-		switch {
-		case m.Method == "" && hasID(m.ID):
-			if isID(m.ID, id) {
-				if m.Error != nil {
-					return nil, m.Error
-				}
-				return m.Result, nil
-			}
-			c.log.Warn("acp: response to an unknown request id", "id", clip.Bytes(m.ID))
-		case m.Method != "" && hasID(m.ID):
-			c.answer(m)
-		case m.Method != "":
-			if w.notify != nil {
-				w.notify(m.Method, m.Params)
-			} else {
-				c.log.Debug("acp: notification outside a turn", "method", m.Method)
-			}
-		default:
-			c.log.Warn("acp: malformed JSON-RPC message", "line", clip.Bytes(line.Text))
+		if result, done, err := c.dispatch(line.Text, id, w); done {
+			return result, err
 		}
 	}
+}
+
+// dispatch handles one stdout line while waiting for the response to id:
+// it answers requests, passes notifications to w.notify and reports done
+// with the result or error of the response to id.
+func (c *conn) dispatch(text []byte, id int64, w watch) (json.RawMessage, bool, error) {
+	m, ok := c.decode(text)
+	if !ok {
+		return nil, false, nil
+	}
+	switch {
+	case m.Method == "" && hasID(m.ID):
+		if isID(m.ID, id) {
+			if m.Error != nil {
+				return nil, true, m.Error
+			}
+			return m.Result, true, nil
+		}
+		c.log.Warn("acp: response to an unknown request id", "id", clip.Bytes(m.ID))
+	case m.Method != "" && hasID(m.ID):
+		c.answer(m)
+	case m.Method != "":
+		if w.notify != nil {
+			w.notify(m.Method, m.Params)
+		} else {
+			c.log.Debug("acp: notification outside a turn", "method", m.Method)
+		}
+	default:
+		c.log.Warn("acp: malformed JSON-RPC message", "line", clip.Bytes(text))
+	}
+	return nil, false, nil
 }
 
 // decode parses one stdout line; lines that are not a JSON object are
