@@ -74,12 +74,17 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.discard(ep)
 		return nil, err
 	}
+	if err := s.openModel(ep); err != nil {
+		s.discard(ep)
+		return nil, err
+	}
 	s.mu.Lock()
 	s.ep = ep // visible to state() and rubric tools from here
 	s.last = nil
 	s.mu.Unlock()
 
 	launch := s.launch(ep, inj)
+	s.modelLaunch(ep, launch)
 	if err := s.adapter.Start(ctx, launch); err != nil {
 		return s.startupFailed(ctx, ep, err), nil
 	}
@@ -152,6 +157,7 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
 	s.closeTools(context.Background(), ep)
+	s.closeModel(ep)
 	ep.log.Warn("harness failed to start", append([]any{"error", f.Message}, exitAttr(f.Exit)...)...)
 	zero := 0.0
 	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
@@ -163,6 +169,7 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 // discard removes a half-built episode.
 func (s *Session) discard(ep *episode) {
 	s.closeTools(context.Background(), ep)
+	s.closeModel(ep)
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)
 	}
@@ -183,6 +190,7 @@ func (s *Session) endEpisode(ctx context.Context) error {
 		return stopErr
 	}
 	err := errors.Join(stopErr, s.closeTools(ctx, ep))
+	s.closeModel(ep)
 	s.events.closeRecord()
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)

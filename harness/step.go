@@ -68,12 +68,17 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 		}
 	}
 	tctx, cancel := context.WithTimeout(ctx, budget)
+	tctx, endModelTurn := s.beginModelTurn(tctx, ep, n)
 	started := time.Now()
 	s.phase.Store(phaseInTurn)
 	res, err := s.adapter.Turn(tctx, TurnInput{Number: n, Message: a.Message, OutputLimit: int64(s.cfg.Episode.OutputLimit)}, s.events.add)
 	s.phase.Store(phaseIdle)
 	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	endModelTurn()
 	cancel()
+	if f := s.modelBudgetFailure(ep); f != nil {
+		return s.terminal(ep, n, f, turnEvents), nil
+	}
 	if err != nil || timedOut {
 		var f *Failure
 		switch {
@@ -114,6 +119,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
 		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events,
 		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
+		ModelIssues: s.modelIssues(ep, n),
 	}}
 	reward := 0.0
 	if s.rubrics.Applies(done) {
@@ -124,6 +130,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 			Done: done, HarnessDone: res.Done, Observation: mdJSON, Workspace: ep.dirs.workspace,
 		})
 		rcancel()
+		s.recordReward(ep, n, reward)
 	}
 	obs.Reward = &reward
 	ep.log.Info("turn complete", "turn", n, "elapsed", time.Since(started), "events", len(events),
@@ -155,6 +162,7 @@ func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []w
 	return &wire.Observation{Reward: &zero, Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events,
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
+		ModelIssues: s.modelIssues(ep, n),
 	}}
 }
 
@@ -165,6 +173,7 @@ func (s *Session) terminal(ep *episode, n int, f *Failure, turnEvents func() []w
 func (s *Session) finish(ep *episode, failure wire.FailureType) {
 	s.adapter.Stop(context.Background())
 	s.closeTools(context.Background(), ep)
+	s.closeModel(ep)
 	s.mu.Lock()
 	ep.active = false
 	ep.done = failure == ""
