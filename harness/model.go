@@ -270,7 +270,7 @@ func (s *Session) writeExport(ep *episode) error {
 	if err != nil {
 		return fmt.Errorf("encode the export: %w", err)
 	}
-	path := filepath.Join(s.cfg.RecordDir, safeFileName(ep.id)+".export.json")
+	path := ExportPath(s.cfg.RecordDir, ep.id)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write the export: %w", err)
@@ -279,6 +279,12 @@ func (s *Session) writeExport(ep *episode) error {
 		return fmt.Errorf("write the export: %w", err)
 	}
 	return nil
+}
+
+// ExportPath is where an episode's training export is written in
+// record_dir: <record_dir>/<episode>.export.json.
+func ExportPath(recordDir, episodeID string) string {
+	return filepath.Join(recordDir, safeFileName(episodeID)+".export.json")
 }
 
 // Export returns the training export of the session's current or last

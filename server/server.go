@@ -159,6 +159,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("POST /reset", g(http.HandlerFunc(s.handleReset)))
 		mux.Handle("POST /step", g(http.HandlerFunc(s.handleStep)))
 		mux.Handle("GET /state", g(http.HandlerFunc(s.handleState)))
+		mux.Handle("GET /episodes/{episode_id}/export", g(http.HandlerFunc(s.handleExport)))
 	} else {
 		mux.Handle("/harness", g(http.HandlerFunc(s.handleHarness)))
 	}
