@@ -151,7 +151,9 @@ func (s *Session) modelLaunch(ep *episode, l *Launch) {
 
 // beginModelTurn stamps the gateway's later calls with turn n and returns
 // ctx, cancelled should a budget run out during the turn; end must be
-// called when the adapter's turn is over.
+// called when the adapter's turn is over. From then on calls are stamped
+// n+1: a call between turns belongs to the next turn, as the event log
+// files its events (and it counts against that turn's budgets).
 func (s *Session) beginModelTurn(ctx context.Context, ep *episode, n int) (context.Context, func()) {
 	d := ep.model
 	if d == nil {
@@ -167,6 +169,7 @@ func (s *Session) beginModelTurn(ctx context.Context, ep *episode, n int) (conte
 		d.cancel = nil
 		d.mu.Unlock()
 		cancel(nil)
+		d.gw.SetTurn(n + 1)
 	}
 }
 

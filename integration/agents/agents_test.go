@@ -270,6 +270,14 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 		}
 	}
 
+	// Between the turns, the agent's last request again, non-streamed: it
+	// opens turn 2 (every real agent streams).
+	st, err := env.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialect := replayNonStreaming(t, st.HarnessPID, obs.Metadata.TurnEvents)
+
 	t0 = time.Now()
 	obs, err = env.Step(ctx, msgSecond)
 	if err != nil {
@@ -287,9 +295,12 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 			t.Errorf("turn %d: %d captured calls, %d calling a tool; want a tool call and the answer to its result", i+1, c.calls, c.toolCalls)
 		}
 	}
+	if !r.captures[1].streamed[dialect+" stream=false"] {
+		t.Errorf("turn 2: the non-streamed %s replay was not captured: %v", dialect, r.captures[1].streamed)
+	}
 	checkAllMatched(t, s.agentEntries(p.Name, since), used)
 
-	st, err := env.State(ctx)
+	st, err = env.State(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

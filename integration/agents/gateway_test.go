@@ -2,8 +2,11 @@ package agents_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,4 +189,76 @@ func streamSummary(cs ...capture) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
+}
+
+// replayNonStreaming sends the agent's last model request of evs again,
+// non-streamed, in its own dialect, to the episode's gateway with the
+// episode's key, both read from the agent's environment (pid): so that
+// every dialect's non-streaming path runs through the real daemon, for
+// agents that only stream. It returns the dialect.
+func replayNonStreaming(t *testing.T, pid int, evs []wire.Event) string {
+	t.Helper()
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base, key string
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("HARNESSD_MODEL_URL=")); ok {
+			base = string(v)
+		}
+		if v, ok := bytes.CutPrefix(kv, []byte("HARNESSD_MODEL_API_KEY=")); ok {
+			key = string(v)
+		}
+	}
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasPrefix(key, "sk-harnessd-") {
+		t.Fatalf("the agent's environment has gateway %q, key %q", base, key)
+	}
+	var last *wire.LLMRequest
+	for _, e := range evs {
+		if r, ok := e.Data.(*wire.LLMRequest); ok && e.Origin == wire.OriginGateway && len(r.Tools) > 0 {
+			last = r
+		}
+	}
+	if last == nil {
+		t.Fatal("no gateway llm_request offering tools to replay")
+	}
+	var path string
+	body := map[string]any{"model": last.Model}
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	switch last.Dialect {
+	case "anthropic":
+		path = "/v1/messages"
+		body["messages"], body["tools"], body["max_tokens"] = last.Messages, last.Tools, 1024
+		hdr.Set("x-api-key", key)
+		hdr.Set("anthropic-version", "2023-06-01")
+	case "openai-chat":
+		path = "/v1/chat/completions"
+		body["messages"], body["tools"] = last.Messages, last.Tools
+		hdr.Set("Authorization", "Bearer "+key)
+	case "openai-responses":
+		path = "/v1/responses"
+		body["input"], body["tools"] = last.Messages, last.Tools
+		hdr.Set("Authorization", "Bearer "+key)
+	case "gemini":
+		path = "/v1beta/models/" + last.Model + ":generateContent"
+		delete(body, "model")
+		body["contents"], body["tools"] = last.Messages, last.Tools
+		hdr.Set("x-goog-api-key", key)
+	default:
+		t.Fatalf("dialect %q", last.Dialect)
+	}
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(b))
+	req.Header = hdr
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || bytes.HasPrefix(bytes.TrimSpace(out), []byte("data:")) {
+		t.Fatalf("non-streamed %s replay: %d %.300s", last.Dialect, resp.StatusCode, out)
+	}
+	return last.Dialect
 }
