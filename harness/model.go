@@ -45,11 +45,10 @@ type modelDoor struct {
 	gw  *gateway.Gateway
 	url string // the gateway's root, http://HOST:PORT
 
-	mu       sync.Mutex
-	cancel   context.CancelCauseFunc // the running turn's, nil between turns
-	refused  *gateway.BudgetError    // the first refusal of the running turn
-	closed   bool
-	recorded bool
+	mu      sync.Mutex
+	cancel  context.CancelCauseFunc // the running turn's, nil between turns
+	refused *gateway.BudgetError    // the first refusal of the running turn
+	closed  bool
 }
 
 // refuse is the gateway's OnBudget: it ends the running turn.

@@ -12,7 +12,7 @@ import (
 
 // OrchestrationTokenEnv is the daemon variable holding harnessd's own API
 // token; it can never be a model key.
-const OrchestrationTokenEnv = "HARNESSD_API_TOKEN"
+const OrchestrationTokenEnv = harness.OrchestrationTokenEnv
 
 // ApplyOptions tune Apply.
 type ApplyOptions struct {
