@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -326,5 +327,41 @@ func TestModelIssuesInObservation(t *testing.T) {
 				t.Fatalf("export: %v, want %v", err, c.export)
 			}
 		})
+	}
+}
+
+// TestModelListenerIsAParameter: the session opens each episode's gateway
+// listener through Options.ModelListener, and the agent is pointed there.
+func TestModelListenerIsAParameter(t *testing.T) {
+	_, url := engine(t)
+	cfg := engineConfig(t, url)
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	var addrs []string
+	s, err := harness.NewSession(harness.Options{Config: cfg, Adapters: adapters(t), Supervisor: supervisor(t),
+		ModelListener: func(episodeID string) (net.Listener, error) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err == nil {
+				asked, addrs = append(asked, episodeID), append(addrs, ln.Addr().String())
+			}
+			return ln, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for _, id := range []string{"ep-a", "ep-b"} {
+		if obs, err := s.Reset(context.Background(), harness.ResetOptions{EpisodeID: id}); err != nil || obs.Done {
+			t.Fatalf("reset: %v %+v", err, obs)
+		}
+		o := step(t, s, "env HARNESSD_MODEL_URL")
+		if want := "HARNESSD_MODEL_URL=http://" + addrs[len(addrs)-1]; !strings.Contains(o.ResponseText(), want) {
+			t.Fatalf("%s: %q, want %q", id, o.ResponseText(), want)
+		}
+	}
+	if !slices.Equal(asked, []string{"ep-a", "ep-b"}) || addrs[0] == addrs[1] {
+		t.Fatalf("listeners asked for %v at %v", asked, addrs)
 	}
 }
