@@ -179,6 +179,16 @@ func decodeAnthropic(_ *http.Request, body []byte) (*agentRequest, error) {
 				}
 			}
 			out = append(out, msg)
+		case "system":
+			// Not in Anthropic's schema, but Claude Code sends one to
+			// endpoints it takes for compatible ones: a system message.
+			var texts []string
+			for _, b := range bs {
+				if b.Type == "text" {
+					texts = append(texts, b.Text)
+				}
+			}
+			out = append(out, map[string]any{"role": "system", "content": strings.Join(texts, "\n")})
 		default:
 			return nil, fmt.Errorf("messages request: message %d has role %q", i, m.Role)
 		}

@@ -42,6 +42,9 @@ type agentRequest struct {
 	includeUsage bool
 	// geminiSSE: a Gemini stream asked for SSE (alt=sse), not a JSON array.
 	geminiSSE bool
+	// namespaced maps the flat names of Responses tools offered inside a
+	// namespace tool to their namespace and own name.
+	namespaced map[string]namespacedTool
 }
 
 // offersTools reports whether the request offers any tool.

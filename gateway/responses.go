@@ -14,10 +14,13 @@ import (
 const DialectResponses Dialect = "openai-responses"
 
 // responsesDialect translates OpenAI Responses to the engine's chat
-// completions and back. Function tools are translated; built-in tools
-// (web search, local shell, custom freeform tools, namespaces) have no
-// chat equivalent and are left out; reasoning items sent back are dropped
-// (the engine's template decides what earlier reasoning it keeps).
+// completions and back. Function tools are translated, and so are the
+// function tools inside a namespace tool (Codex offers MCP tools so),
+// flattened to one name (namespaceToolName) and answered with their
+// namespace again; built-in tools (web search, local shell, custom
+// freeform tools) have no chat equivalent and are left out; reasoning items
+// sent back are dropped (the engine's template decides what earlier
+// reasoning it keeps).
 var responsesDialect = &dialect{
 	name:       DialectResponses,
 	decode:     decodeResponses,
@@ -31,8 +34,22 @@ type responsesItem struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+}
+
+// namespacedTool is a function tool offered inside a namespace tool.
+type namespacedTool struct{ namespace, name string }
+
+// namespaceToolName is the one name the engine sees for tool name of
+// namespace ns: ns+name when ns ends in "_" (Codex's "mcp__env__"), else
+// ns+"__"+name.
+func namespaceToolName(ns, name string) string {
+	if strings.HasSuffix(ns, "_") {
+		return ns + name
+	}
+	return ns + "__" + name
 }
 
 // responsesText joins the text parts of Responses content (a string or a
@@ -125,6 +142,9 @@ func decodeResponses(_ *http.Request, body []byte) (*agentRequest, error) {
 			if it.Name == "" {
 				return nil, fmt.Errorf("responses request: item %d: function_call without a name", i)
 			}
+			if it.Namespace != "" {
+				it.Name = namespaceToolName(it.Namespace, it.Name)
+			}
 			args := it.Arguments
 			if strings.TrimSpace(args) == "" {
 				args = "{}"
@@ -161,7 +181,8 @@ func decodeResponses(_ *http.Request, body []byte) (*agentRequest, error) {
 	}
 	put("model", in.Model)
 	put("messages", out)
-	tools, err := responsesTools(fields["tools"])
+	namespaced := map[string]namespacedTool{}
+	tools, err := responsesTools(fields["tools"], namespaced)
 	if err != nil {
 		return nil, err
 	}
@@ -180,24 +201,46 @@ func decodeResponses(_ *http.Request, body []byte) (*agentRequest, error) {
 		}
 	}
 	return &agentRequest{model: in.Model, stream: in.Stream, messages: in.Input, tools: fields["tools"],
-		sampling: pickSampling(fields), chat: chat}, nil
+		sampling: pickSampling(fields), chat: chat, namespaced: namespaced}, nil
 }
 
-func responsesTools(raw json.RawMessage) ([]any, error) {
+// responsesTool is an offered tool: a function, or a namespace of them.
+type responsesTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Tools       []responsesTool `json:"tools"`
+}
+
+// responsesTools translates the offered function tools, those inside
+// namespace tools flattened (recorded in namespaced by their flat name).
+func responsesTools(raw json.RawMessage, namespaced map[string]namespacedTool) ([]any, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var tools []struct {
-		Type        string          `json:"type"`
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	}
+	var tools []responsesTool
 	if err := json.Unmarshal(raw, &tools); err != nil {
 		return nil, errors.New("responses request: tools must be a list of tools")
 	}
-	var out []any
+	var flat []responsesTool
 	for _, t := range tools {
+		if t.Type != "namespace" || t.Name == "" {
+			flat = append(flat, t)
+			continue
+		}
+		for _, inner := range t.Tools {
+			if inner.Type != "function" || inner.Name == "" {
+				continue
+			}
+			name := namespaceToolName(t.Name, inner.Name)
+			namespaced[name] = namespacedTool{namespace: t.Name, name: inner.Name}
+			inner.Name = name
+			flat = append(flat, inner)
+		}
+	}
+	var out []any
+	for _, t := range flat {
 		if t.Type != "function" || t.Name == "" {
 			continue
 		}
@@ -232,8 +275,9 @@ func responsesToolChoice(raw json.RawMessage) any {
 	return nil
 }
 
-// responsesOutput is the output items of an answer.
-func responsesOutput(id string, c *completion) []map[string]any {
+// responsesOutput is the output items of an answer; a call of a tool
+// offered inside a namespace carries its namespace and its own name.
+func responsesOutput(id string, req *agentRequest, c *completion) []map[string]any {
 	var out []map[string]any
 	if c.Reasoning != "" {
 		out = append(out, map[string]any{"type": "reasoning", "id": "rs_" + id, "status": "completed",
@@ -244,8 +288,12 @@ func responsesOutput(id string, c *completion) []map[string]any {
 			"content": []any{map[string]any{"type": "output_text", "text": c.Text, "annotations": []any{}}}})
 	}
 	for i, tc := range c.ToolCalls {
-		out = append(out, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%s_%d", id, i), "status": "completed",
-			"call_id": tc.ID, "name": tc.Name, "arguments": tc.Arguments})
+		item := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%s_%d", id, i), "status": "completed",
+			"call_id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}
+		if nt, ok := req.namespaced[tc.Name]; ok {
+			item["name"], item["namespace"] = nt.name, nt.namespace
+		}
+		out = append(out, item)
 	}
 	return out
 }
@@ -259,7 +307,7 @@ func encodeResponses(w http.ResponseWriter, req *agentRequest, c *completion) er
 	if created == 0 {
 		created = time.Now().Unix()
 	}
-	output := responsesOutput(id, c)
+	output := responsesOutput(id, req, c)
 	resp := func(status string, output []map[string]any) map[string]any {
 		r := map[string]any{"id": "resp_" + id, "object": "response", "created_at": created, "status": status,
 			"model": chatModel(req, c), "output": output, "error": nil, "incomplete_details": nil,

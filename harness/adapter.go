@@ -66,8 +66,13 @@ type Launch struct {
 	Env []string
 	// MCP is the tool injection; nil when the environment has no tools.
 	MCP *MCPInjection
-	// Model holds the LLM endpoint knobs for agents that need them.
+	// Model holds the LLM endpoint for agents that need one: with a model
+	// gateway (harness.model.url set) URL is the gateway's root and Name the
+	// configured model name; the real key and its variable never appear.
 	Model ModelConfig
+	// ModelKey is the per-episode key the agent presents to the gateway (""
+	// without one).
+	ModelKey string
 	// Options are the adapter-specific options of the configuration.
 	Options map[string]any
 	// StartupTimeout bounds start-up until ready.

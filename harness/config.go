@@ -82,12 +82,36 @@ type HarnessConfig struct {
 	MaxLineBytes   units.ByteSize `yaml:"max_line_bytes" json:"max_line_bytes"`
 }
 
-// ModelConfig holds the LLM endpoint knobs, mapped by presets onto each
-// agent's own variables and config files.
+// ModelConfig is the episode's model: the upstream the per-episode model
+// gateway forwards to, and how. When URL is set every episode gets a
+// gateway and the agent is pointed at it (presets map the gateway's URL
+// and key onto each agent's own variables and config files); the real key
+// stays in the daemon. docs/configuration.md and docs/gateway.md describe
+// the knobs.
 type ModelConfig struct {
-	URL       string `yaml:"url" json:"url,omitempty"`
-	Name      string `yaml:"name" json:"name,omitempty"`
+	// URL is the upstream's server root (a trailing /v1 or /v1beta is
+	// dropped): an engine's chat completions live at URL/v1/chat/completions,
+	// a passthrough provider gets the agent's own path appended.
+	URL string `yaml:"url" json:"url,omitempty"`
+	// Name is the model name the agent asks for and the gateway sends
+	// upstream ("" keeps the agent's, or the preset's default).
+	Name string `yaml:"name" json:"name,omitempty"`
+	// APIKeyEnv names the daemon's variable holding the upstream's real
+	// key; it is given to the gateway only, never to the harness.
 	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	// Upstream is the upstream's kind: "engine" (a token-returning vLLM or
+	// SGLang chat completions server: training traffic) or "passthrough"
+	// (a hosted provider of Dialect: evaluation traffic). Default
+	// passthrough (DefaultModelUpstream).
+	Upstream string `yaml:"upstream" json:"upstream,omitempty"`
+	// Dialect is the API a passthrough upstream speaks: openai-chat,
+	// openai-responses, anthropic or gemini. Default: the preset's, or
+	// openai-chat without a preset.
+	Dialect string `yaml:"dialect" json:"dialect,omitempty"`
+	// MaxTokens caps max_tokens of every engine request (0: no cap).
+	MaxTokens int `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	// Timeout bounds one upstream call (default 10 minutes).
+	Timeout units.Duration `yaml:"timeout" json:"timeout,omitempty"`
 }
 
 // ToolConfig is one upstream tool server: a stdio command or an HTTP URL.
@@ -122,6 +146,14 @@ type EpisodeConfig struct {
 	// MaxTurnEventBytes bounds the encoded bytes of the events one turn
 	// keeps, likewise.
 	MaxTurnEventBytes units.ByteSize `yaml:"max_turn_event_bytes" json:"max_turn_event_bytes"`
+	// MaxModelCalls bounds the model calls of an episode (0: unlimited);
+	// MaxTurnModelCalls those of one turn.
+	MaxModelCalls     int `yaml:"max_model_calls" json:"max_model_calls,omitempty"`
+	MaxTurnModelCalls int `yaml:"max_turn_model_calls" json:"max_turn_model_calls,omitempty"`
+	// MaxOutputTokens bounds the completion tokens of an episode (0:
+	// unlimited); MaxTurnOutputTokens those of one turn.
+	MaxOutputTokens     int `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
+	MaxTurnOutputTokens int `yaml:"max_turn_output_tokens" json:"max_turn_output_tokens,omitempty"`
 }
 
 // WorkspaceConfig shapes the per-episode working directory.
@@ -271,6 +303,7 @@ func (c *Config) Normalize() error {
 			t.CallTimeout = units.Duration(DefaultToolTimeout)
 		}
 	}
+	errs = append(errs, c.validateModel()...)
 	if err := rubric.Validate(c.Rubrics); err != nil {
 		errs = append(errs, err)
 	}

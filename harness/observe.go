@@ -41,8 +41,12 @@ func (s *Session) completed(ctx context.Context, ep *episode, a wire.Action, in 
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
 		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
 		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
+		ModelIssues: s.modelIssues(ep, n),
 	}}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, ep, a, res, obs)
+	if obs.Reward != nil {
+		s.recordReward(ep, n, *obs.Reward)
+	}
 	s.events.note(observationRecord(obs))
 	ep.log.Info("turn complete", "turn", n, "elapsed", time.Since(started), "events", len(events),
 		"reward", rewardValue(obs.Reward), "done", done, "harness_done", res.Done)
@@ -120,6 +124,7 @@ func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *Failure) 
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
+		ModelIssues: s.modelIssues(ep, n),
 	}}
 	s.events.note(observationRecord(obs))
 	return obs
@@ -134,6 +139,7 @@ func (s *Session) finish(ctx context.Context, ep *episode, failure wire.FailureT
 	defer cancel()
 	s.adapter.Stop(tctx)
 	s.closeTools(tctx, ep)
+	s.closeModel(ep)
 	s.mu.Lock()
 	ep.active = false
 	ep.done = failure == ""

@@ -79,12 +79,17 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		return nil, err
 	}
 	s.events.note(s.resetRecord(ep))
+	if err := s.openModel(ep); err != nil {
+		s.discard(ctx, ep)
+		return nil, err
+	}
 	s.mu.Lock()
 	s.ep = ep // visible to state() and rubric tools from here
 	s.last = nil
 	s.mu.Unlock()
 
 	launch := s.launch(ep, inj)
+	s.modelLaunch(ep, launch)
 	if err := s.adapter.Start(ctx, launch); err != nil {
 		return s.startupFailed(ctx, ep, err), nil
 	}
@@ -161,6 +166,7 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
 	s.closeTools(tctx, ep)
+	s.closeModel(ep)
 	ep.log.Warn("harness failed to start", append([]any{"error", f.Message}, exitAttr(f.Exit)...)...)
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
@@ -175,6 +181,7 @@ func (s *Session) discard(ctx context.Context, ep *episode) {
 	tctx, cancel := teardown(ctx)
 	defer cancel()
 	s.closeTools(tctx, ep)
+	s.closeModel(ep)
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)
 	}
@@ -195,6 +202,7 @@ func (s *Session) endEpisode(ctx context.Context) error {
 		return stopErr
 	}
 	err := errors.Join(stopErr, s.closeTools(ctx, ep))
+	s.closeModel(ep)
 	s.events.closeRecord()
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)

@@ -38,6 +38,10 @@ type Options struct {
 	ExtraSources []bridge.Source
 	// ID is the session id; empty means a new UUID.
 	ID string
+	// ModelListener opens the listener of each episode's model gateway
+	// (when harness.model.url is set); nil means a fresh port on
+	// 127.0.0.1.
+	ModelListener ListenFunc
 }
 
 // Session is one trainer's environment: at most one episode at a time.
@@ -52,6 +56,8 @@ type Session struct {
 	rubrics *rubric.Set
 	dir     string // session directory under the workspace root
 	events  eventLog
+
+	listenModel ListenFunc // opens each episode's model gateway listener
 
 	// persistent tool sources (started at the first reset, kept across
 	// episodes) and the configs of per-episode ones
@@ -78,6 +84,7 @@ type episode struct {
 	sources  []bridge.Source // per-episode sources, closed with the episode
 	catalog  *bridge.Catalog
 	server   *bridge.Server
+	model    *modelDoor // the model gateway; nil without harness.model.url
 	tools    []string
 	active   bool // the harness runs and steps are allowed
 	done     bool // ended normally; further steps get ErrEpisodeDone
@@ -95,7 +102,7 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.Supervisor == nil {
 		return nil, errors.New("harness: no process supervisor")
 	}
-	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter}
+	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter, listenModel: opts.ModelListener}
 	s.events.setLimits(cfg.Episode)
 	if s.id == "" {
 		s.id = uuid.NewString()

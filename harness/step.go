@@ -39,7 +39,12 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	b := s.turnBudget(ep, a.Timeout)
 	started := time.Now()
 	in := TurnInput{Number: n, Message: a.Message, OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
-	res, f := s.runTurn(ctx, b, in)
+	mctx, endModelTurn := s.beginModelTurn(ctx, ep, n)
+	res, f := s.runTurn(mctx, b, in)
+	endModelTurn()
+	if bf := s.modelBudgetFailure(ep); bf != nil {
+		f = bf // a refused model call ended the turn
+	}
 	if f != nil {
 		return s.terminal(ctx, ep, n, f), nil
 	}

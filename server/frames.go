@@ -97,7 +97,7 @@ func parseWSFrame(b []byte) (frame, *wireError) {
 		}
 	}
 	switch f.Type {
-	case frameTypeReset, frameTypeStep, frameTypeState, frameTypeClose, frameTypeMCP:
+	case frameTypeReset, frameTypeStep, frameTypeState, frameTypeClose, frameTypeMCP, frameTypeExport:
 	default:
 		return f, &wireError{Message: "Unknown message type: " + f.Type, Code: codeUnknownType}
 	}

@@ -185,6 +185,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("POST /step", orch(s.handleStep))
 		mux.Handle("GET /state", orch(s.handleState))
 		mux.Handle("POST /close", orch(s.handleClose))
+		mux.Handle("GET /episodes/{episode_id}/export", orch(s.handleExport))
 	} else {
 		mux.Handle("/harness", g(http.HandlerFunc(s.handleHarness)))
 	}

@@ -146,6 +146,8 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		}
 	case frameTypeMCP:
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
+	case frameTypeExport:
+		s.handleExportFrame(wc, m, f.Data)
 	}
 	return true
 }

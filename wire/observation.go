@@ -96,6 +96,24 @@ type Metadata struct {
 	Truncated *Truncation `json:"truncated,omitempty"`
 	// Extra holds adapter-specific facts of the turn (stop reason, usage).
 	Extra map[string]any `json:"extra,omitempty"`
+	// ModelIssues are the problems the model gateway found in the turn's
+	// captured calls (token ids missing, logprobs as strings, chains that
+	// do not line up), graded by severity; none when all is well.
+	ModelIssues []ModelIssue `json:"model_issues,omitempty"`
+}
+
+// ModelIssue is one problem found in a captured model call, as the
+// gateway's training export grades it (docs/gateway.md).
+type ModelIssue struct {
+	// Severity is "fatal" (the call is unusable for training), "warn" or
+	// "info".
+	Severity string `json:"severity"`
+	// Code names the kind of problem (e.g. missing_token_ids).
+	Code string `json:"code"`
+	// CallIndex is the call concerned (0: a chain or the episode).
+	CallIndex int `json:"call_index,omitempty"`
+	// Message says what is wrong.
+	Message string `json:"message"`
 }
 
 // Truncation reasons: the bound that dropped events of a turn.

@@ -47,6 +47,7 @@ type envFlags struct {
 	modelURL       string
 	modelName      string
 	modelKeyEnv    string
+	modelUpstream  string
 }
 
 func (e *envFlags) register(fs *pflag.FlagSet) {
@@ -56,9 +57,10 @@ func (e *envFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.adapter, "adapter", "", "harness protocol: "+strings.Join(protocolAdapters(x.adapters), ", "))
 	fs.StringVar(&e.agent, "agent", "", "run a known agent (a preset; see harnessd agents): "+strings.Join(x.presets.Names(), ", "))
 	fs.StringVar(&e.agentsDir, "agents-dir", "", "where agent programs are installed: a node_modules/.bin directory or one holding it\n(searched before PATH; default $"+agents.DirEnvVar+")")
-	fs.StringVar(&e.modelURL, "model-url", "", "the agent's LLM endpoint: the server root (OpenAI-compatible agents get URL/v1)")
-	fs.StringVar(&e.modelName, "model", "", "the model name the agent asks the endpoint for")
-	fs.StringVar(&e.modelKeyEnv, "model-api-key-env", "", "harnessd's environment `variable` holding the endpoint's API key")
+	fs.StringVar(&e.modelURL, "model-url", "", "the model upstream's server root; the agent is pointed at a per-episode model gateway in front of it")
+	fs.StringVar(&e.modelName, "model", "", "the model name sent upstream")
+	fs.StringVar(&e.modelKeyEnv, "model-api-key-env", "", "harnessd's environment `variable` holding the upstream's API key (given to the gateway, never to the agent)")
+	fs.StringVar(&e.modelUpstream, "model-upstream", "", "the upstream's `kind`: passthrough (a provider of the agent's API; default) or engine (vLLM/SGLang with token ids: training)")
 	fs.Var(&e.tools, "tool", "tool server (repeatable): `SPEC` is stdio:COMMAND ARGS... or http:URL, optionally NAME=SPEC")
 	fs.Var(&e.hide, "hide", "hide tools matching this `pattern` from the harness (repeatable)")
 	fs.Var(&e.expose, "expose", "serve only tools matching this `pattern` (repeatable)")
@@ -110,6 +112,9 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 	}
 	if e.modelKeyEnv != "" {
 		cfg.Harness.Model.APIKeyEnv = e.modelKeyEnv
+	}
+	if e.modelUpstream != "" {
+		cfg.Harness.Model.Upstream = e.modelUpstream
 	}
 	for i, t := range e.tools {
 		tc, err := parseToolFlag(t, i+1)

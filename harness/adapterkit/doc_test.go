@@ -33,7 +33,8 @@ func TestProtocolDocListsTheEnvironment(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `(HARNESSD_[A-Z_]+)` \\|").FindAllStringSubmatch(section, -1) {
 		documented = append(documented, m[1])
 	}
-	l := &harness.Launch{EpisodeID: "e", Workspace: "/w", MCP: &harness.MCPInjection{URL: "u", Token: "t", ConfigPath: "c"}}
+	l := &harness.Launch{EpisodeID: "e", Workspace: "/w", MCP: &harness.MCPInjection{URL: "u", Token: "t", ConfigPath: "c"},
+		Model: harness.ModelConfig{URL: "http://127.0.0.1:1"}, ModelKey: "k"}
 	want := []string{"HARNESSD_PROTOCOL"} // the jsonl adapter's addition
 	for _, kv := range Env(l) {
 		name, _, _ := strings.Cut(kv, "=")

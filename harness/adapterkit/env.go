@@ -11,7 +11,9 @@ import (
 // of set replaces any earlier NAME. The harnessd variables are
 // HARNESSD_EPISODE_ID and HARNESSD_WORKSPACE always, and HARNESSD_MCP_URL,
 // HARNESSD_MCP_TOKEN and HARNESSD_MCP_CONFIG when the environment has tools
-// (l.MCP is not nil); docs/protocol.md documents them. Values of these
+// (l.MCP is not nil), and HARNESSD_MODEL_URL (the model gateway's root) and
+// HARNESSD_MODEL_API_KEY (its per-episode key) when the episode has a model
+// gateway (l.ModelKey is set); docs/protocol.md documents them. Values of these
 // names already in l.Env are replaced; without tools, HARNESSD_MCP_* values
 // the configuration put in l.Env (harness.env) are kept.
 func Env(l *harness.Launch, set ...string) []string {
@@ -24,6 +26,12 @@ func Env(l *harness.Launch, set ...string) []string {
 			"HARNESSD_MCP_URL="+l.MCP.URL,
 			"HARNESSD_MCP_TOKEN="+l.MCP.Token,
 			"HARNESSD_MCP_CONFIG="+l.MCP.ConfigPath,
+		)
+	}
+	if l.ModelKey != "" {
+		add = append(add,
+			"HARNESSD_MODEL_URL="+l.Model.URL,
+			"HARNESSD_MODEL_API_KEY="+l.ModelKey,
 		)
 	}
 	add = append(add, set...)

@@ -90,7 +90,7 @@ func (a *Adapter) Prepare(l *harness.Launch) (*harness.Launch, error) {
 
 // episode runs the common and the preset's setup.
 func (a *Adapter) episode(l *harness.Launch) (*Episode, error) {
-	m, err := resolveModel(a.preset, l.Model, os.LookupEnv)
+	m, err := resolveModel(a.preset, l)
 	if err != nil {
 		return nil, err
 	}
@@ -106,25 +106,21 @@ func (a *Adapter) episode(l *harness.Launch) (*Episode, error) {
 	return e, nil
 }
 
-// resolveModel turns the configured knobs into a Model.
-func resolveModel(p *Preset, mc harness.ModelConfig, lookup func(string) (string, bool)) (Model, error) {
-	root, err := NormalizeModelURL(mc.URL)
+// resolveModel turns the launch's model endpoint into a Model. The session
+// sets the endpoint to the episode's model gateway and the key to its
+// per-episode key (Launch.ModelKey); the real key never reaches a preset.
+func resolveModel(p *Preset, l *harness.Launch) (Model, error) {
+	root, err := NormalizeModelURL(l.Model.URL)
 	if err != nil {
 		return Model{}, err
 	}
-	m := Model{Root: root, Name: mc.Name, KeyEnv: mc.APIKeyEnv}
+	m := Model{Root: root, Name: l.Model.Name}
 	if m.Name == "" && root != "" {
 		m.Name = p.DefaultModel
 	}
 	switch {
-	case mc.APIKeyEnv == OrchestrationTokenEnv:
-		return Model{}, fmt.Errorf("model.api_key_env: %s is harnessd's own API token and never reaches a harness", mc.APIKeyEnv)
-	case mc.APIKeyEnv != "":
-		v, ok := lookup(mc.APIKeyEnv)
-		if !ok || v == "" {
-			return Model{}, fmt.Errorf("model.api_key_env: %s is not set in harnessd's environment", mc.APIKeyEnv)
-		}
-		m.Key = v
+	case l.ModelKey != "":
+		m.Key = l.ModelKey
 	case root != "":
 		m.Key = PlaceholderKey
 	}

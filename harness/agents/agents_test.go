@@ -201,9 +201,6 @@ func TestApplyErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "never reaches a harness") {
 		t.Errorf("orchestration token as model key: %v", err)
 	}
-	if _, err := resolveModel(&Preset{}, cfg.Harness.Model, lookupFrom(map[string]string{OrchestrationTokenEnv: "t"})); err == nil {
-		t.Error("resolveModel accepted the orchestration token")
-	}
 	cfg.Harness.Model.APIKeyEnv = "MY_KEY"
 	cfg.Harness.Model.URL = "http://localhost:8000"
 	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{"MY_KEY": "k"})}); err != nil {
@@ -306,8 +303,14 @@ func prepared(t *testing.T, cfg *harness.Config, daemonEnv ...string) (*harness.
 		Home:      home,
 		Env:       process.Environ(base, append([]string{"PATH"}, cfg.Harness.PassEnv...), set),
 		MCP:       &harness.MCPInjection{ServerName: "env", URL: "http://127.0.0.1:1/mcp", Token: testToken},
-		Model:     cfg.Harness.Model,
-		Options:   cfg.Harness.Options,
+		// As the session does: the URL is the episode's model gateway's and
+		// the key its per-episode key (here testKey); the real key's
+		// variable never reaches the preset.
+		Model:   harness.ModelConfig{URL: cfg.Harness.Model.URL, Name: cfg.Harness.Model.Name},
+		Options: cfg.Harness.Options,
+	}
+	if cfg.Harness.Model.APIKeyEnv != "" {
+		l.ModelKey = testKey
 	}
 	ll, err := a.(*Adapter).Prepare(l)
 	if err != nil {

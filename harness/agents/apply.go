@@ -12,7 +12,7 @@ import (
 
 // OrchestrationTokenEnv is the daemon variable holding harnessd's own API
 // token; it can never be a model key.
-const OrchestrationTokenEnv = "HARNESSD_API_TOKEN"
+const OrchestrationTokenEnv = harness.OrchestrationTokenEnv
 
 // ApplyOptions tune Apply.
 type ApplyOptions struct {
@@ -40,7 +40,8 @@ type ApplyOptions struct {
 //     winning key by key.
 //   - harness.builtin_tools, if empty, become the preset's.
 //   - harness.model is checked: an http(s) url, and an api_key_env that is
-//     set in the daemon's environment.
+//     set in the daemon's environment; a passthrough upstream without a
+//     dialect gets the preset's (the agent's own API).
 //
 // Apply is idempotent.
 func (c *Catalog) Apply(cfg *harness.Config, opts ApplyOptions) error {
@@ -75,6 +76,9 @@ func (c *Catalog) Apply(cfg *harness.Config, opts ApplyOptions) error {
 	}
 	if len(h.BuiltinTools) == 0 {
 		h.BuiltinTools = append([]string(nil), p.BuiltinTools...)
+	}
+	if h.Model.Dialect == "" && h.Model.URL != "" && h.Model.UpstreamKind() == harness.ModelUpstreamPassthrough {
+		h.Model.Dialect = p.Dialect
 	}
 	if _, err := NormalizeModelURL(h.Model.URL); err != nil {
 		errs = append(errs, fmt.Errorf("harness.model.url: %w", err))

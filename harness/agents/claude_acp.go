@@ -9,6 +9,7 @@ func ClaudeACP() *Preset {
 		Name:    "claude-acp",
 		Title:   "Claude Code through claude-agent-acp",
 		Adapter: acp.Name,
+		Dialect: "anthropic",
 		Program: "claude-agent-acp",
 		// The session runs in bypassPermissions mode: no permission round
 		// trips (set harness.options.mode to "default" to have every tool

@@ -11,6 +11,7 @@ func ClaudeCode() *Preset {
 		Name:    "claude-code",
 		Title:   "Claude Code",
 		Adapter: claude.Name,
+		Dialect: "anthropic",
 		Program: "claude",
 		// Permissions are bypassed (the claude adapter adds IS_SANDBOX=1 as
 		// root, which Claude Code requires for that); no session files.

@@ -14,6 +14,7 @@ func Codex() *Preset {
 		Name:     "codex",
 		Title:    "OpenAI Codex through codex-acp",
 		Adapter:  acp.Name,
+		Dialect:  "openai-responses",
 		Program:  "codex-acp",
 		Package:  "@zed-industries/codex-acp",
 		Version:  "0.16.0",

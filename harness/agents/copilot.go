@@ -8,6 +8,7 @@ func Copilot() *Preset {
 		Name:     "copilot",
 		Title:    "GitHub Copilot CLI",
 		Adapter:  acp.Name,
+		Dialect:  "openai-chat",
 		Program:  "copilot",
 		Args:     []string{"--acp", "--allow-all", "--no-auto-update", "--disable-builtin-mcps", "--no-ask-user"},
 		Package:  "@github/copilot",

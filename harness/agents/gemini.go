@@ -10,6 +10,7 @@ func Gemini() *Preset {
 		Name:    "gemini",
 		Title:   "Gemini CLI",
 		Adapter: acp.Name,
+		Dialect: "gemini",
 		Program: "gemini",
 		// --yolo: no approvals (the ACP session starts in mode "yolo");
 		// --skip-trust: without it an untrusted folder silently downgrades

@@ -9,6 +9,7 @@ func Goose() *Preset {
 		Name:         "goose",
 		Title:        "Goose",
 		Adapter:      acp.Name,
+		Dialect:      "openai-chat",
 		Program:      "goose",
 		Args:         []string{"acp"},
 		BuiltinTools: []string{"developer__shell", "developer__text_editor"},

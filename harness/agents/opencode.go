@@ -10,6 +10,7 @@ func OpenCode() *Preset {
 		Name:     "opencode",
 		Title:    "OpenCode",
 		Adapter:  acp.Name,
+		Dialect:  "openai-chat",
 		Program:  "opencode",
 		Args:     []string{"acp"},
 		Package:  "opencode-ai",

@@ -17,9 +17,9 @@ import (
 // register: preset "gemini" is adapter "agent:gemini".
 const AdapterPrefix = "agent:"
 
-// PlaceholderKey is the API key agents get when model.url is set without
-// model.api_key_env: most agents refuse to start without some key, and a
-// local endpoint (vLLM, a fake LLM, a capture proxy) does not check it.
+// PlaceholderKey is the API key agents get when a Launch has a model URL
+// but no gateway key (a Launch not made by a session): most agents refuse
+// to start without some key. Sessions always give the gateway's key.
 const PlaceholderKey = "harnessd-placeholder-key"
 
 // providerID names the model provider presets configure in agents that
@@ -58,6 +58,10 @@ type Preset struct {
 	// DefaultModel is the model name used when model.url is set without
 	// model.name, for agents that cannot start without one.
 	DefaultModel string
+	// Dialect is the model API the agent speaks (openai-chat,
+	// openai-responses, anthropic or gemini): a passthrough upstream's
+	// dialect when the configuration names none.
+	Dialect string
 	// ToolPrefix is how the agent names the bridge's tools to the model,
 	// with S for the MCP server name (e.g. "mcp__S__"): for documentation.
 	ToolPrefix string
@@ -83,11 +87,10 @@ type Model struct {
 	Root string
 	// Name is model.name, or the preset's DefaultModel when Root is set.
 	Name string
-	// Key is the API key: the daemon's value of model.api_key_env, or
-	// PlaceholderKey when Root is set without one. Empty otherwise.
+	// Key is the API key the agent presents: the episode's model gateway
+	// key (Launch.ModelKey), or PlaceholderKey when Root is set without one.
+	// Empty otherwise. It is never the real key, which stays in the daemon.
 	Key string
-	// KeyEnv is model.api_key_env.
-	KeyEnv string
 }
 
 // OpenAIBase is the base URL of an OpenAI-compatible API: Root + "/v1".

@@ -9,6 +9,7 @@ func Qwen() *Preset {
 		Name:     "qwen",
 		Title:    "Qwen Code",
 		Adapter:  acp.Name,
+		Dialect:  "openai-chat",
 		Program:  "qwen",
 		Args:     []string{"--acp", "--approval-mode", "yolo", "--exclude-tools", "tool_search", "--auth-type", "openai"},
 		Package:  "@qwen-code/qwen-code",

@@ -129,7 +129,13 @@ func TestPresetSessionEndToEnd(t *testing.T) {
 		if home == "" || !strings.HasPrefix(file, home+"/") {
 			t.Fatalf("episode %d: HOME %q, file %q in %q", ep, home, file, r)
 		}
-		for _, want := range []string{"TEST_PRESET_MODEL=http://127.0.0.1:9 tiny", "MINE=configured", "mode: yolo", "env_echo -> hi"} {
+		// The agent is pointed at the episode's model gateway, never at
+		// the configured upstream.
+		if m := between(r, "TEST_PRESET_MODEL=", "\n"); !strings.HasPrefix(m, "http://127.0.0.1:") || !strings.HasSuffix(m, " tiny") ||
+			strings.HasPrefix(m, "http://127.0.0.1:9 ") {
+			t.Errorf("episode %d: model %q, want the gateway's loopback URL and the configured name", ep, m)
+		}
+		for _, want := range []string{"MINE=configured", "mode: yolo", "env_echo -> hi"} {
 			if !strings.Contains(r, want) {
 				t.Errorf("episode %d: response lacks %q:\n%s", ep, want, r)
 			}

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // script drives every agent the same way: a message asking for the echo
-// tool gets a call of it, the tool's result gets "TOOL-DONE <result>", a
+// tool gets a call of it, the tool's result gets "TOOL-DONE <result>"
+// followed by every user message so far, a
 // message holding HOLD-THIS-TURN is never answered (until the agent gives
 // up the request), and anything else is answered with every user message
 // so far, which shows the context kept across turns. The turn after a
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 const script = `{"rules": [
   {"name": "after-cancel", "when": {"user_contains": "Still there after the cancel?"}, "reply": {"text": "HISTORY: {{user_messages}}"}},
   {"name": "hold", "when": {"user_contains": "HOLD-THIS-TURN"}, "reply": {"delay": "10m"}},
-  {"name": "after-tool", "when": {"tool_result": true}, "reply": {"text": "TOOL-DONE {{tool_result}}"}},
+  {"name": "after-tool", "when": {"tool_result": true}, "reply": {"text": "TOOL-DONE {{tool_result}} HISTORY: {{user_messages}}"}},
   {"name": "use-tool", "when": {"user_contains": "use the echo tool"},
    "reply": {"tool": "echo", "arguments": {"text": "ping-from-env"}}},
   {"name": "aux", "when": {"no_tools": true}, "reply": {"text": "MOCK-AUX"}},
@@ -53,7 +54,7 @@ var emptyTurnAfterCancel = map[string]bool{"claude-acp": true}
 // Messages of the turns.
 const (
 	msgTool   = "Please use the echo tool."
-	msgSecond = "Second message: what did I say before?"
+	msgSecond = "Second message: use the echo tool again; what did I say before?"
 	msgHold   = "HOLD-THIS-TURN until it is cancelled."
 	msgAfter  = "Still there after the cancel?"
 )
@@ -108,7 +109,10 @@ func TestRealAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.llm = fakellm.New(fakellm.Options{Script: sc})
+	// Engine mode: the gateway's engine calls (the /ws episodes) get token
+	// ids; the passthrough calls (the /harness episodes) are answered in the
+	// agent's own dialect as before.
+	s.llm = fakellm.New(fakellm.Options{Script: sc, Engine: true})
 	if s.llmURL, err = s.llm.Start(""); err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +160,7 @@ type daemon struct {
 	cmd    *exec.Cmd
 	url    string
 	stderr *lockedBuffer
+	dir    string // its TMPDIR: the episodes' workspaces and HOMEs are under dir/harnessd
 }
 
 // serve starts `harnessd serve` for agent p and waits for its address.
@@ -167,12 +172,14 @@ func (s *suite) serve(t *testing.T, p *presets.Preset, extra ...string) *daemon 
 		"--agent", p.Name, "--agents-dir", s.agentsDir,
 		// A path prefix per agent tells the agents apart in the fake LLM's log.
 		"--model-url", s.llmURL + "/" + p.Name,
+		// The gateway holds the real key; the agent gets the episode's.
+		"--model-api-key-env", realKeyEnv,
 		"--tool", "stdio:" + s.tools + " tools",
 		"--startup-timeout", "90s", "--turn-timeout", "120s",
 	}, extra...)
 	cmd := exec.Command(s.harnessd, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, realKeyEnv+"="+realKey)
 	stderr := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	// Should the test binary die, the daemon dies with it (and its agents
@@ -183,7 +190,7 @@ func (s *suite) serve(t *testing.T, p *presets.Preset, extra ...string) *daemon 
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	d := &daemon{cmd: cmd, stderr: stderr}
+	d := &daemon{cmd: cmd, stderr: stderr, dir: dir}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -217,10 +224,15 @@ func (s *suite) serve(t *testing.T, p *presets.Preset, extra ...string) *daemon 
 
 func responseOf(obs *wire.Observation) string { return obs.ResponseText() }
 
-// wsEpisode: reset, a turn calling the env tool through the bridge, a turn
-// showing the context, then close; the tree must be gone.
+// wsEpisode: reset, a turn calling the env tool through the bridge, a
+// second one calling it again and showing the context, then close; the tree
+// must be gone. The model upstream is the fake's engine mode behind the
+// episode's gateway: every call's captured ids must be the engine's, in its
+// turn, and the agent's tree and files must never hold the real key.
 func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
-	d := s.serve(t, p)
+	d := s.serve(t, p, "--model-upstream", "engine")
+	since := s.lastSeq()
+	used := map[int]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env, err := client.Dial(ctx, d.url, nil)
@@ -250,8 +262,69 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 	}
 	r.toolTurn = time.Since(t0)
 	checkTurn(t, "tool turn", obs)
+	r.captures = append(r.captures, checkCapture(t, 1, obs.Metadata.TurnEvents, s.agentEntries(p.Name, since), used))
+	checkBridgeEcho(t, "tool turn", obs)
+	for _, e := range obs.Metadata.TurnEvents {
+		if tc, ok := e.Data.(*wire.ToolCall); ok && e.Origin == wire.OriginHarness && r.toolName == "" {
+			r.toolName = tc.ToolName
+		}
+	}
+
+	// Between the turns, the agent's last request again, non-streamed: it
+	// opens turn 2 (every real agent streams).
+	st, err := env.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialect := replayNonStreaming(t, st.HarnessPID, obs.Metadata.TurnEvents)
+
+	t0 = time.Now()
+	obs, err = env.Step(ctx, msgSecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.plainTurn = time.Since(t0)
+	checkTurn(t, "second turn", obs)
+	r.captures = append(r.captures, checkCapture(t, 2, obs.Metadata.TurnEvents, s.agentEntries(p.Name, since), used))
+	checkBridgeEcho(t, "second turn", obs)
+	if resp := responseOf(obs); !strings.Contains(resp, "TOOL-DONE") || !strings.Contains(resp, msgTool) || !strings.Contains(resp, msgSecond) {
+		t.Errorf("second turn: response %q, want TOOL-DONE and HISTORY: with both user messages", resp)
+	}
+	for i, c := range r.captures {
+		if c.calls < 2 || c.toolCalls < 1 {
+			t.Errorf("turn %d: %d captured calls, %d calling a tool; want a tool call and the answer to its result", i+1, c.calls, c.toolCalls)
+		}
+	}
+	if !r.captures[1].streamed[dialect+" stream=false"] {
+		t.Errorf("turn 2: the non-streamed %s replay was not captured: %v", dialect, r.captures[1].streamed)
+	}
+	checkAllMatched(t, s.agentEntries(p.Name, since), used)
+
+	st, err = env.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := agentTree(t, d.cmd.Process.Pid, "testharness tools")
+	if !st.HarnessAlive || !containsPid(tree, st.HarnessPID) {
+		t.Fatalf("state %+v: harness pid not in the tree %v", st, tree)
+	}
+	r.keyProcs, r.keyFiles = checkNoRealKey(t, tree, filepath.Join(d.dir, "harnessd"))
+	r.tree = describeTree(tree)
+	closed = true
+	if err := env.Close(); err != nil {
+		// The session ends with the connection either way; what matters
+		// is the tree below.
+		t.Logf("close: %v", err)
+	}
+	waitGone(t, "after closing the /ws session", tree, 30*time.Second)
+}
+
+// checkBridgeEcho checks that the turn called the env tool echo through the
+// bridge with the script's arguments and got its result.
+func checkBridgeEcho(t *testing.T, what string, obs *wire.Observation) {
+	t.Helper()
 	if resp := responseOf(obs); !strings.Contains(resp, "TOOL-DONE") || !strings.Contains(resp, "ping-from-env") {
-		t.Errorf("tool turn: response %q, want TOOL-DONE with the tool's result", resp)
+		t.Errorf("%s: response %q, want TOOL-DONE with the tool's result", what, resp)
 	}
 	var call, result bool
 	for _, e := range obs.Metadata.TurnEvents {
@@ -272,41 +345,8 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 		}
 	}
 	if !call || !result {
-		t.Errorf("tool turn: bridge tool_call %v, tool_result %v; events:\n%s", call, result, eventLines(obs.Metadata.TurnEvents))
+		t.Errorf("%s: bridge tool_call %v, tool_result %v; events:\n%s", what, call, result, eventLines(obs.Metadata.TurnEvents))
 	}
-	for _, e := range obs.Metadata.TurnEvents {
-		if tc, ok := e.Data.(*wire.ToolCall); ok && e.Origin == wire.OriginHarness && r.toolName == "" {
-			r.toolName = tc.ToolName
-		}
-	}
-
-	t0 = time.Now()
-	obs, err = env.Step(ctx, msgSecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.plainTurn = time.Since(t0)
-	checkTurn(t, "second turn", obs)
-	if resp := responseOf(obs); !strings.Contains(resp, "HISTORY:") || !strings.Contains(resp, msgTool) || !strings.Contains(resp, msgSecond) {
-		t.Errorf("second turn: response %q, want HISTORY: with both user messages", resp)
-	}
-
-	st, err := env.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := agentTree(t, d.cmd.Process.Pid, "testharness tools")
-	if !st.HarnessAlive || !containsPid(tree, st.HarnessPID) {
-		t.Fatalf("state %+v: harness pid not in the tree %v", st, tree)
-	}
-	r.tree = describeTree(tree)
-	closed = true
-	if err := env.Close(); err != nil {
-		// The session ends with the connection either way; what matters
-		// is the tree below.
-		t.Logf("close: %v", err)
-	}
-	waitGone(t, "after closing the /ws session", tree, 30*time.Second)
 }
 
 // cancelEpisode: over /harness (production mode), a turn held by the fake
@@ -472,6 +512,8 @@ type report struct {
 	startup, toolTurn, plainTurn, cancel                      time.Duration
 	afterCancelSeesHold                                       bool
 	requests                                                  map[string]int
+	captures                                                  []capture // per turn of the /ws episode
+	keyProcs, keyFiles                                        int       // checked for the real key
 }
 
 type reportLog struct {
@@ -491,9 +533,14 @@ func (l *reportLog) print(t *testing.T) {
 	defer l.mu.Unlock()
 	sort.Slice(l.rs, func(i, j int) bool { return l.rs[i].agent < l.rs[j].agent })
 	for _, r := range l.rs {
-		t.Logf("%-12s %-8s reset %-6s tool turn %-6s plain turn %-6s cancel %-6s | model %q tool %q | tree %s | held request %s, cancelled prompt in context %v | requests %v | %s",
+		var calls []string
+		for i, c := range r.captures {
+			calls = append(calls, fmt.Sprintf("turn %d: %d calls (%d tool)", i+1, c.calls, c.toolCalls))
+		}
+		t.Logf("%-12s %-8s reset %-6s tool turn %-6s second tool turn %-6s cancel %-6s | model %q tool %q | tree %s | held request %s, cancelled prompt in context %v | requests %v | gateway: %s, ids equal; agent requests %s; real key in none of %d processes, %d files | %s",
 			r.agent, r.version, round(r.startup), round(r.toolTurn), round(r.plainTurn), round(r.cancel),
-			r.model, r.toolName, r.tree, r.heldOutcome, r.afterCancelSeesHold, r.requests, r.quirk)
+			r.model, r.toolName, r.tree, r.heldOutcome, r.afterCancelSeesHold, r.requests,
+			strings.Join(calls, ", "), streamSummary(r.captures...), r.keyProcs, r.keyFiles, r.quirk)
 	}
 }
 

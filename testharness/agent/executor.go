@@ -57,6 +57,7 @@ type Executor struct {
 	// Directives are the front end's own verbs, beyond the common grammar.
 	Directives map[string]DirectiveFunc
 	history    []string
+	llm        llmConversation
 	turns      int
 	callSeq    int
 }
@@ -94,6 +95,8 @@ directives:
 		case "tool":
 			name, args, _ := strings.Cut(d.Arg, " ")
 			say(e.callTool(ctx, sink, name, strings.TrimSpace(args)))
+		case "llm":
+			say(e.callLLM(ctx, sink, d.Arg))
 		case "tools":
 			if e.Tools == nil {
 				sink.Error("no MCP bridge configured", true)

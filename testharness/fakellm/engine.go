@@ -192,3 +192,23 @@ func byteList(s string) []int {
 	}
 	return out
 }
+
+// EngineTokenIDs recomputes, from a logged chat completions request and
+// its answer, the prompt and completion ids engine mode returned for it:
+// what a test compares a capture with. ok is false for an entry that is not
+// an answered chat completions generation with a body.
+func (e Entry) EngineTokenIDs() (prompt, completion []int, ok bool) {
+	if e.Kind != KindGenerate || e.Dialect != OpenAIChat || len(e.Body) == 0 || e.Outcome != OutcomeOK {
+		return nil, nil, false
+	}
+	var req engineRequest
+	if err := json.Unmarshal(e.Body, &req); err != nil {
+		return nil, nil, false
+	}
+	calls := make([][2]string, len(e.ReplyCalls))
+	for i, c := range e.ReplyCalls {
+		name, args, _ := strings.Cut(c, " ")
+		calls[i] = [2]string{name, args}
+	}
+	return EngineTokenize(EngineRenderPrompt(req.Tools, req.Messages)), EngineTokenize(EngineRenderCompletion(e.ReplyText, calls)), true
+}
