@@ -55,6 +55,9 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	ep := &episode{id: id, log: s.log.With("episode_id", id)}
 	start := time.Now()
 
+	if err := s.lockDir(); err != nil {
+		return nil, err
+	}
 	dirs, err := makeEpisodeDirs(s.dir, seq, s.cfg.Workspace.Template)
 	if err != nil {
 		return nil, err

@@ -54,7 +54,8 @@ type Session struct {
 	log     *slog.Logger
 	adapter Adapter
 	rubrics *rubric.Set
-	dir     string // session directory under the workspace root
+	dir     string   // session directory under the workspace root
+	dirLock *os.File // held while the session lives (sweep.go); nil until the first reset
 	events  eventLog
 
 	listenModel ListenFunc // opens each episode's model gateway listener
@@ -130,11 +131,7 @@ func NewSession(opts Options) (*Session, error) {
 		s.sources = append(s.sources, s.newSource(tc))
 	}
 	s.sources = append(s.sources, opts.ExtraSources...)
-	root := cfg.Workspace.Root
-	if root == "" {
-		root = defaultWorkspaceRoot()
-	}
-	s.dir = filepath.Join(root, s.id)
+	s.dir = filepath.Join(cfg.WorkspaceRoot(), s.id)
 	rs, err := rubric.New(cfg.Rubrics, rubric.Deps{
 		Supervisor: s.sup,
 		CallTool:   s.callHiddenTool,
@@ -265,6 +262,13 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(s.dir)
+	}
+	s.mu.Lock()
+	lock := s.dirLock
+	s.dirLock = nil
+	s.mu.Unlock()
+	if lock != nil {
+		lock.Close()
 	}
 	s.log.Debug("session closed")
 	return errors.Join(errs...)

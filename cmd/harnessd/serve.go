@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/probe"
@@ -159,6 +160,13 @@ func runServe(args []string) int {
 	}
 	mech := sup.Mechanisms()
 	log.Info("process isolation", "kill_mode", mech.KillMode(), "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
+	// Session directories a killed daemon left behind (workspace.keep keeps
+	// them on purpose, so they are not swept then).
+	if !cfg.Workspace.Keep {
+		if _, err := harness.SweepWorkspaces(cfg.WorkspaceRoot(), log); err != nil {
+			log.Warn("could not sweep leftover session directories", "err", err)
+		}
+	}
 
 	x, err := linked()
 	if err != nil {
