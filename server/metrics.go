@@ -55,10 +55,7 @@ type metrics struct {
 	sent            *prometheus.CounterVec
 	draining        prometheus.Gauge
 
-	// Model calls and tokens (harnessd_model_calls_total,
-	// harnessd_model_tokens_total, harnessd_model_call_duration_seconds)
-	// belong here once the model gateway exists; nothing is reported for
-	// them before then.
+	model *modelMetrics // calls, tokens and durations of model calls (modelmetrics.go)
 
 	toolMu    sync.Mutex
 	toolNames map[string]bool
@@ -128,6 +125,8 @@ func newMetrics(version string, maxSessions int, live func() int) *metrics {
 		Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300},
 	}, []string{"tool", "outcome"})
 	f(m.toolSeconds)
+
+	m.model = newModelMetrics(f)
 
 	m.received = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harnessd_received_bytes_total", Help: "Bytes of WebSocket frames and HTTP bodies received, by surface (ws, harness, http, mcp).",

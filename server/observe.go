@@ -60,6 +60,7 @@ func (s *Server) step(ctx context.Context, m *managed, a wire.Action, emit func(
 	m.steps.Add(1)
 	s.metrics.turnSeconds.Observe(time.Since(start).Seconds())
 	s.metrics.observeTools(obs)
+	s.metrics.model.observe(obs)
 	if obs.Done && m.episodeOpen.CompareAndSwap(true, false) {
 		s.metrics.endEpisode(obs.Metadata.ErrorType)
 	}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// TestModelCallMetrics runs an episode whose test agent makes three model
+// calls through the gateway in front of the fake engine, then scrapes
+// /metrics and parses it with the Prometheus text parser: the calls, their
+// tokens and durations are counted under the dialect and traffic they had.
+func TestModelCallMetrics(t *testing.T) {
+	ts := modelServer(t, true, "")
+	c := ts.ws(t, "/ws", http.Header{"Authorization": {"Bearer api-token"}})
+	if r := roundTrip(t, c, `{"type":"reset","data":{}}`); r["type"] != "observation" {
+		t.Fatalf("reset: %v", r)
+	}
+	for _, msg := range []string{"llm one;;llm two", "llm three"} {
+		if r := roundTrip(t, c, `{"type":"step","data":{"message":"`+msg+`"}}`); r["type"] != "observation" {
+			t.Fatalf("step: %v", r)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, ts.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer api-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(name string, labels map[string]string) *dto.Metric {
+		for _, m := range fams[name].GetMetric() {
+			ok := true
+			for _, l := range m.GetLabel() {
+				if want, has := labels[l.GetName()]; has && want != l.GetValue() {
+					ok = false
+				}
+			}
+			if ok {
+				return m
+			}
+		}
+		t.Fatalf("%s%v: no series in\n%s", name, labels, body)
+		return nil
+	}
+	training := map[string]string{"dialect": "openai-chat", "traffic": "training", "outcome": "ok"}
+	if n := find("harnessd_model_calls_total", training).GetCounter().GetValue(); n != 3 {
+		t.Errorf("harnessd_model_calls_total = %v, want 3", n)
+	}
+	for _, kind := range []string{"prompt", "completion"} {
+		if n := find("harnessd_model_tokens_total", map[string]string{"kind": kind, "traffic": "training"}).GetCounter().GetValue(); n <= 0 {
+			t.Errorf("harnessd_model_tokens_total{kind=%s} = %v", kind, n)
+		}
+	}
+	h := find("harnessd_model_call_duration_seconds", map[string]string{"dialect": "openai-chat", "traffic": "training"}).GetHistogram()
+	if h.GetSampleCount() != 3 {
+		t.Errorf("harnessd_model_call_duration_seconds count = %d, want 3", h.GetSampleCount())
+	}
+}
