@@ -44,7 +44,7 @@ test-go:
 # fuzzing. A crasher is written to the package's testdata/fuzz/FuzzX/:
 # commit it with the fix, and it stays a regression test.
 FUZZ_TARGETS := \
-	./wire:FuzzEventDecode \
+	./wire:FuzzEventDecode ./wire:FuzzObjectKeys \
 	./server:FuzzWSFrame ./server:FuzzHarnessFrame ./server:FuzzHTTPBody ./server:FuzzMCPRequest \
 	./harness:FuzzParseConfig ./harness/jsonl:FuzzLine ./harness/acp:FuzzMessage \
 	./harness/claude:FuzzStreamJSON ./harness/exec:FuzzFormats ./bridge:FuzzRequest

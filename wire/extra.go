@@ -178,12 +178,19 @@ func unmarshalExtra(b []byte, v any, extra *Extra) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return err
 	}
+	known := fieldNames(reflect.TypeOf(v).Elem())
+	*extra = nil
+	unknown := false
+	if !objectKeys(b, func(k []byte) bool { unknown = !known[string(k)]; return !unknown }) {
+		unknown = true // cannot tell without decoding
+	}
+	if !unknown {
+		return nil
+	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {
 		return err
 	}
-	known := fieldNames(reflect.TypeOf(v).Elem())
-	*extra = nil
 	for k, raw := range all {
 		if known[k] {
 			continue

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 )
 
 // Validate checks that p carries what its event type requires, for events
@@ -17,20 +18,11 @@ func Validate(p Payload, raw json.RawMessage) error {
 	if _, ok := p.(*Unknown); ok {
 		return fmt.Errorf("unknown event type %q", p.EventType())
 	}
-	var present map[string]json.RawMessage
 	if raw != nil {
-		if err := json.Unmarshal(raw, &present); err != nil {
-			return fmt.Errorf("data is not a JSON object")
-		}
-	}
-	for _, f := range Fields(reflect.TypeOf(p)) {
-		if !f.Required {
-			continue
-		}
-		if present != nil {
-			if _, ok := present[f.Name]; !ok {
-				return fmt.Errorf("%s data has no %q", p.EventType(), f.Name)
-			}
+		if missing, err := missingRequired(p, raw); err != nil {
+			return err
+		} else if missing != "" {
+			return fmt.Errorf("%s data has no %q", p.EventType(), missing)
 		}
 	}
 	if tc, ok := p.(*ToolCall); ok {
@@ -91,4 +83,53 @@ func jsonKind(t reflect.Type) string {
 		return "a list"
 	}
 	return t.String()
+}
+
+// missingRequired returns the first required field of p's type that the data
+// object raw does not have ("" when none is missing).
+func missingRequired(p Payload, raw json.RawMessage) (string, error) {
+	required := requiredFields(reflect.TypeOf(p))
+	if len(required) == 0 {
+		return "", nil
+	}
+	seen := make([]bool, len(required))
+	if !objectKeys(raw, func(k []byte) bool {
+		for i, name := range required {
+			if string(k) == name {
+				seen[i] = true
+			}
+		}
+		return true
+	}) {
+		var present map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &present); err != nil {
+			return "", fmt.Errorf("data is not a JSON object")
+		}
+		for i, name := range required {
+			_, seen[i] = present[name]
+		}
+	}
+	for i, name := range required {
+		if !seen[i] {
+			return name, nil
+		}
+	}
+	return "", nil
+}
+
+var requiredCache sync.Map // reflect.Type -> []string
+
+// requiredFields returns the names of t's required fields, computed once.
+func requiredFields(t reflect.Type) []string {
+	if v, ok := requiredCache.Load(t); ok {
+		return v.([]string)
+	}
+	var names []string
+	for _, f := range Fields(t) {
+		if f.Required {
+			names = append(names, f.Name)
+		}
+	}
+	requiredCache.Store(t, names)
+	return names
 }
