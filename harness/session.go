@@ -54,8 +54,9 @@ type Session struct {
 	log     *slog.Logger
 	adapter Adapter
 	rubrics *rubric.Set
-	dir     string   // session directory under the workspace root
-	dirLock *os.File // held while the session lives (sweep.go); nil until the first reset
+	dir     string        // session directory under the workspace root
+	dirLock *os.File      // held while the session lives (sweep.go); nil until the first reset
+	ended   chan struct{} // closed once Close has finished
 	events  eventLog
 
 	listenModel ListenFunc // opens each episode's model gateway listener
@@ -103,7 +104,8 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.Supervisor == nil {
 		return nil, errors.New("harness: no process supervisor")
 	}
-	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter, listenModel: opts.ModelListener}
+	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter, listenModel: opts.ModelListener,
+		ended: make(chan struct{})}
 	s.events.setLimits(cfg.Episode)
 	if s.id == "" {
 		s.id = uuid.NewString()
@@ -234,6 +236,17 @@ func (s *Session) State() wire.State {
 // Trajectory returns every event of the current (or last) episode in order.
 func (s *Session) Trajectory() []wire.Event { return s.events.trajectory() }
 
+// WaitClosed waits until Close has finished (the episode's record and
+// export written, every process stopped), or ctx ends.
+func (s *Session) WaitClosed(ctx context.Context) error {
+	select {
+	case <-s.ended:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Close ends the session: a running turn is abandoned, the harness tree and
 // every tool server are stopped, and the session's directories removed
 // (unless workspace.keep). It is idempotent.
@@ -246,6 +259,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closed = true
 	cancel, done := s.opCancel, s.opDone
 	s.mu.Unlock()
+	defer close(s.ended)
 	if cancel != nil {
 		cancel()
 		select {

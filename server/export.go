@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
@@ -56,6 +58,18 @@ func (s *Server) episodeExport(id string, m *managed) (json.RawMessage, *exportE
 				break
 			}
 		}
+	}
+	if m == nil {
+		// A session still closing writes its export to record_dir as it
+		// ends: wait for that rather than answer 404 in between.
+		s.closing.Range(func(_, v any) bool {
+			if c := v.(*managed); c.sess.EpisodeID() == id {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				c.sess.WaitClosed(ctx)
+				cancel()
+			}
+			return true
+		})
 	}
 	if m == nil {
 		if s.cfg.RecordDir != "" {

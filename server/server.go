@@ -88,12 +88,16 @@ type Options struct {
 // Server serves harness environments. Create it with New, mount Handler or
 // call Serve, and call Shutdown to drain.
 type Server struct {
-	opts    Options
-	cfg     *harness.Config
-	mode    Mode
-	log     *slog.Logger
-	token   string
-	reg     *registry
+	opts  Options
+	cfg   *harness.Config
+	mode  Mode
+	log   *slog.Logger
+	token string
+	reg   *registry
+	// closing holds sessions removed from reg whose Close has not returned
+	// (id -> *managed), so that their episode's export stays reachable
+	// until Close has written it to record_dir.
+	closing sync.Map
 	handler http.Handler
 	metrics *metrics
 

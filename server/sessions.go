@@ -191,6 +191,8 @@ func (s *Server) destroy(m *managed, why string) {
 		return
 	}
 	m.gone.Store(true)
+	s.closing.Store(m.id, m)
+	defer s.closing.Delete(m.id)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.sess.Close(ctx); err != nil {
