@@ -19,7 +19,7 @@ type initSpec struct {
 
 // mountSet is the new root's layout.
 type mountSet struct {
-	Hide  []string `json:"hide,omitempty"`
+	Hide  []string   `json:"hide,omitempty"`
 	Binds []bindSpec `json:"binds,omitempty"`
 }
 
