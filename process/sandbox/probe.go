@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // ProbeResult says whether sandboxes can be made on this host.
@@ -16,6 +17,9 @@ type ProbeResult struct {
 	OK bool `json:"ok"`
 	// IDs is the id mode a sandbox gets here (IDRange as root, else IDSelf).
 	IDs IDMode `json:"ids"`
+	// Missing reports that the host refused (no permission for the
+	// namespaces or their mounts) rather than that a sandbox misbehaved.
+	Missing bool `json:"missing,omitempty"`
 	// Detail is one line: what was verified, or what is missing.
 	Detail string `json:"detail"`
 }
@@ -50,7 +54,7 @@ func Probe(ctx context.Context, init string) (res ProbeResult) {
 	sb, err := Start(ctx, Config{Init: init, Name: "probe", Stderr: w})
 	w.Close()
 	if err != nil {
-		res.Detail = probeDetail(err)
+		res.Detail, res.Missing = probeDetail(err), refused(err)
 		return res
 	}
 	defer sb.Close()
@@ -69,8 +73,34 @@ func Probe(ctx context.Context, init string) (res ProbeResult) {
 		return res
 	}
 	res.OK = true
-	res.Detail = fmt.Sprintf("user, PID, mount, network, IPC and UTS namespaces; ids: %s", res.IDs)
+	res.Detail = fmt.Sprintf("user, PID, mount, network, IPC and UTS namespaces; ids: %s; limits: %s", res.IDs, probeLimits())
 	return res
+}
+
+// probeLimits says which cgroup a sandbox's limits would use, making and
+// removing a scratch one.
+func probeLimits() string {
+	l := Limits{MemoryBytes: 64 << 20, Pids: 64, CPU: 1}
+	cs, err := newCgroupSet(fmt.Sprintf("harnessd-sandbox-probe-%d-%s", os.Getpid(), randomID()), "", l)
+	if err != nil {
+		return "unavailable (" + err.Error() + ")"
+	}
+	defer cs.remove()
+	if err := cs.apply(l); err != nil {
+		return "unavailable (" + err.Error() + ")"
+	}
+	return "cgroup " + cs.version + " (memory, pids, cpu)"
+}
+
+// refused reports a setup error that means the host does not permit
+// sandboxes, as opposed to one that went wrong.
+func refused(err error) bool {
+	var se *SetupError
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Stage == StageClone || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) ||
+		strings.Contains(se.Err.Error(), "operation not permitted") || strings.Contains(se.Err.Error(), "permission denied")
 }
 
 func probeDetail(err error) string {
