@@ -12,7 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // agentCommand makes the test binary a harness inside a sandbox: each mode
@@ -95,6 +97,19 @@ func runAgent(args []string) int {
 			n, _ := c.Read(b)
 			r.Value = string(b[:n])
 			c.Close()
+		}
+	case "tty":
+		// A terminal as stdin that is the controlling terminal, and a pty
+		// of the sandbox's own devpts.
+		_, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		r = outcome(err)
+		r.Value = fmt.Sprintf("isatty=%v", term.IsTerminal(0))
+		if ptmx, tty, err := pty.Open(); err != nil {
+			r.OK, r.Error = false, "openpty: "+err.Error()
+		} else {
+			r.List = []string{tty.Name()}
+			ptmx.Close()
+			tty.Close()
 		}
 	case "id":
 		r = result{OK: true, Value: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}

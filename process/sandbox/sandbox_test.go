@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
@@ -487,6 +488,42 @@ func TestHostnameAndTheSingleIDMap(t *testing.T) {
 	}
 }
 
+func TestPTYHarness(t *testing.T) {
+	need(t)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		testbin.Missing(t, "no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	cfg := baseConfig(t)
+	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.TTY = tty, tty, tty, true
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, cfg)
+	tty.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "tty"}}); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(ptmx).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the pty: %q %v", line, err)
+	}
+	var r result
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &r); err != nil {
+		t.Fatalf("agent said %q", line)
+	}
+	if !r.OK || r.Value != "isatty=true" || len(r.List) != 1 || !strings.HasPrefix(r.List[0], "/dev/pts/") {
+		t.Fatalf("on a pty: %+v", r)
+	}
+	if e, _ := sb.Wait(ctx); e.Status.Code != 0 {
+		t.Fatalf("exit %+v", e)
+	}
+}
+
 func TestExitStatusesAreExact(t *testing.T) {
 	need(t)
 	for _, c := range []struct {
@@ -544,13 +581,23 @@ func TestBadConfigIsRefused(t *testing.T) {
 func TestForkFloodStopsAtPids(t *testing.T) {
 	need(t)
 	cfg := baseConfig(t)
-	cfg.Limits = sandbox.Limits{Pids: 48}
-	r, e := attempt(t, cfg, "forkflood", "200")
+	cfg.Limits = sandbox.Limits{Pids: 48, CPU: 0.5}
+	rn := start(t, cfg, nil, "forkflood", "200")
+	r, e := rn.next(t), rn.wait(t)
 	if r.OK || r.N >= 48 {
 		t.Fatalf("fork flood started %d of 200 processes (%+v)", r.N, r)
 	}
 	if e.Limit != sandbox.LimitPids {
 		t.Fatalf("limit hit %q, want pids", e.Limit)
+	}
+	dirs := rn.sb.CgroupDirs()
+	if err := rn.sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s left after Close", d)
+		}
 	}
 	t.Logf("flood stopped after %d processes (%s)", r.N, r.Error)
 }
