@@ -34,7 +34,7 @@ type cgroupSet struct {
 	dirs    map[string]string // controller ("" for v2) -> directory
 }
 
-// mountInfo lists the cgroup mounts: v2's mount point and each v1
+// cgroupMounts lists the cgroup mounts: v2's mount point and each v1
 // controller's, with the mount's root.
 type cgroupMounts struct {
 	v2, v2Root string
@@ -201,13 +201,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func (cs *cgroupSet) dir(controller string) string {
-	if cs.version == CgroupV2 {
-		return cs.dirs[""]
-	}
-	return cs.dirs[controller]
 }
 
 func writeFile(dir, file, value string) error {

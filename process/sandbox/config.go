@@ -96,9 +96,11 @@ type Config struct {
 	Doors []Door
 
 	// IDs selects the id maps; IDBase, when non-zero, is the first host id
-	// of the range (IDRange); otherwise a free slot of DefaultRanges is used.
+	// of the range (IDRange); otherwise a free range of Ranges (nil:
+	// DefaultRanges) is used for the sandbox's lifetime.
 	IDs    IDMode
 	IDBase uint32
+	Ranges *Ranges
 	// UID and GID are the harness's ids inside; nil means 1000 with a range
 	// mapped, 0 with the single map.
 	UID, GID *int

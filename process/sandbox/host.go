@@ -112,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 
 	spec := cfg.initSpec(ids)
 	var bindFiles []*os.File
-	defer closeAll(bindFiles)
+	defer func() { closeAll(bindFiles) }()
 	// As root, each bind's source is cloned here into a detached mount
 	// (open_tree) that the init attaches (move_mount): the init, root of
 	// its user namespace only, could not walk the daemon's private
@@ -161,7 +161,17 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 		// inside 0 (the range's first host id) explicitly.
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio(cfg.Stdin), stdio(cfg.Stdout), stdio(cfg.Stderr)
+	// A nil *os.File in an io.Reader would close the init's fd instead of
+	// giving it /dev/null: only set files were given.
+	if cfg.Stdin != nil {
+		cmd.Stdin = cfg.Stdin
+	}
+	if cfg.Stdout != nil {
+		cmd.Stdout = cfg.Stdout
+	}
+	if cfg.Stderr != nil {
+		cmd.Stderr = cfg.Stderr
+	}
 	err = cmd.Start()
 	childEnd.Close()
 	if err != nil {
@@ -197,13 +207,6 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	}
 	go s.watch()
 	return s, nil
-}
-
-func stdio(f *os.File) *os.File {
-	if f == nil {
-		return nil // os/exec opens /dev/null
-	}
-	return f
 }
 
 // cloneError explains a refused clone of the namespaces.

@@ -87,7 +87,11 @@ func planIDs(cfg *Config) (idPlan, error) {
 			}
 			p.hostBase = cfg.IDBase
 		} else {
-			base, release, err := DefaultRanges.acquire()
+			rs := cfg.Ranges
+			if rs == nil {
+				rs = DefaultRanges
+			}
+			base, release, err := rs.acquire()
 			if err != nil {
 				return p, err
 			}

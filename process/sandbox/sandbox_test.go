@@ -253,6 +253,12 @@ func TestCannotWriteEtcMountOrRegainRoot(t *testing.T) {
 	if r, _ := attempt(t, cfg, "unshare"); r.OK || r.Errno != "EPERM" {
 		t.Fatalf("unshare under seccomp: %+v, want EPERM", r)
 	}
+	if r, _ := attempt(t, cfg, "clone3"); r.Errno != "ENOSYS" {
+		t.Fatalf("clone3 under seccomp: %+v, want ENOSYS", r)
+	}
+	if r, _ := attempt(t, baseConfig(t), "clone3"); r.Errno != "EINVAL" {
+		t.Fatalf("control: clone3 without seccomp: %+v, want EINVAL", r)
+	}
 }
 
 func TestWorkspaceHomeAndTmpAreWritable(t *testing.T) {
