@@ -100,6 +100,7 @@ bench: build
 	@rm -f $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 30x ./process/ ./bridge/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 300x ./gateway/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench 'SandboxStart' -benchtime 1x ./process/sandbox/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'TurnOverhead' -benchtime 2000x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Reset|BridgeStart' -benchtime 200x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'IdleSessionMemory|ConcurrentSessions' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt

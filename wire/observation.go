@@ -24,12 +24,17 @@ const (
 	FailureMaxTurns       FailureType = "max_turns"       // the episode reached its turn limit
 	FailureCancelled      FailureType = "cancelled"       // the turn was abandoned (client gone, shutdown)
 	FailureModelBudget    FailureType = "model_budget"    // a model-call or output-token budget ran out
+	// FailureResourceLimit: the harness tree ran into a limit of its
+	// sandbox's cgroup (memory: the OOM killer ended it; pids: a fork was
+	// refused) and ended.
+	FailureResourceLimit FailureType = "resource_limit"
 )
 
 // FailureTypes lists every failure type (for schemas and metrics labels).
 var FailureTypes = []FailureType{
 	FailureStartupFailed, FailureTurnTimeout, FailureHarnessCrashed, FailureHarnessExited, FailureProtocol,
 	FailureOutputLimit, FailureEpisodeTimeout, FailureMaxTurns, FailureCancelled, FailureModelBudget,
+	FailureResourceLimit,
 }
 
 // ExitStatus is how a harness process ended.

@@ -41,6 +41,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/harnessd/harnessd/process/sandbox"
 )
 
 // Exit codes.
@@ -83,6 +85,8 @@ func usage() string {
 }
 
 func main() {
+	// A re-executed sandbox init (or its exec stage) never returns from here.
+	sandbox.Init()
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage())
 		os.Exit(exitUsage)

@@ -9,6 +9,10 @@
 // ChildCommand (so the probes need nothing else installed, not even a
 // shell): a program using Run must dispatch ChildCommand to RunChild.
 //
+// The sandbox probe starts a throwaway sandbox through package
+// process/sandbox, whose init is the same executable: a program using Run
+// must also call sandbox.Init first thing in main.
+//
 // The package owns the probes, their verdicts and the Report. It reads
 // /proc only through package process, except for the facts of the PID
 // namespace and the user-namespace sysctls, which only it needs. It must not

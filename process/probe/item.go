@@ -26,10 +26,11 @@ const (
 	PTY           = "pty"
 	PID1          = "pid1"
 	Userns        = "userns"
+	Sandbox       = "sandbox"
 )
 
 // Names lists every mechanism in report order.
-var Names = []string{ProcessGroups, Pdeathsig, Subreaper, Cgroup, Kill, PTY, PID1, Userns}
+var Names = []string{ProcessGroups, Pdeathsig, Subreaper, Cgroup, Kill, PTY, PID1, Userns, Sandbox}
 
 // Help says what each mechanism is for (check -h and docs/deploy.md).
 var Help = map[string]string{
@@ -40,7 +41,8 @@ var Help = map[string]string{
 	Kill:          "the live configuration ends a tree with a group member, a setsid escapee and an orphan",
 	PTY:           "pseudo-terminals for interactive (TUI) harnesses",
 	PID1:          "harnessd is PID 1 of its PID namespace: it reaps every orphan of the container",
-	Userns:        "unprivileged user namespaces (not used by harnessd today; informs sandboxing options)",
+	Userns:        "unprivileged user namespaces (a non-root daemon's sandboxes need them)",
+	Sandbox:       "a harness tree in its own user, PID, mount, network, IPC and UTS namespaces (process/sandbox; not yet used by sessions)",
 }
 
 // Item is the finding for one mechanism.
@@ -60,6 +62,7 @@ func failed(format string, args ...any) Item {
 const (
 	probeTimeout   = 5 * time.Second
 	treeTimeout    = 15 * time.Second // a tree kill may wait out DefaultKillWait
+	sandboxTimeout = 10 * time.Second
 	agentsTimeout  = 10 * time.Second
 	probeChildLife = time.Minute // every probe child ends on its own after this
 	probeGrace     = 200 * time.Millisecond

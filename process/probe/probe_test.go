@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
 )
 
 // The test binary is its own probe child, as harnessd is.
 func TestMain(m *testing.M) {
+	sandbox.Init()
 	if len(os.Args) > 1 && os.Args[1] == ChildCommand {
 		os.Exit(RunChild(os.Args[2:]))
 	}

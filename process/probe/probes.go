@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
 )
 
 // probePdeathsig starts a child that starts a grandchild with
@@ -154,5 +155,19 @@ func pid1Item(pi PIDInfo) Item {
 		return Item{Status: StatusAvailable, Detail: fmt.Sprintf("PID 1 %s is harnessd (this check runs as pid %d)", where, pi.PID)}
 	default:
 		return Item{Status: StatusMissing, Detail: fmt.Sprintf("PID 1 %s is %q; harnessd runs as pid %d", where, pi.Init, pi.PID)}
+	}
+}
+
+// probeSandbox starts a throwaway sandbox (package sandbox) from self,
+// which must dispatch the sandbox's hidden subcommands (sandbox.Init).
+func probeSandbox(ctx context.Context, self string) Item {
+	r := sandbox.Probe(ctx, self)
+	switch {
+	case r.OK:
+		return Item{Status: StatusVerified, Detail: "a probe harness ran alone in " + r.Detail}
+	case r.Missing:
+		return Item{Status: StatusMissing, Detail: r.Detail}
+	default:
+		return failed("%s", r.Detail)
 	}
 }

@@ -124,6 +124,11 @@ func Run(cfg Config) (*Report, error) {
 			return probeUserns(ctx, self)
 		})
 	}
+	if want(Sandbox) {
+		rep.Checks[Sandbox] = runProbe(sandboxTimeout, func(ctx context.Context) Item {
+			return probeSandbox(ctx, self)
+		})
+	}
 	if cfg.All {
 		rep.Agents, rep.AgentsNote = listAgents(cfg.ListAgents)
 	}

@@ -1,0 +1,202 @@
+package sandbox_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// agentCommand makes the test binary a harness inside a sandbox: each mode
+// is one attempt, and prints one JSON result line.
+const agentCommand = "__sandbox-test-agent"
+
+// agentPath is where the test binary is bound inside every test sandbox.
+const agentPath = "/harnessd-test/agent"
+
+type result struct {
+	OK    bool     `json:"ok"`
+	Errno string   `json:"errno,omitempty"`
+	Error string   `json:"error,omitempty"`
+	Value string   `json:"value,omitempty"`
+	List  []string `json:"list,omitempty"`
+	N     int      `json:"n,omitempty"`
+}
+
+func errnoOf(err error) string {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return unix.ErrnoName(en)
+	}
+	return ""
+}
+
+func outcome(err error) result {
+	if err != nil {
+		return result{Errno: errnoOf(err), Error: err.Error()}
+	}
+	return result{OK: true}
+}
+
+func runAgent(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "agent: no mode")
+		return 2
+	}
+	var r result
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	switch args[0] {
+	case "procs":
+		entries, err := os.ReadDir("/proc")
+		r = outcome(err)
+		r.Value = strconv.Itoa(os.Getpid())
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err == nil {
+				r.List = append(r.List, e.Name())
+			}
+		}
+	case "kill":
+		pid, _ := strconv.Atoi(arg(1))
+		r = outcome(unix.Kill(pid, unix.SIGKILL))
+	case "ptrace":
+		pid, _ := strconv.Atoi(arg(1))
+		r = outcome(unix.PtraceAttach(pid))
+	case "read":
+		b, err := os.ReadFile(arg(1))
+		r = outcome(err)
+		r.Value = string(b)
+	case "write":
+		r = outcome(os.WriteFile(arg(1), []byte("sandbox"), 0o644))
+	case "ifaces":
+		ifs, err := net.Interfaces()
+		r = outcome(err)
+		for _, i := range ifs {
+			r.List = append(r.List, i.Name)
+		}
+	case "connect":
+		c, err := net.DialTimeout("tcp", arg(1), 5*time.Second)
+		r = outcome(err)
+		if err == nil {
+			b := make([]byte, 64)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, _ := c.Read(b)
+			r.Value = string(b[:n])
+			c.Close()
+		}
+	case "tty":
+		// A terminal as stdin that is the controlling terminal, and a pty
+		// of the sandbox's own devpts.
+		_, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		r = outcome(err)
+		r.Value = fmt.Sprintf("isatty=%v", term.IsTerminal(0))
+		if ptmx, tty, err := pty.Open(); err != nil {
+			r.OK, r.Error = false, "openpty: "+err.Error()
+		} else {
+			r.List = []string{tty.Name()}
+			ptmx.Close()
+			tty.Close()
+		}
+	case "id":
+		r = result{OK: true, Value: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}
+	case "env":
+		r = result{OK: true, List: os.Environ()}
+	case "hostname":
+		h, err := os.Hostname()
+		r = outcome(err)
+		r.Value = h
+	case "forkflood":
+		n, _ := strconv.Atoi(arg(1))
+		var started []*exec.Cmd
+		var err error
+		for i := 0; i < n; i++ {
+			c := exec.Command("/bin/sleep", "60")
+			if err = c.Start(); err != nil {
+				break
+			}
+			started = append(started, c)
+		}
+		r = outcome(err)
+		r.N = len(started)
+	case "memhog":
+		mb, _ := strconv.Atoi(arg(1))
+		var keep [][]byte
+		for i := 0; i < mb; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			keep = append(keep, b)
+		}
+		r = result{OK: true, N: len(keep)}
+	case "mount":
+		r = outcome(unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""))
+	case "unshare":
+		r = outcome(unix.Unshare(unix.CLONE_NEWUSER))
+	case "clone3":
+		// An invalid clone3 (size 0) never makes a child: EINVAL from the
+		// kernel, ENOSYS from the filter.
+		_, _, e := unix.RawSyscall(unix.SYS_CLONE3, 0, 0, 0)
+		r = outcome(e)
+		if e == 0 {
+			r = outcome(nil)
+		}
+	case "setuid0":
+		r = outcome(unix.Setresuid(0, 0, 0))
+	case "exit":
+		n, _ := strconv.Atoi(arg(1))
+		return n
+	case "signal":
+		n, _ := strconv.Atoi(arg(1))
+		unix.Kill(os.Getpid(), unix.Signal(n))
+		time.Sleep(time.Minute)
+		return 0
+	case "spawn":
+		// Background processes that outlive the agent if nothing kills
+		// them: one in its own session.
+		for i := 0; i < 3; i++ {
+			c := exec.Command("/bin/sleep", "600")
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: i == 0}
+			if err := c.Start(); err != nil {
+				r = outcome(err)
+				break
+			}
+			r.List = append(r.List, strconv.Itoa(c.Process.Pid))
+		}
+		r.OK = len(r.List) == 3
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+		time.Sleep(10 * time.Minute)
+		return 0
+	case "term":
+		// Report SIGTERM delivered by the init's forwarding, then exit 3.
+		ch := make(chan os.Signal, 1)
+		signalNotify(ch)
+		fmt.Println(`{"ok":true,"value":"waiting"}`)
+		<-ch
+		fmt.Println(`{"ok":true,"value":"got SIGTERM"}`)
+		return 3
+	default:
+		fmt.Fprintln(os.Stderr, "agent: unknown mode", args[0])
+		return 2
+	}
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+	return 0
+}
+
+var _ = strings.TrimSpace

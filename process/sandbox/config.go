@@ -1,0 +1,214 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrInvalidConfig is wrapped by Start's errors for a Config that can never
+// work (a relative path, a NUL byte, a bad door name).
+var ErrInvalidConfig = errors.New("invalid sandbox config")
+
+// Bind makes a host path visible inside the sandbox.
+type Bind struct {
+	// Src is the host path (absolute).
+	Src string `json:"src"`
+	// Dst is the path inside; empty means the same as Src.
+	Dst string `json:"dst,omitempty"`
+	// Writable binds it read-write; otherwise it is read-only.
+	Writable bool `json:"writable,omitempty"`
+}
+
+// Door is a listener the init opens on 127.0.0.1 inside the sandbox's
+// network namespace and hands to the daemon.
+type Door struct {
+	// Name identifies the door ("mcp", "model").
+	Name string `json:"name"`
+	// Port is the port inside the namespace; 0 picks a free one. Every
+	// sandbox has its own namespace, so a fixed port never collides.
+	Port int `json:"port,omitempty"`
+}
+
+// Limits bound the sandbox's cgroup. Zero means no limit.
+type Limits struct {
+	// MemoryBytes is the memory limit (swap is limited to the same where
+	// the host lets it be).
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// Pids bounds the tasks (processes and threads) of the whole sandbox,
+	// the init's own (about ten) included.
+	Pids int `json:"pids,omitempty"`
+	// CPU is the CPU quota in cores (1.5 = one and a half cores).
+	CPU float64 `json:"cpu,omitempty"`
+}
+
+func (l Limits) any() bool { return l.MemoryBytes > 0 || l.Pids > 0 || l.CPU > 0 }
+
+// Rlimit is one resource limit set on the harness (setrlimit(2)).
+type Rlimit struct {
+	Resource int    `json:"resource"` // unix.RLIMIT_*
+	Soft     uint64 `json:"soft"`
+	Hard     uint64 `json:"hard"`
+}
+
+// IDMode selects the user namespace's id maps.
+type IDMode string
+
+// ID modes.
+const (
+	// IDAuto maps a private host range as root and the single id the
+	// kernel allows otherwise.
+	IDAuto IDMode = ""
+	// IDRange maps inside 0–65535 to a private host range (root only).
+	IDRange IDMode = "range"
+	// IDSelf maps inside 0 to the daemon's own uid and gid (setgroups
+	// denied): the only map an unprivileged daemon may write.
+	IDSelf IDMode = "self"
+)
+
+// Config describes a sandbox. The harness's command comes later, with Run.
+type Config struct {
+	// Init is the binary re-executed as the init; empty means
+	// /proc/self/exe. It must call Init first thing in main (or TestMain).
+	Init string
+	// Name labels the sandbox in errors and its cgroup's name.
+	Name string
+	// Hostname is the UTS name inside; empty means "sandbox".
+	Hostname string
+
+	// Workspace and Home are host directories bound read-write at the same
+	// path inside (empty: none).
+	Workspace, Home string
+	// WorkspaceAt also binds Workspace read-write at this fixed path inside
+	// (e.g. "/app").
+	WorkspaceAt string
+	// Hide lists host paths covered inside: a directory by an empty
+	// read-only tmpfs, a file by an empty read-only file (the daemon's
+	// workspace root, its state directories, token files). Workspace and
+	// Home may lie under a hidden directory.
+	Hide []string
+	// Binds are further host paths made visible.
+	Binds []Bind
+
+	// Doors are the listeners to open inside.
+	Doors []Door
+
+	// IDs selects the id maps; IDBase, when non-zero, is the first host id
+	// of the range (IDRange); otherwise a free range of Ranges (nil:
+	// DefaultRanges) is used for the sandbox's lifetime.
+	IDs    IDMode
+	IDBase uint32
+	Ranges *Ranges
+	// UID and GID are the harness's ids inside; nil means 1000 with a range
+	// mapped, 0 with the single map.
+	UID, GID *int
+
+	// Seccomp installs the deny-list (see seccomp.go) on the harness.
+	Seccomp bool
+	// Rlimits are set on the harness; RLIMIT_CORE is 0 unless given.
+	Rlimits []Rlimit
+	// Limits bound the sandbox's cgroup; CgroupParent overrides where its
+	// cgroup is made (a v2 directory; v1 uses each controller's own
+	// cgroup of the daemon).
+	Limits       Limits
+	CgroupParent string
+
+	// Stdin, Stdout and Stderr become the init's and the harness's stdio
+	// (nil: /dev/null). TTY says stdin is a terminal that becomes the
+	// harness's controlling terminal.
+	Stdin, Stdout, Stderr *os.File
+	TTY                   bool
+}
+
+// Command is what Run executes inside the sandbox.
+type Command struct {
+	// Path is the program; without a slash it is looked up in Env's PATH.
+	Path string `json:"path"`
+	// Args are the arguments after the program name.
+	Args []string `json:"args,omitempty"`
+	// Env is the harness's complete environment (never the daemon's).
+	Env []string `json:"env,omitempty"`
+	// Dir is the working directory inside; empty means Workspace or "/".
+	Dir string `json:"dir,omitempty"`
+}
+
+func checkPath(what, p string) error {
+	if strings.IndexByte(p, 0) >= 0 {
+		return fmt.Errorf("%w: %s contains a NUL byte", ErrInvalidConfig, what)
+	}
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("%w: %s %q is not absolute", ErrInvalidConfig, what, p)
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	for _, p := range []struct{ what, path string }{{"workspace", c.Workspace}, {"home", c.Home}, {"workspace_at", c.WorkspaceAt}} {
+		if p.path != "" {
+			if err := checkPath(p.what, p.path); err != nil {
+				return err
+			}
+		}
+	}
+	if c.WorkspaceAt != "" && c.Workspace == "" {
+		return fmt.Errorf("%w: workspace_at without a workspace", ErrInvalidConfig)
+	}
+	for _, h := range c.Hide {
+		if err := checkPath("hidden path", h); err != nil {
+			return err
+		}
+		if filepath.Clean(h) == "/" {
+			return fmt.Errorf("%w: cannot hide /", ErrInvalidConfig)
+		}
+	}
+	for _, b := range c.Binds {
+		if err := checkPath("bind source", b.Src); err != nil {
+			return err
+		}
+		if b.Dst != "" {
+			if err := checkPath("bind target", b.Dst); err != nil {
+				return err
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range c.Doors {
+		if d.Name == "" || strings.ContainsAny(d.Name, "\x00/ ") {
+			return fmt.Errorf("%w: bad door name %q", ErrInvalidConfig, d.Name)
+		}
+		if seen[d.Name] {
+			return fmt.Errorf("%w: door %q given twice", ErrInvalidConfig, d.Name)
+		}
+		seen[d.Name] = true
+		if d.Port < 0 || d.Port > 65535 {
+			return fmt.Errorf("%w: door %q: port %d out of range", ErrInvalidConfig, d.Name, d.Port)
+		}
+	}
+	if strings.IndexByte(c.Hostname, 0) >= 0 || len(c.Hostname) > 64 {
+		return fmt.Errorf("%w: bad hostname %q", ErrInvalidConfig, c.Hostname)
+	}
+	if c.Limits.MemoryBytes < 0 || c.Limits.Pids < 0 || c.Limits.CPU < 0 {
+		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
+	}
+	switch c.IDs {
+	case IDAuto, IDRange, IDSelf:
+	default:
+		return fmt.Errorf("%w: unknown id mode %q", ErrInvalidConfig, c.IDs)
+	}
+	return nil
+}
+
+func (cmd *Command) validate() error {
+	if cmd.Path == "" {
+		return fmt.Errorf("%w: no program given", ErrInvalidConfig)
+	}
+	all := append(append([]string{cmd.Path, cmd.Dir}, cmd.Args...), cmd.Env...)
+	for _, s := range all {
+		if strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("%w: the command contains a NUL byte", ErrInvalidConfig)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,561 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/harnessd/harnessd/process"
+	"golang.org/x/sys/unix"
+)
+
+// Cloneflags are the namespaces every sandbox gets.
+const Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS |
+	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
+// Exit is how a sandbox ended.
+type Exit struct {
+	// Status is the harness's exit status as the init saw it, exactly; when
+	// the init itself died first (killed from outside), the init's.
+	Status process.ExitStatus `json:"status"`
+	// InitDied reports that the init ended before reporting the harness's
+	// status (SIGKILLed, or its setup failed).
+	InitDied bool `json:"init_died,omitempty"`
+	// Limit names the cgroup limit the tree ran into (LimitMemory,
+	// LimitPids), empty when none.
+	Limit string `json:"limit,omitempty"`
+}
+
+// Sandbox is one started sandbox. Its methods are safe for concurrent use;
+// Close must be called.
+type Sandbox struct {
+	cfg     Config
+	ids     idPlan
+	cmd     *exec.Cmd
+	ctl     *net.UnixConn
+	cg      *cgroupSet
+	doors   map[string]*net.TCPListener
+	initPid int
+	pidNS   string
+
+	sendMu   sync.Mutex
+	started  chan message // the started or error reply to go
+	inner    atomic.Int64 // the harness's pid inside, once started
+	runOnce  sync.Once
+	done     chan struct{} // closed when the init is reaped and the channel read to its end
+	exit     Exit
+	closeErr error
+	closed   sync.Once
+}
+
+// Start creates the namespaces, runs the init and waits until it has set
+// the sandbox up and opened the doors. The harness starts with Run.
+func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ids, err := planIDs(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			ids.release()
+		}
+	}()
+	if ids.mode == IDRange {
+		for _, d := range []string{cfg.Workspace, cfg.Home} {
+			if d != "" {
+				if err := chownTree(d, int(ids.hostBase)+ids.uid, int(ids.hostBase)+ids.gid); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	initPath := cfg.Init
+	if initPath == "" {
+		initPath = "/proc/self/exe"
+	}
+	if cfg.Name == "" {
+		cfg.Name = "sandbox"
+	}
+
+	var cg *cgroupSet
+	if cfg.Limits.any() {
+		name := fmt.Sprintf("harnessd-sandbox-%d-%s-%s", os.Getpid(), sanitize(cfg.Name), randomID())
+		if cg, err = newCgroupSet(name, cfg.CgroupParent, cfg.Limits); err != nil {
+			return nil, err
+		}
+		if err := cg.apply(cfg.Limits); err != nil {
+			cg.remove()
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				cg.remove()
+			}
+		}()
+	}
+
+	spec := cfg.initSpec(ids)
+	var bindFiles []*os.File
+	defer func() { closeAll(bindFiles) }()
+	// As root, each bind's source is cloned here into a detached mount
+	// (open_tree) that the init attaches (move_mount): the init, root of
+	// its user namespace only, could not walk the daemon's private
+	// directories, nor bind from a mount outside its namespace. Not as
+	// root, the init has the daemon's uid and binds by path.
+	for _, b := range cfg.binds() {
+		bs := bindSpec{Bind: b}
+		if ids.mode == IDRange {
+			fd, err := unix.OpenTree(unix.AT_FDCWD, b.Src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				return nil, fmt.Errorf("bind %s into the sandbox: open_tree: %w", b.Src, err)
+			}
+			bindFiles = append(bindFiles, os.NewFile(uintptr(fd), b.Src))
+			bs.FD = controlFD + len(bindFiles)
+		}
+		spec.Mounts.Binds = append(spec.Mounts.Binds, bs)
+	}
+
+	hostEnd, childEnd, err := controlPair()
+	if err != nil {
+		return nil, err
+	}
+	ctl, err := controlConn(hostEnd)
+	if err != nil {
+		childEnd.Close()
+		return nil, err
+	}
+	uids, gids := ids.maps()
+	cmd := &exec.Cmd{
+		Path:       initPath,
+		Args:       []string{initPath, initCommand},
+		Env:        []string{},
+		Dir:        "/",
+		ExtraFiles: append([]*os.File{childEnd}, bindFiles...),
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 Cloneflags,
+			UidMappings:                uids,
+			GidMappings:                gids,
+			GidMappingsEnableSetgroups: ids.mode == IDRange,
+			Pdeathsig:                  syscall.SIGKILL,
+			Setpgid:                    true,
+		},
+	}
+	if ids.mode == IDRange {
+		// The daemon's host uid is not in the map: the init becomes
+		// inside 0 (the range's first host id) explicitly.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+	}
+	// A nil *os.File in an io.Reader would close the init's fd instead of
+	// giving it /dev/null: only set files were given.
+	if cfg.Stdin != nil {
+		cmd.Stdin = cfg.Stdin
+	}
+	if cfg.Stdout != nil {
+		cmd.Stdout = cfg.Stdout
+	}
+	if cfg.Stderr != nil {
+		cmd.Stderr = cfg.Stderr
+	}
+	err = cmd.Start()
+	childEnd.Close()
+	if err != nil {
+		ctl.Close()
+		return nil, cloneError(err)
+	}
+	s := &Sandbox{
+		cfg: cfg, ids: ids, cmd: cmd, ctl: ctl, cg: cg, doors: map[string]*net.TCPListener{},
+		initPid: cmd.Process.Pid, started: make(chan message, 1), done: make(chan struct{}),
+	}
+	s.pidNS, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", s.initPid))
+	fail := func(e error) (*Sandbox, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		ctl.Close()
+		for _, l := range s.doors {
+			l.Close()
+		}
+		return nil, e
+	}
+	if cg != nil {
+		if err := cg.add(s.initPid); err != nil {
+			return fail(err)
+		}
+	}
+	closeAll(bindFiles)
+	bindFiles = nil
+	if err := s.send(message{Type: msgSpec, Spec: &spec}); err != nil {
+		return fail(err)
+	}
+	if err := s.awaitReady(ctx); err != nil {
+		return fail(err)
+	}
+	go s.watch()
+	return s, nil
+}
+
+// cloneError explains a refused clone of the namespaces.
+func cloneError(err error) error {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) {
+		return &SetupError{Stage: StageClone, Err: err}
+	}
+	return fmt.Errorf("start sandbox init: %w", err)
+}
+
+// awaitReady reads the init's ready message (with the doors) or its error.
+func (s *Sandbox) awaitReady(ctx context.Context) error {
+	type result struct {
+		m     message
+		files []*os.File
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		m, files, err := receive(s.ctl)
+		ch <- result{m, files, err}
+	}()
+	var r result
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		s.cmd.Process.Kill()
+		r = <-ch
+		closeAll(r.files)
+		return fmt.Errorf("sandbox setup: %w", ctx.Err())
+	}
+	if r.err != nil {
+		if errors.Is(r.err, errClosed) {
+			s.cmd.Wait()
+			return &SetupError{Stage: StageInit, Err: fmt.Errorf("the init exited during setup (%s)", s.cmd.ProcessState)}
+		}
+		return r.err
+	}
+	switch r.m.Type {
+	case msgError:
+		closeAll(r.files)
+		return &SetupError{Stage: r.m.Stage, Err: errors.New(r.m.Error)}
+	case msgReady:
+	default:
+		closeAll(r.files)
+		return fmt.Errorf("sandbox init sent %q before ready", r.m.Type)
+	}
+	if len(r.files) != len(r.m.Doors) || len(r.m.Doors) != len(s.cfg.Doors) {
+		closeAll(r.files)
+		return fmt.Errorf("sandbox init sent %d doors and %d descriptors for %d doors asked", len(r.m.Doors), len(r.files), len(s.cfg.Doors))
+	}
+	for i, d := range r.m.Doors {
+		l, err := net.FileListener(r.files[i])
+		r.files[i].Close()
+		if err != nil {
+			closeAll(r.files[i+1:])
+			return fmt.Errorf("door %s: %w", d.Name, err)
+		}
+		tl, ok := l.(*net.TCPListener)
+		if !ok {
+			l.Close()
+			closeAll(r.files[i+1:])
+			return fmt.Errorf("door %s is not a TCP listener", d.Name)
+		}
+		s.doors[d.Name] = tl
+	}
+	return nil
+}
+
+func (s *Sandbox) send(m message) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	return send(s.ctl, m)
+}
+
+// watch reads the rest of the control channel and reaps the init.
+func (s *Sandbox) watch() {
+	var got *message
+	for {
+		m, files, err := receive(s.ctl)
+		closeAll(files)
+		if err != nil {
+			break
+		}
+		switch m.Type {
+		case msgStarted:
+			s.inner.Store(int64(m.Pid))
+			s.reply(m)
+		case msgError:
+			s.reply(m)
+		case msgExit:
+			got = &m
+		}
+	}
+	s.reply(message{Type: msgError, Stage: StageInit, Error: "the init exited"})
+	werr := s.cmd.Wait()
+	switch {
+	case got != nil:
+		s.exit.Status = process.ExitStatus{Code: got.Code, Signal: got.Signal}
+		if got.Signal != "" {
+			s.exit.Status.Code = -1
+		}
+	default:
+		s.exit.InitDied = true
+		s.exit.Status = initStatus(s.cmd.ProcessState, werr)
+	}
+	s.exit.Limit = s.cg.limitHit()
+	close(s.done)
+}
+
+func (s *Sandbox) reply(m message) {
+	select {
+	case s.started <- m:
+	default:
+	}
+}
+
+func initStatus(ps *os.ProcessState, err error) process.ExitStatus {
+	if ps == nil {
+		return process.ExitStatus{Code: -1, Signal: "unknown"}
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return process.ExitStatus{Code: ps.ExitCode()}
+	case ws.Signaled():
+		return process.ExitStatus{Code: -1, Signal: unix.SignalName(ws.Signal())}
+	default:
+		return process.ExitStatus{Code: ws.ExitStatus()}
+	}
+}
+
+// Doors returns the listeners opened inside, by name. The caller serves
+// on them; Close closes them.
+func (s *Sandbox) Doors() map[string]*net.TCPListener {
+	out := make(map[string]*net.TCPListener, len(s.doors))
+	for k, v := range s.doors {
+		out[k] = v
+	}
+	return out
+}
+
+// Door returns one door's listener, nil when there is none of that name.
+func (s *Sandbox) Door(name string) *net.TCPListener { return s.doors[name] }
+
+// Run starts the harness with cmd and returns once it has been executed
+// (or could not be: the program is missing, the setup of its identity
+// failed). Call it once, after serving on the doors.
+func (s *Sandbox) Run(ctx context.Context, cmd Command) error {
+	if err := cmd.validate(); err != nil {
+		return err
+	}
+	var err error
+	ran := false
+	s.runOnce.Do(func() {
+		ran = true
+		if err = s.send(message{Type: msgGo, Command: &cmd}); err != nil {
+			return
+		}
+		select {
+		case m := <-s.started:
+			if m.Type == msgError {
+				err = &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
+			}
+		case <-ctx.Done():
+			err = fmt.Errorf("start harness in sandbox: %w", ctx.Err())
+		}
+	})
+	if !ran {
+		return errors.New("sandbox harness already started")
+	}
+	return err
+}
+
+// HarnessPid returns the harness's pid on the host, 0 before Run or once
+// it has ended.
+func (s *Sandbox) HarnessPid() int {
+	inner := int(s.inner.Load())
+	if inner == 0 {
+		return 0
+	}
+	for _, pid := range s.HostPids() {
+		if InnerPid(pid) == inner {
+			return pid
+		}
+	}
+	return 0
+}
+
+// Pid is the init's pid on the host.
+func (s *Sandbox) Pid() int { return s.initPid }
+
+// PIDNamespace names the sandbox's PID namespace ("pid:[4026532…]").
+func (s *Sandbox) PIDNamespace() string { return s.pidNS }
+
+// HostIDs returns the host uid and gid the harness runs as.
+func (s *Sandbox) HostIDs() (uid, gid int) {
+	if s.ids.mode == IDRange {
+		return int(s.ids.hostBase) + s.ids.uid, int(s.ids.hostBase) + s.ids.gid
+	}
+	return os.Geteuid(), os.Getegid()
+}
+
+// CgroupVersion says which cgroup carries the limits: CgroupV2, CgroupV1
+// or CgroupNone.
+func (s *Sandbox) CgroupVersion() string {
+	if s.cg == nil {
+		return CgroupNone
+	}
+	return s.cg.version
+}
+
+// CgroupDirs lists the sandbox's cgroup directories.
+func (s *Sandbox) CgroupDirs() []string {
+	if s.cg == nil {
+		return nil
+	}
+	var out []string
+	for _, d := range s.cg.dirs {
+		out = append(out, d)
+	}
+	return out
+}
+
+// Signal sends sig to the init, which forwards SIGTERM, SIGINT and SIGHUP
+// to the harness's process group; SIGKILL ends the whole sandbox.
+func (s *Sandbox) Signal(sig syscall.Signal) error {
+	select {
+	case <-s.done:
+		return process.ErrNotRunning
+	default:
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal sandbox init %d: %w", s.initPid, err)
+	}
+	return nil
+}
+
+// Done is closed once the sandbox has ended.
+func (s *Sandbox) Done() <-chan struct{} { return s.done }
+
+// Wait blocks until the sandbox has ended and returns how.
+func (s *Sandbox) Wait(ctx context.Context) (Exit, error) {
+	select {
+	case <-s.done:
+		return s.exit, nil
+	case <-ctx.Done():
+		return Exit{}, ctx.Err()
+	}
+}
+
+// Close ends the sandbox (SIGKILL to the init ends every process of its
+// PID namespace), closes the doors and removes the cgroup. It is safe to
+// call more than once.
+func (s *Sandbox) Close() error {
+	s.closed.Do(func() {
+		s.cmd.Process.Kill()
+		<-s.done
+		s.ctl.Close()
+		for _, l := range s.doors {
+			l.Close()
+		}
+		if s.cg != nil {
+			for deadline := time.Now().Add(2 * time.Second); !s.cg.empty() && time.Now().Before(deadline); {
+				time.Sleep(2 * time.Millisecond)
+			}
+			s.closeErr = s.cg.remove()
+		}
+		s.ids.release()
+	})
+	return s.closeErr
+}
+
+// chownTree gives dir and everything in it to uid:gid (not following
+// symlinks), so the harness's host uid can write its workspace and HOME.
+func chownTree(dir string, uid, gid int) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("give %s to the sandbox's uid %d: %w", dir, uid, err)
+	}
+	return nil
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 32 {
+		b = b[:32]
+	}
+	return string(b)
+}
+
+func randomID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// HostPids lists the host pids of every process in the sandbox's PID
+// namespace, the init included (empty once it has ended).
+func (s *Sandbox) HostPids() []int { return PidsInNamespace(s.pidNS) }
+
+// PidsInNamespace lists the host pids of the processes whose PID
+// namespace is ns (as /proc/PID/ns/pid names it).
+func PidsInNamespace(ns string) []int {
+	if ns == "" {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// InnerPid returns the pid inside its namespace of host pid (the last
+// NSpid of /proc/PID/status), 0 when unknown.
+func InnerPid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.Atoi(f[len(f)-1])
+				return n
+			}
+		}
+	}
+	return 0
+}

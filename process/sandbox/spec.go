@@ -1,0 +1,72 @@
+package sandbox
+
+// initSpec is what the host sends the init: everything but the command.
+type initSpec struct {
+	Name     string   `json:"name"`
+	Hostname string   `json:"hostname"`
+	Doors    []Door   `json:"doors,omitempty"`
+	Mounts   mountSet `json:"mounts"`
+	UID      int      `json:"uid"`
+	GID      int      `json:"gid"`
+	// SetGroups is false with the single id map (setgroups is denied).
+	SetGroups bool     `json:"setgroups"`
+	Seccomp   bool     `json:"seccomp"`
+	Rlimits   []Rlimit `json:"rlimits,omitempty"`
+	TTY       bool     `json:"tty,omitempty"`
+	// DefaultDir is the harness's directory when its Command names none.
+	DefaultDir string `json:"default_dir"`
+}
+
+// mountSet is the new root's layout.
+type mountSet struct {
+	Hide  []string   `json:"hide,omitempty"`
+	Binds []bindSpec `json:"binds,omitempty"`
+}
+
+// bindSpec is a Bind whose source the daemon opened (O_PATH) and passed as
+// descriptor FD: the init, an unprivileged root of its user namespace,
+// cannot walk the daemon's private directories to reach it.
+type bindSpec struct {
+	Bind
+	FD int `json:"fd"`
+}
+
+// execSpec is what the init hands its exec stage.
+type execSpec struct {
+	Spec    initSpec `json:"spec"`
+	Command Command  `json:"command"`
+}
+
+func (c *Config) initSpec(ids idPlan) initSpec {
+	s := initSpec{
+		Name: c.Name, Hostname: c.Hostname, Doors: c.Doors,
+		UID: ids.uid, GID: ids.gid, SetGroups: ids.setgroups,
+		Seccomp: c.Seccomp, Rlimits: c.Rlimits, TTY: c.TTY, DefaultDir: "/",
+	}
+	if s.Hostname == "" {
+		s.Hostname = "sandbox"
+	}
+	s.Mounts.Hide = append(s.Mounts.Hide, c.Hide...)
+	if c.Workspace != "" {
+		s.DefaultDir = c.Workspace
+		if c.WorkspaceAt != "" {
+			s.DefaultDir = c.WorkspaceAt
+		}
+	}
+	return s
+}
+
+// binds lists every bind of c: workspace (and its fixed path), HOME, extras.
+func (c *Config) binds() []Bind {
+	var out []Bind
+	if c.Workspace != "" {
+		out = append(out, Bind{Src: c.Workspace, Writable: true})
+		if c.WorkspaceAt != "" {
+			out = append(out, Bind{Src: c.Workspace, Dst: c.WorkspaceAt, Writable: true})
+		}
+	}
+	if c.Home != "" {
+		out = append(out, Bind{Src: c.Home, Writable: true})
+	}
+	return append(out, c.Binds...)
+}
