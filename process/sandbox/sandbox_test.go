@@ -608,7 +608,15 @@ func TestForkFloodStopsAtPids(t *testing.T) {
 	t.Logf("flood stopped after %d processes (%s)", r.N, r.Error)
 }
 
+// TestMemoryHogIsKilledAndDetected runs only when HARNESSD_TEST_OOM=1: the
+// kernel's OOM kill it provokes happens inside the memory cgroup of whatever
+// runs the tests, and on machines whose supervisor watches that cgroup for
+// OOM events (this project's development and CI machines end the whole
+// command when one happens) it would take the test run down with it.
 func TestMemoryHogIsKilledAndDetected(t *testing.T) {
+	if os.Getenv("HARNESSD_TEST_OOM") != "1" {
+		t.Skip("provokes an OOM kill in the test runner's memory cgroup, which ends the whole run on machines that watch for them; set HARNESSD_TEST_OOM=1 to run it")
+	}
 	need(t)
 	cfg := baseConfig(t)
 	cfg.Limits = sandbox.Limits{MemoryBytes: 64 << 20}
