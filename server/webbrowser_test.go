@@ -24,7 +24,8 @@ import (
 // /web with the API token, starts a session from the chat box, runs a turn
 // that calls a tool and is scored, sees the tool call and the reward, then
 // runs a turn whose harness prints a script tag and checks it shows as text
-// and runs nothing. It saves a screenshot to bin/web-console.png.
+// and runs nothing, and that the page fits a narrow window. It saves a
+// screenshot to bin/web-console.png.
 func TestWebConsoleInBrowser(t *testing.T) {
 	chromium := ""
 	for _, name := range []string{"chromium", "chromium-browser"} {
@@ -125,6 +126,14 @@ func TestWebConsoleInBrowser(t *testing.T) {
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
+	}
+	step("a narrow window", chromedp.EmulateViewport(400, 800))
+	overflow, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if overflow {
+		t.Error("the page scrolls sideways in a 400 px window")
 	}
 	mu.Lock()
 	if len(dialogs) > 0 || len(problems) > 0 {
