@@ -127,6 +127,16 @@ func TestWebAPI(t *testing.T) {
 	}
 }
 
+// TestWebProductionAbsent checks that production mode has no console.
+func TestWebProductionAbsent(t *testing.T) {
+	ts := start(t, Options{Mode: Production})
+	for _, path := range []string{"/web", "/web/api/sessions", "/web/api/events", "/web/assets/console.js"} {
+		if code := webGet(t, ts.url+path, "", nil); code != http.StatusNotFound {
+			t.Errorf("production GET %s: %d, want 404", path, code)
+		}
+	}
+}
+
 // TestWebEvents reads the live feed while an episode runs: the session
 // list first, then the episode's records as they happen.
 func TestWebEvents(t *testing.T) {

@@ -257,7 +257,12 @@ function openSocket() {
     const ws = new WebSocket(u.href);
     ws.onopen = () => { chat.ws = ws; resolve(ws); };
     ws.onerror = () => reject(new Error("WebSocket /ws failed"));
-    ws.onclose = () => { if (chat.ws === ws) { chat.ws = null; chat.session = ""; chat.episode = ""; setBusy(false); chatStatus("connection closed"); } };
+    ws.onclose = () => {
+      const p = chat.pending;
+      chat.pending = null;
+      if (p) p({ type: "error", data: { message: "connection closed" } });
+      if (chat.ws === ws) { chat.ws = null; chat.session = ""; chat.episode = ""; setBusy(false); chatStatus("connection closed"); }
+    };
     ws.onmessage = (ev) => { const f = JSON.parse(ev.data); const p = chat.pending; chat.pending = null; if (p) p(f); };
   });
 }
