@@ -6,12 +6,14 @@
 #   make bench   benchmarks with their floors, as ratios (see docs/benchmarks.md)
 #   make fuzz    every fuzz target for FUZZTIME each (default 60s)
 #   make agents  install the real CLI agents pinned in integration/agents (npm ci; needs Node)
+#   make chromium  install Debian's chromium for the web console's browser test
+#                (only with CI=true or INSTALL_CHROMIUM=1, as root with apt-get)
 
 GO      ?= go
 BIN     := $(CURDIR)/bin
 PKGS    := ./...
 
-.PHONY: all build test test-go vet lint demo bench clean agents fuzz fuzz-smoke
+.PHONY: all build test test-go vet lint demo bench clean agents chromium fuzz fuzz-smoke
 
 all: build
 
@@ -32,7 +34,7 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck $(PKGS)
 
-test: lint build agents test-go fuzz-smoke
+test: lint build agents chromium test-go fuzz-smoke
 
 test-go:
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -race -timeout 15m $(PKGS)
@@ -86,6 +88,26 @@ agents:
 $(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
 	cd $(AGENTS_DIR) && npm ci --ignore-scripts --no-audit --no-fund && npm rebuild @anthropic-ai/claude-code opencode-ai
 	@touch $@
+
+# chromium drives the web console's browser test (server/webbrowser_test.go,
+# through chromedp). It is installed only when missing and asked for: under
+# CI=true or with INSTALL_CHROMIUM=1, as root with apt-get; never silently on
+# a developer's machine. Without it the test skips, and fails with CI=true.
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$CI" = true ] || [ "$(INSTALL_CHROMIUM)" = 1 ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "make chromium: installing Debian's chromium (apt-get)"; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y --no-install-recommends chromium || \
+				{ apt-get update && apt-get install -y --no-install-recommends chromium; }; \
+		else \
+			echo "make chromium: chromium is missing and cannot be installed here (needs root and apt-get); the browser test fails under CI=true"; \
+		fi; \
+	else \
+		echo "make chromium: chromium is not installed; the web console's browser test skips (INSTALL_CHROMIUM=1 make chromium installs it)"; \
+	fi
 
 demo: build
 	@$(GO) run ./demo -bin $(BIN)

@@ -1,8 +1,9 @@
 // Command demo shows harnessd end to end in a few seconds (run it with
 // `make demo`): it starts the daemon with the scriptable test agent, its MCP
 // tools and two rubrics (env.yaml), plays a multi-turn episode over OpenEnv's
-// /ws protocol with the Go client, streams a production /harness turn live
-// and cancels it, then stops both daemons with SIGTERM and checks that every
+// /ws protocol with the Go client (printing the URL of the daemon's web
+// console once it serves it), streams a production /harness turn live and
+// cancels it, then stops both daemons with SIGTERM and checks that every
 // process they started is gone. It exits non-zero if anything is not as
 // shown.
 package main
@@ -12,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +101,23 @@ func note(format string, a ...any) {
 	fmt.Println(out.Paint("2", "   "+fmt.Sprintf(format, a...)))
 }
 
+// consoleServes checks that the daemon serves its web console page.
+func consoleServes(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/web", nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("web console: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		return fmt.Errorf("web console: GET %s/web answered %s (%s)", url, res.Status, res.Header.Get("Content-Type"))
+	}
+	return nil
+}
+
 // episode plays three turns: a tool call, a turn that shows the
 // conversation persists, and the final answer that the grader scores.
 func episode(ctx context.Context, d *daemon) error {
@@ -108,6 +127,10 @@ func episode(ctx context.Context, d *daemon) error {
 	}
 	defer env.Close()
 	note("connected to %s/ws — a trainer would use OpenEnv's GenericEnvClient the same way", d.url)
+	if err := consoleServes(ctx, d.url); err != nil {
+		return err
+	}
+	note("web console: %s/web — open it to watch the sessions live and read each turn", d.url)
 
 	obs, err := env.Reset(ctx, client.ResetOptions{EpisodeID: "demo-episode"})
 	if err != nil {

@@ -38,6 +38,7 @@ func (s *Server) reset(ctx context.Context, m *managed, opts harness.ResetOption
 	if obs.Done {
 		s.metrics.endEpisode(obs.Metadata.ErrorType)
 	}
+	s.webReset(m, obs)
 	return obs, nil
 }
 
@@ -52,11 +53,12 @@ func (s *Server) step(ctx context.Context, m *managed, a wire.Action, emit func(
 	defer s.opDone(m)
 	m.touch()
 	start := time.Now()
-	obs, err := m.sess.Step(ctx, a, emit)
+	obs, err := m.sess.Step(ctx, a, s.webTurnStarting(m, a, emit))
 	m.touch()
 	if err != nil {
 		return nil, err
 	}
+	s.webStepped(m, a, obs)
 	m.steps.Add(1)
 	s.metrics.turnSeconds.Observe(time.Since(start).Seconds())
 	s.metrics.observeTools(obs)

@@ -100,6 +100,7 @@ type Server struct {
 	closing sync.Map
 	handler http.Handler
 	metrics *metrics
+	feed    webFeed // the console's live viewers (webfeed.go)
 
 	draining atomic.Bool   // set when Shutdown starts: readiness false, no new work
 	quit     chan struct{} // closed when sockets must close (sessions ended)
@@ -190,6 +191,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET /state", orch(s.handleState))
 		mux.Handle("POST /close", orch(s.handleClose))
 		mux.Handle("GET /episodes/{episode_id}/export", orch(s.handleExport))
+		s.webRoutes(mux)
 	} else {
 		mux.Handle("/harness", g(http.HandlerFunc(s.handleHarness)))
 	}

@@ -35,6 +35,8 @@ type managed struct {
 	episodeOpen atomic.Bool  // an episode was started and has not ended
 	ops         atomic.Int32 // resets and steps running through the server
 	gone        atomic.Bool  // the session was removed from the registry
+	// web is what the console shows of the episode (webturns.go).
+	web webLog
 }
 
 func (m *managed) touch() { m.active.Store(time.Now().UnixNano()) }
@@ -123,6 +125,18 @@ func (r *registry) remove(id string) *managed {
 	return m
 }
 
+// list returns the sessions, oldest first.
+func (r *registry) list() []*managed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*managed, 0, len(r.sessions))
+	for _, m := range r.sessions {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].created.Before(out[j].created) })
+	return out
+}
+
 // count returns active sessions plus reservations.
 func (r *registry) count() int {
 	r.mu.Lock()
@@ -181,6 +195,7 @@ func (s *Server) create(kind string) (*managed, error) {
 	m.touch()
 	s.reg.add(m, release)
 	s.metrics.sessionsOpen.WithLabelValues(kind).Inc()
+	s.webChanged(m)
 	s.log.Info("session created", "session_id", id, "kind", kind, "active", s.reg.count(), "max", s.reg.max)
 	return m, nil
 }
@@ -199,6 +214,7 @@ func (s *Server) destroy(m *managed, why string) {
 		s.log.Warn("session close", "session_id", m.id, "err", err)
 	}
 	s.ended(m)
+	s.webClosed(m)
 	s.log.Info("session ended", "session_id", m.id, "kind", m.kind, "why", why, "steps", m.steps.Load())
 }
 

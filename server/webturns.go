@@ -1,0 +1,119 @@
+package server
+
+import (
+	"sync"
+
+	"sort"
+
+	"github.com/harnessd/harnessd/wire"
+)
+
+// maxWebTurns bounds the turns (message and observation records) the
+// console keeps of a live session's episode; older turns are dropped.
+const maxWebTurns = 1000
+
+// webLog is what the console shows of a live session's current episode
+// beyond its trajectory: the reset, each turn's message and each
+// observation (without turn_events, which are the trajectory's), as
+// records in the shape of a record file, so a live episode and a recorded
+// one are read the same way. The server writes it around the session's
+// operations; it never reaches into the session.
+type webLog struct {
+	mu         sync.Mutex
+	reset      *wire.Record
+	turns      []wire.Record // message and observation records, in order
+	lastReward *float64
+	errorType  wire.FailureType
+}
+
+// slim returns the observation without its turn events.
+func slim(obs *wire.Observation) *wire.Observation {
+	o := *obs
+	o.Metadata.TurnEvents = nil
+	return &o
+}
+
+// began records a reset's observation, opening a new episode.
+func (l *webLog) began(reset wire.Record, obs *wire.Observation) wire.Record {
+	rec := wire.Record{Kind: wire.RecordObservation, Time: wire.Now(), Observation: slim(obs)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reset = &reset
+	l.turns = []wire.Record{rec}
+	l.lastReward, l.errorType = obs.Reward, obs.Metadata.ErrorType
+	return rec
+}
+
+// stepped records a turn: its message and its observation.
+func (l *webLog) stepped(msg wire.Record, obs *wire.Observation) wire.Record {
+	rec := wire.Record{Kind: wire.RecordObservation, Time: wire.Now(), Turn: obs.Metadata.TurnNumber, Observation: slim(obs)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.turns = append(l.turns, msg, rec)
+	if n := len(l.turns); n > 2*maxWebTurns {
+		l.turns = append([]wire.Record(nil), l.turns[n-2*maxWebTurns:]...)
+	}
+	if obs.Reward != nil {
+		l.lastReward = obs.Reward
+	}
+	l.errorType = obs.Metadata.ErrorType
+	return rec
+}
+
+// summary returns the last reward and error type.
+func (l *webLog) summary() (*float64, wire.FailureType) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastReward, l.errorType
+}
+
+// records merges the log with the episode's trajectory into record-file
+// order: the reset, its observation, then per turn the message, the turn's
+// events and its observation.
+func (l *webLog) records(traj []wire.Event) []wire.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]wire.Record, 0, len(l.turns)+len(traj)+1)
+	if l.reset != nil {
+		out = append(out, *l.reset)
+	}
+	byTurn := map[int][]wire.Event{}
+	for _, e := range traj {
+		byTurn[e.Turn] = append(byTurn[e.Turn], e)
+	}
+	events := func(n int) {
+		for _, e := range byTurn[n] {
+			out = append(out, wire.Record{Kind: wire.RecordEvent, Time: e.Timestamp, Event: &e})
+		}
+		delete(byTurn, n)
+	}
+	for _, r := range l.turns {
+		if r.Kind == wire.RecordObservation && r.Turn > 0 {
+			events(r.Turn)
+		}
+		out = append(out, r)
+	}
+	// A running turn: its message is not logged yet, its events are.
+	left := make([]int, 0, len(byTurn))
+	for n := range byTurn {
+		left = append(left, n)
+	}
+	sort.Ints(left)
+	for _, n := range left {
+		events(n)
+	}
+	return out
+}
+
+// resetRecord describes a reset for the console, as a record file does.
+func (s *Server) resetRecord(m *managed, obs *wire.Observation) wire.Record {
+	h := s.cfg.Harness
+	return wire.Record{
+		Kind: wire.RecordReset, Time: wire.Now(), EpisodeID: obs.Metadata.EpisodeID, SessionID: m.id,
+		Config: s.cfg.Name, Agent: h.Agent, Adapter: h.Adapter, Isolation: s.isolation(),
+		Tools: obs.Metadata.InjectedTools,
+	}
+}
+
+// isolation names how harness trees are contained and killed.
+func (s *Server) isolation() string { return s.opts.Supervisor.Mechanisms().KillMode() }
