@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 )
@@ -39,19 +38,9 @@ func TestListensOnLoopbackOnly(t *testing.T) {
 	if found != 1 {
 		t.Fatalf("found %d listening sockets on port %d, want 1", found, port)
 	}
-	// A non-loopback address of this host is refused.
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.IsLoopback() || ipn.IP.To4() == nil {
-			continue
-		}
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ipn.IP.String(), portStr), 5*time.Second)
-		if err == nil {
-			conn.Close()
-			t.Errorf("bridge reachable on %s", ipn.IP)
-		}
-	}
+	// Bound to loopback only (checked above from the kernel's own table), so
+	// no other address of this host reaches it; the test sends nothing to
+	// the machine's external addresses.
 }
 
 type listener struct {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // osThreads reads this process's OS thread count from /proc/self/status.
@@ -40,7 +42,7 @@ func TestThreadsFlatWithThousandsOfChildren(t *testing.T) {
 	const n = 2000
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 5*n {
-		t.Skipf("RLIMIT_NOFILE %d too low for %d children (4 descriptors each)", lim.Cur, n)
+		testbin.Missing(t, "RLIMIT_NOFILE %d is too low for %d children (4 descriptors each)", lim.Cur, n)
 	}
 	s := newSup(t, Options{Cgroup: ModeOff, Subreaper: ModeOff})
 	before := osThreads(t)
