@@ -44,6 +44,10 @@ type Process struct {
 	pid    int
 	treeID string
 	leaf   *cgroupLeaf
+	tree   LaunchedTree // set when Spec.Launcher started the leader
+	// began is set once start has returned: pid, leaf and tree are then
+	// fixed and other goroutines (the member tracker) may read them.
+	began atomic.Bool
 
 	stdin  *os.File // pipe mode
 	stdout *os.File // pipe mode read end
@@ -90,6 +94,7 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 		s.untrack(p)
 		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}
 	}
+	p.began.Store(true)
 	return p, nil
 }
 
@@ -128,6 +133,9 @@ func (p *Process) Pid() int { return p.pid }
 
 // KillMode names the mechanism this tree is killed with.
 func (p *Process) KillMode() string {
+	if p.tree != nil {
+		return "sandbox"
+	}
 	if p.leaf != nil {
 		return "cgroup"
 	}
@@ -146,6 +154,9 @@ func (p *Process) Alive() bool {
 	case <-p.exited:
 		return false
 	default:
+	}
+	if p.tree != nil {
+		return true // exited closes when the launched tree is gone
 	}
 	// The leader may have exited, or even been reaped, while waitExit has
 	// not closed exited yet: ask the kernel without reaping, so that a

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -118,9 +119,11 @@ func (p *Process) start() (err error) {
 	if err := validateSpec(spec); err != nil {
 		return err
 	}
-	path, err := lookPath(spec.Path, spec.Env)
-	if err != nil {
-		return spawnError(spec.Path, err)
+	path := spec.Path
+	if spec.Launcher == nil {
+		if path, err = lookPath(spec.Path, spec.Env); err != nil {
+			return spawnError(spec.Path, err)
+		}
 	}
 	p.treeID = newTreeID()
 	env := append(append([]string(nil), spec.Env...), TreeEnvVar+"="+p.treeID)
@@ -177,6 +180,9 @@ func (p *Process) start() (err error) {
 		p.stdin, p.stdout, p.stderr = ends[0][1], ends[1][1], ends[2][1]
 	}
 
+	if spec.Launcher != nil {
+		return p.launch(env, io)
+	}
 	if p.sup.cg != nil {
 		leaf, lerr := p.sup.cg.newLeaf(spec.Name)
 		switch {
@@ -245,3 +251,34 @@ func (p *Process) waitExit(w *childWaiter) {
 	p.log.Debug("process exited", "status", p.exit.String())
 	close(p.exited)
 }
+
+// launch starts the leader through Spec.Launcher with the child-side files
+// of io.
+func (p *Process) launch(env []string, io childIO) error {
+	spec := &p.spec
+	ctx, cancel := context.WithTimeout(context.Background(), launchTimeout)
+	defer cancel()
+	tree, err := spec.Launcher.Launch(ctx, LaunchCommand{
+		Path: spec.Path, Args: spec.Args, Env: env, Dir: spec.Dir,
+		Stdin: io.stdin, Stdout: io.stdout, Stderr: io.stderr, TTY: io.pty,
+	})
+	if err != nil {
+		return fmt.Errorf("start %s: %w", spec.Path, err)
+	}
+	p.tree = tree
+	p.pid = tree.Pid()
+	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
+	p.log.Debug("process launched", "path", spec.Path, "args", spec.Args, "pty", spec.PTY != nil)
+	go func() {
+		<-tree.Done()
+		p.exit = tree.ExitStatus()
+		p.log.Debug("process exited", "status", p.exit.String())
+		close(p.exited)
+	}()
+	p.startReaders()
+	return nil
+}
+
+// launchTimeout bounds a Launcher's start of the leader (the sandbox's
+// init forking the harness), not the harness's readiness.
+const launchTimeout = 30 * time.Second

@@ -65,6 +65,12 @@ type Spec struct {
 
 	// Logger receives lifecycle records; nil means slog.Default().
 	Logger *slog.Logger
+
+	// Launcher, when set, starts the leader (in a sandbox) instead of the
+	// daemon forking it: Path is then resolved where it runs, the tree
+	// gets no cgroup of the Supervisor's (the Launcher bounds it) and Stop
+	// signals and kills it through the Launcher. Nil starts a plain child.
+	Launcher Launcher
 }
 
 func (s *Spec) withDefaults() Spec {

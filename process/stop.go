@@ -47,7 +47,7 @@ func (p *Process) stop(grace time.Duration) {
 		p.waitDead(DefaultKillWait)
 	}
 	escapees := 0
-	if p.leaf == nil || p.leaf.populated() {
+	if p.tree == nil && (p.leaf == nil || p.leaf.populated()) {
 		// cgroup.kill leaves nothing behind; without a cgroup (or if it
 		// somehow failed) hunt for escapees.
 		escapees = p.sweep()
@@ -115,6 +115,10 @@ func (p *Process) releaseIO() {
 
 // signalTree sends sig to every member of the tree.
 func (p *Process) signalTree(sig unix.Signal) {
+	if p.tree != nil {
+		p.tree.Signal(sig)
+		return
+	}
 	if p.leaf != nil {
 		p.leaf.signal(sig)
 	}
@@ -132,6 +136,10 @@ func (p *Process) signalTree(sig unix.Signal) {
 
 // killTree sends SIGKILL to every member, through the cgroup when there is one.
 func (p *Process) killTree() {
+	if p.tree != nil {
+		p.tree.Signal(unix.SIGKILL)
+		return
+	}
 	if p.leaf != nil {
 		if err := p.leaf.kill(); err != nil {
 			p.log.Warn("cgroup.kill failed", "err", err)
@@ -162,6 +170,9 @@ func (p *Process) sessionGroups() []int {
 func (p *Process) allDead() bool {
 	if p.Alive() {
 		return false
+	}
+	if p.tree != nil {
+		return true // the tree is gone once the launched root is
 	}
 	if p.leaf != nil {
 		return !p.leaf.populated()
@@ -321,6 +332,14 @@ func (p *Process) Signal(sig unix.Signal) error {
 	case <-p.stopped:
 		return ErrStopped
 	default:
+	}
+	if p.tree != nil {
+		select {
+		case <-p.tree.Done():
+			return nil
+		default:
+		}
+		return p.tree.Signal(sig)
 	}
 	if p.ptmx != nil {
 		for _, pg := range p.sessionGroups() {

@@ -58,7 +58,11 @@ func (s *Supervisor) recordMembers() {
 	s.mu.Lock()
 	procs := make([]*Process, 0, len(s.live))
 	for p := range s.live {
-		procs = append(procs, p)
+		// A tree still starting has no pid yet; a launched tree (a
+		// sandbox) is bounded by its own PID namespace.
+		if p.began.Load() && p.tree == nil {
+			procs = append(procs, p)
+		}
 	}
 	s.mu.Unlock()
 	if len(procs) == 0 {

@@ -38,7 +38,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "id"}}); err != nil {
+		if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "id"}}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := bufio.NewReader(r).ReadString('\n'); err != nil {

@@ -302,29 +302,43 @@ func single(dir, file string) int64 {
 	return n
 }
 
-// limitHit names the limit the tree ran into, empty when none: the memory
-// limit when the OOM killer killed in the cgroup (or, in v1, the limit was
-// reached), the pids limit when a fork was refused.
-func (cs *cgroupSet) limitHit() string {
+// limitCounts are the cgroup's cumulative limit events: OOM kills (in v1,
+// the limit reached while under OOM) and refused forks.
+type limitCounts struct{ memory, pids int64 }
+
+func (cs *cgroupSet) counts() limitCounts {
+	var c limitCounts
 	if cs == nil {
-		return ""
+		return c
 	}
 	if cs.version == CgroupV2 {
 		d := cs.dirs[""]
-		if keyed(d, "memory.events")["oom_kill"] > 0 {
-			return LimitMemory
-		}
-		if keyed(d, "pids.events")["max"] > 0 {
-			return LimitPids
-		}
-		return ""
+		c.memory = keyed(d, "memory.events")["oom_kill"]
+		c.pids = keyed(d, "pids.events")["max"]
+		return c
 	}
 	if d := cs.dirs["memory"]; d != "" {
-		if oc := keyed(d, "memory.oom_control"); oc["oom_kill"] > 0 || single(d, "memory.failcnt") > 0 && oc["under_oom"] > 0 {
-			return LimitMemory
+		oc := keyed(d, "memory.oom_control")
+		c.memory = oc["oom_kill"]
+		if c.memory == 0 && oc["under_oom"] > 0 {
+			c.memory = single(d, "memory.failcnt")
 		}
 	}
-	if d := cs.dirs["pids"]; d != "" && keyed(d, "pids.events")["max"] > 0 {
+	if d := cs.dirs["pids"]; d != "" {
+		c.pids = keyed(d, "pids.events")["max"]
+	}
+	return c
+}
+
+// limitHit names the limit the tree ran into since base was taken, empty
+// when none: the memory limit when the OOM killer killed in the cgroup,
+// the pids limit when a fork was refused.
+func (cs *cgroupSet) limitHit(base limitCounts) string {
+	now := cs.counts()
+	switch {
+	case now.memory > base.memory:
+		return LimitMemory
+	case now.pids > base.pids:
 		return LimitPids
 	}
 	return ""

@@ -94,6 +94,11 @@ type Config struct {
 
 	// Doors are the listeners to open inside.
 	Doors []Door
+	// HostNetwork keeps the host's network namespace (no CLONE_NEWNET):
+	// the harness then reaches whatever the host reaches, the daemon's own
+	// listeners included. It gives up the network boundary; only an
+	// explicit "egress: host" policy asks for it.
+	HostNetwork bool
 
 	// IDs selects the id maps; IDBase, when non-zero, is the first host id
 	// of the range (IDRange); otherwise a free range of Ranges (nil:
@@ -132,7 +137,30 @@ type Command struct {
 	Env []string `json:"env,omitempty"`
 	// Dir is the working directory inside; empty means Workspace or "/".
 	Dir string `json:"dir,omitempty"`
+	// TTY says Stdin is a terminal that becomes the harness's controlling
+	// terminal (Config.TTY says the same for the init's own stdio).
+	TTY bool `json:"tty,omitempty"`
+
+	// Stdin, Stdout and Stderr, when set, become the harness's stdio in
+	// place of the init's (Config.Stdin…): they are passed to the init with
+	// the command (SCM_RIGHTS), so the daemon can create them after the
+	// sandbox and its doors exist. The caller keeps and closes its copies.
+	Stdin, Stdout, Stderr *os.File `json:"-"`
 }
+
+// stdio lists the set stdio files of cmd and their names, in order.
+func (cmd *Command) stdio() (names []string, files []*os.File) {
+	for i, f := range []*os.File{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		if f != nil {
+			names = append(names, stdioNames[i])
+			files = append(files, f)
+		}
+	}
+	return names, files
+}
+
+// stdioNames name the harness's stdio files in a go message.
+var stdioNames = [3]string{"stdin", "stdout", "stderr"}
 
 func checkPath(what, p string) error {
 	if strings.IndexByte(p, 0) >= 0 {

@@ -36,11 +36,14 @@ type message struct {
 	Spec    *initSpec    `json:"spec,omitempty"`
 	Doors   []doorOpened `json:"doors,omitempty"`
 	Command *Command     `json:"command,omitempty"`
-	Pid     int          `json:"pid,omitempty"`
-	Code    int          `json:"code,omitempty"`
-	Signal  string       `json:"signal,omitempty"`
-	Stage   string       `json:"stage,omitempty"`
-	Error   string       `json:"error,omitempty"`
+	// Stdio names the harness stdio files attached to a go message, in
+	// order ("stdin", "stdout", "stderr").
+	Stdio  []string `json:"stdio,omitempty"`
+	Pid    int      `json:"pid,omitempty"`
+	Code   int      `json:"code,omitempty"`
+	Signal string   `json:"signal,omitempty"`
+	Stage  string   `json:"stage,omitempty"`
+	Error  string   `json:"error,omitempty"`
 }
 
 // doorOpened reports one door; its fd is the i-th attached.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,15 +52,66 @@ type Sandbox struct {
 	initPid int
 	pidNS   string
 
-	sendMu   sync.Mutex
-	started  chan message // the started or error reply to go
-	inner    atomic.Int64 // the harness's pid inside, once started
-	runOnce  sync.Once
-	done     chan struct{} // closed when the init is reaped and the channel read to its end
-	exit     Exit
+	sendMu sync.Mutex
+	runMu  sync.Mutex // serialises Run: one harness at a time
+	cur    atomic.Pointer[Run]
+	done   chan struct{} // closed when the init is reaped and the channel read to its end
+	// initExit is how the init ended (valid once done is closed).
+	initExit Exit
 	closeErr error
 	closed   sync.Once
 }
+
+// Run is one harness run in a sandbox. A sandbox runs one harness at a
+// time and may run several in turn (one per turn of a one-shot CLI, then
+// a grader); every process a run started is killed when its harness exits.
+type Run struct {
+	s       *Sandbox
+	started chan message // the started or error reply to go
+	inner   atomic.Int64 // the harness's pid inside, once started
+	done    chan struct{}
+	exit    Exit
+	base    limitCounts
+	ended   sync.Once
+}
+
+// finish records how the run ended (once) and closes Done.
+func (r *Run) finish(e Exit) {
+	r.ended.Do(func() {
+		if e.Limit == "" {
+			e.Limit = r.s.cg.limitHit(r.base)
+		}
+		r.exit = e
+		close(r.done)
+	})
+}
+
+// Done is closed once the run's harness has exited and every process it
+// left has been killed (or the sandbox ended).
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Exit returns how the run ended, once Done is closed.
+func (r *Run) Exit() (Exit, bool) {
+	select {
+	case <-r.done:
+		return r.exit, true
+	default:
+		return Exit{}, false
+	}
+}
+
+// Wait blocks until the run has ended or ctx ends.
+func (r *Run) Wait(ctx context.Context) (Exit, error) {
+	select {
+	case <-r.done:
+		return r.exit, nil
+	case <-ctx.Done():
+		return Exit{}, ctx.Err()
+	}
+}
+
+// InnerPid is the harness's pid inside the sandbox (0 before it started).
+func (r *Run) InnerPid() int { return int(r.inner.Load()) }
 
 // Start creates the namespaces, runs the init and waits until it has set
 // the sandbox up and opened the doors. The harness starts with Run.
@@ -141,6 +193,10 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	uids, gids := ids.maps()
+	flags := uintptr(Cloneflags)
+	if cfg.HostNetwork {
+		flags &^= syscall.CLONE_NEWNET
+	}
 	cmd := &exec.Cmd{
 		Path:       initPath,
 		Args:       []string{initPath, initCommand},
@@ -148,7 +204,7 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 		Dir:        "/",
 		ExtraFiles: append([]*os.File{childEnd}, bindFiles...),
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 Cloneflags,
+			Cloneflags:                 flags,
 			UidMappings:                uids,
 			GidMappings:                gids,
 			GidMappingsEnableSetgroups: ids.mode == IDRange,
@@ -172,7 +228,7 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	if cfg.Stderr != nil {
 		cmd.Stderr = cfg.Stderr
 	}
-	err = cmd.Start()
+	err = process.StartCommand(cmd)
 	childEnd.Close()
 	if err != nil {
 		ctl.Close()
@@ -180,12 +236,13 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	}
 	s := &Sandbox{
 		cfg: cfg, ids: ids, cmd: cmd, ctl: ctl, cg: cg, doors: map[string]*net.TCPListener{},
-		initPid: cmd.Process.Pid, started: make(chan message, 1), done: make(chan struct{}),
+		initPid: cmd.Process.Pid, done: make(chan struct{}),
 	}
 	s.pidNS, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", s.initPid))
 	fail := func(e error) (*Sandbox, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
+		process.ReleaseCommand(s.initPid)
 		ctl.Close()
 		for _, l := range s.doors {
 			l.Close()
@@ -276,50 +333,59 @@ func (s *Sandbox) awaitReady(ctx context.Context) error {
 	return nil
 }
 
-func (s *Sandbox) send(m message) error {
+func (s *Sandbox) send(m message, files ...*os.File) error {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	return send(s.ctl, m)
+	err := send(s.ctl, m, fds...)
+	for _, f := range files {
+		runtime.KeepAlive(f)
+	}
+	return err
 }
 
 // watch reads the rest of the control channel and reaps the init.
 func (s *Sandbox) watch() {
-	var got *message
 	for {
 		m, files, err := receive(s.ctl)
 		closeAll(files)
 		if err != nil {
 			break
 		}
+		r := s.cur.Load()
+		if r == nil {
+			continue
+		}
 		switch m.Type {
 		case msgStarted:
-			s.inner.Store(int64(m.Pid))
-			s.reply(m)
+			r.inner.Store(int64(m.Pid))
+			r.reply(m)
 		case msgError:
-			s.reply(m)
+			r.reply(m)
 		case msgExit:
-			got = &m
+			st := process.ExitStatus{Code: m.Code, Signal: m.Signal}
+			if m.Signal != "" {
+				st.Code = -1
+			}
+			r.finish(Exit{Status: st})
 		}
 	}
-	s.reply(message{Type: msgError, Stage: StageInit, Error: "the init exited"})
 	werr := s.cmd.Wait()
-	switch {
-	case got != nil:
-		s.exit.Status = process.ExitStatus{Code: got.Code, Signal: got.Signal}
-		if got.Signal != "" {
-			s.exit.Status.Code = -1
-		}
-	default:
-		s.exit.InitDied = true
-		s.exit.Status = initStatus(s.cmd.ProcessState, werr)
+	process.ReleaseCommand(s.initPid)
+	s.initExit = Exit{InitDied: true, Status: initStatus(s.cmd.ProcessState, werr)}
+	if r := s.cur.Load(); r != nil {
+		r.reply(message{Type: msgError, Stage: StageInit, Error: "the init exited"})
+		r.finish(s.initExit)
 	}
-	s.exit.Limit = s.cg.limitHit()
 	close(s.done)
 }
 
-func (s *Sandbox) reply(m message) {
+func (r *Run) reply(m message) {
 	select {
-	case s.started <- m:
+	case r.started <- m:
 	default:
 	}
 }
@@ -352,39 +418,82 @@ func (s *Sandbox) Doors() map[string]*net.TCPListener {
 // Door returns one door's listener, nil when there is none of that name.
 func (s *Sandbox) Door(name string) *net.TCPListener { return s.doors[name] }
 
-// Run starts the harness with cmd and returns once it has been executed
-// (or could not be: the program is missing, the setup of its identity
-// failed). Call it once, after serving on the doors.
-func (s *Sandbox) Run(ctx context.Context, cmd Command) error {
+// Run starts a harness with cmd and returns once it has been executed (or
+// could not be: the program is missing, the setup of its identity
+// failed). Serve on the doors first. A sandbox runs one harness at a time:
+// Run waits for the previous run to end (or ctx).
+func (s *Sandbox) Run(ctx context.Context, cmd Command) (*Run, error) {
 	if err := cmd.validate(); err != nil {
-		return err
+		return nil, err
 	}
-	var err error
-	ran := false
-	s.runOnce.Do(func() {
-		ran = true
-		if err = s.send(message{Type: msgGo, Command: &cmd}); err != nil {
-			return
-		}
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if prev := s.cur.Load(); prev != nil {
 		select {
-		case m := <-s.started:
-			if m.Type == msgError {
-				err = &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
-			}
+		case <-prev.done:
 		case <-ctx.Done():
-			err = fmt.Errorf("start harness in sandbox: %w", ctx.Err())
+			return nil, fmt.Errorf("start harness in sandbox: the previous run has not ended: %w", ctx.Err())
 		}
-	})
-	if !ran {
-		return errors.New("sandbox harness already started")
 	}
-	return err
+	select {
+	case <-s.done:
+		return nil, fmt.Errorf("start harness in sandbox: %w", process.ErrNotRunning)
+	default:
+	}
+	if s.ids.mode == IDRange {
+		// Files the daemon wrote since Start (agent settings, the MCP
+		// config) belong to the harness too.
+		for _, d := range []string{s.cfg.Workspace, s.cfg.Home} {
+			if d == "" {
+				continue
+			}
+			if err := s.Chown(d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r := &Run{s: s, started: make(chan message, 1), done: make(chan struct{}), base: s.cg.counts()}
+	s.cur.Store(r)
+	names, files := cmd.stdio()
+	if err := s.send(message{Type: msgGo, Command: &cmd, Stdio: names}, files...); err != nil {
+		r.finish(Exit{InitDied: true, Status: process.ExitStatus{Code: -1, Signal: "unknown"}})
+		return nil, err
+	}
+	select {
+	case m := <-r.started:
+		if m.Type == msgError {
+			// The init has killed what the failed start left and waits for
+			// the next go.
+			r.finish(Exit{Status: process.ExitStatus{Code: 127}})
+			return nil, &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
+		}
+	case <-ctx.Done():
+		s.cmd.Process.Kill() // the init's state is unknown now
+		return nil, fmt.Errorf("start harness in sandbox: %w", ctx.Err())
+	}
+	return r, nil
 }
 
-// HarnessPid returns the harness's pid on the host, 0 before Run or once
-// it has ended.
+// Chown gives path (and, for a directory, everything in it; symlinks are
+// not followed) to the harness's host uid and gid, so that a file the
+// daemon writes for the harness after Start is its own. It does nothing
+// when the sandbox maps the daemon's own ids.
+func (s *Sandbox) Chown(path string) error {
+	if s.ids.mode != IDRange {
+		return nil
+	}
+	uid, gid := s.HostIDs()
+	return chownTree(path, uid, gid)
+}
+
+// HarnessPid returns the current run's harness pid on the host, 0 before
+// Run or once it has ended.
 func (s *Sandbox) HarnessPid() int {
-	inner := int(s.inner.Load())
+	r := s.cur.Load()
+	if r == nil {
+		return 0
+	}
+	inner := r.InnerPid()
 	if inner == 0 {
 		return 0
 	}
@@ -445,14 +554,18 @@ func (s *Sandbox) Signal(sig syscall.Signal) error {
 	return nil
 }
 
-// Done is closed once the sandbox has ended.
+// Done is closed once the sandbox has ended (its init is gone).
 func (s *Sandbox) Done() <-chan struct{} { return s.done }
 
-// Wait blocks until the sandbox has ended and returns how.
+// Wait blocks until the latest run has ended (or, without one, the
+// sandbox) and returns how.
 func (s *Sandbox) Wait(ctx context.Context) (Exit, error) {
+	if r := s.cur.Load(); r != nil {
+		return r.Wait(ctx)
+	}
 	select {
 	case <-s.done:
-		return s.exit, nil
+		return s.initExit, nil
 	case <-ctx.Done():
 		return Exit{}, ctx.Err()
 	}

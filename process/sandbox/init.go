@@ -70,7 +70,7 @@ func runInit() int {
 		return initFail(ctl, StageInit, fmt.Errorf("no spec from the daemon (%v)", err))
 	}
 	spec := *m.Spec
-	doors, err := openDoors(spec.Doors)
+	doors, err := openDoors(spec.Doors, spec.HostNetwork)
 	if err != nil {
 		return initFail(ctl, StageNet, err)
 	}
@@ -94,28 +94,76 @@ func runInit() int {
 		return initFail(nil, StageInit, err)
 	}
 
-	m, files, err = receive(ctl)
-	closeAll(files)
-	if err != nil || m.Type != msgGo || m.Command == nil {
-		// The daemon closed the sandbox before starting a harness.
-		return 0
-	}
-	harness, err := startExecStage(execSpec{Spec: spec, Command: *m.Command})
-	if err != nil {
-		var se *SetupError
-		stage := StageExec
-		if errors.As(err, &se) {
-			stage, err = se.Stage, se.Err
+	return serveRuns(ctl, spec, sigs)
+}
+
+// serveRuns starts one harness per go message, in turn, until the daemon
+// closes the channel: each run ends when its harness exits, and then every
+// other process of the namespace is killed before its exit is reported, so
+// nothing of one run outlives it.
+func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
+	for {
+		m, files, err := receive(ctl)
+		if err != nil || m.Type != msgGo || m.Command == nil || len(files) != len(m.Stdio) {
+			// The daemon closed the sandbox.
+			closeAll(files)
+			return 0
 		}
-		return initFail(ctl, stage, err)
+		// A signal sent while no harness ran is not the next one's.
+		for len(sigs) > 0 {
+			<-sigs
+		}
+		stdio := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+		for i, name := range m.Stdio {
+			for j, n := range stdioNames {
+				if n == name {
+					stdio[j] = files[i]
+				}
+			}
+		}
+		harness, err := startExecStage(execSpec{Spec: spec, Command: *m.Command}, stdio)
+		closeAll(files)
+		if err != nil {
+			var se *SetupError
+			stage := StageExec
+			if errors.As(err, &se) {
+				stage, err = se.Stage, se.Err
+			}
+			send(ctl, message{Type: msgError, Stage: stage, Error: err.Error()})
+			fmt.Fprintf(os.Stderr, "harnessd sandbox init: %s: %v\n", stage, err)
+			killRest()
+			continue
+		}
+		if err := send(ctl, message{Type: msgStarted, Pid: harness}); err != nil {
+			return 0
+		}
+		exit := superviseHarness(harness, sigs)
+		killRest()
+		if err := send(ctl, exit); err != nil {
+			return 0
+		}
 	}
-	send(ctl, message{Type: msgStarted, Pid: harness})
-	return superviseHarness(ctl, harness, sigs)
+}
+
+// killRest kills every process of the namespace but the init (kill(-1)
+// from PID 1 spares only itself) and reaps them all.
+func killRest() {
+	unix.Kill(-1, unix.SIGKILL)
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: nothing left
+			return
+		}
+	}
 }
 
 // superviseHarness reaps every child until the harness exits, forwarding
-// signals to its process group, then reports its status.
-func superviseHarness(ctl *net.UnixConn, harness int, sigs <-chan os.Signal) int {
+// signals to its process group, and returns its exit message.
+func superviseHarness(harness int, sigs <-chan os.Signal) message {
 	// A SIGCHLD dropped by a full channel is made up for by the tick.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -141,17 +189,12 @@ func superviseHarness(ctl *net.UnixConn, harness int, sigs <-chan os.Signal) int
 				continue
 			}
 			m := message{Type: msgExit}
-			code := 0
-			switch {
-			case ws.Signaled():
+			if ws.Signaled() {
 				m.Code, m.Signal = -1, unix.SignalName(ws.Signal())
-				code = 128 + int(ws.Signal())
-			default:
+			} else {
 				m.Code = ws.ExitStatus()
-				code = m.Code
 			}
-			send(ctl, m)
-			return code
+			return m
 		}
 	}
 }
@@ -159,7 +202,7 @@ func superviseHarness(ctl *net.UnixConn, harness int, sigs <-chan os.Signal) int
 // startExecStage forks the exec stage (this binary again) in a new session
 // and hands it its spec; it returns the harness's pid once the exec stage
 // has executed the harness, or the stage's error.
-func startExecStage(es execSpec) (int, error) {
+func startExecStage(es execSpec, stdio []*os.File) (int, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return 0, fmt.Errorf("exec socketpair: %w", err)
@@ -167,13 +210,13 @@ func startExecStage(es execSpec) (int, error) {
 	mine, theirs := os.NewFile(uintptr(pair[0]), "exec-stage"), os.NewFile(uintptr(pair[1]), "exec-stage-child")
 	defer mine.Close()
 	attr := &syscall.SysProcAttr{Setsid: true}
-	if es.Spec.TTY {
+	if es.Spec.TTY || es.Command.TTY {
 		attr.Setctty, attr.Ctty = true, 0
 	}
 	p, err := os.StartProcess("/proc/self/exe", []string{"harnessd-sandbox-exec", execCommand}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{},
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, theirs},
+		Files: []*os.File{stdio[0], stdio[1], stdio[2], theirs},
 		Sys:   attr,
 	})
 	theirs.Close()

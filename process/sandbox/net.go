@@ -37,10 +37,13 @@ func loopbackUp() error {
 	return nil
 }
 
-// openDoors brings lo up and opens each door on 127.0.0.1.
-func openDoors(doors []Door) ([]openedDoor, error) {
-	if err := loopbackUp(); err != nil {
-		return nil, err
+// openDoors brings lo up (in the sandbox's own network namespace) and
+// opens each door on 127.0.0.1.
+func openDoors(doors []Door, hostNetwork bool) ([]openedDoor, error) {
+	if !hostNetwork {
+		if err := loopbackUp(); err != nil {
+			return nil, err
+		}
 	}
 	var out []openedDoor
 	for _, d := range doors {

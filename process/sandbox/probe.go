@@ -58,7 +58,7 @@ func Probe(ctx context.Context, init string) (res ProbeResult) {
 		return res
 	}
 	defer sb.Close()
-	if err := sb.Run(ctx, Command{Path: "/proc/self/exe", Args: []string{probeCommand}}); err != nil {
+	if _, err := sb.Run(ctx, Command{Path: "/proc/self/exe", Args: []string{probeCommand}}); err != nil {
 		res.Detail = probeDetail(err)
 		return res
 	}

@@ -106,7 +106,7 @@ func start(t *testing.T, cfg sandbox.Config, env []string, mode ...string) *runn
 			rn.lines <- sc.Text()
 		}
 	}()
-	if err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, mode...), Env: env}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, mode...), Env: env}); err != nil {
 		t.Fatalf("run agent: %v", err)
 	}
 	return rn
@@ -405,7 +405,7 @@ func start2(t *testing.T, cfg sandbox.Config, prepare func(*sandbox.Sandbox), mo
 	for _, m := range mode {
 		args = append(args, strings.ReplaceAll(m, "DOOR", sb.Door("mcp").Addr().String()))
 	}
-	if err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: args}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: args}); err != nil {
 		t.Fatal(err)
 	}
 	return rn
@@ -511,7 +511,7 @@ func TestPTYHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "tty"}}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "tty"}}); err != nil {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(ptmx).ReadString('\n')
@@ -560,7 +560,7 @@ func TestMissingProgramIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	err = sb.Run(ctx, sandbox.Command{Path: "/no/such/agent"})
+	_, err = sb.Run(ctx, sandbox.Command{Path: "/no/such/agent"})
 	var se *sandbox.SetupError
 	if !errors.As(err, &se) || se.Stage != sandbox.StageExec || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("run of a missing program: %v", err)
@@ -673,7 +673,7 @@ func runDaemon() int {
 		fmt.Println(`{"error":` + strconv.Quote(err.Error()) + `}`)
 		return 1
 	}
-	if err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "spawn"}}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "spawn"}}); err != nil {
 		fmt.Println(`{"error":` + strconv.Quote(err.Error()) + `}`)
 		return 1
 	}

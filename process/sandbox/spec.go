@@ -1,13 +1,21 @@
 package sandbox
 
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
 // initSpec is what the host sends the init: everything but the command.
 type initSpec struct {
-	Name     string   `json:"name"`
-	Hostname string   `json:"hostname"`
-	Doors    []Door   `json:"doors,omitempty"`
-	Mounts   mountSet `json:"mounts"`
-	UID      int      `json:"uid"`
-	GID      int      `json:"gid"`
+	Name     string `json:"name"`
+	Hostname string `json:"hostname"`
+	Doors    []Door `json:"doors,omitempty"`
+	// HostNetwork: the sandbox shares the host's network namespace.
+	HostNetwork bool     `json:"host_network,omitempty"`
+	Mounts      mountSet `json:"mounts"`
+	UID         int      `json:"uid"`
+	GID         int      `json:"gid"`
 	// SetGroups is false with the single id map (setgroups is denied).
 	SetGroups bool     `json:"setgroups"`
 	Seccomp   bool     `json:"seccomp"`
@@ -39,7 +47,7 @@ type execSpec struct {
 
 func (c *Config) initSpec(ids idPlan) initSpec {
 	s := initSpec{
-		Name: c.Name, Hostname: c.Hostname, Doors: c.Doors,
+		Name: c.Name, Hostname: c.Hostname, Doors: c.Doors, HostNetwork: c.HostNetwork,
 		UID: ids.uid, GID: ids.gid, SetGroups: ids.setgroups,
 		Seccomp: c.Seccomp, Rlimits: c.Rlimits, TTY: c.TTY, DefaultDir: "/",
 	}
@@ -56,8 +64,25 @@ func (c *Config) initSpec(ids idPlan) initSpec {
 	return s
 }
 
-// binds lists every bind of c: workspace (and its fixed path), HOME, extras.
+// binds lists every bind of c: workspace (and its fixed path), HOME,
+// extras, parents before children (a read-only bind of a directory never
+// covers a writable one inside it), otherwise in that order.
 func (c *Config) binds() []Bind {
+	out := c.allBinds()
+	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].dst()) < depth(out[j].dst()) })
+	return out
+}
+
+func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
+
+func (b Bind) dst() string {
+	if b.Dst != "" {
+		return b.Dst
+	}
+	return b.Src
+}
+
+func (c *Config) allBinds() []Bind {
 	var out []Bind
 	if c.Workspace != "" {
 		out = append(out, Bind{Src: c.Workspace, Writable: true})

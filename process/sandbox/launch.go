@@ -1,0 +1,40 @@
+package sandbox
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/harnessd/harnessd/process"
+)
+
+// Launcher returns a process.Launcher that runs each launched leader as a
+// Run of s:
+// set it as process.Spec.Launcher, so package process keeps the pipes,
+// readiness and Stop while the harness runs inside the sandbox.
+func (s *Sandbox) Launcher() process.Launcher { return launcher{s} }
+
+type launcher struct{ s *Sandbox }
+
+func (l launcher) Launch(ctx context.Context, c process.LaunchCommand) (process.LaunchedTree, error) {
+	r, err := l.s.Run(ctx, Command{
+		Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, TTY: c.TTY,
+		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tree{r}, nil
+}
+
+// tree is one run seen as a process.LaunchedTree: signals go to the init
+// (which forwards them to the run's harness group; SIGKILL ends the whole
+// sandbox), and the tree is gone when the run has ended.
+type tree struct{ r *Run }
+
+func (t tree) Pid() int                        { return t.r.s.Pid() }
+func (t tree) Signal(sig syscall.Signal) error { return t.r.s.Signal(sig) }
+func (t tree) Done() <-chan struct{}           { return t.r.Done() }
+func (t tree) ExitStatus() process.ExitStatus {
+	e, _ := t.r.Exit()
+	return e.Status
+}

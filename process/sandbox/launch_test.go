@@ -1,0 +1,203 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
+)
+
+// supervised starts the test agent in a fresh sandbox through a
+// process.Supervisor, the way sessions do: the pipes are made by package
+// process after the sandbox exists and passed in with the command.
+func supervised(t *testing.T, spec process.Spec, mode ...string) (*sandbox.Sandbox, *process.Process) {
+	t.Helper()
+	need(t)
+	sup, err := process.NewSupervisor(process.Options{Cgroup: process.ModeOff, Subreaper: process.ModeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, baseConfig(t))
+	if err != nil {
+		t.Fatalf("start sandbox: %v", err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	spec.Name, spec.Path, spec.Launcher = "harness", agentPath, sb.Launcher()
+	spec.Args = append([]string{agentCommand}, mode...)
+	p, err := sup.Start(spec)
+	if err != nil {
+		t.Fatalf("start supervised: %v", err)
+	}
+	t.Cleanup(func() { p.Stop(context.Background(), 0) })
+	return sb, p
+}
+
+func nextLine(t *testing.T, p *process.Process) result {
+	t.Helper()
+	select {
+	case l, ok := <-p.Lines():
+		if !ok {
+			t.Fatalf("agent ended without a result; stderr: %s", p.StderrTail())
+		}
+		var r result
+		if err := json.Unmarshal(l.Text, &r); err != nil {
+			t.Fatalf("agent said %q: %v", l.Text, err)
+		}
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("no line from the agent within 30s")
+	}
+	return result{}
+}
+
+func TestSupervisedTreeRunsInTheSandbox(t *testing.T) {
+	sb, p := supervised(t, process.Spec{Env: []string{"A=1"}}, "procs")
+	r := nextLine(t, p)
+	if !r.OK || r.N > 3 {
+		t.Fatalf("inside the sandbox the agent should see its own few processes: %+v", r)
+	}
+	st, err := p.Wait(context.Background())
+	if err != nil || st.Code != 0 {
+		t.Fatalf("exit = %v, %v", st, err)
+	}
+	if p.KillMode() != "sandbox" || p.Pid() != sb.Pid() {
+		t.Fatalf("kill mode %q pid %d (init %d)", p.KillMode(), p.Pid(), sb.Pid())
+	}
+}
+
+func TestSupervisedExitStatusAndStderr(t *testing.T) {
+	_, p := supervised(t, process.Spec{}, "nosuchmode")
+	st, err := p.Wait(context.Background())
+	if err != nil || st.Code != 2 {
+		t.Fatalf("exit = %v, %v; want code 2", st, err)
+	}
+	if tail := p.StderrTail(); !strings.Contains(tail, "unknown mode") {
+		t.Fatalf("stderr tail %q", tail)
+	}
+}
+
+func TestSupervisedStopForwardsSIGTERMThenEndsTheTree(t *testing.T) {
+	sb, p := supervised(t, process.Spec{}, "term")
+	if r := nextLine(t, p); r.Value != "waiting" {
+		t.Fatalf("got %+v", r)
+	}
+	if err := p.Stop(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := nextLine(t, p); r.Value != "got SIGTERM" {
+		t.Fatalf("got %+v", r)
+	}
+	st, _ := p.ExitStatus()
+	if st.Code != 3 {
+		t.Fatalf("exit %v, want 3", st)
+	}
+	// The run is over; the init stays for the next one, alone.
+	if left := sb.HostPids(); len(left) != 1 || left[0] != sb.Pid() {
+		t.Fatalf("processes left in the sandbox: %v (init %d)", left, sb.Pid())
+	}
+}
+
+func TestRunsInTurnShareNothingButTheSandbox(t *testing.T) {
+	need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, baseConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	// The first run starts three sleepers (one in its own session, out of
+	// the harness's group) and ends by SIGTERM: none may survive its end.
+	rs, ws, _ := os.Pipe()
+	r1, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "spawn"}, Stdout: ws})
+	ws.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spawned result
+	if err := json.NewDecoder(rs).Decode(&spawned); err != nil || !spawned.OK {
+		t.Fatalf("spawn: %+v (%v)", spawned, err)
+	}
+	rs.Close()
+	if n := len(sb.HostPids()); n < 5 {
+		t.Fatalf("want init, agent and 3 sleepers, have %d", n)
+	}
+	sb.Signal(syscall.SIGTERM)
+	e1, err := r1.Wait(ctx)
+	if err != nil || e1.Status.Signal != "SIGTERM" {
+		t.Fatalf("first run: %+v, %v", e1, err)
+	}
+	if left := sb.HostPids(); len(left) != 1 {
+		t.Fatalf("after the first run: %v", left)
+	}
+	rd, wr, _ := os.Pipe()
+	defer rd.Close()
+	r2, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "procs"}, Stdout: wr})
+	wr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	if err := json.NewDecoder(rd).Decode(&res); err != nil || res.N > 3 {
+		t.Fatalf("second run sees %+v (%v)", res, err)
+	}
+	if e2, _ := r2.Wait(ctx); e2.Status.Code != 0 || e2.InitDied {
+		t.Fatalf("second run: %+v", e2)
+	}
+	// A missing program fails that run only.
+	if _, err := sb.Run(ctx, sandbox.Command{Path: "/no/such/agent"}); err == nil {
+		t.Fatal("a missing program started")
+	}
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "exit", "4"}}); err != nil {
+		t.Fatalf("a run after a failed one: %v", err)
+	}
+	if e, _ := sb.Wait(ctx); e.Status.Code != 4 {
+		t.Fatalf("exit %+v, want 4", e)
+	}
+}
+
+func TestSupervisedStopKillsEscapees(t *testing.T) {
+	sb, p := supervised(t, process.Spec{}, "spawn")
+	if r := nextLine(t, p); !r.OK {
+		t.Fatalf("spawn: %+v", r)
+	}
+	if n := len(sb.HostPids()); n < 5 {
+		t.Fatalf("want init, agent and 3 sleepers, have %d", n)
+	}
+	if err := p.Stop(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if left := sb.HostPids(); len(left) != 0 {
+		t.Fatalf("processes left in the sandbox: %v", left)
+	}
+}
+
+func TestSupervisedPTY(t *testing.T) {
+	_, p := supervised(t, process.Spec{PTY: &process.PTY{}}, "tty")
+	var out strings.Builder
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(out.String(), "}") {
+		select {
+		case b, ok := <-p.Output():
+			if !ok {
+				t.Fatalf("pty closed; output %q", out.String())
+			}
+			out.Write(b)
+		case <-deadline:
+			t.Fatalf("no tty answer; output %q", out.String())
+		}
+	}
+	var r result
+	s := out.String()
+	if err := json.Unmarshal([]byte(s[strings.Index(s, "{"):strings.LastIndex(s, "}")+1]), &r); err != nil || !r.OK {
+		t.Fatalf("tty answer %q: %v", s, err)
+	}
+}
