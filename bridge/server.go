@@ -49,6 +49,10 @@ type ServerOptions struct {
 	// Logger receives the server's records (mcp-go's per-request lines at
 	// Debug); nil means slog.Default().
 	Logger *slog.Logger
+	// Listener, when set, is served on instead of a fresh port on
+	// 127.0.0.1 (a sandbox's door, open inside its network namespace);
+	// the Server closes it. URL names its address.
+	Listener net.Listener
 }
 
 // CallStart describes a tool call as it starts.
@@ -98,8 +102,8 @@ type Server struct {
 	closeErr   error
 }
 
-// Serve starts a Server for cat on 127.0.0.1 with an OS-chosen port and a
-// fresh random token, so that a client of an earlier Server (an earlier
+// Serve starts a Server for cat on 127.0.0.1 with an OS-chosen port (or
+// on opts.Listener) and a fresh random token, so that a client of an earlier Server (an earlier
 // episode) is locked out. The Server does not own the catalog's sources.
 func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	if cat == nil {
@@ -139,10 +143,13 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	}
 	s.streamable = server.NewStreamableHTTPServer(s.mcp, sopts...)
 
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		s.streamable.Shutdown(context.Background())
-		return nil, fmt.Errorf("bridge: listen: %w", err)
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
+			s.streamable.Shutdown(context.Background())
+			return nil, fmt.Errorf("bridge: listen: %w", err)
+		}
 	}
 	s.url = "http://" + ln.Addr().String() + EndpointPath
 	mux := http.NewServeMux()

@@ -83,8 +83,24 @@ type Launch struct {
 	MaxLineBytes int
 	// Supervisor starts the process tree.
 	Supervisor *process.Supervisor
+	// Launcher, when set, is the episode's sandbox: adapters put it in
+	// every process.Spec of the harness (adapterkit does), so the harness
+	// runs inside. Nil in process isolation.
+	Launcher process.Launcher
+	// WorkDir is the harness's working directory as the harness sees it;
+	// empty means Workspace (a sandbox may mount the workspace elsewhere,
+	// workspace.mount_at).
+	WorkDir string
 	// Logger carries session and episode attributes.
 	Logger *slog.Logger
+}
+
+// Dir returns the harness's working directory: WorkDir, else Workspace.
+func (l *Launch) Dir() string {
+	if l.WorkDir != "" {
+		return l.WorkDir
+	}
+	return l.Workspace
 }
 
 // MCPInjection describes the bridge serving the environment's tools.

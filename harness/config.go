@@ -53,6 +53,14 @@ type Config struct {
 	Workspace WorkspaceConfig `yaml:"workspace" json:"workspace"`
 	// RecordDir, when set, receives one JSONL trajectory file per episode.
 	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
+
+	// Isolation is sandbox or process (isolation.go); empty lets the daemon
+	// choose: sandbox wherever the host allows it.
+	Isolation string `yaml:"isolation" json:"isolation,omitempty"`
+	// Limits bound a sandboxed harness tree.
+	Limits LimitsConfig `yaml:"limits" json:"limits,omitempty"`
+	// Network is a sandboxed harness's egress policy.
+	Network NetworkConfig `yaml:"network" json:"network,omitempty"`
 }
 
 // HarnessConfig says which harness runs and how it is driven.
@@ -164,6 +172,10 @@ type WorkspaceConfig struct {
 	Root string `yaml:"root" json:"root,omitempty"`
 	// Keep leaves workspaces on disk after the episode.
 	Keep bool `yaml:"keep" json:"keep,omitempty"`
+	// MountAt also mounts the workspace at this fixed path inside the
+	// sandbox (e.g. /app, as task images expect) and makes it the
+	// harness's working directory; sandbox isolation only.
+	MountAt string `yaml:"mount_at" json:"mount_at,omitempty"`
 }
 
 // EndsOnDone reports the effective EndOnDone.
@@ -304,6 +316,7 @@ func (c *Config) Normalize() error {
 		}
 	}
 	errs = append(errs, c.validateModel()...)
+	errs = append(errs, c.validateIsolation()...)
 	if err := rubric.Validate(c.Rubrics); err != nil {
 		errs = append(errs, err)
 	}

@@ -110,13 +110,15 @@ func (s *Session) openModel(ep *episode) error {
 	if err != nil {
 		return fmt.Errorf("model gateway: %w", err)
 	}
-	listen := s.listenModel
-	if listen == nil {
-		listen = listenLoopback
-	}
-	ln, err := listen(ep.id)
-	if err != nil {
-		return fmt.Errorf("model gateway: listen: %w", err)
+	ln := ep.door(doorModel)
+	if ln == nil {
+		listen := s.listenModel
+		if listen == nil {
+			listen = listenLoopback
+		}
+		if ln, err = listen(ep.id); err != nil {
+			return fmt.Errorf("model gateway: listen: %w", err)
+		}
 	}
 	if err := gw.Serve(ln); err != nil {
 		return fmt.Errorf("model gateway: %w", err)

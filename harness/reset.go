@@ -72,6 +72,10 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	}
 	s.events.reset(rec)
 
+	if err := s.openSandbox(ctx, ep); err != nil {
+		s.discard(ctx, ep)
+		return nil, err
+	}
 	if err := s.openTools(ctx, ep); err != nil {
 		s.discard(ctx, ep)
 		return nil, err
@@ -93,6 +97,10 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 
 	launch := s.launch(ep, inj)
 	s.modelLaunch(ep, launch)
+	if err := s.giveToHarness(ep); err != nil {
+		s.discard(ctx, ep)
+		return nil, err
+	}
 	if err := s.adapter.Start(ctx, launch); err != nil {
 		return s.startupFailed(ctx, ep, err), nil
 	}
@@ -105,7 +113,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	_, _, pid := s.adapter.Diagnostics()
 	ep.log.Info("episode started", "harness_pid", pid, "tools", ep.tools, "elapsed", time.Since(start))
 
-	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools}}
+	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools, Isolation: s.iso}}
 	s.events.note(observationRecord(obs))
 	return obs, nil
 }
@@ -120,7 +128,15 @@ func (s *Session) launch(ep *episode, inj *MCPInjection) *Launch {
 	set["HOME"] = ep.dirs.home
 	set["TMPDIR"] = ep.dirs.tmp
 	allow := append(append([]string(nil), process.DefaultEnvAllowlist...), h.PassEnv...)
+	var launcher process.Launcher
+	workDir := ""
+	if ep.sandbox != nil {
+		launcher = ep.sandbox.Launcher()
+		workDir = s.cfg.Workspace.MountAt
+	}
 	return &Launch{
+		Launcher:       launcher,
+		WorkDir:        workDir,
 		EpisodeID:      ep.id,
 		Command:        h.Command,
 		Workspace:      ep.dirs.workspace,
@@ -170,6 +186,7 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 	s.mu.Unlock()
 	s.closeTools(tctx, ep)
 	s.closeModel(ep)
+	s.closeSandbox(ep)
 	ep.log.Warn("harness failed to start", append([]any{"error", f.Message}, exitAttr(f.Exit)...)...)
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: ep.id, ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
@@ -185,6 +202,7 @@ func (s *Session) discard(ctx context.Context, ep *episode) {
 	defer cancel()
 	s.closeTools(tctx, ep)
 	s.closeModel(ep)
+	s.closeSandbox(ep)
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)
 	}
@@ -206,6 +224,7 @@ func (s *Session) endEpisode(ctx context.Context) error {
 	}
 	err := errors.Join(stopErr, s.closeTools(ctx, ep))
 	s.closeModel(ep)
+	s.closeSandbox(ep)
 	s.events.closeRecord()
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)

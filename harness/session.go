@@ -14,6 +14,7 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/rubric"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -40,8 +41,19 @@ type Options struct {
 	ID string
 	// ModelListener opens the listener of each episode's model gateway
 	// (when harness.model.url is set); nil means a fresh port on
-	// 127.0.0.1.
+	// 127.0.0.1. A sandboxed episode's gateway listens on its door instead.
 	ModelListener ListenFunc
+
+	// Isolation is the level the daemon resolved (IsolationSandbox or
+	// IsolationProcess); empty means Config.Isolation, and process when
+	// that is empty too.
+	Isolation string
+	// SandboxInit is the binary re-executed as each sandbox's init; empty
+	// means the running binary (which must call sandbox.Init in main).
+	SandboxInit string
+	// Hide lists further host paths covered inside every sandbox (the
+	// daemon's token and configuration files).
+	Hide []string
 }
 
 // Session is one trainer's environment: at most one episode at a time.
@@ -60,6 +72,13 @@ type Session struct {
 	events  eventLog
 
 	listenModel ListenFunc // opens each episode's model gateway listener
+
+	iso         string   // IsolationSandbox or IsolationProcess
+	sandboxInit string   // Options.SandboxInit
+	hide        []string // Options.Hide
+	exposeOnce  sync.Once
+	exposeBinds []sandbox.Bind // see exposures
+	exposeHide  []string
 
 	// persistent tool sources (started at the first reset, kept across
 	// episodes) and the configs of per-episode ones
@@ -86,7 +105,8 @@ type episode struct {
 	sources  []bridge.Source // per-episode sources, closed with the episode
 	catalog  *bridge.Catalog
 	server   *bridge.Server
-	model    *modelDoor // the model gateway; nil without harness.model.url
+	model    *modelDoor       // the model gateway; nil without harness.model.url
+	sandbox  *sandbox.Sandbox // the harness's sandbox; nil in process isolation
 	tools    []string
 	active   bool // the harness runs and steps are allowed
 	done     bool // ended normally; further steps get ErrEpisodeDone
@@ -105,7 +125,22 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, errors.New("harness: no process supervisor")
 	}
 	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter, listenModel: opts.ModelListener,
-		ended: make(chan struct{})}
+		sandboxInit: opts.SandboxInit, hide: opts.Hide, ended: make(chan struct{})}
+	s.iso = opts.Isolation
+	if s.iso == "" {
+		s.iso = cfg.Isolation
+	}
+	if s.iso == "" {
+		s.iso = IsolationProcess
+	}
+	switch s.iso {
+	case IsolationSandbox, IsolationProcess:
+	default:
+		return nil, fmt.Errorf("harness: unknown isolation %q", s.iso)
+	}
+	if s.iso == IsolationProcess && (cfg.Limits.Any() || cfg.Network.EgressPolicy() == EgressAllow) {
+		return nil, errors.New("harness: limits and network.egress: allow need isolation: sandbox, and this daemon runs harnesses in process isolation")
+	}
 	s.events.setLimits(cfg.Episode)
 	if s.id == "" {
 		s.id = uuid.NewString()

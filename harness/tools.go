@@ -85,6 +85,7 @@ func (s *Session) openTools(ctx context.Context, ep *episode) error {
 		OnCall:   s.onToolCall,
 		OnResult: s.onToolResult,
 		Logger:   ep.log,
+		Listener: ep.door(doorMCP),
 	})
 	if err != nil {
 		return fmt.Errorf("start tool bridge: %w", err)

@@ -37,6 +37,13 @@ func (s *Session) classifyTurnError(ctx context.Context, err error) *Failure {
 	if s.adapter.Alive() {
 		return Wrap(wire.FailureProtocol, err, "harness turn failed")
 	}
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	if f := s.limitFailure(ep); f != nil {
+		f.Err = err
+		return f
+	}
 	return Wrap(wire.FailureHarnessCrashed, err, "harness died mid-turn")
 }
 

@@ -25,6 +25,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		"max_sessions":    s.opts.MaxSessions,
 		"mode":            s.mode,
 		"version":         s.opts.Version,
+		"isolation":       s.isolationLevel(),
 	})
 }
 

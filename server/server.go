@@ -70,6 +70,13 @@ type Options struct {
 	PingInterval time.Duration
 	// Supervisor starts every process.
 	Supervisor *process.Supervisor
+	// Isolation is the level harnesses run at (harness.IsolationSandbox or
+	// harness.IsolationProcess); empty means the configuration's, else
+	// process.
+	Isolation string
+	// SandboxHide lists the daemon's own files covered inside every
+	// sandbox (its configuration and token files).
+	SandboxHide []string
 	// Logger receives the server's records.
 	Logger *slog.Logger
 	// Version is reported by /health and /metadata.
@@ -235,6 +242,7 @@ func (s *Server) newSession(id string) (*harness.Session, error) {
 	}
 	return harness.NewSession(harness.Options{
 		Config: s.cfg, Adapters: s.opts.Adapters, Supervisor: s.opts.Supervisor, Logger: s.log, ExtraSources: extra, ID: id,
+		Isolation: s.opts.Isolation, Hide: s.opts.SandboxHide,
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"sort"
 
+	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -115,5 +116,22 @@ func (s *Server) resetRecord(m *managed, obs *wire.Observation) wire.Record {
 	}
 }
 
-// isolation names how harness trees are contained and killed.
-func (s *Server) isolation() string { return s.opts.Supervisor.Mechanisms().KillMode() }
+// isolation names how harness trees are contained and killed: "sandbox",
+// or process isolation's kill mechanisms.
+func (s *Server) isolation() string {
+	if s.isolationLevel() == harness.IsolationSandbox {
+		return harness.IsolationSandbox
+	}
+	return s.opts.Supervisor.Mechanisms().KillMode()
+}
+
+// isolationLevel is the level sessions run harnesses at.
+func (s *Server) isolationLevel() string {
+	switch {
+	case s.opts.Isolation != "":
+		return s.opts.Isolation
+	case s.cfg.Isolation != "":
+		return s.cfg.Isolation
+	}
+	return harness.IsolationProcess
+}

@@ -86,6 +86,9 @@ type Metadata struct {
 	Cancelled bool `json:"cancelled,omitempty"`
 	// InjectedTools are the tool names the harness was given (after reset).
 	InjectedTools []string `json:"injected_tools,omitempty"`
+	// Isolation is how the episode's harness is contained: "sandbox" or
+	// "process" (after reset).
+	Isolation string `json:"isolation,omitempty"`
 	// RewardDetails are the rubrics' scores behind the reward.
 	RewardDetails []RewardDetail `json:"reward_details,omitempty"`
 	// ErrorType classifies a terminal failure ("" when none).

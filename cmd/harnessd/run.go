@@ -59,13 +59,19 @@ func runRun(args []string) int {
 		return exitMissing
 	}
 	defer sup.Close(context.Background(), 0)
+	level, err := resolveIsolation(ctx, iso.level, cfg, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitMissing
+	}
 
 	x, err := linked()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage
 	}
-	sess, err := harness.NewSession(harness.Options{Config: cfg, Adapters: x.adapters, Supervisor: sup, Logger: log})
+	sess, err := harness.NewSession(harness.Options{Config: cfg, Adapters: x.adapters, Supervisor: sup, Logger: log,
+		Isolation: level, Hide: daemonFiles(ef.config)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage

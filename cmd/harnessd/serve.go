@@ -26,11 +26,13 @@ func init() {
 
 // isolationFlags choose the process supervisor's mechanisms.
 type isolationFlags struct {
+	level             string
 	cgroup, subreaper string
 	reapOrphans       bool
 }
 
 func (f *isolationFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.level, "isolation", "auto", "how harnesses are contained: sandbox (own namespaces; refuse to start without), process (the daemon's child), or auto (sandbox where the host allows it; overrides the configuration's isolation:)")
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "cgroup v2 leaf per process tree: auto, off, required")
 	fs.StringVar(&f.subreaper, "subreaper", "auto", "adopt orphaned descendants: auto, off, required")
 	fs.BoolVar(&f.reapOrphans, "reap-orphans", false, "reap every orphan re-parented to the daemon (always on as PID 1)")
@@ -159,7 +161,13 @@ func runServe(args []string) int {
 		return exitMissing
 	}
 	mech := sup.Mechanisms()
-	log.Info("process isolation", "kill_mode", mech.KillMode(), "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
+	level, err := resolveIsolation(context.Background(), iso.level, cfg, log)
+	if err != nil {
+		sup.Close(context.Background(), 0)
+		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
+		return exitMissing
+	}
+	log.Info("process isolation", "isolation", level, "kill_mode", mech.KillMode(), "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
 	// Session directories a killed daemon left behind (workspace.keep keeps
 	// them on purpose, so they are not swept then).
 	if !cfg.Workspace.Keep {
@@ -178,6 +186,7 @@ func runServe(args []string) int {
 		Config: cfg, Adapters: x.adapters, Mode: srvMode, MaxSessions: *maxSessions, IdleTimeout: idleTimeout,
 		APIToken: token, MaxFrameBytes: int64(frame), Supervisor: sup, Logger: log, Version: buildVersion(),
 		DrainPolicy: policy, DrainFinishTimeout: finishTimeout,
+		Isolation: level, SandboxHide: daemonFiles(ef.config, *tokenFile),
 	})
 	if err != nil {
 		sup.Close(context.Background(), 0)

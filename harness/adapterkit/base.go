@@ -87,13 +87,14 @@ func (b *Base) Start(ctx context.Context, l *harness.Launch, s Spec, ready Ready
 		tail = func(t string) string { return t }
 	}
 	spec := process.Spec{
-		Name:   "harness",
-		Path:   l.Command[0],
-		Args:   args,
-		Dir:    l.Workspace,
-		Env:    Env(l, s.Env...),
-		PTY:    s.PTY,
-		Logger: l.Logger,
+		Name:     "harness",
+		Path:     l.Command[0],
+		Args:     args,
+		Dir:      l.Dir(),
+		Env:      Env(l, s.Env...),
+		PTY:      s.PTY,
+		Logger:   l.Logger,
+		Launcher: l.Launcher,
 	}
 	if s.PTY == nil {
 		spec.MaxLineBytes = maxLine

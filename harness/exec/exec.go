@@ -175,11 +175,12 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		Name:         fmt.Sprintf("harness-turn-%d", in.Number),
 		Path:         argv[0],
 		Args:         argv[1:],
-		Dir:          l.Workspace,
+		Dir:          l.Dir(),
 		Env:          env,
 		MaxLineBytes: adapterkit.MaxLineBytes(l),
 		Stderr:       capt,
 		Logger:       l.Logger,
+		Launcher:     l.Launcher,
 	})
 	if err != nil {
 		return a.fail(ctx, tp, harness.Wrap(wire.FailureHarnessCrashed, err, "turn process did not start"))

@@ -505,6 +505,15 @@ func (s *Sandbox) HarnessPid() int {
 	return 0
 }
 
+// LastExit returns how the latest run ended, false while it runs or
+// before any run.
+func (s *Sandbox) LastExit() (Exit, bool) {
+	if r := s.cur.Load(); r != nil {
+		return r.Exit()
+	}
+	return Exit{}, false
+}
+
 // Pid is the init's pid on the host.
 func (s *Sandbox) Pid() int { return s.initPid }
 

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/process/sandbox"
+)
+
+// resolveIsolation decides the level harnesses run at: --isolation, else
+// the configuration's isolation:, else sandbox wherever the host allows it
+// (probed once with a throwaway sandbox) and process where it does not.
+// Asking for sandbox where it cannot be had is an error naming what is
+// missing.
+func resolveIsolation(ctx context.Context, flag string, cfg *harness.Config, log *slog.Logger) (string, error) {
+	want := flag
+	if want == "" || want == "auto" {
+		want = cfg.Isolation
+	}
+	switch want {
+	case harness.IsolationProcess:
+		return want, nil
+	case "", harness.IsolationSandbox:
+	default:
+		return "", fmt.Errorf("--isolation %q: want sandbox, process or auto", want)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res := sandbox.Probe(pctx, "")
+	if res.OK {
+		return harness.IsolationSandbox, nil
+	}
+	if want == harness.IsolationSandbox {
+		return "", fmt.Errorf("isolation: sandbox is not available on this host: %s (--isolation process accepts the weaker process boundary)", res.Detail)
+	}
+	if cfg.Limits.Any() || cfg.Network.EgressPolicy() == harness.EgressAllow {
+		return "", fmt.Errorf("the configuration sets limits or network.egress: allow, which need the sandbox, and it is not available on this host: %s", res.Detail)
+	}
+	log.Warn("no sandbox on this host; harnesses run in process isolation (set isolation: sandbox to refuse to start instead)", "why", res.Detail)
+	return harness.IsolationProcess, nil
+}
+
+// daemonFiles are the daemon's own files a sandboxed harness must not
+// read: the configuration and the API token file (absolute paths).
+func daemonFiles(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/harnessd/harnessd/internal/environ"
+	"github.com/harnessd/harnessd/process/sandbox"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// Door names of an episode's sandbox.
+const (
+	doorMCP    = "mcp"
+	doorModel  = "model"
+	doorEgress = "egress"
+)
+
+// sandboxHostname is the harness's hostname inside.
+const sandboxHostname = "harnessd"
+
+// openSandbox starts the episode's sandbox (sandbox isolation only): its
+// doors carry the bridge, the model gateway and the egress proxy, and the
+// harness is launched into it.
+func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
+	if s.iso != IsolationSandbox {
+		return nil
+	}
+	doors := []sandbox.Door{{Name: doorMCP}}
+	if s.cfg.Harness.Model.Enabled() {
+		doors = append(doors, sandbox.Door{Name: doorModel})
+	}
+	if s.cfg.Network.EgressPolicy() == EgressAllow {
+		doors = append(doors, sandbox.Door{Name: doorEgress})
+	}
+	// The episode's directory is bound read-only with the workspace, HOME
+	// and TMPDIR inside it bound on top: its mode lets the sandbox's init
+	// (not the daemon's uid) reach their mount points; listing it is not
+	// needed.
+	if err := os.Chmod(ep.dirs.root, 0o711); err != nil {
+		return fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
+	}
+	exposed, hideMore := s.exposures()
+	l := s.cfg.Limits
+	cfg := sandbox.Config{
+		Init:        s.sandboxInit,
+		Name:        "episode",
+		Hostname:    sandboxHostname,
+		Workspace:   ep.dirs.workspace,
+		Home:        ep.dirs.home,
+		WorkspaceAt: s.cfg.Workspace.MountAt,
+		Hide:        append(s.hiddenPaths(), hideMore...),
+		// The episode's directory (the MCP config) read-only, its TMPDIR
+		// writable; the workspace and HOME are bound by the sandbox.
+		Binds:       append([]sandbox.Bind{{Src: ep.dirs.root}, {Src: ep.dirs.tmp, Writable: true}}, exposed...),
+		Doors:       doors,
+		Seccomp:     true,
+		Limits:      sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU},
+		HostNetwork: s.cfg.Network.EgressPolicy() == EgressHost,
+	}
+	sb, err := sandbox.Start(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("start the episode's sandbox (isolation: sandbox): %w", err)
+	}
+	ep.sandbox = sb
+	return nil
+}
+
+// door returns the episode's door listener of name, nil outside a sandbox.
+func (ep *episode) door(name string) net.Listener {
+	if ep.sandbox == nil {
+		return nil
+	}
+	if l := ep.sandbox.Door(name); l != nil {
+		return l
+	}
+	return nil
+}
+
+// closeSandbox ends the episode's sandbox (every process in it) and
+// releases its cgroup and ids.
+func (s *Session) closeSandbox(ep *episode) {
+	if ep.sandbox == nil {
+		return
+	}
+	if err := ep.sandbox.Close(); err != nil {
+		ep.log.Warn("sandbox not fully released", "err", err)
+	}
+	ep.sandbox = nil
+}
+
+// giveToHarness hands the episode's directory (the MCP config and what the
+// adapter wrote) to the sandbox's harness identity.
+func (s *Session) giveToHarness(ep *episode) error {
+	if ep.sandbox == nil {
+		return nil
+	}
+	return ep.sandbox.Chown(ep.dirs.root)
+}
+
+// limitFailure names the limit a sandboxed tree ran into in its latest run
+// (nil when none or outside a sandbox).
+func (s *Session) limitFailure(ep *episode) *Failure {
+	if ep == nil || ep.sandbox == nil {
+		return nil
+	}
+	e, ok := ep.sandbox.LastExit()
+	if !ok || e.Limit == "" {
+		return nil
+	}
+	knob := "limits." + e.Limit
+	return Fail(wire.FailureResourceLimit, "the harness's process tree hit its %s limit (%s, now %s)", e.Limit, knob, s.limitValue(e.Limit))
+}
+
+func (s *Session) limitValue(name string) string {
+	l := s.cfg.Limits
+	switch name {
+	case sandbox.LimitMemory:
+		return l.Memory.String()
+	case sandbox.LimitPids:
+		return fmt.Sprint(l.Pids)
+	}
+	return "?"
+}
+
+// hiddenPaths are covered inside every sandbox of the session: every
+// session's directories (this episode's own are bound back), the record
+// directory, the daemon's HOME and what the daemon adds (its token and
+// configuration files).
+func (s *Session) hiddenPaths() []string {
+	out := []string{s.cfg.WorkspaceRoot()}
+	if s.cfg.RecordDir != "" {
+		out = append(out, s.cfg.RecordDir)
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "/" && h != "" {
+		out = append(out, h)
+	}
+	return append(out, s.hide...)
+}
+
+// exposures lists what the harness needs from the host that a hidden or
+// untraversable directory would keep from it — the harness program and
+// every PATH entry (a node_modules/.bin entry brings its whole
+// node_modules) — as read-only binds, and the untraversable directories
+// to cover with an empty one so the binds have a way in. Computed once
+// per session: the command and PATH do not change between episodes.
+func (s *Session) exposures() ([]sandbox.Bind, []string) {
+	s.exposeOnce.Do(func() {
+		h := &s.cfg.Harness
+		env := os.Environ()
+		path, _ := environ.Lookup(env, "PATH")
+		if v, ok := h.Env["PATH"]; ok {
+			path = v
+		}
+		var want []string
+		if len(h.Command) > 0 {
+			prog := h.Command[0]
+			if !strings.Contains(prog, "/") {
+				for _, d := range filepath.SplitList(path) {
+					if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
+						prog = filepath.Join(d, prog)
+						break
+					}
+				}
+			}
+			if filepath.IsAbs(prog) {
+				want = append(want, filepath.Dir(prog))
+				if real, err := filepath.EvalSymlinks(prog); err == nil {
+					want = append(want, filepath.Dir(real))
+				}
+			}
+		}
+		for _, d := range filepath.SplitList(path) {
+			if filepath.IsAbs(d) {
+				want = append(want, d)
+			}
+		}
+		hidden := s.hiddenPaths()
+		seen := map[string]bool{}
+		for _, d := range want {
+			d = exposeRoot(filepath.Clean(d))
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+				continue
+			}
+			under := false
+			for _, h := range hidden {
+				if within(d, h) {
+					under = true
+				}
+			}
+			if a := untraversable(d); a != "" {
+				s.exposeHide = append(s.exposeHide, a)
+				under = true
+			}
+			if under {
+				s.exposeBinds = append(s.exposeBinds, sandbox.Bind{Src: d})
+			}
+		}
+	})
+	return s.exposeBinds, s.exposeHide
+}
+
+// exposeRoot widens a directory to what a program there needs: a
+// node_modules/.bin entry, or anything inside node_modules, to the
+// outermost node_modules.
+func exposeRoot(d string) string {
+	if i := strings.Index(d, "/node_modules"); i >= 0 {
+		rest := d[i+len("/node_modules"):]
+		if rest == "" || rest[0] == '/' {
+			return d[:i+len("/node_modules")]
+		}
+	}
+	return d
+}
+
+// untraversable returns the outermost ancestor of p (p included, / not)
+// that others may not search (no o+x), "" when every one is searchable.
+func untraversable(p string) string {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		cur += "/" + part
+		fi, err := os.Stat(cur)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return cur
+		}
+	}
+	return ""
+}
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	dir = filepath.Clean(dir)
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
