@@ -130,8 +130,8 @@ func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *Failure) 
 	return obs
 }
 
-// finish ends an episode whose last turn is over: the harness tree and the
-// bridge stop (revoking the token); the workspace stays until the next
+// finish ends an episode whose last turn is over: the harness tree, its
+// sandbox and the bridge stop (revoking the token); the workspace stays until the next
 // Reset or Close. A failure leaves the episode inactive (steps get
 // ErrNoEpisode), a normal end leaves it done (ErrEpisodeDone).
 func (s *Session) finish(ctx context.Context, ep *episode, failure wire.FailureType) {
@@ -140,6 +140,7 @@ func (s *Session) finish(ctx context.Context, ep *episode, failure wire.FailureT
 	s.adapter.Stop(tctx)
 	s.closeTools(tctx, ep)
 	s.closeModel(ep)
+	s.closeSandbox(ep)
 	s.mu.Lock()
 	ep.active = false
 	ep.done = failure == ""

@@ -40,6 +40,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	}
 	defer end()
 
+	t0 := time.Now()
 	if err := s.endEpisode(ctx); err != nil {
 		s.log.Warn("previous episode ended uncleanly", "err", err)
 	}
@@ -48,21 +49,27 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if id == "" {
 		id = uuid.NewString()
 	}
-	s.mu.Lock()
-	s.epSeq++
-	seq := s.epSeq
-	s.mu.Unlock()
 	ep := &episode{id: id, log: s.log.With("episode_id", id)}
 	start := time.Now()
 
 	if err := s.lockDir(); err != nil {
 		return nil, err
 	}
-	dirs, err := makeEpisodeDirs(s.dir, seq, s.cfg.Workspace.Template)
-	if err != nil {
-		return nil, err
+	stopped := time.Since(t0)
+	spareUsed := s.takeSpare(ctx, ep)
+	if !spareUsed {
+		s.mu.Lock()
+		s.epSeq++
+		seq := s.epSeq
+		s.mu.Unlock()
+		dirs, err := makeEpisodeDirs(s.dir, seq, s.cfg.Workspace.Template)
+		if err != nil {
+			return nil, err
+		}
+		ep.dirs = dirs
 	}
-	ep.dirs = dirs
+	// The next episode's sandbox starts while this one runs.
+	defer s.prepareSpare()
 	var rec *recorder
 	if s.cfg.RecordDir != "" {
 		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
@@ -72,6 +79,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	}
 	s.events.reset(rec)
 
+	t1 := time.Now()
 	if err := s.openSandbox(ctx, ep); err != nil {
 		s.discard(ctx, ep)
 		return nil, err
@@ -101,6 +109,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.discard(ctx, ep)
 		return nil, err
 	}
+	t2 := time.Now()
 	if err := s.adapter.Start(ctx, launch); err != nil {
 		return s.startupFailed(ctx, ep, err), nil
 	}
@@ -112,6 +121,8 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	s.mu.Unlock()
 	_, _, pid := s.adapter.Diagnostics()
 	ep.log.Info("episode started", "harness_pid", pid, "tools", ep.tools, "elapsed", time.Since(start))
+	ep.log.Debug("reset phases", "stop_previous", stopped, "spare_sandbox", spareUsed,
+		"sandbox", t1.Sub(start), "tools_and_model", t2.Sub(t1), "harness_start", time.Since(t2))
 
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools, Isolation: s.iso}}
 	s.events.note(observationRecord(obs))

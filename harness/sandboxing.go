@@ -23,13 +23,23 @@ const (
 // sandboxHostname is the harness's hostname inside.
 const sandboxHostname = "harnessd"
 
-// openSandbox starts the episode's sandbox (sandbox isolation only): its
-// doors carry the bridge, the model gateway and the egress proxy, and the
-// harness is launched into it.
+// openSandbox gives the episode its sandbox (sandbox isolation only),
+// unless it took a spare one: its doors carry the bridge, the model
+// gateway and the egress proxy, and the harness is launched into it.
 func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
-	if s.iso != IsolationSandbox {
+	if s.iso != IsolationSandbox || ep.sandbox != nil {
 		return nil
 	}
+	sb, err := s.startSandbox(ctx, ep.dirs)
+	if err != nil {
+		return err
+	}
+	ep.sandbox = sb
+	return nil
+}
+
+// startSandbox starts a sandbox for an episode with directories dirs.
+func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs) (*sandbox.Sandbox, error) {
 	doors := []sandbox.Door{{Name: doorMCP}}
 	if s.cfg.Harness.Model.Enabled() {
 		doors = append(doors, sandbox.Door{Name: doorModel})
@@ -41,8 +51,8 @@ func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
 	// and TMPDIR inside it bound on top: its mode lets the sandbox's init
 	// (not the daemon's uid) reach their mount points; listing it is not
 	// needed.
-	if err := os.Chmod(ep.dirs.root, 0o711); err != nil {
-		return fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
+	if err := os.Chmod(dirs.root, 0o711); err != nil {
+		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
 	}
 	exposed, hideMore := s.exposures()
 	l := s.cfg.Limits
@@ -50,13 +60,13 @@ func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
 		Init:        s.sandboxInit,
 		Name:        "episode",
 		Hostname:    sandboxHostname,
-		Workspace:   ep.dirs.workspace,
-		Home:        ep.dirs.home,
+		Workspace:   dirs.workspace,
+		Home:        dirs.home,
 		WorkspaceAt: s.cfg.Workspace.MountAt,
 		Hide:        append(s.hiddenPaths(), hideMore...),
 		// The episode's directory (the MCP config) read-only, its TMPDIR
 		// writable; the workspace and HOME are bound by the sandbox.
-		Binds:       append([]sandbox.Bind{{Src: ep.dirs.root}, {Src: ep.dirs.tmp, Writable: true}}, exposed...),
+		Binds:       append([]sandbox.Bind{{Src: dirs.root}, {Src: dirs.tmp, Writable: true}}, exposed...),
 		Doors:       doors,
 		Seccomp:     true,
 		Limits:      sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU},
@@ -64,10 +74,9 @@ func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("start the episode's sandbox (isolation: sandbox): %w", err)
+		return nil, fmt.Errorf("start the episode's sandbox (isolation: sandbox): %w", err)
 	}
-	ep.sandbox = sb
-	return nil
+	return sb, nil
 }
 
 // door returns the episode's door listener of name, nil outside a sandbox.

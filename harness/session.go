@@ -94,6 +94,7 @@ type Session struct {
 	turn     *turnSignal // the running step's, for Interrupt; nil without one
 	epSeq    int
 	ep       *episode
+	next     *spare // the next episode's prepared sandbox (spare.go)
 	last     *wire.LastError
 }
 
@@ -303,6 +304,7 @@ func (s *Session) Close(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	s.closeSpare()
 	errs = append(errs, s.endEpisode(ctx))
 	for _, src := range s.sources {
 		if err := src.Close(ctx); err != nil {

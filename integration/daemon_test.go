@@ -154,6 +154,12 @@ func startDaemon(t testing.TB, s spec) *daemon {
 	}
 }
 
+// isolationProcess runs harnesses as the daemon's children: for tests of
+// process isolation itself, and for tests whose harness writes marker files
+// into the test's directory or reports pids, which a sandboxed harness's
+// private /tmp and PID namespace keep from the host.
+var isolationProcess = []string{"--isolation", "process"}
+
 // Pid is the daemon's pid.
 func (d *daemon) Pid() int { return d.cmd.Process.Pid }
 

@@ -61,7 +61,7 @@ func waitNotReady(t *testing.T, d *daemon) string {
 // listener still answers probes.
 func TestDrainFinishesRunningTurn(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, spec{Flags: []string{"--max-sessions", "2", "--drain-timeout", "60s"}, Harness: agentCmd(t)})
+	d := startDaemon(t, spec{Flags: []string{"--max-sessions", "2", "--drain-timeout", "60s", isolationProcess[0], isolationProcess[1]}, Harness: agentCmd(t)})
 	if code, v := d.Do("GET", "/ready", "", nil); code != http.StatusOK || obj(t, v, "/ready")["status"] != "ready" {
 		t.Fatalf("/ready before the drain: %d %v", code, v)
 	}
@@ -117,7 +117,7 @@ func TestDrainFinishesRunningTurn(t *testing.T) {
 // when SIGTERM arrives is abandoned at once and answered as cancelled.
 func TestDrainCancelsRunningTurn(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, spec{Flags: []string{"--drain-policy", "cancel", "--drain-timeout", "60s"}, Harness: agentCmd(t)})
+	d := startDaemon(t, spec{Flags: []string{"--drain-policy", "cancel", "--drain-timeout", "60s", isolationProcess[0], isolationProcess[1]}, Harness: agentCmd(t)})
 	ws := dialRaw(t, d, "/ws", nil)
 	obsData(t, ws.request(map[string]any{"type": "reset"}))
 	dir := t.TempDir()

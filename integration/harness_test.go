@@ -465,7 +465,9 @@ func TestHarnessStartupSecret(t *testing.T) {
 // its session and its harness tree (§16 109).
 func TestHarnessDisconnect(t *testing.T) {
 	t.Parallel()
-	d := production(t, []string{toolsFlag(t), "--max-sessions", "2"})
+	// The harness reports its children's pids, which only process
+	// isolation shares with the host.
+	d := production(t, []string{toolsFlag(t), "--max-sessions", "2", isolationProcess[0], isolationProcess[1]})
 
 	idle := dialRaw(t, d, "/harness", nil)
 	sessionStarted(t, idle, "")

@@ -369,11 +369,13 @@ func TestAPIToken(t *testing.T) {
 // request from outside any harness tree is served.
 func TestHarnessCannotReachOrchestration(t *testing.T) {
 	t.Parallel()
-	target := startDaemon(t, spec{Harness: agentCmd(t)})
+	// Process isolation's peer check; a sandboxed harness cannot reach the
+	// listener at all (adversary_test.go).
+	target := startDaemon(t, spec{Flags: isolationProcess, Harness: agentCmd(t)})
 	if code, _ := target.Do("POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); code != 200 {
 		t.Fatalf("POST /mcp from the test: HTTP %d", code)
 	}
-	d := startDaemon(t, spec{Flags: []string{"--env", "HARNESSD_MCP_URL=" + target.URL + "/mcp"}, Harness: agentCmd(t)})
+	d := startDaemon(t, spec{Flags: []string{"--env", "HARNESSD_MCP_URL=" + target.URL + "/mcp", isolationProcess[0], isolationProcess[1]}, Harness: agentCmd(t)})
 	w := dialRaw(t, d, "/ws", nil)
 	obsData(t, w.request(map[string]any{"type": "reset"}))
 	sd := obj(t, w.request(map[string]any{"type": "state"})["data"], "state")

@@ -30,7 +30,7 @@ func TestSIGTERMDrain(t *testing.T) {
 
 func drain(t *testing.T, sig syscall.Signal) {
 	// The cancel policy: the running turn below (60 s) is abandoned at once.
-	d := startDaemon(t, spec{Flags: []string{toolsFlag(t), "--max-sessions", "3", "--drain-policy", "cancel"}, Harness: agentCmd(t)})
+	d := startDaemon(t, spec{Flags: []string{toolsFlag(t), "--max-sessions", "3", "--drain-policy", "cancel", isolationProcess[0], isolationProcess[1]}, Harness: agentCmd(t)})
 
 	busy := dialRaw(t, d, "/ws", nil)
 	obsData(t, busy.request(map[string]any{"type": "reset"}))

@@ -372,7 +372,7 @@ func TestWSCapacity(t *testing.T) {
 // ends the turn: the harness tree is killed and the slot is freed.
 func TestWSDisconnectMidTurn(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, spec{Flags: []string{"--max-sessions", "1"}, Harness: agentCmd(t)})
+	d := startDaemon(t, spec{Flags: []string{"--max-sessions", "1", isolationProcess[0], isolationProcess[1]}, Harness: agentCmd(t)})
 	w := dialRaw(t, d, "/ws", nil)
 	obsData(t, w.request(map[string]any{"type": "reset"}))
 	sd := obj(t, w.request(map[string]any{"type": "state"})["data"], "state")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 
@@ -27,7 +28,8 @@ const (
 	msgGo      = "go"      // host -> init: start the harness (Command)
 	msgStarted = "started" // init -> host: the harness was executed
 	msgExit    = "exit"    // init -> host: the harness's exit status
-	msgError   = "error"   // init -> host: setup or exec failed
+	msgError   = "error"   // init -> host: setup or exec failed; exec stage -> init
+	msgExec    = "exec"    // init -> exec stage: execSpec, the harness's stdio attached
 )
 
 // message is every control message; fields by type.
@@ -36,6 +38,7 @@ type message struct {
 	Spec    *initSpec    `json:"spec,omitempty"`
 	Doors   []doorOpened `json:"doors,omitempty"`
 	Command *Command     `json:"command,omitempty"`
+	Exec    *execSpec    `json:"exec,omitempty"`
 	// Stdio names the harness stdio files attached to a go message, in
 	// order ("stdin", "stdout", "stderr").
 	Stdio  []string `json:"stdio,omitempty"`
@@ -119,6 +122,10 @@ func receive(c *net.UnixConn) (message, []*os.File, error) {
 	oob := make([]byte, unix.CmsgSpace(4*maxFDs))
 	for {
 		n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+		if errors.Is(err, io.EOF) {
+			closeAll(files)
+			return m, nil, errClosed
+		}
 		if err != nil {
 			closeAll(files)
 			return m, nil, fmt.Errorf("receive control message: %w", err)

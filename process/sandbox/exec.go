@@ -1,9 +1,9 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,12 +21,30 @@ func runExec() int {
 	// Capabilities, no_new_privs and seccomp are per thread: all of it is
 	// done on this thread, which then executes the harness.
 	runtime.LockOSThread()
-	f := os.NewFile(controlFD, "exec-stage")
-	var es execSpec
-	if err := json.NewDecoder(f).Decode(&es); err != nil {
-		return execFail(f, StageExec, fmt.Errorf("read spec: %w", err))
-	}
 	unix.CloseOnExec(controlFD)
+	f, err := controlConn(os.NewFile(controlFD, "exec-stage"))
+	if err != nil {
+		return 126
+	}
+	m, files, err := receive(f)
+	if err != nil || m.Type != msgExec || m.Exec == nil || len(files) != 3 {
+		closeAll(files)
+		return execFail(f, StageExec, fmt.Errorf("no command from the init (%v)", err))
+	}
+	es := *m.Exec
+	for i, file := range files {
+		if err := unix.Dup3(int(file.Fd()), i, 0); err != nil {
+			return execFail(f, StageExec, fmt.Errorf("stdio: %w", err))
+		}
+		file.Close()
+	}
+	if es.Spec.TTY || es.Command.TTY {
+		// The stage leads a new session: the terminal on stdin becomes
+		// its controlling terminal.
+		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
+			return execFail(f, StageExec, fmt.Errorf("controlling terminal: %w", err))
+		}
+	}
 	path, err := lookPath(es.Command.Path, es.Command.Env)
 	if err != nil {
 		return execFail(f, StageExec, err)
@@ -46,8 +64,8 @@ func runExec() int {
 	return execFail(f, StageExec, execError(es.Command.Path, err))
 }
 
-func execFail(f *os.File, stage string, err error) int {
-	json.NewEncoder(f).Encode(map[string]string{"stage": stage, "error": err.Error()})
+func execFail(f *net.UnixConn, stage string, err error) int {
+	send(f, message{Type: msgError, Stage: stage, Error: err.Error()})
 	return 127
 }
 

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -103,6 +102,9 @@ func runInit() int {
 // nothing of one run outlives it.
 func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 	for {
+		// The next run's exec stage starts now, so that a go pays only for
+		// its identity change and exec, not for a start of this binary.
+		stage, ferr := forkExecStage()
 		m, files, err := receive(ctl)
 		if err != nil || m.Type != msgGo || m.Command == nil || len(files) != len(m.Stdio) {
 			// The daemon closed the sandbox.
@@ -121,7 +123,17 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 				}
 			}
 		}
-		harness, err := startExecStage(execSpec{Spec: spec, Command: *m.Command}, stdio)
+		es := execSpec{Spec: spec, Command: *m.Command}
+		var harness int
+		if ferr == nil {
+			harness, err = stage.start(es, stdio)
+		}
+		if ferr != nil || errors.Is(err, errStageGone) {
+			// No stage forked ahead (or it died): fork one now.
+			if stage, err = forkExecStage(); err == nil {
+				harness, err = stage.start(es, stdio)
+			}
+		}
 		closeAll(files)
 		if err != nil {
 			var se *SetupError
@@ -199,44 +211,61 @@ func superviseHarness(harness int, sigs <-chan os.Signal) message {
 	}
 }
 
-// startExecStage forks the exec stage (this binary again) in a new session
-// and hands it its spec; it returns the harness's pid once the exec stage
-// has executed the harness, or the stage's error.
-func startExecStage(es execSpec, stdio []*os.File) (int, error) {
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+// execStage is the exec stage (this binary again, in a new session),
+// forked ahead of its command and waiting on conn for it.
+type execStage struct {
+	pid  int
+	conn *net.UnixConn
+}
+
+// errStageGone reports an exec stage that ended before taking its command.
+var errStageGone = errors.New("the exec stage ended before its command")
+
+// forkExecStage starts an exec stage that waits for its command.
+func forkExecStage() (*execStage, error) {
+	mine, theirs, err := controlPair()
 	if err != nil {
-		return 0, fmt.Errorf("exec socketpair: %w", err)
-	}
-	mine, theirs := os.NewFile(uintptr(pair[0]), "exec-stage"), os.NewFile(uintptr(pair[1]), "exec-stage-child")
-	defer mine.Close()
-	attr := &syscall.SysProcAttr{Setsid: true}
-	if es.Spec.TTY || es.Command.TTY {
-		attr.Setctty, attr.Ctty = true, 0
+		return nil, err
 	}
 	p, err := os.StartProcess("/proc/self/exe", []string{"harnessd-sandbox-exec", execCommand}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{},
-		Files: []*os.File{stdio[0], stdio[1], stdio[2], theirs},
-		Sys:   attr,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, theirs},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
 	theirs.Close()
 	if err != nil {
-		return 0, fmt.Errorf("fork exec stage: %w", err)
+		mine.Close()
+		return nil, fmt.Errorf("fork exec stage: %w", err)
 	}
 	pid := p.Pid
-	p.Release() // reaped by superviseHarness's wait4(-1)
-	if err := json.NewEncoder(mine).Encode(es); err != nil {
-		return 0, fmt.Errorf("hand the exec stage its spec: %w", err)
+	p.Release() // reaped by superviseHarness's or killRest's wait4(-1)
+	conn, err := controlConn(mine)
+	if err != nil {
+		return nil, err
 	}
-	unix.Shutdown(int(mine.Fd()), unix.SHUT_WR)
-	// EOF without a word: the harness was executed (the socket is
-	// close-on-exec in the exec stage). A word is its error.
-	var se struct {
-		Stage string `json:"stage"`
-		Error string `json:"error"`
+	return &execStage{pid: pid, conn: conn}, nil
+}
+
+// start hands the stage its spec and the harness's stdio, and returns the
+// harness's pid once the stage has executed it, or the stage's error.
+func (st *execStage) start(es execSpec, stdio []*os.File) (int, error) {
+	defer st.conn.Close()
+	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
+	if err := send(st.conn, message{Type: msgExec, Exec: &es}, fds...); err != nil {
+		return 0, fmt.Errorf("%w: %v", errStageGone, err)
 	}
-	if err := json.NewDecoder(mine).Decode(&se); err == nil && se.Error != "" {
-		return 0, &SetupError{Stage: se.Stage, Err: errors.New(se.Error)}
+	// The end of the channel without a word: the harness was executed
+	// (the socket is close-on-exec in the stage). A word is its error.
+	m, files, err := receive(st.conn)
+	closeAll(files)
+	switch {
+	case errors.Is(err, errClosed):
+		return st.pid, nil
+	case err != nil:
+		return 0, fmt.Errorf("exec stage: %w", err)
+	case m.Type == msgError:
+		return 0, &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
 	}
-	return pid, nil
+	return 0, fmt.Errorf("exec stage sent %q", m.Type)
 }
