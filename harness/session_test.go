@@ -21,11 +21,13 @@ import (
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/rubric"
 	"github.com/harnessd/harnessd/wire"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Init() // this binary is the init of the sandboxes it starts
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		if sup != nil {
 			sup.Close(context.Background(), 0) // removes its cgroup directory

@@ -175,6 +175,12 @@ func writeTable(w io.Writer, r *probe.Report) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nkill mode: %s\n", r.KillMode)
+	switch r.Isolation {
+	case "sandbox":
+		fmt.Fprintln(w, "isolation: sandbox (what serve --isolation auto picks here: each harness tree in its own namespaces)")
+	case "process":
+		fmt.Fprintln(w, "isolation: process (no sandbox here, see the sandbox line; serve --isolation auto falls back to process, --isolation sandbox refuses to start)")
+	}
 	c := r.Cgroup
 	if c.Root != "" || c.Error != "" {
 		yn := map[bool]string{true: "yes", false: "no"}

@@ -254,6 +254,10 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 	if obs.Done {
 		t.Fatalf("reset failed: %s: %s\nstderr tail:\n%s", obs.Metadata.ErrorType, obs.Metadata.Error, obs.Metadata.StderrTail)
 	}
+	r.isolation = obs.Metadata.Isolation
+	if os.Getenv("CI") == "true" && r.isolation != "sandbox" {
+		t.Errorf("the agent ran in %q isolation; CI must run real agents in the sandbox", r.isolation)
+	}
 
 	t0 = time.Now()
 	obs, err = env.Step(ctx, msgTool)
@@ -509,6 +513,7 @@ func describeTree(tree []proc) string {
 // report is what the suite records per agent.
 type report struct {
 	agent, version, model, toolName, tree, heldOutcome, quirk string
+	isolation                                                 string
 	startup, toolTurn, plainTurn, cancel                      time.Duration
 	afterCancelSeesHold                                       bool
 	requests                                                  map[string]int
@@ -537,8 +542,8 @@ func (l *reportLog) print(t *testing.T) {
 		for i, c := range r.captures {
 			calls = append(calls, fmt.Sprintf("turn %d: %d calls (%d tool)", i+1, c.calls, c.toolCalls))
 		}
-		t.Logf("%-12s %-8s reset %-6s tool turn %-6s second tool turn %-6s cancel %-6s | model %q tool %q | tree %s | held request %s, cancelled prompt in context %v | requests %v | gateway: %s, ids equal; agent requests %s; real key in none of %d processes, %d files | %s",
-			r.agent, r.version, round(r.startup), round(r.toolTurn), round(r.plainTurn), round(r.cancel),
+		t.Logf("%-12s %-8s %-7s reset %-6s tool turn %-6s second tool turn %-6s cancel %-6s | model %q tool %q | tree %s | held request %s, cancelled prompt in context %v | requests %v | gateway: %s, ids equal; agent requests %s; real key in none of %d processes, %d files | %s",
+			r.agent, r.version, r.isolation, round(r.startup), round(r.toolTurn), round(r.plainTurn), round(r.cancel),
 			r.model, r.toolName, r.tree, r.heldOutcome, r.afterCancelSeesHold, r.requests,
 			strings.Join(calls, ", "), streamSummary(r.captures...), r.keyProcs, r.keyFiles, r.quirk)
 	}

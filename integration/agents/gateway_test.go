@@ -2,13 +2,17 @@ package agents_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -198,7 +202,10 @@ func streamSummary(cs ...capture) string {
 // agents that only stream. It returns the dialect.
 func replayNonStreaming(t *testing.T, pid int, evs []wire.Event) string {
 	t.Helper()
-	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	// In sandbox isolation pid is the sandbox's init: the agent is below
+	// it, and its gateway listens inside the sandbox's network namespace.
+	agent := withModelEnv(pid)
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", agent))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +258,8 @@ func replayNonStreaming(t *testing.T, pid int, evs []wire.Event) string {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(b))
 	req.Header = hdr
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Transport: &http.Transport{DialContext: dialInNetns(agent)}}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,4 +269,56 @@ func replayNonStreaming(t *testing.T, pid int, evs []wire.Event) string {
 		t.Fatalf("non-streamed %s replay: %d %.300s", last.Dialect, resp.StatusCode, out)
 	}
 	return last.Dialect
+}
+
+// withModelEnv returns pid, or the first of its descendants, whose
+// environment names the model gateway (0 when none).
+func withModelEnv(pid int) int {
+	queue := []int{pid}
+	all := allProcs()
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p)); err == nil && bytes.Contains(b, []byte("HARNESSD_MODEL_URL=")) {
+			return p
+		}
+		for _, c := range all {
+			if c.ppid == p {
+				queue = append(queue, c.pid)
+			}
+		}
+	}
+	return pid
+}
+
+// dialInNetns dials from the network namespace of process pid (a
+// sandboxed agent's, where its gateway door listens; the test runs as
+// root). Each dial runs on a thread of its own that enters the namespace
+// and is never unlocked, so Go ends the thread instead of reusing it.
+func dialInNetns(pid int) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		type result struct {
+			c   net.Conn
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() {
+			runtime.LockOSThread()
+			f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+			if err != nil {
+				ch <- result{nil, err}
+				return
+			}
+			defer f.Close()
+			if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+				ch <- result{nil, fmt.Errorf("enter the agent's network namespace: %w", err)}
+				return
+			}
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			ch <- result{c, err}
+		}()
+		r := <-ch
+		return r.c, r.err
+	}
 }

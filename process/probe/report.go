@@ -52,6 +52,10 @@ type Report struct {
 	// KillMode is the supervisor's kill mode in this configuration, as
 	// harnessd serve logs it ("cgroup+subreaper+pgroup").
 	KillMode string `json:"kill_mode"`
+	// Isolation is the level harnessd serve --isolation auto would run
+	// harnesses at here: "sandbox" when the sandbox probe verified it,
+	// else "process" ("" when the sandbox was not probed).
+	Isolation string `json:"isolation,omitempty"`
 	// Checks maps each mechanism to its finding.
 	Checks map[string]Item `json:"checks"`
 	// Cgroup details the cgroup v2 setup.
@@ -131,6 +135,12 @@ func Run(cfg Config) (*Report, error) {
 	}
 	if cfg.All {
 		rep.Agents, rep.AgentsNote = listAgents(cfg.ListAgents)
+	}
+	if it, ok := rep.Checks[Sandbox]; ok {
+		rep.Isolation = "process"
+		if it.Status == StatusVerified {
+			rep.Isolation = "sandbox"
+		}
 	}
 	rep.settle()
 	return rep, nil

@@ -1,0 +1,129 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process/sandbox"
+)
+
+var sandboxProbe = sync.OnceValue(func() sandbox.ProbeResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return sandbox.Probe(ctx, "")
+})
+
+// sandboxed returns a session in sandbox isolation, skipping (failing
+// under CI=true) where sandboxes cannot be made.
+func sandboxed(t *testing.T, edit func(*harness.Config)) *harness.Session {
+	t.Helper()
+	if r := sandboxProbe(); !r.OK {
+		testbin.Missing(t, "sandbox: %s", r.Detail)
+	}
+	cfg := config(t)
+	cfg.Isolation = harness.IsolationSandbox
+	if edit != nil {
+		edit(cfg)
+	}
+	return session(t, cfg)
+}
+
+func responseText(t *testing.T, s *harness.Session, msg string) string {
+	t.Helper()
+	obs := step(t, s, msg)
+	if obs.Done || obs.Metadata.Response == nil {
+		t.Fatalf("step %q ended the episode: %+v", msg, obs.Metadata)
+	}
+	return *obs.Metadata.Response
+}
+
+func TestSandboxedEpisodeReachesItsToolsThroughTheDoor(t *testing.T) {
+	s := sandboxed(t, nil)
+	obs := reset(t, s)
+	if obs.Metadata.Isolation != harness.IsolationSandbox {
+		t.Fatalf("reset metadata isolation %q", obs.Metadata.Isolation)
+	}
+	if got := responseText(t, s, `tool add {"a":2,"b":3}`); got != "add -> 5" {
+		t.Fatalf("tool call through the bridge's door: %q", got)
+	}
+	home := strings.TrimPrefix(responseText(t, s, "env HOME"), "HOME=")
+	if got := responseText(t, s, "write "+home+"/note hello;;say written"); !strings.Contains(got, "wrote") {
+		t.Fatalf("writing HOME: %q", got)
+	}
+	if b, err := os.ReadFile(home + "/note"); err != nil || string(b) != "hello" {
+		t.Fatalf("the harness's HOME write is not in the episode's HOME on the host: %q, %v", b, err)
+	}
+	// The daemon's own process is not in the harness's PID namespace.
+	if got := responseText(t, s, fmt.Sprintf("write /proc/%d/comm x;;say done", os.Getpid())); strings.Contains(got, "wrote") {
+		t.Fatalf("the harness wrote into the daemon's /proc entry")
+	}
+}
+
+func TestSandboxedResetsGetFreshSandboxes(t *testing.T) {
+	s := sandboxed(t, nil)
+	reset(t, s)
+	pwd1 := responseText(t, s, "pwd")
+	init1 := s.State().HarnessPID
+	reset(t, s)
+	pwd2 := responseText(t, s, "pwd")
+	init2 := s.State().HarnessPID
+	if pwd1 == pwd2 || init1 == init2 || init1 == 0 {
+		t.Fatalf("consecutive episodes share a sandbox: %q (init %d), %q (init %d)", pwd1, init1, pwd2, init2)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", init1)); err == nil {
+		t.Fatalf("the first episode's sandbox init %d is still alive", init1)
+	}
+	if _, err := os.Stat(pwd1); err == nil {
+		t.Fatalf("the first episode's workspace %s is still there", pwd1)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", init2)); err == nil {
+		t.Fatalf("the sandbox init %d outlived Close", init2)
+	}
+}
+
+func TestSandboxHidesOtherSessionsAndTheDaemonsFiles(t *testing.T) {
+	secret := t.TempDir() + "/token"
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	a := sandboxed(t, func(c *harness.Config) { c.Workspace.Root = root })
+	reset(t, a)
+	homeA := strings.TrimPrefix(responseText(t, a, "env HOME"), "HOME=")
+
+	cfg := config(t)
+	cfg.Isolation = harness.IsolationSandbox
+	cfg.Workspace.Root = root
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := harness.NewSession(harness.Options{Config: cfg, Adapters: adapters(t), Supervisor: supervisor(t), Hide: []string{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	reset(t, b)
+	for _, target := range []string{homeA + "/pwned", "/etc/pwned", secret, root + "/pwned"} {
+		if got := responseText(t, b, "write "+target+" x;;say after"); strings.Contains(got, "wrote") {
+			t.Errorf("the harness wrote %s: %q", target, got)
+		}
+	}
+	for _, p := range []string{homeA + "/pwned", "/etc/pwned", root + "/pwned"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was created on the host", p)
+		}
+	}
+	if v, _ := os.ReadFile(secret); string(v) != "s3cret" {
+		t.Errorf("the hidden file changed: %q", v)
+	}
+}
