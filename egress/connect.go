@@ -99,9 +99,11 @@ type tunnel struct {
 
 	up, down atomic.Int64
 	last     atomic.Int64 // unix nanoseconds of the last byte moved
+	ended    atomic.Bool  // aborted: both connections closed
 	once     sync.Once
 	mu       sync.Mutex
-	why      string // why the tunnel ended early
+	why      string      // why the tunnel ended early
+	timer    *time.Timer // the idle watchdog while the tunnel runs
 }
 
 // run relays until both directions end; early is sent upstream first.
@@ -116,6 +118,15 @@ func (t *tunnel) run(early []byte) {
 			return
 		}
 	}
+	t.mu.Lock()
+	t.timer = time.AfterFunc(t.idle/2, t.watch)
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.timer.Stop()
+		t.timer = nil
+		t.mu.Unlock()
+	}()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -128,26 +139,22 @@ func (t *tunnel) run(early []byte) {
 }
 
 // pump copies src to dst until src ends (then half-closes dst) or either
-// fails (then aborts the tunnel). A read that waits past the idle timeout
-// ends the tunnel unless the other direction moved bytes meanwhile.
+// fails (then aborts the tunnel). It copies in rounds of half the idle
+// timeout (a read deadline on src; io.Copy between two TCP connections
+// splices in the kernel), marking activity after each round that moved
+// bytes; the watchdog of run decides when the tunnel is idle. Only read
+// deadlines are set: a write deadline could cut a splice with bytes still in
+// its pipe, losing them.
 func (t *tunnel) pump(dst, src net.Conn, count *atomic.Int64, srcName string) {
-	buf := make([]byte, 32<<10)
 	for {
-		_ = src.SetReadDeadline(time.Now().Add(t.idle))
-		n, err := src.Read(buf)
+		_ = src.SetReadDeadline(time.Now().Add(t.idle / 2))
+		n, err := io.Copy(dst, src)
+		count.Add(n)
 		if n > 0 {
 			t.touch()
-			_ = dst.SetWriteDeadline(time.Now().Add(t.idle))
-			m, werr := dst.Write(buf[:n])
-			count.Add(int64(m))
-			if werr != nil {
-				t.fail("write: " + werr.Error())
-				return
-			}
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, io.EOF):
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 				_ = cw.CloseWrite()
 			} else {
@@ -155,15 +162,30 @@ func (t *tunnel) pump(dst, src net.Conn, count *atomic.Int64, srcName string) {
 			}
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			if time.Since(time.Unix(0, t.last.Load())) < t.idle {
-				continue
+			if t.ended.Load() {
+				return
 			}
-			t.fail("idle for " + t.idle.String())
-			return
 		default:
-			t.fail(srcName + " read: " + err.Error())
+			t.fail(srcName + ": " + err.Error())
 			return
 		}
+	}
+}
+
+// watch ends the tunnel once no round has moved a byte for the idle
+// timeout; it re-arms itself every half idle timeout until stopped.
+func (t *tunnel) watch() {
+	if t.ended.Load() {
+		return
+	}
+	if time.Since(time.Unix(0, t.last.Load())) >= t.idle {
+		t.fail("idle for " + t.idle.String())
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timer != nil {
+		t.timer.Reset(t.idle / 2)
 	}
 }
 
@@ -182,6 +204,7 @@ func (t *tunnel) fail(why string) {
 // abort closes both sides; the pumps then end.
 func (t *tunnel) abort() {
 	t.once.Do(func() {
+		t.ended.Store(true)
 		t.client.Close()
 		t.upstream.Close()
 	})

@@ -136,3 +136,50 @@ func TestCloseEndsTunnels(t *testing.T) {
 		t.Fatalf("Serve after Close: %v", err)
 	}
 }
+
+// TestTunnelActiveOneWayOutlivesIdle: a tunnel whose upstream keeps
+// sending while the client stays silent is not idle: it outlives twice the
+// idle timeout and delivers every byte.
+func TestTunnelActiveOneWayOutlivesIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writes = 40
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for range writes {
+			if _, err := c.Write([]byte{'x'}); err != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // 2 s in all, twice the idle timeout
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	tp := startProxy(t, Options{Policy: Policy{Allow: []string{"allowed.test:" + port}}, IdleTimeout: time.Second})
+	conn, br, resp := tp.connect(t, "allowed.test:"+port)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	got, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if len(got) != writes {
+		t.Fatalf("%d of %d bytes arrived", len(got), writes)
+	}
+	if c := tp.reports.next(t); c.Reason != "" || c.BytesDown != writes {
+		t.Fatalf("report %+v", c)
+	}
+}
