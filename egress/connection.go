@@ -27,8 +27,9 @@ type Connection struct {
 	// when the request named none).
 	Host string
 	Port uint16
-	// Allowed says the destination passed the policy and the address guard
-	// and was dialled (the dial may still have failed: see Status).
+	// Allowed says the destination passed the policy and the address guard;
+	// Status and Reason say whether it was then reached (the connection cap
+	// or the dial may still have refused it).
 	Allowed bool
 	// Reason says why the request was refused or failed; "" when it went
 	// through.

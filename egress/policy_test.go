@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -140,5 +141,26 @@ func TestValidateListsEveryBadPattern(t *testing.T) {
 	}
 	if err := (Policy{}).Validate(); err != nil {
 		t.Fatalf("empty policy: %v", err)
+	}
+}
+
+// TestGuard: the default prefixes, PrivatePrefixes when added, and
+// DenyAddrs, with IPv4-mapped forms unmapped.
+func TestGuard(t *testing.T) {
+	g := newGuard(append(append([]netip.Prefix{}, DefaultDeny...), PrivatePrefixes...), []netip.Addr{netip.MustParseAddr("198.51.100.9")})
+	cases := map[string]string{
+		"127.0.0.1": "loopback", "127.255.0.9": "loopback", "::1": "loopback", "::ffff:127.0.0.1": "loopback",
+		"0.0.0.0": "unspecified", "::": "unspecified", "::7f00:1": "IPv4-compatible",
+		"169.254.169.254": "link-local", "fe80::1": "link-local", "fd00:ec2::254": "metadata",
+		"224.0.0.251": "multicast", "ff02::1": "multicast", "255.255.255.255": "broadcast",
+		"10.1.2.3": "private", "192.168.1.1": "private", "172.31.0.1": "private", "100.64.0.1": "carrier-grade",
+		"fd12::1": "unique-local", "198.51.100.9": "daemon's own", "::ffff:198.51.100.9": "daemon's own",
+		"203.0.113.7": "", "2001:db8::1": "", "172.32.0.1": "",
+	}
+	for a, want := range cases {
+		got := g.check(netip.MustParseAddr(a))
+		if want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", a, got, want)
+		}
 	}
 }

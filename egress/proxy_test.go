@@ -222,7 +222,7 @@ func TestForwardStripsHopByHop(t *testing.T) {
 	}
 	defer conn.Close()
 	req := "GET http://user:pw@allowed.test:" + port + "/path?q=1 HTTP/1.1\r\n" +
-		"Host: allowed.test:" + port + "\r\n" +
+		"Host: internal.example\r\n" + // an absolute URI's own host wins
 		"Connection: X-Hop\r\nX-Hop: 1\r\nProxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n" +
 		"Keep-Alive: 300\r\nTe: deflate\r\nTrailer: X-T\r\nX-Keep: yes\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {

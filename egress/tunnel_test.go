@@ -12,7 +12,9 @@ import (
 )
 
 // TestTunnelByteCounts: the report of a tunnel counts exactly the payload
-// each way, including bytes pipelined right behind the CONNECT header.
+// each way, including bytes pipelined right behind the CONNECT header; the
+// echo of exactly the payload shows that nothing of the CONNECT request
+// (its Proxy-Authorization) reached the upstream.
 func TestTunnelByteCounts(t *testing.T) {
 	port := echoServer(t)
 	tp := startProxy(t, Options{Policy: Policy{Allow: []string{"allowed.test:" + port}}})
@@ -23,7 +25,7 @@ func TestTunnelByteCounts(t *testing.T) {
 	defer conn.Close()
 	early := "pipelined-before-the-200 "
 	payload := bytes.Repeat([]byte("x"), 300_000)
-	if _, err := io.WriteString(conn, "CONNECT allowed.test:"+port+" HTTP/1.1\r\nHost: allowed.test:"+port+"\r\n\r\n"+early); err != nil {
+	if _, err := io.WriteString(conn, "CONNECT allowed.test:"+port+" HTTP/1.1\r\nHost: allowed.test:"+port+"\r\nProxy-Authorization: Basic c2VjcmV0\r\n\r\n"+early); err != nil {
 		t.Fatal(err)
 	}
 	br := bufioReader(conn)
