@@ -117,6 +117,7 @@ func (t *tunnel) run(early []byte) {
 			t.fail("upstream write: " + err.Error())
 			return
 		}
+		_ = t.upstream.SetWriteDeadline(time.Time{}) // see pump
 	}
 	t.mu.Lock()
 	t.timer = time.AfterFunc(t.idle/2, t.watch)

@@ -185,3 +185,41 @@ func TestTunnelActiveOneWayOutlivesIdle(t *testing.T) {
 		t.Fatalf("report %+v", c)
 	}
 }
+
+// TestTunnelPipelinedThenLong: a tunnel that began with pipelined bytes
+// keeps relaying long after the idle timeout, as long as bytes move (the
+// write of the pipelined bytes leaves no deadline behind).
+func TestTunnelPipelinedThenLong(t *testing.T) {
+	port := echoServer(t)
+	tp := startProxy(t, Options{Policy: Policy{Allow: []string{"allowed.test:" + port}}, IdleTimeout: time.Second})
+	conn, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "CONNECT allowed.test:"+port+" HTTP/1.1\r\nHost: allowed.test:"+port+"\r\n\r\nE"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufioReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	const rounds = 25 // 100 ms apart: 2.5 s in all
+	buf := make([]byte, 1)
+	for i := 0; i <= rounds; i++ {
+		if i > 0 {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := conn.Write([]byte{'a' + byte(i%26)}); err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		if _, err := io.ReadFull(br, buf); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	conn.Close()
+	if c := tp.reports.next(t); c.Reason != "" || c.BytesUp != rounds+1 || c.BytesDown != rounds+1 {
+		t.Fatalf("report %+v", c)
+	}
+}
