@@ -317,3 +317,46 @@ func TestEnviron(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardFailuresReported: an upstream that is not there gets 502 with
+// a reason; one that cuts its response short is reported as cut off.
+func TestForwardFailuresReported(t *testing.T) {
+	got := make(chan *http.Request, 4) // the client may retry a GET that got nothing
+	cut := rawHTTPServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", got)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gone, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close() // nothing listens there now
+	tp := startProxy(t, Options{Policy: Policy{Allow: []string{"allowed.test:" + cut, "allowed.test:" + gone}}})
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: tp.addr})}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+
+	resp, err := client.Get("http://allowed.test:" + gone + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := body(t, resp); resp.StatusCode != http.StatusBadGateway || !strings.Contains(b, "cannot connect") {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+	if c := tp.reports.next(t); !c.Allowed || c.Status != 502 || !strings.Contains(c.Reason, "cannot connect") {
+		t.Fatalf("report %+v", c)
+	}
+
+	// The client sees either a broken body or, when the header was still
+	// in the proxy's buffer as it dropped the connection, no response.
+	resp, err = client.Get("http://allowed.test:" + cut + "/")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("a cut-off response read to the end without error")
+	}
+	<-got
+	if c := tp.reports.next(t); c.Status != 200 || !strings.Contains(c.Reason, "cut off") || c.BytesDown == 0 {
+		t.Fatalf("report %+v", c)
+	}
+}
