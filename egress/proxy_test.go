@@ -47,8 +47,13 @@ func TestConnectReachesTLSServer(t *testing.T) {
 	if c.BytesUp < int64(len(payload)) || c.BytesDown < int64(len(payload)) {
 		t.Fatalf("bytes up %d, down %d: both should exceed the %d-byte payload", c.BytesUp, c.BytesDown, len(payload))
 	}
+	// One lookup, and the dial went to the literal it returned: there is no
+	// second resolution for a rebinding answer to slip into.
 	if d := tp.dialer.dials(); len(d) != 1 || d[0] != "127.0.0.1:"+port {
 		t.Fatalf("dials %v", d)
+	}
+	if n := tp.hosts.lookups.Load(); n != 1 {
+		t.Fatalf("%d lookups for one tunnel", n)
 	}
 }
 
