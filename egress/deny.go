@@ -1,0 +1,96 @@
+package egress
+
+import (
+	"net/netip"
+)
+
+// DefaultDeny is the address guard applied when Options.Deny is nil: the
+// ranges a harness must never reach through the proxy whatever the policy
+// says. IPv4-mapped IPv6 addresses are unmapped before the check.
+var DefaultDeny = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),        // loopback
+	netip.MustParsePrefix("::1/128"),            // loopback
+	netip.MustParsePrefix("0.0.0.0/8"),          // unspecified / "this network" (0.0.0.0 reaches this host)
+	netip.MustParsePrefix("::/128"),             // unspecified
+	netip.MustParsePrefix("::/96"),              // IPv4-compatible IPv6 (deprecated; ::127.0.0.1)
+	netip.MustParsePrefix("169.254.0.0/16"),     // link-local, including cloud metadata (169.254.169.254)
+	netip.MustParsePrefix("fe80::/10"),          // link-local
+	netip.MustParsePrefix("fd00:ec2::254/128"),  // AWS metadata over IPv6
+	netip.MustParsePrefix("224.0.0.0/4"),        // multicast
+	netip.MustParsePrefix("ff00::/8"),           // multicast
+	netip.MustParsePrefix("255.255.255.255/32"), // limited broadcast
+}
+
+// PrivatePrefixes are the private and shared ranges (RFC 1918, carrier-grade
+// NAT, IPv6 unique-local) that DefaultDeny leaves reachable, since an
+// allowed internal mirror may live there. A daemon in a cluster whose pod
+// and service networks must stay out of reach appends them:
+// Options{Deny: append(slices.Clone(DefaultDeny), PrivatePrefixes...)}.
+var PrivatePrefixes = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// prefixReasons names the ranges of DefaultDeny for refusal messages.
+var prefixReasons = map[netip.Prefix]string{
+	netip.MustParsePrefix("127.0.0.0/8"):        "a loopback address",
+	netip.MustParsePrefix("::1/128"):            "a loopback address",
+	netip.MustParsePrefix("0.0.0.0/8"):          "an unspecified address",
+	netip.MustParsePrefix("::/128"):             "an unspecified address",
+	netip.MustParsePrefix("::/96"):              "an IPv4-compatible IPv6 address",
+	netip.MustParsePrefix("169.254.0.0/16"):     "a link-local address",
+	netip.MustParsePrefix("fe80::/10"):          "a link-local address",
+	netip.MustParsePrefix("fd00:ec2::254/128"):  "a cloud metadata address",
+	netip.MustParsePrefix("224.0.0.0/4"):        "a multicast address",
+	netip.MustParsePrefix("ff00::/8"):           "a multicast address",
+	netip.MustParsePrefix("255.255.255.255/32"): "a broadcast address",
+	netip.MustParsePrefix("10.0.0.0/8"):         "a private address",
+	netip.MustParsePrefix("172.16.0.0/12"):      "a private address",
+	netip.MustParsePrefix("192.168.0.0/16"):     "a private address",
+	netip.MustParsePrefix("100.64.0.0/10"):      "a shared (carrier-grade NAT) address",
+	netip.MustParsePrefix("fc00::/7"):           "a unique-local address",
+}
+
+// deniedBy returns why addr falls in one of deny ("" when it does not).
+func deniedBy(deny []netip.Prefix, addr netip.Addr) string {
+	addr = addr.Unmap()
+	for _, p := range deny {
+		if p.Contains(addr) {
+			if why, ok := prefixReasons[p]; ok {
+				return why
+			}
+			return "in the denied range " + p.String()
+		}
+	}
+	return ""
+}
+
+// guard is the proxy's address check: the deny prefixes and the exact
+// addresses of Options.DenyAddrs.
+type guard struct {
+	prefixes []netip.Prefix
+	addrs    map[netip.Addr]bool
+}
+
+func newGuard(prefixes []netip.Prefix, addrs []netip.Addr) guard {
+	g := guard{prefixes: make([]netip.Prefix, 0, len(prefixes)), addrs: make(map[netip.Addr]bool, len(addrs))}
+	for _, p := range prefixes {
+		g.prefixes = append(g.prefixes, p.Masked())
+	}
+	for _, a := range addrs {
+		g.addrs[a.Unmap().WithZone("")] = true
+	}
+	return g
+}
+
+// check returns why addr must not be dialled, or "".
+func (g guard) check(addr netip.Addr) string {
+	addr = addr.Unmap().WithZone("")
+	if g.addrs[addr] {
+		return "one of the daemon's own addresses"
+	}
+	return deniedBy(g.prefixes, addr)
+}
