@@ -98,10 +98,8 @@ func (c *Config) validateIsolation() []error {
 		if len(n.Allow) == 0 {
 			errs = append(errs, errors.New("network.egress: allow needs hosts in network.allow"))
 		}
-		for i, p := range n.Allow {
-			if err := checkAllowPattern(p); err != nil {
-				errs = append(errs, fmt.Errorf("network.allow[%d]: %w", i, err))
-			}
+		if err := checkAllowList(n.Allow); err != nil {
+			errs = append(errs, err)
 		}
 	default:
 		errs = append(errs, fmt.Errorf("network.egress must be %s, %s or %s, not %q", EgressNone, EgressAllow, EgressHost, n.Egress))
@@ -120,18 +118,3 @@ func (c *Config) validateIsolation() []error {
 	return errs
 }
 
-// checkAllowPattern accepts "host", "*.domain" and either with ":port".
-func checkAllowPattern(p string) error {
-	host := p
-	if h, port, ok := strings.Cut(p, ":"); ok {
-		host = h
-		if port == "" || strings.Trim(port, "0123456789") != "" {
-			return fmt.Errorf("bad port in %q", p)
-		}
-	}
-	host = strings.TrimPrefix(host, "*.")
-	if host == "" || strings.ContainsAny(host, "*/ \t") {
-		return fmt.Errorf("bad host pattern %q (want host, *.domain, optionally :port)", p)
-	}
-	return nil
-}

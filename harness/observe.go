@@ -140,6 +140,7 @@ func (s *Session) finish(ctx context.Context, ep *episode, failure wire.FailureT
 	s.adapter.Stop(tctx)
 	s.closeTools(tctx, ep)
 	s.closeModel(ep)
+	s.closeEgress(tctx, ep)
 	s.closeSandbox(ep)
 	s.mu.Lock()
 	ep.active = false

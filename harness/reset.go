@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -98,6 +100,10 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.discard(ctx, ep)
 		return nil, err
 	}
+	if err := s.openEgress(ep); err != nil {
+		s.discard(ctx, ep)
+		return nil, err
+	}
 	s.mu.Lock()
 	s.ep = ep // visible to state() and rubric tools from here
 	s.last = nil
@@ -138,6 +144,12 @@ func (s *Session) launch(ep *episode, inj *MCPInjection) *Launch {
 	}
 	set["HOME"] = ep.dirs.home
 	set["TMPDIR"] = ep.dirs.tmp
+	if ep.egress != nil {
+		for _, kv := range egress.Environ(ep.egressAddr) {
+			k, v, _ := strings.Cut(kv, "=")
+			set[k] = v
+		}
+	}
 	allow := append(append([]string(nil), process.DefaultEnvAllowlist...), h.PassEnv...)
 	var launcher process.Launcher
 	workDir := ""
@@ -197,6 +209,7 @@ func (s *Session) startupFailed(ctx context.Context, ep *episode, err error) *wi
 	s.mu.Unlock()
 	s.closeTools(tctx, ep)
 	s.closeModel(ep)
+	s.closeEgress(tctx, ep)
 	s.closeSandbox(ep)
 	ep.log.Warn("harness failed to start", append([]any{"error", f.Message}, exitAttr(f.Exit)...)...)
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
@@ -213,6 +226,7 @@ func (s *Session) discard(ctx context.Context, ep *episode) {
 	defer cancel()
 	s.closeTools(tctx, ep)
 	s.closeModel(ep)
+	s.closeEgress(tctx, ep)
 	s.closeSandbox(ep)
 	if !s.cfg.Workspace.Keep {
 		os.RemoveAll(ep.dirs.root)
@@ -235,6 +249,7 @@ func (s *Session) endEpisode(ctx context.Context) error {
 	}
 	err := errors.Join(stopErr, s.closeTools(ctx, ep))
 	s.closeModel(ep)
+	s.closeEgress(ctx, ep)
 	s.closeSandbox(ep)
 	s.events.closeRecord()
 	if !s.cfg.Workspace.Keep {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/rubric"
@@ -108,6 +109,10 @@ type episode struct {
 	server   *bridge.Server
 	model    *modelDoor       // the model gateway; nil without harness.model.url
 	sandbox  *sandbox.Sandbox // the harness's sandbox; nil in process isolation
+	// egress is the episode's egress proxy (network.egress: allow), on
+	// egressAddr inside the sandbox.
+	egress     *egress.Proxy
+	egressAddr string
 	tools    []string
 	active   bool // the harness runs and steps are allowed
 	done     bool // ended normally; further steps get ErrEpisodeDone

@@ -20,19 +20,24 @@ const (
 	EventTextOutput   EventType = "text_output"
 	EventError        EventType = "error"
 	EventTurnComplete EventType = "turn_complete"
+	// EventEgress is harnessd's own type, not RFC 005's: one connection a
+	// sandboxed harness made through the egress proxy (network.egress:
+	// allow), allowed or refused.
+	EventEgress EventType = "egress"
 )
 
 // EventTypes lists every event type, in the order the documentation uses.
 var EventTypes = []EventType{
 	EventTextOutput, EventToolCall, EventToolResult, EventLLMRequest, EventLLMResponse,
-	EventLLMChunk, EventError, EventTurnComplete,
+	EventLLMChunk, EventError, EventTurnComplete, EventEgress,
 }
 
-// Valid reports whether t is one of the RFC 005 event types.
+// Valid reports whether t is one of the RFC 005 event types or harnessd's
+// egress.
 func (t EventType) Valid() bool {
 	switch t {
 	case EventLLMRequest, EventLLMResponse, EventLLMChunk, EventToolCall, EventToolResult,
-		EventTextOutput, EventError, EventTurnComplete:
+		EventTextOutput, EventError, EventTurnComplete, EventEgress:
 		return true
 	}
 	return false

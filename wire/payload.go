@@ -28,6 +28,8 @@ func NewPayload(t EventType) Payload {
 		return &Error{}
 	case EventTurnComplete:
 		return &TurnComplete{}
+	case EventEgress:
+		return &Egress{}
 	}
 	return &Unknown{Type: t}
 }
@@ -246,6 +248,37 @@ func (*TurnComplete) EventType() EventType { return EventTurnComplete }
 
 // EventType implements Payload.
 func (u *Unknown) EventType() EventType { return u.Type }
+
+// EventType implements Payload.
+func (*Egress) EventType() EventType { return EventEgress }
+
+// Egress is one connection a sandboxed harness made through the daemon's
+// egress proxy (egress; origin "daemon"), whether it was allowed or not.
+type Egress struct {
+	// Method is CONNECT (a tunnel, e.g. HTTPS) or HTTP (a forwarded
+	// plain-HTTP request).
+	Method string `json:"method" wire:"required"`
+	// Host and Port are the destination the harness asked for.
+	Host string `json:"host" wire:"required"`
+	Port int    `json:"port,omitempty"`
+	// Allowed says the destination passed network.allow and the address
+	// guard.
+	Allowed bool `json:"allowed"`
+	// Reason says why it was refused or failed ("" when it went through).
+	Reason string `json:"reason,omitempty"`
+	// Status is the HTTP status the harness got.
+	Status int `json:"status,omitempty"`
+	// Address is the address dialled ("" when none was).
+	Address string `json:"address,omitempty"`
+	// BytesUp and BytesDown count what went to and came from the
+	// destination.
+	BytesUp   int64 `json:"bytes_up,omitempty"`
+	BytesDown int64 `json:"bytes_down,omitempty"`
+	// DurationMS is how long the connection lasted.
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	// Extra holds fields beyond the schema.
+	Extra Extra `json:"-"`
+}
 
 // ErrorEvent returns a non-recoverable error event from origin, stamped now.
 func ErrorEvent(origin Origin, message string, recoverable bool) Event {
