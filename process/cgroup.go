@@ -25,12 +25,18 @@ type cgroupManager struct {
 	lockMu sync.Mutex // guards lockFD: Close may run concurrently
 	lockFD int        // flock on parent: says this daemon is alive (see leftover); -1 when none
 	seq    atomic.Uint64
+	// ids holds the cgroup v2 ids (directory inode numbers) of the live
+	// leaves, which the peer check compares a socket's cgroup id with.
+	idsMu sync.RWMutex
+	ids   map[uint64]struct{}
 }
 
 // cgroupLeaf is one process tree's cgroup.
 type cgroupLeaf struct {
-	path string
-	fd   int // O_PATH directory fd for CLONE_INTO_CGROUP; -1 once closed
+	path  string
+	fd    int            // O_PATH directory fd for CLONE_INTO_CGROUP; -1 once closed
+	id    uint64         // cgroup v2 id: the directory's inode number; 0 when unknown
+	owner *cgroupManager // nil for leaves found by a sweep
 }
 
 // findCgroup2 returns the cgroup v2 mount point and the mount's root path
@@ -202,7 +208,7 @@ func newCgroupManager(root string, log *slog.Logger) (*cgroupManager, error) {
 		os.Remove(parent)
 		return nil, err
 	}
-	m := &cgroupManager{parent: parent, lockFD: lockFD}
+	m := &cgroupManager{parent: parent, lockFD: lockFD, ids: make(map[uint64]struct{})}
 	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil {
 		m.release()
 		return nil, fmt.Errorf("cgroup.kill not available (kernel < 5.14?): %w", err)
@@ -246,7 +252,30 @@ func (m *cgroupManager) newLeaf(name string) (*cgroupLeaf, error) {
 		os.Remove(p)
 		return nil, fmt.Errorf("open cgroup %s: %w", p, err)
 	}
-	return &cgroupLeaf{path: p, fd: fd}, nil
+	l := &cgroupLeaf{path: p, fd: fd, owner: m}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err == nil {
+		l.id = st.Ino
+		m.idsMu.Lock()
+		m.ids[l.id] = struct{}{}
+		m.idsMu.Unlock()
+	}
+	return l, nil
+}
+
+// isLeaf reports whether id is the cgroup id of one of the live leaves.
+func (m *cgroupManager) isLeaf(id uint64) bool {
+	m.idsMu.RLock()
+	defer m.idsMu.RUnlock()
+	_, ok := m.ids[id]
+	return ok
+}
+
+// forget drops a removed leaf's id from the set.
+func (m *cgroupManager) forget(id uint64) {
+	m.idsMu.Lock()
+	delete(m.ids, id)
+	m.idsMu.Unlock()
 }
 
 func (m *cgroupManager) close() error {
@@ -334,13 +363,31 @@ func (l *cgroupLeaf) kill() error {
 	return os.WriteFile(filepath.Join(l.path, "cgroup.kill"), []byte("1"), 0)
 }
 
-// remove deletes the leaf, retrying while the kernel still counts it busy.
+// removeSubCgroups removes the (empty) cgroups below dir, deepest first: a
+// tree that can write its leaf may have made some, and the leaf cannot be
+// removed while they exist. Killing the leaf has killed their processes.
+func removeSubCgroups(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			sub := filepath.Join(dir, e.Name())
+			removeSubCgroups(sub)
+			os.Remove(sub)
+		}
+	}
+}
+
+// remove deletes the leaf (and any cgroups made below it), retrying while the kernel still counts it busy.
 func (l *cgroupLeaf) remove(wait time.Duration) error {
 	l.closeFD()
 	deadline := time.Now().Add(wait)
 	for {
+		removeSubCgroups(l.path)
 		err := os.Remove(l.path)
 		if err == nil || errors.Is(err, os.ErrNotExist) {
+			if l.owner != nil && l.id != 0 {
+				l.owner.forget(l.id)
+			}
 			return nil
 		}
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {

@@ -18,12 +18,21 @@ import (
 type Peer struct {
 	// PID is the process holding the peer's socket; 0 when none was found.
 	PID int
-	// Harness reports that the process carries TreeEnvVar in its initial
-	// environment: it belongs to a process tree started by harnessd.
+	// Harness reports that the peer belongs to a process tree started by
+	// harnessd: its socket's cgroup is a tree's (Supervisor.PeerOf with
+	// PeerCheckCgroup), or its holder carries TreeEnvVar in its initial
+	// environment (the /proc scan).
 	Harness bool
+	// CgroupID is the peer socket's cgroup v2 id (PeerCheckCgroup only).
+	CgroupID uint64
+	// Gone reports that no live peer socket was found: the peer has closed
+	// its end (or it is not visible to this daemon).
+	Gone bool
 }
 
-// PeerOf finds the process that holds the other end of the TCP connection
+// PeerOf is the /proc-scan peer check (PeerCheckMarker) that
+// Supervisor.PeerOf falls back to without cgroup leaves or sock_diag. It
+// finds the process that holds the other end of the TCP connection
 // whose local address is local and remote address is remote (as seen by the
 // side that accepted it), and whether it belongs to a harness tree. It looks
 // the connection up in /proc/net/tcp{,6} to get the peer socket's inode, then
@@ -34,22 +43,10 @@ type Peer struct {
 // without looking. It errors only on addresses that are not TCP and on an
 // unreadable /proc.
 func PeerOf(local, remote net.Addr) (Peer, error) {
-	ra, ok1 := remote.(*net.TCPAddr)
-	la, ok2 := local.(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return Peer{}, fmt.Errorf("peer lookup: not a TCP connection (%T, %T)", local, remote)
+	peerEnd, ourEnd, loopback, err := peerEnds(local, remote)
+	if err != nil || !loopback {
+		return Peer{}, err
 	}
-	if !ra.IP.IsLoopback() {
-		return Peer{}, nil
-	}
-	pa, ok1 := netip.AddrFromSlice(ra.IP)
-	ua, ok2 := netip.AddrFromSlice(la.IP)
-	if !ok1 || !ok2 {
-		return Peer{}, fmt.Errorf("peer lookup: bad addresses %v, %v", local, remote)
-	}
-	// The peer socket's local end is remote, its remote end is us.
-	peerEnd := netip.AddrPortFrom(pa.Unmap(), uint16(ra.Port))
-	ourEnd := netip.AddrPortFrom(ua.Unmap(), uint16(la.Port))
 	var inode string
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(file)
@@ -62,8 +59,8 @@ func PeerOf(local, remote net.Addr) (Peer, error) {
 			break
 		}
 	}
-	if inode == "" {
-		return Peer{}, nil
+	if inode == "" || inode == "0" { // TIME_WAIT remnants have inode 0
+		return Peer{Gone: true}, nil
 	}
 	pid, err := markedHolderOf("socket:[" + inode + "]")
 	if err != nil || pid == 0 {

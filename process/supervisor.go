@@ -41,15 +41,18 @@ type Options struct {
 
 // Mechanisms reports the isolation and kill mechanisms in use.
 type Mechanisms struct {
-	ProcessGroups bool     `json:"process_groups"`
-	Pdeathsig     bool     `json:"pdeathsig"`
-	Subreaper     bool     `json:"subreaper"`
-	Cgroup        bool     `json:"cgroup"`
-	CgroupPath    string   `json:"cgroup_path,omitempty"`
-	PTY           bool     `json:"pty"`
-	PID1          bool     `json:"pid1"`
-	OrphanReaper  bool     `json:"orphan_reaper"`
-	Notes         []string `json:"notes,omitempty"`
+	ProcessGroups bool   `json:"process_groups"`
+	Pdeathsig     bool   `json:"pdeathsig"`
+	Subreaper     bool   `json:"subreaper"`
+	Cgroup        bool   `json:"cgroup"`
+	CgroupPath    string `json:"cgroup_path,omitempty"`
+	PTY           bool   `json:"pty"`
+	PID1          bool   `json:"pid1"`
+	OrphanReaper  bool   `json:"orphan_reaper"`
+	// PeerCheck names how PeerOf tells a harness peer: PeerCheckCgroup or
+	// PeerCheckMarker (see Notes for why not the first).
+	PeerCheck string   `json:"peer_check"`
+	Notes     []string `json:"notes,omitempty"`
 }
 
 // KillMode names the strongest mechanism that ends a whole tree.
@@ -70,6 +73,7 @@ func (m Mechanisms) KillMode() string {
 type Supervisor struct {
 	mech       Mechanisms
 	cg         *cgroupManager
+	members    *cgroupMembership // the peer check by cgroup; nil: the /proc scan
 	log        *slog.Logger
 	cancel     context.CancelFunc // stops the orphan reaper, if any
 	reaped     chan struct{}
@@ -126,6 +130,16 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 			m.Cgroup = true
 			m.CgroupPath = cg.parent
 		}
+	}
+
+	m.PeerCheck = PeerCheckMarker
+	if s.cg == nil {
+		m.Notes = append(m.Notes, "peer check: no cgroup leaves; scanning /proc for the tree marker")
+	} else if err := probeSockDiag(); err != nil {
+		m.Notes = append(m.Notes, "peer check: sock_diag unusable ("+err.Error()+"); scanning /proc for the tree marker")
+	} else {
+		s.members = newCgroupMembership(s.cg)
+		m.PeerCheck = PeerCheckCgroup
 	}
 
 	if ptmx, tty, err := pty.Open(); err != nil {

@@ -175,6 +175,7 @@ func writeTable(w io.Writer, r *probe.Report) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nkill mode: %s\n", r.KillMode)
+	fmt.Fprintf(w, "peer check: %s\n", orDash(r.PeerCheck))
 	c := r.Cgroup
 	if c.Root != "" || c.Error != "" {
 		yn := map[bool]string{true: "yes", false: "no"}

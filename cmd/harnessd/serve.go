@@ -159,7 +159,7 @@ func runServe(args []string) int {
 		return exitMissing
 	}
 	mech := sup.Mechanisms()
-	log.Info("process isolation", "kill_mode", mech.KillMode(), "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
+	log.Info("process isolation", "kill_mode", mech.KillMode(), "peer_check", mech.PeerCheck, "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
 	// Session directories a killed daemon left behind (workspace.keep keeps
 	// them on purpose, so they are not swept then).
 	if !cfg.Workspace.Keep {

@@ -52,6 +52,9 @@ type Report struct {
 	// KillMode is the supervisor's kill mode in this configuration, as
 	// harnessd serve logs it ("cgroup+subreaper+pgroup").
 	KillMode string `json:"kill_mode"`
+	// PeerCheck is how the orchestration routes tell a harness peer
+	// (process.PeerCheckCgroup or process.PeerCheckMarker).
+	PeerCheck string `json:"peer_check"`
 	// Checks maps each mechanism to its finding.
 	Checks map[string]Item `json:"checks"`
 	// Cgroup details the cgroup v2 setup.
@@ -101,6 +104,7 @@ func Run(cfg Config) (*Report, error) {
 	defer sup.Close(context.Background(), 0)
 	mech := sup.Mechanisms()
 	rep.KillMode = mech.KillMode()
+	rep.PeerCheck = mech.PeerCheck
 	baseItems(rep, mech, cfg.Options)
 
 	if want(Kill) || want(ProcessGroups) || want(Subreaper) || want(Cgroup) {

@@ -1,0 +1,158 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// Peer check mechanisms, as Mechanisms.PeerCheck names them.
+const (
+	// PeerCheckCgroup asks sock_diag for the cgroup v2 id of the peer's
+	// socket and compares it with the live trees' cgroup leaves (and their
+	// sub-cgroups): no /proc scan, and a child that drops its environment
+	// is still caught.
+	PeerCheckCgroup = "sock_diag+cgroup"
+	// PeerCheckMarker is the fallback without cgroup leaves or sock_diag:
+	// the peer socket's inode from /proc/net/tcp, then a scan of the fds of
+	// processes whose environment carries the tree marker.
+	PeerCheckMarker = "proc_scan+marker"
+)
+
+// foreignCacheMax bounds the set of cgroup ids known not to be a tree's.
+const foreignCacheMax = 4096
+
+// cgroupMembership answers "is this cgroup id one of ours?": a live leaf, a
+// cgroup made below one (a harness that can write its leaf, as root can in
+// process isolation, may make sub-cgroups and move into them), or the
+// daemon's directory itself. Cgroup ids are never reused while the system
+// runs and a cgroup cannot be moved to another parent (rename stays within
+// one parent), so a "not ours" verdict for an id holds for good and is
+// cached; only ids not seen before pay a walk of the daemon's directory.
+type cgroupMembership struct {
+	m         *cgroupManager
+	foreignMu sync.Mutex
+	foreign   map[uint64]struct{}
+}
+
+func newCgroupMembership(m *cgroupManager) *cgroupMembership {
+	return &cgroupMembership{m: m, foreign: make(map[uint64]struct{})}
+}
+
+func (c *cgroupMembership) owns(id uint64) bool {
+	if c.m.isLeaf(id) {
+		return true
+	}
+	c.foreignMu.Lock()
+	_, known := c.foreign[id]
+	c.foreignMu.Unlock()
+	if known {
+		return false
+	}
+	if c.below(id) {
+		return true
+	}
+	c.foreignMu.Lock()
+	if len(c.foreign) >= foreignCacheMax {
+		clear(c.foreign)
+	}
+	c.foreign[id] = struct{}{}
+	c.foreignMu.Unlock()
+	return false
+}
+
+// below walks the daemon's cgroup directory for a directory whose inode is id.
+func (c *cgroupMembership) below(id uint64) bool {
+	found := false
+	filepath.WalkDir(c.m.parent, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil // a leaf removed meanwhile, or a control file
+		}
+		if info, err := d.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Ino == id {
+				found = true
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+// probeSockDiag checks that sock_diag answers an exact lookup with a cgroup
+// id, on a loopback connection of this process's own.
+func probeSockDiag() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("loopback listener: %w", err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return fmt.Errorf("loopback dial: %w", err)
+	}
+	defer c.Close()
+	if a, err := ln.Accept(); err == nil {
+		a.Close()
+	}
+	info, err := sockDiagLookup(c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort())
+	if err != nil {
+		return err
+	}
+	if info.CgroupID == 0 {
+		return errors.New("sock_diag gives no cgroup id (kernel < 5.7?)")
+	}
+	return nil
+}
+
+// PeerOf finds whether the process at the other end of a loopback TCP
+// connection (local and remote as seen by the side that accepted it)
+// belongs to one of this supervisor's trees, by the mechanism
+// Mechanisms().PeerCheck names. A peer socket that no longer exists (or
+// survives only as a TIME_WAIT remnant) gives Peer{Gone: true}, not an
+// error: it is not a harness as far as anyone can tell. A remote address
+// that is not loopback gives a zero Peer without a lookup. It errors on
+// addresses that are not TCP and when the lookup itself fails.
+func (s *Supervisor) PeerOf(local, remote net.Addr) (Peer, error) {
+	if s.members == nil {
+		return PeerOf(local, remote)
+	}
+	peerEnd, ourEnd, loopback, err := peerEnds(local, remote)
+	if err != nil || !loopback {
+		return Peer{}, err
+	}
+	info, err := sockDiagLookup(peerEnd, ourEnd)
+	switch {
+	case errors.Is(err, errSockGone):
+		return Peer{Gone: true}, nil
+	case err != nil:
+		return Peer{}, fmt.Errorf("peer lookup: %w", err)
+	case info.CgroupID == 0:
+		return Peer{Gone: true}, nil
+	}
+	return Peer{Harness: s.members.owns(info.CgroupID), CgroupID: info.CgroupID}, nil
+}
+
+// peerEnds returns the peer socket's own (local) end and its remote end (us),
+// and whether the peer is on this machine's loopback.
+func peerEnds(local, remote net.Addr) (peerEnd, ourEnd netip.AddrPort, loopback bool, err error) {
+	ra, ok1 := remote.(*net.TCPAddr)
+	la, ok2 := local.(*net.TCPAddr)
+	if !ok1 || !ok2 {
+		return peerEnd, ourEnd, false, fmt.Errorf("peer lookup: not a TCP connection (%T, %T)", local, remote)
+	}
+	if !ra.IP.IsLoopback() {
+		return peerEnd, ourEnd, false, nil
+	}
+	pa, ok1 := netip.AddrFromSlice(ra.IP)
+	ua, ok2 := netip.AddrFromSlice(la.IP)
+	if !ok1 || !ok2 {
+		return peerEnd, ourEnd, false, fmt.Errorf("peer lookup: bad addresses %v, %v", local, remote)
+	}
+	return netip.AddrPortFrom(pa.Unmap(), uint16(ra.Port)), netip.AddrPortFrom(ua.Unmap(), uint16(la.Port)), true, nil
+}
