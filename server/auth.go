@@ -8,7 +8,8 @@ import (
 )
 
 // guard wraps h with the orchestration surface's checks: the peer must not
-// be a harness process, and with an API token configured the request must
+// be a harness process (looked up once per connection, on its first guarded
+// request; see connPeer), and with an API token configured the request must
 // carry it: Authorization: Bearer TOKEN; HTTP Basic credentials whose
 // password is the token (any user name) — what the websockets library
 // sends for ws://user:TOKEN@host/ws, so OpenEnv's unmodified client can
@@ -16,10 +17,24 @@ import (
 // headers (the query parameter is removed before h runs).
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := peerOf(r.Context()); v.harnessPID != 0 {
-			s.log.Warn("refused a connection from a harness process", "peer_pid", v.harnessPID, "path", r.URL.Path)
-			writeJSONStatus(w, http.StatusForbidden, map[string]any{"detail": "forbidden: harness processes cannot reach the orchestration API"})
-			return
+		if p, ok, err := peerOf(r.Context(), s.opts.Supervisor); ok {
+			switch {
+			case err != nil:
+				// As before the lookup moved here: a failed lookup does
+				// not make the peer a harness.
+				s.log.Warn("peer check failed; peer treated as not a harness", "err", err, "path", r.URL.Path)
+			case p.Harness:
+				s.log.Warn("refused a connection from a harness process", "peer_pid", p.PID, "peer_cgroup_id", p.CgroupID, "path", r.URL.Path)
+				writeJSONStatus(w, http.StatusForbidden, map[string]any{"detail": "forbidden: harness processes cannot reach the orchestration API"})
+				return
+			case p.Gone:
+				// The peer closed its socket before the check: nobody can
+				// read the answer, and a harness that sends a request and
+				// closes at once must not slip through this way.
+				s.log.Warn("refused a request whose peer has closed its connection", "path", r.URL.Path)
+				writeJSONStatus(w, http.StatusForbidden, map[string]any{"detail": "forbidden: the peer closed its connection before the peer check"})
+				return
+			}
 		}
 		if s.token != "" && !s.authorized(r) {
 			w.Header().Add("WWW-Authenticate", `Bearer realm="harnessd"`)
