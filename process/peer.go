@@ -48,16 +48,21 @@ func PeerOf(local, remote net.Addr) (Peer, error) {
 		return Peer{}, err
 	}
 	var inode string
+	read := false
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(file)
 		if err != nil {
 			continue
 		}
+		read = true
 		inode = socketInode(f, peerEnd, ourEnd)
 		f.Close()
 		if inode != "" {
 			break
 		}
+	}
+	if !read {
+		return Peer{}, errors.New("peer lookup: /proc/net/tcp and /proc/net/tcp6 unreadable")
 	}
 	if inode == "" || inode == "0" { // TIME_WAIT remnants have inode 0
 		return Peer{Gone: true}, nil
