@@ -32,7 +32,8 @@
 //
 // The package owns all /proc knowledge of the module: stat parsing
 // (ReadStat, Ended), the tree scans, the cgroup setup, and the peer lookup
-// of a loopback connection (PeerOf). Subpackage probe verifies the
+// of a loopback connection (Supervisor.PeerOf: the socket's cgroup through
+// sock_diag netlink, or the /proc scan of PeerOf). Subpackage probe verifies the
 // mechanisms on the running machine (harnessd check).
 //
 // The package knows nothing of MCP, harness protocols or sessions.
