@@ -16,7 +16,8 @@ import (
 // Peer is the local process at the other end of a loopback TCP connection,
 // as far as PeerOf could tell.
 type Peer struct {
-	// PID is the process holding the peer's socket; 0 when none was found.
+	// PID is the process holding the peer's socket; 0 when none was found
+	// (by cgroup it is looked up only for a harness peer).
 	PID int
 	// Harness reports that the peer belongs to a process tree started by
 	// harnessd: its socket's cgroup is a tree's (Supervisor.PeerOf with

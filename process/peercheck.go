@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -29,8 +32,8 @@ const foreignCacheMax = 4096
 
 // cgroupMembership answers "is this cgroup id one of ours?": a live leaf, a
 // cgroup made below one (a harness that can write its leaf, as root can in
-// process isolation, may make sub-cgroups and move into them), or the
-// daemon's directory itself. Cgroup ids are never reused while the system
+// process isolation, may make sub-cgroups and move into them), the
+// daemon's directory itself, or those of other harnessd daemons beside it. Cgroup ids are never reused while the system
 // runs and a cgroup cannot be moved to another parent (rename stays within
 // one parent), so a "not ours" verdict for an id holds for good and is
 // cached; only ids not seen before pay a walk of the daemon's directory.
@@ -66,16 +69,61 @@ func (c *cgroupMembership) owns(id uint64) bool {
 	return false
 }
 
-// below walks the daemon's cgroup directory for a directory whose inode is id.
-func (c *cgroupMembership) below(id uint64) bool {
-	found := false
-	filepath.WalkDir(c.m.parent, func(path string, d fs.DirEntry, err error) error {
+// below walks the daemons' cgroup directories for a directory whose inode
+// is id: this daemon's and those of other harnessd daemons beside it (the
+// harnessd-* siblings in the same cgroup), whose harnesses must not reach
+// this daemon either, as the tree marker also said.
+func (c *cgroupMembership) below(id uint64) bool { return c.path(id) != "" }
+
+// path returns the directory of cgroup id among the daemons' directories, or "".
+func (c *cgroupMembership) path(id uint64) string {
+	root := filepath.Dir(c.m.parent)
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "harnessd-") {
+			continue
+		}
+		if p := walkFinds(filepath.Join(root, e.Name()), id); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// holder returns the pid of the process in cgroup id that has the socket
+// with inode open, or 0. It reads only that cgroup's processes: it runs
+// for refused peers, to name them in the log.
+func (c *cgroupMembership) holder(id uint64, inode uint32) int {
+	dir := c.path(id)
+	if dir == "" {
+		return 0
+	}
+	leaf := &cgroupLeaf{path: dir, fd: -1}
+	target := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
+	for _, pid := range leaf.procs() {
+		fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd.Name()); err == nil && l == target {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// walkFinds returns dir or the directory below it whose inode is id, or "".
+func walkFinds(dir string, id uint64) string {
+	found := ""
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil // a leaf removed meanwhile, or a control file
 		}
 		if info, err := d.Info(); err == nil {
 			if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Ino == id {
-				found = true
+				found = path
 				return filepath.SkipAll
 			}
 		}
@@ -135,7 +183,11 @@ func (s *Supervisor) PeerOf(local, remote net.Addr) (Peer, error) {
 	case info.CgroupID == 0:
 		return Peer{Gone: true}, nil
 	}
-	return Peer{Harness: s.members.owns(info.CgroupID), CgroupID: info.CgroupID}, nil
+	p := Peer{Harness: s.members.owns(info.CgroupID), CgroupID: info.CgroupID}
+	if p.Harness {
+		p.PID = s.members.holder(info.CgroupID, info.Inode)
+	}
+	return p, nil
 }
 
 // peerEnds returns the peer socket's own (local) end and its remote end (us),

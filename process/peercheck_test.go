@@ -60,8 +60,8 @@ func TestPeerCheckByCgroup(t *testing.T) {
 	// The tree's own process.
 	p, c := dialFromTree(t, s, ln, "exec 3<>/dev/tcp/127.0.0.1/PORT; sleep 30")
 	peer, err := s.PeerOf(c.LocalAddr(), c.RemoteAddr())
-	if err != nil || !peer.Harness || peer.CgroupID == 0 || peer.CgroupID != p.leaf.id {
-		t.Fatalf("PeerOf(tree process) = %+v, %v; want harness in leaf %d", peer, err, p.leaf.id)
+	if err != nil || !peer.Harness || peer.CgroupID == 0 || peer.CgroupID != p.leaf.id || peer.PID != p.Pid() {
+		t.Fatalf("PeerOf(tree process) = %+v, %v; want harness pid %d in leaf %d", peer, err, p.Pid(), p.leaf.id)
 	}
 
 	// A grandchild that cleared its environment and left the session: the
