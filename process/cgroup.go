@@ -257,6 +257,9 @@ func (m *cgroupManager) newLeaf(name string) (*cgroupLeaf, error) {
 	if err := unix.Fstat(fd, &st); err == nil {
 		l.id = st.Ino
 		m.idsMu.Lock()
+		if m.ids == nil {
+			m.ids = make(map[uint64]struct{})
+		}
 		m.ids[l.id] = struct{}{}
 		m.idsMu.Unlock()
 	}
