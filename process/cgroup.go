@@ -354,8 +354,19 @@ func (l *cgroupLeaf) populated() bool {
 	return bytes.Contains(b, []byte("populated 1"))
 }
 
+// daemonMade reports whether the leaf sits directly in a daemon's own
+// directory (harnessd-<pid>-<instance>): the only cgroups whose processes
+// signal and kill may touch. A path anywhere else (the caller's cgroup, a
+// parent, the hierarchy's root, a plain directory) is never acted on.
+func (l *cgroupLeaf) daemonMade() bool {
+	return l.path != "" && daemonDirName.MatchString(filepath.Base(filepath.Dir(l.path)))
+}
+
 // signal sends sig to every process in the leaf.
 func (l *cgroupLeaf) signal(sig unix.Signal) {
+	if !l.daemonMade() {
+		return
+	}
 	for _, pid := range l.procs() {
 		unix.Kill(pid, sig)
 	}
@@ -363,6 +374,9 @@ func (l *cgroupLeaf) signal(sig unix.Signal) {
 
 // kill ends every process in the leaf at once.
 func (l *cgroupLeaf) kill() error {
+	if !l.daemonMade() {
+		return fmt.Errorf("cgroup %s is not a leaf of a daemon's directory: not killed", l.path)
+	}
 	return os.WriteFile(filepath.Join(l.path, "cgroup.kill"), []byte("1"), 0)
 }
 

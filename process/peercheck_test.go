@@ -95,8 +95,10 @@ func TestPeerCheckSubCgroupOfLeaf(t *testing.T) {
 	}
 	ln := listen(t)
 	// A tree that can write its leaf (root, in process isolation) makes a
-	// sub-cgroup, moves into it, then connects.
-	script := `cg="` + mount + `$(sed -n 's/^0:://p' /proc/self/cgroup)"; mkdir "$cg/sub" && echo $$ > "$cg/sub/cgroup.procs" || exit 7; exec 3<>/dev/tcp/127.0.0.1/PORT; sleep 30`
+	// sub-cgroup, moves into it, then connects. The script acts only inside
+	// a daemon's leaf (exit 6 otherwise): it never makes or joins a cgroup
+	// elsewhere.
+	script := `cg="` + mount + `$(sed -n 's/^0:://p' /proc/self/cgroup)"; case "$cg" in */harnessd-*/*) ;; *) exit 6;; esac; mkdir "$cg/sub" && echo $$ > "$cg/sub/cgroup.procs" || exit 7; exec 3<>/dev/tcp/127.0.0.1/PORT; sleep 30`
 	p, c := dialFromTree(t, s, ln, script)
 	peer, err := s.PeerOf(c.LocalAddr(), c.RemoteAddr())
 	if err != nil || !peer.Harness || peer.CgroupID == p.leaf.id {

@@ -38,12 +38,15 @@ type Line struct {
 // Process is one supervised process tree. Its methods are safe for
 // concurrent use. Every started Process must be stopped with Stop.
 type Process struct {
-	spec   Spec
-	sup    *Supervisor
-	log    *slog.Logger
-	pid    int
-	treeID string
-	leaf   *cgroupLeaf
+	spec Spec
+	sup  *Supervisor
+	log  *slog.Logger
+	pid  int
+	// launched is set once pid (and startTicks) hold the started leader's;
+	// until then nothing may be signalled or swept in the tree's name.
+	launched atomic.Bool
+	treeID   string
+	leaf     *cgroupLeaf
 
 	stdin  *os.File // pipe mode
 	stdout *os.File // pipe mode read end
@@ -86,10 +89,19 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	if err := s.track(p); err != nil {
 		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}
 	}
+	// A tree that never started (start failed, or panicked) must not stay
+	// tracked: with pid 0, Close would signal process group 0 — the
+	// caller's own.
+	started := false
+	defer func() {
+		if !started {
+			s.untrack(p)
+		}
+	}()
 	if err := p.start(); err != nil {
-		s.untrack(p)
 		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}
 	}
+	started = true
 	return p, nil
 }
 

@@ -224,6 +224,7 @@ func (p *Process) start() (err error) {
 	if st, ok := readStat(p.pid); ok {
 		p.startTicks = st.start
 	}
+	p.launched.Store(true)
 	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
 	p.log.Debug("process started", "path", path, "args", spec.Args, "cgroup", p.leaf != nil, "pty", spec.PTY != nil)
 

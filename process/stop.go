@@ -115,6 +115,9 @@ func (p *Process) releaseIO() {
 
 // signalTree sends sig to every member of the tree.
 func (p *Process) signalTree(sig unix.Signal) {
+	if !p.hasLeader() {
+		return
+	}
 	if p.leaf != nil {
 		p.leaf.signal(sig)
 	}
@@ -132,6 +135,9 @@ func (p *Process) signalTree(sig unix.Signal) {
 
 // killTree sends SIGKILL to every member, through the cgroup when there is one.
 func (p *Process) killTree() {
+	if !p.hasLeader() {
+		return
+	}
 	if p.leaf != nil {
 		if err := p.leaf.kill(); err != nil {
 			p.log.Warn("cgroup.kill failed", "err", err)
@@ -145,8 +151,17 @@ func (p *Process) killTree() {
 	unix.Kill(-p.pid, unix.SIGKILL)
 }
 
+// hasLeader reports whether the tree has a started leader to signal by group:
+// a pid of 0 or 1 would make kill(-pid) hit the caller's own process group
+// or every process, and a sweep by group/session 0 would take processes
+// whose group lies outside this PID namespace for members.
+func (p *Process) hasLeader() bool { return p.launched.Load() && p.pid > 1 }
+
 // sessionGroups lists the process groups of the tree's session.
 func (p *Process) sessionGroups() []int {
+	if !p.hasLeader() {
+		return nil
+	}
 	seen := map[int]bool{p.pid: true}
 	groups := []int{p.pid}
 	for _, st := range scanProcs(func(s procStat) bool { return s.sid == p.pid }) {
@@ -160,6 +175,9 @@ func (p *Process) sessionGroups() []int {
 
 // allDead reports whether the leader has exited and no member is left.
 func (p *Process) allDead() bool {
+	if !p.hasLeader() {
+		return true // nothing was ever started
+	}
 	if p.Alive() {
 		return false
 	}
@@ -213,6 +231,9 @@ func (p *Process) waitDead(d time.Duration) bool {
 // cgroup the marker is not needed: cgroup.kill has ended every member. It
 // returns how many it killed.
 func (p *Process) sweep() int {
+	if !p.hasLeader() {
+		return 0
+	}
 	marker := TreeEnvVar + "=" + p.treeID
 	self := os.Getpid()
 	// An orphan is re-parented to the nearest subreaper: harnessd, PID 1, or
@@ -240,7 +261,7 @@ func (p *Process) sweep() int {
 				in[st.pid] = true
 			}
 		}
-		if p.leaf != nil {
+		if p.leaf != nil && p.leaf.daemonMade() {
 			for _, pid := range p.leaf.procs() {
 				in[pid] = true
 			}
@@ -321,6 +342,9 @@ func (p *Process) Signal(sig unix.Signal) error {
 	case <-p.stopped:
 		return ErrStopped
 	default:
+	}
+	if !p.hasLeader() {
+		return ErrStopped
 	}
 	if p.ptmx != nil {
 		for _, pg := range p.sessionGroups() {

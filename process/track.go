@@ -58,7 +58,9 @@ func (s *Supervisor) recordMembers() {
 	s.mu.Lock()
 	procs := make([]*Process, 0, len(s.live))
 	for p := range s.live {
-		procs = append(procs, p)
+		if p.hasLeader() { // a tree still starting has no pid to go by
+			procs = append(procs, p)
+		}
 	}
 	s.mu.Unlock()
 	if len(procs) == 0 {
