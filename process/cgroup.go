@@ -345,6 +345,18 @@ func (l *cgroupLeaf) procs() []int {
 	return pids
 }
 
+// procsBelow lists the pids in the leaf and in any cgroup made below it.
+func (l *cgroupLeaf) procsBelow() []int {
+	pids := l.procs()
+	entries, _ := os.ReadDir(l.path)
+	for _, e := range entries {
+		if e.IsDir() {
+			pids = append(pids, (&cgroupLeaf{path: filepath.Join(l.path, e.Name()), fd: -1}).procsBelow()...)
+		}
+	}
+	return pids
+}
+
 // populated reports whether any process is left in the leaf.
 func (l *cgroupLeaf) populated() bool {
 	b, err := os.ReadFile(filepath.Join(l.path, "cgroup.events"))

@@ -21,10 +21,12 @@ const (
 	// sub-cgroups): no /proc scan, and a child that drops its environment
 	// is still caught.
 	PeerCheckCgroup = "sock_diag+cgroup"
-	// PeerCheckMarker is the fallback without cgroup leaves or sock_diag:
-	// the peer socket's inode from /proc/net/tcp, then a scan of the fds of
-	// processes whose environment carries the tree marker.
-	PeerCheckMarker = "proc_scan+marker"
+	// PeerCheckAncestry is the fallback without cgroup leaves or
+	// sock_diag: the peer socket's inode from /proc/net/tcp, then a scan of
+	// the open files of the trees' members by ancestry (parent chain,
+	// group, session, members recorded by the tracker) — never by the
+	// environment, which a child can clear.
+	PeerCheckAncestry = "proc_scan+ancestry"
 )
 
 // foreignCacheMax bounds the set of cgroup ids known not to be a tree's.
@@ -161,18 +163,20 @@ func probeSockDiag() error {
 // PeerOf finds whether the process at the other end of a loopback TCP
 // connection (local and remote as seen by the side that accepted it)
 // belongs to one of this supervisor's trees, by the mechanism
-// Mechanisms().PeerCheck names. A peer socket that no longer exists (or
+// Mechanisms().PeerCheck names. By cgroup, a peer whose socket is in a
+// foreign cgroup is also looked for among the tree members the tracker saw
+// leave their leaf (Peer.Escaped). A peer socket that no longer exists (or
 // survives only as a TIME_WAIT remnant) gives Peer{Gone: true}, not an
 // error: it is not a harness as far as anyone can tell. A remote address
 // that is not loopback gives a zero Peer without a lookup. It errors on
 // addresses that are not TCP and when the lookup itself fails.
 func (s *Supervisor) PeerOf(local, remote net.Addr) (Peer, error) {
-	if s.members == nil {
-		return PeerOf(local, remote)
-	}
 	peerEnd, ourEnd, loopback, err := peerEnds(local, remote)
 	if err != nil || !loopback {
 		return Peer{}, err
+	}
+	if s.members == nil {
+		return s.peerByAncestry(peerEnd, ourEnd)
 	}
 	info, err := sockDiagLookup(peerEnd, ourEnd)
 	switch {
@@ -186,8 +190,48 @@ func (s *Supervisor) PeerOf(local, remote net.Addr) (Peer, error) {
 	p := Peer{Harness: s.members.owns(info.CgroupID), CgroupID: info.CgroupID}
 	if p.Harness {
 		p.PID = s.members.holder(info.CgroupID, info.Inode)
+	} else if pid := s.escapeeHolding(info.Inode); pid != 0 {
+		p.PID, p.Harness, p.Escaped = pid, true, true
 	}
 	return p, nil
+}
+
+// escapeeHolding returns the pid of a tree member that left the daemon's
+// cgroup directory (as the tracker last saw), or of a descendant of one,
+// that has the socket with inode open; 0 when none. Without escapees it
+// costs one lock per live tree and reads nothing.
+func (s *Supervisor) escapeeHolding(inode uint32) int {
+	escaped := map[int]uint64{}
+	for _, p := range s.launchedTrees() {
+		for pid, start := range p.escaped.snapshot() {
+			escaped[pid] = start
+		}
+	}
+	if len(escaped) == 0 {
+		return 0
+	}
+	ix := scanIndex()
+	var roots []int
+	for pid, start := range escaped {
+		if st, ok := ix.byPid[pid]; ok && st.start == start { // not a reused pid
+			roots = append(roots, pid)
+		}
+	}
+	target := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
+	seen := map[int]bool{}
+	for len(roots) > 0 {
+		pid := roots[0]
+		roots = roots[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		if holds(pid, target) {
+			return pid
+		}
+		roots = append(roots, ix.kids[pid]...)
+	}
+	return 0
 }
 
 // peerEnds returns the peer socket's own (local) end and its remote end (us),

@@ -30,10 +30,15 @@ func BenchmarkPeerOf(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close(b.Context(), 0)
+	off, err := NewSupervisor(Options{Cgroup: ModeOff})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer off.Close(b.Context(), 0)
 	for _, m := range []struct {
 		name   string
 		lookup func(l, r net.Addr) (Peer, error)
-	}{{PeerCheckCgroup, s.PeerOf}, {PeerCheckMarker, PeerOf}} {
+	}{{PeerCheckCgroup, s.PeerOf}, {PeerCheckAncestry, off.PeerOf}} {
 		if m.name == PeerCheckCgroup && s.Mechanisms().PeerCheck != PeerCheckCgroup {
 			continue
 		}

@@ -58,7 +58,8 @@ type Process struct {
 	output     chan []byte   // PTY
 	raw        io.Reader     // StdioRaw
 	outN       atomic.Int64
-	recorded   memberSet // descendants seen by the tracker (without a cgroup)
+	recorded   memberSet // members seen by the tracker (by ancestry and cgroup leaf)
+	escaped    memberSet // recorded members found outside the daemon's cgroup directory
 	startTicks uint64    // the leader's start time (clock ticks since boot)
 	tail       *Tail
 	readers    sync.WaitGroup

@@ -47,9 +47,10 @@ func (p *Process) stop(grace time.Duration) {
 		p.waitDead(DefaultKillWait)
 	}
 	escapees := 0
-	if p.leaf == nil || p.leaf.populated() {
-		// cgroup.kill leaves nothing behind; without a cgroup (or if it
-		// somehow failed) hunt for escapees.
+	if p.leaf == nil || p.leaf.populated() || !p.escaped.empty() {
+		// cgroup.kill leaves nothing behind in the leaf; without a cgroup
+		// (or if it somehow failed, or a member moved itself out of the
+		// leaf) hunt for escapees.
 		escapees = p.sweep()
 	}
 

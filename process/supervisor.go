@@ -50,7 +50,7 @@ type Mechanisms struct {
 	PID1          bool   `json:"pid1"`
 	OrphanReaper  bool   `json:"orphan_reaper"`
 	// PeerCheck names how PeerOf tells a harness peer: PeerCheckCgroup or
-	// PeerCheckMarker (see Notes for why not the first).
+	// PeerCheckAncestry (see Notes for why not the first).
 	PeerCheck string   `json:"peer_check"`
 	Notes     []string `json:"notes,omitempty"`
 }
@@ -71,13 +71,16 @@ func (m Mechanisms) KillMode() string {
 // Supervisor starts and tracks process trees. One daemon has one Supervisor;
 // Close stops every tree it still owns.
 type Supervisor struct {
-	mech       Mechanisms
-	cg         *cgroupManager
-	members    *cgroupMembership // the peer check by cgroup; nil: the /proc scan
-	log        *slog.Logger
-	cancel     context.CancelFunc // stops the orphan reaper, if any
-	reaped     chan struct{}
-	stopReaper sync.Once
+	mech    Mechanisms
+	cg      *cgroupManager
+	members *cgroupMembership // the peer check by cgroup; nil: by ancestry
+	// cgMount and cgMountRoot locate cgroup v2 paths of /proc/PID/cgroup
+	// (with cgroup leaves only).
+	cgMount, cgMountRoot string
+	log                  *slog.Logger
+	cancel               context.CancelFunc // stops the orphan reaper, if any
+	reaped               chan struct{}
+	stopReaper           sync.Once
 	// Without a cgroup, a tracker records every tree's descendants so that
 	// Stop can find members that both detached and scrubbed their
 	// environment (the marker is gone, the parent link too).
@@ -132,11 +135,11 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		}
 	}
 
-	m.PeerCheck = PeerCheckMarker
+	m.PeerCheck = PeerCheckAncestry
 	if s.cg == nil {
-		m.Notes = append(m.Notes, "peer check: no cgroup leaves; scanning /proc for the tree marker")
+		m.Notes = append(m.Notes, "peer check: no cgroup leaves; scanning /proc for the trees' processes by ancestry")
 	} else if err := probeSockDiag(); err != nil {
-		m.Notes = append(m.Notes, "peer check: sock_diag unusable ("+err.Error()+"); scanning /proc for the tree marker")
+		m.Notes = append(m.Notes, "peer check: sock_diag unusable ("+err.Error()+"); scanning /proc for the trees' processes by ancestry")
 	} else {
 		s.members = newCgroupMembership(s.cg)
 		m.PeerCheck = PeerCheckCgroup
@@ -150,11 +153,15 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		m.PTY = true
 	}
 
-	if s.cg == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s.stopTrack, s.tracked = cancel, make(chan struct{})
-		go s.trackLoop(ctx)
+	if s.cg != nil {
+		// Where the tracker looks a member's cgroup up (escapees).
+		if mp, mroot, err := findCgroup2(); err == nil {
+			s.cgMount, s.cgMountRoot = mp, mroot
+		}
 	}
+	trackCtx, stopTrack := context.WithCancel(context.Background())
+	s.stopTrack, s.tracked = stopTrack, make(chan struct{})
+	go s.trackLoop(trackCtx)
 
 	if opts.ReapOrphans || m.PID1 {
 		ctx, cancel := context.WithCancel(context.Background())
