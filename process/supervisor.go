@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/creack/pty"
@@ -77,10 +78,13 @@ type Supervisor struct {
 	// cgMount and cgMountRoot locate cgroup v2 paths of /proc/PID/cgroup
 	// (with cgroup leaves only).
 	cgMount, cgMountRoot string
-	log                  *slog.Logger
-	cancel               context.CancelFunc // stops the orphan reaper, if any
-	reaped               chan struct{}
-	stopReaper           sync.Once
+	// escapees counts the members outside the daemon's cgroup directory at
+	// the tracker's last pass (the peer check looks for them only then).
+	escapees   atomic.Int64
+	log        *slog.Logger
+	cancel     context.CancelFunc // stops the orphan reaper, if any
+	reaped     chan struct{}
+	stopReaper sync.Once
 	// Without a cgroup, a tracker records every tree's descendants so that
 	// Stop can find members that both detached and scrubbed their
 	// environment (the marker is gone, the parent link too).

@@ -145,6 +145,7 @@ func (s *Supervisor) recordMembers() {
 		return
 	}
 	ix := scanIndex()
+	escapees := 0
 	for _, p := range procs {
 		var seeds []int
 		inLeaf := map[int]bool{}
@@ -165,8 +166,10 @@ func (s *Supervisor) recordMembers() {
 		}
 		if s.cgMount != "" {
 			p.escaped.replace(escaped)
+			escapees += len(escaped)
 		}
 	}
+	s.escapees.Store(int64(escapees))
 }
 
 // inDaemonCgroup reports whether pid's cgroup v2 is this daemon's directory

@@ -100,8 +100,8 @@ func validateShape(t *testing.T, rep checkJSON) {
 	if rep.Version == "" || rep.KillMode == "" || !strings.HasSuffix(rep.KillMode, "pgroup") {
 		t.Errorf("version %q kill_mode %q", rep.Version, rep.KillMode)
 	}
-	if rep.PeerCheck != "sock_diag+cgroup" && rep.PeerCheck != "proc_scan+marker" {
-		t.Errorf("peer_check %q, want sock_diag+cgroup or proc_scan+marker", rep.PeerCheck)
+	if rep.PeerCheck != "sock_diag+cgroup" && rep.PeerCheck != "proc_scan+ancestry" {
+		t.Errorf("peer_check %q, want sock_diag+cgroup or proc_scan+ancestry", rep.PeerCheck)
 	}
 	for _, n := range mechanisms {
 		c, ok := rep.Checks[n]

@@ -53,7 +53,7 @@ type Report struct {
 	// harnessd serve logs it ("cgroup+subreaper+pgroup").
 	KillMode string `json:"kill_mode"`
 	// PeerCheck is how the orchestration routes tell a harness peer
-	// (process.PeerCheckCgroup or process.PeerCheckMarker).
+	// (process.PeerCheckCgroup or process.PeerCheckAncestry).
 	PeerCheck string `json:"peer_check"`
 	// Checks maps each mechanism to its finding.
 	Checks map[string]Item `json:"checks"`
