@@ -61,6 +61,15 @@ func TestPeerCheckRefusesHarnessProcesses(t *testing.T) {
 	if got := statusFromTree(t, ts, "setsid env -i /bin/bash -c \"REQUEST\" & wait", "/metadata"); got != refused {
 		t.Errorf("scrubbed setsid child GET /metadata: %q, want %q", got, refused)
 	}
+	// The same child double-forked: orphaned, in a session of its own.
+	if got := statusFromTree(t, ts, "setsid env -i /bin/bash -c \"( REQUEST ) & exit 0\" & wait; sleep 30", "/metadata"); got != refused {
+		t.Errorf("scrubbed setsid double-forked child GET /metadata: %q, want %q", got, refused)
+	}
+	// The console's assets ask for no token but are closed to harnesses
+	// by the same check (refusedPeer).
+	if got := statusFromTree(t, ts, "REQUEST", "/web/assets/console.js"); got != refused {
+		t.Errorf("tree process GET /web/assets/console.js: %q, want %q", got, refused)
+	}
 	// Unguarded routes pay no lookup and answer anyone.
 	if got := statusFromTree(t, ts, "REQUEST", "/health"); got != "HTTP/1.1 200 OK" {
 		t.Errorf("tree process GET /health: %q, want 200", got)
