@@ -112,21 +112,39 @@ func medianOf(probe func(string) (time.Duration, error), addr string) (time.Dura
 	return s[len(s)/2], nil
 }
 
-// openIdle opens n idle /ws sessions on addr.
-func openIdle(b *testing.B, addr string, n int) {
+// openSessions opens n /ws sessions on addr. With reset (the daemon), each
+// is reset, so that its test agent (jsonl) runs for the rest of the
+// benchmark; the bare server gets n open WebSocket connections.
+func openSessions(b *testing.B, addr string, n int, reset bool) {
 	for range n {
-		c, _, err := websocket.Dial(context.Background(), "ws://"+addr+"/ws", nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		c, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", nil)
 		if err != nil {
-			b.Fatalf("idle session: %v", err)
+			cancel()
+			b.Fatalf("open session: %v", err)
 		}
 		b.Cleanup(func() { c.CloseNow() })
+		if reset {
+			if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"reset","data":{}}`)); err != nil {
+				cancel()
+				b.Fatalf("reset an open session: %v", err)
+			}
+			_, frame, err := c.Read(ctx)
+			if err != nil || strings.Contains(string(frame), `"type":"error"`) {
+				cancel()
+				b.Fatalf("reset an open session: %s, %v", frame, err)
+			}
+		}
+		cancel()
 	}
 }
 
 // BenchmarkAccept measures an accepted connection, dial to first byte of a
 // /health answer (a route without the peer check) and WebSocket dial to the
 // first answering frame on /ws (a guarded route: it pays the peer check),
-// against the bare server, at 0 and 256 open sessions: the median of
+// against the bare server, at 0 and 256 open sessions (each reset, its test
+// agent running, on the daemon; open WebSocket connections on the bare
+// server): the median of
 // acceptSamples connections, median and spread of acceptRepeats repeats,
 // harnessd and floor interleaved per repeat.
 func BenchmarkAccept(b *testing.B) {
@@ -140,8 +158,8 @@ func BenchmarkAccept(b *testing.B) {
 	open := 0
 	for b.Loop() {
 		for _, sessions := range []int{0, 256} {
-			openIdle(b, daemon, sessions-open)
-			openIdle(b, bare, sessions-open)
+			openSessions(b, daemon, sessions-open, true)
+			openSessions(b, bare, sessions-open, false)
 			open = sessions
 			for _, p := range probes {
 				var ours, floor, ratio []float64
@@ -160,8 +178,8 @@ func BenchmarkAccept(b *testing.B) {
 				mo, so := medSpread(ours)
 				mf, sf := medSpread(floor)
 				mr, sr := medSpread(ratio)
-				fmt.Printf("\nBENCH accept %s sessions=%d harnessd %.0fµs ±%.0f, bare %.0fµs ±%.0f, ratio %.2f× ±%.2f (target ≤ 1.5×; peer check %s)\n",
-					p.name, sessions, mo, so, mf, sf, mr, sr, ts.sup.Mechanisms().PeerCheck)
+				fmt.Printf("\nBENCH accept %s sessions=%d trees=%d harnessd %.0fµs ±%.0f, bare %.0fµs ±%.0f, ratio %.2f× ±%.2f (target ≤ 1.5×; peer check %s)\n",
+					p.name, sessions, ts.sup.Live(), mo, so, mf, sf, mr, sr, ts.sup.Mechanisms().PeerCheck)
 				b.ReportMetric(mr, p.name+"-"+fmt.Sprint(sessions)+"-ratio")
 			}
 		}
