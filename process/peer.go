@@ -57,15 +57,30 @@ func peerSocketInode(peerEnd, ourEnd netip.AddrPort) (string, error) {
 }
 
 // peerByAncestry is the peer check without cgroup leaves or sock_diag
-// (PeerCheckAncestry): the peer socket's inode from /proc/net/tcp, then,
+// (PeerCheckAncestry): the peer socket's inode (by sock_diag where it
+// answers, else from /proc/net/tcp), then,
 // from one scan of /proc, the live trees' members by ancestry (leader,
 // group, session, members the tracker recorded, and their descendants:
 // memberPids), whose open files are searched for the socket. The
 // environment plays no part.
 func (s *Supervisor) peerByAncestry(peerEnd, ourEnd netip.AddrPort) (Peer, error) {
-	inode, err := peerSocketInode(peerEnd, ourEnd)
-	if err != nil {
-		return Peer{}, err
+	var inode string
+	if s.sockDiag {
+		// One netlink request rather than a read of the whole TCP table
+		// (milliseconds on a host with many sockets).
+		info, err := sockDiagLookup(peerEnd, ourEnd)
+		switch {
+		case errors.Is(err, errSockGone):
+		case err != nil:
+			return Peer{}, fmt.Errorf("peer lookup: %w", err)
+		case info.Inode != 0:
+			inode = strconv.FormatUint(uint64(info.Inode), 10)
+		}
+	} else {
+		var err error
+		if inode, err = peerSocketInode(peerEnd, ourEnd); err != nil {
+			return Peer{}, err
+		}
 	}
 	if inode == "" {
 		return Peer{Gone: true}, nil

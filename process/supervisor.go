@@ -72,9 +72,10 @@ func (m Mechanisms) KillMode() string {
 // Supervisor starts and tracks process trees. One daemon has one Supervisor;
 // Close stops every tree it still owns.
 type Supervisor struct {
-	mech    Mechanisms
-	cg      *cgroupManager
-	members *cgroupMembership // the peer check by cgroup; nil: by ancestry
+	mech     Mechanisms
+	cg       *cgroupManager
+	members  *cgroupMembership // the peer check by cgroup; nil: by ancestry
+	sockDiag bool              // sock_diag answers (for the socket's inode by ancestry too)
 	// cgMount and cgMountRoot locate cgroup v2 paths of /proc/PID/cgroup
 	// (with cgroup leaves only).
 	cgMount, cgMountRoot string
@@ -140,10 +141,12 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	}
 
 	m.PeerCheck = PeerCheckAncestry
+	diagErr := probeSockDiag()
+	s.sockDiag = diagErr == nil
 	if s.cg == nil {
 		m.Notes = append(m.Notes, "peer check: no cgroup leaves; scanning /proc for the trees' processes by ancestry")
-	} else if err := probeSockDiag(); err != nil {
-		m.Notes = append(m.Notes, "peer check: sock_diag unusable ("+err.Error()+"); scanning /proc for the trees' processes by ancestry")
+	} else if diagErr != nil {
+		m.Notes = append(m.Notes, "peer check: sock_diag unusable ("+diagErr.Error()+"); scanning /proc for the trees' processes by ancestry")
 	} else {
 		s.members = newCgroupMembership(s.cg)
 		m.PeerCheck = PeerCheckCgroup
