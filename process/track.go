@@ -135,41 +135,64 @@ func (p *Process) memberPids(ix procIndex, seeds []int) map[int]bool {
 	return in
 }
 
-// recordMembers adds to each live tree's member set every process that
-// belongs to it by ancestry or by its cgroup leaf — from one scan of /proc
-// — and, with cgroup leaves, notes the members that have left the daemon's
-// cgroup directory (escapees: the peer check by cgroup cannot see them).
+// recordMembers updates each live tree's member set. A tree with a cgroup
+// leaf is read from its leaf (recordLeaf: no /proc scan); the others from
+// one scan of /proc, by ancestry (memberPids).
 func (s *Supervisor) recordMembers() {
 	procs := s.launchedTrees()
 	if len(procs) == 0 {
+		s.escapees.Store(0)
 		return
 	}
-	ix := scanIndex()
+	var ix procIndex
+	scanned := false
 	escapees := 0
 	for _, p := range procs {
-		var seeds []int
-		inLeaf := map[int]bool{}
-		if p.leaf != nil {
-			seeds = p.leaf.procsBelow()
-			for _, pid := range seeds {
-				inLeaf[pid] = true
-			}
+		if p.leaf != nil && s.cgMount != "" {
+			escapees += s.recordLeaf(p)
+			continue
 		}
-		members := p.memberPids(ix, seeds)
-		escaped := map[int]uint64{}
-		for pid := range members {
-			start := ix.byPid[pid].start
-			p.recorded.add(pid, start)
-			if s.cgMount != "" && !inLeaf[pid] && !s.inDaemonCgroup(pid) {
-				escaped[pid] = start
-			}
+		if !scanned {
+			ix, scanned = scanIndex(), true
 		}
-		if s.cgMount != "" {
-			p.escaped.replace(escaped)
-			escapees += len(escaped)
+		for pid := range p.memberPids(ix, nil) {
+			p.recorded.add(pid, ix.byPid[pid].start)
 		}
 	}
 	s.escapees.Store(int64(escapees))
+}
+
+// recordLeaf sets p's members to the processes in its leaf (and cgroups
+// below it) plus the members recorded before that are alive but no longer
+// there; those of them outside the daemon's cgroup directory are p's
+// escapees (the peer check by cgroup cannot see them; Stop sweeps them).
+// It returns how many escapees p has.
+func (s *Supervisor) recordLeaf(p *Process) int {
+	known := p.recorded.snapshot()
+	next := make(map[int]uint64, len(known))
+	for _, pid := range p.leaf.procsBelow() {
+		if start, ok := known[pid]; ok {
+			next[pid] = start
+		} else if st, ok := readStat(pid); ok {
+			next[pid] = st.start
+		}
+	}
+	escaped := map[int]uint64{}
+	for pid, start := range known {
+		if _, ok := next[pid]; ok {
+			continue
+		}
+		if st, ok := readStat(pid); !ok || st.start != start || st.zombie() {
+			continue // gone
+		}
+		next[pid] = start
+		if !s.inDaemonCgroup(pid) {
+			escaped[pid] = start
+		}
+	}
+	p.recorded.replace(next)
+	p.escaped.replace(escaped)
+	return len(escaped)
 }
 
 // inDaemonCgroup reports whether pid's cgroup v2 is this daemon's directory
