@@ -183,8 +183,9 @@ func ProbeCgroup(root string) CgroupInfo {
 // newCgroupManager creates this daemon's cgroup directory below its own
 // cgroup (or below root when given), locks it for as long as the daemon
 // lives, checks that a leaf can be made and killed there, and sweeps the
-// directories of daemons that are gone (logging what it removed).
-func newCgroupManager(root string, log *slog.Logger) (*cgroupManager, error) {
+// directories of daemons that are gone (logging what it removed; killing
+// what is left in them only with killLeftovers).
+func newCgroupManager(root string, killLeftovers bool, log *slog.Logger) (*cgroupManager, error) {
 	if root == "" {
 		var err error
 		if _, _, root, err = defaultCgroupRoot(); err != nil {
@@ -222,7 +223,7 @@ func newCgroupManager(root string, log *slog.Logger) (*cgroupManager, error) {
 		m.release()
 		return nil, err
 	}
-	sweepCgroups(root, parent, log)
+	sweepCgroups(root, parent, killLeftovers, log)
 	return m, nil
 }
 

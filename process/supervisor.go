@@ -31,6 +31,14 @@ type Options struct {
 	// CgroupRoot overrides the cgroup v2 directory under which the daemon's
 	// own directory is made; empty means the daemon's own cgroup.
 	CgroupRoot string
+	// KillLeftovers lets the start's sweep of gone daemons' cgroup
+	// directories kill the processes still in them (a SIGKILLed daemon's
+	// surviving grandchildren) before removing them. Off, the sweep removes
+	// only empty leftovers and leaves populated ones alone (logged): their
+	// processes were started by another daemon, which on a shared host may
+	// be anyone's. The harnessd commands (serve, run, validate) turn it on:
+	// a daemon restarted in its own cgroup cleans up after its predecessor.
+	KillLeftovers bool
 	// Subreaper controls PR_SET_CHILD_SUBREAPER for the daemon.
 	Subreaper Mode
 	// ReapOrphans runs a background reaper for orphans re-parented to the
@@ -86,11 +94,12 @@ type Supervisor struct {
 	cancel     context.CancelFunc // stops the orphan reaper, if any
 	reaped     chan struct{}
 	stopReaper sync.Once
-	// Without a cgroup, a tracker records every tree's descendants so that
-	// Stop can find members that both detached and scrubbed their
-	// environment (the marker is gone, the parent link too).
-	stopTrack context.CancelFunc
-	tracked   chan struct{}
+	// While any tree is live a tracker records every tree's members (by
+	// ancestry, or from its cgroup leaf), so that Stop can find members
+	// that both detached and scrubbed their environment, and the peer check
+	// members that left their leaf.
+	stopTrack context.CancelFunc // stops the running tracker; nil when none runs (guarded by mu)
+	tracked   chan struct{}      // closed when that tracker has ended
 
 	mu     sync.Mutex
 	live   map[*Process]struct{}
@@ -127,7 +136,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	case ModeOff:
 		m.Notes = append(m.Notes, "cgroup: off by configuration")
 	default:
-		cg, err := newCgroupManager(opts.CgroupRoot, log)
+		cg, err := newCgroupManager(opts.CgroupRoot, opts.KillLeftovers, log)
 		if err != nil {
 			if opts.Cgroup == ModeRequired {
 				return nil, fmt.Errorf("cgroup v2 required: %w", err)
@@ -166,9 +175,6 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 			s.cgMount, s.cgMountRoot = mp, mroot
 		}
 	}
-	trackCtx, stopTrack := context.WithCancel(context.Background())
-	s.stopTrack, s.tracked = stopTrack, make(chan struct{})
-	go s.trackLoop(trackCtx)
 
 	if opts.ReapOrphans || m.PID1 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -198,13 +204,36 @@ func (s *Supervisor) track(p *Process) error {
 		return ErrSupervisorClosed
 	}
 	s.live[p] = struct{}{}
+	if s.stopTrack == nil {
+		s.startTracker()
+	}
 	return nil
 }
 
+// untrack forgets p; the last tree's untrack stops the tracker and waits
+// for it to end.
 func (s *Supervisor) untrack(p *Process) {
 	s.mu.Lock()
 	delete(s.live, p)
+	var done chan struct{}
+	if len(s.live) == 0 && s.stopTrack != nil {
+		s.stopTrack()
+		done = s.tracked
+		s.stopTrack, s.tracked = nil, nil
+	}
 	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// startTracker starts the member tracker (trackLoop); s.mu is held. It runs
+// only while some tree is live.
+func (s *Supervisor) startTracker() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.stopTrack, s.tracked = cancel, done
+	go s.trackLoop(ctx, done)
 }
 
 // Live returns how many trees are started and not yet stopped.
@@ -269,10 +298,6 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 		if s.cancel != nil {
 			s.cancel()
 			<-s.reaped
-		}
-		if s.stopTrack != nil {
-			s.stopTrack()
-			<-s.tracked
 		}
 	})
 	if s.cg != nil {

@@ -52,9 +52,9 @@ func (m *memberSet) empty() bool {
 	return len(m.pids) == 0
 }
 
-// trackLoop records tree members until ctx ends.
-func (s *Supervisor) trackLoop(ctx context.Context) {
-	defer close(s.tracked)
+// trackLoop records tree members until ctx ends, then closes done.
+func (s *Supervisor) trackLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
 	t := time.NewTicker(trackInterval)
 	defer t.Stop()
 	for {

@@ -57,7 +57,7 @@ func (f *isolationFlags) supervisor(log *slog.Logger) (*process.Supervisor, erro
 	if err != nil {
 		return nil, fmt.Errorf("--subreaper %w", err)
 	}
-	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, Logger: log})
+	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, KillLeftovers: true, Logger: log})
 }
 
 func runServe(args []string) int {
