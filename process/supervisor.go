@@ -36,8 +36,8 @@ type Options struct {
 	// surviving grandchildren) before removing them. Off, the sweep removes
 	// only empty leftovers and leaves populated ones alone (logged): their
 	// processes were started by another daemon, which on a shared host may
-	// be anyone's. The harnessd commands (serve, run, validate) turn it on:
-	// a daemon restarted in its own cgroup cleans up after its predecessor.
+	// be anyone's. The harnessd commands turn it on with --kill-leftovers,
+	// for a daemon restarted in a cgroup where every daemon is its own.
 	KillLeftovers bool
 	// Subreaper controls PR_SET_CHILD_SUBREAPER for the daemon.
 	Subreaper Mode

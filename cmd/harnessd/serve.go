@@ -28,12 +28,14 @@ func init() {
 type isolationFlags struct {
 	cgroup, subreaper string
 	reapOrphans       bool
+	killLeftovers     bool
 }
 
 func (f *isolationFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "cgroup v2 leaf per process tree: auto, off, required")
 	fs.StringVar(&f.subreaper, "subreaper", "auto", "adopt orphaned descendants: auto, off, required")
 	fs.BoolVar(&f.reapOrphans, "reap-orphans", false, "reap every orphan re-parented to the daemon (always on as PID 1)")
+	fs.BoolVar(&f.killLeftovers, "kill-leftovers", false, "kill the processes left in the cgroups of gone daemons beside this one before removing them (only where every daemon there is yours)")
 }
 
 func parseMode(s string) (process.Mode, error) {
@@ -57,7 +59,7 @@ func (f *isolationFlags) supervisor(log *slog.Logger) (*process.Supervisor, erro
 	if err != nil {
 		return nil, fmt.Errorf("--subreaper %w", err)
 	}
-	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, KillLeftovers: true, Logger: log})
+	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, KillLeftovers: f.killLeftovers, Logger: log})
 }
 
 func runServe(args []string) int {
