@@ -117,4 +117,3 @@ func (c *Config) validateIsolation() []error {
 	}
 	return errs
 }
-

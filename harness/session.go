@@ -101,23 +101,23 @@ type Session struct {
 
 // episode is the state of the current episode.
 type episode struct {
-	id       string
-	log      *slog.Logger
-	dirs     episodeDirs
-	sources  []bridge.Source // per-episode sources, closed with the episode
-	catalog  *bridge.Catalog
-	server   *bridge.Server
-	model    *modelDoor       // the model gateway; nil without harness.model.url
-	sandbox  *sandbox.Sandbox // the harness's sandbox; nil in process isolation
+	id      string
+	log     *slog.Logger
+	dirs    episodeDirs
+	sources []bridge.Source // per-episode sources, closed with the episode
+	catalog *bridge.Catalog
+	server  *bridge.Server
+	model   *modelDoor       // the model gateway; nil without harness.model.url
+	sandbox *sandbox.Sandbox // the harness's sandbox; nil in process isolation
 	// egress is the episode's egress proxy (network.egress: allow), on
 	// egressAddr inside the sandbox.
 	egress     *egress.Proxy
 	egressAddr string
-	tools    []string
-	active   bool // the harness runs and steps are allowed
-	done     bool // ended normally; further steps get ErrEpisodeDone
-	steps    int
-	deadline time.Time // zero: no episode budget
+	tools      []string
+	active     bool // the harness runs and steps are allowed
+	done       bool // ended normally; further steps get ErrEpisodeDone
+	steps      int
+	deadline   time.Time // zero: no episode budget
 }
 
 // NewSession prepares a session. It starts nothing: processes and tool

@@ -25,12 +25,18 @@ type cgroupManager struct {
 	lockMu sync.Mutex // guards lockFD: Close may run concurrently
 	lockFD int        // flock on parent: says this daemon is alive (see leftover); -1 when none
 	seq    atomic.Uint64
+	// ids holds the cgroup v2 ids (directory inode numbers) of the live
+	// leaves, which the peer check compares a socket's cgroup id with.
+	idsMu sync.RWMutex
+	ids   map[uint64]struct{}
 }
 
 // cgroupLeaf is one process tree's cgroup.
 type cgroupLeaf struct {
-	path string
-	fd   int // O_PATH directory fd for CLONE_INTO_CGROUP; -1 once closed
+	path  string
+	fd    int            // O_PATH directory fd for CLONE_INTO_CGROUP; -1 once closed
+	id    uint64         // cgroup v2 id: the directory's inode number; 0 when unknown
+	owner *cgroupManager // nil for leaves found by a sweep
 }
 
 // findCgroup2 returns the cgroup v2 mount point and the mount's root path
@@ -177,8 +183,9 @@ func ProbeCgroup(root string) CgroupInfo {
 // newCgroupManager creates this daemon's cgroup directory below its own
 // cgroup (or below root when given), locks it for as long as the daemon
 // lives, checks that a leaf can be made and killed there, and sweeps the
-// directories of daemons that are gone (logging what it removed).
-func newCgroupManager(root string, log *slog.Logger) (*cgroupManager, error) {
+// directories of daemons that are gone (logging what it removed; killing
+// what is left in them only with killLeftovers).
+func newCgroupManager(root string, killLeftovers bool, log *slog.Logger) (*cgroupManager, error) {
 	if root == "" {
 		var err error
 		if _, _, root, err = defaultCgroupRoot(); err != nil {
@@ -202,7 +209,7 @@ func newCgroupManager(root string, log *slog.Logger) (*cgroupManager, error) {
 		os.Remove(parent)
 		return nil, err
 	}
-	m := &cgroupManager{parent: parent, lockFD: lockFD}
+	m := &cgroupManager{parent: parent, lockFD: lockFD, ids: make(map[uint64]struct{})}
 	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil {
 		m.release()
 		return nil, fmt.Errorf("cgroup.kill not available (kernel < 5.14?): %w", err)
@@ -216,7 +223,7 @@ func newCgroupManager(root string, log *slog.Logger) (*cgroupManager, error) {
 		m.release()
 		return nil, err
 	}
-	sweepCgroups(root, parent, log)
+	sweepCgroups(root, parent, killLeftovers, log)
 	return m, nil
 }
 
@@ -246,7 +253,33 @@ func (m *cgroupManager) newLeaf(name string) (*cgroupLeaf, error) {
 		os.Remove(p)
 		return nil, fmt.Errorf("open cgroup %s: %w", p, err)
 	}
-	return &cgroupLeaf{path: p, fd: fd}, nil
+	l := &cgroupLeaf{path: p, fd: fd, owner: m}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err == nil {
+		l.id = st.Ino
+		m.idsMu.Lock()
+		if m.ids == nil {
+			m.ids = make(map[uint64]struct{})
+		}
+		m.ids[l.id] = struct{}{}
+		m.idsMu.Unlock()
+	}
+	return l, nil
+}
+
+// isLeaf reports whether id is the cgroup id of one of the live leaves.
+func (m *cgroupManager) isLeaf(id uint64) bool {
+	m.idsMu.RLock()
+	defer m.idsMu.RUnlock()
+	_, ok := m.ids[id]
+	return ok
+}
+
+// forget drops a removed leaf's id from the set.
+func (m *cgroupManager) forget(id uint64) {
+	m.idsMu.Lock()
+	delete(m.ids, id)
+	m.idsMu.Unlock()
 }
 
 func (m *cgroupManager) close() error {
@@ -313,6 +346,18 @@ func (l *cgroupLeaf) procs() []int {
 	return pids
 }
 
+// procsBelow lists the pids in the leaf and in any cgroup made below it.
+func (l *cgroupLeaf) procsBelow() []int {
+	pids := l.procs()
+	entries, _ := os.ReadDir(l.path)
+	for _, e := range entries {
+		if e.IsDir() {
+			pids = append(pids, (&cgroupLeaf{path: filepath.Join(l.path, e.Name()), fd: -1}).procsBelow()...)
+		}
+	}
+	return pids
+}
+
 // populated reports whether any process is left in the leaf.
 func (l *cgroupLeaf) populated() bool {
 	b, err := os.ReadFile(filepath.Join(l.path, "cgroup.events"))
@@ -322,8 +367,19 @@ func (l *cgroupLeaf) populated() bool {
 	return bytes.Contains(b, []byte("populated 1"))
 }
 
+// daemonMade reports whether the leaf sits directly in a daemon's own
+// directory (harnessd-<pid>-<instance>): the only cgroups whose processes
+// signal and kill may touch. A path anywhere else (the caller's cgroup, a
+// parent, the hierarchy's root, a plain directory) is never acted on.
+func (l *cgroupLeaf) daemonMade() bool {
+	return l.path != "" && daemonDirName.MatchString(filepath.Base(filepath.Dir(l.path)))
+}
+
 // signal sends sig to every process in the leaf.
 func (l *cgroupLeaf) signal(sig unix.Signal) {
+	if !l.daemonMade() {
+		return
+	}
 	for _, pid := range l.procs() {
 		unix.Kill(pid, sig)
 	}
@@ -331,16 +387,37 @@ func (l *cgroupLeaf) signal(sig unix.Signal) {
 
 // kill ends every process in the leaf at once.
 func (l *cgroupLeaf) kill() error {
+	if !l.daemonMade() {
+		return fmt.Errorf("cgroup %s is not a leaf of a daemon's directory: not killed", l.path)
+	}
 	return os.WriteFile(filepath.Join(l.path, "cgroup.kill"), []byte("1"), 0)
 }
 
-// remove deletes the leaf, retrying while the kernel still counts it busy.
+// removeSubCgroups removes the (empty) cgroups below dir, deepest first: a
+// tree that can write its leaf may have made some, and the leaf cannot be
+// removed while they exist. Killing the leaf has killed their processes.
+func removeSubCgroups(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			sub := filepath.Join(dir, e.Name())
+			removeSubCgroups(sub)
+			os.Remove(sub)
+		}
+	}
+}
+
+// remove deletes the leaf (and any cgroups made below it), retrying while the kernel still counts it busy.
 func (l *cgroupLeaf) remove(wait time.Duration) error {
 	l.closeFD()
 	deadline := time.Now().Add(wait)
 	for {
+		removeSubCgroups(l.path)
 		err := os.Remove(l.path)
 		if err == nil || errors.Is(err, os.ErrNotExist) {
+			if l.owner != nil && l.id != 0 {
+				l.owner.forget(l.id)
+			}
 			return nil
 		}
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {

@@ -32,8 +32,14 @@
 //
 // The package owns all /proc knowledge of the module: stat parsing
 // (ReadStat, Ended), the tree scans, the cgroup setup, and the peer lookup
-// of a loopback connection (PeerOf). Subpackage probe verifies the
-// mechanisms on the running machine (harnessd check).
+// of a loopback connection (Supervisor.PeerOf: the socket's cgroup through
+// sock_diag netlink plus the tracker's record of members that left their
+// leaf, or, without cgroup leaves, the trees' members by ancestry; never
+// the environment). Subpackage probe verifies the mechanisms on the running
+// machine (harnessd check). Signals and cgroup.kill go only to trees this
+// package started (a launched leader, a leaf directly inside a
+// harnessd-<pid>-<instance> directory, recorded pids with their start
+// times), never to a cgroup or pid it merely found.
 //
 // The package knows nothing of MCP, harness protocols or sessions.
 package process

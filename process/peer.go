@@ -2,11 +2,10 @@ package process
 
 import (
 	"bufio"
-	"bytes"
+
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -14,94 +13,111 @@ import (
 )
 
 // Peer is the local process at the other end of a loopback TCP connection,
-// as far as PeerOf could tell.
+// as far as Supervisor.PeerOf could tell.
 type Peer struct {
-	// PID is the process holding the peer's socket; 0 when none was found.
+	// PID is the process holding the peer's socket; 0 when none was found
+	// (by cgroup it is looked up only for a harness peer).
 	PID int
-	// Harness reports that the process carries TreeEnvVar in its initial
-	// environment: it belongs to a process tree started by harnessd.
+	// Harness reports that the peer belongs to a process tree started by
+	// harnessd: its socket's cgroup is a tree's (PeerCheckCgroup), its
+	// holder is a tree member that moved itself out of its leaf (Escaped),
+	// or its holder is a member by ancestry (PeerCheckAncestry).
 	Harness bool
+	// Escaped reports a harness peer found outside the trees' cgroups: a
+	// member the tracker saw leave its leaf.
+	Escaped bool
+	// CgroupID is the peer socket's cgroup v2 id (PeerCheckCgroup only).
+	CgroupID uint64
+	// Gone reports that no live peer socket was found: the peer has closed
+	// its end (or it is not visible to this daemon).
+	Gone bool
 }
 
-// PeerOf finds the process that holds the other end of the TCP connection
-// whose local address is local and remote address is remote (as seen by the
-// side that accepted it), and whether it belongs to a harness tree. It looks
-// the connection up in /proc/net/tcp{,6} to get the peer socket's inode, then
-// looks for that socket among the open files of processes that carry the
-// tree marker. Only marked processes are searched, so a Peer with PID 0 means
-// "not a harness process" (or not visible to this daemon). A remote address
-// that is not loopback belongs to another machine: PeerOf returns a zero Peer
-// without looking. It errors only on addresses that are not TCP and on an
-// unreadable /proc.
-func PeerOf(local, remote net.Addr) (Peer, error) {
-	ra, ok1 := remote.(*net.TCPAddr)
-	la, ok2 := local.(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return Peer{}, fmt.Errorf("peer lookup: not a TCP connection (%T, %T)", local, remote)
-	}
-	if !ra.IP.IsLoopback() {
-		return Peer{}, nil
-	}
-	pa, ok1 := netip.AddrFromSlice(ra.IP)
-	ua, ok2 := netip.AddrFromSlice(la.IP)
-	if !ok1 || !ok2 {
-		return Peer{}, fmt.Errorf("peer lookup: bad addresses %v, %v", local, remote)
-	}
-	// The peer socket's local end is remote, its remote end is us.
-	peerEnd := netip.AddrPortFrom(pa.Unmap(), uint16(ra.Port))
-	ourEnd := netip.AddrPortFrom(ua.Unmap(), uint16(la.Port))
-	var inode string
+// peerSocketInode finds the inode of the peer's socket (its own end is
+// peerEnd, its remote end ourEnd) in /proc/net/tcp{,6}: "" when no live
+// socket has that 4-tuple (TIME_WAIT remnants have inode 0).
+func peerSocketInode(peerEnd, ourEnd netip.AddrPort) (string, error) {
+	read := false
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(file)
 		if err != nil {
 			continue
 		}
-		inode = socketInode(f, peerEnd, ourEnd)
+		read = true
+		inode := socketInode(f, peerEnd, ourEnd)
 		f.Close()
-		if inode != "" {
-			break
+		if inode != "" && inode != "0" {
+			return inode, nil
+		}
+	}
+	if !read {
+		return "", errors.New("peer lookup: /proc/net/tcp and /proc/net/tcp6 unreadable")
+	}
+	return "", nil
+}
+
+// peerByAncestry is the peer check without cgroup leaves or sock_diag
+// (PeerCheckAncestry): the peer socket's inode (by sock_diag where it
+// answers, else from /proc/net/tcp), then,
+// from one scan of /proc, the live trees' members by ancestry (leader,
+// group, session, members the tracker recorded, and their descendants:
+// memberPids), whose open files are searched for the socket. The
+// environment plays no part.
+func (s *Supervisor) peerByAncestry(peerEnd, ourEnd netip.AddrPort) (Peer, error) {
+	var inode string
+	if s.sockDiag {
+		// One netlink request rather than a read of the whole TCP table
+		// (milliseconds on a host with many sockets).
+		info, err := sockDiagLookup(peerEnd, ourEnd)
+		switch {
+		case errors.Is(err, errSockGone):
+		case err != nil:
+			return Peer{}, fmt.Errorf("peer lookup: %w", err)
+		case info.Inode != 0:
+			inode = strconv.FormatUint(uint64(info.Inode), 10)
+		}
+	} else {
+		var err error
+		if inode, err = peerSocketInode(peerEnd, ourEnd); err != nil {
+			return Peer{}, err
 		}
 	}
 	if inode == "" {
+		return Peer{Gone: true}, nil
+	}
+	trees := s.launchedTrees()
+	if len(trees) == 0 {
 		return Peer{}, nil
 	}
-	pid, err := markedHolderOf("socket:[" + inode + "]")
-	if err != nil || pid == 0 {
-		return Peer{}, err
-	}
-	return Peer{PID: pid, Harness: true}, nil
-}
-
-// markedHolderOf returns the pid of a process carrying the tree marker that
-// has target ("socket:[inode]") open, or 0.
-func markedHolderOf(target string) (int, error) {
-	marker := []byte(TreeEnvVar + "=")
-	d, err := os.Open("/proc")
-	if err != nil {
-		return 0, fmt.Errorf("peer lookup: %w", err)
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, name := range names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue
+	ix := scanIndex()
+	target := "socket:[" + inode + "]"
+	for _, p := range trees {
+		var seeds []int
+		if p.leaf != nil {
+			seeds = p.leaf.procsBelow()
 		}
-		env, err := os.ReadFile("/proc/" + name + "/environ")
-		if err != nil || !bytes.Contains(env, marker) {
-			continue
-		}
-		fds, err := os.ReadDir("/proc/" + name + "/fd")
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			if l, err := os.Readlink("/proc/" + name + "/fd/" + fd.Name()); err == nil && l == target {
-				pid, _ := strconv.Atoi(name)
-				return pid, nil
+		for pid := range p.memberPids(ix, seeds) {
+			if holds(pid, target) {
+				return Peer{PID: pid, Harness: true}, nil
 			}
 		}
 	}
-	return 0, nil
+	return Peer{}, nil
+}
+
+// holds reports whether process pid has target ("socket:[inode]") open.
+func holds(pid int, target string) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(dir + fd.Name()); err == nil && l == target {
+			return true
+		}
+	}
+	return false
 }
 
 // socketInode scans a /proc/net/tcp{,6} table for the socket with the given

@@ -86,9 +86,9 @@ func TestPeerOfRealConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	s := newSup(t, Options{})
+	s := newSup(t, Options{Cgroup: ModeOff}) // the /proc scan by ancestry
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	// A process of a supervised tree (it carries the tree marker) connects.
+	// The leader of a supervised tree connects.
 	p, err := s.Start(Spec{Path: "bash", Args: []string{"-c", "exec 3<>/dev/tcp/127.0.0.1/" + port + "; sleep 30"}, Env: DefaultEnviron(nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestPeerOfRealConnections(t *testing.T) {
 	// replaces it): ask again for a while before calling it a failure.
 	var peer Peer
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		peer, err = PeerOf(c.LocalAddr(), c.RemoteAddr())
+		peer, err = s.PeerOf(c.LocalAddr(), c.RemoteAddr())
 		if (err == nil && peer.Harness) || time.Now().After(deadline) {
 			break
 		}
@@ -109,23 +109,23 @@ func TestPeerOfRealConnections(t *testing.T) {
 		t.Fatalf("PeerOf(harness connection) = %+v, %v; want pid %d, harness", peer, err, p.Pid())
 	}
 
-	// The test process carries no marker: not a harness.
+	// The test process is no tree's member: not a harness.
 	mine, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mine.Close()
 	c2 := accept(t, ln)
-	if peer, err := PeerOf(c2.LocalAddr(), c2.RemoteAddr()); err != nil || peer.Harness || peer.PID != 0 {
+	if peer, err := s.PeerOf(c2.LocalAddr(), c2.RemoteAddr()); err != nil || peer.Harness || peer.PID != 0 {
 		t.Fatalf("PeerOf(own connection) = %+v, %v; want no harness", peer, err)
 	}
 
 	// Another machine is never looked up; a non-TCP address is an error.
 	other := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 4000}
-	if peer, err := PeerOf(c.LocalAddr(), other); err != nil || peer != (Peer{}) {
+	if peer, err := s.PeerOf(c.LocalAddr(), other); err != nil || peer != (Peer{}) {
 		t.Fatalf("PeerOf(remote machine) = %+v, %v; want zero", peer, err)
 	}
-	if _, err := PeerOf(&net.UnixAddr{Name: "x"}, &net.UnixAddr{Name: "y"}); err == nil {
+	if _, err := s.PeerOf(&net.UnixAddr{Name: "x"}, &net.UnixAddr{Name: "y"}); err == nil {
 		t.Fatal("PeerOf(unix addresses) succeeded")
 	}
 }

@@ -38,16 +38,17 @@ type Line struct {
 // Process is one supervised process tree. Its methods are safe for
 // concurrent use. Every started Process must be stopped with Stop.
 type Process struct {
-	spec   Spec
-	sup    *Supervisor
-	log    *slog.Logger
-	pid    int
-	treeID string
-	leaf   *cgroupLeaf
-	tree   LaunchedTree // set when Spec.Launcher started the leader
-	// began is set once start has returned: pid, leaf and tree are then
-	// fixed and other goroutines (the member tracker) may read them.
-	began atomic.Bool
+	spec Spec
+	sup  *Supervisor
+	log  *slog.Logger
+	pid  int
+	// launched is set once pid (and startTicks, leaf and tree) hold the
+	// started leader's; until then nothing may be signalled or swept in the
+	// tree's name.
+	launched atomic.Bool
+	treeID   string
+	leaf     *cgroupLeaf
+	tree     LaunchedTree // set when Spec.Launcher started the leader
 
 	stdin  *os.File // pipe mode
 	stdout *os.File // pipe mode read end
@@ -59,7 +60,8 @@ type Process struct {
 	output     chan []byte   // PTY
 	raw        io.Reader     // StdioRaw
 	outN       atomic.Int64
-	recorded   memberSet // descendants seen by the tracker (without a cgroup)
+	recorded   memberSet // members seen by the tracker (by ancestry and cgroup leaf)
+	escaped    memberSet // recorded members found outside the daemon's cgroup directory
 	startTicks uint64    // the leader's start time (clock ticks since boot)
 	tail       *Tail
 	readers    sync.WaitGroup
@@ -90,11 +92,19 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 	if err := s.track(p); err != nil {
 		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}
 	}
+	// A tree that never started (start failed, or panicked) must not stay
+	// tracked: with pid 0, Close would signal process group 0 — the
+	// caller's own.
+	started := false
+	defer func() {
+		if !started {
+			s.untrack(p)
+		}
+	}()
 	if err := p.start(); err != nil {
-		s.untrack(p)
 		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}
 	}
-	p.began.Store(true)
+	started = true
 	return p, nil
 }
 

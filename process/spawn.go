@@ -230,6 +230,7 @@ func (p *Process) start() (err error) {
 	if st, ok := readStat(p.pid); ok {
 		p.startTicks = st.start
 	}
+	p.launched.Store(true)
 	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
 	p.log.Debug("process started", "path", path, "args", spec.Args, "cgroup", p.leaf != nil, "pty", spec.PTY != nil)
 
@@ -267,6 +268,7 @@ func (p *Process) launch(env []string, io childIO) error {
 	}
 	p.tree = tree
 	p.pid = tree.Pid()
+	p.launched.Store(true)
 	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
 	p.log.Debug("process launched", "path", spec.Path, "args", spec.Args, "pty", spec.PTY != nil)
 	go func() {

@@ -47,9 +47,11 @@ func (p *Process) stop(grace time.Duration) {
 		p.waitDead(DefaultKillWait)
 	}
 	escapees := 0
-	if p.tree == nil && (p.leaf == nil || p.leaf.populated()) {
-		// cgroup.kill leaves nothing behind; without a cgroup (or if it
-		// somehow failed) hunt for escapees.
+	if p.tree == nil && (p.leaf == nil || p.leaf.populated() || !p.escaped.empty()) {
+		// cgroup.kill leaves nothing behind in the leaf; without a cgroup
+		// (or if it somehow failed, or a member moved itself out of the
+		// leaf) hunt for escapees. A launched tree's PID namespace is its
+		// own kill.
 		escapees = p.sweep()
 	}
 
@@ -115,6 +117,9 @@ func (p *Process) releaseIO() {
 
 // signalTree sends sig to every member of the tree.
 func (p *Process) signalTree(sig unix.Signal) {
+	if !p.hasLeader() {
+		return
+	}
 	if p.tree != nil {
 		p.tree.Signal(sig)
 		return
@@ -136,6 +141,9 @@ func (p *Process) signalTree(sig unix.Signal) {
 
 // killTree sends SIGKILL to every member, through the cgroup when there is one.
 func (p *Process) killTree() {
+	if !p.hasLeader() {
+		return
+	}
 	if p.tree != nil {
 		p.tree.Signal(unix.SIGKILL)
 		return
@@ -153,8 +161,17 @@ func (p *Process) killTree() {
 	unix.Kill(-p.pid, unix.SIGKILL)
 }
 
+// hasLeader reports whether the tree has a started leader to signal by group:
+// a pid of 0 or 1 would make kill(-pid) hit the caller's own process group
+// or every process, and a sweep by group/session 0 would take processes
+// whose group lies outside this PID namespace for members.
+func (p *Process) hasLeader() bool { return p.launched.Load() && p.pid > 1 }
+
 // sessionGroups lists the process groups of the tree's session.
 func (p *Process) sessionGroups() []int {
+	if !p.hasLeader() {
+		return nil
+	}
 	seen := map[int]bool{p.pid: true}
 	groups := []int{p.pid}
 	for _, st := range scanProcs(func(s procStat) bool { return s.sid == p.pid }) {
@@ -168,6 +185,9 @@ func (p *Process) sessionGroups() []int {
 
 // allDead reports whether the leader has exited and no member is left.
 func (p *Process) allDead() bool {
+	if !p.hasLeader() {
+		return true // nothing was ever started
+	}
 	if p.Alive() {
 		return false
 	}
@@ -224,6 +244,9 @@ func (p *Process) waitDead(d time.Duration) bool {
 // cgroup the marker is not needed: cgroup.kill has ended every member. It
 // returns how many it killed.
 func (p *Process) sweep() int {
+	if !p.hasLeader() {
+		return 0
+	}
 	marker := TreeEnvVar + "=" + p.treeID
 	self := os.Getpid()
 	// An orphan is re-parented to the nearest subreaper: harnessd, PID 1, or
@@ -251,7 +274,7 @@ func (p *Process) sweep() int {
 				in[st.pid] = true
 			}
 		}
-		if p.leaf != nil {
+		if p.leaf != nil && p.leaf.daemonMade() {
 			for _, pid := range p.leaf.procs() {
 				in[pid] = true
 			}
@@ -332,6 +355,9 @@ func (p *Process) Signal(sig unix.Signal) error {
 	case <-p.stopped:
 		return ErrStopped
 	default:
+	}
+	if !p.hasLeader() {
+		return ErrStopped
 	}
 	if p.tree != nil {
 		select {

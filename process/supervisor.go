@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/creack/pty"
@@ -30,6 +31,14 @@ type Options struct {
 	// CgroupRoot overrides the cgroup v2 directory under which the daemon's
 	// own directory is made; empty means the daemon's own cgroup.
 	CgroupRoot string
+	// KillLeftovers lets the start's sweep of gone daemons' cgroup
+	// directories kill the processes still in them (a SIGKILLed daemon's
+	// surviving grandchildren) before removing them. Off, the sweep removes
+	// only empty leftovers and leaves populated ones alone (logged): their
+	// processes were started by another daemon, which on a shared host may
+	// be anyone's. The harnessd commands turn it on with --kill-leftovers,
+	// for a daemon restarted in a cgroup where every daemon is its own.
+	KillLeftovers bool
 	// Subreaper controls PR_SET_CHILD_SUBREAPER for the daemon.
 	Subreaper Mode
 	// ReapOrphans runs a background reaper for orphans re-parented to the
@@ -41,15 +50,18 @@ type Options struct {
 
 // Mechanisms reports the isolation and kill mechanisms in use.
 type Mechanisms struct {
-	ProcessGroups bool     `json:"process_groups"`
-	Pdeathsig     bool     `json:"pdeathsig"`
-	Subreaper     bool     `json:"subreaper"`
-	Cgroup        bool     `json:"cgroup"`
-	CgroupPath    string   `json:"cgroup_path,omitempty"`
-	PTY           bool     `json:"pty"`
-	PID1          bool     `json:"pid1"`
-	OrphanReaper  bool     `json:"orphan_reaper"`
-	Notes         []string `json:"notes,omitempty"`
+	ProcessGroups bool   `json:"process_groups"`
+	Pdeathsig     bool   `json:"pdeathsig"`
+	Subreaper     bool   `json:"subreaper"`
+	Cgroup        bool   `json:"cgroup"`
+	CgroupPath    string `json:"cgroup_path,omitempty"`
+	PTY           bool   `json:"pty"`
+	PID1          bool   `json:"pid1"`
+	OrphanReaper  bool   `json:"orphan_reaper"`
+	// PeerCheck names how PeerOf tells a harness peer: PeerCheckCgroup or
+	// PeerCheckAncestry (see Notes for why not the first).
+	PeerCheck string   `json:"peer_check"`
+	Notes     []string `json:"notes,omitempty"`
 }
 
 // KillMode names the strongest mechanism that ends a whole tree.
@@ -68,17 +80,26 @@ func (m Mechanisms) KillMode() string {
 // Supervisor starts and tracks process trees. One daemon has one Supervisor;
 // Close stops every tree it still owns.
 type Supervisor struct {
-	mech       Mechanisms
-	cg         *cgroupManager
+	mech     Mechanisms
+	cg       *cgroupManager
+	members  *cgroupMembership // the peer check by cgroup; nil: by ancestry
+	sockDiag bool              // sock_diag answers (for the socket's inode by ancestry too)
+	// cgMount and cgMountRoot locate cgroup v2 paths of /proc/PID/cgroup
+	// (with cgroup leaves only).
+	cgMount, cgMountRoot string
+	// escapees counts the members outside the daemon's cgroup directory at
+	// the tracker's last pass (the peer check looks for them only then).
+	escapees   atomic.Int64
 	log        *slog.Logger
 	cancel     context.CancelFunc // stops the orphan reaper, if any
 	reaped     chan struct{}
 	stopReaper sync.Once
-	// Without a cgroup, a tracker records every tree's descendants so that
-	// Stop can find members that both detached and scrubbed their
-	// environment (the marker is gone, the parent link too).
-	stopTrack context.CancelFunc
-	tracked   chan struct{}
+	// While any tree is live a tracker records every tree's members (by
+	// ancestry, or from its cgroup leaf), so that Stop can find members
+	// that both detached and scrubbed their environment, and the peer check
+	// members that left their leaf.
+	stopTrack context.CancelFunc // stops the running tracker; nil when none runs (guarded by mu)
+	tracked   chan struct{}      // closed when that tracker has ended
 
 	mu     sync.Mutex
 	live   map[*Process]struct{}
@@ -115,7 +136,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	case ModeOff:
 		m.Notes = append(m.Notes, "cgroup: off by configuration")
 	default:
-		cg, err := newCgroupManager(opts.CgroupRoot, log)
+		cg, err := newCgroupManager(opts.CgroupRoot, opts.KillLeftovers, log)
 		if err != nil {
 			if opts.Cgroup == ModeRequired {
 				return nil, fmt.Errorf("cgroup v2 required: %w", err)
@@ -128,6 +149,18 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		}
 	}
 
+	m.PeerCheck = PeerCheckAncestry
+	diagErr := probeSockDiag()
+	s.sockDiag = diagErr == nil
+	if s.cg == nil {
+		m.Notes = append(m.Notes, "peer check: no cgroup leaves; scanning /proc for the trees' processes by ancestry")
+	} else if diagErr != nil {
+		m.Notes = append(m.Notes, "peer check: sock_diag unusable ("+diagErr.Error()+"); scanning /proc for the trees' processes by ancestry")
+	} else {
+		s.members = newCgroupMembership(s.cg)
+		m.PeerCheck = PeerCheckCgroup
+	}
+
 	if ptmx, tty, err := pty.Open(); err != nil {
 		m.Notes = append(m.Notes, "pty: "+err.Error())
 	} else {
@@ -136,10 +169,11 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		m.PTY = true
 	}
 
-	if s.cg == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s.stopTrack, s.tracked = cancel, make(chan struct{})
-		go s.trackLoop(ctx)
+	if s.cg != nil {
+		// Where the tracker looks a member's cgroup up (escapees).
+		if mp, mroot, err := findCgroup2(); err == nil {
+			s.cgMount, s.cgMountRoot = mp, mroot
+		}
 	}
 
 	if opts.ReapOrphans || m.PID1 {
@@ -170,13 +204,36 @@ func (s *Supervisor) track(p *Process) error {
 		return ErrSupervisorClosed
 	}
 	s.live[p] = struct{}{}
+	if s.stopTrack == nil {
+		s.startTracker()
+	}
 	return nil
 }
 
+// untrack forgets p; the last tree's untrack stops the tracker and waits
+// for it to end.
 func (s *Supervisor) untrack(p *Process) {
 	s.mu.Lock()
 	delete(s.live, p)
+	var done chan struct{}
+	if len(s.live) == 0 && s.stopTrack != nil {
+		s.stopTrack()
+		done = s.tracked
+		s.stopTrack, s.tracked = nil, nil
+	}
 	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// startTracker starts the member tracker (trackLoop); s.mu is held. It runs
+// only while some tree is live.
+func (s *Supervisor) startTracker() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.stopTrack, s.tracked = cancel, done
+	go s.trackLoop(ctx, done)
 }
 
 // Live returns how many trees are started and not yet stopped.
@@ -241,10 +298,6 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 		if s.cancel != nil {
 			s.cancel()
 			<-s.reaped
-		}
-		if s.stopTrack != nil {
-			s.stopTrack()
-			<-s.tracked
 		}
 	})
 	if s.cg != nil {

@@ -105,10 +105,11 @@ func startTime(ticks uint64) (time.Time, bool) {
 }
 
 // sweepCgroups removes, under root, the directories of daemons that are
-// gone — every process still in them is killed first (a SIGKILLed daemon's
-// trees may have outlived it) — except keep, this Supervisor's own. It
-// logs and returns what it removed.
-func sweepCgroups(root, keep string, log *slog.Logger) []string {
+// gone, except keep, this Supervisor's own. With kill, every process still
+// in them is killed first (a SIGKILLed daemon's trees may have outlived
+// it); without, a directory that still holds processes is left alone and
+// logged. It logs and returns what it removed.
+func sweepCgroups(root, keep string, kill bool, log *slog.Logger) []string {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		log.Warn("cannot sweep cgroups of gone daemons", "root", root, "err", err)
@@ -126,6 +127,13 @@ func sweepCgroups(root, keep string, log *slog.Logger) []string {
 		if !gone {
 			continue
 		}
+		if !kill {
+			if n := daemonDirProcs(dir); n > 0 {
+				unix.Close(fd)
+				log.Info("left the cgroup of a gone daemon alone: it still holds processes this daemon did not start", "path", dir, "pid", pid, "processes", n)
+				continue
+			}
+		}
 		killed := removeDaemonDir(dir)
 		unix.Close(fd)
 		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -138,16 +146,22 @@ func sweepCgroups(root, keep string, log *slog.Logger) []string {
 	return removed
 }
 
-// removeDaemonDir kills every process below dir and removes its leaves; it
-// returns how many processes were found there.
-func removeDaemonDir(dir string) int {
-	killed := 0
+// daemonDirProcs counts the processes in dir's leaves and the cgroups below them.
+func daemonDirProcs(dir string) int {
+	n := 0
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if e.IsDir() {
-			killed += len((&cgroupLeaf{path: filepath.Join(dir, e.Name()), fd: -1}).procs())
+			n += len((&cgroupLeaf{path: filepath.Join(dir, e.Name()), fd: -1}).procsBelow())
 		}
 	}
+	return n
+}
+
+// removeDaemonDir kills every process below dir and removes its leaves; it
+// returns how many processes were found there.
+func removeDaemonDir(dir string) int {
+	killed := daemonDirProcs(dir)
 	removeCgroupTree(dir)
 	return killed
 }

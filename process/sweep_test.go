@@ -69,7 +69,14 @@ func TestStartSweepsCgroupsOfGoneDaemons(t *testing.T) {
 	if !info.Writable || !info.Kill {
 		testbin.Missing(t, "no writable cgroup v2 with cgroup.kill here: %s", info.Error)
 	}
-	root := info.Root
+	// A root of this test's own below the usual one: the sweeps of this
+	// test (which kill) see only directories this test made, never those
+	// that other daemons on the host left beside ours.
+	root := filepath.Join(info.Root, "sweeptest-"+newTreeID())
+	if err := os.Mkdir(root, 0o755); err != nil {
+		testbin.Missing(t, "cannot make a cgroup for the test: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(root) })
 	old := time.Now().Add(-time.Hour)
 
 	// A live daemon in another process, whose directory is old (started
@@ -117,12 +124,27 @@ func TestStartSweepsCgroupsOfGoneDaemons(t *testing.T) {
 	// older daemon build that does not lock): kept.
 	olderLive := fakeDaemonDir(t, root, 1, time.Now().Add(-30*time.Second))
 
+	// Without KillLeftovers a populated leftover is left alone, and the
+	// empty one (reused) removed.
 	var logs bytes.Buffer
-	s := newSup(t, Options{Cgroup: ModeRequired, Subreaper: ModeOff, CgroupRoot: root, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	keeper := newSup(t, Options{Cgroup: ModeRequired, Subreaper: ModeOff, CgroupRoot: root, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !keeper.Mechanisms().Cgroup {
+		t.Fatal("no cgroup")
+	}
+	if !exists(dead) || !strings.Contains(logs.String(), "left the cgroup of a gone daemon alone") {
+		t.Fatalf("populated leftover %s swept without KillLeftovers:\n%s", dead, logs.String())
+	}
+	if exists(reused) {
+		t.Errorf("empty leftover %s of a gone daemon not removed", reused)
+	}
+	keeper.Close(context.Background(), 0)
+
+	logs.Reset()
+	s := newSup(t, Options{Cgroup: ModeRequired, Subreaper: ModeOff, CgroupRoot: root, KillLeftovers: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if !s.Mechanisms().Cgroup {
 		t.Fatal("no cgroup")
 	}
-	for _, dir := range []string{dead, reused} {
+	for _, dir := range []string{dead} {
 		if exists(dir) {
 			t.Errorf("leftover %s of a gone daemon not removed", dir)
 		}

@@ -3,32 +3,41 @@ package server
 import (
 	"context"
 	"net"
+	"sync"
 
 	"github.com/harnessd/harnessd/process"
 )
 
-// peerKey carries the peer verdict of a connection in its context.
+// peerKey carries a connection's peer record in its context.
 type peerKey struct{}
 
-// peerVerdict says whether a connection's peer is a process of a harness
-// tree, found once per TCP connection.
-type peerVerdict struct {
-	harnessPID int // 0: not a harness process (or not found)
+// connPeer is the peer of one accepted connection. Accepting records only
+// the addresses; the lookup (process.Supervisor.PeerOf) runs on the first
+// request to a guarded route, in that request's goroutine, and its verdict
+// is kept for the rest of the connection: a socket's cgroup and its holder's
+// tree do not change while it is open. Unguarded routes (/health, /ready)
+// and connections that never reach a guarded route never pay for it.
+type connPeer struct {
+	local, remote net.Addr
+	once          sync.Once
+	peer          process.Peer
+	err           error
 }
 
-// connContext runs for every accepted connection and records whether its
-// peer belongs to a process tree started by harnessd (process.PeerOf does
-// the /proc lookup). A failed lookup counts as "not a harness process", as
-// it always has.
+// connContext runs for every accepted connection (http.Server.ConnContext)
+// and only notes the connection's addresses.
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	var v peerVerdict
-	if p, err := process.PeerOf(c.LocalAddr(), c.RemoteAddr()); err == nil && p.Harness {
-		v.harnessPID = p.PID
-	}
-	return context.WithValue(ctx, peerKey{}, v)
+	return context.WithValue(ctx, peerKey{}, &connPeer{local: c.LocalAddr(), remote: c.RemoteAddr()})
 }
 
-func peerOf(ctx context.Context) peerVerdict {
-	v, _ := ctx.Value(peerKey{}).(peerVerdict)
-	return v
+// peerOf returns the verdict for the connection that carried ctx, looking
+// it up with sup on the first call. ok is false for a context without a
+// connection record (a handler served outside Serve, as in unit tests).
+func peerOf(ctx context.Context, sup *process.Supervisor) (p process.Peer, ok bool, err error) {
+	cp, _ := ctx.Value(peerKey{}).(*connPeer)
+	if cp == nil {
+		return process.Peer{}, false, nil
+	}
+	cp.once.Do(func() { cp.peer, cp.err = sup.PeerOf(cp.local, cp.remote) })
+	return cp.peer, true, cp.err
 }

@@ -447,45 +447,6 @@ func TestShutdownDrainsRunningTurn(t *testing.T) {
 
 var errCancelledObservation = errors.New("cancelled observation")
 
-func TestPeerCheckRefusesHarnessProcesses(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
-	sup, err := process.NewSupervisor(process.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sup.Close(context.Background(), 0)
-	// A process of a supervised tree (it carries the tree marker) connects.
-	p, err := sup.Start(process.Spec{Path: "bash", Args: []string{"-c", "exec 3<>/dev/tcp/127.0.0.1/" + strconv.Itoa(port) + "; sleep 30"}, Env: process.DefaultEnviron(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(context.Background(), 0)
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if pid := peerOf(connContext(context.Background(), c)).harnessPID; pid != p.Pid() {
-		t.Fatalf("harness peer = %d, want %d", pid, p.Pid())
-	}
-	// The test process itself is not a harness.
-	mine, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mine.Close()
-	c2, _ := ln.Accept()
-	defer c2.Close()
-	if pid := peerOf(connContext(context.Background(), c2)).harnessPID; pid != 0 {
-		t.Fatalf("test process flagged as harness %d", pid)
-	}
-}
-
 func TestMetadataSchemaAndMCP(t *testing.T) {
 	ts := start(t, Options{})
 	var md, schema map[string]any

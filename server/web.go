@@ -53,12 +53,11 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /web/api/events", g(http.HandlerFunc(s.handleWebEvents)))
 }
 
-// peerOnly refuses harness processes, as guard does, without asking for
-// the token.
+// peerOnly refuses harness processes (refusedPeer), as guard does, without
+// asking for the token.
 func (s *Server) peerOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := peerOf(r.Context()); v.harnessPID != 0 {
-			writeJSONStatus(w, http.StatusForbidden, map[string]any{"detail": "forbidden: harness processes cannot reach the orchestration API"})
+		if s.refusedPeer(w, r) {
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -175,6 +175,7 @@ func writeTable(w io.Writer, r *probe.Report) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nkill mode: %s\n", r.KillMode)
+	fmt.Fprintf(w, "peer check: %s\n", orDash(r.PeerCheck))
 	switch r.Isolation {
 	case "sandbox":
 		fmt.Fprintln(w, "isolation: sandbox (what serve --isolation auto picks here: each harness tree in its own namespaces)")

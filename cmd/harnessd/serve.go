@@ -29,6 +29,7 @@ type isolationFlags struct {
 	level             string
 	cgroup, subreaper string
 	reapOrphans       bool
+	killLeftovers     bool
 }
 
 func (f *isolationFlags) register(fs *pflag.FlagSet) {
@@ -36,6 +37,7 @@ func (f *isolationFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cgroup, "cgroup", "auto", "cgroup v2 leaf per process tree: auto, off, required")
 	fs.StringVar(&f.subreaper, "subreaper", "auto", "adopt orphaned descendants: auto, off, required")
 	fs.BoolVar(&f.reapOrphans, "reap-orphans", false, "reap every orphan re-parented to the daemon (always on as PID 1)")
+	fs.BoolVar(&f.killLeftovers, "kill-leftovers", false, "kill the processes left in the cgroups of gone daemons beside this one before removing them (only where every daemon there is yours)")
 }
 
 func parseMode(s string) (process.Mode, error) {
@@ -59,7 +61,7 @@ func (f *isolationFlags) supervisor(log *slog.Logger) (*process.Supervisor, erro
 	if err != nil {
 		return nil, fmt.Errorf("--subreaper %w", err)
 	}
-	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, Logger: log})
+	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, KillLeftovers: f.killLeftovers, Logger: log})
 }
 
 func runServe(args []string) int {
@@ -167,7 +169,7 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
 		return exitMissing
 	}
-	log.Info("process isolation", "isolation", level, "kill_mode", mech.KillMode(), "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
+	log.Info("process isolation", "isolation", level, "kill_mode", mech.KillMode(), "peer_check", mech.PeerCheck, "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
 	// Session directories a killed daemon left behind (workspace.keep keeps
 	// them on purpose, so they are not swept then).
 	if !cfg.Workspace.Keep {

@@ -25,9 +25,10 @@ var statuses = []string{"verified", "available", "missing", "failed", "off"}
 
 // checkJSON is the shape of harnessd check --json.
 type checkJSON struct {
-	Version  string `json:"version"`
-	KillMode string `json:"kill_mode"`
-	Checks   map[string]struct {
+	Version   string `json:"version"`
+	KillMode  string `json:"kill_mode"`
+	PeerCheck string `json:"peer_check"`
+	Checks    map[string]struct {
 		Status string `json:"status"`
 		Detail string `json:"detail"`
 	} `json:"checks"`
@@ -98,6 +99,9 @@ func validateShape(t *testing.T, rep checkJSON) {
 	t.Helper()
 	if rep.Version == "" || rep.KillMode == "" || !strings.HasSuffix(rep.KillMode, "pgroup") {
 		t.Errorf("version %q kill_mode %q", rep.Version, rep.KillMode)
+	}
+	if rep.PeerCheck != "sock_diag+cgroup" && rep.PeerCheck != "proc_scan+ancestry" {
+		t.Errorf("peer_check %q, want sock_diag+cgroup or proc_scan+ancestry", rep.PeerCheck)
 	}
 	for _, n := range mechanisms {
 		c, ok := rep.Checks[n]

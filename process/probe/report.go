@@ -52,6 +52,9 @@ type Report struct {
 	// KillMode is the supervisor's kill mode in this configuration, as
 	// harnessd serve logs it ("cgroup+subreaper+pgroup").
 	KillMode string `json:"kill_mode"`
+	// PeerCheck is how the orchestration routes tell a harness peer
+	// (process.PeerCheckCgroup or process.PeerCheckAncestry).
+	PeerCheck string `json:"peer_check"`
 	// Isolation is the level harnessd serve --isolation auto would run
 	// harnesses at here: "sandbox" when the sandbox probe verified it,
 	// else "process" ("" when the sandbox was not probed).
@@ -105,6 +108,7 @@ func Run(cfg Config) (*Report, error) {
 	defer sup.Close(context.Background(), 0)
 	mech := sup.Mechanisms()
 	rep.KillMode = mech.KillMode()
+	rep.PeerCheck = mech.PeerCheck
 	baseItems(rep, mech, cfg.Options)
 
 	if want(Kill) || want(ProcessGroups) || want(Subreaper) || want(Cgroup) {
