@@ -33,6 +33,8 @@ const (
 	DefaultMaxTurnEventBytes = 8 << 20
 	DefaultToolTimeout       = 60 * time.Second
 	DefaultMCPServerName     = "env"
+	// MaxWarm bounds warm: each standby is a running harness.
+	MaxWarm = 8
 )
 
 // Config is one environment: which harness to run and how, its tools, its
@@ -61,6 +63,10 @@ type Config struct {
 	Limits LimitsConfig `yaml:"limits" json:"limits,omitempty"`
 	// Network is a sandboxed harness's egress policy.
 	Network NetworkConfig `yaml:"network" json:"network,omitempty"`
+	// Warm is how many next episodes each session keeps fully prepared
+	// (sandbox, workspace, tools, bridge, gateway, harness started and
+	// ready), so that a reset hands one over; 0 (default) prepares none.
+	Warm int `yaml:"warm" json:"warm,omitempty"`
 }
 
 // HarnessConfig says which harness runs and how it is driven.
@@ -317,6 +323,9 @@ func (c *Config) Normalize() error {
 	}
 	errs = append(errs, c.validateModel()...)
 	errs = append(errs, c.validateIsolation()...)
+	if c.Warm < 0 || c.Warm > MaxWarm {
+		errs = append(errs, fmt.Errorf("warm must be 0 to %d, not %d", MaxWarm, c.Warm))
+	}
 	if err := rubric.Validate(c.Rubrics); err != nil {
 		errs = append(errs, err)
 	}

@@ -25,7 +25,7 @@ func (s *Session) openEgress(ep *episode) error {
 	p, err := egress.New(egress.Options{
 		Policy:       egress.Policy{Allow: s.cfg.Network.Allow},
 		DenyAddrs:    hostAddrs(),
-		OnConnection: s.onEgress,
+		OnConnection: func(c egress.Connection) { s.onEgress(ep, c) },
 		Logger:       ep.log,
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *Session) closeEgress(ctx context.Context, ep *episode) {
 	ep.egress = nil
 }
 
-func (s *Session) onEgress(c egress.Connection) {
+func (s *Session) onEgress(ep *episode, c egress.Connection) {
 	e := &wire.Egress{
 		Method: c.Method, Host: c.Host, Port: int(c.Port), Allowed: c.Allowed, Reason: c.Reason, Status: c.Status,
 		BytesUp: c.BytesUp, BytesDown: c.BytesDown, DurationMS: float64(c.Duration.Microseconds()) / 1000,
@@ -57,7 +57,7 @@ func (s *Session) onEgress(c egress.Connection) {
 	if c.Addr.IsValid() {
 		e.Address = c.Addr.String()
 	}
-	s.events.add(wire.New(wire.OriginDaemon, e))
+	s.emit(ep, wire.New(wire.OriginDaemon, e))
 }
 
 // hostAddrs are the host's own interface addresses, which the proxy never

@@ -103,7 +103,7 @@ func (s *Session) openModel(ep *episode) error {
 			MaxTurnModelCalls: e.MaxTurnModelCalls, MaxTurnOutputTokens: e.MaxTurnOutputTokens,
 			MaxTokens: m.MaxTokens,
 		},
-		OnEvent:  s.events.add,
+		OnEvent:  func(e wire.Event) { s.emit(ep, e) },
 		OnBudget: d.refuse,
 		Logger:   ep.log,
 	})

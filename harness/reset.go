@@ -47,17 +47,35 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.log.Warn("previous episode ended uncleanly", "err", err)
 	}
 
+	if err := s.lockDir(); err != nil {
+		return nil, err
+	}
+	stopped := time.Since(t0)
+	if sb := s.takeStandby(ctx, opts); sb != nil {
+		defer s.fillStandbys()
+		ep, err := s.handOver(sb)
+		if err != nil {
+			return nil, err
+		}
+		s.startClocks(ep)
+		ep.log.Info("episode started", "standby", true, "tools", ep.tools, "elapsed", time.Since(t0))
+		obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: ep.id, InjectedTools: ep.tools, Isolation: s.iso, Standby: true}}
+		s.events.note(observationRecord(obs))
+		return obs, nil
+	}
+	// Standbys (or, without them, the next episode's sandbox) are
+	// prepared while this episode runs.
+	defer s.fillStandbys()
+	if s.warm <= 0 {
+		defer s.prepareSpare()
+	}
+
 	id := opts.EpisodeID
 	if id == "" {
 		id = uuid.NewString()
 	}
 	ep := &episode{id: id, log: s.log.With("episode_id", id)}
 	start := time.Now()
-
-	if err := s.lockDir(); err != nil {
-		return nil, err
-	}
-	stopped := time.Since(t0)
 	spareUsed := s.takeSpare(ctx, ep)
 	if !spareUsed {
 		s.mu.Lock()
@@ -70,8 +88,6 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		}
 		ep.dirs = dirs
 	}
-	// The next episode's sandbox starts while this one runs.
-	defer s.prepareSpare()
 	var rec *recorder
 	if s.cfg.RecordDir != "" {
 		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
@@ -82,28 +98,12 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	s.events.reset(rec)
 
 	t1 := time.Now()
-	if err := s.openSandbox(ctx, ep); err != nil {
-		s.discard(ctx, ep)
-		return nil, err
-	}
-	if err := s.openTools(ctx, ep); err != nil {
-		s.discard(ctx, ep)
-		return nil, err
-	}
-	inj, err := s.injection(ep)
+	inj, err := s.openEpisode(ctx, ep)
 	if err != nil {
 		s.discard(ctx, ep)
 		return nil, err
 	}
 	s.events.note(s.resetRecord(ep))
-	if err := s.openModel(ep); err != nil {
-		s.discard(ctx, ep)
-		return nil, err
-	}
-	if err := s.openEgress(ep); err != nil {
-		s.discard(ctx, ep)
-		return nil, err
-	}
 	s.mu.Lock()
 	s.ep = ep // visible to state() and rubric tools from here
 	s.last = nil
@@ -119,20 +119,48 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if err := s.adapter.Start(ctx, launch); err != nil {
 		return s.startupFailed(ctx, ep, err), nil
 	}
-	if d := s.cfg.Episode.EpisodeTimeout.D(); d > 0 {
-		ep.deadline = time.Now().Add(d)
-	}
-	s.mu.Lock()
-	ep.active = true
-	s.mu.Unlock()
+	s.startClocks(ep)
 	_, _, pid := s.adapter.Diagnostics()
 	ep.log.Info("episode started", "harness_pid", pid, "tools", ep.tools, "elapsed", time.Since(start))
 	ep.log.Debug("reset phases", "stop_previous", stopped, "spare_sandbox", spareUsed,
-		"sandbox", t1.Sub(start), "tools_and_model", t2.Sub(t1), "harness_start", time.Since(t2))
+		"sandbox_and_doors", t2.Sub(t1), "harness_start", time.Since(t2))
 
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools, Isolation: s.iso}}
 	s.events.note(observationRecord(obs))
 	return obs, nil
+}
+
+// openEpisode gives ep its sandbox (sandbox isolation), tools and bridge,
+// the MCP injection, its model gateway and egress proxy. On error the
+// caller discards ep.
+func (s *Session) openEpisode(ctx context.Context, ep *episode) (*MCPInjection, error) {
+	if err := s.openSandbox(ctx, ep); err != nil {
+		return nil, err
+	}
+	if err := s.openTools(ctx, ep); err != nil {
+		return nil, err
+	}
+	inj, err := s.injection(ep)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openModel(ep); err != nil {
+		return nil, err
+	}
+	if err := s.openEgress(ep); err != nil {
+		return nil, err
+	}
+	return inj, nil
+}
+
+// startClocks makes a started episode active, its budget running.
+func (s *Session) startClocks(ep *episode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.cfg.Episode.EpisodeTimeout.D(); d > 0 {
+		ep.deadline = time.Now().Add(d)
+	}
+	ep.active = true
 }
 
 // launch assembles what the adapter needs.

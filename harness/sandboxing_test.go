@@ -127,3 +127,23 @@ func TestSandboxHidesOtherSessionsAndTheDaemonsFiles(t *testing.T) {
 		t.Errorf("the hidden file changed: %q", v)
 	}
 }
+
+func TestSandboxedWarmStandby(t *testing.T) {
+	s := sandboxed(t, func(c *harness.Config) { c.Warm = 1 })
+	var last string
+	for i := 0; i < 3; i++ {
+		time.Sleep(300 * time.Millisecond) // the standby's preparation
+		obs := reset(t, s)
+		if !obs.Metadata.Standby || obs.Metadata.Isolation != harness.IsolationSandbox {
+			t.Fatalf("reset %d: %+v", i, obs.Metadata)
+		}
+		if got := responseText(t, s, `tool add {"a":2,"b":3}`); got != "add -> 5" {
+			t.Fatalf("a sandboxed standby's bridge door: %q", got)
+		}
+		pwd := responseText(t, s, "pwd")
+		if pwd == last {
+			t.Fatalf("two episodes in one workspace %s", pwd)
+		}
+		last = pwd
+	}
+}

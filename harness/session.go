@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +56,10 @@ type Options struct {
 	// Hide lists further host paths covered inside every sandbox (the
 	// daemon's token and configuration files).
 	Hide []string
+	// Warm, when positive, overrides Config.Warm: how many next episodes
+	// the session keeps prepared (standby.go). Standbys need Adapters (an
+	// explicit Adapter cannot be duplicated).
+	Warm int
 }
 
 // Session is one trainer's environment: at most one episode at a time.
@@ -74,7 +79,9 @@ type Session struct {
 
 	listenModel ListenFunc // opens each episode's model gateway listener
 
-	iso         string   // IsolationSandbox or IsolationProcess
+	adapters    *Registry // makes each standby's adapter; nil with Options.Adapter
+	warm        int       // standbys to keep prepared
+	iso         string    // IsolationSandbox or IsolationProcess
 	sandboxInit string   // Options.SandboxInit
 	hide        []string // Options.Hide
 	exposeOnce  sync.Once
@@ -85,6 +92,7 @@ type Session struct {
 	// episodes) and the configs of per-episode ones
 	sources    []bridge.Source
 	perEpisode []ToolConfig
+	startMu    sync.Mutex // guards started (standbys open tools concurrently)
 	started    bool
 
 	mu       sync.Mutex
@@ -95,7 +103,8 @@ type Session struct {
 	turn     *turnSignal // the running step's, for Interrupt; nil without one
 	epSeq    int
 	ep       *episode
-	next     *spare // the next episode's prepared sandbox (spare.go)
+	next     *spare     // the next episode's prepared sandbox (spare.go)
+	standbys []*standby // prepared next episodes (standby.go)
 	last     *wire.LastError
 }
 
@@ -113,6 +122,9 @@ type episode struct {
 	// egressAddr inside the sandbox.
 	egress     *egress.Proxy
 	egressAddr string
+	// held is set while the episode is a standby not handed over: what
+	// its doors see is not recorded.
+	held atomic.Bool
 	tools      []string
 	active     bool // the harness runs and steps are allowed
 	done       bool // ended normally; further steps get ErrEpisodeDone
@@ -120,8 +132,9 @@ type episode struct {
 	deadline   time.Time // zero: no episode budget
 }
 
-// NewSession prepares a session. It starts nothing: processes and tool
-// servers start at Reset.
+// NewSession prepares a session. It starts nothing (processes and tool
+// servers start at Reset) unless warm is set: then it begins preparing the
+// standby episodes at once.
 func NewSession(opts Options) (*Session, error) {
 	cfg := opts.Config
 	if cfg == nil {
@@ -132,6 +145,13 @@ func NewSession(opts Options) (*Session, error) {
 	}
 	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter, listenModel: opts.ModelListener,
 		sandboxInit: opts.SandboxInit, hide: opts.Hide, ended: make(chan struct{})}
+	s.warm = cfg.Warm
+	if opts.Warm > 0 {
+		s.warm = opts.Warm
+	}
+	if opts.Adapter == nil {
+		s.adapters = opts.Adapters
+	}
 	s.iso = opts.Isolation
 	if s.iso == "" {
 		s.iso = cfg.Isolation
@@ -185,6 +205,8 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.rubrics = rs
+	// With warm: N the first reset can already be handed a standby.
+	s.fillStandbys()
 	return s, nil
 }
 
@@ -310,6 +332,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	var errs []error
 	s.closeSpare()
+	s.closeStandbys()
 	errs = append(errs, s.endEpisode(ctx))
 	for _, src := range s.sources {
 		if err := src.Close(ctx); err != nil {

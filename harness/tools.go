@@ -46,14 +46,19 @@ func newToolSource(tc ToolConfig, stopGrace time.Duration, sup *process.Supervis
 // openTools starts the sources of an episode, builds its catalog and, when
 // there are tools to serve, a bridge with a fresh token.
 func (s *Session) openTools(ctx context.Context, ep *episode) error {
+	// A standby may be prepared while a reset runs: the persistent
+	// sources start once, under startMu.
+	s.startMu.Lock()
 	if !s.started {
 		for _, src := range s.sources {
 			if err := src.Start(ctx); err != nil {
+				s.startMu.Unlock()
 				return fmt.Errorf("start tool source %s: %w", src.Name(), err)
 			}
 		}
 		s.started = true
 	}
+	s.startMu.Unlock()
 	for _, tc := range s.perEpisode {
 		src := s.newSource(tc)
 		ep.sources = append(ep.sources, src)
@@ -82,8 +87,8 @@ func (s *Session) openTools(ctx context.Context, ep *episode) error {
 		return nil
 	}
 	srv, err := bridge.Serve(cat, bridge.ServerOptions{
-		OnCall:   s.onToolCall,
-		OnResult: s.onToolResult,
+		OnCall:   func(c bridge.CallStart) { s.onToolCall(ep, c) },
+		OnResult: func(c bridge.CallEnd) { s.onToolResult(ep, c) },
 		Logger:   ep.log,
 		Listener: ep.door(doorMCP),
 	})
@@ -134,8 +139,8 @@ func (s *Session) closeTools(ctx context.Context, ep *episode) error {
 	return errors.Join(errs...)
 }
 
-func (s *Session) onToolCall(c bridge.CallStart) {
-	s.events.add(wire.New(wire.OriginBridge, &wire.ToolCall{
+func (s *Session) onToolCall(ep *episode, c bridge.CallStart) {
+	s.emit(ep, wire.New(wire.OriginBridge, &wire.ToolCall{
 		ToolName:     c.Served,
 		UpstreamName: c.Upstream,
 		ToolSource:   c.Source,
@@ -144,7 +149,7 @@ func (s *Session) onToolCall(c bridge.CallStart) {
 	}))
 }
 
-func (s *Session) onToolResult(c bridge.CallEnd) {
+func (s *Session) onToolResult(ep *episode, c bridge.CallEnd) {
 	ms := float64(c.Duration.Microseconds()) / 1000
 	r := &wire.ToolResult{
 		ToolName:     c.Served,
@@ -167,7 +172,7 @@ func (s *Session) onToolResult(c bridge.CallEnd) {
 			r.StructuredContent = c.Result.StructuredContent
 		}
 	}
-	s.events.add(wire.New(wire.OriginBridge, r))
+	s.emit(ep, wire.New(wire.OriginBridge, r))
 }
 
 // callHiddenTool serves tool rubrics: it calls through the catalog, which

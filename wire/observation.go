@@ -89,6 +89,9 @@ type Metadata struct {
 	// Isolation is how the episode's harness is contained: "sandbox" or
 	// "process" (after reset).
 	Isolation string `json:"isolation,omitempty"`
+	// Standby says the reset handed over an episode prepared in advance
+	// (warm: N): its harness was already started and ready.
+	Standby bool `json:"standby,omitempty"`
 	// RewardDetails are the rubrics' scores behind the reward.
 	RewardDetails []RewardDetail `json:"reward_details,omitempty"`
 	// ErrorType classifies a terminal failure ("" when none).

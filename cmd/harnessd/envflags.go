@@ -38,6 +38,7 @@ type envFlags struct {
 	turnTimeout    string
 	startupTimeout string
 	episodeTimeout string
+	warm           int
 	outputLimit    string
 	maxTurns       int
 	recordDir      string
@@ -71,6 +72,7 @@ func (e *envFlags) register(fs *pflag.FlagSet) {
 	durationVar(fs, &e.episodeTimeout, "episode-timeout", "", "wall-clock budget of an episode (episode.episode_timeout; default none)")
 	sizeVar(fs, &e.outputLimit, "output-limit", "", "what the harness may print in one turn (episode.output_limit; default 16MiB)")
 	fs.IntVar(&e.maxTurns, "max-turns", 0, "end episodes after this many turns (default unlimited)")
+	fs.IntVar(&e.warm, "warm", -1, "keep this many next episodes of each session prepared, harness started and ready, so a reset hands one over (warm; default 0)")
 	fs.StringVar(&e.recordDir, "record-dir", "", "write each episode's events to `DIR`/<episode>.jsonl")
 	fs.StringVar(&e.template, "workspace-template", "", "`directory` copied into every episode's workspace")
 }
@@ -159,6 +161,9 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 			return nil, fmt.Errorf("--output-limit %q: want a positive size such as 16MiB", e.outputLimit)
 		}
 		cfg.Episode.OutputLimit = v
+	}
+	if e.warm >= 0 {
+		cfg.Warm = e.warm
 	}
 	if e.maxTurns > 0 {
 		cfg.Episode.MaxTurns = e.maxTurns
