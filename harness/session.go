@@ -82,8 +82,8 @@ type Session struct {
 	adapters    *Registry // makes each standby's adapter; nil with Options.Adapter
 	warm        int       // standbys to keep prepared
 	iso         string    // IsolationSandbox or IsolationProcess
-	sandboxInit string   // Options.SandboxInit
-	hide        []string // Options.Hide
+	sandboxInit string    // Options.SandboxInit
+	hide        []string  // Options.Hide
 	exposeOnce  sync.Once
 	exposeBinds []sandbox.Bind // see exposures
 	exposeHide  []string
@@ -124,12 +124,12 @@ type episode struct {
 	egressAddr string
 	// held is set while the episode is a standby not handed over: what
 	// its doors see is not recorded.
-	held atomic.Bool
-	tools      []string
-	active     bool // the harness runs and steps are allowed
-	done       bool // ended normally; further steps get ErrEpisodeDone
-	steps      int
-	deadline   time.Time // zero: no episode budget
+	held     atomic.Bool
+	tools    []string
+	active   bool // the harness runs and steps are allowed
+	done     bool // ended normally; further steps get ErrEpisodeDone
+	steps    int
+	deadline time.Time // zero: no episode budget
 }
 
 // NewSession prepares a session. It starts nothing (processes and tool
