@@ -43,15 +43,11 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	defer end()
 
 	t0 := time.Now()
-	if err := s.endEpisode(ctx); err != nil {
-		s.log.Warn("previous episode ended uncleanly", "err", err)
-	}
-
-	if err := s.lockDir(); err != nil {
-		return nil, err
-	}
-	stopped := time.Since(t0)
 	if sb := s.takeStandby(ctx, opts); sb != nil {
+		// The previous episode is retired at once (no events, its doors
+		// closing) and torn down in the background: a handed-over reset
+		// does not wait for the old tree to exit.
+		s.retireEpisode()
 		defer s.fillStandbys()
 		ep, err := s.handOver(sb)
 		if err != nil {
@@ -63,6 +59,13 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.events.note(observationRecord(obs))
 		return obs, nil
 	}
+	if err := s.endEpisode(ctx); err != nil {
+		s.log.Warn("previous episode ended uncleanly", "err", err)
+	}
+	if err := s.lockDir(); err != nil {
+		return nil, err
+	}
+	stopped := time.Since(t0)
 	// Standbys (or, without them, the next episode's sandbox) are
 	// prepared while this episode runs.
 	defer s.fillStandbys()
@@ -265,6 +268,7 @@ func (s *Session) discard(ctx context.Context, ep *episode) {
 // record file and (unless workspace.keep) its directories. Reset and Close
 // call it.
 func (s *Session) endEpisode(ctx context.Context) error {
+	s.retiring.Wait() // episodes retired in the background are gone too
 	s.mu.Lock()
 	ep := s.ep
 	if ep != nil {
@@ -284,4 +288,38 @@ func (s *Session) endEpisode(ctx context.Context) error {
 		os.RemoveAll(ep.dirs.root)
 	}
 	return err
+}
+
+// retireEpisode detaches the current episode and its adapter and tears
+// them down in the background (a standby's handover): the episode records
+// nothing more and is inactive at once; Close and the next endEpisode wait
+// for the teardown.
+func (s *Session) retireEpisode() {
+	s.mu.Lock()
+	ep, a := s.ep, s.adapter
+	if ep != nil {
+		ep.active = false
+		ep.held.Store(true)
+	}
+	s.mu.Unlock()
+	s.events.closeRecord()
+	s.retiring.Add(1)
+	go func() {
+		defer s.retiring.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Harness.StopGrace.D()+teardownTimeout)
+		defer cancel()
+		if err := a.Stop(ctx); err != nil {
+			s.log.Warn("retired harness did not stop cleanly", "err", err)
+		}
+		if ep == nil {
+			return
+		}
+		s.closeTools(ctx, ep)
+		s.closeModel(ep)
+		s.closeEgress(ctx, ep)
+		s.closeSandbox(ep)
+		if !s.cfg.Workspace.Keep {
+			os.RemoveAll(ep.dirs.root)
+		}
+	}()
 }

@@ -105,6 +105,7 @@ type Session struct {
 	ep       *episode
 	next     *spare     // the next episode's prepared sandbox (spare.go)
 	standbys []*standby // prepared next episodes (standby.go)
+	retiring sync.WaitGroup // episodes torn down in the background (retireEpisode)
 	last     *wire.LastError
 }
 
