@@ -85,6 +85,8 @@ type Launch struct {
 	Supervisor *process.Supervisor
 	// Logger carries session and episode attributes.
 	Logger *slog.Logger
+	// Task is the episode's task, for sandbox isolation (nil without one).
+	Task *TaskLaunch
 }
 
 // MCPInjection describes the bridge serving the environment's tools.

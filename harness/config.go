@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/tasks"
 )
 
 // Defaults of an environment configuration. They are the one place where
@@ -53,6 +54,12 @@ type Config struct {
 	Workspace WorkspaceConfig `yaml:"workspace" json:"workspace"`
 	// RecordDir, when set, receives one JSONL trajectory file per episode.
 	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
+	// Tasks is the taskset the environment serves (docs/tasks.md); Normalize
+	// loads it (Taskset).
+	Tasks tasks.Source `yaml:"tasks" json:"tasks,omitzero"`
+
+	taskset   *tasks.Set
+	tasksFrom tasks.Source
 }
 
 // HarnessConfig says which harness runs and how it is driven.
@@ -224,6 +231,7 @@ func (c *Config) resolvePaths(base string) {
 	c.Workspace.Template = abs(c.Workspace.Template)
 	c.Workspace.Root = abs(c.Workspace.Root)
 	c.RecordDir = abs(c.RecordDir)
+	c.Tasks.Dir, c.Tasks.JSONL = abs(c.Tasks.Dir), abs(c.Tasks.JSONL)
 	for i := range c.Tools {
 		if c.Tools[i].Dir == "" {
 			c.Tools[i].Dir = base
@@ -304,6 +312,9 @@ func (c *Config) Normalize() error {
 		}
 	}
 	errs = append(errs, c.validateModel()...)
+	if err := c.loadTaskset(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := rubric.Validate(c.Rubrics); err != nil {
 		errs = append(errs, err)
 	}

@@ -16,8 +16,14 @@ import (
 type ResetOptions struct {
 	// EpisodeID names the episode; empty means a new UUID.
 	EpisodeID string
-	// Seed is accepted for OpenEnv compatibility; harnesses are not seeded.
+	// Seed is accepted for OpenEnv compatibility (harnesses are not
+	// seeded); with a taskset and no TaskID or TaskIndex it picks the task
+	// (tasks.Set.Pick).
 	Seed *int64
+	// TaskID picks the episode's task by id; TaskIndex by its position in
+	// the taskset (at most one of them).
+	TaskID    string
+	TaskIndex *int
 }
 
 // Reset ends any running episode (killing its tree and revoking its bridge
@@ -63,6 +69,10 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		return nil, err
 	}
 	ep.dirs = dirs
+	if err := s.prepareTask(ep, opts); err != nil {
+		s.discard(ctx, ep)
+		return nil, err
+	}
 	var rec *recorder
 	if s.cfg.RecordDir != "" {
 		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
@@ -92,6 +102,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	s.mu.Unlock()
 
 	launch := s.launch(ep, inj)
+	s.taskLaunch(ep, launch)
 	s.modelLaunch(ep, launch)
 	if err := s.adapter.Start(ctx, launch); err != nil {
 		return s.startupFailed(ctx, ep, err), nil
@@ -106,6 +117,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	ep.log.Info("episode started", "harness_pid", pid, "tools", ep.tools, "elapsed", time.Since(start))
 
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools}}
+	s.taskStarted(ep, &obs.Metadata)
 	s.events.note(observationRecord(obs))
 	return obs, nil
 }

@@ -54,7 +54,7 @@ func (s *Session) openTools(ctx context.Context, ep *episode) error {
 		}
 		s.started = true
 	}
-	for _, tc := range s.perEpisode {
+	for _, tc := range append(append([]ToolConfig(nil), s.perEpisode...), s.taskTools(ep)...) {
 		src := s.newSource(tc)
 		ep.sources = append(ep.sources, src)
 		if err := src.Start(ctx); err != nil {

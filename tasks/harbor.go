@@ -120,8 +120,13 @@ func loadHarbor(dir string) (*Task, error) {
 	if (env.GPUs != nil && *env.GPUs > 0) || len(env.GPUTypes) > 0 {
 		t.Warnings = append(t.Warnings, "environment.gpus ignored: no devices are passed")
 	}
-	if len(t.MCPServers) > 0 {
-		t.Warnings = append(t.Warnings, "environment.mcp_servers recorded but not served: configure them as tools")
+	for _, m := range t.MCPServers {
+		switch {
+		case m.Command != "" && (m.Transport == "" || m.Transport == "stdio"):
+		case m.URL != "" && (m.Transport == "streamable-http" || m.Transport == "http"):
+		default:
+			t.Warnings = append(t.Warnings, fmt.Sprintf("environment.mcp_servers %q ignored: only stdio commands and streamable-HTTP URLs are served (transport %q)", m.Name, m.Transport))
+		}
 	}
 
 	instr, err := os.ReadFile(filepath.Join(dir, "instruction.md"))

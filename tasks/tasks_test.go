@@ -61,7 +61,7 @@ func TestLoadsHarborTask(t *testing.T) {
 	}
 	c := pick(t, s, "count")
 	warn = strings.Join(c.Warnings, "\n")
-	for _, w := range []string{"unknown_knob ignored", "COPY to /etc/data.txt not honoured", "mcp_servers recorded"} {
+	for _, w := range []string{"unknown_knob ignored", "COPY to /etc/data.txt not honoured"} {
 		if !strings.Contains(warn, w) {
 			t.Errorf("count's warnings lack %q:\n%s", w, warn)
 		}
