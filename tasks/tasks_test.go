@@ -61,12 +61,12 @@ func TestLoadsHarborTask(t *testing.T) {
 	}
 	c := pick(t, s, "count")
 	warn = strings.Join(c.Warnings, "\n")
-	for _, w := range []string{"unknown_knob ignored", "COPY to /etc/data.txt not honoured"} {
+	for _, w := range []string{"unknown_knob ignored", "COPY to /etc/data.txt not honoured", `mcp_servers "calc" ignored`} {
 		if !strings.Contains(warn, w) {
 			t.Errorf("count's warnings lack %q:\n%s", w, warn)
 		}
 	}
-	if c.WorkDir != "/work" || len(c.MCPServers) != 1 || c.MCPServers[0].Command != "calc-server" {
+	if c.WorkDir != "/work" || len(c.MCPServers) != 1 || c.MCPServers[0].Transport != "sse" {
 		t.Errorf("count: workdir %q mcp %+v", c.WorkDir, c.MCPServers)
 	}
 }
