@@ -93,7 +93,7 @@ type episode struct {
 	active   bool // the harness runs and steps are allowed
 	done     bool // ended normally; further steps get ErrEpisodeDone
 	steps    int
-	deadline time.Time // zero: no episode budget
+	deadline time.Time      // zero: no episode budget
 	task     *tasks.Task    // the episode's task; nil without a taskset (task.go)
 	budget   units.Duration // the task's episode budget, when it set deadline
 	graded   bool           // the task's tests have run
