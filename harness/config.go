@@ -231,7 +231,7 @@ func (c *Config) resolvePaths(base string) {
 	c.Workspace.Template = abs(c.Workspace.Template)
 	c.Workspace.Root = abs(c.Workspace.Root)
 	c.RecordDir = abs(c.RecordDir)
-	c.Tasks.Dir, c.Tasks.JSONL = abs(c.Tasks.Dir), abs(c.Tasks.JSONL)
+	c.Tasks.Dir, c.Tasks.JSONL, c.Tasks.Task = abs(c.Tasks.Dir), abs(c.Tasks.JSONL), abs(c.Tasks.Task)
 	for i := range c.Tools {
 		if c.Tools[i].Dir == "" {
 			c.Tools[i].Dir = base

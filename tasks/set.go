@@ -16,10 +16,12 @@ type Source struct {
 	Dir string `yaml:"dir" json:"dir,omitempty"`
 	// JSONL is a file of one task per line.
 	JSONL string `yaml:"jsonl" json:"jsonl,omitempty"`
+	// Task is one Harbor task directory (harnessd run --task).
+	Task string `yaml:"task" json:"task,omitempty"`
 }
 
 // Empty reports whether no taskset is configured.
-func (s Source) Empty() bool { return s.Dir == "" && s.JSONL == "" }
+func (s Source) Empty() bool { return s.Dir == "" && s.JSONL == "" && s.Task == "" }
 
 // Problem is one task that did not load.
 type Problem struct {
@@ -46,10 +48,10 @@ type LoadError struct {
 
 func (e *LoadError) Error() string {
 	if len(e.Problems) == 1 {
-		return "taskset: " + e.Problems[0].String()
+		return e.Problems[0].String()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "taskset: %d broken tasks: ", len(e.Problems))
+	fmt.Fprintf(&b, "%d broken tasks: ", len(e.Problems))
 	for i, p := range e.Problems {
 		if i > 0 {
 			b.WriteString("; ")
@@ -69,15 +71,15 @@ type Set struct {
 
 // Load reads and validates every task of src: the directories of src.Dir
 // in name order (each subdirectory holding a task.toml is a task), then
-// the lines of src.JSONL in file order. Ids must be unique. Any broken
+// src.Task, then the lines of src.JSONL in file order. Ids must be unique. Any broken
 // task makes Load fail with a *LoadError naming each by id and reason.
 func Load(src Source) (*Set, error) {
 	s := &Set{byID: map[string]int{}}
-	for _, p := range []*string{&src.Dir, &src.JSONL} {
+	for _, p := range []*string{&src.Dir, &src.JSONL, &src.Task} {
 		if *p != "" {
 			abs, err := filepath.Abs(*p)
 			if err != nil {
-				return nil, fmt.Errorf("taskset: %w", err)
+				return nil, err
 			}
 			*p = abs
 		}
@@ -94,7 +96,7 @@ func Load(src Source) (*Set, error) {
 	if src.Dir != "" {
 		ents, err := os.ReadDir(src.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("taskset: tasks.dir: %w", err)
+			return nil, fmt.Errorf("dir: %w", err)
 		}
 		s.hidden = append(s.hidden, src.Dir)
 		for _, e := range ents {
@@ -110,10 +112,19 @@ func Load(src Source) (*Set, error) {
 			add(t)
 		}
 	}
+	if src.Task != "" {
+		t, err := loadHarbor(src.Task)
+		if err != nil {
+			problems = append(problems, Problem{ID: filepath.Base(src.Task), Source: src.Task, Reason: oneLine(err)})
+		} else {
+			s.hidden = append(s.hidden, src.Task)
+			add(t)
+		}
+	}
 	if src.JSONL != "" {
 		ts, lps, err := loadJSONL(src.JSONL)
 		if err != nil {
-			return nil, fmt.Errorf("taskset: tasks.jsonl: %w", err)
+			return nil, fmt.Errorf("jsonl: %w", err)
 		}
 		s.hidden = append(s.hidden, src.JSONL)
 		for _, lp := range lps {
@@ -128,7 +139,7 @@ func Load(src Source) (*Set, error) {
 		return nil, &LoadError{Problems: problems}
 	}
 	if len(s.tasks) == 0 {
-		return nil, errors.New("taskset: no tasks found (a task is a directory with task.toml, or a line of the JSONL file)")
+		return nil, errors.New("no tasks found (a task is a directory with task.toml, or a line of the JSONL file)")
 	}
 	return s, nil
 }

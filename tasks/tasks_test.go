@@ -84,7 +84,7 @@ func TestBrokenTasksAreReportedByID(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got["no-tests"], "no tests/test.sh") || !strings.Contains(got["bad-toml"], "task.toml") {
 		t.Fatalf("problems %v, want no-tests and bad-toml", got)
 	}
-	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "task no-tests") {
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "2 broken tasks: ") || !strings.Contains(err.Error(), "task no-tests") {
 		t.Errorf("error %q: want one line naming each task", err)
 	}
 	dir := t.TempDir()
