@@ -42,7 +42,7 @@ func parseDockerfile(file, dir string) (*dockerfile, error) {
 		return nil, err
 	}
 	if len(b) > maxDockerfileBytes {
-		return nil, fmt.Errorf("Dockerfile is larger than %d bytes", maxDockerfileBytes)
+		return nil, fmt.Errorf("the Dockerfile is larger than %d bytes", maxDockerfileBytes)
 	}
 	d := &dockerfile{}
 	vars := map[string]string{}
@@ -68,7 +68,7 @@ func parseDockerfile(file, dir string) (*dockerfile, error) {
 		case "ENV":
 			kvs, err := parseEnv(rest)
 			if err != nil {
-				return nil, fmt.Errorf("Dockerfile line %d: ENV: %w", ins.line, err)
+				return nil, fmt.Errorf("line %d: ENV: %w", ins.line, err)
 			}
 			for _, kv := range kvs {
 				v := expand(kv[1], vars)
@@ -83,7 +83,7 @@ func parseDockerfile(file, dir string) (*dockerfile, error) {
 		case "WORKDIR":
 			w := expand(unquote(strings.TrimSpace(rest)), vars)
 			if w == "" {
-				return nil, fmt.Errorf("Dockerfile line %d: WORKDIR without a path", ins.line)
+				return nil, fmt.Errorf("line %d: WORKDIR without a path", ins.line)
 			}
 			if !path.IsAbs(w) {
 				w = path.Join(cwd, w)
@@ -94,7 +94,7 @@ func parseDockerfile(file, dir string) (*dockerfile, error) {
 		case "COPY", "ADD":
 			ops, warn, err := parseCopy(kw, rest, dir, cwd, vars, dirs)
 			if err != nil {
-				return nil, fmt.Errorf("Dockerfile line %d: %s: %w", ins.line, kw, err)
+				return nil, fmt.Errorf("line %d: %s: %w", ins.line, kw, err)
 			}
 			d.warnings = append(d.warnings, warn...)
 			d.copies = append(d.copies, ops...)

@@ -150,7 +150,7 @@ func loadHarbor(dir string) (*Task, error) {
 	if df := filepath.Join(envDir, "Dockerfile"); exists(df) {
 		d, err := parseDockerfile(df, envDir)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("environment/%w", err))
+			errs = append(errs, fmt.Errorf("environment/Dockerfile: %w", err))
 		} else {
 			if d.workDir != "" {
 				t.WorkDir = d.workDir
