@@ -52,14 +52,13 @@ type Config struct {
 	Rubrics   []rubric.Spec   `yaml:"rubrics" json:"rubrics,omitempty"`
 	Episode   EpisodeConfig   `yaml:"episode" json:"episode"`
 	Workspace WorkspaceConfig `yaml:"workspace" json:"workspace"`
-	// RecordDir, when set, receives one JSONL trajectory file per episode.
-	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
 	// Tasks is the taskset the environment serves (docs/tasks.md); Normalize
 	// loads it (Taskset).
-	Tasks tasks.Source `yaml:"tasks" json:"tasks,omitzero"`
-
+	Tasks     tasks.Source `yaml:"tasks" json:"tasks,omitzero"`
 	taskset   *tasks.Set
 	tasksFrom tasks.Source
+	// RecordDir, when set, receives one JSONL trajectory file per episode.
+	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
 }
 
 // HarnessConfig says which harness runs and how it is driven.
@@ -312,10 +311,10 @@ func (c *Config) Normalize() error {
 		}
 	}
 	errs = append(errs, c.validateModel()...)
-	if err := c.loadTaskset(); err != nil {
+	if err := rubric.Validate(c.Rubrics); err != nil {
 		errs = append(errs, err)
 	}
-	if err := rubric.Validate(c.Rubrics); err != nil {
+	if err := c.loadTaskset(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Workspace.Template != "" {

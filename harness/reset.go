@@ -69,10 +69,6 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		return nil, err
 	}
 	ep.dirs = dirs
-	if err := s.prepareTask(ep, opts); err != nil {
-		s.discard(ctx, ep)
-		return nil, err
-	}
 	var rec *recorder
 	if s.cfg.RecordDir != "" {
 		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
@@ -81,6 +77,10 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		}
 	}
 	s.events.reset(rec)
+	if err := s.prepareTask(ep, opts); err != nil {
+		s.discard(ctx, ep)
+		return nil, err
+	}
 
 	if err := s.openTools(ctx, ep); err != nil {
 		s.discard(ctx, ep)

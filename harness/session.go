@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harnessd/harnessd/bridge"
-	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
 	"github.com/harnessd/harnessd/tasks"
@@ -93,10 +92,10 @@ type episode struct {
 	active   bool // the harness runs and steps are allowed
 	done     bool // ended normally; further steps get ErrEpisodeDone
 	steps    int
-	deadline time.Time      // zero: no episode budget
-	task     *tasks.Task    // the episode's task; nil without a taskset (task.go)
-	budget   units.Duration // the task's episode budget, when it set deadline
-	graded   bool           // the task's tests have run
+	deadline time.Time     // zero: no episode budget
+	task     *tasks.Task   // the episode's task; nil without a taskset (task.go)
+	budget   time.Duration // the task's episode budget, when it set deadline
+	graded   bool          // the task's tests have run
 }
 
 // NewSession prepares a session. It starts nothing: processes and tool

@@ -123,7 +123,7 @@ func (s *Session) taskStarted(ep *episode, md *wire.Metadata) {
 	if t.AgentTimeout > 0 {
 		if dl := time.Now().Add(t.AgentTimeout); ep.deadline.IsZero() || dl.Before(ep.deadline) {
 			ep.deadline = dl
-			ep.budget = units.Duration(t.AgentTimeout)
+			ep.budget = t.AgentTimeout
 		}
 	}
 	md.TaskID, md.TaskInstruction, md.TaskMetadata = t.ID, t.Instruction, t.Metadata
@@ -132,7 +132,7 @@ func (s *Session) taskStarted(ep *episode, md *wire.Metadata) {
 // episodeBudget is the episode's wall-clock budget for messages.
 func (s *Session) episodeBudget(ep *episode) units.Duration {
 	if ep.budget > 0 {
-		return ep.budget
+		return units.Duration(ep.budget)
 	}
 	return s.cfg.Episode.EpisodeTimeout
 }
