@@ -92,10 +92,12 @@ type episode struct {
 	active   bool // the harness runs and steps are allowed
 	done     bool // ended normally; further steps get ErrEpisodeDone
 	steps    int
-	deadline time.Time     // zero: no episode budget
-	task     *tasks.Task   // the episode's task; nil without a taskset (task.go)
-	budget   time.Duration // the task's episode budget, when it set deadline
-	graded   bool          // the task's tests have run
+	deadline time.Time // zero: no episode budget
+
+	// The episode's task (task.go): nil without a taskset.
+	task   *tasks.Task
+	budget time.Duration // the task's episode budget, when it set deadline
+	graded bool          // the task's tests have run
 }
 
 // NewSession prepares a session. It starts nothing: processes and tool
