@@ -87,6 +87,9 @@ func marshal(v any) ([]byte, error) { return wire.MarshalNoEscape(v) }
 type ResetOptions struct {
 	EpisodeID string `json:"episode_id,omitempty"`
 	Seed      *int64 `json:"seed,omitempty"`
+	// TaskID or TaskIndex pick the episode's task of a taskset.
+	TaskID    string `json:"task_id,omitempty"`
+	TaskIndex *int   `json:"task_index,omitempty"`
 }
 
 // Reset starts a new episode. A harness that fails to start gives an

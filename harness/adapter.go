@@ -93,6 +93,8 @@ type Launch struct {
 	WorkDir string
 	// Logger carries session and episode attributes.
 	Logger *slog.Logger
+	// Task is the episode's task, for sandbox isolation (nil without one).
+	Task *TaskLaunch
 }
 
 // Dir returns the harness's working directory: WorkDir, else Workspace.

@@ -29,7 +29,7 @@ func (s *Session) turnBudget(ep *episode, stepTimeout time.Duration) turnBudget 
 	b := turnBudget{d: d, limit: wire.FailureTurnTimeout, message: "harness turn exceeded " + formatSeconds(d) + " seconds"}
 	if !ep.deadline.IsZero() {
 		if left := time.Until(ep.deadline); left < d {
-			b = turnBudget{d: left, limit: wire.FailureEpisodeTimeout, message: "episode exceeded " + s.cfg.Episode.EpisodeTimeout.String()}
+			b = turnBudget{d: left, limit: wire.FailureEpisodeTimeout, message: "episode exceeded " + s.episodeBudget(ep).String()}
 		}
 	}
 	return b

@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/tasks"
 )
 
 // Defaults of an environment configuration. They are the one place where
@@ -53,6 +54,11 @@ type Config struct {
 	Rubrics   []rubric.Spec   `yaml:"rubrics" json:"rubrics,omitempty"`
 	Episode   EpisodeConfig   `yaml:"episode" json:"episode"`
 	Workspace WorkspaceConfig `yaml:"workspace" json:"workspace"`
+	// Tasks is the taskset the environment serves (docs/tasks.md); Normalize
+	// loads it (Taskset).
+	Tasks     tasks.Source `yaml:"tasks" json:"tasks,omitzero"`
+	taskset   *tasks.Set
+	tasksFrom tasks.Source
 	// RecordDir, when set, receives one JSONL trajectory file per episode.
 	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
 
@@ -242,6 +248,7 @@ func (c *Config) resolvePaths(base string) {
 	c.Workspace.Template = abs(c.Workspace.Template)
 	c.Workspace.Root = abs(c.Workspace.Root)
 	c.RecordDir = abs(c.RecordDir)
+	c.Tasks.Dir, c.Tasks.JSONL, c.Tasks.Task = abs(c.Tasks.Dir), abs(c.Tasks.JSONL), abs(c.Tasks.Task)
 	for i := range c.Tools {
 		if c.Tools[i].Dir == "" {
 			c.Tools[i].Dir = base
@@ -327,6 +334,9 @@ func (c *Config) Normalize() error {
 		errs = append(errs, fmt.Errorf("warm must be 0 to %d, not %d", MaxWarm, c.Warm))
 	}
 	if err := rubric.Validate(c.Rubrics); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.loadTaskset(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Workspace.Template != "" {

@@ -29,6 +29,7 @@ func teardown(ctx context.Context) (context.Context, context.CancelFunc) {
 func (s *Session) completed(ctx context.Context, ep *episode, a wire.Action, in TurnInput, res TurnResult, started time.Time) *wire.Observation {
 	n := in.Number
 	done, errType, errMsg := s.endsEpisode(n, res)
+	done = done || submitted(ep, a)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))
@@ -44,6 +45,7 @@ func (s *Session) completed(ctx context.Context, ep *episode, a wire.Action, in 
 		ModelIssues: s.modelIssues(ep, n),
 	}}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, ep, a, res, obs)
+	s.gradeTask(ctx, ep, obs)
 	if obs.Reward != nil {
 		s.recordReward(ep, n, *obs.Reward)
 	}
@@ -101,7 +103,8 @@ func rewardValue(r *float64) any {
 }
 
 // terminal ends the episode on a failure and builds its observation. No
-// rubric runs: the reward is null.
+// rubric runs: the reward is null, unless the episode's task is graded
+// (gradeTask: the agent's work is graded whatever stopped it).
 func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *Failure) *wire.Observation {
 	tctx, cancel := teardown(ctx)
 	defer cancel()
@@ -126,6 +129,7 @@ func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *Failure) 
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 		ModelIssues: s.modelIssues(ep, n),
 	}}
+	s.gradeTask(ctx, ep, obs)
 	s.events.note(observationRecord(obs))
 	return obs
 }

@@ -18,8 +18,14 @@ import (
 type ResetOptions struct {
 	// EpisodeID names the episode; empty means a new UUID.
 	EpisodeID string
-	// Seed is accepted for OpenEnv compatibility; harnesses are not seeded.
+	// Seed is accepted for OpenEnv compatibility (harnesses are not
+	// seeded); with a taskset and no TaskID or TaskIndex it picks the task
+	// (tasks.Set.Pick).
 	Seed *int64
+	// TaskID picks the episode's task by id; TaskIndex by its position in
+	// the taskset (at most one of them).
+	TaskID    string
+	TaskIndex *int
 }
 
 // Reset ends any running episode (killing its tree and revoking its bridge
@@ -99,6 +105,10 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		}
 	}
 	s.events.reset(rec)
+	if err := s.prepareTask(ep, opts); err != nil {
+		s.discard(ctx, ep)
+		return nil, err
+	}
 
 	t1 := time.Now()
 	inj, err := s.openEpisode(ctx, ep)
@@ -113,6 +123,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	s.mu.Unlock()
 
 	launch := s.launch(ep, inj)
+	s.taskLaunch(ep, launch)
 	s.modelLaunch(ep, launch)
 	if err := s.giveToHarness(ep); err != nil {
 		s.discard(ctx, ep)
@@ -129,6 +140,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		"sandbox_and_doors", t2.Sub(t1), "harness_start", time.Since(t2))
 
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.tools, Isolation: s.iso}}
+	s.taskStarted(ep, &obs.Metadata)
 	s.events.note(observationRecord(obs))
 	return obs, nil
 }
@@ -186,7 +198,7 @@ func (s *Session) launch(ep *episode, inj *MCPInjection) *Launch {
 	workDir := ""
 	if ep.sandbox != nil {
 		launcher = ep.sandbox.Launcher()
-		workDir = s.cfg.Workspace.MountAt
+		workDir = s.mountAt(ep)
 	}
 	return &Launch{
 		Launcher:       launcher,

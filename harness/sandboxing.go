@@ -30,7 +30,7 @@ func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
 	if s.iso != IsolationSandbox || ep.sandbox != nil {
 		return nil
 	}
-	sb, err := s.startSandbox(ctx, ep.dirs)
+	sb, err := s.startSandbox(ctx, ep.dirs, ep)
 	if err != nil {
 		return err
 	}
@@ -38,8 +38,19 @@ func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
 	return nil
 }
 
-// startSandbox starts a sandbox for an episode with directories dirs.
-func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs) (*sandbox.Sandbox, error) {
+// mountAt is where the harness's workspace is mounted and its working
+// directory inside: the task's WORKDIR, else workspace.mount_at ("" for
+// the workspace's own path).
+func (s *Session) mountAt(ep *episode) string {
+	if ep != nil && ep.task != nil && ep.task.WorkDir != "" {
+		return ep.task.WorkDir
+	}
+	return s.cfg.Workspace.MountAt
+}
+
+// startSandbox starts a sandbox for an episode with directories dirs (ep
+// nil for a spare, prepared before its episode and task are known).
+func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs, ep *episode) (*sandbox.Sandbox, error) {
 	doors := []sandbox.Door{{Name: doorMCP}}
 	if s.cfg.Harness.Model.Enabled() {
 		doors = append(doors, sandbox.Door{Name: doorModel})
@@ -55,21 +66,40 @@ func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs) (*sandbox.
 		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
 	}
 	exposed, hideMore := s.exposures()
+	binds := append([]sandbox.Bind{{Src: dirs.root}, {Src: dirs.tmp, Writable: true}}, exposed...)
 	l := s.cfg.Limits
+	limits := sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}
+	if set := s.cfg.Taskset(); set != nil {
+		// Tests and solutions are never visible; tasks expect /logs.
+		hideMore = append(hideMore, set.HiddenPaths()...)
+		logs := filepath.Join(dirs.root, "logs")
+		if err := os.MkdirAll(filepath.Join(logs, "agent"), 0o755); err != nil {
+			return nil, fmt.Errorf("prepare /logs for the task: %w", err)
+		}
+		binds = append(binds, sandbox.Bind{Src: logs, Dst: "/logs", Writable: true})
+		if ep != nil && ep.task != nil {
+			if m := ep.task.Limits.MemoryBytes(); m > 0 {
+				limits.MemoryBytes = m
+			}
+			if c := ep.task.Limits.CPUs; c > 0 {
+				limits.CPU = c
+			}
+		}
+	}
 	cfg := sandbox.Config{
 		Init:        s.sandboxInit,
 		Name:        "episode",
 		Hostname:    sandboxHostname,
 		Workspace:   dirs.workspace,
 		Home:        dirs.home,
-		WorkspaceAt: s.cfg.Workspace.MountAt,
+		WorkspaceAt: s.mountAt(ep),
 		Hide:        append(s.hiddenPaths(), hideMore...),
 		// The episode's directory (the MCP config) read-only, its TMPDIR
 		// writable; the workspace and HOME are bound by the sandbox.
-		Binds:       append([]sandbox.Bind{{Src: dirs.root}, {Src: dirs.tmp, Writable: true}}, exposed...),
+		Binds:       binds,
 		Doors:       doors,
 		Seccomp:     true,
-		Limits:      sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU},
+		Limits:      limits,
 		HostNetwork: s.cfg.Network.EgressPolicy() == EgressHost,
 	}
 	sb, err := sandbox.Start(ctx, cfg)

@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -131,6 +132,11 @@ type episode struct {
 	done     bool // ended normally; further steps get ErrEpisodeDone
 	steps    int
 	deadline time.Time // zero: no episode budget
+
+	// The episode's task (task.go): nil without a taskset.
+	task   *tasks.Task
+	budget time.Duration // the task's episode budget, when it set deadline
+	graded bool          // the task's tests have run
 }
 
 // NewSession prepares a session. It starts nothing (processes and tool

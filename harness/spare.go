@@ -28,7 +28,8 @@ type spare struct {
 // prepareSpare starts preparing the next episode's sandbox unless the
 // session is closed, not sandboxed, or already has a spare.
 func (s *Session) prepareSpare() {
-	if s.iso != IsolationSandbox {
+	// With a taskset the next task (its WORKDIR, its limits) is not known.
+	if s.iso != IsolationSandbox || s.cfg.Taskset() != nil {
 		return
 	}
 	s.mu.Lock()
@@ -47,7 +48,7 @@ func (s *Session) prepareSpare() {
 		if sp.dirs, sp.err = makeEpisodeDirs(s.dir, sp.seq, s.cfg.Workspace.Template); sp.err != nil {
 			return
 		}
-		if sp.sb, sp.err = s.startSandbox(ctx, sp.dirs); sp.err != nil {
+		if sp.sb, sp.err = s.startSandbox(ctx, sp.dirs, nil); sp.err != nil {
 			os.RemoveAll(sp.dirs.root)
 		}
 	}()

@@ -42,7 +42,7 @@ func (s *Session) emit(ep *episode, e wire.Event) {
 // fillStandbys starts preparing standbys until warm are ready or on the
 // way.
 func (s *Session) fillStandbys() {
-	if s.warm <= 0 || s.adapters == nil {
+	if s.warm <= 0 || s.adapters == nil || s.cfg.Taskset() != nil {
 		return
 	}
 	if err := s.lockDir(); err != nil {

@@ -38,7 +38,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	}
 	b := s.turnBudget(ep, a.Timeout)
 	started := time.Now()
-	in := TurnInput{Number: n, Message: a.Message, OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
+	in := TurnInput{Number: n, Message: s.turnMessage(ep, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
 	mctx, endModelTurn := s.beginModelTurn(ctx, ep, n)
 	res, f := s.runTurn(mctx, b, in)
 	endModelTurn()
@@ -71,7 +71,7 @@ func (s *Session) steppable() (*episode, error) {
 // budget is spent, or the harness is gone.
 func (s *Session) betweenTurnsFailure(ep *episode) *Failure {
 	if !ep.deadline.IsZero() && !time.Now().Before(ep.deadline) {
-		return Fail(wire.FailureEpisodeTimeout, "episode exceeded %s", s.cfg.Episode.EpisodeTimeout)
+		return Fail(wire.FailureEpisodeTimeout, "episode exceeded %s", s.episodeBudget(ep))
 	}
 	if !s.adapter.Alive() {
 		exit, _, _ := s.adapter.Diagnostics()

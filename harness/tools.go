@@ -59,7 +59,7 @@ func (s *Session) openTools(ctx context.Context, ep *episode) error {
 		s.started = true
 	}
 	s.startMu.Unlock()
-	for _, tc := range s.perEpisode {
+	for _, tc := range append(append([]ToolConfig(nil), s.perEpisode...), s.taskTools(ep)...) {
 		src := s.newSource(tc)
 		ep.sources = append(ep.sources, src)
 		if err := src.Start(ctx); err != nil {

@@ -158,9 +158,10 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 	return a, nil
 }
 
-// parseReset validates reset data: seed (int >= 0 or null) and episode_id
-// (string of at most 255 characters without control characters, or null);
-// other keys are accepted and ignored, as reset keyword arguments are.
+// parseReset validates reset data: seed (int >= 0 or null), episode_id
+// (string of at most 255 characters without control characters, or null),
+// task_id and task_index (tasks.go); other keys are accepted and ignored,
+// as reset keyword arguments are.
 func parseReset(data json.RawMessage) (harness.ResetOptions, *wireError) {
 	var o harness.ResetOptions
 	if data == nil {
@@ -188,6 +189,7 @@ func parseReset(data json.RawMessage) (harness.ResetOptions, *wireError) {
 			errs = append(errs, *fe)
 		}
 	}
+	errs = append(errs, parseTaskKwargs(raw, &o)...)
 	if len(errs) > 0 {
 		return o, invalid(errs...)
 	}

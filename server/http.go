@@ -114,6 +114,9 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts, sessionID, werr := parseResetBody(body)
+	if werr == nil {
+		werr = s.checkTaskChoice(opts)
+	}
 	if werr != nil {
 		unprocessable(w, werr)
 		return

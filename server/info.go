@@ -25,6 +25,7 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 			"max_turns":    s.cfg.Episode.MaxTurns,
 			"mode":         s.mode,
 		},
+		"tasks": s.tasksMetadata(),
 	})
 }
 
@@ -64,6 +65,7 @@ var schemas = func() map[string]any {
 			"extra":          map[string]any{"type": "object"},
 		},
 	}
+	addTaskSchema(metadata["properties"].(map[string]any))
 	observation := map[string]any{
 		"type": "object", "title": "HarnessObservation",
 		"properties": map[string]any{

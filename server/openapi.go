@@ -85,6 +85,7 @@ func (s *Server) openAPI() map[string]any {
 	} else {
 		paths["/harness"] = wsPath("Streaming harness sessions: session_started, then every event of each turn")
 	}
+	addTaskPaths(paths, s.mode == Simulation)
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{

@@ -189,6 +189,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /openapi.json", g(http.HandlerFunc(s.handleOpenAPI)))
 	mux.Handle("GET /docs", g(http.HandlerFunc(s.handleDocs)))
 	mux.Handle("GET /metadata", g(http.HandlerFunc(s.handleMetadata)))
+	mux.Handle("GET /tasks", g(http.HandlerFunc(s.handleTasks)))
 	mux.Handle("GET /schema", g(http.HandlerFunc(s.handleSchema)))
 	mux.Handle("/ws", g(http.HandlerFunc(s.handleWS)))
 	mux.Handle("POST /mcp", g(s.counted(surfaceMCP, s.handleMCP)))
@@ -259,6 +260,8 @@ func (s *Server) execError(err error) *wireError {
 			Code: codeFactory, FactoryName: s.cfg.Name}
 	case errors.Is(err, errDraining):
 		return &wireError{Message: "server is shutting down", Code: codeSession}
+	case isTaskChoiceError(err):
+		return &wireError{Message: err.Error(), Code: codeValidation}
 	}
 	msg := err.Error()
 	if s.mode == Production && !isUsageError(err) {

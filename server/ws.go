@@ -118,6 +118,9 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		wc.send(wire.Frame[wire.State]{Type: frameTypeState, Data: m.sess.State()})
 	case frameTypeReset:
 		opts, werr := parseReset(f.Data)
+		if werr == nil {
+			werr = s.checkTaskChoice(opts)
+		}
 		if werr != nil {
 			s.sendError(wc, werr)
 			return true

@@ -64,6 +64,10 @@ func docTables(doc string) map[string][]docRow {
 			out[section] = nil
 			continue
 		}
+		if strings.HasPrefix(line, "## ") {
+			section = "" // a section of another kind ends the event's
+			continue
+		}
 		if section == "" || !strings.HasPrefix(line, "| `") {
 			continue
 		}

@@ -111,6 +111,16 @@ type Metadata struct {
 	// captured calls (token ids missing, logprobs as strings, chains that
 	// do not line up), graded by severity; none when all is well.
 	ModelIssues []ModelIssue `json:"model_issues,omitempty"`
+	// TaskID is the episode's task, when the environment serves a taskset
+	// (reset and the final observation).
+	TaskID string `json:"task_id,omitempty"`
+	// TaskInstruction is the task's instruction (reset only).
+	TaskInstruction string `json:"task_instruction,omitempty"`
+	// TaskMetadata is the task's own metadata (reset only).
+	TaskMetadata map[string]any `json:"task_metadata,omitempty"`
+	// Grade is how the task's tests graded the episode (the observation
+	// that ends it).
+	Grade *TaskGrade `json:"grade,omitempty"`
 }
 
 // ModelIssue is one problem found in a captured model call, as the

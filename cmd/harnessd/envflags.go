@@ -49,11 +49,13 @@ type envFlags struct {
 	modelName      string
 	modelKeyEnv    string
 	modelUpstream  string
+	tasks          string
 }
 
 func (e *envFlags) register(fs *pflag.FlagSet) {
 	x, _ := linked() // build reports an inconsistent link
 	fs.StringVar(&e.config, "config", "", "environment configuration `file` (YAML)")
+	fs.StringVar(&e.tasks, "tasks", "", "serve a taskset: a `directory` of Harbor task directories, or a .jsonl file (docs/tasks.md)")
 	fs.StringVar(&e.name, "name", "", "environment name")
 	fs.StringVar(&e.adapter, "adapter", "", "harness protocol: "+strings.Join(protocolAdapters(x.adapters), ", "))
 	fs.StringVar(&e.agent, "agent", "", "run a known agent (a preset; see harnessd agents): "+strings.Join(x.presets.Names(), ", "))
@@ -173,6 +175,9 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 	}
 	if e.template != "" {
 		cfg.Workspace.Template = e.template
+	}
+	if e.tasks != "" {
+		cfg.Tasks = taskSource(e.tasks)
 	}
 	if e.config == "" && len(cfg.Harness.Command) == 0 && cfg.Harness.Agent == "" {
 		return nil, errors.New("no harness: give --config FILE, --agent NAME, or the harness command after --")

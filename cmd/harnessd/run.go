@@ -33,6 +33,8 @@ func runRun(args []string) int {
 	iso.register(fs)
 	fs.VarP(&msgs, "message", "m", "a turn's `message` (repeatable); without -m, stdin lines are turns")
 	episodeID := fs.String("episode-id", "", "episode `id`")
+	taskDir := fs.String("task", "", "run the Harbor task in `DIR`: its instruction is the first turn (unless -m), its tests grade the end; prints the reward")
+	oracle := fs.Bool("oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests")
 	lf.level = "warn"
 	if code, done := c.parse(args); done {
 		return code
@@ -45,7 +47,17 @@ func runRun(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), drainSignals...)
 	defer stop()
 	defer dumpStacksOnQuit(log)()
+	if *oracle {
+		if *taskDir == "" {
+			fmt.Fprintln(os.Stderr, "harnessd run: --oracle needs --task DIR")
+			return exitUsage
+		}
+		return runOracle(ctx, *taskDir)
+	}
 	cfg, err := ef.build(fs.Args())
+	if err == nil && *taskDir != "" {
+		err = taskConfig(cfg, *taskDir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage
@@ -89,6 +101,9 @@ func runRun(args []string) int {
 	pr.observation("reset", obs)
 	last := obs
 	next := messageSource(msgs)
+	if *taskDir != "" && len(msgs) == 0 {
+		next = messageSource([]string{""}) // the task's instruction
+	}
 	for !last.Done {
 		msg, ok := next()
 		if !ok {
@@ -101,6 +116,9 @@ func runRun(args []string) int {
 		}
 		pr.observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
 		last = obs
+	}
+	if *taskDir != "" {
+		return taskResult(last)
 	}
 	out.Encode(last)
 	if last.Metadata.ErrorType != "" && last.Metadata.ErrorType != wire.FailureMaxTurns {

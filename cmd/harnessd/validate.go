@@ -119,6 +119,9 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 // the first prefixed with the path; YAML's unknown keys listed under a
 // heading) into one line per problem.
 func configErrorLines(path string, err error) []string {
+	if lines, ok := taskErrorLines(path, err); ok {
+		return lines
+	}
 	var out []string
 	for _, l := range strings.Split(err.Error(), "\n") {
 		l = strings.TrimPrefix(l, path+": ")
@@ -141,7 +144,11 @@ func describeConfig(cfg *harness.Config) string {
 	if cfg.Harness.Agent != "" {
 		adapter = "agent " + cfg.Harness.Agent
 	}
-	return fmt.Sprintf("harness %s via %s, %d tool server(s), %d rubric(s)", prog, adapter, len(cfg.Tools), len(cfg.Rubrics))
+	s := fmt.Sprintf("harness %s via %s, %d tool server(s), %d rubric(s)", prog, adapter, len(cfg.Tools), len(cfg.Rubrics))
+	if set := cfg.Taskset(); set != nil {
+		s += fmt.Sprintf(", %d task(s)", set.Len())
+	}
+	return s
 }
 
 // refuseUnrunnable is serve's and run's start-up check: when the harness

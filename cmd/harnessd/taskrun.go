@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/tasks"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// taskErrorLines expands a configuration error holding a broken taskset
+// into one line per broken task ("tasks: task ID: REASON"); ok is false
+// when err holds none.
+func taskErrorLines(path string, err error) ([]string, bool) {
+	var le *tasks.LoadError
+	if !errors.As(err, &le) {
+		return nil, false
+	}
+	var out []string
+	for _, l := range configErrorLines(path, withoutTasks{err}) {
+		if !strings.HasPrefix(l, "tasks: ") {
+			out = append(out, l)
+		}
+	}
+	for _, p := range le.Problems {
+		out = append(out, "tasks: "+p.String())
+	}
+	return out, true
+}
+
+// withoutTasks hides the *tasks.LoadError of an error from
+// taskErrorLines, so that configErrorLines splits its text.
+type withoutTasks struct{ err error }
+
+func (w withoutTasks) Error() string { return w.err.Error() }
+
+// taskSummary is what run --task prints on stdout.
+type taskSummary struct {
+	TaskID string          `json:"task_id"`
+	Oracle bool            `json:"oracle,omitempty"`
+	Reward *float64        `json:"reward"`
+	Grade  *wire.TaskGrade `json:"grade,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// printTaskSummary prints the reward line on stderr and the summary as JSON
+// on stdout, and returns run's exit code: 0 when the task was graded.
+func printTaskSummary(s taskSummary) int {
+	out := json.NewEncoder(os.Stdout)
+	out.SetEscapeHTML(false)
+	out.Encode(s)
+	switch {
+	case s.Reward != nil:
+		fmt.Fprintf(os.Stderr, "task %s: reward %g\n", s.TaskID, *s.Reward)
+		return exitOK
+	case s.Error != "":
+		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, s.Error)
+	case s.Grade != nil && s.Grade.Error != "":
+		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, s.Grade.Error)
+	default:
+		fmt.Fprintf(os.Stderr, "task %s: not graded\n", s.TaskID)
+	}
+	return exitFailure
+}
+
+// runOracle is run --task DIR --oracle: the task's workspace is prepared
+// in a temporary directory, solution/solve.sh runs in a sandbox with it at
+// the task's WORKDIR, then the tests grade it.
+func runOracle(ctx context.Context, dir string) int {
+	set, err := tasks.Load(tasks.Source{Task: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run: --task:", err)
+		return exitUsage
+	}
+	t := set.Tasks()[0]
+	for _, w := range t.Warnings {
+		fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, w)
+	}
+	if !t.HasSolution() {
+		fmt.Fprintf(os.Stderr, "harnessd run: --oracle: task %s has no solution/solve.sh\n", t.ID)
+		return exitUsage
+	}
+	root, err := os.MkdirTemp("", "harnessd-oracle-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitFailure
+	}
+	defer os.RemoveAll(root)
+	ws := filepath.Join(root, "workspace")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitFailure
+	}
+	if err := t.Prepare(ws); err != nil {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitFailure
+	}
+	sum := taskSummary{TaskID: t.ID, Oracle: true}
+	sol, err := t.Solve(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "solve")})
+	if err != nil {
+		sum.Error = err.Error()
+		return printTaskSummary(sum)
+	}
+	if sol.ExitCode != 0 || sol.TimedOut {
+		fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", t.ID, sol.ExitCode, sol.TimedOut, sol.Stderr)
+	}
+	res, err := t.Grade(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "grade")})
+	if err != nil {
+		sum.Error = err.Error()
+		return printTaskSummary(sum)
+	}
+	sum.Reward = res.Reward
+	sum.Grade = &wire.TaskGrade{Reward: res.Reward, Scores: res.Scores, Exit: &wire.ExitStatus{Code: res.ExitCode, Signal: res.Signal},
+		TimedOut: res.TimedOut, Limit: res.Limit, StdoutTail: res.Stdout, StderrTail: res.Stderr,
+		DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
+	return printTaskSummary(sum)
+}
+
+// taskConfig points cfg at the one task of run --task; an episode of one
+// turn unless the configuration or --max-turns says otherwise.
+func taskConfig(cfg *harness.Config, dir string) error {
+	cfg.Tasks = tasks.Source{Task: dir}
+	if cfg.Episode.MaxTurns == 0 {
+		cfg.Episode.MaxTurns = 1
+	}
+	return cfg.Normalize()
+}
+
+// taskResult summarizes the final observation of a run --task episode.
+func taskResult(obs *wire.Observation) int {
+	sum := taskSummary{TaskID: obs.Metadata.TaskID, Reward: obs.Reward, Grade: obs.Metadata.Grade}
+	if sum.Grade == nil {
+		sum.Error = "the episode ended without grading"
+		if obs.Metadata.ErrorType != "" {
+			sum.Error += fmt.Sprintf(" (%s: %s)", obs.Metadata.ErrorType, obs.Metadata.Error)
+		} else if !obs.Done {
+			sum.Error = "the episode did not end (give more -m turns or lower --max-turns)"
+		}
+	}
+	return printTaskSummary(sum)
+}
+
+// taskSource is --tasks PATH: a .jsonl file, or a directory of tasks.
+func taskSource(p string) tasks.Source {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		return tasks.Source{JSONL: p}
+	}
+	return tasks.Source{Dir: p}
+}

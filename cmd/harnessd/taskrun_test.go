@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
+)
+
+const testTasks = "../../tasks/testdata"
+
+func TestValidateReportsBrokenTasksByID(t *testing.T) {
+	dir := t.TempDir()
+	broken, _ := filepath.Abs(testTasks + "/broken")
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\ntasks:\n  dir: "+broken+"\n")
+	_, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUsage, errOut)
+	}
+	for _, want := range []string{cfg + ": tasks: task bad-toml: task.toml:", cfg + ": tasks: task no-tests: no tests/test.sh", "2 problems"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	_, errOut, code = harnessd(t, nil, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); code != exitUsage || len(lines) != 1 ||
+		!strings.Contains(lines[0], "task bad-toml") || !strings.Contains(lines[0], "task no-tests") {
+		t.Errorf("serve with a broken taskset: exit %d, stderr:\n%s\nwant one line naming both tasks", code, errOut)
+	}
+}
+
+// runTask runs harnessd run --task and decodes its summary.
+func runTask(t *testing.T, args ...string) (map[string]any, string, int) {
+	t.Helper()
+	out, errOut, code := harnessd(t, nil, append([]string{"run"}, args...)...)
+	if strings.Contains(errOut, "start the grading sandbox") {
+		testbin.Missing(t, "sandbox: %s", errOut)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("run %v: stdout %q: %v; stderr:\n%s", args, out, err, errOut)
+	}
+	return sum, errOut, code
+}
+
+func TestRunTaskOracleGradesOne(t *testing.T) {
+	for _, id := range []string{"hello", "count"} {
+		sum, errOut, code := runTask(t, "--task", testTasks+"/harbor/"+id, "--oracle")
+		if code != exitOK || sum["reward"] != 1.0 || sum["task_id"] != id || !strings.Contains(errOut, "task "+id+": reward 1") {
+			t.Errorf("oracle %s: exit %d %v\n%s", id, code, sum, errOut)
+		}
+	}
+	_, errOut, code := harnessd(t, nil, "run", "--task", testTasks+"/broken/good", "--oracle")
+	if code != exitUsage || !strings.Contains(errOut, "task good has no solution/solve.sh") {
+		t.Errorf("oracle without a solution: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestRunTaskWithAnAgent(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	solve := `tr '\n' ' ' < src/words.txt | sed 's/ $//' > "$GREETING_FILE"; echo >> "$GREETING_FILE"`
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", testTasks+"/harbor/hello", "-m", solve)
+	if code != exitOK || sum["reward"] != 1.0 {
+		t.Errorf("solved: exit %d %v\n%s", code, sum, errOut)
+	}
+	// Without -m the instruction is the turn: as a shell script it fails,
+	// and the untouched workspace grades 0.
+	sum, errOut, code = runTask(t, "--config", cfg, "--task", testTasks+"/harbor/hello")
+	if code != exitOK || sum["reward"] != 0.0 {
+		t.Errorf("instruction as the turn: exit %d %v\n%s", code, sum, errOut)
+	}
+}

@@ -1,0 +1,19 @@
+// Package tasks owns tasksets: loading tasks in Harbor's format (a
+// directory per task: task.toml, instruction.md, environment/Dockerfile and
+// the files it copies, tests/, solution/) and from a JSONL file (one task
+// per line), validating them, picking one for an episode (by id, index or
+// seed), preparing an episode's workspace from a task's environment files,
+// and grading the workspace afterwards: the task's tests run in a fresh
+// sandbox (package process/sandbox) with the workspace at the task's
+// working directory, and their reward file becomes the reward.
+//
+// It must not touch sessions, adapters, the bridge or the gateway: the
+// harness package decides when an episode is prepared and graded and
+// passes the directories. tests/ and solution/ are never copied into a
+// workspace; Grade and Solve copy them into a private scratch directory
+// that only their own sandbox sees, and only after the caller has stopped
+// the harness.
+//
+// docs/tasks.md describes the format, the Dockerfile subset and the
+// compatibility of every task.toml field.
+package tasks

@@ -1,0 +1,110 @@
+package tasks
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Prepare fills workspace (an existing, empty directory standing for the
+// task's WorkDir) with the task's environment files: each COPY/ADD of the
+// Dockerfile whose destination lies in WorkDir, in order (a later copy
+// overwrites an earlier one), then a JSONL task's directory and inline
+// files. tests/ and solution/ are never copied.
+func (t *Task) Prepare(workspace string) error {
+	for _, c := range t.copies {
+		dst := c.dst
+		if c.intoDir {
+			dst = path.Join(dst, filepath.Base(c.src))
+		}
+		if !within(dst, t.WorkDir) {
+			continue // reported at load time
+		}
+		target := filepath.Join(workspace, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(dst, t.WorkDir), "/")))
+		var err error
+		if c.isDir {
+			err = copyDir(c.src, target)
+		} else {
+			err = copyOne(c.src, target)
+		}
+		if err != nil {
+			return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+		}
+	}
+	for p, content := range t.files {
+		target := filepath.Join(workspace, filepath.FromSlash(path.Clean(p)))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+		}
+		if err := os.WriteFile(target, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+		}
+	}
+	return nil
+}
+
+// copyDir copies the contents of src into dst (created as needed),
+// replacing files already there.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		return copyOne(p, filepath.Join(dst, rel))
+	})
+}
+
+// copyOne copies one directory (without its contents), regular file or
+// symlink from src to dst, replacing a file at dst. Other kinds (devices,
+// sockets, FIFOs) are skipped.
+func copyOne(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return os.MkdirAll(dst, fi.Mode().Perm()|0o700)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		link, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		os.Remove(dst)
+		return os.Symlink(link, dst)
+	case fi.Mode().IsRegular():
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if old, err := os.Lstat(dst); err == nil && !old.Mode().IsRegular() {
+			os.RemoveAll(dst)
+		}
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+		return os.Chmod(dst, fi.Mode().Perm())
+	}
+	return nil
+}

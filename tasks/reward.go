@@ -1,0 +1,89 @@
+package tasks
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// maxRewardBytes bounds a reward file.
+const maxRewardBytes = 64 << 10
+
+// readReward reads reward.txt, else reward.json, from dir into res.
+func readReward(dir string, res *Result) {
+	if b, ok := readSmall(filepath.Join(dir, "reward.txt"), res); ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			res.Error = fmt.Sprintf("reward.txt holds %q, not a number", truncate(strings.TrimSpace(string(b)), 80))
+			return
+		}
+		res.Reward = &v
+		return
+	}
+	if res.Error != "" {
+		return
+	}
+	b, ok := readSmall(filepath.Join(dir, "reward.json"), res)
+	if !ok {
+		return
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		res.Error = "reward.json is not a JSON object: " + err.Error()
+		return
+	}
+	res.Scores = map[string]float64{}
+	var keys []string
+	for k, v := range raw {
+		if f, ok := v.(float64); ok {
+			res.Scores[k] = f
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		res.Error = "reward.json holds no number"
+		return
+	}
+	if r, ok := res.Scores["reward"]; ok {
+		res.Reward = &r
+		return
+	}
+	sort.Strings(keys)
+	sum := 0.0
+	for _, k := range keys {
+		sum += res.Scores[k]
+	}
+	mean := sum / float64(len(keys))
+	res.Reward = &mean
+}
+
+// readSmall reads a reward file: ok false when it does not exist (or is
+// not a regular file of at most maxRewardBytes, which sets res.Error).
+func readSmall(p string, res *Result) ([]byte, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, false
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxRewardBytes {
+		res.Error = filepath.Base(p) + " is not a regular file of at most 64 KiB"
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		res.Error = "read " + filepath.Base(p) + ": " + err.Error()
+		return nil, false
+	}
+	return b, true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < /work/data.txt > /work/count.txt

@@ -1,0 +1,25 @@
+package wire
+
+// TaskGrade is how a task's tests graded an episode (metadata.grade of the
+// observation that ends it; docs/tasks.md).
+type TaskGrade struct {
+	// Reward is what the tests' reward file said (null when they wrote
+	// none that could be read: Error says why).
+	Reward *float64 `json:"reward"`
+	// Scores are reward.json's named scores, when the tests wrote one.
+	Scores map[string]float64 `json:"scores,omitempty"`
+	// Exit is the tests' exit status (absent when they could not run).
+	Exit *ExitStatus `json:"exit,omitempty"`
+	// TimedOut says the tests exceeded [verifier] timeout_sec.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Limit names the cgroup limit the tests ran into (memory, pids).
+	Limit string `json:"limit,omitempty"`
+	// StdoutTail and StderrTail are the ends of the tests' output.
+	StdoutTail string `json:"stdout_tail,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+	// DurationMS is how long grading took, in milliseconds.
+	DurationMS float64 `json:"duration_ms"`
+	// Error says why there is no reward (no reward file, a timeout, no
+	// sandbox on this host).
+	Error string `json:"error,omitempty"`
+}
