@@ -15,7 +15,7 @@ import (
 func (s *Session) resetRecord(ep *episode) wire.Record {
 	return wire.Record{
 		Kind: wire.RecordReset, Time: wire.Now(), EpisodeID: ep.id, SessionID: s.id, Config: s.cfg.Name,
-		Agent: s.cfg.Harness.Agent, Adapter: s.cfg.Harness.Adapter, Isolation: s.sup.Mechanisms().KillMode(),
+		Agent: s.cfg.Harness.Agent, Adapter: s.cfg.Harness.Adapter, Isolation: s.isolationName(),
 		Tools: append([]string{}, ep.tools...),
 	}
 }
@@ -99,4 +99,13 @@ func safeFileName(s string) string {
 		s = s[:200]
 	}
 	return s
+}
+
+// isolationName says how the episode's tree is contained and killed:
+// "sandbox", or process isolation's kill mechanisms.
+func (s *Session) isolationName() string {
+	if s.iso == IsolationSandbox {
+		return IsolationSandbox
+	}
+	return s.sup.Mechanisms().KillMode()
 }
