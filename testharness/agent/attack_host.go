@@ -28,8 +28,8 @@ func snippet(b []byte) string {
 	return s
 }
 
-// attackReadFile: "read-file PATH". OK when PATH could be read (an empty
-// file counts: the detail says so).
+// attackReadFile: "read-file PATH". OK when PATH yields bytes (a hidden
+// file reads as empty: that tells the attacker nothing).
 func attackReadFile(_ context.Context, args []string) AttackResult {
 	if r := needArgs(args, 1, "read-file PATH"); r != nil {
 		return *r
@@ -37,6 +37,9 @@ func attackReadFile(_ context.Context, args []string) AttackResult {
 	b, err := os.ReadFile(args[0])
 	if err != nil {
 		return failed(err, "read "+args[0])
+	}
+	if len(b) == 0 {
+		return AttackResult{Detail: args[0] + " reads as empty"}
 	}
 	return AttackResult{OK: true, Count: len(b), Detail: snippet(b)}
 }

@@ -1,0 +1,201 @@
+package integration
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Leftovers of a sandboxed tree are found by the sandbox's PID namespace:
+// every process of the daemon's tree in a PID namespace other than the
+// test's is a sandbox's, and after close, reset, drain or SIGKILL no
+// process of this machine may remain in one of those namespaces. /proc is
+// only read; nothing found is killed (but the test's own daemon).
+
+// pidNS is the PID namespace of pid ("" when it is gone).
+func pidNS(pid int) string {
+	s, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	return s
+}
+
+// allPids lists the pids in /proc.
+func allPids() []int {
+	es, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range es {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// statusField returns the fields of a /proc/PID/status line.
+func statusField(pid int, name string) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.Fields(v)
+		}
+	}
+	return nil
+}
+
+// descendants lists the live processes below root.
+func descendants(root int) []int {
+	kids := map[int][]int{}
+	for _, pid := range allPids() {
+		if f := statusField(pid, "PPid"); len(f) == 1 {
+			pp, _ := strconv.Atoi(f[0])
+			kids[pp] = append(kids[pp], pid)
+		}
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, k := range kids[p] {
+			out = append(out, k)
+			queue = append(queue, k)
+		}
+	}
+	return out
+}
+
+// sandboxNamespaces returns the PID namespaces of the daemon's tree other
+// than the test's own: one per live sandbox.
+func sandboxNamespaces(t testing.TB, d *daemon) map[string]bool {
+	t.Helper()
+	own := pidNS(os.Getpid())
+	out := map[string]bool{}
+	for _, pid := range descendants(d.Pid()) {
+		if ns := pidNS(pid); ns != "" && ns != own {
+			out[ns] = true
+		}
+	}
+	return out
+}
+
+// inNamespaces lists the live processes of this machine in any of nss.
+func inNamespaces(nss map[string]bool) []proc {
+	var out []proc
+	for _, pid := range allPids() {
+		if nss[pidNS(pid)] {
+			if p, ok := lookup(pid); ok {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// hostProcOf finds the host process of inner pid inner in one of nss.
+func hostProcOf(t testing.TB, nss map[string]bool, inner int) proc {
+	t.Helper()
+	for _, pid := range allPids() {
+		if !nss[pidNS(pid)] {
+			continue
+		}
+		f := statusField(pid, "NSpid")
+		if len(f) >= 2 && f[len(f)-1] == strconv.Itoa(inner) {
+			if p, ok := lookup(pid); ok {
+				return p
+			}
+		}
+	}
+	t.Fatalf("no process of the sandbox has inner pid %d", inner)
+	return proc{}
+}
+
+// waitNoneIn waits until no process is left in nss; it fails otherwise.
+func waitNoneIn(t testing.TB, nss map[string]bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(goneTimeout)
+	for {
+		left := inNamespaces(nss)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("FINDING: after %s, processes of the sandbox are left: %s", what, describe(left))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAdversaryNothingOutlivesTheEpisode: the harness starts a setsid,
+// double-forked, empty-environment, SIGTERM-ignoring sleeper (and a plain
+// background child), then the episode ends by close, reset, drain
+// (SIGTERM of the daemon) or SIGKILL of the daemon: no process of the
+// sandbox's PID namespace is left, the sleeper included.
+func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"close", "reset", "drain", "sigkill"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			d := advDaemon(t, isoSandbox, "")
+			s := openSession(t, d, isoSandbox)
+			esc := s.attack("escape")
+			if !esc.OK || esc.Pid <= 0 {
+				t.Fatalf("the escape did not start its sleeper: %s", esc)
+			}
+			s.say("spawn ignore-term")
+			nss := sandboxNamespaces(t, d)
+			if len(nss) != 1 {
+				t.Fatalf("want the one sandbox's PID namespace, found %v", nss)
+			}
+			sleeper := hostProcOf(t, nss, esc.Pid)
+			if uid := statusField(sleeper.Pid, "Uid"); len(uid) == 0 {
+				t.Errorf("no Uid line for the sleeper %s", sleeper)
+			} else if n, _ := strconv.ParseUint(uid[0], 10, 64); n < 1<<30 {
+				t.Errorf("the sleeper runs as host uid %d, want the sandbox range (>= 2^30)", n)
+			}
+			if left := inNamespaces(nss); len(left) < 4 {
+				t.Fatalf("want the init, the harness, the sleeper and the child in the sandbox, found %s", describe(left))
+			}
+			switch how {
+			case "close":
+				s.w.send(map[string]any{"type": "close"})
+				s.w.expectClose()
+				d.WaitSessions(0)
+			case "reset":
+				s.reset(isoSandbox)
+				if got := s.say("reply again"); got != "again" {
+					t.Errorf("the new episode answers %q", got)
+				}
+			case "drain":
+				if code := d.Stop(); code != 0 {
+					t.Errorf("drain: exit code %d", code)
+				}
+			case "sigkill":
+				d.Signal(syscall.SIGKILL)
+				d.Wait()
+			}
+			waitNoneIn(t, nss, how)
+			if sleeper.alive() {
+				t.Errorf("FINDING: the escaped sleeper %s survived %s", sleeper, how)
+			}
+			if how == "reset" || how == "close" {
+				if code, _ := d.Do(http.MethodGet, "/health", "", nil); code != http.StatusOK {
+					t.Errorf("/health after %s: HTTP %d", how, code)
+				}
+			}
+			if how == "sigkill" {
+				// The sandbox's cgroup and workspaces outlive a SIGKILLed
+				// daemon (nothing runs to remove them): say what is left.
+				if es, _ := filepath.Glob(filepath.Join(d.Dir, "*")); len(es) > 0 {
+					t.Logf("left in the daemon's directory after SIGKILL: %v", es)
+				}
+			}
+		})
+	}
+}
