@@ -116,6 +116,38 @@ func hostProcOf(t testing.TB, nss map[string]bool, inner int) proc {
 	return proc{}
 }
 
+// sandboxCgroupPrefix starts the name of every sandbox's cgroup.
+const sandboxCgroupPrefix = "harnessd-sandbox-"
+
+// sandboxCgroupDirs lists the cgroup directories (one per v1 controller
+// hierarchy, or the v2 one) of pid that belong to a sandbox.
+func sandboxCgroupDirs(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !strings.HasPrefix(filepath.Base(f[2]), sandboxCgroupPrefix) {
+			continue
+		}
+		mount := "/sys/fs/cgroup/unified"
+		if f[1] != "" {
+			mount = filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(f[1], "name="))
+		}
+		if d := filepath.Join(mount, f[2]); isDir(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
 // waitNoneIn waits until no process is left in nss; it fails otherwise.
 func waitNoneIn(t testing.TB, nss map[string]bool, what string) {
 	t.Helper()
@@ -127,6 +159,22 @@ func waitNoneIn(t testing.TB, nss map[string]bool, what string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("FINDING: after %s, processes of the sandbox are left: %s", what, describe(left))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitNoPath waits until path is gone (a released cgroup).
+func waitNoPath(t testing.TB, path, what string) {
+	t.Helper()
+	deadline := time.Now().Add(goneTimeout)
+	for {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("after %s the sandbox's cgroup %s is still there", what, path)
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -144,6 +192,9 @@ func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
 			t.Parallel()
 			d := advDaemon(t, isoSandbox, "")
 			s := openSession(t, d, isoSandbox)
+			if r := s.attack("join-cgroup"); r.OK {
+				t.Errorf("FINDING: the harness joined %d cgroups: %s", r.Count, r)
+			}
 			esc := s.attack("escape")
 			if !esc.OK || esc.Pid <= 0 {
 				t.Fatalf("the escape did not start its sleeper: %s", esc)
@@ -154,6 +205,10 @@ func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
 				t.Fatalf("want the one sandbox's PID namespace, found %v", nss)
 			}
 			sleeper := hostProcOf(t, nss, esc.Pid)
+			cgroups := sandboxCgroupDirs(sleeper.Pid)
+			if len(cgroups) == 0 {
+				t.Errorf("the sleeper is in no cgroup of its sandbox (limits are set): %s", sleeper)
+			}
 			if uid := statusField(sleeper.Pid, "Uid"); len(uid) == 0 {
 				t.Errorf("no Uid line for the sleeper %s", sleeper)
 			} else if n, _ := strconv.ParseUint(uid[0], 10, 64); n < 1<<30 {
@@ -195,6 +250,20 @@ func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
 				if es, _ := filepath.Glob(filepath.Join(d.Dir, "*")); len(es) > 0 {
 					t.Logf("left in the daemon's directory after SIGKILL: %v", es)
 				}
+				// Remove the empty cgroups the killed daemon left (rmdir
+				// fails on a cgroup that still has a task).
+				for _, cg := range cgroups {
+					if isDir(cg) {
+						t.Logf("left after SIGKILL: the sandbox's empty cgroup %s (removed by the test)", cg)
+						if err := os.Remove(cg); err != nil {
+							t.Errorf("remove the killed daemon's cgroup %s: %v", cg, err)
+						}
+					}
+				}
+				return
+			}
+			for _, cg := range cgroups {
+				waitNoPath(t, cg, how)
 			}
 		})
 	}

@@ -341,13 +341,16 @@ func TestAdversaryWrites(t *testing.T) {
 			}
 			list := a.attack("list-dir", bWork)
 			env := a.attack("proc-environ", bPid)
+			sig := a.attack("kill", bPid, "0")
 			if iso == isoSandbox {
 				refused(t, list, "ENOENT", "EACCES")
 				refused(t, env, "ENOENT")
+				refused(t, sig, "ESRCH")
 				return
 			}
 			succeeded(t, list)
 			succeeded(t, env)
+			succeeded(t, sig)
 		})
 	}
 }
@@ -368,10 +371,12 @@ func fakeLLM(t testing.TB) string {
 // token (tools/list) and B's model gateway URL and key (GET …/v1/models).
 // In the sandbox B's doors are on B's network namespace's loopback: from A
 // the address is A's own loopback, where nothing (or A's own door, which
-// refuses B's token) listens. In process isolation both answer.
+// refuses B's token) listens; so does the model upstream on the host's
+// loopback. In process isolation all three answer.
 func TestAdversaryOtherSessionsDoors(t *testing.T) {
 	t.Parallel()
-	model := fmt.Sprintf("  model: {url: %q, name: adv-model, upstream: engine}\n", fakeLLM(t)+"/v1")
+	upstream := fakeLLM(t)
+	model := fmt.Sprintf("  model: {url: %q, name: adv-model, upstream: engine}\n", upstream+"/v1")
 	tools := fmt.Sprintf("tools:\n  - name: demo\n    command: [%q, tools]\n", testharnessBin(t))
 	for _, iso := range []string{isoSandbox, isoProcess} {
 		t.Run(iso, func(t *testing.T) {
@@ -396,14 +401,19 @@ func TestAdversaryOtherSessionsDoors(t *testing.T) {
 			}
 			mcp := a.attack("mcp-list", mcpURL, mcpToken)
 			gw := a.attack("http-get", modelURL+"/v1/models", modelKey)
+			// The upstream itself (a host loopback listener: the engine
+			// the daemon holds the real key for).
+			up := a.attack("http-get", upstream+"/v1/models")
 			if iso == isoSandbox {
 				// ECONNREFUSED; "" with a 401 when A's own door has B's port.
 				refused(t, mcp, "ECONNREFUSED", "")
 				refused(t, gw, "ECONNREFUSED", "")
+				refused(t, up, "ECONNREFUSED")
 				return
 			}
 			succeeded(t, mcp)
 			succeeded(t, gw)
+			succeeded(t, up)
 		})
 	}
 }
