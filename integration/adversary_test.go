@@ -70,12 +70,15 @@ func advConfig(t testing.TB, iso, extra string) string {
 	return writeConfig(t, y+extra)
 }
 
-// advDaemon starts a daemon at isolation iso with the adversarial config.
+// advDaemon starts a daemon at isolation iso with the adversarial config
+// (its path in ConfigPath).
 func advDaemon(t testing.TB, iso, extra string, flags ...string) *daemon {
 	t.Helper()
 	needSandbox(t)
-	f := append([]string{"--isolation", iso, "--config", advConfig(t, iso, extra)}, flags...)
-	return startDaemon(t, spec{Flags: f})
+	cfg := advConfig(t, iso, extra)
+	d := startDaemon(t, spec{Flags: append([]string{"--isolation", iso, "--config", cfg}, flags...)})
+	d.ConfigPath = cfg
+	return d
 }
 
 // advSession is one /ws session of a daemon.
@@ -201,6 +204,23 @@ func TestAdversaryOrchestrationPortFromEmptyEnvironment(t *testing.T) {
 	succeeded(t, cr)
 }
 
+// sharedDir is a directory outside /tmp, readable by every host uid
+// (/var/tmp where the host has it), removed when the test ends.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	base := "/var/tmp"
+	if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
+		base = ""
+	}
+	d, err := os.MkdirTemp(base, "harnessd-adversary-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(d, 0o755)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
 // TestAdversaryAPITokenFile: with an API token file, the harness looks for
 // its path in /proc/<daemon>/cmdline and reads it. In the sandbox the
 // daemon's /proc entry does not exist and the file is hidden.
@@ -209,12 +229,21 @@ func TestAdversaryAPITokenFile(t *testing.T) {
 	for _, iso := range []string{isoSandbox, isoProcess} {
 		t.Run(iso, func(t *testing.T) {
 			t.Parallel()
-			tokenFile := filepath.Join(t.TempDir(), "api-token")
+			// Outside /tmp (the sandbox's /tmp is private anyway): only
+			// the daemon's hiding keeps these files from the harness.
+			dir := sharedDir(t)
+			tokenFile := filepath.Join(dir, "api-token")
 			token := "adv-token-" + newMarker()
-			if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+			if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			d := advDaemon(t, iso, "", "--api-token-file", tokenFile)
+			cfg := filepath.Join(dir, "env.yaml")
+			if err := os.Rename(advConfig(t, iso, ""), cfg); err != nil {
+				t.Fatal(err)
+			}
+			needSandbox(t)
+			d := startDaemon(t, spec{Flags: []string{"--isolation", iso, "--config", cfg, "--api-token-file", tokenFile}})
+			d.ConfigPath = cfg
 			w, _, err := tryDialRaw(t, d, "/ws", map[string][]string{"Authorization": {"Bearer " + token}})
 			if err != nil {
 				t.Fatalf("dial with the token: %v", err)
@@ -223,14 +252,18 @@ func TestAdversaryAPITokenFile(t *testing.T) {
 			s.reset(iso)
 			cmdline := s.attack("proc-cmdline", strconv.Itoa(d.Pid()))
 			file := s.attack("read-file", tokenFile)
+			config := s.attack("read-file", d.ConfigPath)
 			if iso == isoSandbox {
 				refused(t, cmdline, "ENOENT")
-				refused(t, file, "ENOENT", "")
+				// Hidden: an empty file in the file's place.
+				refused(t, file, "")
+				refused(t, config, "")
 				if strings.Contains(file.Detail, token) {
 					t.Errorf("FINDING: the sandboxed harness read the API token: %s", file)
 				}
 				return
 			}
+			succeeded(t, config)
 			succeeded(t, cmdline)
 			succeeded(t, file)
 			if !strings.Contains(file.Detail, token) {
@@ -404,6 +437,15 @@ func TestAdversaryOtherSessionsDoors(t *testing.T) {
 			// The upstream itself (a host loopback listener: the engine
 			// the daemon holds the real key for).
 			up := a.attack("http-get", upstream+"/v1/models")
+			// The orchestration routes on A's own doors: the bridge and
+			// the gateway serve nothing of the daemon's surface.
+			for _, door := range []string{a.env("HARNESSD_MCP_URL"), a.env("HARNESSD_MODEL_URL")} {
+				host := strings.TrimPrefix(door, "http://")
+				host, _, _ = strings.Cut(host, "/")
+				if r := a.attack("http-to", host); r.OK {
+					t.Errorf("FINDING: the orchestration routes answer 2xx on the door %s: %s", host, r)
+				}
+			}
 			if iso == isoSandbox {
 				// ECONNREFUSED; "" with a 401 when A's own door has B's port.
 				refused(t, mcp, "ECONNREFUSED", "")

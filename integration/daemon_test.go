@@ -74,11 +74,13 @@ type daemon struct {
 	Addr   string // 127.0.0.1:PORT
 	Marker string
 	Dir    string // private TMPDIR (workspaces live under it)
-	cmd    *exec.Cmd
-	log    *lockedBuffer
-	exited chan struct{}
-	state  *os.ProcessState
-	client *http.Client // reaches Addr (the spec's Dial)
+	// ConfigPath is the --config file, where the test records it.
+	ConfigPath string
+	cmd        *exec.Cmd
+	log        *lockedBuffer
+	exited     chan struct{}
+	state      *os.ProcessState
+	client     *http.Client // reaches Addr (the spec's Dial)
 }
 
 // spec describes a daemon to start.
