@@ -196,10 +196,7 @@ const cgroupRoot = "/sys/fs/cgroup"
 // cgroup.procs under /sys/fs/cgroup (the root ones first). OK when any
 // write succeeded: the process left its cgroup.
 func attackJoinCgroup(_ context.Context, _ []string) AttackResult {
-	var files []string
-	for _, p := range []string{cgroupRoot + "/cgroup.procs"} {
-		files = append(files, p)
-	}
+	files := []string{cgroupRoot + "/cgroup.procs"}
 	if es, err := os.ReadDir(cgroupRoot); err == nil {
 		for _, e := range es {
 			files = append(files, filepath.Join(cgroupRoot, e.Name(), "cgroup.procs"))
