@@ -164,6 +164,10 @@ func TestAdversaryOrchestrationPortThroughEveryAddress(t *testing.T) {
 	d.Addr = "127.0.0.1:" + port
 	s := openSession(t, d, isoSandbox)
 	seen := map[string]bool{}
+	if s.ownDoorPort(port) {
+		// Loopback would reach the harness's own door.
+		seen["127.0.0.1"], seen["::1"] = true, true
+	}
 	for _, host := range append([]string{"127.0.0.1", vethHostAddr.IP.String(), vethPeerAddr.IP.String()}, addrs...) {
 		if seen[host] {
 			continue
