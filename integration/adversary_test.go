@@ -537,3 +537,34 @@ func TestAdversaryMemoryHog(t *testing.T) {
 	}
 	d.Health()
 }
+
+// TestAdversaryPathEntryDoesNotExposeTheDaemonsHome: the daemon's HOME is
+// hidden in every sandbox, and PATH entries under hidden directories are
+// bound back read-only so the harness finds its programs. A PATH entry
+// that IS the daemon's HOME (or holds a hidden path) must not be bound
+// back: it would show everything the hiding covers. The HOME here is world-
+// readable, so only the hiding stands between the harness and the secret.
+func TestAdversaryPathEntryDoesNotExposeTheDaemonsHome(t *testing.T) {
+	t.Parallel()
+	for _, iso := range []string{isoSandbox, isoProcess} {
+		t.Run(iso, func(t *testing.T) {
+			t.Parallel()
+			needSandbox(t)
+			home := sharedDir(t)
+			secret := filepath.Join(home, "secret")
+			if err := os.WriteFile(secret, []byte("daemon-secret-"+newMarker()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d := startDaemon(t, spec{
+				Flags: []string{"--isolation", iso, "--config", advConfig(t, iso, "")},
+				Env:   []string{"HOME=" + home, "PATH=" + home + string(os.PathListSeparator) + os.Getenv("PATH")},
+			})
+			r := openSession(t, d, iso).attack("read-file", secret)
+			if iso == isoSandbox {
+				refused(t, r, "", "ENOENT")
+				return
+			}
+			succeeded(t, r)
+		})
+	}
+}
