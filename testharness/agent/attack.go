@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -178,7 +179,9 @@ func httpTo(ctx context.Context, addr string) AttackResult {
 	var r AttackResult
 	var parts []string
 	for _, q := range reqs {
-		req, err := http.NewRequestWithContext(ctx, q.method, "http://"+addr+q.path, strings.NewReader(q.body))
+		// url.URL escapes an IPv6 zone ("%2" becomes "%25" in the URL).
+		u := (&url.URL{Scheme: "http", Host: addr, Path: q.path}).String()
+		req, err := http.NewRequestWithContext(ctx, q.method, u, strings.NewReader(q.body))
 		if err != nil {
 			return failed(err, "bad address")
 		}
