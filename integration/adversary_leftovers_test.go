@@ -85,17 +85,38 @@ func sandboxNamespaces(t testing.TB, d *daemon) map[string]bool {
 	return out
 }
 
-// inNamespaces lists the live processes of this machine in any of nss.
-func inNamespaces(nss map[string]bool) []proc {
+// inNamespaces lists the live processes of this machine in any of nss
+// started at or before tick until (0: any).
+func inNamespaces(nss map[string]bool, until uint64) []proc {
 	var out []proc
 	for _, pid := range allPids() {
 		if nss[pidNS(pid)] {
-			if p, ok := lookup(pid); ok {
+			if p, ok := lookup(pid); ok && (until == 0 || p.Start <= until) {
 				out = append(out, p)
 			}
 		}
 	}
 	return out
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's start
+// time (100 on every Linux architecture this project builds for).
+const clockTicks = 100
+
+// bootTicks is the time since boot in clock ticks, as process start times
+// count it.
+func bootTicks(t testing.TB) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	secs, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		t.Fatalf("/proc/uptime %q: %v", b, err)
+	}
+	return uint64(secs*clockTicks) + 1
 }
 
 // hostProcOf finds the host process of inner pid inner in one of nss.
@@ -148,12 +169,15 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// waitNoneIn waits until no process is left in nss; it fails otherwise.
-func waitNoneIn(t testing.TB, nss map[string]bool, what string) {
+// waitNoneIn waits until no process started by tick until is left in
+// nss; it fails otherwise. (A namespace's inode number is reused once it
+// is freed: a reset's new sandbox can have the old one's, so processes
+// started after until are not the old tree's.)
+func waitNoneIn(t testing.TB, nss map[string]bool, until uint64, what string) {
 	t.Helper()
 	deadline := time.Now().Add(goneTimeout)
 	for {
-		left := inNamespaces(nss)
+		left := inNamespaces(nss, until)
 		if len(left) == 0 {
 			return
 		}
@@ -214,9 +238,11 @@ func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
 			} else if n, _ := strconv.ParseUint(uid[0], 10, 64); n < 1<<30 {
 				t.Errorf("the sleeper runs as host uid %d, want the sandbox range (>= 2^30)", n)
 			}
-			if left := inNamespaces(nss); len(left) < 4 {
-				t.Fatalf("want the init, the harness, the sleeper and the child in the sandbox, found %s", describe(left))
+			before := inNamespaces(nss, 0)
+			if len(before) < 4 {
+				t.Fatalf("want the init, the harness, the sleeper and the child in the sandbox, found %s", describe(before))
 			}
+			until := bootTicks(t)
 			switch how {
 			case "close":
 				s.w.send(map[string]any{"type": "close"})
@@ -235,7 +261,12 @@ func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
 				d.Signal(syscall.SIGKILL)
 				d.Wait()
 			}
-			waitNoneIn(t, nss, how)
+			waitNoneIn(t, nss, until, how)
+			for _, p := range before {
+				if p.alive() {
+					t.Errorf("FINDING: %s of the sandbox survived %s", p, how)
+				}
+			}
 			if sleeper.alive() {
 				t.Errorf("FINDING: the escaped sleeper %s survived %s", sleeper, how)
 			}
