@@ -215,15 +215,14 @@ func TestAdversaryOrchestrationPortFromEmptyEnvironment(t *testing.T) {
 		t.Errorf("a request reached a listener from inside the sandbox: %s", r)
 	}
 
-	// The control: in process isolation the listener answers the child, and
-	// (the peer check looks for the tree's variable, which the child has
-	// dropped) GET /state is served.
+	// The control: in process isolation the listener answers the child
+	// (what it answers is the peer check's business: logged, not asserted).
 	c := advDaemon(t, isoProcess, "")
 	cr := openSession(t, c, isoProcess).attack("http-to", c.Addr)
 	if cr.Errno != "" || !strings.Contains(cr.Detail, "HTTP ") {
 		t.Errorf("control: in process isolation the daemon's listener did not answer the harness: %s", cr)
 	}
-	succeeded(t, cr)
+	t.Logf("process isolation: the peer check %s", map[bool]string{true: "let the child through", false: "refused the child"}[cr.OK])
 }
 
 // sharedDir is a directory outside /tmp, readable by every host uid
