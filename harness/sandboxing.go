@@ -184,7 +184,8 @@ func (s *Session) hiddenPaths() []string {
 // exposures lists what the harness needs from the host that a hidden or
 // untraversable directory would keep from it — the harness program and
 // every PATH entry (a node_modules/.bin entry brings its whole
-// node_modules) — as read-only binds, and the untraversable directories
+// node_modules), but never a directory that holds a hidden path — as
+// read-only binds, and the untraversable directories
 // to cover with an empty one so the binds have a way in. Computed once
 // per session: the command and PATH do not change between episodes.
 func (s *Session) exposures() ([]sandbox.Bind, []string) {
@@ -239,7 +240,12 @@ func (s *Session) exposures() ([]sandbox.Bind, []string) {
 				s.exposeHide = append(s.exposeHide, a)
 				under = true
 			}
-			if under {
+			// A directory that is or holds a hidden path (a PATH entry
+			// that is the daemon's HOME, or the directory of its token
+			// file) is never bound back: the bind would show everything
+			// the hiding covers. A harness program there is not found in
+			// the sandbox, which fails the reset with that reason.
+			if under && !holdsHidden(d, hidden) {
 				s.exposeBinds = append(s.exposeBinds, sandbox.Bind{Src: d})
 			}
 		}
@@ -276,6 +282,16 @@ func untraversable(p string) string {
 		}
 	}
 	return ""
+}
+
+// holdsHidden reports whether dir is one of hidden or contains one.
+func holdsHidden(dir string, hidden []string) bool {
+	for _, h := range hidden {
+		if within(filepath.Clean(h), dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // within reports whether p is dir or inside it.

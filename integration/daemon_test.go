@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -73,10 +74,13 @@ type daemon struct {
 	Addr   string // 127.0.0.1:PORT
 	Marker string
 	Dir    string // private TMPDIR (workspaces live under it)
-	cmd    *exec.Cmd
-	log    *lockedBuffer
-	exited chan struct{}
-	state  *os.ProcessState
+	// ConfigPath is the --config file, where the test records it.
+	ConfigPath string
+	cmd        *exec.Cmd
+	log        *lockedBuffer
+	exited     chan struct{}
+	state      *os.ProcessState
+	client     *http.Client // reaches Addr (the spec's Dial)
 }
 
 // spec describes a daemon to start.
@@ -84,6 +88,11 @@ type spec struct {
 	Flags   []string // serve flags
 	Harness []string // the command after --; nil: none (config gives it)
 	Env     []string // extra environment (NAME=VALUE)
+	// Start starts the daemon's command (nil: cmd.Start); a test that runs
+	// the daemon in another network namespace starts it from there.
+	Start func(*exec.Cmd) error
+	// Dial reaches the daemon's address (nil: the test's own network).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func newMarker() string {
@@ -125,7 +134,15 @@ func startDaemon(t testing.TB, s spec) *daemon {
 	d.cmd.Dir = dir
 	d.cmd.Stdout = d.log
 	d.cmd.Stderr = d.log
-	if err := d.cmd.Start(); err != nil {
+	d.client = http.DefaultClient
+	if s.Dial != nil {
+		d.client = &http.Client{Transport: &http.Transport{DialContext: s.Dial}}
+	}
+	start := (*exec.Cmd).Start
+	if s.Start != nil {
+		start = s.Start
+	}
+	if err := start(d.cmd); err != nil {
 		t.Fatalf("start harnessd: %v", err)
 	}
 	go func() {
@@ -359,7 +376,7 @@ func (d *daemon) DoRaw(method, path, body string, header map[string]string) (int
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.client.Do(req)
 	if err != nil {
 		d.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -39,7 +39,7 @@ func tryDialRaw(t testing.TB, d *daemon, path string, header http.Header) (*rawW
 	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
 	defer cancel()
 	u := "ws://" + d.Addr + path
-	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: header})
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: header, HTTPClient: d.client})
 	if err != nil {
 		return nil, resp, err
 	}

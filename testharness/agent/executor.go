@@ -197,6 +197,8 @@ directives:
 				break
 			}
 			say(fmt.Sprintf("orphaned %d", pid))
+		case "attack":
+			say(attackLine(ctx, d.Arg))
 		case "done":
 			out.Done = true
 		case "history":

@@ -11,6 +11,7 @@ import (
 func init() {
 	register("agent", "a scriptable fake harness (see testharness/README.md)", runAgent)
 	register("sleep", "sleep [--ignore-term] DURATION (a grandchild for kill tests)", agent.RunSleep)
+	register("attack", "attack NAME [ARGS]: one adversarial attack, its outcome as a JSON line (see testharness/README.md)", agent.RunAttackCommand)
 	register("detach", "start a setsid sleeper, print its pid, exit (--scrub: empty environment; --linger D)", agent.RunDetach)
 }
 
