@@ -22,7 +22,7 @@ all: build
 # built from; outside a git clone (a worktree, a tarball) it says unknown.
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness
+	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness ./integration/benchfloor
 	@if [ -d cmd/harnessd ]; then $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/harnessd; fi
 
 vet:
