@@ -20,6 +20,10 @@ import (
 // each figure is reported as the median with the spread (min–max).
 const repeats = 3
 
+// infoLog runs a benchmarked daemon at its default log level (startDaemon
+// asks for debug, which logs more per turn than a deployment does).
+var infoLog = []string{"--log-level", "info"}
+
 // spread is a figure measured repeats times.
 type spread struct{ med, lo, hi float64 }
 

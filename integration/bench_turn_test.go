@@ -45,7 +45,7 @@ func BenchmarkTurn(b *testing.B) {
 	var lastAdapter, lastPipe time.Duration
 	for rep := 0; rep < repeats; rep++ {
 		ctx := context.Background()
-		d := startDaemon(b, spec{Harness: agentCmd(b)})
+		d := startDaemon(b, spec{Flags: infoLog, Harness: agentCmd(b)})
 		c, _, err := websocket.Dial(ctx, "ws://"+d.Addr+"/ws", nil)
 		if err != nil {
 			b.Fatal(err)
