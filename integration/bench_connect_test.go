@@ -15,8 +15,8 @@ import (
 )
 
 // openSessions opens n /ws sessions on the daemon, each reset (a live
-// harness), 8 at a time, and returns them.
-func openSessions(tb testing.TB, url string, n int) []*client.Env {
+// harness) and, with step, stepped once, 8 at a time, and returns them.
+func openSessions(tb testing.TB, url string, n int, step bool) []*client.Env {
 	tb.Helper()
 	ctx := context.Background()
 	envs := make([]*client.Env, n)
@@ -36,6 +36,13 @@ func openSessions(tb testing.TB, url string, n int) []*client.Env {
 				envs[i] = env
 				if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
 					errs <- fmt.Errorf("session %d: reset: %w", i, err)
+					continue
+				}
+				if !step {
+					continue
+				}
+				if obs, err := env.Step(ctx, "reply hello"); err != nil || obs.ResponseText() != "hello" {
+					errs <- fmt.Errorf("session %d: step: %v", i, err)
 				}
 			}
 		}()
@@ -113,7 +120,7 @@ func BenchmarkConnect(b *testing.B) {
 		var bareConns []*websocket.Conn
 		for _, level := range []int{0, open} {
 			if level > 0 {
-				envs = openSessions(b, d.URL, level)
+				envs = openSessions(b, d.URL, level, false)
 				for range level {
 					c, _, err := websocket.Dial(ctx, "ws://"+bare.Addr+"/ws", nil)
 					if err != nil {
