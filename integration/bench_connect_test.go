@@ -167,7 +167,7 @@ func BenchmarkConnect(b *testing.B) {
 		ws, wsF, rWS := spreadOf(fg.ws), spreadOf(fg.wsFloor), spreadOf(fg.rWS)
 		h, hF, rH := spreadOf(fg.health), spreadOf(fg.healthFloor), spreadOf(fg.rHealth)
 		summary("connect sessions=%d n=%d×%d: /ws dial-to-first-frame p50 %sµs vs bare p50 %sµs → ratio %s | /health dial-to-response p50 %sµs vs bare p50 %sµs → ratio %s (target ≤ 1.5)",
-			level, repeats, b.N, ws.format("%.0f"), wsF.format("%.0f"), rWS.format("%.2f"), h.format("%.0f"), hF.format("%.0f"), rH.format("%.2f"))
+			level, repeats, b.N, ws.Format("%.0f"), wsF.Format("%.0f"), rWS.Format("%.2f"), h.Format("%.0f"), hF.Format("%.0f"), rH.Format("%.2f"))
 		ratioRow(fmt.Sprintf("connect: /ws dial-to-first-frame p50, %d open sessions, vs bare Go server", level), "µs", ws, wsF, rWS, 1.5)
 		ratioRow(fmt.Sprintf("connect: /health dial-to-response p50, %d open sessions, vs bare Go server", level), "µs", h, hF, rH, 1.5)
 	}

@@ -1,18 +1,17 @@
 package integration
 
-// Repeats, spreads, verdicts and the summary rows of `make bench`, and the
-// out-of-process floors of integration/benchfloor.
+// Repeats of the fair benchmarks (spreads, verdicts and summary rows in
+// internal/benchrow), and the out-of-process floors of integration/benchfloor.
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"os/exec"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/harnessd/harnessd/internal/benchrow"
 	"github.com/harnessd/harnessd/internal/testbin"
 )
 
@@ -24,63 +23,15 @@ const repeats = 3
 // asks for debug, which logs more per turn than a deployment does).
 var infoLog = []string{"--log-level", "info"}
 
-// spread is a figure measured repeats times.
-type spread struct{ med, lo, hi float64 }
+// spreadOf is benchrow.Of.
+func spreadOf(xs []float64) benchrow.Spread { return benchrow.Of(xs) }
 
-func spreadOf(xs []float64) spread {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return spread{}
-	}
-	return spread{med: s[len(s)/2], lo: s[0], hi: s[len(s)-1]}
-}
-
-// format prints the median and the spread with the given verb, e.g. "%.2f".
-func (s spread) format(verb string) string {
-	return fmt.Sprintf(verb+" ("+verb+"–"+verb+")", s.med, s.lo, s.hi)
-}
-
-// verdict compares a repeated figure with its target: "met" or "missed"
-// only where the margin (the median's distance from the target) exceeds the
-// spread (max − min), otherwise "within spread". atMost says whether the
-// target is an upper bound (ratios of cost) or a lower one (throughput).
-func verdict(s spread, target float64, atMost bool) string {
-	margin := s.med - target
-	if !atMost {
-		margin = -margin
-	}
-	switch {
-	case margin < 0 && -margin > s.hi-s.lo:
-		return "met"
-	case margin > 0 && margin > s.hi-s.lo:
-		return "missed"
-	case margin == 0 && s.hi == s.lo:
-		return "met"
-	}
-	return "within spread"
-}
-
-// row prints one row of the summary table that `make bench` prints at the
-// end (integration/benchsummary reads these lines from bin/bench.txt):
-// what is measured, harnessd's figure, the floor's, the ratio, the target
-// and the verdict; "—" where a column does not apply.
-func row(what, harnessd, floor, ratio, target, verdict string) {
-	cols := []string{what, harnessd, floor, ratio, target, verdict}
-	for i, c := range cols {
-		if c == "" {
-			cols[i] = "—"
-		}
-		cols[i] = strings.ReplaceAll(cols[i], "\t", " ")
-	}
-	fmt.Printf("\nBENCHROW\t%s\n", strings.Join(cols, "\t"))
-}
-
-// ratioRow prints a row for a cost ratio against a floor, with its verdict.
-func ratioRow(what, unit string, harnessd, floor, ratio spread, target float64) {
-	row(what, harnessd.format("%.0f")+" "+unit, floor.format("%.0f")+" "+unit, ratio.format("%.2f"),
-		fmt.Sprintf("≤ %.1f×", target), verdict(ratio, target, true))
-}
+// row, ratioRow and verdict are benchrow's.
+var (
+	row      = benchrow.Row
+	ratioRow = benchrow.RatioRow
+	verdict  = benchrow.Verdict
+)
 
 // floorProc is a running benchfloor server.
 type floorProc struct {

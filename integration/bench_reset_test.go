@@ -83,8 +83,8 @@ tools:
 				ratios = append(ratios, float64(reset.p50())/float64(floor.p50()))
 			}
 			rs, rs99, fs, rt := spreadOf(r50), spreadOf(r99), spreadOf(f50), spreadOf(ratios)
-			b.ReportMetric(rs.med, "reset-p50-ms")
-			b.ReportMetric(rt.med, "ratio-p50")
+			b.ReportMetric(rs.Med, "reset-p50-ms")
+			b.ReportMetric(rt.Med, "ratio-p50")
 			if b.N < 10 {
 				return
 			}
@@ -93,9 +93,9 @@ tools:
 				floorName += ", agent and tool server"
 			}
 			summary("reset/%s n=%d×%d: /ws reset p50 %sms p99 %sms | floor (%s, bare) p50 %sms | ratio p50 %s (target ≤ 1.3)",
-				v.name, repeats, b.N, rs.format("%.1f"), rs99.format("%.1f"), floorName, fs.format("%.1f"), rt.format("%.2f"))
-			row("reset/"+v.name+" (test agent, no standby) p50 vs "+floorName, rs.format("%.1f")+" ms (p99 "+rs99.format("%.1f")+")",
-				fs.format("%.1f")+" ms", rt.format("%.2f"), "≤ 1.3×", verdict(rt, 1.3, true))
+				v.name, repeats, b.N, rs.Format("%.1f"), rs99.Format("%.1f"), floorName, fs.Format("%.1f"), rt.Format("%.2f"))
+			row("reset/"+v.name+" (test agent, no standby) p50 vs "+floorName, rs.Format("%.1f")+" ms (p99 "+rs99.Format("%.1f")+")",
+				fs.Format("%.1f")+" ms", rt.Format("%.2f"), "≤ 1.3×", verdict(rt, 1.3, true))
 		})
 	}
 }

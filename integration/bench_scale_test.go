@@ -106,10 +106,10 @@ func BenchmarkScale(b *testing.B) {
 		tps, p50, p99 := spreadOf(f.tps), spreadOf(f.p50), spreadOf(f.p99)
 		rss, th, fd := spreadOf(f.rss), spreadOf(f.threads), spreadOf(f.fds)
 		summary("scale sessions=%d (×%d): %s turns/s | step p50 %sms p99 %sms | daemon RSS %s MiB | per session: %s threads, %s fds",
-			n, repeats, tps.format("%.0f"), p50.format("%.2f"), p99.format("%.1f"), rss.format("%.1f"), th.format("%.2f"), fd.format("%.1f"))
+			n, repeats, tps.Format("%.0f"), p50.Format("%.2f"), p99.Format("%.1f"), rss.Format("%.1f"), th.Format("%.2f"), fd.Format("%.1f"))
 		row(fmt.Sprintf("scale: %d sessions stepping at once", n),
 			fmt.Sprintf("%s turns/s; step p50 %s ms, p99 %s ms; RSS %s MiB; per session %s threads, %s fds",
-				tps.format("%.0f"), p50.format("%.2f"), p99.format("%.1f"), rss.format("%.1f"), th.format("%.2f"), fd.format("%.1f")),
+				tps.Format("%.0f"), p50.Format("%.2f"), p99.Format("%.1f"), rss.Format("%.1f"), th.Format("%.2f"), fd.Format("%.1f")),
 			"", "", "", "")
 	}
 }
@@ -171,15 +171,15 @@ func BenchmarkResetThroughput(b *testing.B) {
 		dRate, fRate, ratios = append(dRate, dr), append(fRate, fr), append(ratios, dr/fr)
 	}
 	ds, fs, rs := spreadOf(dRate), spreadOf(fRate), spreadOf(ratios)
-	b.ReportMetric(ds.med, "resets/s")
-	b.ReportMetric(rs.med, "ratio")
+	b.ReportMetric(ds.Med, "resets/s")
+	b.ReportMetric(rs.Med, "ratio")
 	if b.N < 5 {
 		return
 	}
 	summary("reset throughput sessions=%d n=%d×%d each: %s resets/s vs bare kill+spawn-until-ready at %d at once %s/s → ratio %s (target ≥ 0.9)",
-		conc, repeats, b.N, ds.format("%.0f"), conc, fs.format("%.0f"), rs.format("%.2f"))
-	row(fmt.Sprintf("resets/s, %d sessions at once, vs bare kill+spawn at %d", conc, conc), ds.format("%.0f")+" /s", fs.format("%.0f")+" /s",
-		rs.format("%.2f"), "≥ 0.9×", verdict(rs, 0.9, false))
+		conc, repeats, b.N, ds.Format("%.0f"), conc, fs.Format("%.0f"), rs.Format("%.2f"))
+	row(fmt.Sprintf("resets/s, %d sessions at once, vs bare kill+spawn at %d", conc, conc), ds.Format("%.0f")+" /s", fs.Format("%.0f")+" /s",
+		rs.Format("%.2f"), "≥ 0.9×", verdict(rs, 0.9, false))
 }
 
 // BenchmarkIdleMemory1024: the daemon's own RSS (harnesses are other
@@ -203,9 +203,9 @@ func BenchmarkIdleMemory1024(b *testing.B) {
 		d.Stop()
 	}
 	ps, ts, fs := spreadOf(per), spreadOf(th), spreadOf(fd)
-	b.ReportMetric(ps.med, "MiB/session")
+	b.ReportMetric(ps.Med, "MiB/session")
 	summary("idle memory sessions=%d (×%d): daemon RSS %s MiB per session (target < 0.5) | per session %s threads, %s fds",
-		n, repeats, ps.format("%.3f"), ts.format("%.3f"), fs.format("%.2f"))
-	row(fmt.Sprintf("idle memory per session at %d sessions (daemon RSS)", n), ps.format("%.3f")+" MiB", "", "",
+		n, repeats, ps.Format("%.3f"), ts.Format("%.3f"), fs.Format("%.2f"))
+	row(fmt.Sprintf("idle memory per session at %d sessions (daemon RSS)", n), ps.Format("%.3f")+" MiB", "", "",
 		"< 0.5 MiB", verdict(ps, 0.5, true))
 }

@@ -88,12 +88,12 @@ func BenchmarkBridgedToolCall(b *testing.B) {
 		d.Stop()
 	}
 	bs, fs, ds, hs, rs := spreadOf(br), spreadOf(fl), spreadOf(dir), spreadOf(ht), spreadOf(ratios)
-	b.ReportMetric(bs.med, "bridged-p50-us")
-	b.ReportMetric(rs.med, "ratio-p50")
+	b.ReportMetric(bs.Med, "bridged-p50-us")
+	b.ReportMetric(rs.Med, "ratio-p50")
 	if b.N < 20 {
 		return
 	}
 	summary("bridged tools/call out of process n=%d×%d: bridged p50 %sµs | floor: direct stdio p50 %sµs + bare HTTP p50 %sµs = %sµs | ratio %s (target ≤ 1.5)",
-		repeats, b.N, bs.format("%.0f"), ds.format("%.0f"), hs.format("%.0f"), fs.format("%.0f"), rs.format("%.2f"))
+		repeats, b.N, bs.Format("%.0f"), ds.Format("%.0f"), hs.Format("%.0f"), fs.Format("%.0f"), rs.Format("%.2f"))
 	ratioRow("bridged tools/call p50 (client process) vs direct stdio + bare HTTP", "µs", bs, fs, rs, 1.5)
 }

@@ -108,18 +108,18 @@ func BenchmarkTurn(b *testing.B) {
 	}
 	s50, s99, rl, cp := spreadOf(step50), spreadOf(step99), spreadOf(relay50), spreadOf(comp50)
 	rr, rcmp, ov := spreadOf(rRelay), spreadOf(rComp), spreadOf(over)
-	b.ReportMetric(s50.med, "step-p50-us")
-	b.ReportMetric(rr.med, "ratio-relay")
-	b.ReportMetric(rcmp.med, "ratio-component")
+	b.ReportMetric(s50.Med, "step-p50-us")
+	b.ReportMetric(rr.Med, "ratio-relay")
+	b.ReportMetric(rcmp.Med, "ratio-component")
 	if b.N < 20 {
 		return
 	}
 	summary("turn n=%d×%d: /ws step p50 %sµs p99 %sµs | relay floor (separate process) p50 %sµs → ratio %s (target ≤ 1.3) | component floor (pipe + in-process ws echo) p50 %sµs → ratio %s | overhead over the relay p50 %sµs",
-		repeats, b.N, s50.format("%.0f"), s99.format("%.0f"), rl.format("%.0f"), rr.format("%.2f"), cp.format("%.0f"), rcmp.format("%.2f"), ov.format("%.0f"))
+		repeats, b.N, s50.Format("%.0f"), s99.Format("%.0f"), rl.Format("%.0f"), rr.Format("%.2f"), cp.Format("%.0f"), rcmp.Format("%.2f"), ov.Format("%.0f"))
 	if lastAdapter > 0 {
 		summary("turn breakdown (last repeat): the adapter's round trip inside the daemon (from its log) p50 %.0fµs vs the direct pipe p50 %.0fµs",
 			us(lastAdapter), us(lastPipe))
 	}
 	ratioRow("turn: /ws step p50 vs relay floor process", "µs", s50, rl, rr, 1.3)
-	row("turn: /ws step p50 vs component floor", s50.format("%.0f")+" µs", cp.format("%.0f")+" µs", rcmp.format("%.2f"), "", "")
+	row("turn: /ws step p50 vs component floor", s50.Format("%.0f")+" µs", cp.Format("%.0f")+" µs", rcmp.Format("%.2f"), "", "")
 }
