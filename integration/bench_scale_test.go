@@ -208,10 +208,10 @@ func BenchmarkIdleMemory1024(b *testing.B) {
 		d.WaitSessions(0)
 		d.Stop()
 	}
-	ps, ts, fs, os := spreadOf(per), spreadOf(th), spreadOf(fd), spreadOf(open)
+	ps, ts, fs, ops := spreadOf(per), spreadOf(th), spreadOf(fd), spreadOf(open)
 	b.ReportMetric(ps.Med, "MiB/session")
 	summary("idle memory sessions=%d (×%d): daemon RSS %s MiB per session (target < 0.5) | per session %s threads, %s fds | opening the sessions (8 at a time) took %ss",
-		n, memRepeats, ps.Format("%.3f"), ts.Format("%.3f"), fs.Format("%.2f"), os.Format("%.0f"))
+		n, memRepeats, ps.Format("%.3f"), ts.Format("%.3f"), fs.Format("%.2f"), ops.Format("%.0f"))
 	row(fmt.Sprintf("idle memory per session at %d sessions (daemon RSS, %d run)", n, memRepeats), ps.Format("%.3f")+" MiB", "", "",
 		"< 0.5 MiB", verdict(ps, 0.5, true))
 }
