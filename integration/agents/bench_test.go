@@ -125,6 +125,10 @@ func (ds durations) pct(p float64) time.Duration {
 // adapter's readiness has no bare equivalent here).
 func (s *suite) agentResets(b *testing.B, p *presets.Preset, n int) (reset, floor durations) {
 	d := s.serve(b, p, "--model-upstream", "engine")
+	// Stopped at the end of its repeat, not of the benchmark: the idle
+	// agents of earlier repeats would load the next ones (the cleanup
+	// serve registered still waits for its exit).
+	defer d.cmd.Process.Signal(syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env, err := client.Dial(ctx, d.url, nil)
