@@ -4,6 +4,7 @@
 #   make lint    go vet, gofmt, staticcheck
 #   make test    lint + every test (race detector on); CI runs this
 #   make bench   benchmarks with their floors, as ratios (see docs/benchmarks.md)
+#   make bench-agents  the real agents' resets (needs Node and make agents)
 #   make fuzz    every fuzz target for FUZZTIME each (default 60s)
 #   make agents  install the real CLI agents pinned in integration/agents (npm ci; needs Node)
 #   make chromium  install Debian's chromium for the web console's browser test
@@ -13,7 +14,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 PKGS    := ./...
 
-.PHONY: all build test test-go vet lint demo bench clean agents chromium fuzz fuzz-smoke
+.PHONY: all build test test-go vet lint demo bench bench-agents clean agents chromium fuzz fuzz-smoke
 
 all: build
 
@@ -22,7 +23,7 @@ all: build
 # built from; outside a git clone (a worktree, a tarball) it says unknown.
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness
+	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness ./integration/benchfloor
 	@if [ -d cmd/harnessd ]; then $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/harnessd; fi
 
 vet:
@@ -124,11 +125,24 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 300x ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Accept' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'SandboxStart' -benchtime 1x ./process/sandbox/ | tee -a $(BIN)/bench.txt
-	$(BENCHENV) $(GO) test -run '^$$' -bench 'TurnOverhead' -benchtime 2000x ./integration/ | tee -a $(BIN)/bench.txt
-	$(BENCHENV) $(GO) test -run '^$$' -bench 'Reset|BridgeStart' -benchtime 200x ./integration/ | tee -a $(BIN)/bench.txt
-	$(BENCHENV) $(GO) test -run '^$$' -bench 'IdleSessionMemory|ConcurrentSessions' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 1000x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Reset|BridgeStart)$$' -benchtime 100x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkBridgedToolCall$$' -benchtime 300x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkConnect$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetThroughput$$' -benchtime 10x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Scale|IdleMemory1024|IdleSessionMemory|ConcurrentSessions)$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
-	@echo; echo "== summary (bin/bench.txt) =="; grep '^BENCH' $(BIN)/bench.txt
+	@echo; echo "== BENCH lines (bin/bench.txt) =="; grep '^BENCH ' $(BIN)/bench.txt
+	@echo; echo "== summary (median of 3 repeats, spread min–max) =="; $(GO) run ./integration/benchsummary $(BIN)/bench.txt
+
+# bench-agents: the reset of every real agent preset that integration/agents
+# can start against the fake LLM (needs Node and `make agents`).
+bench-agents: SHELL := /bin/bash
+bench-agents: .SHELLFLAGS := -o pipefail -c
+bench-agents: build agents
+	@rm -f $(BIN)/bench-agents.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/agents/ | tee -a $(BIN)/bench-agents.txt
+	@echo; echo "== summary (median of 3 repeats, spread min–max) =="; $(GO) run ./integration/benchsummary $(BIN)/bench-agents.txt
 
 clean:
 	rm -rf $(BIN)

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -165,90 +164,6 @@ func echoServer(tb testing.TB, replySize int) (*websocket.Conn, func()) {
 	return c, func() { c.CloseNow(); srv.Close() }
 }
 
-// BenchmarkTurnOverhead: a full /ws step through harnessd to the test agent
-// (`reply x`) against the floor = a direct pipe round trip to the same agent
-// binary + a bare coder/websocket round trip on loopback with the same frame
-// sizes. Both WebSocket paths use the same raw client (write the frame, read
-// the reply's bytes), so client-side decoding is in neither. The three are
-// interleaved, one of each per iteration.
-func BenchmarkTurnOverhead(b *testing.B) {
-	d := startDaemon(b, spec{Harness: agentCmd(b)})
-	defer d.Stop()
-	ctx := context.Background()
-	c, _, err := websocket.Dial(ctx, "ws://"+d.Addr+"/ws", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(64 << 20)
-	roundTrip := func(c *websocket.Conn, frame []byte) []byte {
-		if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
-			b.Fatal(err)
-		}
-		_, reply, err := c.Read(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return reply
-	}
-	if reply := roundTrip(c, []byte(`{"type":"reset"}`)); !strings.Contains(string(reply), `"observation"`) {
-		b.Fatalf("reset: %s", reply)
-	}
-	const msg = "reply x"
-	reqFrame, _ := json.Marshal(map[string]any{"type": "step", "data": map[string]any{"message": msg}})
-	want := []byte(`"response":"x"`)
-	replyFrame := roundTrip(c, reqFrame) // its size sets the echo's
-	if !strings.Contains(string(replyFrame), string(want)) {
-		b.Fatalf("step: %s", replyFrame)
-	}
-
-	agent := startDirectAgent(b)
-	defer agent.stop()
-	echo, closeEcho := echoServer(b, len(replyFrame))
-	defer closeEcho()
-	for range 20 { // warm up all three paths
-		roundTrip(c, reqFrame)
-		agent.roundTrip(b, msg)
-		roundTrip(echo, reqFrame)
-	}
-
-	var daemon, pipe, ws samples
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		reply := roundTrip(c, reqFrame)
-		t1 := time.Now()
-		if !strings.Contains(string(reply), string(want)) {
-			b.Fatalf("step: %s", reply)
-		}
-		agent.roundTrip(b, msg)
-		t2 := time.Now()
-		roundTrip(echo, reqFrame)
-		t3 := time.Now()
-		daemon, pipe, ws = append(daemon, t1.Sub(t0)), append(pipe, t2.Sub(t1)), append(ws, t3.Sub(t2))
-	}
-	b.StopTimer()
-	adapter := turnElapsed(d.Log(), b.N)
-	floor50 := pipe.p50() + ws.p50()
-	floor99 := pipe.p99() + ws.p99()
-	ratio := float64(daemon.p50()) / float64(floor50)
-	over := daemon.p50() - floor50
-	b.ReportMetric(us(daemon.p50()), "step-p50-us")
-	b.ReportMetric(us(daemon.p99()), "step-p99-us")
-	b.ReportMetric(us(floor50), "floor-p50-us")
-	b.ReportMetric(ratio, "ratio-p50")
-	b.ReportMetric(us(over), "overhead-p50-us")
-	if b.N >= 20 {
-		summary("turn n=%d frames=%dB/%dB: /ws step p50 %.0fµs p99 %.0fµs | floor: pipe p50 %.0fµs p99 %.0fµs + ws echo p50 %.0fµs p99 %.0fµs = p50 %.0fµs p99 %.0fµs | ratio p50 %.2f p99 %.2f (budget ≤ 1.5) | overhead p50 %.0fµs (budget < 1000µs)",
-			b.N, len(reqFrame), len(replyFrame), us(daemon.p50()), us(daemon.p99()), us(pipe.p50()), us(pipe.p99()), us(ws.p50()), us(ws.p99()),
-			us(floor50), us(floor99), ratio, float64(daemon.p99())/float64(floor99), us(over))
-		if len(adapter) > 0 {
-			summary("turn breakdown: inside the daemon the adapter's round trip (message line written → turn_complete read, from its log) p50 %.0fµs vs the direct pipe p50 %.0fµs; the rest of the step (WebSocket frames, parsing, session, observation encoding) p50 ≈ %.0fµs vs the bare echo p50 %.0fµs",
-				us(adapter.p50()), us(pipe.p50()), us(daemon.p50()-adapter.p50()), us(ws.p50()))
-		}
-	}
-}
-
 // turnElapsed returns the elapsed times of the last n turns from the
 // daemon's "turn complete" log records (JSON, elapsed in nanoseconds).
 func turnElapsed(log string, n int) samples {
@@ -266,96 +181,6 @@ func turnElapsed(log string, n int) samples {
 		out = out[len(out)-n:]
 	}
 	return out
-}
-
-// BenchmarkReset: a /ws reset (a new episode: the old harness tree stopped,
-// a fresh workspace, the new harness started until ready) against the floor
-// = a bare spawn of the same agent until its ready line + opening (and
-// closing) a loopback listener. Variants: with a stdio tool server (kept
-// across episodes; each reset starts a new bridge with a new token), and
-// with a per-episode tool server (restarted every reset).
-func BenchmarkReset(b *testing.B) {
-	th := testharnessBin(b)
-	perEpisode := writeConfig(b, fmt.Sprintf(`
-harness:
-  command: [%q, agent]
-tools:
-  - name: t
-    command: [%q, tools]
-    per_episode: true
-`, th, th))
-	for _, v := range []struct {
-		name       string
-		s          spec
-		perEpisode bool
-	}{
-		{"no-tools", spec{Harness: agentCmd(b)}, false},
-		{"tool-server", spec{Flags: []string{toolsFlag(b)}, Harness: agentCmd(b)}, false},
-		{"tool-server-per-episode", spec{Flags: []string{"--config", perEpisode}}, true},
-	} {
-		b.Run(v.name, func(b *testing.B) {
-			d := startDaemon(b, v.s)
-			defer d.Stop()
-			ctx := context.Background()
-			env, err := client.Dial(ctx, d.URL, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer env.Close()
-			for range 5 {
-				if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var reset, spawn, listen, stop, toolSpawn samples
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				obs, err := env.Reset(ctx, client.ResetOptions{})
-				t1 := time.Now()
-				if err != nil || obs.Done {
-					b.Fatalf("reset: %v %+v", err, obs)
-				}
-				// Floor: spawn until ready, open a listener.
-				a := startDirectAgent(b)
-				t2 := time.Now()
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
-				ln.Close()
-				t3 := time.Now()
-				// Not in the floor: what stopping the previous tree costs at
-				// the least (close stdin, SIGKILL, wait).
-				a.stop()
-				t4 := time.Now()
-				reset, spawn, listen, stop = append(reset, t1.Sub(t0)), append(spawn, t2.Sub(t1)), append(listen, t3.Sub(t2)), append(stop, t4.Sub(t3))
-				if v.perEpisode {
-					// A fair second floor: the tool server's own start.
-					t5 := time.Now()
-					ts := spawnToolServer(b)
-					toolSpawn = append(toolSpawn, time.Since(t5))
-					ts.stop()
-				}
-			}
-			b.StopTimer()
-			floor := spawn.p50() + listen.p50()
-			ratio := float64(reset.p50()) / float64(floor)
-			b.ReportMetric(ms(reset.p50()), "reset-p50-ms")
-			b.ReportMetric(ms(reset.p99()), "reset-p99-ms")
-			b.ReportMetric(ms(floor), "floor-p50-ms")
-			b.ReportMetric(ratio, "ratio-p50")
-			if b.N >= 10 {
-				summary("reset/%s n=%d: /ws reset p50 %.1fms p99 %.1fms | floor: spawn-until-ready p50 %.1fms + listener p50 %.2fms = %.1fms | ratio p50 %.2f (budget ≤ 1.5) | reset p50 %.1fms (budget < 50ms) | for reference, a bare kill+wait of the agent p50 %.1fms",
-					v.name, b.N, ms(reset.p50()), ms(reset.p99()), ms(spawn.p50()), ms(listen.p50()), ms(floor), ratio, ms(reset.p50()), ms(stop.p50()))
-				if v.perEpisode {
-					f2 := floor + toolSpawn.p50()
-					summary("reset/%s: adding the tool server's own spawn-until-initialized p50 %.1fms to the floor gives %.1fms, ratio p50 %.2f",
-						v.name, ms(toolSpawn.p50()), ms(f2), float64(reset.p50())/float64(f2))
-				}
-			}
-		})
-	}
 }
 
 // rssKiB reads a process's resident set size.

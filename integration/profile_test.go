@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +19,10 @@ import (
 	"github.com/harnessd/harnessd/server"
 )
 
-// BenchmarkTurnInProcess is BenchmarkTurnOverhead's daemon path with the
-// server in the benchmark's own process, so that a CPU profile shows what a
-// turn costs on the daemon's side (the client's share is in it too):
-//
-//	go test -run '^$' -bench TurnInProcess -benchtime 3000x -cpuprofile cpu.out ./integration/
-//	go tool pprof -top -cum integration.test cpu.out
-func BenchmarkTurnInProcess(b *testing.B) {
+// inProcessServer serves harnessd's server package for the test agent in
+// the benchmark's own process (with maxSessions, 0: the default) and
+// returns its base URL, so that a CPU profile shows the daemon's side.
+func inProcessServer(b *testing.B, maxSessions int) string {
 	cfg := &harness.Config{Harness: harness.HarnessConfig{Command: agentCmd(b)}}
 	cfg.Workspace.Root = b.TempDir()
 	if err := cfg.Normalize(); err != nil {
@@ -33,12 +33,12 @@ func BenchmarkTurnInProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer sup.Close(context.Background(), 0)
+	b.Cleanup(func() { sup.Close(context.Background(), 0) })
 	adapters := &harness.Registry{}
 	if err := adapters.Add(jsonl.Name, jsonl.Factory); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Config: cfg, Adapters: adapters, Supervisor: sup, Logger: log})
+	srv, err := server.New(server.Options{Config: cfg, Adapters: adapters, Supervisor: sup, Logger: log, MaxSessions: maxSessions})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,10 +47,23 @@ func BenchmarkTurnInProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	go srv.Serve(ln)
-	defer srv.Shutdown(context.Background())
+	b.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return "http://" + ln.Addr().String()
+}
 
+// BenchmarkTurnInProcess is BenchmarkTurn's daemon path with the
+// server in the benchmark's own process, so that a CPU profile shows what a
+// turn costs on the daemon's side (the client's share is in it too):
+//
+//	go test -run '^$' -bench TurnInProcess -benchtime 3000x -cpuprofile cpu.out ./integration/
+//	go tool pprof -top -cum integration.test cpu.out
+//
+// Its server is inProcessServer; BenchmarkConnectInProcess and
+// BenchmarkResetsInProcess profile the other missed targets the same way.
+func BenchmarkTurnInProcess(b *testing.B) {
+	url := inProcessServer(b, 0)
 	ctx := context.Background()
-	env, err := client.Dial(ctx, "http://"+ln.Addr().String(), nil)
+	env, err := client.Dial(ctx, url, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,5 +132,61 @@ func BenchmarkBridgeStart(b *testing.B) {
 	if b.N >= 10 {
 		summary("bridge-start n=%d: catalog (tools/list of a running stdio tool server) p50 %.2fms + bridge serve p50 %.2fms, vs a bare listener p50 %.2fms",
 			b.N, ms(catalog.p50()), ms(serve.p50()), ms(listen.p50()))
+	}
+}
+
+// BenchmarkConnectInProcess is BenchmarkConnect's /ws path (dial, a state
+// frame, its answer) with the server in the benchmark's process, with 0 and
+// 64 sessions open, for a CPU profile of the accept path:
+//
+//	go test -run '^$' -bench ConnectInProcess -benchtime 200x -cpuprofile cpu.out ./integration/
+func BenchmarkConnectInProcess(b *testing.B) {
+	for _, open := range []int{0, 64} {
+		b.Run(fmt.Sprintf("sessions=%d", open), func(b *testing.B) {
+			url := inProcessServer(b, open+8)
+			envs := openSessions(b, url, open, false)
+			defer closeSessions(envs)
+			ws := "ws" + strings.TrimPrefix(url, "http") + "/ws"
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := firstFrame(ctx, ws, []byte(`{"type":"state"}`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkResetsInProcess is BenchmarkResetThroughput's daemon phase (16
+// sessions resetting at once, b.N resets each) with the server in the
+// benchmark's process, for a CPU profile of concurrent resets:
+//
+//	go test -run '^$' -bench ResetsInProcess -benchtime 10x -cpuprofile cpu.out ./integration/
+func BenchmarkResetsInProcess(b *testing.B) {
+	const conc = 16
+	url := inProcessServer(b, conc)
+	envs := openSessions(b, url, conc, false)
+	defer closeSessions(envs)
+	ctx := context.Background()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	for _, env := range envs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range b.N {
+				if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
 	}
 }

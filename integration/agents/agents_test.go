@@ -69,7 +69,7 @@ type suite struct {
 }
 
 // pinned returns the dependencies of package.json.
-func pinned(t *testing.T) map[string]string {
+func pinned(t testing.TB) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile("package.json")
 	if err != nil {
@@ -84,7 +84,7 @@ func pinned(t *testing.T) map[string]string {
 
 // missing skips the test, or fails it in CI, where a missing prerequisite
 // is a failure.
-func missing(t *testing.T, format string, args ...any) {
+func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	testbin.Missing(t, format, args...)
 }
@@ -164,7 +164,7 @@ type daemon struct {
 }
 
 // serve starts `harnessd serve` for agent p and waits for its address.
-func (s *suite) serve(t *testing.T, p *presets.Preset, extra ...string) *daemon {
+func (s *suite) serve(t testing.TB, p *presets.Preset, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	addrFile := filepath.Join(dir, "addr")

@@ -19,6 +19,7 @@ import (
 var Packages = map[string]string{
 	"harnessd":    "./cmd/harnessd",
 	"testharness": "./testharness/cmd/testharness",
+	"benchfloor":  "./integration/benchfloor",
 }
 
 var (

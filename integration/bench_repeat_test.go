@@ -1,0 +1,82 @@
+package integration
+
+// Repeats of the fair benchmarks (spreads, verdicts and summary rows in
+// internal/benchrow), and the out-of-process floors of integration/benchfloor.
+
+import (
+	"bufio"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/harnessd/harnessd/internal/benchrow"
+	"github.com/harnessd/harnessd/internal/testbin"
+)
+
+// repeats is how many times every figure of the fair benchmarks is measured;
+// each figure is reported as the median with the spread (min–max).
+const repeats = 3
+
+// infoLog runs a benchmarked daemon at its default log level (startDaemon
+// asks for debug, which logs more per turn than a deployment does).
+var infoLog = []string{"--log-level", "info"}
+
+// spreadOf is benchrow.Of.
+func spreadOf(xs []float64) benchrow.Spread { return benchrow.Of(xs) }
+
+// row, ratioRow and verdict are benchrow's.
+var (
+	row      = benchrow.Row
+	ratioRow = benchrow.RatioRow
+	verdict  = benchrow.Verdict
+)
+
+// floorProc is a running benchfloor server.
+type floorProc struct {
+	Addr string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+}
+
+// startFloor starts `benchfloor MODE ARGS...` and reads its address; it is
+// stopped (stdin closed, then killed) when the benchmark ends.
+func startFloor(tb testing.TB, mode string, args ...string) *floorProc {
+	tb.Helper()
+	cmd := exec.Command(benchfloorBin(tb), append([]string{mode}, args...)...)
+	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start benchfloor %s: %v", mode, err)
+	}
+	f := &floorProc{cmd: cmd, in: in}
+	tb.Cleanup(f.stop)
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("benchfloor %s gave no address: %v\n%s", mode, err, stderr.String())
+	}
+	f.Addr = strings.TrimSpace(addr)
+	return f
+}
+
+// Pid is the floor server's pid.
+func (f *floorProc) Pid() int { return f.cmd.Process.Pid }
+
+func (f *floorProc) stop() {
+	f.in.Close()
+	f.cmd.Process.Kill()
+	f.cmd.Wait()
+}
+
+func benchfloorBin(tb testing.TB) string { return testbin.Path(tb, "benchfloor") }

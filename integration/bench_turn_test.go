@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// wsRoundTrip writes one frame and reads one reply frame.
+func wsRoundTrip(tb testing.TB, ctx context.Context, c *websocket.Conn, frame []byte) []byte {
+	if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
+		tb.Fatal(err)
+	}
+	_, reply, err := c.Read(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reply
+}
+
+// BenchmarkTurn: a /ws step through harnessd to the test agent (`reply x`)
+// against two floors, interleaved one call of each path per iteration, b.N
+// iterations per repeat, repeats times (a fresh daemon and floors each):
+//
+//   - the relay floor: benchfloor relay, a separate process doing only
+//     pipe-to-agent + WebSocket-to-client for the same agent binary, its
+//     reply padded to the size of harnessd's observation frame;
+//   - the component floor: a direct pipe round trip to the same agent from
+//     the benchmark's process plus a bare coder/websocket echo inside the
+//     benchmark's process with the same frame sizes (the floor of earlier
+//     runs: cheaper than any daemon can be, as its echo crosses no process).
+//
+// Every WebSocket path uses the same raw client (write the frame, read the
+// reply's bytes), so client-side decoding is in none of them.
+func BenchmarkTurn(b *testing.B) {
+	const msg = "reply x"
+	reqFrame, _ := json.Marshal(map[string]any{"type": "step", "data": map[string]any{"message": msg}})
+	want := []byte(`"response":"x"`)
+	var step50, step99, relay50, comp50, rRelay, rComp, over []float64
+	var lastAdapter, lastPipe time.Duration
+	for rep := 0; rep < repeats; rep++ {
+		ctx := context.Background()
+		d := startDaemon(b, spec{Flags: infoLog, Harness: agentCmd(b)})
+		c, _, err := websocket.Dial(ctx, "ws://"+d.Addr+"/ws", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetReadLimit(64 << 20)
+		if reply := wsRoundTrip(b, ctx, c, []byte(`{"type":"reset"}`)); !strings.Contains(string(reply), `"observation"`) {
+			b.Fatalf("reset: %s", reply)
+		}
+		replyFrame := wsRoundTrip(b, ctx, c, reqFrame)
+		if !strings.Contains(string(replyFrame), string(want)) {
+			b.Fatalf("step: %s", replyFrame)
+		}
+		relay := startFloor(b, "relay", "-agent", testharnessBin(b), "-reply-size", strconv.Itoa(len(replyFrame)))
+		rc, _, err := websocket.Dial(ctx, "ws://"+relay.Addr+"/", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc.SetReadLimit(64 << 20)
+		agent := startDirectAgent(b)
+		echo, closeEcho := echoServer(b, len(replyFrame))
+		relayWant := []byte(`"turn_complete"`)
+		for range 20 { // warm up every path
+			wsRoundTrip(b, ctx, c, reqFrame)
+			wsRoundTrip(b, ctx, rc, reqFrame)
+			agent.roundTrip(b, msg)
+			wsRoundTrip(b, ctx, echo, reqFrame)
+		}
+		var daemon, relayed, pipe, ws samples
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			reply := wsRoundTrip(b, ctx, c, reqFrame)
+			t1 := time.Now()
+			rreply := wsRoundTrip(b, ctx, rc, reqFrame)
+			t2 := time.Now()
+			agent.roundTrip(b, msg)
+			t3 := time.Now()
+			wsRoundTrip(b, ctx, echo, reqFrame)
+			t4 := time.Now()
+			if !strings.Contains(string(reply), string(want)) || !strings.Contains(string(rreply), string(relayWant)) {
+				b.Fatalf("step: %s / relay: %s", reply, rreply)
+			}
+			daemon, relayed = append(daemon, t1.Sub(t0)), append(relayed, t2.Sub(t1))
+			pipe, ws = append(pipe, t3.Sub(t2)), append(ws, t4.Sub(t3))
+		}
+		comp := pipe.p50() + ws.p50()
+		step50, step99 = append(step50, us(daemon.p50())), append(step99, us(daemon.p99()))
+		relay50, comp50 = append(relay50, us(relayed.p50())), append(comp50, us(comp))
+		rRelay = append(rRelay, float64(daemon.p50())/float64(relayed.p50()))
+		rComp = append(rComp, float64(daemon.p50())/float64(comp))
+		over = append(over, us(daemon.p50()-relayed.p50()))
+		if a := turnElapsed(d.Log(), b.N); len(a) > 0 {
+			lastAdapter, lastPipe = a.p50(), pipe.p50()
+		}
+		rc.CloseNow()
+		c.CloseNow()
+		closeEcho()
+		agent.stop()
+		relay.stop()
+		d.Stop()
+	}
+	s50, s99, rl, cp := spreadOf(step50), spreadOf(step99), spreadOf(relay50), spreadOf(comp50)
+	rr, rcmp, ov := spreadOf(rRelay), spreadOf(rComp), spreadOf(over)
+	b.ReportMetric(s50.Med, "step-p50-us")
+	b.ReportMetric(rr.Med, "ratio-relay")
+	b.ReportMetric(rcmp.Med, "ratio-component")
+	if b.N < 20 {
+		return
+	}
+	summary("turn n=%d×%d: /ws step p50 %sµs p99 %sµs | relay floor (separate process) p50 %sµs → ratio %s (target ≤ 1.3) | component floor (pipe + in-process ws echo) p50 %sµs → ratio %s | overhead over the relay p50 %sµs",
+		repeats, b.N, s50.Format("%.0f"), s99.Format("%.0f"), rl.Format("%.0f"), rr.Format("%.2f"), cp.Format("%.0f"), rcmp.Format("%.2f"), ov.Format("%.0f"))
+	if lastAdapter > 0 {
+		summary("turn breakdown (last repeat): the adapter's round trip inside the daemon (from its log) p50 %.0fµs vs the direct pipe p50 %.0fµs",
+			us(lastAdapter), us(lastPipe))
+	}
+	ratioRow("turn: /ws step p50 vs relay floor process", "µs", s50, rl, rr, 1.3)
+	row("turn: /ws step p50 vs component floor", s50.Format("%.0f")+" µs", cp.Format("%.0f")+" µs", rcmp.Format("%.2f"), "", "")
+}
