@@ -104,8 +104,8 @@ type Session struct {
 	turn     *turnSignal // the running step's, for Interrupt; nil without one
 	epSeq    int
 	ep       *episode
-	next     *spare     // the next episode's prepared sandbox (spare.go)
-	standbys []*standby // prepared next episodes (standby.go)
+	next     *spare         // the next episode's prepared sandbox (spare.go)
+	standbys []*standby     // prepared next episodes (standby.go)
 	retiring sync.WaitGroup // episodes torn down in the background (retireEpisode)
 	last     *wire.LastError
 }
