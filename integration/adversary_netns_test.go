@@ -88,7 +88,15 @@ func linkUp(t testing.TB, h *netlink.Handle, name string, addr *net.IPNet) {
 // zone).
 func netHost(t testing.TB) (netns.NsHandle, []string) {
 	t.Helper()
-	host, peer := newNetNS(t), newNetNS(t)
+	host, _, addrs := netHostAndPeer(t)
+	return host, addrs
+}
+
+// netHostAndPeer is netHost that also returns the peer namespace (the far
+// end of the veth pair, 10.233.0.2).
+func netHostAndPeer(t testing.TB) (host, peer netns.NsHandle, addrs []string) {
+	t.Helper()
+	host, peer = newNetNS(t), newNetNS(t)
 	h, err := netlink.NewHandleAt(host)
 	if err != nil {
 		t.Fatalf("netlink in the test's namespace: %v", err)
@@ -107,19 +115,19 @@ func netHost(t testing.TB) (netns.NsHandle, []string) {
 	linkUp(t, h, vethHost, vethHostAddr)
 	linkUp(t, ph, "lo", nil)
 	linkUp(t, ph, vethPeer, vethPeerAddr)
-	addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	list, err := h.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		t.Fatalf("list the namespace's addresses: %v", err)
 	}
 	var out []string
-	for _, a := range addrs {
-		host := a.IP.String()
+	for _, a := range list {
+		h := a.IP.String()
 		if a.IP.IsLinkLocalUnicast() {
-			host += fmt.Sprintf("%%%d", a.LinkIndex)
+			h += fmt.Sprintf("%%%d", a.LinkIndex)
 		}
-		out = append(out, host)
+		out = append(out, h)
 	}
-	return host, out
+	return host, peer, out
 }
 
 // netnsDaemon starts an adversarial daemon inside ns on 0.0.0.0:0.
