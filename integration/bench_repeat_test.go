@@ -6,6 +6,7 @@ package integration
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -20,8 +21,18 @@ import (
 const repeats = 3
 
 // infoLog runs a benchmarked daemon at its default log level (startDaemon
-// asks for debug, which logs more per turn than a deployment does).
-var infoLog = []string{"--log-level", "info"}
+// asks for debug, which logs more per turn than a deployment does), in
+// the isolation HARNESSD_BENCH_ISOLATION names (default process: the fair
+// floors are bare processes; what the sandbox adds to a reset is
+// BenchmarkResetIsolation's figure).
+var infoLog = []string{"--log-level", "info", "--isolation", benchIsolation()}
+
+func benchIsolation() string {
+	if v := os.Getenv("HARNESSD_BENCH_ISOLATION"); v != "" {
+		return v
+	}
+	return "process"
+}
 
 // spreadOf is benchrow.Of.
 func spreadOf(xs []float64) benchrow.Spread { return benchrow.Of(xs) }

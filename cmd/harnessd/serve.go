@@ -17,6 +17,7 @@ import (
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/probe"
+	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/server"
 )
 
@@ -170,6 +171,9 @@ func runServe(args []string) int {
 		return exitMissing
 	}
 	log.Info("process isolation", "isolation", level, "kill_mode", mech.KillMode(), "peer_check", mech.PeerCheck, "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
+	if n := sandbox.SweepCgroups(); n > 0 {
+		log.Info("removed empty sandbox cgroups of daemons no longer running", "count", n)
+	}
 	// Session directories a killed daemon left behind (workspace.keep keeps
 	// them on purpose, so they are not swept then).
 	if !cfg.Workspace.Keep {
