@@ -28,6 +28,7 @@ type checkJSON struct {
 	Version   string `json:"version"`
 	KillMode  string `json:"kill_mode"`
 	PeerCheck string `json:"peer_check"`
+	Isolation string `json:"isolation"`
 	Checks    map[string]struct {
 		Status string `json:"status"`
 		Detail string `json:"detail"`
@@ -99,6 +100,9 @@ func validateShape(t *testing.T, rep checkJSON) {
 	t.Helper()
 	if rep.Version == "" || rep.KillMode == "" || !strings.HasSuffix(rep.KillMode, "pgroup") {
 		t.Errorf("version %q kill_mode %q", rep.Version, rep.KillMode)
+	}
+	if rep.Isolation != "sandbox" && rep.Isolation != "process" {
+		t.Errorf("isolation %q, want sandbox or process", rep.Isolation)
 	}
 	if rep.PeerCheck != "sock_diag+cgroup" && rep.PeerCheck != "proc_scan+ancestry" {
 		t.Errorf("peer_check %q, want sock_diag+cgroup or proc_scan+ancestry", rep.PeerCheck)

@@ -112,7 +112,10 @@ func startNS(t *testing.T, args ...string) *nsDaemon {
 	d := &nsDaemon{t: t, logPath: filepath.Join(dir, "harnessd.log"), exited: make(chan struct{})}
 	addrFile := filepath.Join(dir, "addr")
 	argv := append(append([]string{}, ns...), testbin.Path(t, "harnessd"), "serve",
-		"--listen", "127.0.0.1:0", "--addr-file", addrFile, "--log-format", "json", "--log-level", "debug")
+		"--listen", "127.0.0.1:0", "--addr-file", addrFile, "--log-format", "json", "--log-level", "debug",
+		// PID 1's own reaping of the harness's orphans is what these tests
+		// watch: a sandboxed harness has its own init and PID namespace.
+		"--isolation", "process")
 	argv = append(argv, args...)
 	logf, err := os.Create(d.logPath)
 	if err != nil {

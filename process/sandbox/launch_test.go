@@ -205,7 +205,8 @@ func TestSupervisedPTY(t *testing.T) {
 }
 
 // leftOf lists the sandbox's processes other than its init and an exec
-// stage waiting for the next run.
+// stage waiting for the next run (which, between its fork and its exec,
+// still shows the init's command line).
 func leftOf(sb *sandbox.Sandbox) []string {
 	var out []string
 	for _, pid := range sb.HostPids() {
@@ -213,7 +214,7 @@ func leftOf(sb *sandbox.Sandbox) []string {
 			continue
 		}
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if cmd := strings.ReplaceAll(string(b), "\x00", " "); !strings.Contains(cmd, "__sandbox-exec") {
+		if cmd := strings.ReplaceAll(string(b), "\x00", " "); !strings.Contains(cmd, "__sandbox-exec") && !strings.Contains(cmd, "__sandbox-init") {
 			out = append(out, fmt.Sprintf("%d (%s)", pid, cmd))
 		}
 	}
