@@ -290,8 +290,15 @@ func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
 				// fails on a cgroup that still has a task).
 				for _, cg := range cgroups {
 					if isDir(cg) {
-						t.Logf("left after SIGKILL: the sandbox's empty cgroup %s (removed by the test)", cg)
-						if err := os.Remove(cg); err != nil {
+						t.Logf("left after SIGKILL: the sandbox's cgroup %s (removed by the test)", cg)
+						// Its last tasks may still be exiting (EBUSY).
+						var err error
+						for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+							if err = os.Remove(cg); err == nil || time.Now().After(deadline) {
+								break
+							}
+						}
+						if err != nil {
 							t.Errorf("remove the killed daemon's cgroup %s: %v", cg, err)
 						}
 					}
