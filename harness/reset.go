@@ -294,11 +294,17 @@ func (s *Session) endEpisode(ctx context.Context) error {
 	err := errors.Join(stopErr, s.closeTools(ctx, ep))
 	s.closeModel(ep)
 	s.closeEgress(ctx, ep)
-	s.closeSandbox(ep)
 	s.events.closeRecord()
-	if !s.cfg.Workspace.Keep {
-		os.RemoveAll(ep.dirs.root)
-	}
+	// The tree has stopped (its run ended, every process of it killed):
+	// the idle init, its cgroup and the directories go in the background.
+	s.retiring.Add(1)
+	go func() {
+		defer s.retiring.Done()
+		s.closeSandbox(ep)
+		if !s.cfg.Workspace.Keep {
+			os.RemoveAll(ep.dirs.root)
+		}
+	}()
 	return err
 }
 

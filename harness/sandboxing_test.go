@@ -77,12 +77,13 @@ func TestSandboxedResetsGetFreshSandboxes(t *testing.T) {
 	if pwd1 == pwd2 || init1 == init2 || init1 == 0 {
 		t.Fatalf("consecutive episodes share a sandbox: %q (init %d), %q (init %d)", pwd1, init1, pwd2, init2)
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", init1)); err == nil {
-		t.Fatalf("the first episode's sandbox init %d is still alive", init1)
-	}
-	if _, err := os.Stat(pwd1); err == nil {
-		t.Fatalf("the first episode's workspace %s is still there", pwd1)
-	}
+	// The previous episode's idle init and directories end in the
+	// background, right after its tree has stopped.
+	waitFor(t, "the first episode's sandbox init to end", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", init1))
+		return err != nil
+	})
+	waitFor(t, "the first episode's workspace to go", func() bool { _, err := os.Stat(pwd1); return err != nil })
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

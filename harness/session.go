@@ -341,6 +341,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closeSpare()
 	s.closeStandbys()
 	errs = append(errs, s.endEpisode(ctx))
+	s.retiring.Wait() // the sandboxes and directories ended in the background
 	for _, src := range s.sources {
 		if err := src.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close tool source %s: %w", src.Name(), err))
