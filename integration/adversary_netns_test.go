@@ -32,18 +32,32 @@ var (
 	vethPeerAddr = &net.IPNet{IP: net.IPv4(10, 233, 0, 2), Mask: net.CIDRMask(30, 32)}
 )
 
-// inNetNS runs f on an OS thread switched into ns. The thread is never
-// unlocked, so the runtime ends it with the goroutine and no other
-// goroutine ever runs in ns by accident.
+// inNetNS runs f on an OS thread switched into ns, then switches the
+// thread back and unlocks it (a thread that ended instead would fire the
+// parent-death signal of any child it had forked; if switching back fails
+// it stays locked and ends with the goroutine, so no other goroutine ever
+// runs in ns by accident).
 func inNetNS(ns netns.NsHandle, f func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		home, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("the thread's network namespace: %w", err)
+			return
+		}
+		defer home.Close()
 		if err := netns.Set(ns); err != nil {
+			runtime.UnlockOSThread()
 			done <- fmt.Errorf("enter the test's network namespace: %w", err)
 			return
 		}
-		done <- f()
+		err = f()
+		if netns.Set(home) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- err
 	}()
 	return <-done
 }

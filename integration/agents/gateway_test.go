@@ -293,8 +293,10 @@ func withModelEnv(pid int) int {
 
 // dialInNetns dials from the network namespace of process pid (a
 // sandboxed agent's, where its gateway door listens; the test runs as
-// root). Each dial runs on a thread of its own that enters the namespace
-// and is never unlocked, so Go ends the thread instead of reusing it.
+// root). The dial runs on a locked thread that enters the namespace and is
+// put back before it is unlocked: a thread that ended instead would fire
+// the parent-death signal of every daemon it once forked (Go's Pdeathsig
+// is per thread), killing another agent's daemon mid-test.
 func dialInNetns(pid int) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		type result struct {
@@ -304,18 +306,30 @@ func dialInNetns(pid int) func(ctx context.Context, network, addr string) (net.C
 		ch := make(chan result, 1)
 		go func() {
 			runtime.LockOSThread()
+			home, err := os.Open("/proc/thread-self/ns/net")
+			if err != nil {
+				runtime.UnlockOSThread()
+				ch <- result{nil, err}
+				return
+			}
+			defer home.Close()
 			f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 			if err != nil {
+				runtime.UnlockOSThread()
 				ch <- result{nil, err}
 				return
 			}
 			defer f.Close()
 			if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+				runtime.UnlockOSThread()
 				ch <- result{nil, fmt.Errorf("enter the agent's network namespace: %w", err)}
 				return
 			}
 			var d net.Dialer
 			c, err := d.DialContext(ctx, network, addr)
+			if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread() // back home: the thread may serve others
+			} // else it stays locked and ends with this goroutine
 			ch <- result{c, err}
 		}()
 		r := <-ch
