@@ -51,7 +51,9 @@ func (l *webLog) stepped(msg wire.Record, obs *wire.Observation) wire.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.turns = append(l.turns, msg, rec)
-	if n := len(l.turns); n > 2*maxWebTurns {
+	// Trimmed only when twice the bound is reached, so a long episode
+	// copies the window once per maxWebTurns turns, not on every turn.
+	if n := len(l.turns); n >= 4*maxWebTurns {
 		l.turns = append([]wire.Record(nil), l.turns[n-2*maxWebTurns:]...)
 	}
 	if obs.Reward != nil {
@@ -74,7 +76,11 @@ func (l *webLog) summary() (*float64, wire.FailureType) {
 func (l *webLog) records(traj []wire.Event) []wire.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]wire.Record, 0, len(l.turns)+len(traj)+1)
+	turns := l.turns
+	if len(turns) > 2*maxWebTurns {
+		turns = turns[len(turns)-2*maxWebTurns:] // the last maxWebTurns turns
+	}
+	out := make([]wire.Record, 0, len(turns)+len(traj)+1)
 	if l.reset != nil {
 		out = append(out, *l.reset)
 	}
@@ -88,7 +94,7 @@ func (l *webLog) records(traj []wire.Event) []wire.Record {
 		}
 		delete(byTurn, n)
 	}
-	for _, r := range l.turns {
+	for _, r := range turns {
 		if r.Kind == wire.RecordObservation && r.Turn > 0 {
 			events(r.Turn)
 		}
