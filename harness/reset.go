@@ -65,8 +65,10 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.events.note(observationRecord(obs))
 		return obs, nil
 	}
-	if err := s.endEpisode(ctx); err != nil {
-		s.log.Warn("previous episode ended uncleanly", "err", err)
+	if !s.retireSandboxed() {
+		if err := s.endEpisode(ctx); err != nil {
+			s.log.Warn("previous episode ended uncleanly", "err", err)
+		}
 	}
 	if err := s.lockDir(); err != nil {
 		return nil, err
@@ -306,6 +308,30 @@ func (s *Session) endEpisode(ctx context.Context) error {
 		}
 	}()
 	return err
+}
+
+// retireSandboxed retires a sandboxed previous episode in the background
+// and gives the session a fresh adapter, so the reset does not wait for the
+// old tree to stop: it is contained in its own namespaces, its doors are
+// its own and its events are no longer recorded. It reports false (the
+// caller ends the episode itself) in process isolation, without a
+// previous episode, or without an adapter registry.
+func (s *Session) retireSandboxed() bool {
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	if s.iso != IsolationSandbox || s.adapters == nil || ep == nil || ep.sandbox == nil {
+		return false
+	}
+	fresh, err := s.adapters.New(s.cfg)
+	if err != nil {
+		return false
+	}
+	s.retireEpisode()
+	s.mu.Lock()
+	s.adapter = fresh
+	s.mu.Unlock()
+	return true
 }
 
 // retireEpisode detaches the current episode and its adapter and tears

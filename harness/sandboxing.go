@@ -207,9 +207,22 @@ func (s *Session) exposures() ([]sandbox.Bind, []string) {
 					}
 				}
 			}
-			if filepath.IsAbs(prog) {
-				want = append(want, filepath.Dir(prog))
-				if real, err := filepath.EvalSymlinks(prog); err == nil {
+			// The program and every absolute path among its arguments (a
+			// script run by an interpreter: node /…/cli.js).
+			for _, a := range append([]string{prog}, h.Command[1:]...) {
+				if !filepath.IsAbs(a) {
+					continue
+				}
+				fi, err := os.Stat(a)
+				if err != nil {
+					continue
+				}
+				dir := a
+				if !fi.IsDir() {
+					dir = filepath.Dir(a)
+				}
+				want = append(want, dir)
+				if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
 					want = append(want, filepath.Dir(real))
 				}
 			}
@@ -219,7 +232,9 @@ func (s *Session) exposures() ([]sandbox.Bind, []string) {
 				want = append(want, d)
 			}
 		}
-		hidden := s.hiddenPaths()
+		// Also covered inside: /tmp (each sandbox has a private one) and
+		// the daemon's TMPDIR, where a clone or a test's binaries may be.
+		hidden := append(s.hiddenPaths(), "/tmp", os.TempDir())
 		seen := map[string]bool{}
 		for _, d := range want {
 			d = exposeRoot(filepath.Clean(d))
