@@ -53,8 +53,8 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		// The previous episode is retired at once (no events, its doors
 		// closing) and torn down in the background: a handed-over reset
 		// does not wait for the old tree to exit.
-		s.retireEpisode()
-		defer s.fillStandbys()
+		s.retireEpisode(handoverQuiet)
+		defer s.fillStandbysAfter(handoverQuiet)
 		ep, err := s.handOver(sb)
 		if err != nil {
 			return nil, err
@@ -327,18 +327,24 @@ func (s *Session) retireSandboxed() bool {
 	if err != nil {
 		return false
 	}
-	s.retireEpisode()
+	s.retireEpisode(0)
 	s.mu.Lock()
 	s.adapter = fresh
 	s.mu.Unlock()
 	return true
 }
 
+// handoverQuiet is how long after a standby's handover the previous
+// episode's teardown and the next standby's preparation wait, so that on a
+// small machine they do not compete with the reset's reply. The previous
+// episode is inactive and records nothing from the handover on.
+const handoverQuiet = 20 * time.Millisecond
+
 // retireEpisode detaches the current episode and its adapter and tears
 // them down in the background (a standby's handover): the episode records
 // nothing more and is inactive at once; Close and the next endEpisode wait
 // for the teardown.
-func (s *Session) retireEpisode() {
+func (s *Session) retireEpisode(after time.Duration) {
 	s.mu.Lock()
 	ep, a := s.ep, s.adapter
 	if ep != nil {
@@ -350,6 +356,7 @@ func (s *Session) retireEpisode() {
 	s.retiring.Add(1)
 	go func() {
 		defer s.retiring.Done()
+		time.Sleep(after) // let the reset's reply go out first
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Harness.StopGrace.D()+teardownTimeout)
 		defer cancel()
 		if err := a.Stop(ctx); err != nil {

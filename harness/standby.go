@@ -39,6 +39,14 @@ func (s *Session) emit(ep *episode, e wire.Event) {
 	s.events.add(e)
 }
 
+// fillStandbysAfter fills the standbys in the background after d.
+func (s *Session) fillStandbysAfter(d time.Duration) {
+	if s.warm <= 0 {
+		return
+	}
+	time.AfterFunc(d, s.fillStandbys)
+}
+
 // fillStandbys starts preparing standbys until warm are ready or on the
 // way.
 func (s *Session) fillStandbys() {
