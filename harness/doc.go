@@ -20,6 +20,14 @@
 // classifying its error, Interrupt), observe.go (scoring, observations,
 // ending an episode), record.go (the episode's record file).
 //
+// An episode's containment: in sandbox isolation (isolation.go,
+// sandboxing.go) each episode has a sandbox of package process/sandbox
+// whose doors carry its bridge, model gateway and egress proxy (egress.go);
+// the next episode's sandbox is prepared in the background (spare.go), or
+// with warm: N whole episodes with their harnesses (standby.go), and a
+// previous episode is retired and torn down in the background when it
+// cannot reach anything of the next. Tasksets are task.go's.
+//
 // What a turn keeps in memory is bounded (episode.max_turn_events and
 // max_turn_event_bytes, turnbounds.go): past a bound the turn goes on, its
 // later events are dropped and the observation says so in

@@ -10,28 +10,34 @@
 // private host id range per sandbox (as root) or the daemon's own uid (not
 // as root), places the init in a cgroup with the configured limits, and talks
 // to it over a control socket (fd 3 in the init): a JSON spec goes in, the
-// door listeners (SCM_RIGHTS) and the harness's exit status come back.
-// Start returns once the sandbox is fully set up; Run releases the harness
-// with its command and environment (which may name the doors' addresses).
+// door listeners (SCM_RIGHTS) and each run's exit status come back.
+// Start returns once the sandbox is fully set up; Run starts a harness with
+// its command, environment (which may name the doors' addresses) and stdio
+// (passed with the command, SCM_RIGHTS). A sandbox runs one harness at a
+// time and may run several in turn (one per turn of a one-shot CLI, then a
+// grader); Launcher adapts Run to process.Spec.Launcher.
 //
 // Inside, Init (called first thing by main, and by tests from TestMain)
 // brings lo up, opens the doors on 127.0.0.1, builds the new root (the
 // host's / read-only, hidden paths under empty tmpfs, the workspace and
 // HOME writable, private /tmp, a fresh /proc, a minimal /dev with its own
 // devpts, an empty read-only /sys), pivots into it, sets the hostname and
-// waits for the go. It then starts the harness through a second stage of
-// the same binary that drops to the harness's uid and gid, clears every
-// capability and the bounding set, sets no_new_privs, installs the
-// optional seccomp deny-list, applies rlimits and execs the harness with
-// exactly the given environment. The init reaps every process of the
-// namespace, forwards SIGTERM, SIGINT and SIGHUP to the harness's process
-// group, reports the harness's exact exit status and exits, which ends
-// every other process of the namespace.
+// waits for a go. Each run's harness starts through a second stage of the
+// same binary, forked ahead of the go, that takes its command and stdio,
+// drops to the harness's uid and gid, clears every capability and the
+// bounding set, sets no_new_privs, installs the optional seccomp deny-list,
+// applies rlimits and execs the harness with exactly the given environment.
+// The init reaps every process of the namespace and forwards SIGTERM,
+// SIGINT and SIGHUP to the harness's process group; when the run's harness
+// exits it kills every other process of the namespace (kill(-1) from PID 1)
+// and reports the exact exit status. When the init dies — SIGKILL from
+// Close, or the daemon's death (Pdeathsig) — every process of the
+// namespace dies with it.
 //
 // The package owns the namespaces, the mounts, the id maps, the seccomp
 // program and the sandbox's cgroup (v2 when its controllers are there, v1
 // on hybrid hosts). It must not touch sessions, adapters, the bridge or
-// the gateway, and package process must not depend on it: process will
-// call Start with the child ends of its pipes (Config.Stdin, Stdout,
-// Stderr), so readiness, line limits and the stderr tail work unchanged.
+// the gateway, and package process must not depend on it: process makes
+// the pipes and hands their child ends to Run through the Launcher, so
+// readiness, line limits and the stderr tail work unchanged.
 package sandbox
