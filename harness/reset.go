@@ -157,6 +157,13 @@ func (s *Session) openEpisode(ctx context.Context, ep *episode) (*MCPInjection, 
 	if err := s.openTools(ctx, ep); err != nil {
 		return nil, err
 	}
+	if ep.server == nil {
+		// No tools: nothing serves the bridge's door, so close it (a
+		// connection to it is refused rather than left hanging).
+		if l := ep.door(doorMCP); l != nil {
+			l.Close()
+		}
+	}
 	inj, err := s.injection(ep)
 	if err != nil {
 		return nil, err
