@@ -100,10 +100,12 @@ func TestWarmStandbyHandsOverFreshEpisodes(t *testing.T) {
 	}
 	// The standby prepared now dies while waiting: the next reset gets a
 	// fresh harness instead.
+	// (The first episode's harness is retired in the background: it is
+	// not the standby.)
 	var standbyPid int
 	waitFor(t, "the third standby", func() bool {
 		for pid, ws := range agentsUnder(t, root) {
-			if ws != f2.workspace {
+			if ws != f2.workspace && ws != f1.workspace {
 				standbyPid = pid
 				return true
 			}
