@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -146,5 +147,47 @@ func TestSandboxedWarmStandby(t *testing.T) {
 			t.Fatalf("two episodes in one workspace %s", pwd)
 		}
 		last = pwd
+	}
+}
+
+// TestSandboxWithoutToolsListensOnNothing: an episode without tools (and
+// without a model) has no door to serve, so nothing listens in its network
+// namespace: /proc/net/tcp inside holds only its header line.
+func TestSandboxWithoutToolsListensOnNothing(t *testing.T) {
+	s := sandboxed(t, func(c *harness.Config) { c.Tools, c.Hide = nil, nil })
+	reset(t, s)
+	host, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := len(strings.SplitAfter(string(host), "\n")[0])
+	got := responseText(t, s, "attack read-file /proc/net/tcp")
+	var r struct {
+		OK    bool   `json:"ok"`
+		Count int    `json:"count"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(got), &r); err != nil || !r.OK {
+		t.Fatalf("read /proc/net/tcp inside: %q (%v)", got, err)
+	}
+	if r.Count != header {
+		t.Fatalf("/proc/net/tcp inside has %d bytes, the header alone %d: a socket is open in the sandbox's network namespace", r.Count, header)
+	}
+}
+
+func TestSandboxedRecordSaysSandbox(t *testing.T) {
+	dir := t.TempDir()
+	s := sandboxed(t, func(c *harness.Config) { c.RecordDir = dir })
+	obs := reset(t, s)
+	b, err := os.ReadFile(dir + "/" + obs.Metadata.EpisodeID + ".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Kind      string `json:"kind"`
+		Isolation string `json:"isolation"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &rec); err != nil || rec.Kind != "reset" || rec.Isolation != harness.IsolationSandbox {
+		t.Fatalf("the record's reset line: %+v (%v)", rec, err)
 	}
 }

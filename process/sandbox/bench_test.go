@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"os"
 	"os/exec"
 	"slices"
@@ -20,7 +21,7 @@ import (
 // maps, the new root, a door, the exec stage, and Close.
 func BenchmarkSandboxStart(b *testing.B) {
 	if r := probeOnce(); !r.OK {
-		b.Skipf("sandbox: %s", r.Detail)
+		testbin.Missing(b, "sandbox: %s", r.Detail)
 	}
 	exe, err := os.Executable()
 	if err != nil {
