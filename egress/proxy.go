@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/harnessd/harnessd/internal/httpgroup"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,11 +29,12 @@ type Proxy struct {
 	upstream *http.Transport
 	log      *slog.Logger
 
+	servers httpgroup.Group // its Serve loops
+
 	mu      sync.Mutex
 	closed  bool
-	servers []*http.Server
 	tunnels map[*tunnel]struct{}
-	wg      sync.WaitGroup // Serve loops and requests in flight
+	wg      sync.WaitGroup // requests in flight
 }
 
 // New returns a proxy for opts; it fails when the policy has a bad pattern.
@@ -50,6 +52,7 @@ func New(opts Options) (*Proxy, error) {
 		log:      opts.Logger,
 		tunnels:  map[*tunnel]struct{}{},
 	}
+	p.servers.Closed = ErrClosed
 	p.upstream = newUpstreamTransport(opts)
 	p.fwd = newForwarder(p.upstream, p.log)
 	return p, nil
@@ -59,12 +62,6 @@ func New(opts Options) (*Proxy, error) {
 // open, and the proxy's to close from now on). It returns ErrClosed, closing
 // ln, after Close.
 func (p *Proxy) Serve(ln net.Listener) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		ln.Close()
-		return ErrClosed
-	}
 	srv := &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: p.opts.ReadHeaderTimeout,
@@ -72,15 +69,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		MaxHeaderBytes:    p.opts.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 	}
-	p.servers = append(p.servers, srv)
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.log.Warn("egress: serve ended", "addr", ln.Addr().String(), "err", err)
-		}
-	}()
-	return nil
+	return p.servers.Serve(srv, ln, p.log, "egress")
 }
 
 // Close stops the proxy: it stops accepting, waits for forwarded requests
@@ -89,18 +78,8 @@ func (p *Proxy) Serve(ln net.Listener) error {
 func (p *Proxy) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
-	servers := p.servers
-	p.servers = nil
 	p.mu.Unlock()
-	var errs []error
-	for _, srv := range servers {
-		if err := srv.Shutdown(ctx); err != nil {
-			srv.Close()
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				errs = append(errs, err)
-			}
-		}
-	}
+	err := p.servers.Shutdown(ctx)
 	p.mu.Lock()
 	for t := range p.tunnels {
 		t.fail("the egress proxy closed")
@@ -108,7 +87,7 @@ func (p *Proxy) Close(ctx context.Context) error {
 	p.mu.Unlock()
 	p.wg.Wait()
 	p.upstream.CloseIdleConnections()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("egress: close: %w", err)
 	}
 	return nil

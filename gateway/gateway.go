@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/harnessd/harnessd/internal/httpgroup"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,9 +38,8 @@ type Gateway struct {
 	turnUse usage   // per-turn counters
 	budget  *BudgetError
 	rewards map[int]float64
-	servers []*http.Server
-	closed  bool
-	wg      sync.WaitGroup
+
+	servers httpgroup.Group // its Serve loops
 }
 
 // usage counts model use against the budgets.
@@ -107,6 +107,7 @@ func New(opts Options) (*Gateway, error) {
 		key: []byte(key), client: client,
 		upstream: strings.TrimRight(opts.Upstream.URL, "/") + "/chat/completions",
 		turn:     1,
+		servers:  httpgroup.Group{Closed: ErrClosed},
 	}, nil
 }
 
@@ -148,47 +149,18 @@ func (g *Gateway) BudgetExhausted() *BudgetError {
 // called more than once (a loopback listener and one inside a sandbox's
 // network namespace); the gateway closes each listener on Close.
 func (g *Gateway) Serve(ln net.Listener) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		ln.Close()
-		return ErrClosed
-	}
 	srv := &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
-	g.servers = append(g.servers, srv)
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			g.log.Warn("gateway: serve ended", "addr", ln.Addr().String(), "err", err)
-		}
-	}()
-	return nil
+	return g.servers.Serve(srv, ln, g.log, "gateway")
 }
 
 // Close stops serving: it waits for calls in flight until ctx ends, then
 // drops the connections. It is idempotent.
 func (g *Gateway) Close(ctx context.Context) error {
-	g.mu.Lock()
-	g.closed = true
-	servers := g.servers
-	g.servers = nil
-	g.mu.Unlock()
-	var errs []error
-	for _, srv := range servers {
-		if err := srv.Shutdown(ctx); err != nil {
-			srv.Close()
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	g.wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.servers.Shutdown(ctx); err != nil {
 		return fmt.Errorf("gateway: close: %w", err)
 	}
 	return nil

@@ -1,0 +1,77 @@
+// Package httpgroup serves one handler's http.Servers on any number of
+// listeners in the background and shuts them down together: the model
+// gateway and the egress proxy, each served on a loopback listener or on a
+// sandbox's door. It owns only the servers and their serve loops, never
+// the handlers' own state.
+package httpgroup
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// Group is a set of servers started by Serve. The zero value is ready;
+// Closed is the error Serve returns after Shutdown (nil: ErrClosed).
+type Group struct {
+	// Closed is returned by Serve once Shutdown has begun.
+	Closed error
+
+	mu      sync.Mutex
+	closed  bool
+	servers []*http.Server
+	wg      sync.WaitGroup
+}
+
+// ErrClosed is Serve's error after Shutdown when Group.Closed is nil.
+var ErrClosed = errors.New("server group closed")
+
+// Serve runs srv on ln in the background until Shutdown; ln is the
+// group's to close from now on. A serve loop that ends with an error of
+// its own is logged on log (at warn, naming what and the address).
+func (g *Group) Serve(srv *http.Server, ln net.Listener, log *slog.Logger, what string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		ln.Close()
+		if g.Closed != nil {
+			return g.Closed
+		}
+		return ErrClosed
+	}
+	g.servers = append(g.servers, srv)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn(what+": serve ended", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	return nil
+}
+
+// Shutdown stops every server: no new connections, requests in flight
+// until ctx ends, then every connection closed; it waits for the serve
+// loops. Hijacked connections are the handler's to end. It is idempotent
+// and returns the servers' errors other than ctx's ending.
+func (g *Group) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closed = true
+	servers := g.servers
+	g.servers = nil
+	g.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	g.wg.Wait()
+	return errors.Join(errs...)
+}
