@@ -132,13 +132,30 @@ func (s *Session) closeSandbox(ep *episode) {
 	ep.sandbox = nil
 }
 
-// giveToHarness hands the episode's directory (the MCP config and what the
-// adapter wrote) to the sandbox's harness identity.
+// giveToHarness hands the episode's directory (the MCP config, TMPDIR,
+// what the adapter wrote there) to the sandbox's harness identity. The
+// workspace and HOME are the sandbox's own to hand over (sandbox.Run), so
+// they are not walked twice.
 func (s *Session) giveToHarness(ep *episode) error {
 	if ep.sandbox == nil {
 		return nil
 	}
-	return ep.sandbox.Chown(ep.dirs.root)
+	// The directory itself stays the daemon's (mode 0711, read-only
+	// inside); its entries become the harness's.
+	ents, err := os.ReadDir(ep.dirs.root)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(ep.dirs.root, e.Name())
+		if p == ep.dirs.workspace || p == ep.dirs.home {
+			continue
+		}
+		if err := ep.sandbox.Chown(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // limitFailure names the limit a sandboxed tree ran into in its latest run
