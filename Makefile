@@ -49,8 +49,8 @@ test-go:
 FUZZ_TARGETS := \
 	./wire:FuzzEventDecode ./wire:FuzzObjectKeys \
 	./server:FuzzWSFrame ./server:FuzzHarnessFrame ./server:FuzzHTTPBody ./server:FuzzMCPRequest \
-	./harness:FuzzParseConfig ./harness/jsonl:FuzzLine ./harness/acp:FuzzMessage \
-	./harness/claude:FuzzStreamJSON ./harness/exec:FuzzFormats ./bridge:FuzzRequest
+	./harness:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage \
+	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go
 # fuzz run can end with a spurious "context deadline exceeded" failure when

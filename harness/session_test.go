@@ -16,8 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/harness/internal/adaptertest"
-	"github.com/harnessd/harnessd/harness/jsonl"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"

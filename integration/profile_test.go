@@ -14,7 +14,7 @@ import (
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/client"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/jsonl"
+	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/server"
 )

@@ -21,7 +21,7 @@ import (
 
 	"github.com/harnessd/harnessd/client"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/jsonl"
+	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"

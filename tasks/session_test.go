@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
-	hexec "github.com/harnessd/harnessd/harness/exec"
+	"github.com/harnessd/harnessd/harness/adapter/oneshot"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
@@ -37,7 +37,7 @@ func shellSession(t *testing.T, edit func(*harness.Config)) *harness.Session {
 	})
 	cfg := &harness.Config{
 		Name: "shell",
-		Harness: harness.HarnessConfig{Adapter: hexec.Name, Command: []string{"sh"}, StopGrace: units.Duration(200 * time.Millisecond),
+		Harness: harness.HarnessConfig{Adapter: oneshot.Name, Command: []string{"sh"}, StopGrace: units.Duration(200 * time.Millisecond),
 			Options: map[string]any{"command": []string{"sh", "-c", "{message}"}, "format": "text", "nonzero_ok": true}},
 		Episode:   harness.EpisodeConfig{MaxTurns: 1},
 		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
@@ -50,7 +50,7 @@ func shellSession(t *testing.T, edit func(*harness.Config)) *harness.Session {
 		t.Fatal(err)
 	}
 	reg := &harness.Registry{}
-	if err := reg.Add(hexec.Name, hexec.Factory); err != nil {
+	if err := reg.Add(oneshot.Name, oneshot.Factory); err != nil {
 		t.Fatal(err)
 	}
 	s, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Adapters: reg, Logger: slog.New(slog.DiscardHandler)})

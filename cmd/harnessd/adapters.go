@@ -6,12 +6,12 @@ import (
 	"sync"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/adapter/acp"
+	"github.com/harnessd/harnessd/harness/adapter/jsonl"
+	"github.com/harnessd/harnessd/harness/adapter/oneshot"
+	"github.com/harnessd/harnessd/harness/adapter/pty"
+	"github.com/harnessd/harnessd/harness/adapter/streamjson"
 	"github.com/harnessd/harnessd/harness/agents"
-	"github.com/harnessd/harnessd/harness/claude"
-	"github.com/harnessd/harnessd/harness/exec"
-	"github.com/harnessd/harnessd/harness/jsonl"
-	"github.com/harnessd/harnessd/harness/pty"
 )
 
 // This file is the one place that says which harness protocols and agent
@@ -29,8 +29,8 @@ func linkedAdapters() []protocolAdapter {
 	return []protocolAdapter{
 		{jsonl.Name, jsonl.Factory},
 		{acp.Name, acp.Factory},
-		{claude.Name, claude.Factory},
-		{exec.Name, exec.Factory},
+		{streamjson.Name, streamjson.Factory},
+		{oneshot.Name, oneshot.Factory},
 		{pty.Name, pty.Factory},
 	}
 }

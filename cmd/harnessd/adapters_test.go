@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/harness/agents"
-	"github.com/harnessd/harnessd/harness/jsonl"
 )
 
 func TestLinkedAdaptersAndPresets(t *testing.T) {

@@ -1,6 +1,6 @@
 package agents
 
-import "github.com/harnessd/harnessd/harness/acp"
+import "github.com/harnessd/harnessd/harness/adapter/acp"
 
 // ClaudeACP is the preset "claude-acp": Claude Code through
 // claude-agent-acp (adapter acp). It shares Claude Code's set-up.

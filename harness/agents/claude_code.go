@@ -1,7 +1,7 @@
 package agents
 
 import (
-	"github.com/harnessd/harnessd/harness/claude"
+	"github.com/harnessd/harnessd/harness/adapter/streamjson"
 )
 
 // ClaudeCode is the preset "claude-code": Claude Code driven over stream-json
@@ -10,7 +10,7 @@ func ClaudeCode() *Preset {
 	return &Preset{
 		Name:    "claude-code",
 		Title:   "Claude Code",
-		Adapter: claude.Name,
+		Adapter: streamjson.Name,
 		Dialect: "anthropic",
 		Program: "claude",
 		// Permissions are bypassed (the claude adapter adds IS_SANDBOX=1 as

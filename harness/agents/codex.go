@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/adapter/acp"
 	"github.com/harnessd/harnessd/harness/internal/kit"
 )
 

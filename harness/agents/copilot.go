@@ -1,6 +1,6 @@
 package agents
 
-import "github.com/harnessd/harnessd/harness/acp"
+import "github.com/harnessd/harnessd/harness/adapter/acp"
 
 // Copilot is the preset "copilot": GitHub Copilot CLI in ACP mode (adapter acp).
 func Copilot() *Preset {

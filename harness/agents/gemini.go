@@ -1,7 +1,7 @@
 package agents
 
 import (
-	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/adapter/acp"
 )
 
 // Gemini is the preset "gemini": Gemini CLI in ACP mode (adapter acp).

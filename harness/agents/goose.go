@@ -1,6 +1,6 @@
 package agents
 
-import "github.com/harnessd/harnessd/harness/acp"
+import "github.com/harnessd/harnessd/harness/adapter/acp"
 
 // Goose is the preset "goose": Goose in ACP mode (adapter acp; unverified:
 // Goose is not on npm).

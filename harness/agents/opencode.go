@@ -1,7 +1,7 @@
 package agents
 
 import (
-	"github.com/harnessd/harnessd/harness/acp"
+	"github.com/harnessd/harnessd/harness/adapter/acp"
 )
 
 // OpenCode is the preset "opencode": OpenCode in ACP mode (adapter acp).

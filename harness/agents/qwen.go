@@ -1,6 +1,6 @@
 package agents
 
-import "github.com/harnessd/harnessd/harness/acp"
+import "github.com/harnessd/harnessd/harness/adapter/acp"
 
 // Qwen is the preset "qwen": Qwen Code in ACP mode (adapter acp). It shares
 // Gemini CLI's quiet settings.

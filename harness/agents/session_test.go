@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/acp"
-	"github.com/harnessd/harnessd/harness/claude"
+	"github.com/harnessd/harnessd/harness/adapter/acp"
+	"github.com/harnessd/harnessd/harness/adapter/streamjson"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -39,7 +39,7 @@ func shippedPresets() []*Preset {
 // claude adapters and the presets' wrapping adapters.
 func mustLink(presets []*Preset) (*Catalog, *harness.Registry) {
 	c, r := &Catalog{}, &harness.Registry{}
-	errs := []error{r.Add(acp.Name, acp.Factory), r.Add(claude.Name, claude.Factory)}
+	errs := []error{r.Add(acp.Name, acp.Factory), r.Add(streamjson.Name, streamjson.Factory)}
 	for _, p := range presets {
 		errs = append(errs, c.Add(p), r.Add(p.AdapterName(), Factory(p, r)))
 	}

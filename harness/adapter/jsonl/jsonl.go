@@ -1,0 +1,239 @@
+// Package jsonl is the adapter for harnessd's line protocol v1: one JSON
+// object per line over the harness's stdin and stdout. It is the protocol of
+// custom harnesses written for harnessd and of the test double.
+//
+// The daemon sends {"type":"message","turn":N,"content":...} per turn and
+// {"type":"cancel","turn":N} to interrupt; the harness answers with events
+// and ends each turn with {"type":"turn_complete","data":{"response":...,
+// "done":false}}. A stdout line that is not JSON becomes a text_output event;
+// a malformed JSON object, an unknown event type or a bad turn_complete is a
+// protocol error.
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
+	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/clip"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// Name is the adapter's name in configurations (harness.adapter).
+const Name = "jsonl"
+
+// Factory makes a jsonl adapter for a configuration; the adapter takes no
+// options.
+func Factory(*harness.Config) (harness.Adapter, error) { return New(), nil }
+
+// Adapter drives a line-protocol harness. The embedded Base starts it and
+// provides Stop, Alive and Diagnostics.
+type Adapter struct {
+	adapterkit.Base
+
+	mu    sync.Mutex
+	turn  int // the running turn, 0 between turns
+	after int // bytes written to stdin after the turn's message (cancels)
+	early []wire.Event
+}
+
+// New returns an idle adapter.
+func New() *Adapter { return &Adapter{} }
+
+// protocolEnv is what the line protocol adds to the harnessd variables.
+var protocolEnv = []string{"HARNESSD_PROTOCOL=1"}
+
+// Start runs the command and waits for {"type":"ready"}.
+func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
+	var early [][]byte
+	_, err := a.Base.Start(ctx, l, adapterkit.Spec{Env: protocolEnv}, func(ctx context.Context, p *process.Process) error {
+		var err error
+		early, err = p.WaitReady(ctx, isReady)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.turn = 0
+	a.early = a.early[:0]
+	for _, line := range early {
+		a.early = append(a.early, textEvent(line))
+	}
+	a.mu.Unlock()
+	return nil
+}
+
+func isReady(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"ready"`)) {
+		return false
+	}
+	var m struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(line, &m) == nil && m.Type == "ready"
+}
+
+func textEvent(line []byte) wire.Event {
+	return wire.Text(wire.OriginHarness, string(line))
+}
+
+// wireEvent is a harness stdout object.
+type wireEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Turn sends the message and reads events until turn_complete.
+func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
+	p := a.Process()
+	if p == nil {
+		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
+	}
+	a.mu.Lock()
+	early := a.early
+	a.early = nil
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.turn = 0
+		a.mu.Unlock()
+	}()
+	for _, e := range early {
+		emit(e)
+	}
+
+	msg, _ := json.Marshal(map[string]any{"type": "message", "turn": in.Number, "content": in.Message})
+	if err := p.WriteLine(ctx, msg); err != nil {
+		if ctx.Err() != nil {
+			return harness.TurnResult{}, ctx.Err()
+		}
+		return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{}, "harness stopped reading its input")
+	}
+	// Interrupts count from here: a cancel never precedes its message.
+	a.mu.Lock()
+	a.turn, a.after = in.Number, 0
+	a.mu.Unlock()
+	in.MarkLive()
+	start := p.OutputBytes()
+	answered := false // the harness wrote a line of this turn
+	for {
+		var line process.Line
+		var ok bool
+		select {
+		case line, ok = <-p.Lines():
+		case <-ctx.Done():
+			return harness.TurnResult{}, ctx.Err()
+		}
+		if !ok {
+			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
+		}
+		answered = true
+		if err := a.CheckOutput(line, in, start); err != nil {
+			return harness.TurnResult{}, err
+		}
+		res, done, err := a.handleLine(line.Text, emit)
+		if err != nil || done {
+			return res, err
+		}
+	}
+}
+
+// handleLine maps one stdout line to an event, or ends the turn.
+func (a *Adapter) handleLine(text []byte, emit func(wire.Event)) (harness.TurnResult, bool, error) {
+	trimmed := bytes.TrimSpace(text)
+	if len(trimmed) == 0 {
+		return harness.TurnResult{}, false, nil
+	}
+	if trimmed[0] != '{' {
+		emit(textEvent(text))
+		return harness.TurnResult{}, false, nil
+	}
+	var w wireEvent
+	if err := json.Unmarshal(trimmed, &w); err != nil {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote malformed JSON: %v: %s", err, clip.Bytes(trimmed))
+	}
+	if w.Type == "ready" {
+		return harness.TurnResult{}, false, nil
+	}
+	t := wire.EventType(w.Type)
+	if !t.Valid() {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote an event of unknown type %q (the event types are listed in %s)", w.Type, protocolDoc)
+	}
+	p, err := wire.DecodeChecked(t, w.Data)
+	if err != nil {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote a bad %s event: %v (see %s): %s", t, err, protocolDoc, clip.Bytes(trimmed))
+	}
+	if tc, ok := p.(*wire.TurnComplete); ok {
+		return harness.TurnResult{Response: tc.Response, Done: tc.Done, Cancelled: tc.Cancelled, Extra: extraValues(tc.Extra)}, true, nil
+	}
+	emit(wire.New(wire.OriginHarness, p))
+	return harness.TurnResult{}, false, nil
+}
+
+// protocolDoc is where harness authors find the fields of every event.
+const protocolDoc = "docs/protocol.md"
+
+// extraValues decodes the raw values of a turn_complete's extra fields, so
+// that TurnResult.Extra holds plain values as every adapter's does.
+func extraValues(x wire.Extra) map[string]any {
+	if len(x) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(x))
+	for k, v := range x {
+		if raw, ok := v.(json.RawMessage); ok {
+			var d any
+			if json.Unmarshal(raw, &d) == nil {
+				out[k] = d
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// deadHarness describes a harness that stopped talking during a turn:
+// harness_exited when it exited before taking the message (d says what
+// became of it), harness_crashed when it exited after, protocol_error when
+// it still runs.
+func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, d kit.Delivery, what string) error {
+	if st, ok := adapterkit.WaitExit(ctx, p); ok {
+		a.mu.Lock()
+		d.After = a.after
+		a.mu.Unlock()
+		if kit.ExitedBeforeTurn(p, st, d) {
+			return kit.ExitedBetweenTurns(p, st)
+		}
+		return &harness.Failure{Type: wire.FailureHarnessCrashed,
+			Message: fmt.Sprintf("harness %s mid-turn", st), Exit: &st, StderrTail: p.StderrTail()}
+	}
+	return harness.Fail(wire.FailureProtocol, "%s", what)
+}
+
+// Interrupt sends a cancel line for the running turn.
+func (a *Adapter) Interrupt(ctx context.Context) error {
+	p := a.Process()
+	a.mu.Lock()
+	turn := a.turn
+	a.mu.Unlock()
+	if p == nil || turn == 0 {
+		return harness.ErrNoTurn
+	}
+	line := []byte(`{"type":"cancel","turn":` + strconv.Itoa(turn) + `}`)
+	a.mu.Lock()
+	a.after += len(line) + 1 // counted first: the harness may read it at once
+	a.mu.Unlock()
+	return p.WriteLine(ctx, line)
+}

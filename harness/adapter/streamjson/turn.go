@@ -1,0 +1,279 @@
+package streamjson
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/clip"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// resultExtra maps result fields to TurnResult.Extra keys.
+var resultExtra = map[string]string{
+	"session_id": "session_id", "subtype": "subtype", "is_error": "is_error", "num_turns": "num_turns",
+	"duration_ms": "duration_ms", "duration_api_ms": "duration_api_ms", "total_cost_usd": "total_cost_usd",
+	"usage": "usage", "modelUsage": "model_usage", "stop_reason": "stop_reason",
+	"terminal_reason": "terminal_reason", "permission_denials": "permission_denials",
+	"api_error_status": "api_error_status", "errors": "errors",
+}
+
+// mapper turns the stdout lines of one turn into events and, at the result
+// line, into the turn's result.
+type mapper struct {
+	a        *Adapter
+	p        *process.Process
+	ctx      context.Context
+	emit     func(wire.Event)
+	partial  bool              // stream_event deltas carry the streamed text and thinking
+	server   string            // the injected MCP server's name ("" without tools)
+	names    map[string]string // tool_use id -> tool name, for tool_result events
+	lastText string            // the last top-level assistant text
+	extra    map[string]any
+}
+
+// event emits p, marked with the subagent's tool use that produced it.
+func (m *mapper) event(p wire.Payload, parent *string) {
+	if parent != nil && *parent != "" {
+		wire.SetExtra(p, "parent_tool_use_id", *parent)
+	}
+	m.emit(wire.New(wire.OriginHarness, p))
+}
+
+// handle maps one line. It returns done at the turn's result line. During
+// replay (lines the agent printed before the turn) a result line is dropped.
+func (m *mapper) handle(text []byte, replay bool) (harness.TurnResult, bool, error) {
+	trimmed := bytes.TrimSpace(text)
+	if len(trimmed) == 0 {
+		return harness.TurnResult{}, false, nil
+	}
+	if trimmed[0] != '{' {
+		m.event(&wire.TextOutput{Text: string(text)}, nil)
+		return harness.TurnResult{}, false, nil
+	}
+	var l line
+	if err := json.Unmarshal(trimmed, &l); err != nil {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote malformed JSON: %v: %s", err, clip.Bytes(trimmed))
+	}
+	var err error
+	switch l.Type {
+	case "":
+		err = harness.Fail(wire.FailureProtocol, "harness wrote a line without a type: %s", clip.Bytes(trimmed))
+	case "system":
+		if l.Subtype == "init" {
+			m.init(trimmed)
+		}
+	case "assistant":
+		err = m.assistant(l)
+	case "user":
+		err = m.user(l)
+	case "stream_event":
+		m.streamEvent(l)
+	case "control_response":
+		m.controlResponse(l)
+	case "control_request":
+		m.a.answer(m.ctx, m.p, l)
+	case "result":
+		if replay {
+			m.a.log.Warn("dropped a result line printed before the turn", "line", clip.Bytes(trimmed))
+			return harness.TurnResult{}, false, nil
+		}
+		return m.result(trimmed)
+	default:
+		// Claude Code adds line types over time (tool_progress,
+		// rate_limit_event, keep_alive, ...): none of them ends a turn.
+	}
+	return harness.TurnResult{}, err != nil, err
+}
+
+// init keeps what system/init says about the session in the turn's Extra,
+// and reports the injected MCP server when it is not connected.
+func (m *mapper) init(raw []byte) {
+	var in initInfo
+	if err := json.Unmarshal(raw, &in); err != nil {
+		m.a.log.Warn("unreadable system/init line", "err", err)
+		return
+	}
+	set := func(k string, v any, ok bool) {
+		if ok {
+			m.extra[k] = v
+		}
+	}
+	set("session_id", in.SessionID, in.SessionID != "")
+	set("model", in.Model, in.Model != "")
+	set("tools", in.Tools, in.Tools != nil)
+	mode := cmp.Or(in.PermissionMode, in.QwenMode)
+	set("permission_mode", mode, mode != "")
+	set("agent_version", in.Version, in.Version != "")
+	if in.MCPServers != nil {
+		servers := make([]map[string]any, len(in.MCPServers))
+		for i, s := range in.MCPServers {
+			servers[i] = map[string]any{"name": s.Name, "status": s.Status}
+			if s.Name == m.server && s.Status != "connected" {
+				m.event(&wire.Error{Recoverable: true,
+					Message: fmt.Sprintf("MCP server %q is %s: the environment's tools are unavailable", s.Name, s.Status)}, nil)
+			}
+		}
+		m.extra["mcp_servers"] = servers
+	}
+	m.a.setSession(in.SessionID)
+}
+
+// assistant maps the content blocks of an assistant message.
+func (m *mapper) assistant(l line) error {
+	var msg message
+	if err := json.Unmarshal(l.Message, &msg); err != nil {
+		return harness.Fail(wire.FailureProtocol, "assistant line with an unreadable message: %v", err)
+	}
+	bs, err := blocks(msg.Content)
+	if err != nil {
+		return harness.Fail(wire.FailureProtocol, "assistant message: %v", err)
+	}
+	synthetic := len(l.Error) > 0 && string(l.Error) != "null"
+	for i, b := range bs {
+		switch b.Type {
+		case "text":
+			if synthetic {
+				// Claude Code's own report of an API failure ("API Error: ...").
+				m.event(&wire.Error{Message: b.Text}, l.ParentToolUseID)
+				continue
+			}
+			m.event(&wire.TextOutput{Text: b.Text}, l.ParentToolUseID)
+			if l.ParentToolUseID == nil || *l.ParentToolUseID == "" {
+				m.lastText = b.Text
+			}
+		case "thinking":
+			if !m.partial {
+				m.event(&wire.LLMChunk{Content: b.Thinking, Index: i, Thought: true}, l.ParentToolUseID)
+			}
+		case "tool_use":
+			m.names[b.ID] = b.Name
+			tc := &wire.ToolCall{ToolName: b.Name, Arguments: wire.RawJSON(arguments(b.Input)), CallID: b.ID}
+			if server, tool, ok := splitMCPName(b.Name); ok {
+				tc.Extra = wire.Extra{"mcp_server": server, "mcp_tool": tool}
+			}
+			m.event(tc, l.ParentToolUseID)
+		}
+	}
+	return nil
+}
+
+// user maps the tool_result blocks of a user line; other user content (the
+// interrupt notice, replayed prompts) is not an event.
+func (m *mapper) user(l line) error {
+	var msg message
+	if err := json.Unmarshal(l.Message, &msg); err != nil {
+		return harness.Fail(wire.FailureProtocol, "user line with an unreadable message: %v", err)
+	}
+	bs, err := blocks(msg.Content)
+	if err != nil {
+		return harness.Fail(wire.FailureProtocol, "user message: %v", err)
+	}
+	for _, b := range bs {
+		if b.Type != "tool_result" {
+			continue
+		}
+		result := contentText(b.Content)
+		r := &wire.ToolResult{ToolName: m.names[b.ToolUseID], Result: result, CallID: b.ToolUseID}
+		if b.IsError {
+			r.Error = &result
+		}
+		m.event(r, l.ParentToolUseID)
+	}
+	return nil
+}
+
+// streamEvent maps text and thinking deltas of partial messages.
+func (m *mapper) streamEvent(l line) {
+	var ev streamEvent
+	if err := json.Unmarshal(l.Event, &ev); err != nil || ev.Type != "content_block_delta" {
+		return
+	}
+	switch ev.Delta.Type {
+	case "text_delta":
+		m.event(&wire.LLMChunk{Content: ev.Delta.Text, Index: ev.Index}, l.ParentToolUseID)
+	case "thinking_delta":
+		m.event(&wire.LLMChunk{Content: ev.Delta.Thinking, Index: ev.Index, Thought: true}, l.ParentToolUseID)
+	}
+}
+
+// controlResponse routes the agent's answer to one of our requests.
+func (m *mapper) controlResponse(l line) {
+	var r controlResponse
+	if err := json.Unmarshal(l.Response, &r); err != nil {
+		m.a.log.Warn("unreadable control_response", "err", err)
+		return
+	}
+	if m.a.isInterrupt(r.RequestID) && r.Subtype == "error" {
+		m.extra["interrupt_error"] = r.errorText()
+	}
+}
+
+// result ends the turn.
+func (m *mapper) result(raw []byte) (harness.TurnResult, bool, error) {
+	var r map[string]any
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol, "unreadable result line: %v", err)
+	}
+	subtype, ok := r["subtype"].(string)
+	if !ok {
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol, "result line without a subtype: %s", clip.Bytes(raw))
+	}
+	isErr, _ := r["is_error"].(bool)
+	for k, key := range resultExtra {
+		if v, ok := r[k]; ok && v != nil {
+			m.extra[key] = v
+		}
+	}
+	res := harness.TurnResult{Response: m.lastText, Extra: m.extra}
+	if s, ok := r["result"].(string); ok {
+		res.Response = s
+	}
+	switch {
+	case subtype == "success" && isErr:
+		return res, true, m.a.apiFailure(m.ctx, m.p, r["api_error_status"], res.Response)
+	case subtype == "success":
+	case m.a.interruptSent():
+		res.Cancelled = true
+	case subtype == "error_max_turns":
+		m.extra["max_turns_reached"] = true
+	case subtype == "error_max_budget_usd":
+		m.extra["max_budget_reached"] = true
+	default:
+		msg := subtype
+		if errs, ok := r["errors"].([]any); ok && len(errs) > 0 {
+			parts := make([]string, len(errs))
+			for i, e := range errs {
+				parts[i] = fmt.Sprint(e)
+			}
+			msg += ": " + strings.Join(parts, "; ")
+		}
+		m.event(&wire.Error{Message: msg, Recoverable: true}, nil)
+	}
+	return res, true, nil
+}
+
+// arguments decodes tool input as an object when it is one.
+func arguments(raw json.RawMessage) any {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v == nil {
+		return map[string]any{}
+	}
+	return v
+}
+
+// splitMCPName splits mcp__<server>__<tool>.
+func splitMCPName(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	return server, tool, ok && server != "" && tool != ""
+}
