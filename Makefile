@@ -14,7 +14,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 PKGS    := ./...
 
-.PHONY: all build test test-go vet lint demo bench bench-agents clean agents chromium fuzz fuzz-smoke
+.PHONY: all build test test-go vet lint tracked demo bench bench-agents clean agents chromium fuzz fuzz-smoke
 
 all: build
 
@@ -31,9 +31,19 @@ vet:
 
 # lint: go vet, gofmt and staticcheck (honnef.co/go/tools, pinned in go.mod
 # as a tool dependency, so "go tool staticcheck" needs no separate install).
-lint: vet
+lint: vet tracked
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck $(PKGS)
+
+# tracked: no build output in git. Fails when a tracked file is an ELF
+# binary or larger than 2 MB (lock files aside).
+tracked:
+	@bad=$$(git ls-files | while IFS= read -r f; do \
+		[ -f "$$f" ] || continue; \
+		case "$$f" in *package-lock.json|*go.sum) continue;; esac; \
+		if [ "$$(head -c 4 "$$f" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then echo "$$f (an ELF binary)"; \
+		elif [ "$$(stat -c %s "$$f")" -gt 2000000 ]; then echo "$$f (over 2 MB)"; fi; \
+	done); if [ -n "$$bad" ]; then echo "tracked files that are build outputs or too large (git rm --cached them and ignore them):"; echo "$$bad"; exit 1; fi
 
 test: lint build agents chromium test-go fuzz-smoke
 

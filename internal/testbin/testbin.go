@@ -72,6 +72,12 @@ func Build(name string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		// MkdirTemp makes the directory 0700; a sandboxed harness runs as
+		// an unprivileged uid that must reach the binaries it is started
+		// from, which are no secret.
+		if err := os.Chmod(d, 0o755); err != nil {
+			return "", err
+		}
 		dir = d
 	}
 	out := filepath.Join(dir, name)
