@@ -66,13 +66,10 @@ type Launch struct {
 	Env []string
 	// MCP is the tool injection; nil when the environment has no tools.
 	MCP *MCPInjection
-	// Model holds the LLM endpoint for agents that need one: with a model
-	// gateway (harness.model.url set) URL is the gateway's root and Name the
-	// configured model name; the real key and its variable never appear.
-	Model ModelConfig
-	// ModelKey is the per-episode key the agent presents to the gateway (""
-	// without one).
-	ModelKey string
+	// Model is how the agent reaches its model: with a model gateway
+	// (harness.model.url set) the gateway's root, the configured model name
+	// and the per-episode key; the real key and its variable never appear.
+	Model ModelAccess
 	// Options are the adapter-specific options of the configuration.
 	Options map[string]any
 	// StartupTimeout bounds start-up until ready.
@@ -93,8 +90,6 @@ type Launch struct {
 	WorkDir string
 	// Logger carries session and episode attributes.
 	Logger *slog.Logger
-	// Task is the episode's task, for sandbox isolation (nil without one).
-	Task *TaskLaunch
 }
 
 // Dir returns the harness's working directory: WorkDir, else Workspace.

@@ -49,28 +49,7 @@ func AsFailure(err error) (*Failure, bool) {
 	return f, ok
 }
 
-// Errors returned by Session methods for misuse. They leave the session usable.
-var (
-	// ErrNoEpisode: Step before Reset, or after a failure ended the episode.
-	//lint:ignore ST1005 the text of OpenEnv's reference server, which clients match on
-	ErrNoEpisode = errors.New("No active episode; call reset() before step()")
-	// ErrEpisodeDone: Step after the episode finished.
-	ErrEpisodeDone = errors.New("episode is done; call reset() to start a new one")
-	// ErrBusy: a turn or reset is already running on this session.
-	ErrBusy = errors.New("session is busy with another turn or reset")
-	// ErrClosed: the session was closed.
-	ErrClosed = errors.New("session is closed")
-	// ErrNoTurn is returned by Adapter.Interrupt when no turn is under way
-	// (not yet live, or already over); the session's Interrupt waits for
-	// TurnInput.MarkLive before asking.
-	ErrNoTurn = errors.New("no turn is running")
-)
-
-// wireExit converts an exit status to its observation form: the one place
-// where process's exit status meets the wire schema.
-func wireExit(st *process.ExitStatus) *wire.ExitStatus {
-	if st == nil {
-		return nil
-	}
-	return &wire.ExitStatus{Code: st.Code, Signal: st.Signal}
-}
+// ErrNoTurn is returned by Adapter.Interrupt when no turn is under way
+// (not yet live, or already over); the session's Interrupt waits for
+// TurnInput.MarkLive before asking.
+var ErrNoTurn = errors.New("no turn is running")

@@ -7,8 +7,8 @@ import (
 	"sync"
 )
 
-// AdapterFactory makes an adapter for an environment configuration; it
-// checks the configuration's adapter options.
+// AdapterFactory makes an adapter for the harness section of an
+// environment's configuration; it checks the section's adapter options.
 type AdapterFactory func(cfg *Config) (Adapter, error)
 
 // Registry maps adapter names (a configuration's harness.adapter) to the
@@ -55,14 +55,14 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// New makes the adapter named by cfg.Harness.Adapter. An unknown name is an
+// New makes the adapter named by cfg.Adapter. An unknown name is an
 // error listing the known ones.
 func (r *Registry) New(cfg *Config) (Adapter, error) {
 	r.mu.RLock()
-	f, ok := r.m[cfg.Harness.Adapter]
+	f, ok := r.m[cfg.Adapter]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("unknown adapter %q (known: %v)", cfg.Harness.Adapter, r.Names())
+		return nil, fmt.Errorf("unknown adapter %q (known: %v)", cfg.Adapter, r.Names())
 	}
 	return f(cfg)
 }

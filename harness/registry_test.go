@@ -34,20 +34,10 @@ func TestRegistry(t *testing.T) {
 	if got := r.Names(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("names %v", got)
 	}
-	if _, err := r.New(&harness.Config{Harness: harness.HarnessConfig{Adapter: "a"}}); !errors.Is(err, refused) {
+	if _, err := r.New(&harness.Config{Adapter: "a"}); !errors.Is(err, refused) {
 		t.Fatalf("New(a): %v, want the factory's error", err)
 	}
-	if _, err := r.New(&harness.Config{Harness: harness.HarnessConfig{Adapter: "zz"}}); err == nil || !strings.Contains(err.Error(), `unknown adapter "zz" (known: [a b])`) {
+	if _, err := r.New(&harness.Config{Adapter: "zz"}); err == nil || !strings.Contains(err.Error(), `unknown adapter "zz" (known: [a b])`) {
 		t.Fatalf("New(zz): %v", err)
-	}
-}
-
-func TestSessionNeedsARegistry(t *testing.T) {
-	cfg := config(t)
-	if err := cfg.Normalize(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: supervisor(t)}); err == nil || !strings.Contains(err.Error(), "no adapter registry") {
-		t.Fatalf("NewSession without a registry: %v", err)
 	}
 }

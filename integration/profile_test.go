@@ -13,6 +13,7 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/client"
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/process"
@@ -23,7 +24,7 @@ import (
 // the benchmark's own process (with maxSessions, 0: the default) and
 // returns its base URL, so that a CPU profile shows the daemon's side.
 func inProcessServer(b *testing.B, maxSessions int) string {
-	cfg := &harness.Config{Harness: harness.HarnessConfig{Command: agentCmd(b)}}
+	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: agentCmd(b)}}}
 	cfg.Workspace.Root = b.TempDir()
 	if err := cfg.Normalize(); err != nil {
 		b.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -16,7 +16,7 @@ const maxTimeoutS = float64(math.MaxInt64) / float64(time.Second)
 
 // parseResetBody validates a POST /reset body: the reset data plus the
 // session to reset ("" for the default HTTP session).
-func parseResetBody(body []byte) (harness.ResetOptions, string, *wireError) {
+func parseResetBody(body []byte) (session.ResetOptions, string, *wireError) {
 	opts, werr := parseReset(body)
 	if werr != nil {
 		return opts, "", werr

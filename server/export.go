@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/gateway"
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -73,7 +73,7 @@ func (s *Server) episodeExport(id string, m *managed) (json.RawMessage, *exportE
 	}
 	if m == nil {
 		if s.cfg.RecordDir != "" {
-			if b, err := os.ReadFile(harness.ExportPath(s.cfg.RecordDir, id)); err == nil {
+			if b, err := os.ReadFile(session.ExportPath(s.cfg.RecordDir, id)); err == nil {
 				return b, nil
 			}
 		}
@@ -87,13 +87,13 @@ func (s *Server) episodeExport(id string, m *managed) (json.RawMessage, *exportE
 			return nil, &exportError{status: http.StatusInternalServerError, msg: "encoding the export failed: " + err.Error()}
 		}
 		return b, nil
-	case errors.Is(err, harness.ErrUnknownEpisode):
+	case errors.Is(err, session.ErrUnknownEpisode):
 		return nil, &exportError{status: http.StatusNotFound, msg: err.Error()}
-	case errors.Is(err, harness.ErrNoModelGateway):
+	case errors.Is(err, session.ErrNoModelGateway):
 		return nil, &exportError{status: http.StatusConflict, reason: reasonNoModelGateway, msg: err.Error()}
 	case errors.Is(err, gateway.ErrEvaluationTraffic):
 		return nil, &exportError{status: http.StatusConflict, reason: reasonEvaluation, msg: err.Error()}
-	case errors.Is(err, harness.ErrNoTrainingCalls):
+	case errors.Is(err, session.ErrNoTrainingCalls):
 		return nil, &exportError{status: http.StatusConflict, reason: reasonNoTraining, msg: err.Error(), ex: ex}
 	default:
 		return nil, &exportError{status: http.StatusInternalServerError, msg: err.Error()}
@@ -105,8 +105,8 @@ func (s *Server) episodeExport(id string, m *managed) (json.RawMessage, *exportE
 // reason for one without training traffic.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("episode_id")
-	if id == "" || harness.CheckEpisodeID(id) != nil {
-		writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"detail": fmt.Sprintf("episode_id must be 1 to %d characters, without control characters", harness.MaxEpisodeIDLength)})
+	if id == "" || session.CheckEpisodeID(id) != nil {
+		writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"detail": fmt.Sprintf("episode_id must be 1 to %d characters, without control characters", session.MaxEpisodeIDLength)})
 		return
 	}
 	b, eerr := s.episodeExport(id, nil)

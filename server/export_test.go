@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
@@ -25,15 +26,15 @@ func modelServer(t *testing.T, engine bool, recordDir string) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { llm.Close() })
-	model := harness.ModelConfig{URL: url}
+	model := config.ModelConfig{URL: url}
 	if engine {
-		model.Upstream = harness.ModelUpstreamEngine
+		model.Upstream = config.ModelUpstreamEngine
 	}
 	bin := testbin.Path(t, "testharness")
-	return start(t, Options{APIToken: "api-token", Config: &harness.Config{
+	return start(t, Options{APIToken: "api-token", Config: &config.Config{
 		Name:      "model-env",
-		Harness:   harness.HarnessConfig{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond), Model: model},
-		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+		Harness:   config.HarnessConfig{Config: harness.Config{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)}, Model: model},
+		Workspace: config.WorkspaceConfig{Root: t.TempDir()},
 		RecordDir: recordDir,
 	}})
 }

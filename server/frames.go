@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -162,8 +162,8 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 // (string of at most 255 characters without control characters, or null),
 // task_id and task_index (tasks.go); other keys are accepted and ignored,
 // as reset keyword arguments are.
-func parseReset(data json.RawMessage) (harness.ResetOptions, *wireError) {
-	var o harness.ResetOptions
+func parseReset(data json.RawMessage) (session.ResetOptions, *wireError) {
+	var o session.ResetOptions
 	if data == nil {
 		return o, nil
 	}
@@ -185,7 +185,7 @@ func parseReset(data json.RawMessage) (harness.ResetOptions, *wireError) {
 	if e, ok := raw["episode_id"]; ok && !bytes.Equal(e, []byte("null")) {
 		if err := json.Unmarshal(e, &o.EpisodeID); err != nil {
 			errs = append(errs, fieldError{Type: "string_type", Loc: []any{"episode_id"}, Msg: "Input should be a valid string", Input: rawInput(e)})
-		} else if fe := textFieldError(o.EpisodeID, harness.MaxEpisodeIDLength, false, "episode_id"); fe != nil {
+		} else if fe := textFieldError(o.EpisodeID, session.MaxEpisodeIDLength, false, "episode_id"); fe != nil {
 			errs = append(errs, *fe)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/fuzzcheck"
 	"github.com/harnessd/harnessd/internal/testbin"
@@ -163,10 +164,10 @@ func FuzzMCPRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	bin := testbin.Path(f, "testharness")
-	ts := start(f, Options{MaxSessions: 4, Config: &harness.Config{
+	ts := start(f, Options{MaxSessions: 4, Config: &config.Config{
 		Name:      "fuzz-env",
-		Harness:   harness.HarnessConfig{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)},
-		Workspace: harness.WorkspaceConfig{Root: f.TempDir()},
+		Harness:   config.HarnessConfig{Config: harness.Config{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)}},
+		Workspace: config.WorkspaceConfig{Root: f.TempDir()},
 	}})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -40,7 +40,7 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		s.destroy(m, why)
 	}()
 
-	obs, err := s.reset(wc.ctx, m, harness.ResetOptions{})
+	obs, err := s.reset(wc.ctx, m, session.ResetOptions{})
 	if err != nil || obs.Done {
 		if err == nil {
 			err = fmt.Errorf("%s: %s", obs.Metadata.ErrorType, obs.Metadata.Error)
@@ -243,7 +243,7 @@ func (s *Server) sanitizeMessage(msg string) string {
 	switch {
 	case len(msg) >= len("harness turn exceeded") && msg[:len("harness turn exceeded")] == "harness turn exceeded":
 		return msg
-	case msg == harness.ErrEpisodeDone.Error() || msg == harness.ErrNoEpisode.Error():
+	case msg == session.ErrEpisodeDone.Error() || msg == session.ErrNoEpisode.Error():
 		return "harness process is not running"
 	}
 	return "harness turn failed"

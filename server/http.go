@@ -6,7 +6,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -151,7 +151,7 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m == nil {
-		s.httpError(w, harness.ErrNoEpisode)
+		s.httpError(w, session.ErrNoEpisode)
 		return
 	}
 	obs, err := s.step(r.Context(), m, a, nil)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/bridge"
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 )
 
 // JSON-RPC error codes.
@@ -180,7 +180,7 @@ func (s *Server) mcpDispatch(ctx context.Context, method string, params map[stri
 // mcpSession picks the session a tools/* request uses: the /ws connection's,
 // the one named by session_id, or a throwaway session that starts only the
 // tool servers (never a harness).
-func (s *Server) mcpSession(id string, bound *managed) (*harness.Session, func(), *rpcError) {
+func (s *Server) mcpSession(id string, bound *managed) (*session.Session, func(), *rpcError) {
 	switch {
 	case bound != nil:
 		bound.touch()

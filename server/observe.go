@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -17,7 +17,7 @@ import (
 // reset runs a session's Reset for any surface: it refuses new work while
 // draining, and records the reset's duration and the episodes it ends and
 // starts.
-func (s *Server) reset(ctx context.Context, m *managed, opts harness.ResetOptions) (*wire.Observation, error) {
+func (s *Server) reset(ctx context.Context, m *managed, opts session.ResetOptions) (*wire.Observation, error) {
 	if s.isDraining() {
 		return nil, errDraining
 	}

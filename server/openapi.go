@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 )
 
 // handleOpenAPI serves an OpenAPI 3.1 document of the HTTP surface of the
@@ -66,7 +66,7 @@ func (s *Server) openAPI() map[string]any {
 		sid := map[string]any{"type": "string", "description": "the session to use (default: the HTTP default session)"}
 		paths["/reset"] = map[string]any{"post": map[string]any{"summary": "Start an episode (stateful: the session persists across requests)",
 			"requestBody": jsonBody(obj(map[string]any{"seed": map[string]any{"type": []string{"integer", "null"}, "minimum": 0},
-				"episode_id": map[string]any{"type": []string{"string", "null"}, "maxLength": harness.MaxEpisodeIDLength}, "session_id": sid})),
+				"episode_id": map[string]any{"type": []string{"string", "null"}, "maxLength": session.MaxEpisodeIDLength}, "session_id": sid})),
 			"responses": map[string]any{"200": answer("the reset observation, with session_id", ref("Observation")),
 				"422": answer("invalid request", detail), "503": answer("at capacity or shutting down", detail)}}}
 		paths["/step"] = map[string]any{"post": map[string]any{"summary": "Run one conversational turn",

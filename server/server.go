@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/session"
 )
 
 // Mode selects which surfaces the server offers.
@@ -50,7 +52,7 @@ const (
 // Options configure a Server.
 type Options struct {
 	// Config is the environment every session runs (normalized).
-	Config *harness.Config
+	Config *config.Config
 	// Adapters makes each session's adapter from Config.Harness.Adapter.
 	Adapters *harness.Registry
 	// Mode is simulation (default) or production.
@@ -70,8 +72,8 @@ type Options struct {
 	PingInterval time.Duration
 	// Supervisor starts every process.
 	Supervisor *process.Supervisor
-	// Isolation is the level harnesses run at (harness.IsolationSandbox or
-	// harness.IsolationProcess); empty means the configuration's, else
+	// Isolation is the level harnesses run at (config.IsolationSandbox or
+	// config.IsolationProcess); empty means the configuration's, else
 	// process.
 	Isolation string
 	// SandboxHide lists the daemon's own files covered inside every
@@ -96,7 +98,7 @@ type Options struct {
 // call Serve, and call Shutdown to drain.
 type Server struct {
 	opts  Options
-	cfg   *harness.Config
+	cfg   *config.Config
 	mode  Mode
 	log   *slog.Logger
 	token string
@@ -236,12 +238,12 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // newSession builds an environment session.
-func (s *Server) newSession(id string) (*harness.Session, error) {
+func (s *Server) newSession(id string) (*session.Session, error) {
 	var extra []bridge.Source
 	if s.opts.ExtraSources != nil {
 		extra = s.opts.ExtraSources()
 	}
-	return harness.NewSession(harness.Options{
+	return session.NewSession(session.Options{
 		Config: s.cfg, Adapters: s.opts.Adapters, Supervisor: s.opts.Supervisor, Logger: s.log, ExtraSources: extra, ID: id,
 		Isolation: s.opts.Isolation, Hide: s.opts.SandboxHide,
 	})
@@ -274,6 +276,6 @@ func (s *Server) execError(err error) *wireError {
 // isUsageError reports errors that describe the client's misuse, safe to
 // show in any mode.
 func isUsageError(err error) bool {
-	return errors.Is(err, harness.ErrNoEpisode) || errors.Is(err, harness.ErrEpisodeDone) ||
-		errors.Is(err, harness.ErrBusy) || errors.Is(err, harness.ErrClosed)
+	return errors.Is(err, session.ErrNoEpisode) || errors.Is(err, session.ErrEpisodeDone) ||
+		errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed)
 }

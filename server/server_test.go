@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/client"
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/internal/testbin"
@@ -43,12 +44,12 @@ func start(t testing.TB, opts Options, agentArgs ...string) *testServer {
 	t.Helper()
 	bin := testbin.Path(t, "testharness")
 	if opts.Config == nil {
-		opts.Config = &harness.Config{
+		opts.Config = &config.Config{
 			Name:      "test-env",
-			Harness:   harness.HarnessConfig{Command: append([]string{bin, "agent"}, agentArgs...), StopGrace: units.Duration(200 * time.Millisecond)},
-			Tools:     []harness.ToolConfig{{Name: "calc", Command: []string{bin, "tools"}}},
+			Harness:   config.HarnessConfig{Config: harness.Config{Command: append([]string{bin, "agent"}, agentArgs...), StopGrace: units.Duration(200 * time.Millisecond)}},
+			Tools:     []config.ToolConfig{{Name: "calc", Command: []string{bin, "tools"}}},
 			Hide:      []string{"grade"},
-			Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+			Workspace: config.WorkspaceConfig{Root: t.TempDir()},
 		}
 	}
 	if err := opts.Config.Normalize(); err != nil {

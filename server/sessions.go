@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 )
 
 // Session kinds, by the surface that created them.
@@ -25,7 +25,7 @@ const (
 type managed struct {
 	id       string
 	kind     string
-	sess     *harness.Session
+	sess     *session.Session
 	created  time.Time
 	attached atomic.Bool  // a socket is open on it
 	active   atomic.Int64 // unix nanos of the last activity

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/tasks"
 )
 
@@ -19,7 +19,7 @@ const (
 
 // parseTaskKwargs reads the reset keyword arguments that pick a task:
 // task_id (a string) and task_index (an integer >= 0), either may be null.
-func parseTaskKwargs(raw map[string]json.RawMessage, o *harness.ResetOptions) []fieldError {
+func parseTaskKwargs(raw map[string]json.RawMessage, o *session.ResetOptions) []fieldError {
 	var errs []fieldError
 	if v, ok := raw["task_id"]; ok && !bytes.Equal(v, []byte("null")) {
 		if err := json.Unmarshal(v, &o.TaskID); err != nil {
@@ -43,7 +43,7 @@ func parseTaskKwargs(raw map[string]json.RawMessage, o *harness.ResetOptions) []
 
 // checkTaskChoice refuses, before any session work, a task choice that
 // names no task of the served taskset (VALIDATION_ERROR, HTTP 422).
-func (s *Server) checkTaskChoice(o harness.ResetOptions) *wireError {
+func (s *Server) checkTaskChoice(o session.ResetOptions) *wireError {
 	if o.TaskID == "" && o.TaskIndex == nil {
 		return nil
 	}
@@ -53,7 +53,7 @@ func (s *Server) checkTaskChoice(o harness.ResetOptions) *wireError {
 	}
 	set := s.cfg.Taskset()
 	if set == nil {
-		return invalid(fieldError{Type: "value_error", Loc: []any{loc}, Msg: harness.ErrNoTaskset.Error(), Input: choiceInput(o)})
+		return invalid(fieldError{Type: "value_error", Loc: []any{loc}, Msg: session.ErrNoTaskset.Error(), Input: choiceInput(o)})
 	}
 	if o.TaskID != "" && o.TaskIndex != nil {
 		return invalid(fieldError{Type: "value_error", Loc: []any{"task_index"}, Msg: "give task_id or task_index, not both", Input: *o.TaskIndex})
@@ -64,7 +64,7 @@ func (s *Server) checkTaskChoice(o harness.ResetOptions) *wireError {
 	return nil
 }
 
-func choiceInput(o harness.ResetOptions) any {
+func choiceInput(o session.ResetOptions) any {
 	if o.TaskID != "" {
 		return o.TaskID
 	}
@@ -73,7 +73,7 @@ func choiceInput(o harness.ResetOptions) any {
 
 // isTaskChoiceError reports a reset refused for its task choice.
 func isTaskChoiceError(err error) bool {
-	return errors.Is(err, tasks.ErrNoSuchTask) || errors.Is(err, harness.ErrNoTaskset)
+	return errors.Is(err, tasks.ErrNoSuchTask) || errors.Is(err, session.ErrNoTaskset)
 }
 
 // taskEntry is one task as GET /tasks lists it.

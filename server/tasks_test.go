@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
@@ -19,10 +20,10 @@ import (
 func taskServer(t *testing.T) *testServer {
 	t.Helper()
 	bin := testbin.Path(t, "testharness")
-	return start(t, Options{MaxSessions: 4, Config: &harness.Config{
+	return start(t, Options{MaxSessions: 4, Config: &config.Config{
 		Name:      "tasks-env",
-		Harness:   harness.HarnessConfig{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)},
-		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+		Harness:   config.HarnessConfig{Config: harness.Config{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)}},
+		Workspace: config.WorkspaceConfig{Root: t.TempDir()},
 		Tasks:     tasks.Source{Dir: "../tasks/testdata/harbor", JSONL: "../tasks/testdata/tasks.jsonl"},
 	}})
 }

@@ -3,7 +3,7 @@ package server
 import (
 	"unicode/utf8"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 )
 
 // Length limits of client strings, in characters. A message is bounded by
@@ -14,11 +14,11 @@ const (
 	maxEchoedInput     = 256 // bytes of an offending string quoted back
 )
 
-// textFieldError validates a client string at loc (see harness.CheckText:
+// textFieldError validates a client string at loc (see session.CheckText:
 // no NUL or control characters, tab/newline/CR allowed when multiline, at
 // most max characters) and returns its validation error, or nil.
 func textFieldError(s string, max int, multiline bool, loc ...any) *fieldError {
-	e := harness.CheckText(s, max, multiline)
+	e := session.CheckText(s, max, multiline)
 	if e == nil {
 		return nil
 	}

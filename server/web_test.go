@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
@@ -20,12 +21,12 @@ func webServer(t *testing.T, token string) (*testServer, string) {
 	t.Helper()
 	bin := testbin.Path(t, "testharness")
 	records := t.TempDir()
-	cfg := &harness.Config{
+	cfg := &config.Config{
 		Name:      "web-env",
-		Harness:   harness.HarnessConfig{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)},
-		Tools:     []harness.ToolConfig{{Name: "calc", Command: []string{bin, "tools"}}},
+		Harness:   config.HarnessConfig{Config: harness.Config{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)}},
+		Tools:     []config.ToolConfig{{Name: "calc", Command: []string{bin, "tools"}}},
 		Rubrics:   []rubric.Spec{{Name: "says-five", Type: "match", Pattern: `\b5\b`}},
-		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+		Workspace: config.WorkspaceConfig{Root: t.TempDir()},
 		RecordDir: records,
 	}
 	return start(t, Options{Config: cfg, APIToken: token, MaxSessions: 2}), records

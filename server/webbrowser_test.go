@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
@@ -39,13 +40,13 @@ func TestWebConsoleInBrowser(t *testing.T) {
 	}
 	bin := testbin.Path(t, "testharness")
 	records := t.TempDir()
-	cfg := &harness.Config{
+	cfg := &config.Config{
 		Name:      "web-env",
-		Harness:   harness.HarnessConfig{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)},
-		Tools:     []harness.ToolConfig{{Name: "calc", Command: []string{bin, "tools"}}},
+		Harness:   config.HarnessConfig{Config: harness.Config{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)}},
+		Tools:     []config.ToolConfig{{Name: "calc", Command: []string{bin, "tools"}}},
 		Hide:      []string{"grade"},
 		Rubrics:   []rubric.Spec{{Name: "says-five", Type: "match", Pattern: `\b5\b`}},
-		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+		Workspace: config.WorkspaceConfig{Root: t.TempDir()},
 		RecordDir: records,
 	}
 	ts := start(t, Options{Config: cfg, APIToken: "console-token", MaxSessions: 2})

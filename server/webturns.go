@@ -5,7 +5,7 @@ import (
 
 	"sort"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -125,8 +125,8 @@ func (s *Server) resetRecord(m *managed, obs *wire.Observation) wire.Record {
 // isolation names how harness trees are contained and killed: "sandbox",
 // or process isolation's kill mechanisms.
 func (s *Server) isolation() string {
-	if s.isolationLevel() == harness.IsolationSandbox {
-		return harness.IsolationSandbox
+	if s.isolationLevel() == config.IsolationSandbox {
+		return config.IsolationSandbox
 	}
 	return s.opts.Supervisor.Mechanisms().KillMode()
 }
@@ -139,5 +139,5 @@ func (s *Server) isolationLevel() string {
 	case s.cfg.Isolation != "":
 		return s.cfg.Isolation
 	}
-	return harness.IsolationProcess
+	return config.IsolationProcess
 }

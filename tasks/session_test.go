@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/oneshot"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -27,7 +29,7 @@ var (
 
 // shellSession is a session whose harness runs each turn's message as a
 // shell script (the exec adapter, sh -c), over the test taskset.
-func shellSession(t *testing.T, edit func(*harness.Config)) *harness.Session {
+func shellSession(t *testing.T, edit func(*config.Config)) *session.Session {
 	t.Helper()
 	supOnce.Do(func() {
 		var err error
@@ -35,12 +37,11 @@ func shellSession(t *testing.T, edit func(*harness.Config)) *harness.Session {
 			panic(err)
 		}
 	})
-	cfg := &harness.Config{
-		Name: "shell",
-		Harness: harness.HarnessConfig{Adapter: oneshot.Name, Command: []string{"sh"}, StopGrace: units.Duration(200 * time.Millisecond),
-			Options: map[string]any{"command": []string{"sh", "-c", "{message}"}, "format": "text", "nonzero_ok": true}},
-		Episode:   harness.EpisodeConfig{MaxTurns: 1},
-		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+	cfg := &config.Config{
+		Name:      "shell",
+		Harness:   config.HarnessConfig{Config: harness.Config{Adapter: oneshot.Name, Command: []string{"sh"}, StopGrace: units.Duration(200 * time.Millisecond), Options: map[string]any{"command": []string{"sh", "-c", "{message}"}, "format": "text", "nonzero_ok": true}}},
+		Episode:   config.EpisodeConfig{MaxTurns: 1},
+		Workspace: config.WorkspaceConfig{Root: t.TempDir()},
 		Tasks:     tasks.Source{Dir: "testdata/harbor", JSONL: "testdata/tasks.jsonl"},
 	}
 	if edit != nil {
@@ -53,7 +54,7 @@ func shellSession(t *testing.T, edit func(*harness.Config)) *harness.Session {
 	if err := reg.Add(oneshot.Name, oneshot.Factory); err != nil {
 		t.Fatal(err)
 	}
-	s, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Adapters: reg, Logger: slog.New(slog.DiscardHandler)})
+	s, err := session.NewSession(session.Options{Config: cfg, Supervisor: sup, Adapters: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +69,9 @@ func ctxFor(t *testing.T) context.Context {
 }
 
 // episode resets s on task id and runs one turn with msg.
-func episode(t *testing.T, s *harness.Session, id, msg string) (reset, final *wire.Observation) {
+func episode(t *testing.T, s *session.Session, id, msg string) (reset, final *wire.Observation) {
 	t.Helper()
-	reset, err := s.Reset(ctxFor(t), harness.ResetOptions{TaskID: id})
+	reset, err := s.Reset(ctxFor(t), session.ResetOptions{TaskID: id})
 	if err != nil || reset.Done {
 		t.Fatalf("reset %s: %v %+v", id, err, reset)
 	}
@@ -112,11 +113,11 @@ func deref(s *string) string {
 }
 
 func TestEmptyFirstMessageIsTheInstruction(t *testing.T) {
-	s := shellSession(t, func(c *harness.Config) {
+	s := shellSession(t, func(c *config.Config) {
 		c.Episode.MaxTurns = 0 // no grading: the instruction is not a script
 		c.Harness.Options["command"] = []string{"printf", "%s", "{message}"}
 	})
-	if _, err := s.Reset(ctxFor(t), harness.ResetOptions{TaskID: "inline-add"}); err != nil {
+	if _, err := s.Reset(ctxFor(t), session.ResetOptions{TaskID: "inline-add"}); err != nil {
 		t.Fatal(err)
 	}
 	obs, err := s.Step(ctxFor(t), wire.Action{}, nil)
@@ -228,12 +229,12 @@ mcp_servers = [{ name = "calc", transport = "stdio", command = "`+bin+`", args =
 `), 0o644)
 	os.WriteFile(filepath.Join(task, "instruction.md"), []byte("add"), 0o644)
 	os.WriteFile(filepath.Join(task, "tests", "test.sh"), []byte("echo 1 > /logs/verifier/reward.txt\n"), 0o755)
-	s := shellSession(t, func(c *harness.Config) {
+	s := shellSession(t, func(c *config.Config) {
 		c.Tasks = tasks.Source{Dir: filepath.Join(dir, "set")}
 		c.Episode.MaxTurns = 0
 		c.Harness.Options["command"] = []string{"sh", "-c", "{message}"}
 	})
-	reset, err := s.Reset(ctxFor(t), harness.ResetOptions{})
+	reset, err := s.Reset(ctxFor(t), session.ResetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

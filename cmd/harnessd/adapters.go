@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/acp"
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
@@ -84,3 +85,24 @@ func link(adapters []protocolAdapter, presets []*agents.Preset) (*extensions, er
 var linked = sync.OnceValues(func() (*extensions, error) {
 	return link(linkedAdapters(), linkedPresets())
 })
+
+// applyPreset fills cfg's harness section from the preset its
+// harness.agent names (agents.Catalog.Apply), gives a passthrough model
+// upstream the preset's dialect, and checks that the model key's variable
+// is set in the daemon's environment. Without harness.agent it changes
+// nothing but the key check.
+func applyPreset(presets *agents.Catalog, cfg *config.Config, opts agents.ApplyOptions) error {
+	p, err := presets.Apply(&cfg.Harness.Config, opts)
+	if p == nil {
+		return err
+	}
+	cfg.Harness.Model.UsePresetDialect(p.Dialect)
+	errs := []error{err, cfg.Harness.Model.CheckKey(nil)}
+	if _, perr := config.ParseModelEndpoint(cfg.Harness.Model.URL); perr != nil {
+		errs = append(errs, fmt.Errorf("harness.model.url: %w", perr))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("agent %s: %w", p.Name, err)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/harness/agents"
@@ -23,8 +24,8 @@ func TestLinkedAdaptersAndPresets(t *testing.T) {
 		t.Fatalf("protocol adapters %v, want %v", got, want)
 	}
 	for _, p := range x.presets.All() {
-		cfg := &harness.Config{Harness: harness.HarnessConfig{Adapter: p.AdapterName(), Command: []string{p.Program}}}
-		a, err := x.adapters.New(cfg)
+		cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Adapter: p.AdapterName(), Command: []string{p.Program}}}}
+		a, err := x.adapters.New(&cfg.Harness.Config)
 		if err != nil {
 			t.Errorf("%s: %v", p.Name, err)
 			continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/internal/units"
@@ -81,10 +82,10 @@ func (e *envFlags) register(fs *pflag.FlagSet) {
 
 // build assembles the configuration: the file (if any), then flags, then
 // the command after "--" (a jsonl harness unless an adapter is given).
-func (e *envFlags) build(command []string) (*harness.Config, error) {
-	cfg := &harness.Config{}
+func (e *envFlags) build(command []string) (*config.Config, error) {
+	cfg := &config.Config{}
 	if e.config != "" {
-		c, err := harness.LoadConfig(e.config)
+		c, err := config.LoadConfig(e.config)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +187,7 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := x.presets.Apply(cfg, agents.ApplyOptions{Dir: e.agentsDir}); err != nil {
+	if err := applyPreset(x.presets, cfg, agents.ApplyOptions{Dir: e.agentsDir}); err != nil {
 		return nil, err
 	}
 	if cfg.RecordDir != "" {
@@ -197,7 +198,7 @@ func (e *envFlags) build(command []string) (*harness.Config, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
-	if _, err := x.adapters.New(cfg); err != nil {
+	if _, err := x.adapters.New(&cfg.Harness.Config); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -216,8 +217,8 @@ func protocolAdapters(r *harness.Registry) []string {
 }
 
 // parseToolFlag reads [NAME=]stdio:COMMAND ARGS... or [NAME=]http:URL.
-func parseToolFlag(s string, n int) (harness.ToolConfig, error) {
-	tc := harness.ToolConfig{Name: fmt.Sprintf("tools%d", n)}
+func parseToolFlag(s string, n int) (config.ToolConfig, error) {
+	tc := config.ToolConfig{Name: fmt.Sprintf("tools%d", n)}
 	if i := strings.IndexByte(s, '='); i > 0 && !strings.ContainsAny(s[:i], ": ") {
 		tc.Name, s = s[:i], s[i+1:]
 	}

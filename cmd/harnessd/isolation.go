@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
@@ -16,15 +16,15 @@ import (
 // (probed once with a throwaway sandbox) and process where it does not.
 // Asking for sandbox where it cannot be had is an error naming what is
 // missing.
-func resolveIsolation(ctx context.Context, flag string, cfg *harness.Config, log *slog.Logger) (string, error) {
+func resolveIsolation(ctx context.Context, flag string, cfg *config.Config, log *slog.Logger) (string, error) {
 	want := flag
 	if want == "" || want == "auto" {
 		want = cfg.Isolation
 	}
 	switch want {
-	case harness.IsolationProcess:
+	case config.IsolationProcess:
 		return want, nil
-	case "", harness.IsolationSandbox:
+	case "", config.IsolationSandbox:
 	default:
 		return "", fmt.Errorf("--isolation %q: want sandbox, process or auto", want)
 	}
@@ -32,16 +32,16 @@ func resolveIsolation(ctx context.Context, flag string, cfg *harness.Config, log
 	defer cancel()
 	res := sandbox.Probe(pctx, "")
 	if res.OK {
-		return harness.IsolationSandbox, nil
+		return config.IsolationSandbox, nil
 	}
-	if want == harness.IsolationSandbox {
+	if want == config.IsolationSandbox {
 		return "", fmt.Errorf("isolation: sandbox is not available on this host: %s (--isolation process accepts the weaker process boundary)", res.Detail)
 	}
-	if cfg.Limits.Any() || cfg.Network.EgressPolicy() == harness.EgressAllow {
+	if cfg.Limits.Any() || cfg.Network.EgressPolicy() == config.EgressAllow {
 		return "", fmt.Errorf("the configuration sets limits or network.egress: allow, which need the sandbox, and it is not available on this host: %s", res.Detail)
 	}
 	log.Warn("no sandbox on this host; harnesses run in process isolation (set isolation: sandbox to refuse to start instead)", "why", res.Detail)
-	return harness.IsolationProcess, nil
+	return config.IsolationProcess, nil
 }
 
 // daemonFiles are the daemon's own files a sandboxed harness must not

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -82,7 +82,7 @@ func runRun(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitUsage
 	}
-	sess, err := harness.NewSession(harness.Options{Config: cfg, Adapters: x.adapters, Supervisor: sup, Logger: log,
+	sess, err := session.NewSession(session.Options{Config: cfg, Adapters: x.adapters, Supervisor: sup, Logger: log,
 		Isolation: level, Hide: daemonFiles(ef.config)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
@@ -93,7 +93,7 @@ func runRun(args []string) int {
 	out := json.NewEncoder(os.Stdout)
 	out.SetEscapeHTML(false)
 
-	obs, err := sess.Reset(ctx, harness.ResetOptions{EpisodeID: *episodeID})
+	obs, err := sess.Reset(ctx, session.ResetOptions{EpisodeID: *episodeID})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run: reset:", err)
 		return exitFailure

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -124,7 +124,7 @@ func runOracle(ctx context.Context, dir string) int {
 
 // taskConfig points cfg at the one task of run --task; an episode of one
 // turn unless the configuration or --max-turns says otherwise.
-func taskConfig(cfg *harness.Config, dir string) error {
+func taskConfig(cfg *config.Config, dir string) error {
 	cfg.Tasks = tasks.Source{Task: dir}
 	if cfg.Episode.MaxTurns == 0 {
 		cfg.Episode.MaxTurns = 1

@@ -8,10 +8,11 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/session"
 )
 
 func init() {
@@ -78,9 +79,9 @@ func runValidate(args []string) int {
 // validateConfig loads the configuration at path as serve would and
 // returns every problem found, each "KEY: CAUSE". cfg is nil when the file
 // could not be decoded.
-func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Supervisor, log *slog.Logger) (*harness.Config, []string) {
+func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Supervisor, log *slog.Logger) (*config.Config, []string) {
 	var out []string
-	cfg, err := harness.LoadConfig(path)
+	cfg, err := config.LoadConfig(path)
 	if err != nil {
 		out = append(out, configErrorLines(path, err)...)
 		if cfg == nil {
@@ -94,7 +95,7 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 		usable = false
 	}
 	if cfg.Harness.Agent != "" {
-		if err := x.presets.Apply(cfg, agents.ApplyOptions{Dir: agentsDir}); err != nil {
+		if err := applyPreset(x.presets, cfg, agents.ApplyOptions{Dir: agentsDir}); err != nil {
 			out = append(out, "harness.agent: "+err.Error())
 			usable = false
 		} else if err := cfg.Normalize(); err != nil && len(out) == 0 {
@@ -102,14 +103,14 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 		}
 	}
 	if usable {
-		if _, err := x.adapters.New(cfg); err != nil {
+		if _, err := x.adapters.New(&cfg.Harness.Config); err != nil {
 			out = append(out, "harness: "+err.Error())
 		}
 	}
 	for _, p := range cfg.CheckPrograms() {
 		out = append(out, p.String())
 	}
-	for _, p := range harness.CheckTools(ctx, cfg, sup, log) {
+	for _, p := range session.CheckTools(ctx, cfg, sup, log) {
 		out = append(out, p.String())
 	}
 	return cfg, out
@@ -135,7 +136,7 @@ func configErrorLines(path string, err error) []string {
 }
 
 // describeConfig summarizes a valid configuration in one line.
-func describeConfig(cfg *harness.Config) string {
+func describeConfig(cfg *config.Config) string {
 	prog := "?"
 	if len(cfg.Harness.Command) > 0 {
 		prog = cfg.Harness.Command[0]
@@ -156,7 +157,7 @@ func describeConfig(cfg *harness.Config) string {
 // executable, it prints one line per problem, naming the program and the
 // knob, and reports exitUsage. fromArgs says the harness command came after
 // "--" rather than from harness.command.
-func refuseUnrunnable(c *cli, cfg *harness.Config, fromArgs bool) (code int, refused bool) {
+func refuseUnrunnable(c *cli, cfg *config.Config, fromArgs bool) (code int, refused bool) {
 	problems := cfg.CheckPrograms()
 	for _, p := range problems {
 		if fromArgs && p.Key == "harness.command" {

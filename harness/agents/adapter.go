@@ -18,19 +18,19 @@ import (
 // claude) is made from inner, normally the same registry.
 func Factory(p *Preset, inner *harness.Registry) harness.AdapterFactory {
 	return func(cfg *harness.Config) (harness.Adapter, error) {
-		if len(cfg.Harness.Command) == 0 {
+		if len(cfg.Command) == 0 {
 			return nil, fmt.Errorf("agent %s: no harness command (agents.Apply locates the program)", p.Name)
 		}
-		opts := mergedOptions(p, cfg.Harness.Options)
+		opts := mergedOptions(p, cfg.Options)
 		innerCfg := *cfg
-		innerCfg.Harness.Adapter = p.Adapter
-		innerCfg.Harness.Options = opts
+		innerCfg.Adapter = p.Adapter
+		innerCfg.Options = opts
 		in, err := inner.New(&innerCfg)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", p.Name, err)
 		}
 		return &Adapter{preset: p, inner: in, opts: opts,
-			userEnv: maps.Clone(cfg.Harness.Env), passEnv: append([]string(nil), cfg.Harness.PassEnv...)}, nil
+			userEnv: maps.Clone(cfg.Env), passEnv: append([]string(nil), cfg.PassEnv...)}, nil
 	}
 }
 
@@ -90,10 +90,7 @@ func (a *Adapter) Prepare(l *harness.Launch) (*harness.Launch, error) {
 
 // episode runs the common and the preset's setup.
 func (a *Adapter) episode(l *harness.Launch) (*Episode, error) {
-	m, err := resolveModel(a.preset, l)
-	if err != nil {
-		return nil, err
-	}
+	m := resolveModel(a.preset, l)
 	e := &Episode{Home: l.Home, Workspace: l.Workspace, Model: m, MCP: l.MCP, Root: os.Geteuid() == 0}
 	if err := commonSetup(e); err != nil {
 		return nil, err
@@ -106,25 +103,21 @@ func (a *Adapter) episode(l *harness.Launch) (*Episode, error) {
 	return e, nil
 }
 
-// resolveModel turns the launch's model endpoint into a Model. The session
-// sets the endpoint to the episode's model gateway and the key to its
-// per-episode key (Launch.ModelKey); the real key never reaches a preset.
-func resolveModel(p *Preset, l *harness.Launch) (Model, error) {
-	root, err := NormalizeModelURL(l.Model.URL)
-	if err != nil {
-		return Model{}, err
-	}
-	m := Model{Root: root, Name: l.Model.Name}
-	if m.Name == "" && root != "" {
+// resolveModel turns the launch's model access into a Model. The session
+// sets it to the episode's model gateway and its per-episode key; the real
+// key never reaches a preset.
+func resolveModel(p *Preset, l *harness.Launch) Model {
+	m := Model{Root: l.Model.Root, Name: l.Model.Name}
+	if m.Name == "" && m.Root != "" {
 		m.Name = p.DefaultModel
 	}
 	switch {
-	case l.ModelKey != "":
-		m.Key = l.ModelKey
-	case root != "":
+	case l.Model.Key != "":
+		m.Key = l.Model.Key
+	case m.Root != "":
 		m.Key = PlaceholderKey
 	}
-	return m, nil
+	return m
 }
 
 // commonSetup gives every agent private XDG directories under its HOME and

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/process"
@@ -35,6 +37,22 @@ func fakeInstall(t *testing.T) string {
 
 func lookupFrom(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// apply does what harnessd does with a configuration naming a preset:
+// Apply on its harness section, the preset's dialect for a passthrough
+// upstream, and the model's URL and key checked (lookup nil: the test's
+// environment).
+func apply(cfg *config.Config, opts ApplyOptions, lookup func(string) (string, bool)) error {
+	p, err := testCatalog.Apply(&cfg.Harness.Config, opts)
+	if p != nil {
+		cfg.Harness.Model.UsePresetDialect(p.Dialect)
+	}
+	errs := []error{err, cfg.Harness.Model.CheckKey(lookup)}
+	if _, perr := config.ParseModelEndpoint(cfg.Harness.Model.URL); perr != nil {
+		errs = append(errs, perr)
+	}
+	return errors.Join(errs...)
 }
 
 // shipped lists the package's presets (not the test's own).
@@ -83,8 +101,8 @@ func TestPresetsAreComplete(t *testing.T) {
 
 func TestApplyFillsFromPreset(t *testing.T) {
 	dir := fakeInstall(t)
-	cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini"}}
-	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir, PATH: "/nonexistent"}); err != nil {
+	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "gemini"}}}
+	if err := apply(cfg, ApplyOptions{Dir: dir, PATH: "/nonexistent"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	h := cfg.Harness
@@ -104,7 +122,7 @@ func TestApplyFillsFromPreset(t *testing.T) {
 	if cfg.Name != "gemini" {
 		t.Errorf("name %q", cfg.Name)
 	}
-	a, err := testAdapters.New(cfg)
+	a, err := testAdapters.New(&cfg.Harness.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,29 +131,29 @@ func TestApplyFillsFromPreset(t *testing.T) {
 	}
 	// Idempotent.
 	before := cfg.Harness
-	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir}); err != nil {
+	if err := apply(cfg, ApplyOptions{Dir: dir}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(before, cfg.Harness) {
 		t.Errorf("second Apply changed the config:\n%+v\n%+v", before, cfg.Harness)
 	}
 	// Without an agent Apply does nothing.
-	plain := &harness.Config{Harness: harness.HarnessConfig{Command: []string{"x"}}}
-	if err := testCatalog.Apply(plain, ApplyOptions{}); err != nil || plain.Harness.Adapter != "" {
+	plain := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{"x"}}}}
+	if err := apply(plain, ApplyOptions{}, nil); err != nil || plain.Harness.Adapter != "" {
 		t.Errorf("apply without agent: %v %+v", err, plain.Harness)
 	}
 }
 
 func TestApplyUserSettingsWin(t *testing.T) {
 	dir := fakeInstall(t)
-	cfg := &harness.Config{Harness: harness.HarnessConfig{
+	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{
 		Agent:        "claude-code",
 		Adapter:      "claude", // the preset's inner adapter is accepted
 		Command:      []string{"/opt/claude/bin/claude", "--debug"},
 		BuiltinTools: []string{"mine"},
 		Options:      map[string]any{"permission_mode": "default", "include_partial_messages": true},
-	}}
-	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir}); err != nil {
+	}}}
+	if err := apply(cfg, ApplyOptions{Dir: dir}, nil); err != nil {
 		t.Fatal(err)
 	}
 	h := cfg.Harness
@@ -155,32 +173,32 @@ func TestApplyUserSettingsWin(t *testing.T) {
 	if p.Options["permission_mode"] != "bypassPermissions" {
 		t.Error("Apply modified the preset")
 	}
-	if _, err := testAdapters.New(cfg); err != nil {
+	if _, err := testAdapters.New(&cfg.Harness.Config); err != nil {
 		t.Fatal(err)
 	}
 
-	bad := &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini", Adapter: "claude"}}
-	if err := testCatalog.Apply(bad, ApplyOptions{Dir: dir}); err == nil || !strings.Contains(err.Error(), "conflicts") {
+	bad := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "gemini", Adapter: "claude"}}}
+	if err := apply(bad, ApplyOptions{Dir: dir}, nil); err == nil || !strings.Contains(err.Error(), "conflicts") {
 		t.Errorf("conflicting adapter: %v", err)
 	}
-	unknown := &harness.Config{Harness: harness.HarnessConfig{Agent: "vim"}}
-	if err := testCatalog.Apply(unknown, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "claude-code") {
+	unknown := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "vim"}}}
+	if err := apply(unknown, ApplyOptions{}, nil); err == nil || !strings.Contains(err.Error(), "claude-code") {
 		t.Errorf("unknown agent: %v", err)
 	}
 	// Strict options of the inner adapter still apply.
-	typo := &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini", Options: map[string]any{"moed": "x"}}}
-	if err := testCatalog.Apply(typo, ApplyOptions{Dir: dir}); err != nil {
+	typo := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "gemini", Options: map[string]any{"moed": "x"}}}}
+	if err := apply(typo, ApplyOptions{Dir: dir}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testAdapters.New(typo); err == nil || !strings.Contains(err.Error(), "moed") {
+	if _, err := testAdapters.New(&typo.Harness.Config); err == nil || !strings.Contains(err.Error(), "moed") {
 		t.Errorf("unknown option: %v", err)
 	}
 }
 
 func TestApplyErrors(t *testing.T) {
 	empty := t.TempDir()
-	cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: "opencode"}}
-	err := testCatalog.Apply(cfg, ApplyOptions{Dir: empty, PATH: empty})
+	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "opencode"}}}
+	err := apply(cfg, ApplyOptions{Dir: empty, PATH: empty}, nil)
 	if err == nil {
 		t.Fatal("no error for a missing program")
 	}
@@ -190,20 +208,19 @@ func TestApplyErrors(t *testing.T) {
 		}
 	}
 	dir := fakeInstall(t)
-	cfg = &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini",
-		Model: harness.ModelConfig{URL: "localhost:8000", APIKeyEnv: "MY_KEY"}}}
-	err = testCatalog.Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(nil)})
+	cfg = &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "gemini"}, Model: config.ModelConfig{URL: "localhost:8000", APIKeyEnv: "MY_KEY"}}}
+	err = apply(cfg, ApplyOptions{Dir: dir}, lookupFrom(nil))
 	if err == nil || !strings.Contains(err.Error(), "MY_KEY is not set") || !strings.Contains(err.Error(), "http://") {
 		t.Errorf("model errors: %v", err)
 	}
-	cfg.Harness.Model.APIKeyEnv = OrchestrationTokenEnv
-	err = testCatalog.Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{OrchestrationTokenEnv: "t"})})
-	if err == nil || !strings.Contains(err.Error(), "never reaches a harness") {
+	cfg.Harness.Model.APIKeyEnv = config.OrchestrationTokenEnv
+	err = apply(cfg, ApplyOptions{Dir: dir}, lookupFrom(map[string]string{config.OrchestrationTokenEnv: "t"}))
+	if err == nil || !strings.Contains(err.Error(), "never a model key") {
 		t.Errorf("orchestration token as model key: %v", err)
 	}
 	cfg.Harness.Model.APIKeyEnv = "MY_KEY"
 	cfg.Harness.Model.URL = "http://localhost:8000"
-	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: dir, LookupEnv: lookupFrom(map[string]string{"MY_KEY": "k"})}); err != nil {
+	if err := apply(cfg, ApplyOptions{Dir: dir}, lookupFrom(map[string]string{"MY_KEY": "k"})); err != nil {
 		t.Errorf("valid model: %v", err)
 	}
 }
@@ -249,27 +266,7 @@ func TestLocate(t *testing.T) {
 	}
 }
 
-func TestNormalizeModelURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"":                              "",
-		"http://127.0.0.1:8001":         "http://127.0.0.1:8001",
-		"http://127.0.0.1:8001/":        "http://127.0.0.1:8001",
-		"http://127.0.0.1:8001/v1":      "http://127.0.0.1:8001",
-		"https://h/v1beta/":             "https://h",
-		"http://h/rollout/7/v1":         "http://h/rollout/7",
-		"http://h/openai/v1/chat":       "http://h/openai/v1/chat",
-		"http://h/prefix/gemini-api/v1": "http://h/prefix/gemini-api",
-	} {
-		got, err := NormalizeModelURL(in)
-		if err != nil || got != want {
-			t.Errorf("%q -> %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"127.0.0.1:8001", "ftp://h", "http://", "http:///v1"} {
-		if _, err := NormalizeModelURL(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
+func TestModelHelpers(t *testing.T) {
 	m := Model{Root: "http://h:1"}
 	if m.OpenAIBase() != "http://h:1/v1" || !m.Custom() || (Model{}).Custom() {
 		t.Error("Model helpers")
@@ -277,15 +274,15 @@ func TestNormalizeModelURL(t *testing.T) {
 }
 
 // prepared runs Apply, makes the wrapping adapter and prepares an episode.
-func prepared(t *testing.T, cfg *harness.Config, daemonEnv ...string) (*harness.Launch, map[string]string) {
+func prepared(t *testing.T, cfg *config.Config, daemonEnv ...string) (*harness.Launch, map[string]string) {
 	t.Helper()
-	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: fakeInstall(t), LookupEnv: lookupFrom(map[string]string{"TEST_MODEL_KEY": testKey})}); err != nil {
+	if err := apply(cfg, ApplyOptions{Dir: fakeInstall(t)}, lookupFrom(map[string]string{"TEST_MODEL_KEY": testKey})); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := testAdapters.New(cfg)
+	a, err := testAdapters.New(&cfg.Harness.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,11 +303,9 @@ func prepared(t *testing.T, cfg *harness.Config, daemonEnv ...string) (*harness.
 		// As the session does: the URL is the episode's model gateway's and
 		// the key its per-episode key (here testKey); the real key's
 		// variable never reaches the preset.
-		Model:   harness.ModelConfig{URL: cfg.Harness.Model.URL, Name: cfg.Harness.Model.Name},
-		Options: cfg.Harness.Options,
-	}
+		Model: harness.ModelAccess{Root: cfg.Harness.Model.Endpoint().Root, Name: cfg.Harness.Model.Name}}
 	if cfg.Harness.Model.APIKeyEnv != "" {
-		l.ModelKey = testKey
+		l.Model.Key = testKey
 	}
 	ll, err := a.(*Adapter).Prepare(l)
 	if err != nil {
@@ -403,8 +398,8 @@ func wantEnv(t *testing.T, env map[string]string, want map[string]string) {
 	}
 }
 
-func modelConfig() harness.ModelConfig {
-	return harness.ModelConfig{URL: "http://127.0.0.1:9/v1/", Name: "m-1", APIKeyEnv: "TEST_MODEL_KEY"}
+func modelConfig() config.ModelConfig {
+	return config.ModelConfig{URL: "http://127.0.0.1:9/v1/", Name: "m-1", APIKeyEnv: "TEST_MODEL_KEY"}
 }
 
 // TestEpisodeSetup checks, for every preset, the environment mapping of the
@@ -477,7 +472,7 @@ func TestEpisodeSetup(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: name, Model: modelConfig()}}
+			cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: name}, Model: modelConfig()}}
 			l, env := prepared(t, cfg)
 			home := l.Home
 			wantEnv(t, env, c.env)
@@ -507,9 +502,7 @@ func TestEpisodeSetup(t *testing.T) {
 }
 
 func TestEpisodeSetupConfiguredEnvWins(t *testing.T) {
-	cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: "gemini", Model: modelConfig(),
-		Env:     map[string]string{"GEMINI_MODEL": "mine", "DO_NOT_TRACK": "0"},
-		PassEnv: []string{"GOOGLE_*"}}}
+	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "gemini", Env: map[string]string{"GEMINI_MODEL": "mine", "DO_NOT_TRACK": "0"}, PassEnv: []string{"GOOGLE_*"}}, Model: modelConfig()}}
 	_, env := prepared(t, cfg, "GOOGLE_GEMINI_BASE_URL=http://passed", "GEMINI_API_KEY=not-passed")
 	wantEnv(t, env, map[string]string{"GEMINI_MODEL": "mine", "DO_NOT_TRACK": "0",
 		"GOOGLE_GEMINI_BASE_URL": "http://passed", "GEMINI_API_KEY": testKey})
@@ -518,7 +511,7 @@ func TestEpisodeSetupConfiguredEnvWins(t *testing.T) {
 func TestEpisodeSetupWithoutEndpoint(t *testing.T) {
 	for _, name := range shippedNames() {
 		t.Run(name, func(t *testing.T) {
-			cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: name}}
+			cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: name}}}
 			l, env := prepared(t, cfg)
 			for _, k := range []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY",
 				"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_HOST", "COPILOT_PROVIDER_BASE_URL", "COPILOT_OFFLINE", "GEMINI_MODEL"} {
@@ -538,7 +531,7 @@ func TestEpisodeSetupWithoutEndpoint(t *testing.T) {
 }
 
 func TestEpisodeSetupPlaceholderKeyAndDefaultModel(t *testing.T) {
-	cfg := &harness.Config{Harness: harness.HarnessConfig{Agent: "opencode", Model: harness.ModelConfig{URL: "http://h:1"}}}
+	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "opencode"}, Model: config.ModelConfig{URL: "http://h:1"}}}
 	l, env := prepared(t, cfg)
 	wantEnv(t, env, map[string]string{"OPENAI_API_KEY": PlaceholderKey})
 	c := jsonFile(t, homeFiles(t, l.Home), ".config/opencode/opencode.json")

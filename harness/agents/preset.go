@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/harnessd/harnessd/harness"
@@ -81,14 +80,14 @@ func (p *Preset) AdapterName() string { return AdapterPrefix + p.Name }
 
 // Model is an episode's LLM endpoint as presets use it.
 type Model struct {
-	// Root is model.url without a trailing "/" or "/v1": the server root
-	// that Anthropic and Gemini clients append their paths to. Empty when
-	// no endpoint is configured: the agent keeps its own.
+	// Root is the episode's model gateway's server root (no trailing "/"
+	// or "/v1"), which Anthropic and Gemini clients append their paths to.
+	// Empty without a gateway: the agent keeps its own endpoint.
 	Root string
 	// Name is model.name, or the preset's DefaultModel when Root is set.
 	Name string
 	// Key is the API key the agent presents: the episode's model gateway
-	// key (Launch.ModelKey), or PlaceholderKey when Root is set without one.
+	// key (Launch.Model.Key), or PlaceholderKey when Root is set without one.
 	// Empty otherwise. It is never the real key, which stays in the daemon.
 	Key string
 }
@@ -98,26 +97,6 @@ func (m Model) OpenAIBase() string { return m.Root + "/v1" }
 
 // Custom reports a configured endpoint.
 func (m Model) Custom() bool { return m.Root != "" }
-
-// NormalizeModelURL returns the server root of a model URL: without a
-// trailing slash, "/v1" or "/v1beta". It fails for anything but an
-// absolute http(s) URL.
-func NormalizeModelURL(u string) (string, error) {
-	if u == "" {
-		return "", nil
-	}
-	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return "", fmt.Errorf("model url %q: want http:// or https://", u)
-	}
-	u = strings.TrimRight(u, "/")
-	for _, suffix := range []string{"/v1beta", "/v1"} {
-		u = strings.TrimSuffix(u, suffix)
-	}
-	if strings.Count(u, "/") < 2 || strings.HasSuffix(u, "//") {
-		return "", fmt.Errorf("model url %q: no host", u)
-	}
-	return u, nil
-}
 
 // Episode is what Preset.Setup prepares for one episode.
 type Episode struct {

@@ -13,11 +13,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/acp"
 	"github.com/harnessd/harnessd/harness/adapter/streamjson"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -80,25 +82,23 @@ func TestPresetSessionEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sup.Close(context.Background(), 0)
-	cfg := &harness.Config{
-		Harness: harness.HarnessConfig{Agent: "test-acp",
-			Model: harness.ModelConfig{URL: "http://127.0.0.1:9/v1", Name: "tiny"},
-			Env:   map[string]string{"MINE": "configured"}},
-		Tools:     []harness.ToolConfig{{Name: "tools", Command: []string{bin, "tools"}}},
-		Workspace: harness.WorkspaceConfig{Root: t.TempDir()},
+	cfg := &config.Config{
+		Harness:   config.HarnessConfig{Config: harness.Config{Agent: "test-acp", Env: map[string]string{"MINE": "configured"}}, Model: config.ModelConfig{URL: "http://127.0.0.1:9/v1", Name: "tiny"}},
+		Tools:     []config.ToolConfig{{Name: "tools", Command: []string{bin, "tools"}}},
+		Workspace: config.WorkspaceConfig{Root: t.TempDir()},
 	}
-	if err := testCatalog.Apply(cfg, ApplyOptions{Dir: filepath.Dir(bin)}); err != nil {
+	if err := apply(cfg, ApplyOptions{Dir: filepath.Dir(bin)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Normalize(); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := testAdapters.New(cfg)
+	a, err := testAdapters.New(&cfg.Harness.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := harness.NewSession(harness.Options{Config: cfg, Supervisor: sup, Logger: log, Adapter: a})
+	s, err := session.NewSession(session.Options{Config: cfg, Supervisor: sup, Logger: log, Adapter: a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestPresetSessionEndToEnd(t *testing.T) {
 
 	var homes []string
 	for ep := range 2 {
-		obs, err := s.Reset(ctx, harness.ResetOptions{})
+		obs, err := s.Reset(ctx, session.ResetOptions{})
 		if err != nil || obs.Done {
 			t.Fatalf("reset: %v %+v", err, obs)
 		}

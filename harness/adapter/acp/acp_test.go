@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/adaptertest"
+	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -523,11 +523,11 @@ func TestOptionsAreStrict(t *testing.T) {
 	if err != nil || o.InitializeTimeout.D() != 2*time.Second || o.Permission != PermissionAllow {
 		t.Fatalf("%+v %v", o, err)
 	}
-	cfg := &harness.Config{Harness: harness.HarnessConfig{Adapter: Name, Command: []string{"x"}, Options: map[string]any{"nope": 1}}}
+	cfg := &harness.Config{Adapter: Name, Command: []string{"x"}, Options: map[string]any{"nope": 1}}
 	if _, err := Factory(cfg); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("Factory with a bad option: %v", err)
 	}
-	cfg.Harness.Options = nil
+	cfg.Options = nil
 	if ad, err := Factory(cfg); err != nil {
 		t.Fatal(err)
 	} else if _, ok := ad.(*Adapter); !ok {

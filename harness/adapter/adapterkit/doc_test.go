@@ -15,7 +15,7 @@ import (
 // Env sets is documented, and the table names no other one but the line
 // protocol's HARNESSD_PROTOCOL.
 func TestProtocolDocListsTheEnvironment(t *testing.T) {
-	b, err := os.ReadFile("../../docs/protocol.md")
+	b, err := os.ReadFile("../../../docs/protocol.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestProtocolDocListsTheEnvironment(t *testing.T) {
 		documented = append(documented, m[1])
 	}
 	l := &harness.Launch{EpisodeID: "e", Workspace: "/w", MCP: &harness.MCPInjection{URL: "u", Token: "t", ConfigPath: "c"},
-		Model: harness.ModelConfig{URL: "http://127.0.0.1:1"}, ModelKey: "k"}
+		Model: harness.ModelAccess{Root: "http://127.0.0.1:1", Key: "k"}}
 	want := []string{"HARNESSD_PROTOCOL"} // the jsonl adapter's addition
 	for _, kv := range Env(l) {
 		name, _, _ := strings.Cut(kv, "=")

@@ -13,7 +13,7 @@ import (
 // HARNESSD_MCP_TOKEN and HARNESSD_MCP_CONFIG when the environment has tools
 // (l.MCP is not nil), and HARNESSD_MODEL_URL (the model gateway's root) and
 // HARNESSD_MODEL_API_KEY (its per-episode key) when the episode has a model
-// gateway (l.ModelKey is set); docs/protocol.md documents them. Values of these
+// gateway (l.Model.Key is set); docs/protocol.md documents them. Values of these
 // names already in l.Env are replaced; without tools, HARNESSD_MCP_* values
 // the configuration put in l.Env (harness.env) are kept.
 func Env(l *harness.Launch, set ...string) []string {
@@ -28,10 +28,10 @@ func Env(l *harness.Launch, set ...string) []string {
 			"HARNESSD_MCP_CONFIG="+l.MCP.ConfigPath,
 		)
 	}
-	if l.ModelKey != "" {
+	if l.Model.Key != "" {
 		add = append(add,
-			"HARNESSD_MODEL_URL="+l.Model.URL,
-			"HARNESSD_MODEL_API_KEY="+l.ModelKey,
+			"HARNESSD_MODEL_URL="+l.Model.Root,
+			"HARNESSD_MODEL_API_KEY="+l.Model.Key,
 		)
 	}
 	add = append(add, set...)

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/adaptertest"
+	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )

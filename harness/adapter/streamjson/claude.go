@@ -20,7 +20,7 @@ const Name = "claude"
 
 // Factory makes a claude adapter for a configuration, checking its options.
 func Factory(cfg *harness.Config) (harness.Adapter, error) {
-	if _, err := ParseOptions(cfg.Harness.Options); err != nil {
+	if _, err := ParseOptions(cfg.Options); err != nil {
 		return nil, err
 	}
 	return New(), nil

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/internal/adaptertest"
+	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -445,12 +445,12 @@ func TestUnknownOption(t *testing.T) {
 	if _, err := ParseOptions(map[string]any{"bogus": 1}); err == nil || !strings.Contains(err.Error(), `unknown key "bogus"`) {
 		t.Fatalf("ParseOptions: %v", err)
 	}
-	cfg := &harness.Config{Harness: harness.HarnessConfig{Adapter: Name, Command: []string{"claude"},
-		Options: map[string]any{"mcp_config_style": "cursor"}}}
+	cfg := &harness.Config{Adapter: Name, Command: []string{"claude"},
+		Options: map[string]any{"mcp_config_style": "cursor"}}
 	if _, err := Factory(cfg); err == nil || !strings.Contains(err.Error(), "mcp_config_style") {
 		t.Fatalf("Factory: %v", err)
 	}
-	cfg.Harness.Options = map[string]any{"model": "x"}
+	cfg.Options = map[string]any{"model": "x"}
 	if a, err := Factory(cfg); err != nil || a == nil {
 		t.Fatalf("Factory: %v", err)
 	}

@@ -1,0 +1,153 @@
+package config
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfigDefaults(t *testing.T) {
+	cfg, err := ParseConfig([]byte("harness:\n  command: [my-agent, --flag]\n"), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "my-agent" || cfg.Harness.Adapter != "jsonl" {
+		t.Fatalf("name/adapter: %q %q", cfg.Name, cfg.Harness.Adapter)
+	}
+	if cfg.Episode.TurnTimeout.D() != 600*time.Second || cfg.Harness.StartupTimeout.D() != 30*time.Second ||
+		cfg.Harness.StopGrace.D() != 5*time.Second || cfg.Episode.OutputLimit != DefaultOutputLimit || !cfg.Episode.EndsOnDone() {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if cfg.Episode.MaxTurnEvents != DefaultMaxTurnEvents || cfg.Episode.MaxTurnEventBytes != DefaultMaxTurnEventBytes {
+		t.Fatalf("turn bounds: %d events, %d bytes", cfg.Episode.MaxTurnEvents, cfg.Episode.MaxTurnEventBytes)
+	}
+	cfg, err = ParseConfig([]byte("harness: {command: [a]}\nepisode: {max_turn_events: 10, max_turn_event_bytes: 1MiB}\n"), "")
+	if err != nil || cfg.Episode.MaxTurnEvents != 10 || cfg.Episode.MaxTurnEventBytes != 1<<20 {
+		t.Fatalf("turn bounds set: %v %+v", err, cfg.Episode)
+	}
+}
+
+func TestParseConfigFull(t *testing.T) {
+	y := `
+name: calc
+harness:
+  command: [agent]
+  env: {A: "1"}
+  startup_timeout: 2.5
+  options: {permission: deny}
+tools:
+  - name: db
+    command: [python3, tools.py]
+    call_timeout: 5s
+  - name: remote
+    url: http://127.0.0.1:9/mcp
+    headers: {X-Key: k}
+hide: ["grade*"]
+rubrics:
+  - {name: r, type: match, contains: ok, on: done, weight: 2}
+episode: {turn_timeout: 90s, max_turns: 3, end_on_done: false, output_limit: 1MiB}
+record_dir: records
+`
+	cfg, err := ParseConfig([]byte(y), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tools[0].Dir != "/base" || cfg.RecordDir != "/base/records" || cfg.Tools[0].CallTimeout.D() != 5*time.Second ||
+		cfg.Tools[1].CallTimeout.D() != DefaultToolTimeout {
+		t.Fatalf("tools/paths: %+v %q", cfg.Tools, cfg.RecordDir)
+	}
+	if cfg.Harness.StartupTimeout.D() != 2500*time.Millisecond || cfg.Episode.MaxTurns != 3 || cfg.Episode.EndsOnDone() ||
+		cfg.Episode.OutputLimit != 1<<20 || cfg.Harness.Options["permission"] != "deny" {
+		t.Fatalf("episode: %+v", cfg)
+	}
+	if _, err := json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	cases := map[string]string{
+		"harness:\n  command: [a]\n  comand: [b]\n":                  "line 3: unknown key comand",
+		"harness:\n  command: [a]\nepisode:\n  turn_timeout: soon\n": "invalid duration",
+		"name: x\n": "harness.command is required",
+		"harness: {command: [a]}\ntools:\n  - name: t\n":                                                "exactly one of command or url",
+		"harness: {command: [a]}\ntools:\n  - {name: t, url: ftp://x}\n":                                "url must be http",
+		"harness: {command: [a]}\ntools:\n  - {name: t, url: http://x}\n  - {name: t, url: http://y}\n": "duplicate tool server name",
+		"harness: {command: [a]}\nrubrics:\n  - {type: match}\n":                                        "exactly one of pattern or contains",
+		"harness: {command: [a]}\nworkspace: {template: /nonexistent/seed}\n":                           "not a directory",
+		"harness: {command: [a]}\nepisode: {max_turns: -1}\n":                                           "max_turns must not be negative",
+		"harness: {command: [a]}\nisolation: jail\n":                                                    "isolation must be sandbox or process",
+		"harness: {command: [a]}\nisolation: process\nlimits: {pids: 64}\n":                             "limits need isolation: sandbox",
+		"harness: {command: [a]}\nlimits: {pids: 3}\n":                                                  "leaves no room",
+		"harness: {command: [a]}\nlimits: {memory: 1KiB}\n":                                             "too small",
+		"harness: {command: [a]}\nnetwork: {allow: [pypi.org]}\n":                                       "network.allow needs network.egress: allow",
+		"harness: {command: [a]}\nnetwork: {egress: allow}\n":                                           "needs hosts in network.allow",
+		"harness: {command: [a]}\nnetwork: {egress: allow, allow: [127.0.0.1]}\n":                       "never allowed",
+		"harness: {command: [a]}\nnetwork: {egress: wide}\n":                                            "network.egress must be",
+		"harness: {command: [a]}\nworkspace: {mount_at: app}\n":                                         "mount_at must be an absolute path",
+		"harness: {command: [a]}\nwarm: 9\n":                                                            "warm must be 0 to 8",
+		"harness: {command: [a]}\nepisode: {max_turn_events: -1}\n":                                     "max_turn_events must not be negative",
+		"harness: {command: [a]}\nepisode: {max_turn_event_bytes: -1}\n":                                "invalid size",
+	}
+	for y, want := range cases {
+		_, err := ParseConfig([]byte(y), "")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config %q: err %v, want %q", y, err, want)
+		}
+	}
+}
+
+func TestParseModelEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                              "",
+		"http://127.0.0.1:8001":         "http://127.0.0.1:8001",
+		"http://127.0.0.1:8001/":        "http://127.0.0.1:8001",
+		"http://127.0.0.1:8001/v1":      "http://127.0.0.1:8001",
+		"https://h/v1beta/":             "https://h",
+		"http://h/rollout/7/v1":         "http://h/rollout/7",
+		"http://h/openai/v1/chat":       "http://h/openai/v1/chat",
+		"http://h/prefix/gemini-api/v1": "http://h/prefix/gemini-api",
+		"http://[::1]:8000/v1":          "http://[::1]:8000",
+	} {
+		got, err := ParseModelEndpoint(in)
+		if err != nil || got.Root != want {
+			t.Errorf("%q -> %q, %v; want %q", in, got.Root, err, want)
+		}
+	}
+	// http:///x is the case the two old parsers disagreed on.
+	for _, bad := range []string{"127.0.0.1:8001", "ftp://h", "http://", "http:///v1", "http:///x", "http://u:p@h/v1", "http://h/v1?x=1", "http://h/#f", "http://:80/"} {
+		if _, err := ParseModelEndpoint(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if e, _ := ParseModelEndpoint("http://h:1/v1"); e.OpenAIBase() != "http://h:1/v1" {
+		t.Errorf("OpenAIBase %q", e.OpenAIBase())
+	}
+}
+
+func TestModelKeyCheck(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	m := ModelConfig{URL: "http://h", APIKeyEnv: "MY_KEY"}
+	if err := m.CheckKey(env(nil)); err == nil || !strings.Contains(err.Error(), "MY_KEY is not set") {
+		t.Errorf("unset key: %v", err)
+	}
+	if err := m.CheckKey(env(map[string]string{"MY_KEY": "k"})); err != nil {
+		t.Errorf("set key: %v", err)
+	}
+	m.APIKeyEnv = OrchestrationTokenEnv
+	if err := m.CheckKey(env(map[string]string{OrchestrationTokenEnv: "t"})); err == nil || !strings.Contains(err.Error(), "never a model key") {
+		t.Errorf("orchestration token as the key: %v", err)
+	}
+	m = ModelConfig{URL: "http://h"}
+	m.UsePresetDialect("anthropic")
+	if m.Dialect != "anthropic" {
+		t.Errorf("preset dialect not applied: %q", m.Dialect)
+	}
+	m = ModelConfig{URL: "http://h", Upstream: ModelUpstreamEngine}
+	if m.UsePresetDialect("anthropic"); m.Dialect != "" {
+		t.Errorf("an engine got a dialect: %q", m.Dialect)
+	}
+}

@@ -1,0 +1,104 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/rubric"
+)
+
+// CheckTools starts every tool server of cfg (as reset does, per-episode
+// ones included), lists their tools, builds the catalog the harness would
+// get (hiding and conflict rules applied), and reports each server that
+// does not start or list its tools, a catalog conflict, and each tool
+// rubric naming a tool that no server offers. A server whose program
+// CheckPrograms rejects is neither started nor reported again. Everything it
+// starts is stopped before it returns. Call it on a normalized Config.
+func CheckTools(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) []config.Problem {
+	if log == nil {
+		log = slog.Default()
+	}
+	var out []config.Problem
+	var started []bridge.Source
+	failed := map[string]bool{}
+	defer func() {
+		for _, src := range started {
+			src.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for i, tc := range cfg.Tools {
+		if len(tc.Command) > 0 && config.CheckProgram(tc.Command[0], tc.Env, tc.Dir) != "" {
+			failed[tc.Name] = true // CheckPrograms reports it
+			continue
+		}
+		src := newToolSource(tc, cfg.Harness.StopGrace.D(), sup, log)
+		key := fmt.Sprintf("tools[%d] (tool server %q)", i, tc.Name)
+		if err := src.Start(ctx); err != nil {
+			out = append(out, config.Problem{Key: key, Cause: "does not start: " + err.Error()})
+			failed[tc.Name] = true
+			src.Close(context.WithoutCancel(ctx))
+			continue
+		}
+		started = append(started, src)
+		if _, err := src.Tools(ctx); err != nil {
+			out = append(out, config.Problem{Key: key, Cause: "does not list its tools: " + err.Error()})
+			failed[tc.Name] = true
+		}
+	}
+	var cat *bridge.Catalog
+	var usable []bridge.Source
+	for _, src := range started {
+		if !failed[src.Name()] {
+			usable = append(usable, src)
+		}
+	}
+	if len(usable) > 0 {
+		var err error
+		cat, err = bridge.NewCatalog(ctx, usable, bridge.CatalogOptions{
+			Builtins: cfg.Harness.BuiltinTools, Expose: cfg.Expose, Hide: cfg.Hide,
+		})
+		if err != nil {
+			out = append(out, config.Problem{Key: "tools", Cause: err.Error()})
+		}
+	}
+	for i, r := range cfg.Rubrics {
+		if r.Type != rubric.KindTool {
+			continue
+		}
+		if cat != nil {
+			if _, ok := cat.Lookup(r.Tool); ok {
+				continue
+			}
+		}
+		key := fmt.Sprintf("rubrics[%d].tool (rubric %q)", i, r.Name)
+		switch {
+		case len(cfg.Tools) == 0:
+			out = append(out, config.Problem{Key: key, Cause: fmt.Sprintf("names tool %q but no tool servers are configured", r.Tool)})
+		case len(failed) > 0:
+			out = append(out, config.Problem{Key: key, Cause: fmt.Sprintf("names tool %q, which no tool server that started offers (%d did not start)", r.Tool, len(failed))})
+		default:
+			out = append(out, config.Problem{Key: key, Cause: fmt.Sprintf("names tool %q, which no tool server offers (tools: %s)", r.Tool, toolNames(cat))})
+		}
+	}
+	return out
+}
+
+// toolNames lists a catalog's tools, hidden ones included.
+func toolNames(cat *bridge.Catalog) string {
+	if cat == nil {
+		return "none"
+	}
+	var names []string
+	for _, e := range cat.Entries() {
+		names = append(names, e.Served)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,199 @@
+package session
+
+import (
+	"sync"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// eventLog collects an episode's events from the adapter and the bridge,
+// which report from different goroutines, into one ordered trajectory, the
+// running turn's events, and the optional live stream of that turn.
+//
+// What a turn keeps is bounded (turnCaps): once a bound is hit the turn
+// keeps no more of the harness's events, only its end and the daemon's own,
+// and its observation carries the truncation marker. Adjacent text_output
+// events of one origin are kept as one (textRun); the live stream still
+// gets each event as it happened.
+type eventLog struct {
+	mu      sync.Mutex
+	limits  turnLimits
+	traj    []wire.Event
+	rec     *recorder
+	turn    int          // the running turn, 0 between turns
+	events  []wire.Event // the running turn's events
+	emit    func(wire.Event)
+	pending pendingEvents // arrived between turns; they open the next turn
+	lastTS  float64
+	run     textRun
+	budget  turnCaps
+	cut     *wire.Truncation // the last ended turn's truncation
+}
+
+// setLimits sets the per-turn bounds from an episode configuration (zero
+// fields take the defaults).
+func (l *eventLog) setLimits(e config.EpisodeConfig) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limits = limitsOf(e)
+}
+
+// add records e: stamped with the turn, kept in time order within the
+// turn's bounds, streamed.
+func (l *eventLog) add(e wire.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.Timestamp == 0 {
+		e.Timestamp = wire.Now()
+	}
+	if e.Timestamp < l.lastTS {
+		e.Timestamp = l.lastTS
+	}
+	l.lastTS = e.Timestamp
+	if l.turn == 0 {
+		l.pending.add(e, l.limits)
+		return
+	}
+	e.Turn = l.turn
+	l.take(e)
+}
+
+// take admits one event of the running turn.
+func (l *eventLog) take(e wire.Event) {
+	joins := l.run.joins(e)
+	var size int64
+	if joins {
+		size = joinedSize(e)
+	} else {
+		size = eventSize(e)
+	}
+	if reason, ok := l.budget.admit(size, !joins, exempt(e)); !ok {
+		if coalescable(e) {
+			// Counted as the line of a run it would have joined, not as an
+			// event of its own.
+			size = joinedSize(e)
+		}
+		if first := l.budget.drop(size, reason); first {
+			l.closeRun()
+			l.takeNotice(reason)
+		}
+		return
+	}
+	if l.emit != nil {
+		l.emit(e)
+	}
+	if joins {
+		l.run.join(e)
+		return
+	}
+	l.closeRun()
+	if coalescable(e) {
+		l.run.start(e)
+		return
+	}
+	l.store(e)
+}
+
+// takeNotice keeps and streams the daemon's note that the turn's events are
+// cut short from here on.
+func (l *eventLog) takeNotice(reason string) {
+	n := wire.ErrorEvent(wire.OriginDaemon, truncationNotice(reason, l.limits), true)
+	n.Timestamp, n.Turn = l.lastTS, l.turn
+	l.budget.use(eventSize(n), true)
+	if l.emit != nil {
+		l.emit(n)
+	}
+	l.store(n)
+}
+
+// store keeps e in the trajectory, the record and the turn's events.
+func (l *eventLog) store(e wire.Event) {
+	l.traj = append(l.traj, e)
+	l.rec.write(e)
+	l.events = append(l.events, e)
+}
+
+// closeRun stores the open run of text, if any.
+func (l *eventLog) closeRun() {
+	if e, ok := l.run.close(); ok {
+		l.store(e)
+	}
+}
+
+// beginTurn starts collecting turn n; events that arrived between turns open it.
+func (l *eventLog) beginTurn(n int, emit func(wire.Event)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.turn, l.emit, l.events, l.cut = n, emit, nil, nil
+	l.budget = turnCaps{limits: l.limits}
+	evs, dropped := l.pending.take()
+	for _, e := range evs {
+		e.Turn = n
+		l.take(e)
+	}
+	if dropped != nil {
+		if first := l.budget.merge(dropped); first {
+			l.closeRun()
+			l.takeNotice(dropped.Reason)
+		}
+	}
+}
+
+// endTurn stops collecting and returns the turn's events; truncation then
+// reports what the turn dropped.
+func (l *eventLog) endTurn() []wire.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closeRun()
+	evs := l.events
+	l.cut = l.budget.cut
+	l.turn, l.emit, l.events, l.budget = 0, nil, nil, turnCaps{}
+	l.rec.flush()
+	return evs
+}
+
+// truncation returns the marker of the last ended turn: nil when it kept
+// every event.
+func (l *eventLog) truncation() *wire.Truncation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut == nil {
+		return nil
+	}
+	c := *l.cut
+	return &c
+}
+
+// trajectory returns a copy of every event of the episode.
+func (l *eventLog) trajectory() []wire.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]wire.Event(nil), l.traj...)
+}
+
+// reset starts a new episode's log, writing to rec.
+func (l *eventLog) reset(rec *recorder) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec.close()
+	l.traj, l.rec, l.turn, l.events, l.emit, l.lastTS = nil, rec, 0, nil, nil, 0
+	l.pending, l.run, l.budget, l.cut = pendingEvents{}, textRun{}, turnCaps{}, nil
+}
+
+// closeRecord flushes and closes the episode's record file.
+func (l *eventLog) closeRecord() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec.close()
+	l.rec = nil
+}
+
+// note writes a record that is not an event (reset, message, observation)
+// to the record file, in order with the events, and flushes it.
+func (l *eventLog) note(r wire.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec.note(r)
+	l.rec.flush()
+}

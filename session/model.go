@@ -1,0 +1,326 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/gateway"
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// modelCloseTimeout bounds how long closing an episode's gateway waits for
+// calls in flight (the harness tree is already gone by then).
+const modelCloseTimeout = 5 * time.Second
+
+// Errors of Session.Export.
+var (
+	// ErrUnknownEpisode: the session's current (or last) episode is not the
+	// one asked for.
+	ErrUnknownEpisode = errors.New("unknown episode: not the session's current or last episode")
+	// ErrNoModelGateway: the episode has no model gateway (harness.model.url
+	// is not set), so no model traffic was captured.
+	ErrNoModelGateway = errors.New("the episode has no model gateway (harness.model.url is not set): no model traffic was captured")
+	// ErrNoTrainingCalls: the episode made no model call usable for
+	// training; Export returns the export beside it, for its calls and
+	// issues.
+	ErrNoTrainingCalls = errors.New("the episode has no training traffic: none of its model calls is usable for training")
+)
+
+// ListenFunc opens the listener an episode's model gateway serves on.
+type ListenFunc func(episodeID string) (net.Listener, error)
+
+// listenLoopback is the default ListenFunc: a fresh port on 127.0.0.1.
+func listenLoopback(string) (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// modelDoor is an episode's model gateway and the session's view of it.
+type modelDoor struct {
+	gw  *gateway.Gateway
+	url string // the gateway's root, http://HOST:PORT
+
+	mu      sync.Mutex
+	cancel  context.CancelCauseFunc // the running turn's, nil between turns
+	refused *gateway.BudgetError    // the first refusal of the running turn
+	closed  bool
+}
+
+// refuse is the gateway's OnBudget: it ends the running turn.
+func (d *modelDoor) refuse(err *gateway.BudgetError) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel == nil {
+		return // a call between turns: recorded in the events, ends no turn
+	}
+	if d.refused == nil {
+		d.refused = err
+	}
+	d.cancel(err)
+}
+
+// openModel starts the episode's model gateway when harness.model.url is
+// set: the upstream gets the real key (read from the daemon's environment
+// now), the agent will get the gateway's URL and per-episode key.
+func (s *Session) openModel(ep *episode) error {
+	m := &s.cfg.Harness.Model
+	if !m.Enabled() {
+		return nil
+	}
+	root := m.Endpoint()
+	up := gateway.Upstream{Kind: gateway.UpstreamKind(m.UpstreamKind()), Model: m.Name, Timeout: m.Timeout.D()}
+	if up.Kind == gateway.UpstreamEngine {
+		up.URL = root.OpenAIBase()
+	} else {
+		up.URL = root.Root
+		up.Dialect = gateway.Dialect(m.Dialect)
+		if up.Dialect == "" {
+			up.Dialect = gateway.Dialect(config.DefaultModelDialect)
+		}
+	}
+	if k := m.APIKeyEnv; k != "" {
+		v, ok := os.LookupEnv(k)
+		if !ok || v == "" {
+			return fmt.Errorf("harness.model.api_key_env: %s is not set in harnessd's environment", k)
+		}
+		up.APIKey = v
+	}
+	e := &s.cfg.Episode
+	d := &modelDoor{}
+	gw, err := gateway.New(gateway.Options{
+		EpisodeID: ep.id,
+		Upstream:  up,
+		Budgets: gateway.Budgets{
+			MaxModelCalls: e.MaxModelCalls, MaxOutputTokens: e.MaxOutputTokens,
+			MaxTurnModelCalls: e.MaxTurnModelCalls, MaxTurnOutputTokens: e.MaxTurnOutputTokens,
+			MaxTokens: m.MaxTokens,
+		},
+		OnEvent:  func(e wire.Event) { s.emit(ep, e) },
+		OnBudget: d.refuse,
+		Logger:   ep.log,
+	})
+	if err != nil {
+		return fmt.Errorf("model gateway: %w", err)
+	}
+	ln := ep.door(doorModel)
+	if ln == nil {
+		listen := s.listenModel
+		if listen == nil {
+			listen = listenLoopback
+		}
+		if ln, err = listen(ep.id); err != nil {
+			return fmt.Errorf("model gateway: listen: %w", err)
+		}
+	}
+	if err := gw.Serve(ln); err != nil {
+		return fmt.Errorf("model gateway: %w", err)
+	}
+	d.gw, d.url = gw, "http://"+ln.Addr().String()
+	ep.model = d
+	return nil
+}
+
+// modelLaunch points l at the episode's gateway: the model URL becomes the
+// gateway's, the key its per-episode key, and the daemon's variable holding
+// the real key is taken out of the harness's environment.
+func (s *Session) modelLaunch(ep *episode, l *harness.Launch) {
+	m := s.cfg.Harness.Model
+	if k := m.APIKeyEnv; k != "" {
+		env := l.Env[:0:0]
+		for _, kv := range l.Env {
+			if name, _, _ := strings.Cut(kv, "="); name != k {
+				env = append(env, kv)
+			}
+		}
+		l.Env = env
+	}
+	if ep.model == nil {
+		l.Model = harness.ModelAccess{Name: m.Name}
+		return
+	}
+	l.Model = harness.ModelAccess{Root: ep.model.url, Name: m.Name, Key: ep.model.gw.Key()}
+}
+
+// beginModelTurn stamps the gateway's later calls with turn n and returns
+// ctx, cancelled should a budget run out during the turn; end must be
+// called when the adapter's turn is over. From then on calls are stamped
+// n+1: a call between turns belongs to the next turn, as the event log
+// files its events (and it counts against that turn's budgets).
+func (s *Session) beginModelTurn(ctx context.Context, ep *episode, n int) (context.Context, func()) {
+	d := ep.model
+	if d == nil {
+		return ctx, func() {}
+	}
+	d.gw.SetTurn(n)
+	tctx, cancel := context.WithCancelCause(ctx)
+	d.mu.Lock()
+	d.cancel, d.refused = cancel, nil
+	d.mu.Unlock()
+	return tctx, func() {
+		d.mu.Lock()
+		d.cancel = nil
+		d.mu.Unlock()
+		cancel(nil)
+		d.gw.SetTurn(n + 1)
+	}
+}
+
+// modelBudgetFailure returns the model_budget failure of the turn that just
+// ended, or nil.
+func (s *Session) modelBudgetFailure(ep *episode) *harness.Failure {
+	d := ep.model
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	refused := d.refused
+	d.mu.Unlock()
+	if refused == nil {
+		return nil
+	}
+	return harness.Wrap(refused.FailureType(), refused, "the model gateway refused a call")
+}
+
+// recordReward hands turn n's reward to the gateway, for the export.
+func (s *Session) recordReward(ep *episode, n int, reward float64) {
+	if ep.model != nil {
+		ep.model.gw.SetReward(n, reward)
+	}
+}
+
+// modelIssues returns the problems found in turn n's captured calls, for
+// the observation's metadata. Episode-wide warnings (a single call, no
+// training calls) are the export's, not a turn's.
+func (s *Session) modelIssues(ep *episode, n int) []wire.ModelIssue {
+	if ep.model == nil {
+		return nil
+	}
+	ex, err := ep.model.gw.Export()
+	if err != nil {
+		return nil // evaluation traffic: no token fields to check
+	}
+	inTurn := map[int]bool{}
+	for _, c := range ex.Calls {
+		if c.Turn == n {
+			inTurn[c.CallIndex] = true
+		}
+	}
+	var out []wire.ModelIssue
+	for _, is := range ex.Issues {
+		switch {
+		case is.Code == gateway.IssueSingleCall || is.Code == gateway.IssueNoTrainingCalls:
+			continue
+		case is.CallIndex != 0 && !inTurn[is.CallIndex]:
+			continue
+		case is.CallIndex == 0 && is.Severity != gateway.SeverityFatal:
+			continue
+		}
+		out = append(out, wire.ModelIssue{Severity: string(is.Severity), Code: is.Code, CallIndex: is.CallIndex, Message: is.Message})
+	}
+	return out
+}
+
+// closeModel stops the episode's gateway (its export stays readable) and
+// writes the export to record_dir. It is idempotent.
+func (s *Session) closeModel(ep *episode) {
+	d := ep.model
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), modelCloseTimeout)
+	defer cancel()
+	if err := d.gw.Close(ctx); err != nil {
+		ep.log.Warn("model gateway closed uncleanly", "err", err)
+	}
+	if s.cfg.RecordDir != "" {
+		if err := s.writeExport(ep); err != nil {
+			ep.log.Warn("training export not written", "err", err)
+		}
+	}
+}
+
+// writeExport writes <record_dir>/<episode>.export.json when the episode
+// has training traffic; without any no file is written (there is nothing to
+// train on, and an empty export would pretend otherwise).
+func (s *Session) writeExport(ep *episode) error {
+	ex, err := ep.model.gw.Export()
+	switch {
+	case errors.Is(err, gateway.ErrEvaluationTraffic):
+		ep.log.Info("no training export: the model upstream is a passthrough (evaluation traffic)")
+		return nil
+	case err != nil:
+		return err
+	case len(ex.Chains) == 0:
+		ep.log.Info("no training export: the episode has no training traffic", "calls", len(ex.Calls))
+		return nil
+	}
+	b, err := json.Marshal(ex)
+	if err != nil {
+		return fmt.Errorf("encode the export: %w", err)
+	}
+	path := ExportPath(s.cfg.RecordDir, ep.id)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write the export: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write the export: %w", err)
+	}
+	return nil
+}
+
+// ExportPath is where an episode's training export is written in
+// record_dir: <record_dir>/<episode>.export.json.
+func ExportPath(recordDir, episodeID string) string {
+	return filepath.Join(recordDir, safeFileName(episodeID)+".export.json")
+}
+
+// Export returns the training export of the session's current or last
+// episode (episodeID "" means whichever that is). An episode without a
+// gateway is ErrNoModelGateway, one behind a passthrough upstream
+// gateway.ErrEvaluationTraffic, one without usable calls
+// ErrNoTrainingCalls (with the export, for its calls and issues).
+func (s *Session) Export(episodeID string) (*gateway.Export, error) {
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	if ep == nil || (episodeID != "" && ep.id != episodeID) {
+		return nil, ErrUnknownEpisode
+	}
+	if ep.model == nil {
+		return nil, ErrNoModelGateway
+	}
+	ex, err := ep.model.gw.Export()
+	if err != nil {
+		return nil, err
+	}
+	if len(ex.Chains) == 0 {
+		return ex, ErrNoTrainingCalls
+	}
+	return ex, nil
+}
+
+// EpisodeID returns the id of the session's current or last episode ("" if
+// none).
+func (s *Session) EpisodeID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ep == nil {
+		return ""
+	}
+	return s.ep.id
+}

@@ -1,0 +1,154 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// rubricTimeout bounds all rubrics of one turn together.
+const rubricTimeout = 5 * time.Minute
+
+// teardownTimeout bounds stopping the harness tree and closing the tools at
+// the end of an episode; each stop's own SIGTERM-to-SIGKILL grace is far
+// shorter.
+const teardownTimeout = 30 * time.Second
+
+// teardown returns a context for cleaning up after ctx's request: it keeps
+// ctx's values (logger, trace) but not its cancellation, and is bounded by
+// teardownTimeout.
+func teardown(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+}
+
+// completed ends a turn the adapter completed: it decides whether the episode
+// ends, emits turn_complete, scores the turn and builds its observation.
+func (s *Session) completed(ctx context.Context, ep *episode, a wire.Action, in harness.TurnInput, res harness.TurnResult, started time.Time) *wire.Observation {
+	n := in.Number
+	done, errType, errMsg := s.endsEpisode(n, res)
+	done = done || submitted(ep, a)
+	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
+		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
+	}))
+	events := s.events.endTurn()
+
+	s.mu.Lock()
+	ep.steps = n
+	s.mu.Unlock()
+	resp := res.Response
+	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
+		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
+		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
+		ModelIssues: s.modelIssues(ep, n),
+	}}
+	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, ep, a, res, obs)
+	s.gradeTask(ctx, ep, obs)
+	if obs.Reward != nil {
+		s.recordReward(ep, n, *obs.Reward)
+	}
+	s.events.note(observationRecord(obs))
+	ep.log.Info("turn complete", "turn", n, "elapsed", time.Since(started), "events", len(events),
+		"reward", rewardValue(obs.Reward), "done", done, "harness_done", res.Done)
+	if done {
+		s.finish(ctx, ep, "")
+	}
+	return obs
+}
+
+// endsEpisode says whether a completed turn n ends the episode: the harness
+// declared the task done (when the configuration ends on done), or the
+// episode reached max_turns (reported as such).
+func (s *Session) endsEpisode(n int, res harness.TurnResult) (done bool, errType wire.FailureType, errMsg string) {
+	if res.Done && s.cfg.Episode.EndsOnDone() {
+		return true, "", ""
+	}
+	if max := s.cfg.Episode.MaxTurns; max > 0 && n >= max {
+		return true, wire.FailureMaxTurns, fmt.Sprintf("episode reached max_turns (%d)", max)
+	}
+	return false, "", ""
+}
+
+// score runs the rubrics that apply after a turn. The reward is nil when no
+// rubric scored (none applies, or each that applies failed), so that a
+// trainer can tell "no reward" from a reward of 0; otherwise it is the
+// weighted sum of the scores given.
+func (s *Session) score(ctx context.Context, ep *episode, a wire.Action, res harness.TurnResult, obs *wire.Observation) (*float64, []wire.RewardDetail) {
+	if !s.rubrics.Applies(obs.Done) {
+		return nil, nil
+	}
+	mdJSON, _ := wire.MarshalNoEscape(obs.Metadata)
+	rctx, cancel := context.WithTimeout(ctx, rubricTimeout)
+	defer cancel()
+	total, details := s.rubrics.Score(rctx, rubric.Input{
+		EpisodeID: ep.id, TurnNumber: obs.Metadata.TurnNumber, Message: a.Message, Response: res.Response,
+		Done: obs.Done, HarnessDone: res.Done, Observation: mdJSON, Workspace: ep.dirs.workspace,
+	})
+	for _, d := range details {
+		if d.Score != nil {
+			return &total, details
+		}
+	}
+	return nil, details
+}
+
+// rewardValue is a reward for logs: its value, or nil.
+func rewardValue(r *float64) any {
+	if r == nil {
+		return nil
+	}
+	return *r
+}
+
+// terminal ends the episode on a failure and builds its observation. No
+// rubric runs: the reward is null, unless the episode's task is graded
+// (gradeTask: the agent's work is graded whatever stopped it).
+func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *harness.Failure) *wire.Observation {
+	tctx, cancel := teardown(ctx)
+	defer cancel()
+	s.adapter.Stop(tctx)
+	exit, tail, _ := s.adapter.Diagnostics()
+	if f.Exit == nil {
+		f.Exit = exit
+	}
+	if f.StderrTail == "" {
+		f.StderrTail = tail
+	}
+	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
+	events := s.events.endTurn()
+	s.finish(tctx, ep, f.Type)
+	s.mu.Lock()
+	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
+	s.mu.Unlock()
+	ep.log.Warn("episode ended by failure", append([]any{"turn", n, "error_type", f.Type, "error", f.Message}, exitAttr(f.Exit)...)...)
+	empty := ""
+	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
+		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
+		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
+		ModelIssues: s.modelIssues(ep, n),
+	}}
+	s.gradeTask(ctx, ep, obs)
+	s.events.note(observationRecord(obs))
+	return obs
+}
+
+// finish ends an episode whose last turn is over: the harness tree, its
+// sandbox and the bridge stop (revoking the token); the workspace stays until the next
+// Reset or Close. A failure leaves the episode inactive (steps get
+// ErrNoEpisode), a normal end leaves it done (ErrEpisodeDone).
+func (s *Session) finish(ctx context.Context, ep *episode, failure wire.FailureType) {
+	tctx, cancel := teardown(ctx)
+	defer cancel()
+	s.adapter.Stop(tctx)
+	s.closeTools(tctx, ep)
+	s.closeModel(ep)
+	s.closeEgress(tctx, ep)
+	s.closeSandbox(ep)
+	s.mu.Lock()
+	ep.active = false
+	ep.done = failure == ""
+	s.mu.Unlock()
+}

@@ -1,0 +1,335 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/environ"
+	"github.com/harnessd/harnessd/process/sandbox"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// Door names of an episode's sandbox.
+const (
+	doorMCP    = "mcp"
+	doorModel  = "model"
+	doorEgress = "egress"
+)
+
+// sandboxHostname is the harness's hostname inside.
+const sandboxHostname = "harnessd"
+
+// openSandbox gives the episode its sandbox (sandbox isolation only),
+// unless it took a spare one: its doors carry the bridge, the model
+// gateway and the egress proxy, and the harness is launched into it.
+func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
+	if s.iso != config.IsolationSandbox || ep.sandbox != nil {
+		return nil
+	}
+	sb, err := s.startSandbox(ctx, ep.dirs, ep)
+	if err != nil {
+		return err
+	}
+	ep.sandbox = sb
+	return nil
+}
+
+// mountAt is where the harness's workspace is mounted and its working
+// directory inside: the task's WORKDIR, else workspace.mount_at ("" for
+// the workspace's own path).
+func (s *Session) mountAt(ep *episode) string {
+	if ep != nil && ep.task != nil && ep.task.WorkDir != "" {
+		return ep.task.WorkDir
+	}
+	return s.cfg.Workspace.MountAt
+}
+
+// startSandbox starts a sandbox for an episode with directories dirs (ep
+// nil for a spare, prepared before its episode and task are known).
+func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs, ep *episode) (*sandbox.Sandbox, error) {
+	doors := []sandbox.Door{{Name: doorMCP}}
+	if s.cfg.Harness.Model.Enabled() {
+		doors = append(doors, sandbox.Door{Name: doorModel})
+	}
+	if s.cfg.Network.EgressPolicy() == config.EgressAllow {
+		doors = append(doors, sandbox.Door{Name: doorEgress})
+	}
+	// The episode's directory is bound read-only with the workspace, HOME
+	// and TMPDIR inside it bound on top: its mode lets the sandbox's init
+	// (not the daemon's uid) reach their mount points; listing it is not
+	// needed.
+	if err := os.Chmod(dirs.root, 0o711); err != nil {
+		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
+	}
+	exposed, hideMore := s.exposures()
+	binds := append([]sandbox.Bind{{Src: dirs.root}, {Src: dirs.tmp, Writable: true}}, exposed...)
+	l := s.cfg.Limits
+	limits := sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}
+	if set := s.cfg.Taskset(); set != nil {
+		// Tests and solutions are never visible; tasks expect /logs.
+		hideMore = append(hideMore, set.HiddenPaths()...)
+		logs := filepath.Join(dirs.root, "logs")
+		if err := os.MkdirAll(filepath.Join(logs, "agent"), 0o755); err != nil {
+			return nil, fmt.Errorf("prepare /logs for the task: %w", err)
+		}
+		binds = append(binds, sandbox.Bind{Src: logs, Dst: "/logs", Writable: true})
+		if ep != nil && ep.task != nil {
+			if m := ep.task.Limits.MemoryBytes(); m > 0 {
+				limits.MemoryBytes = m
+			}
+			if c := ep.task.Limits.CPUs; c > 0 {
+				limits.CPU = c
+			}
+		}
+	}
+	cfg := sandbox.Config{
+		Init:        s.sandboxInit,
+		Name:        "episode",
+		Hostname:    sandboxHostname,
+		Workspace:   dirs.workspace,
+		Home:        dirs.home,
+		WorkspaceAt: s.mountAt(ep),
+		Hide:        append(s.hiddenPaths(), hideMore...),
+		// The episode's directory (the MCP config) read-only, its TMPDIR
+		// writable; the workspace and HOME are bound by the sandbox.
+		Binds:       binds,
+		Doors:       doors,
+		Seccomp:     true,
+		Limits:      limits,
+		HostNetwork: s.cfg.Network.EgressPolicy() == config.EgressHost,
+	}
+	sb, err := sandbox.Start(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start the episode's sandbox (isolation: sandbox): %w", err)
+	}
+	return sb, nil
+}
+
+// door returns the episode's door listener of name, nil outside a sandbox.
+func (ep *episode) door(name string) net.Listener {
+	if ep.sandbox == nil {
+		return nil
+	}
+	if l := ep.sandbox.Door(name); l != nil {
+		return l
+	}
+	return nil
+}
+
+// closeSandbox ends the episode's sandbox (every process in it) and
+// releases its cgroup and ids.
+func (s *Session) closeSandbox(ep *episode) {
+	if ep.sandbox == nil {
+		return
+	}
+	if err := ep.sandbox.Close(); err != nil {
+		ep.log.Warn("sandbox not fully released", "err", err)
+	}
+	ep.sandbox = nil
+}
+
+// giveToHarness hands the episode's directory (the MCP config, TMPDIR,
+// what the adapter wrote there) to the sandbox's harness identity. The
+// workspace and HOME are the sandbox's own to hand over (sandbox.Run), so
+// they are not walked twice.
+func (s *Session) giveToHarness(ep *episode) error {
+	if ep.sandbox == nil {
+		return nil
+	}
+	// The directory itself stays the daemon's (mode 0711, read-only
+	// inside); its entries become the harness's.
+	ents, err := os.ReadDir(ep.dirs.root)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(ep.dirs.root, e.Name())
+		if p == ep.dirs.workspace || p == ep.dirs.home {
+			continue
+		}
+		if err := ep.sandbox.Chown(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// limitFailure names the limit a sandboxed tree ran into in its latest run
+// (nil when none or outside a sandbox).
+func (s *Session) limitFailure(ep *episode) *harness.Failure {
+	if ep == nil || ep.sandbox == nil {
+		return nil
+	}
+	e, ok := ep.sandbox.LastExit()
+	if !ok || e.Limit == "" {
+		return nil
+	}
+	knob := "limits." + e.Limit
+	return harness.Fail(wire.FailureResourceLimit, "the harness's process tree hit its %s limit (%s, now %s)", e.Limit, knob, s.limitValue(e.Limit))
+}
+
+func (s *Session) limitValue(name string) string {
+	l := s.cfg.Limits
+	switch name {
+	case sandbox.LimitMemory:
+		return l.Memory.String()
+	case sandbox.LimitPids:
+		return fmt.Sprint(l.Pids)
+	}
+	return "?"
+}
+
+// hiddenPaths are covered inside every sandbox of the session: every
+// session's directories (this episode's own are bound back), the record
+// directory, the daemon's HOME and what the daemon adds (its token and
+// configuration files).
+func (s *Session) hiddenPaths() []string {
+	out := []string{s.cfg.WorkspaceRoot()}
+	if s.cfg.RecordDir != "" {
+		out = append(out, s.cfg.RecordDir)
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "/" && h != "" {
+		out = append(out, h)
+	}
+	return append(out, s.hide...)
+}
+
+// exposures lists what the harness needs from the host that a hidden or
+// untraversable directory would keep from it — the harness program and
+// every PATH entry (a node_modules/.bin entry brings its whole
+// node_modules), but never a directory that holds a hidden path — as
+// read-only binds, and the untraversable directories
+// to cover with an empty one so the binds have a way in. Computed once
+// per session: the command and PATH do not change between episodes.
+func (s *Session) exposures() ([]sandbox.Bind, []string) {
+	s.exposeOnce.Do(func() {
+		h := &s.cfg.Harness
+		env := os.Environ()
+		path, _ := environ.Lookup(env, "PATH")
+		if v, ok := h.Env["PATH"]; ok {
+			path = v
+		}
+		var want []string
+		if len(h.Command) > 0 {
+			prog := h.Command[0]
+			if !strings.Contains(prog, "/") {
+				for _, d := range filepath.SplitList(path) {
+					if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
+						prog = filepath.Join(d, prog)
+						break
+					}
+				}
+			}
+			// The program and every absolute path among its arguments (a
+			// script run by an interpreter: node /…/cli.js).
+			for _, a := range append([]string{prog}, h.Command[1:]...) {
+				if !filepath.IsAbs(a) {
+					continue
+				}
+				fi, err := os.Stat(a)
+				if err != nil {
+					continue
+				}
+				dir := a
+				if !fi.IsDir() {
+					dir = filepath.Dir(a)
+				}
+				want = append(want, dir)
+				if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
+					want = append(want, filepath.Dir(real))
+				}
+			}
+		}
+		for _, d := range filepath.SplitList(path) {
+			if filepath.IsAbs(d) {
+				want = append(want, d)
+			}
+		}
+		// Also covered inside: /tmp (each sandbox has a private one) and
+		// the daemon's TMPDIR, where a clone or a test's binaries may be.
+		hidden := append(s.hiddenPaths(), "/tmp", os.TempDir())
+		seen := map[string]bool{}
+		for _, d := range want {
+			d = exposeRoot(filepath.Clean(d))
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+				continue
+			}
+			under := false
+			for _, h := range hidden {
+				if within(d, h) {
+					under = true
+				}
+			}
+			if a := untraversable(d); a != "" {
+				s.exposeHide = append(s.exposeHide, a)
+				under = true
+			}
+			// A directory that is or holds a hidden path (a PATH entry
+			// that is the daemon's HOME, or the directory of its token
+			// file) is never bound back: the bind would show everything
+			// the hiding covers. A harness program there is not found in
+			// the sandbox, which fails the reset with that reason.
+			if under && !holdsHidden(d, hidden) {
+				s.exposeBinds = append(s.exposeBinds, sandbox.Bind{Src: d})
+			}
+		}
+	})
+	return s.exposeBinds, s.exposeHide
+}
+
+// exposeRoot widens a directory to what a program there needs: a
+// node_modules/.bin entry, or anything inside node_modules, to the
+// outermost node_modules.
+func exposeRoot(d string) string {
+	if i := strings.Index(d, "/node_modules"); i >= 0 {
+		rest := d[i+len("/node_modules"):]
+		if rest == "" || rest[0] == '/' {
+			return d[:i+len("/node_modules")]
+		}
+	}
+	return d
+}
+
+// untraversable returns the outermost ancestor of p (p included, / not)
+// that others may not search (no o+x), "" when every one is searchable.
+func untraversable(p string) string {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		cur += "/" + part
+		fi, err := os.Stat(cur)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return cur
+		}
+	}
+	return ""
+}
+
+// holdsHidden reports whether dir is one of hidden or contains one.
+func holdsHidden(dir string, hidden []string) bool {
+	for _, h := range hidden {
+		if within(filepath.Clean(h), dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	dir = filepath.Clean(dir)
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}

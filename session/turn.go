@@ -1,0 +1,91 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// runTurn runs the adapter's turn within budget b, streaming its events into
+// the episode's log, and classifies how it failed (nil for a completed turn).
+func (s *Session) runTurn(ctx context.Context, b turnBudget, in harness.TurnInput) (harness.TurnResult, *harness.Failure) {
+	tctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	res, err := s.adapter.Turn(tctx, in, s.events.add)
+	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	switch {
+	case timedOut:
+		return res, b.exceeded()
+	case err != nil:
+		return res, s.classifyTurnError(ctx, err)
+	}
+	return res, nil
+}
+
+// classifyTurnError turns an adapter's turn error into the harness.Failure that ends
+// the episode: the step's own cancellation first, then the adapter's own
+// classification, then whether the harness is still alive.
+func (s *Session) classifyTurnError(ctx context.Context, err error) *harness.Failure {
+	if ctx.Err() != nil {
+		return harness.Wrap(wire.FailureCancelled, nil, "turn abandoned: %v", context.Cause(ctx))
+	}
+	if f, ok := harness.AsFailure(err); ok {
+		return f
+	}
+	if s.adapter.Alive() {
+		return harness.Wrap(wire.FailureProtocol, err, "harness turn failed")
+	}
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	if f := s.limitFailure(ep); f != nil {
+		f.Err = err
+		return f
+	}
+	return harness.Wrap(wire.FailureHarnessCrashed, err, "harness died mid-turn")
+}
+
+// turnSignal tells Interrupt where a step is: live is closed once the
+// adapter's turn is live (it has taken the message, so its Interrupt reaches
+// the turn), over once the step has ended.
+type turnSignal struct {
+	live     chan struct{}
+	over     chan struct{}
+	liveOnce sync.Once
+}
+
+func newTurnSignal() *turnSignal {
+	return &turnSignal{live: make(chan struct{}), over: make(chan struct{})}
+}
+
+// markLive closes live once; adapters call it through harness.TurnInput.MarkLive.
+func (t *turnSignal) markLive() { t.liveOnce.Do(func() { close(t.live) }) }
+
+// Interrupt asks the harness to end the running turn early (best effort);
+// the conversation continues. Called while a step is starting, it waits
+// until the adapter's turn is live (the adapter has delivered the turn's
+// message), so the interrupt is not lost; without a running step, or once
+// the step's turn is over, it does nothing.
+func (s *Session) Interrupt(ctx context.Context) error {
+	s.mu.Lock()
+	sig := s.turn
+	s.mu.Unlock()
+	if sig == nil {
+		return nil
+	}
+	select {
+	case <-sig.live:
+	case <-sig.over:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := s.adapter.Interrupt(ctx)
+	if errors.Is(err, harness.ErrNoTurn) {
+		return nil // the turn ended meanwhile
+	}
+	return err
+}

@@ -1,0 +1,91 @@
+package session
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// episodeDirs are one episode's private directories.
+type episodeDirs struct {
+	root      string // removed with everything below it
+	workspace string // the harness's working directory
+	home      string // the harness's HOME
+	tmp       string // the harness's TMPDIR
+}
+
+// makeEpisodeDirs creates fresh private directories under parent, copying
+// template (if any) into the workspace.
+func makeEpisodeDirs(parent string, seq int, template string) (episodeDirs, error) {
+	root := filepath.Join(parent, fmt.Sprintf("ep-%d", seq))
+	d := episodeDirs{
+		root:      root,
+		workspace: filepath.Join(root, "workspace"),
+		home:      filepath.Join(root, "home"),
+		tmp:       filepath.Join(root, "tmp"),
+	}
+	os.RemoveAll(root) // a leftover of a crashed daemon with the same layout
+	for _, p := range []string{d.workspace, d.home, d.tmp} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return d, fmt.Errorf("create episode directory: %w", err)
+		}
+	}
+	if template != "" {
+		if err := copyTree(template, d.workspace); err != nil {
+			os.RemoveAll(root)
+			return d, fmt.Errorf("copy workspace template %s: %w", template, err)
+		}
+	}
+	return d, nil
+}
+
+// copyTree copies regular files, directories and symlinks from src into dst.
+// Other file types (devices, sockets, FIFOs) are skipped.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case info.Mode().IsRegular():
+			return copyFile(path, target, info.Mode().Perm())
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
