@@ -59,7 +59,7 @@ test-go:
 FUZZ_TARGETS := \
 	./wire:FuzzEventDecode ./wire:FuzzObjectKeys \
 	./server:FuzzWSFrame ./server:FuzzHarnessFrame ./server:FuzzHTTPBody ./server:FuzzMCPRequest \
-	./harness:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage \
+	./config:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage \
 	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go
