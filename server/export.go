@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
@@ -73,7 +74,7 @@ func (s *Server) episodeExport(id string, m *managed) (json.RawMessage, *exportE
 	}
 	if m == nil {
 		if s.cfg.RecordDir != "" {
-			if b, err := os.ReadFile(session.ExportPath(s.cfg.RecordDir, id)); err == nil {
+			if b, err := os.ReadFile(episode.ExportPath(s.cfg.RecordDir, id)); err == nil {
 				return b, nil
 			}
 		}

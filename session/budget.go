@@ -19,18 +19,18 @@ type turnBudget struct {
 	message string
 }
 
-// turnBudget computes the budget of a turn in ep: the configured turn
+// turnBudget computes the budget of a turn in r: the configured turn
 // timeout (or the step's own, when given), cut to what is left of the
 // episode's budget.
-func (s *Session) turnBudget(ep *episode, stepTimeout time.Duration) turnBudget {
+func (s *Session) turnBudget(r *run, stepTimeout time.Duration) turnBudget {
 	d := s.cfg.Episode.TurnTimeout.D()
 	if stepTimeout > 0 {
 		d = stepTimeout
 	}
 	b := turnBudget{d: d, limit: wire.FailureTurnTimeout, message: "harness turn exceeded " + formatSeconds(d) + " seconds"}
-	if !ep.deadline.IsZero() {
-		if left := time.Until(ep.deadline); left < d {
-			b = turnBudget{d: left, limit: wire.FailureEpisodeTimeout, message: "episode exceeded " + s.episodeBudget(ep).String()}
+	if !r.deadline.IsZero() {
+		if left := time.Until(r.deadline); left < d {
+			b = turnBudget{d: left, limit: wire.FailureEpisodeTimeout, message: "episode exceeded " + s.episodeBudget(r).String()}
 		}
 	}
 	return b

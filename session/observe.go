@@ -27,34 +27,35 @@ func teardown(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // completed ends a turn the adapter completed: it decides whether the episode
 // ends, emits turn_complete, scores the turn and builds its observation.
-func (s *Session) completed(ctx context.Context, ep *episode, a wire.Action, in harness.TurnInput, res harness.TurnResult, started time.Time) *wire.Observation {
+func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harness.TurnInput, res harness.TurnResult, started time.Time) *wire.Observation {
+	ep := r.ep
 	n := in.Number
 	done, errType, errMsg := s.endsEpisode(n, res)
-	done = done || submitted(ep, a)
+	done = done || submitted(r, a)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))
 	events := s.events.endTurn()
 
 	s.mu.Lock()
-	ep.steps = n
+	r.steps = n
 	s.mu.Unlock()
 	resp := res.Response
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
-		EpisodeID: ep.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
+		EpisodeID: r.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
 		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
-		ModelIssues: s.modelIssues(ep, n),
+		ModelIssues: ep.ModelIssues(n),
 	}}
-	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, ep, a, res, obs)
-	s.gradeTask(ctx, ep, obs)
+	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, r, a, res, obs)
+	s.gradeTask(ctx, r, obs)
 	if obs.Reward != nil {
-		s.recordReward(ep, n, *obs.Reward)
+		ep.RecordReward(n, *obs.Reward)
 	}
 	s.events.note(observationRecord(obs))
-	ep.log.Info("turn complete", "turn", n, "elapsed", time.Since(started), "events", len(events),
+	ep.Log().Info("turn complete", "turn", n, "elapsed", time.Since(started), "events", len(events),
 		"reward", rewardValue(obs.Reward), "done", done, "harness_done", res.Done)
 	if done {
-		s.finish(ctx, ep, "")
+		s.finish(ctx, r, "")
 	}
 	return obs
 }
@@ -76,7 +77,7 @@ func (s *Session) endsEpisode(n int, res harness.TurnResult) (done bool, errType
 // rubric scored (none applies, or each that applies failed), so that a
 // trainer can tell "no reward" from a reward of 0; otherwise it is the
 // weighted sum of the scores given.
-func (s *Session) score(ctx context.Context, ep *episode, a wire.Action, res harness.TurnResult, obs *wire.Observation) (*float64, []wire.RewardDetail) {
+func (s *Session) score(ctx context.Context, r *run, a wire.Action, res harness.TurnResult, obs *wire.Observation) (*float64, []wire.RewardDetail) {
 	if !s.rubrics.Applies(obs.Done) {
 		return nil, nil
 	}
@@ -84,8 +85,8 @@ func (s *Session) score(ctx context.Context, ep *episode, a wire.Action, res har
 	rctx, cancel := context.WithTimeout(ctx, rubricTimeout)
 	defer cancel()
 	total, details := s.rubrics.Score(rctx, rubric.Input{
-		EpisodeID: ep.id, TurnNumber: obs.Metadata.TurnNumber, Message: a.Message, Response: res.Response,
-		Done: obs.Done, HarnessDone: res.Done, Observation: mdJSON, Workspace: ep.dirs.workspace,
+		EpisodeID: r.id, TurnNumber: obs.Metadata.TurnNumber, Message: a.Message, Response: res.Response,
+		Done: obs.Done, HarnessDone: res.Done, Observation: mdJSON, Workspace: r.ep.Dirs().Workspace,
 	})
 	for _, d := range details {
 		if d.Score != nil {
@@ -106,11 +107,12 @@ func rewardValue(r *float64) any {
 // terminal ends the episode on a failure and builds its observation. No
 // rubric runs: the reward is null, unless the episode's task is graded
 // (gradeTask: the agent's work is graded whatever stopped it).
-func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *harness.Failure) *wire.Observation {
+func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failure) *wire.Observation {
+	ep := r.ep
 	tctx, cancel := teardown(ctx)
 	defer cancel()
-	s.adapter.Stop(tctx)
-	exit, tail, _ := s.adapter.Diagnostics()
+	ep.StopHarness(tctx)
+	exit, tail, _ := r.adapter().Diagnostics()
 	if f.Exit == nil {
 		f.Exit = exit
 	}
@@ -119,18 +121,18 @@ func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *harness.F
 	}
 	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
 	events := s.events.endTurn()
-	s.finish(tctx, ep, f.Type)
+	s.finish(tctx, r, f.Type)
 	s.mu.Lock()
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
-	ep.log.Warn("episode ended by failure", append([]any{"turn", n, "error_type", f.Type, "error", f.Message}, exitAttr(f.Exit)...)...)
+	ep.Log().Warn("episode ended by failure", append([]any{"turn", n, "error_type", f.Type, "error", f.Message}, exitAttr(f.Exit)...)...)
 	empty := ""
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
-		EpisodeID: ep.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
+		EpisodeID: r.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
-		ModelIssues: s.modelIssues(ep, n),
+		ModelIssues: ep.ModelIssues(n),
 	}}
-	s.gradeTask(ctx, ep, obs)
+	s.gradeTask(ctx, r, obs)
 	s.events.note(observationRecord(obs))
 	return obs
 }
@@ -139,16 +141,14 @@ func (s *Session) terminal(ctx context.Context, ep *episode, n int, f *harness.F
 // sandbox and the bridge stop (revoking the token); the workspace stays until the next
 // Reset or Close. A failure leaves the episode inactive (steps get
 // ErrNoEpisode), a normal end leaves it done (ErrEpisodeDone).
-func (s *Session) finish(ctx context.Context, ep *episode, failure wire.FailureType) {
+func (s *Session) finish(ctx context.Context, r *run, failure wire.FailureType) {
 	tctx, cancel := teardown(ctx)
 	defer cancel()
-	s.adapter.Stop(tctx)
-	s.closeTools(tctx, ep)
-	s.closeModel(ep)
-	s.closeEgress(tctx, ep)
-	s.closeSandbox(ep)
+	if err := r.ep.Stop(tctx); err != nil {
+		r.ep.Log().Warn("episode ended uncleanly", "err", err)
+	}
 	s.mu.Lock()
-	ep.active = false
-	ep.done = failure == ""
+	r.active = false
+	r.done = failure == ""
 	s.mu.Unlock()
 }

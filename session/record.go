@@ -5,19 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/wire"
 )
 
 // resetRecord describes the episode s is starting.
-func (s *Session) resetRecord(ep *episode) wire.Record {
+func (s *Session) resetRecord(r *run) wire.Record {
 	return wire.Record{
-		Kind: wire.RecordReset, Time: wire.Now(), EpisodeID: ep.id, SessionID: s.id, Config: s.cfg.Name,
+		Kind: wire.RecordReset, Time: wire.Now(), EpisodeID: r.id, SessionID: s.id, Config: s.cfg.Name,
 		Agent: s.cfg.Harness.Agent, Adapter: s.cfg.Harness.Adapter, Isolation: s.isolationName(),
-		Tools: append([]string{}, ep.tools...),
+		Tools: append([]string{}, r.ep.Tools()...),
 	}
 }
 
@@ -43,7 +43,7 @@ func openRecorder(dir, episodeID string) (*recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create record directory: %w", err)
 	}
-	name := safeFileName(episodeID) + ".jsonl"
+	name := episode.FileName(episodeID) + ".jsonl"
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open trajectory record: %w", err)
@@ -85,28 +85,11 @@ func (r *recorder) close() {
 	}
 }
 
-// safeFileName maps an episode id onto a file name.
-func safeFileName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '/' || r == 0 || r == '\\' {
-			return '_'
-		}
-		return r
-	}, s)
-	if s == "" || s == "." || s == ".." {
-		s = "episode"
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
-}
-
 // isolationName says how the episode's tree is contained and killed:
 // "sandbox", or process isolation's kill mechanisms.
 func (s *Session) isolationName() string {
-	if s.iso == config.IsolationSandbox {
+	if s.env.Sandboxed() {
 		return config.IsolationSandbox
 	}
-	return s.sup.Mechanisms().KillMode()
+	return s.env.Supervisor.Mechanisms().KillMode()
 }

@@ -134,8 +134,9 @@ func TestSandboxHidesOtherSessionsAndTheDaemonsFiles(t *testing.T) {
 func TestSandboxedWarmStandby(t *testing.T) {
 	s := sandboxed(t, func(c *config.Config) { c.Warm = 1 })
 	var last string
+	// Each reset takes the standby prepared after the previous one (or at
+	// the session's start), waiting for its preparation if need be.
 	for i := 0; i < 3; i++ {
-		time.Sleep(300 * time.Millisecond) // the standby's preparation
 		obs := reset(t, s)
 		if !obs.Metadata.Standby || obs.Metadata.Isolation != config.IsolationSandbox {
 			t.Fatalf("reset %d: %+v", i, obs.Metadata)

@@ -2,42 +2,42 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
-	"github.com/harnessd/harnessd/egress"
+	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
-	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/rubric"
-	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
 
 // Options configure a Session.
 type Options struct {
-	// Config is the environment; it must have been normalized (config.LoadConfig,
-	// config.ParseConfig or config.Config.Normalize) and have an adapter.
+	// Config is the environment; it must have been normalized
+	// (config.LoadConfig, config.ParseConfig or Config.Normalize) and have
+	// an adapter.
 	Config *config.Config
 	// Supervisor starts every process of the session.
 	Supervisor *process.Supervisor
 	// Logger is the parent logger; the session adds session_id (and
 	// episode_id per episode).
 	Logger *slog.Logger
-	// Adapters makes the adapter config.Config.Harness.Adapter names; it is
-	// required unless harness.Adapter is set.
+	// Adapters makes the adapter Config.Harness.Adapter names, a fresh one
+	// per episode; it is required unless Adapter is set.
 	Adapters *harness.Registry
-	// Adapter overrides the adapter made from config.Config.Harness.Adapter.
+	// Adapter overrides the adapters made from Config.Harness.Adapter: it
+	// is reused, episode after episode (no standbys; a previous episode is
+	// always stopped before the next starts).
 	Adapter harness.Adapter
 	// ExtraSources are tool sources beyond the configured ones (e.g.
 	// in-process Go tools). The session starts and closes them.
@@ -47,11 +47,11 @@ type Options struct {
 	// ModelListener opens the listener of each episode's model gateway
 	// (when harness.model.url is set); nil means a fresh port on
 	// 127.0.0.1. A sandboxed episode's gateway listens on its door instead.
-	ModelListener ListenFunc
+	ModelListener episode.ListenFunc
 
-	// Isolation is the level the daemon resolved (config.IsolationSandbox or
-	// config.IsolationProcess); empty means config.Config.Isolation, and process when
-	// that is empty too.
+	// Isolation is the level the daemon resolved (config.IsolationSandbox
+	// or config.IsolationProcess); empty means Config.Isolation, and
+	// process when that is empty too.
 	Isolation string
 	// SandboxInit is the binary re-executed as each sandbox's init; empty
 	// means the running binary (which must call sandbox.Init in main).
@@ -59,87 +59,62 @@ type Options struct {
 	// Hide lists further host paths covered inside every sandbox (the
 	// daemon's token and configuration files).
 	Hide []string
-	// Warm, when positive, overrides config.Config.Warm: how many next episodes
-	// the session keeps prepared (standby.go). Standbys need Adapters (an
-	// explicit harness.Adapter cannot be duplicated).
+	// Warm, when positive, overrides Config.Warm: how many next episodes
+	// the session keeps prepared with their harness started. Standbys need
+	// Adapters (an explicit Adapter cannot be duplicated).
 	Warm int
+	// Observer is told of the session's lifecycle (observer.go); nil
+	// means nobody listens.
+	Observer Observer
+	// Trace, when set, is told of every resource an episode opens and
+	// closes (episode.Env.Trace).
+	Trace func(episode.TraceEvent)
 }
 
 // Session is one trainer's environment: at most one episode at a time.
 // Its methods are safe for concurrent use; Reset and Step are exclusive
 // (a concurrent one fails with ErrBusy) and Close interrupts them.
 type Session struct {
-	id      string
-	cfg     *config.Config
-	sup     *process.Supervisor
-	log     *slog.Logger
-	adapter harness.Adapter
-	rubrics *rubric.Set
-	dir     string        // session directory under the workspace root
-	dirLock *os.File      // held while the session lives (sweep.go); nil until the first reset
-	ended   chan struct{} // closed once Close has finished
-	events  eventLog
-
-	listenModel ListenFunc // opens each episode's model gateway listener
-
-	adapters    *harness.Registry // makes each standby's adapter; nil with Options.Adapter
-	warm        int               // standbys to keep prepared
-	iso         string            // config.IsolationSandbox or config.IsolationProcess
-	sandboxInit string            // Options.SandboxInit
-	hide        []string          // Options.Hide
-	exposeOnce  sync.Once
-	exposeBinds []sandbox.Bind // see exposures
-	exposeHide  []string
-
-	// persistent tool sources (started at the first reset, kept across
-	// episodes) and the configs of per-episode ones
-	sources    []bridge.Source
-	perEpisode []config.ToolConfig
-	startMu    sync.Mutex // guards started (standbys open tools concurrently)
-	started    bool
+	id       string
+	cfg      *config.Config
+	log      *slog.Logger
+	env      *episode.Env
+	adapters *harness.Registry // makes each episode's adapter; nil with Options.Adapter
+	fixed    harness.Adapter   // Options.Adapter
+	rubrics  *rubric.Set
+	pool     *episode.Pool // spares or standbys; nil without
+	standby  bool          // the pool holds started harnesses
+	observer Observer
+	ended    chan struct{} // closed once Close has finished
+	events   eventLog
 
 	mu       sync.Mutex
 	closed   bool
 	busy     bool
 	opCancel context.CancelFunc
 	opDone   chan struct{}
+	after    []func()    // started once the running Reset or Step is over
 	turn     *turnSignal // the running step's, for Interrupt; nil without one
-	epSeq    int
-	ep       *episode
-	next     *spare         // the next episode's prepared sandbox (spare.go)
-	standbys []*standby     // prepared next episodes (standby.go)
-	retiring sync.WaitGroup // episodes torn down in the background (retireEpisode)
+	cur      *run        // the current (or last) episode; nil before the first
 	last     *wire.LastError
+	retiring sync.WaitGroup // episodes closed in the background
 }
 
-// episode is the state of the current episode.
-type episode struct {
-	id      string
-	log     *slog.Logger
-	dirs    episodeDirs
-	sources []bridge.Source // per-episode sources, closed with the episode
-	catalog *bridge.Catalog
-	server  *bridge.Server
-	model   *modelDoor       // the model gateway; nil without harness.model.url
-	sandbox *sandbox.Sandbox // the harness's sandbox; nil in process isolation
-	// egress is the episode's egress proxy (network.egress: allow), on
-	// egressAddr inside the sandbox.
-	egress     *egress.Proxy
-	egressAddr string
-	// held is set while the episode is a standby not handed over: what
-	// its doors see is not recorded.
-	held     atomic.Bool
-	tools    []string
+// run is the current episode and what the session keeps of it.
+type run struct {
+	ep       *episode.Episode
+	id       string
 	active   bool // the harness runs and steps are allowed
 	done     bool // ended normally; further steps get ErrEpisodeDone
 	steps    int
-	deadline time.Time // zero: no episode budget
-
-	// The episode's task (task.go): nil without a taskset.
-	task   *tasks.Task
-	budget time.Duration // the task's episode budget, when it set deadline
-	graded bool          // the task's tests have run
+	deadline time.Time     // zero: no episode budget
+	budget   time.Duration // the task's episode budget, when it set deadline
+	graded   bool          // the task's tests have run
+	reported bool          // EpisodeEnded was sent
 }
+
+// adapter returns the run's harness adapter (nil before it started).
+func (r *run) adapter() harness.Adapter { return r.ep.Adapter() }
 
 // NewSession prepares a session. It starts nothing (processes and tool
 // servers start at Reset) unless warm is set: then it begins preparing the
@@ -147,34 +122,30 @@ type episode struct {
 func NewSession(opts Options) (*Session, error) {
 	cfg := opts.Config
 	if cfg == nil {
-		return nil, errors.New("harness: no configuration")
+		return nil, errors.New("session: no configuration")
 	}
 	if opts.Supervisor == nil {
-		return nil, errors.New("harness: no process supervisor")
+		return nil, errors.New("session: no process supervisor")
 	}
-	s := &Session{id: opts.ID, cfg: cfg, sup: opts.Supervisor, adapter: opts.Adapter, listenModel: opts.ModelListener,
-		sandboxInit: opts.SandboxInit, hide: opts.Hide, ended: make(chan struct{})}
-	s.warm = cfg.Warm
-	if opts.Warm > 0 {
-		s.warm = opts.Warm
-	}
-	if opts.Adapter == nil {
+	s := &Session{id: opts.ID, cfg: cfg, fixed: opts.Adapter, observer: opts.Observer, ended: make(chan struct{})}
+	if s.fixed == nil {
 		s.adapters = opts.Adapters
+		if s.adapters == nil {
+			return nil, fmt.Errorf("session: no adapter registry to make adapter %q (Options.Adapters)", cfg.Harness.Adapter)
+		}
+		if _, err := s.adapters.New(&cfg.Harness.Config); err != nil {
+			return nil, err
+		}
 	}
-	s.iso = opts.Isolation
-	if s.iso == "" {
-		s.iso = cfg.Isolation
+	iso := opts.Isolation
+	if iso == "" {
+		iso = cfg.Isolation
 	}
-	if s.iso == "" {
-		s.iso = config.IsolationProcess
+	if iso == "" {
+		iso = config.IsolationProcess
 	}
-	switch s.iso {
-	case config.IsolationSandbox, config.IsolationProcess:
-	default:
-		return nil, fmt.Errorf("harness: unknown isolation %q", s.iso)
-	}
-	if s.iso == config.IsolationProcess && (cfg.Limits.Any() || cfg.Network.EgressPolicy() == config.EgressAllow) {
-		return nil, errors.New("harness: limits and network.egress: allow need isolation: sandbox, and this daemon runs harnesses in process isolation")
+	if iso == config.IsolationProcess && (cfg.Limits.Any() || cfg.Network.EgressPolicy() == config.EgressAllow) {
+		return nil, errors.New("session: limits and network.egress: allow need isolation: sandbox, and this daemon runs harnesses in process isolation")
 	}
 	s.events.setLimits(cfg.Episode)
 	if s.id == "" {
@@ -185,27 +156,16 @@ func NewSession(opts Options) (*Session, error) {
 		log = slog.Default()
 	}
 	s.log = log.With("session_id", s.id)
-	if s.adapter == nil {
-		if opts.Adapters == nil {
-			return nil, fmt.Errorf("harness: no adapter registry to make adapter %q (Options.Adapters)", cfg.Harness.Adapter)
-		}
-		a, err := opts.Adapters.New(&cfg.Harness.Config)
-		if err != nil {
-			return nil, err
-		}
-		s.adapter = a
+	s.env = &episode.Env{
+		Config: cfg, Supervisor: opts.Supervisor, Isolation: iso, SandboxInit: opts.SandboxInit, Hide: opts.Hide,
+		ModelListener: opts.ModelListener, Dir: filepath.Join(cfg.WorkspaceRoot(), s.id), Logger: s.log,
+		Sources: opts.ExtraSources, Trace: opts.Trace,
 	}
-	for _, tc := range cfg.Tools {
-		if tc.PerEpisode {
-			s.perEpisode = append(s.perEpisode, tc)
-			continue
-		}
-		s.sources = append(s.sources, s.newSource(tc))
+	if err := s.env.Init(); err != nil {
+		return nil, err
 	}
-	s.sources = append(s.sources, opts.ExtraSources...)
-	s.dir = filepath.Join(cfg.WorkspaceRoot(), s.id)
 	rs, err := rubric.New(cfg.Rubrics, rubric.Deps{
-		Supervisor: s.sup,
+		Supervisor: opts.Supervisor,
 		CallTool:   s.callHiddenTool,
 		Env:        process.DefaultEnviron(nil),
 		Logger:     s.log,
@@ -214,9 +174,43 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, err
 	}
 	s.rubrics = rs
-	// With warm: N the first reset can already be handed a standby.
-	s.fillStandbys()
+	s.makePool(opts.Warm)
+	if s.standby {
+		// With warm: N the first reset can already be handed a standby.
+		if err := s.env.LockDir(); err != nil {
+			s.log.Warn("no standby episodes: the session directory is not usable", "err", err)
+		} else {
+			s.pool.Fill()
+		}
+	}
 	return s, nil
+}
+
+// makePool chooses what the session prepares ahead of its resets: with
+// warm: N (and adapters to make), N standbys with their harness started;
+// else, in sandbox isolation, one spare sandbox. With a taskset nothing is
+// prepared: the next task (its WORKDIR, its limits) is not known.
+func (s *Session) makePool(warmOpt int) {
+	warm := s.cfg.Warm
+	if warmOpt > 0 {
+		warm = warmOpt
+	}
+	switch {
+	case s.cfg.Taskset() != nil:
+	case warm > 0 && s.adapters != nil:
+		s.pool = episode.NewPool(s.env, episode.LevelDoors, warm, s.newAdapter)
+		s.standby = true
+	case s.env.Sandboxed():
+		s.pool = episode.NewPool(s.env, episode.LevelSandbox, 1, nil)
+	}
+}
+
+// newAdapter makes a fresh adapter for an episode.
+func (s *Session) newAdapter() (harness.Adapter, error) {
+	if s.fixed != nil {
+		return s.fixed, nil
+	}
+	return s.adapters.New(&s.cfg.Harness.Config)
 }
 
 // ID returns the session id.
@@ -228,7 +222,8 @@ func (s *Session) Config() *config.Config { return s.cfg }
 // beginOp claims the session for Reset or Step and returns a context that
 // Close cancels. A step also gets its turn signal, published under the same
 // lock that marks the session busy, so that an Interrupt arriving while the
-// step starts waits for its turn instead of being lost.
+// step starts waits for its turn instead of being lost. The returned end
+// releases the session and starts the work queued with afterOp.
 func (s *Session) beginOp(ctx context.Context, step bool) (context.Context, *turnSignal, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -251,30 +246,40 @@ func (s *Session) beginOp(ctx context.Context, step bool) (context.Context, *tur
 		cancel()
 		s.mu.Lock()
 		s.busy, s.opCancel, s.opDone, s.turn = false, nil, nil, nil
+		after := s.after
+		s.after = nil
 		s.mu.Unlock()
 		if sig != nil {
 			close(sig.over)
 		}
 		close(done)
+		for _, f := range after {
+			f()
+		}
 	}, nil
 }
 
-// claim takes the session's start lock for work outside Reset/Step that
-// must not race them (starting tool sources for the orchestrator).
-func (s *Session) claim() bool {
+// afterOp queues f to start once the running Reset or Step has returned:
+// background work (retiring the previous episode, preparing the next) is
+// ordered after the reply, never by waiting a while.
+func (s *Session) afterOp(f func()) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || s.busy {
-		return false
-	}
-	s.busy = true
-	return true
+	s.after = append(s.after, f)
+	s.mu.Unlock()
 }
 
-func (s *Session) release() {
-	s.mu.Lock()
-	s.busy = false
-	s.mu.Unlock()
+// background closes ep in the background; Close and a cold reset in
+// process isolation wait for it.
+func (s *Session) background(ep *episode.Episode) {
+	s.retiring.Add(1)
+	go func() {
+		defer s.retiring.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Harness.StopGrace.D()+teardownTimeout)
+		defer cancel()
+		if err := ep.Close(ctx); err != nil {
+			s.log.Warn("a retired episode did not close cleanly", "episode_id", ep.ID(), "err", err)
+		}
+	}()
 }
 
 // Busy reports whether a Reset or Step is running.
@@ -284,23 +289,32 @@ func (s *Session) Busy() bool {
 	return s.busy
 }
 
+// current returns the current run, nil before the first reset.
+func (s *Session) current() *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
 // State reports the current episode.
 func (s *Session) State() wire.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := wire.State{Tools: []string{}, LastError: s.last, TurnRunning: s.busy}
-	if ep := s.ep; ep != nil {
-		id := ep.id
-		st.EpisodeID = &id
-		st.StepCount = ep.steps
-		st.Active = ep.active
-		st.Done = ep.done || !ep.active
-		st.Tools = append(st.Tools, ep.tools...)
+	r := s.cur
+	if r == nil {
+		return st
 	}
-	_, _, pid := s.adapter.Diagnostics()
-	if st.Active {
+	id := r.id
+	st.EpisodeID = &id
+	st.StepCount = r.steps
+	st.Active = r.active
+	st.Done = r.done || !r.active
+	st.Tools = append(st.Tools, r.ep.Tools()...)
+	if a := r.adapter(); a != nil && st.Active {
+		_, _, pid := a.Diagnostics()
 		st.HarnessPID = pid
-		st.HarnessAlive = s.adapter.Alive()
+		st.HarnessAlive = a.Alive()
 	}
 	return st
 }
@@ -340,25 +354,40 @@ func (s *Session) Close(ctx context.Context) error {
 		}
 	}
 	var errs []error
-	s.closeSpare()
-	s.closeStandbys()
-	errs = append(errs, s.endEpisode(ctx))
-	s.retiring.Wait() // the sandboxes and directories ended in the background
-	for _, src := range s.sources {
+	s.pool.Close()
+	if r := s.detach(); r != nil {
+		s.events.closeRecord()
+		errs = append(errs, r.ep.Close(ctx))
+		s.episodeEnded(r, "")
+	}
+	s.retiring.Wait() // the episodes closed in the background
+	for _, src := range s.env.Sources {
 		if err := src.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close tool source %s: %w", src.Name(), err))
 		}
 	}
-	if !s.cfg.Workspace.Keep {
-		os.RemoveAll(s.dir)
-	}
-	s.mu.Lock()
-	lock := s.dirLock
-	s.dirLock = nil
-	s.mu.Unlock()
-	if lock != nil {
-		lock.Close()
-	}
+	s.env.ReleaseDir()
 	s.log.Debug("session closed")
 	return errors.Join(errs...)
+}
+
+// detach takes the current run off the session, inactive.
+func (s *Session) detach() *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.cur
+	if r != nil {
+		r.active = false
+	}
+	return r
+}
+
+// callHiddenTool serves tool rubrics: it calls through the current
+// episode's catalog, which reaches hidden tools the harness cannot see.
+func (s *Session) callHiddenTool(ctx context.Context, name string, args json.RawMessage) (string, error) {
+	var ep *episode.Episode
+	if r := s.current(); r != nil {
+		ep = r.ep
+	}
+	return ep.CallHiddenTool(ctx, name, args)
 }

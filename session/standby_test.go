@@ -113,7 +113,13 @@ func TestWarmStandbyHandsOverFreshEpisodes(t *testing.T) {
 		return false
 	})
 	syscall.Kill(standbyPid, syscall.SIGKILL)
-	waitFor(t, "the standby's death", func() bool { _, ok := agentsUnder(t, root)[standbyPid]; return !ok })
+	// Dead is reaped by the supervisor: while a killed process exits its
+	// environ is already unreadable (agentsUnder no longer lists it), and
+	// a zombie is still the supervisor's to collect.
+	waitFor(t, "the standby's death", func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", standbyPid))
+		return err != nil
+	})
 	o3 := reset(t, s)
 	if o3.Metadata.Standby {
 		t.Fatalf("a dead standby was handed out")

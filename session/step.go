@@ -26,56 +26,84 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	}
 	defer end()
 
-	ep, err := s.steppable()
+	r, err := s.steppable()
 	if err != nil {
 		return nil, err
 	}
-	n := ep.steps + 1
+	n := r.steps + 1
 	s.events.note(messageRecord(n, a.Message))
-	s.events.beginTurn(n, emit)
+	s.events.beginTurn(n, s.streamTo(r, emit))
+	s.notify(TurnStarted{SessionID: s.id, EpisodeID: r.id, Turn: n, Action: a})
 
-	if f := s.betweenTurnsFailure(ep); f != nil {
-		return s.terminal(ctx, ep, n, f), nil
-	}
-	b := s.turnBudget(ep, a.Timeout)
 	started := time.Now()
-	in := harness.TurnInput{Number: n, Message: s.turnMessage(ep, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
-	mctx, endModelTurn := s.beginModelTurn(ctx, ep, n)
-	res, f := s.runTurn(mctx, b, in)
+	var obs *wire.Observation
+	if f := s.betweenTurnsFailure(r); f != nil {
+		obs = s.terminal(ctx, r, n, f)
+	} else {
+		obs = s.runStep(ctx, r, a, n, sig)
+	}
+	s.notify(TurnEnded{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(started), Observation: obs})
+	if obs.Done {
+		s.episodeEnded(r, obs.Metadata.ErrorType)
+	}
+	return obs, nil
+}
+
+// runStep runs turn n of r and builds its observation.
+func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig *turnSignal) *wire.Observation {
+	ep := r.ep
+	b := s.turnBudget(r, a.Timeout)
+	started := time.Now()
+	in := harness.TurnInput{Number: n, Message: s.turnMessage(r, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
+	mctx, endModelTurn := ep.BeginModelTurn(ctx, n)
+	res, f := s.runTurn(mctx, r, b, in)
 	endModelTurn()
-	if bf := s.modelBudgetFailure(ep); bf != nil {
+	if bf := ep.ModelBudgetFailure(); bf != nil {
 		f = bf // a refused model call ended the turn
 	}
 	if f != nil {
-		return s.terminal(ctx, ep, n, f), nil
+		return s.terminal(ctx, r, n, f)
 	}
-	return s.completed(ctx, ep, a, in, res, started), nil
+	return s.completed(ctx, r, a, in, res, started)
+}
+
+// streamTo is the turn's event sink: the step's emit and the observer.
+func (s *Session) streamTo(r *run, emit func(wire.Event)) func(wire.Event) {
+	if s.observer == nil {
+		return emit
+	}
+	return func(e wire.Event) {
+		if emit != nil {
+			emit(e)
+		}
+		s.notify(TurnEvent{SessionID: s.id, EpisodeID: r.id, Event: e})
+	}
 }
 
 // steppable returns the episode a step may run in, or the misuse error.
-func (s *Session) steppable() (*episode, error) {
+func (s *Session) steppable() (*run, error) {
 	s.mu.Lock()
-	ep := s.ep
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	r := s.cur
 	switch {
-	case ep == nil:
+	case r == nil:
 		return nil, ErrNoEpisode
-	case ep.done:
+	case r.done:
 		return nil, ErrEpisodeDone
-	case !ep.active:
+	case !r.active:
 		return nil, ErrNoEpisode
 	}
-	return ep, nil
+	return r, nil
 }
 
 // betweenTurnsFailure reports why a turn cannot begin at all: the episode's
 // budget is spent, or the harness is gone.
-func (s *Session) betweenTurnsFailure(ep *episode) *harness.Failure {
-	if !ep.deadline.IsZero() && !time.Now().Before(ep.deadline) {
-		return harness.Fail(wire.FailureEpisodeTimeout, "episode exceeded %s", s.episodeBudget(ep))
+func (s *Session) betweenTurnsFailure(r *run) *harness.Failure {
+	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+		return harness.Fail(wire.FailureEpisodeTimeout, "episode exceeded %s", s.episodeBudget(r))
 	}
-	if !s.adapter.Alive() {
-		exit, _, _ := s.adapter.Diagnostics()
+	if a := r.adapter(); !a.Alive() {
+		exit, _, _ := a.Diagnostics()
 		msg := "harness process is not running"
 		if exit != nil {
 			msg = fmt.Sprintf("harness %s between turns", exit)

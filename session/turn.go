@@ -11,16 +11,16 @@ import (
 
 // runTurn runs the adapter's turn within budget b, streaming its events into
 // the episode's log, and classifies how it failed (nil for a completed turn).
-func (s *Session) runTurn(ctx context.Context, b turnBudget, in harness.TurnInput) (harness.TurnResult, *harness.Failure) {
+func (s *Session) runTurn(ctx context.Context, r *run, b turnBudget, in harness.TurnInput) (harness.TurnResult, *harness.Failure) {
 	tctx, cancel := context.WithTimeout(ctx, b.d)
 	defer cancel()
-	res, err := s.adapter.Turn(tctx, in, s.events.add)
+	res, err := r.adapter().Turn(tctx, in, s.events.add)
 	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	switch {
 	case timedOut:
 		return res, b.exceeded()
 	case err != nil:
-		return res, s.classifyTurnError(ctx, err)
+		return res, s.classifyTurnError(ctx, r, err)
 	}
 	return res, nil
 }
@@ -28,20 +28,17 @@ func (s *Session) runTurn(ctx context.Context, b turnBudget, in harness.TurnInpu
 // classifyTurnError turns an adapter's turn error into the harness.Failure that ends
 // the episode: the step's own cancellation first, then the adapter's own
 // classification, then whether the harness is still alive.
-func (s *Session) classifyTurnError(ctx context.Context, err error) *harness.Failure {
+func (s *Session) classifyTurnError(ctx context.Context, r *run, err error) *harness.Failure {
 	if ctx.Err() != nil {
 		return harness.Wrap(wire.FailureCancelled, nil, "turn abandoned: %v", context.Cause(ctx))
 	}
 	if f, ok := harness.AsFailure(err); ok {
 		return f
 	}
-	if s.adapter.Alive() {
+	if r.adapter().Alive() {
 		return harness.Wrap(wire.FailureProtocol, err, "harness turn failed")
 	}
-	s.mu.Lock()
-	ep := s.ep
-	s.mu.Unlock()
-	if f := s.limitFailure(ep); f != nil {
+	if f := r.ep.LimitFailure(); f != nil {
 		f.Err = err
 		return f
 	}
@@ -72,6 +69,7 @@ func (t *turnSignal) markLive() { t.liveOnce.Do(func() { close(t.live) }) }
 func (s *Session) Interrupt(ctx context.Context) error {
 	s.mu.Lock()
 	sig := s.turn
+	r := s.cur
 	s.mu.Unlock()
 	if sig == nil {
 		return nil
@@ -83,7 +81,7 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	err := s.adapter.Interrupt(ctx)
+	err := r.adapter().Interrupt(ctx)
 	if errors.Is(err, harness.ErrNoTurn) {
 		return nil // the turn ended meanwhile
 	}

@@ -13,12 +13,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/probe"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/server"
-	"github.com/harnessd/harnessd/session"
 )
 
 func init() {
@@ -177,7 +177,7 @@ func runServe(args []string) int {
 	// Session directories a killed daemon left behind (workspace.keep keeps
 	// them on purpose, so they are not swept then).
 	if !cfg.Workspace.Keep {
-		if _, err := session.SweepWorkspaces(cfg.WorkspaceRoot(), log); err != nil {
+		if _, err := episode.SweepWorkspaces(cfg.WorkspaceRoot(), log); err != nil {
 			log.Warn("could not sweep leftover session directories", "err", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package session
+package episode
 
 import (
 	"fmt"
@@ -8,32 +8,32 @@ import (
 	"path/filepath"
 )
 
-// episodeDirs are one episode's private directories.
-type episodeDirs struct {
-	root      string // removed with everything below it
-	workspace string // the harness's working directory
-	home      string // the harness's HOME
-	tmp       string // the harness's TMPDIR
+// Dirs are one episode's private directories.
+type Dirs struct {
+	Root      string // removed with everything below it
+	Workspace string // the harness's working directory
+	Home      string // the harness's HOME
+	Tmp       string // the harness's TMPDIR
 }
 
-// makeEpisodeDirs creates fresh private directories under parent, copying
+// makeDirs creates fresh private directories under parent, copying
 // template (if any) into the workspace.
-func makeEpisodeDirs(parent string, seq int, template string) (episodeDirs, error) {
+func makeDirs(parent string, seq int, template string) (Dirs, error) {
 	root := filepath.Join(parent, fmt.Sprintf("ep-%d", seq))
-	d := episodeDirs{
-		root:      root,
-		workspace: filepath.Join(root, "workspace"),
-		home:      filepath.Join(root, "home"),
-		tmp:       filepath.Join(root, "tmp"),
+	d := Dirs{
+		Root:      root,
+		Workspace: filepath.Join(root, "workspace"),
+		Home:      filepath.Join(root, "home"),
+		Tmp:       filepath.Join(root, "tmp"),
 	}
 	os.RemoveAll(root) // a leftover of a crashed daemon with the same layout
-	for _, p := range []string{d.workspace, d.home, d.tmp} {
+	for _, p := range []string{d.Workspace, d.Home, d.Tmp} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return d, fmt.Errorf("create episode directory: %w", err)
 		}
 	}
 	if template != "" {
-		if err := copyTree(template, d.workspace); err != nil {
+		if err := copyTree(template, d.Workspace); err != nil {
 			os.RemoveAll(root)
 			return d, fmt.Errorf("copy workspace template %s: %w", template, err)
 		}

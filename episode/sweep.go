@@ -1,4 +1,4 @@
-package session
+package episode
 
 import (
 	"errors"
@@ -105,17 +105,34 @@ func leftover(dir string) (bool, error) {
 	return true, nil
 }
 
-// lockDir creates the session's directory and takes its lock, once.
-func (s *Session) lockDir() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dirLock != nil {
+// LockDir creates the session's directory and takes its lock, once: a
+// later daemon's SweepWorkspaces leaves the directory alone while it is
+// held.
+func (e *Env) LockDir() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dirLock != nil {
 		return nil
 	}
-	f, err := lockSessionDir(s.dir)
+	f, err := lockSessionDir(e.Dir)
 	if err != nil {
 		return err
 	}
-	s.dirLock = f
+	e.dirLock = f
 	return nil
+}
+
+// ReleaseDir removes the session's directory (unless workspace.keep) and
+// drops its lock. Call it once every episode is closed.
+func (e *Env) ReleaseDir() {
+	if !e.Config.Workspace.Keep {
+		os.RemoveAll(e.Dir)
+	}
+	e.mu.Lock()
+	lock := e.dirLock
+	e.dirLock = nil
+	e.mu.Unlock()
+	if lock != nil {
+		lock.Close()
+	}
 }

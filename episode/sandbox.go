@@ -1,4 +1,4 @@
-package session
+package episode
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/environ"
 	"github.com/harnessd/harnessd/process/sandbox"
+	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -25,76 +26,84 @@ const (
 // sandboxHostname is the harness's hostname inside.
 const sandboxHostname = "harnessd"
 
-// openSandbox gives the episode its sandbox (sandbox isolation only),
-// unless it took a spare one: its doors carry the bridge, the model
-// gateway and the egress proxy, and the harness is launched into it.
-func (s *Session) openSandbox(ctx context.Context, ep *episode) error {
-	if s.iso != config.IsolationSandbox || ep.sandbox != nil {
+// openSandbox gives the episode its sandbox (sandbox isolation only): its
+// doors carry the bridge, the model gateway and the egress proxy, and the
+// harness is launched into it.
+func (ep *Episode) openSandbox(ctx context.Context) error {
+	if !ep.env.Sandboxed() {
 		return nil
 	}
-	sb, err := s.startSandbox(ctx, ep.dirs, ep)
+	sb, err := ep.env.startSandbox(ctx, ep.dirs, ep.Task())
 	if err != nil {
 		return err
 	}
 	ep.sandbox = sb
+	ep.undo.push(ResourceSandbox, func(context.Context) error {
+		err := sb.Close()
+		if err != nil {
+			ep.Log().Warn("sandbox not fully released", "err", err)
+		}
+		return err
+	})
 	return nil
 }
 
 // mountAt is where the harness's workspace is mounted and its working
 // directory inside: the task's WORKDIR, else workspace.mount_at ("" for
 // the workspace's own path).
-func (s *Session) mountAt(ep *episode) string {
-	if ep != nil && ep.task != nil && ep.task.WorkDir != "" {
-		return ep.task.WorkDir
+func (e *Env) mountAt(t *tasks.Task) string {
+	if t != nil && t.WorkDir != "" {
+		return t.WorkDir
 	}
-	return s.cfg.Workspace.MountAt
+	return e.Config.Workspace.MountAt
 }
 
-// startSandbox starts a sandbox for an episode with directories dirs (ep
-// nil for a spare, prepared before its episode and task are known).
-func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs, ep *episode) (*sandbox.Sandbox, error) {
+// startSandbox starts a sandbox for an episode with directories dirs and
+// task t (nil for none, or for a prepared episode whose task is not known).
+func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sandbox.Sandbox, error) {
+	s := e
 	doors := []sandbox.Door{{Name: doorMCP}}
-	if s.cfg.Harness.Model.Enabled() {
+	if s.Config.Harness.Model.Enabled() {
 		doors = append(doors, sandbox.Door{Name: doorModel})
 	}
-	if s.cfg.Network.EgressPolicy() == config.EgressAllow {
+	if s.Config.Network.EgressPolicy() == config.EgressAllow {
 		doors = append(doors, sandbox.Door{Name: doorEgress})
 	}
 	// The episode's directory is bound read-only with the workspace, HOME
 	// and TMPDIR inside it bound on top: its mode lets the sandbox's init
 	// (not the daemon's uid) reach their mount points; listing it is not
 	// needed.
-	if err := os.Chmod(dirs.root, 0o711); err != nil {
+	if err := os.Chmod(dirs.Root, 0o711); err != nil {
 		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
 	}
 	exposed, hideMore := s.exposures()
-	binds := append([]sandbox.Bind{{Src: dirs.root}, {Src: dirs.tmp, Writable: true}}, exposed...)
-	l := s.cfg.Limits
+	binds := append([]sandbox.Bind{{Src: dirs.Root}, {Src: dirs.Tmp, Writable: true}}, exposed...)
+	l := s.Config.Limits
 	limits := sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}
-	if set := s.cfg.Taskset(); set != nil {
+	if set := s.Config.Taskset(); set != nil {
 		// Tests and solutions are never visible; tasks expect /logs.
 		hideMore = append(hideMore, set.HiddenPaths()...)
-		logs := filepath.Join(dirs.root, "logs")
+		logs := filepath.Join(dirs.Root, "logs")
 		if err := os.MkdirAll(filepath.Join(logs, "agent"), 0o755); err != nil {
 			return nil, fmt.Errorf("prepare /logs for the task: %w", err)
 		}
 		binds = append(binds, sandbox.Bind{Src: logs, Dst: "/logs", Writable: true})
-		if ep != nil && ep.task != nil {
-			if m := ep.task.Limits.MemoryBytes(); m > 0 {
+		if t != nil {
+			if m := t.Limits.MemoryBytes(); m > 0 {
 				limits.MemoryBytes = m
 			}
-			if c := ep.task.Limits.CPUs; c > 0 {
+			if c := t.Limits.CPUs; c > 0 {
 				limits.CPU = c
 			}
 		}
 	}
 	cfg := sandbox.Config{
-		Init:        s.sandboxInit,
+		Init:        s.SandboxInit,
 		Name:        "episode",
 		Hostname:    sandboxHostname,
-		Workspace:   dirs.workspace,
-		Home:        dirs.home,
-		WorkspaceAt: s.mountAt(ep),
+		Workspace:   dirs.Workspace,
+		Home:        dirs.Home,
+		WorkspaceAt: s.mountAt(t),
 		Hide:        append(s.hiddenPaths(), hideMore...),
 		// The episode's directory (the MCP config) read-only, its TMPDIR
 		// writable; the workspace and HOME are bound by the sandbox.
@@ -102,7 +111,7 @@ func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs, ep *episod
 		Doors:       doors,
 		Seccomp:     true,
 		Limits:      limits,
-		HostNetwork: s.cfg.Network.EgressPolicy() == config.EgressHost,
+		HostNetwork: s.Config.Network.EgressPolicy() == config.EgressHost,
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
@@ -112,7 +121,7 @@ func (s *Session) startSandbox(ctx context.Context, dirs episodeDirs, ep *episod
 }
 
 // door returns the episode's door listener of name, nil outside a sandbox.
-func (ep *episode) door(name string) net.Listener {
+func (ep *Episode) door(name string) net.Listener {
 	if ep.sandbox == nil {
 		return nil
 	}
@@ -122,35 +131,23 @@ func (ep *episode) door(name string) net.Listener {
 	return nil
 }
 
-// closeSandbox ends the episode's sandbox (every process in it) and
-// releases its cgroup and ids.
-func (s *Session) closeSandbox(ep *episode) {
-	if ep.sandbox == nil {
-		return
-	}
-	if err := ep.sandbox.Close(); err != nil {
-		ep.log.Warn("sandbox not fully released", "err", err)
-	}
-	ep.sandbox = nil
-}
-
 // giveToHarness hands the episode's directory (the MCP config, TMPDIR,
 // what the adapter wrote there) to the sandbox's harness identity. The
 // workspace and HOME are the sandbox's own to hand over (sandbox.Run), so
 // they are not walked twice.
-func (s *Session) giveToHarness(ep *episode) error {
+func (ep *Episode) giveToHarness() error {
 	if ep.sandbox == nil {
 		return nil
 	}
 	// The directory itself stays the daemon's (mode 0711, read-only
 	// inside); its entries become the harness's.
-	ents, err := os.ReadDir(ep.dirs.root)
+	ents, err := os.ReadDir(ep.dirs.Root)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		p := filepath.Join(ep.dirs.root, e.Name())
-		if p == ep.dirs.workspace || p == ep.dirs.home {
+		p := filepath.Join(ep.dirs.Root, e.Name())
+		if p == ep.dirs.Workspace || p == ep.dirs.Home {
 			continue
 		}
 		if err := ep.sandbox.Chown(p); err != nil {
@@ -160,12 +157,13 @@ func (s *Session) giveToHarness(ep *episode) error {
 	return nil
 }
 
-// limitFailure names the limit a sandboxed tree ran into in its latest run
-// (nil when none or outside a sandbox).
-func (s *Session) limitFailure(ep *episode) *harness.Failure {
+// LimitFailure names the limit the sandboxed tree ran into in its latest
+// run (nil when none or outside a sandbox).
+func (ep *Episode) LimitFailure() *harness.Failure {
 	if ep == nil || ep.sandbox == nil {
 		return nil
 	}
+	s := ep.env
 	e, ok := ep.sandbox.LastExit()
 	if !ok || e.Limit == "" {
 		return nil
@@ -174,8 +172,8 @@ func (s *Session) limitFailure(ep *episode) *harness.Failure {
 	return harness.Fail(wire.FailureResourceLimit, "the harness's process tree hit its %s limit (%s, now %s)", e.Limit, knob, s.limitValue(e.Limit))
 }
 
-func (s *Session) limitValue(name string) string {
-	l := s.cfg.Limits
+func (s *Env) limitValue(name string) string {
+	l := s.Config.Limits
 	switch name {
 	case sandbox.LimitMemory:
 		return l.Memory.String()
@@ -189,15 +187,15 @@ func (s *Session) limitValue(name string) string {
 // session's directories (this episode's own are bound back), the record
 // directory, the daemon's HOME and what the daemon adds (its token and
 // configuration files).
-func (s *Session) hiddenPaths() []string {
-	out := []string{s.cfg.WorkspaceRoot()}
-	if s.cfg.RecordDir != "" {
-		out = append(out, s.cfg.RecordDir)
+func (s *Env) hiddenPaths() []string {
+	out := []string{s.Config.WorkspaceRoot()}
+	if s.Config.RecordDir != "" {
+		out = append(out, s.Config.RecordDir)
 	}
 	if h, err := os.UserHomeDir(); err == nil && h != "/" && h != "" {
 		out = append(out, h)
 	}
-	return append(out, s.hide...)
+	return append(out, s.Hide...)
 }
 
 // exposures lists what the harness needs from the host that a hidden or
@@ -207,9 +205,9 @@ func (s *Session) hiddenPaths() []string {
 // read-only binds, and the untraversable directories
 // to cover with an empty one so the binds have a way in. Computed once
 // per session: the command and PATH do not change between episodes.
-func (s *Session) exposures() ([]sandbox.Bind, []string) {
+func (s *Env) exposures() ([]sandbox.Bind, []string) {
 	s.exposeOnce.Do(func() {
-		h := &s.cfg.Harness
+		h := &s.Config.Harness
 		env := os.Environ()
 		path, _ := environ.Lookup(env, "PATH")
 		if v, ok := h.Env["PATH"]; ok {

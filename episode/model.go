@@ -1,11 +1,10 @@
-package session
+package episode
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,26 +20,6 @@ import (
 // modelCloseTimeout bounds how long closing an episode's gateway waits for
 // calls in flight (the harness tree is already gone by then).
 const modelCloseTimeout = 5 * time.Second
-
-// Errors of Session.Export.
-var (
-	// ErrUnknownEpisode: the session's current (or last) episode is not the
-	// one asked for.
-	ErrUnknownEpisode = errors.New("unknown episode: not the session's current or last episode")
-	// ErrNoModelGateway: the episode has no model gateway (harness.model.url
-	// is not set), so no model traffic was captured.
-	ErrNoModelGateway = errors.New("the episode has no model gateway (harness.model.url is not set): no model traffic was captured")
-	// ErrNoTrainingCalls: the episode made no model call usable for
-	// training; Export returns the export beside it, for its calls and
-	// issues.
-	ErrNoTrainingCalls = errors.New("the episode has no training traffic: none of its model calls is usable for training")
-)
-
-// ListenFunc opens the listener an episode's model gateway serves on.
-type ListenFunc func(episodeID string) (net.Listener, error)
-
-// listenLoopback is the default ListenFunc: a fresh port on 127.0.0.1.
-func listenLoopback(string) (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
 // modelDoor is an episode's model gateway and the session's view of it.
 type modelDoor struct {
@@ -69,8 +48,9 @@ func (d *modelDoor) refuse(err *gateway.BudgetError) {
 // openModel starts the episode's model gateway when harness.model.url is
 // set: the upstream gets the real key (read from the daemon's environment
 // now), the agent will get the gateway's URL and per-episode key.
-func (s *Session) openModel(ep *episode) error {
-	m := &s.cfg.Harness.Model
+func (ep *Episode) openModel() error {
+	s := ep.env
+	m := &s.Config.Harness.Model
 	if !m.Enabled() {
 		return nil
 	}
@@ -92,30 +72,30 @@ func (s *Session) openModel(ep *episode) error {
 		}
 		up.APIKey = v
 	}
-	e := &s.cfg.Episode
+	e := &s.Config.Episode
 	d := &modelDoor{}
 	gw, err := gateway.New(gateway.Options{
-		EpisodeID: ep.id,
+		EpisodeID: ep.ID(),
 		Upstream:  up,
 		Budgets: gateway.Budgets{
 			MaxModelCalls: e.MaxModelCalls, MaxOutputTokens: e.MaxOutputTokens,
 			MaxTurnModelCalls: e.MaxTurnModelCalls, MaxTurnOutputTokens: e.MaxTurnOutputTokens,
 			MaxTokens: m.MaxTokens,
 		},
-		OnEvent:  func(e wire.Event) { s.emit(ep, e) },
+		OnEvent:  ep.emit,
 		OnBudget: d.refuse,
-		Logger:   ep.log,
+		Logger:   ep.Log(),
 	})
 	if err != nil {
 		return fmt.Errorf("model gateway: %w", err)
 	}
 	ln := ep.door(doorModel)
 	if ln == nil {
-		listen := s.listenModel
+		listen := s.ModelListener
 		if listen == nil {
 			listen = listenLoopback
 		}
-		if ln, err = listen(ep.id); err != nil {
+		if ln, err = listen(ep.ID()); err != nil {
 			return fmt.Errorf("model gateway: listen: %w", err)
 		}
 	}
@@ -124,14 +104,15 @@ func (s *Session) openModel(ep *episode) error {
 	}
 	d.gw, d.url = gw, "http://"+ln.Addr().String()
 	ep.model = d
+	ep.undo.push(ResourceGateway, func(context.Context) error { ep.closeModel(); return nil })
 	return nil
 }
 
 // modelLaunch points l at the episode's gateway: the model URL becomes the
 // gateway's, the key its per-episode key, and the daemon's variable holding
 // the real key is taken out of the harness's environment.
-func (s *Session) modelLaunch(ep *episode, l *harness.Launch) {
-	m := s.cfg.Harness.Model
+func (ep *Episode) modelLaunch(l *harness.Launch) {
+	m := ep.env.Config.Harness.Model
 	if k := m.APIKeyEnv; k != "" {
 		env := l.Env[:0:0]
 		for _, kv := range l.Env {
@@ -148,12 +129,12 @@ func (s *Session) modelLaunch(ep *episode, l *harness.Launch) {
 	l.Model = harness.ModelAccess{Root: ep.model.url, Name: m.Name, Key: ep.model.gw.Key()}
 }
 
-// beginModelTurn stamps the gateway's later calls with turn n and returns
+// BeginModelTurn stamps the gateway's later calls with turn n and returns
 // ctx, cancelled should a budget run out during the turn; end must be
 // called when the adapter's turn is over. From then on calls are stamped
 // n+1: a call between turns belongs to the next turn, as the event log
 // files its events (and it counts against that turn's budgets).
-func (s *Session) beginModelTurn(ctx context.Context, ep *episode, n int) (context.Context, func()) {
+func (ep *Episode) BeginModelTurn(ctx context.Context, n int) (context.Context, func()) {
 	d := ep.model
 	if d == nil {
 		return ctx, func() {}
@@ -172,9 +153,9 @@ func (s *Session) beginModelTurn(ctx context.Context, ep *episode, n int) (conte
 	}
 }
 
-// modelBudgetFailure returns the model_budget failure of the turn that just
-// ended, or nil.
-func (s *Session) modelBudgetFailure(ep *episode) *harness.Failure {
+// ModelBudgetFailure returns the model_budget failure of the turn that
+// just ended, or nil.
+func (ep *Episode) ModelBudgetFailure() *harness.Failure {
 	d := ep.model
 	if d == nil {
 		return nil
@@ -188,17 +169,17 @@ func (s *Session) modelBudgetFailure(ep *episode) *harness.Failure {
 	return harness.Wrap(refused.FailureType(), refused, "the model gateway refused a call")
 }
 
-// recordReward hands turn n's reward to the gateway, for the export.
-func (s *Session) recordReward(ep *episode, n int, reward float64) {
+// RecordReward hands turn n's reward to the gateway, for the export.
+func (ep *Episode) RecordReward(n int, reward float64) {
 	if ep.model != nil {
 		ep.model.gw.SetReward(n, reward)
 	}
 }
 
-// modelIssues returns the problems found in turn n's captured calls, for
+// ModelIssues returns the problems found in turn n's captured calls, for
 // the observation's metadata. Episode-wide warnings (a single call, no
 // training calls) are the export's, not a turn's.
-func (s *Session) modelIssues(ep *episode, n int) []wire.ModelIssue {
+func (ep *Episode) ModelIssues(n int) []wire.ModelIssue {
 	if ep.model == nil {
 		return nil
 	}
@@ -229,7 +210,8 @@ func (s *Session) modelIssues(ep *episode, n int) []wire.ModelIssue {
 
 // closeModel stops the episode's gateway (its export stays readable) and
 // writes the export to record_dir. It is idempotent.
-func (s *Session) closeModel(ep *episode) {
+func (ep *Episode) closeModel() {
+	s := ep.env
 	d := ep.model
 	if d == nil {
 		return
@@ -244,11 +226,11 @@ func (s *Session) closeModel(ep *episode) {
 	ctx, cancel := context.WithTimeout(context.Background(), modelCloseTimeout)
 	defer cancel()
 	if err := d.gw.Close(ctx); err != nil {
-		ep.log.Warn("model gateway closed uncleanly", "err", err)
+		ep.Log().Warn("model gateway closed uncleanly", "err", err)
 	}
-	if s.cfg.RecordDir != "" {
-		if err := s.writeExport(ep); err != nil {
-			ep.log.Warn("training export not written", "err", err)
+	if s.Config.RecordDir != "" {
+		if err := ep.writeExport(); err != nil {
+			ep.Log().Warn("training export not written", "err", err)
 		}
 	}
 }
@@ -256,23 +238,23 @@ func (s *Session) closeModel(ep *episode) {
 // writeExport writes <record_dir>/<episode>.export.json when the episode
 // has training traffic; without any no file is written (there is nothing to
 // train on, and an empty export would pretend otherwise).
-func (s *Session) writeExport(ep *episode) error {
+func (ep *Episode) writeExport() error {
 	ex, err := ep.model.gw.Export()
 	switch {
 	case errors.Is(err, gateway.ErrEvaluationTraffic):
-		ep.log.Info("no training export: the model upstream is a passthrough (evaluation traffic)")
+		ep.Log().Info("no training export: the model upstream is a passthrough (evaluation traffic)")
 		return nil
 	case err != nil:
 		return err
 	case len(ex.Chains) == 0:
-		ep.log.Info("no training export: the episode has no training traffic", "calls", len(ex.Calls))
+		ep.Log().Info("no training export: the episode has no training traffic", "calls", len(ex.Calls))
 		return nil
 	}
 	b, err := json.Marshal(ex)
 	if err != nil {
 		return fmt.Errorf("encode the export: %w", err)
 	}
-	path := ExportPath(s.cfg.RecordDir, ep.id)
+	path := ExportPath(ep.env.Config.RecordDir, ep.ID())
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write the export: %w", err)
@@ -286,21 +268,14 @@ func (s *Session) writeExport(ep *episode) error {
 // ExportPath is where an episode's training export is written in
 // record_dir: <record_dir>/<episode>.export.json.
 func ExportPath(recordDir, episodeID string) string {
-	return filepath.Join(recordDir, safeFileName(episodeID)+".export.json")
+	return filepath.Join(recordDir, FileName(episodeID)+".export.json")
 }
 
-// Export returns the training export of the session's current or last
-// episode (episodeID "" means whichever that is). An episode without a
+// Export returns the training export of the episode. An episode without a
 // gateway is ErrNoModelGateway, one behind a passthrough upstream
-// gateway.ErrEvaluationTraffic, one without usable calls
-// ErrNoTrainingCalls (with the export, for its calls and issues).
-func (s *Session) Export(episodeID string) (*gateway.Export, error) {
-	s.mu.Lock()
-	ep := s.ep
-	s.mu.Unlock()
-	if ep == nil || (episodeID != "" && ep.id != episodeID) {
-		return nil, ErrUnknownEpisode
-	}
+// gateway.ErrEvaluationTraffic, one without usable calls ErrNoTrainingCalls
+// (with the export, for its calls and issues).
+func (ep *Episode) Export() (*gateway.Export, error) {
 	if ep.model == nil {
 		return nil, ErrNoModelGateway
 	}
@@ -312,15 +287,4 @@ func (s *Session) Export(episodeID string) (*gateway.Export, error) {
 		return ex, ErrNoTrainingCalls
 	}
 	return ex, nil
-}
-
-// EpisodeID returns the id of the session's current or last episode ("" if
-// none).
-func (s *Session) EpisodeID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ep == nil {
-		return ""
-	}
-	return s.ep.id
 }

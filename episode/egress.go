@@ -1,4 +1,4 @@
-package session
+package episode
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // openEgress serves the episode's egress proxy on its sandbox's egress
 // door (network.egress: allow): the hosts of network.allow, never the
 // host's own addresses; every connection becomes an egress event.
-func (s *Session) openEgress(ep *episode) error {
-	if ep.sandbox == nil || s.cfg.Network.EgressPolicy() != config.EgressAllow {
+func (ep *Episode) openEgress() error {
+	if ep.sandbox == nil || ep.env.Config.Network.EgressPolicy() != config.EgressAllow {
 		return nil
 	}
 	ln := ep.door(doorEgress)
@@ -23,10 +23,10 @@ func (s *Session) openEgress(ep *episode) error {
 		return fmt.Errorf("egress proxy: the sandbox has no %s door", doorEgress)
 	}
 	p, err := egress.New(egress.Options{
-		Policy:       egress.Policy{Allow: s.cfg.Network.Allow},
+		Policy:       egress.Policy{Allow: ep.env.Config.Network.Allow},
 		DenyAddrs:    hostAddrs(),
-		OnConnection: func(c egress.Connection) { s.onEgress(ep, c) },
-		Logger:       ep.log,
+		OnConnection: ep.onEgress,
+		Logger:       ep.Log(),
 	})
 	if err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
@@ -35,21 +35,16 @@ func (s *Session) openEgress(ep *episode) error {
 		return fmt.Errorf("egress proxy: %w", err)
 	}
 	ep.egress, ep.egressAddr = p, ln.Addr().String()
+	ep.undo.push(ResourceEgress, func(ctx context.Context) error {
+		if err := p.Close(ctx); err != nil {
+			ep.Log().Debug("egress proxy closed", "err", err)
+		}
+		return nil
+	})
 	return nil
 }
 
-// closeEgress ends the episode's proxy and its tunnels.
-func (s *Session) closeEgress(ctx context.Context, ep *episode) {
-	if ep.egress == nil {
-		return
-	}
-	if err := ep.egress.Close(ctx); err != nil {
-		ep.log.Debug("egress proxy closed", "err", err)
-	}
-	ep.egress = nil
-}
-
-func (s *Session) onEgress(ep *episode, c egress.Connection) {
+func (ep *Episode) onEgress(c egress.Connection) {
 	e := &wire.Egress{
 		Method: c.Method, Host: c.Host, Port: int(c.Port), Allowed: c.Allowed, Reason: c.Reason, Status: c.Status,
 		BytesUp: c.BytesUp, BytesDown: c.BytesDown, DurationMS: float64(c.Duration.Microseconds()) / 1000,
@@ -57,7 +52,7 @@ func (s *Session) onEgress(ep *episode, c egress.Connection) {
 	if c.Addr.IsValid() {
 		e.Address = c.Addr.String()
 	}
-	s.emit(ep, wire.New(wire.OriginDaemon, e))
+	ep.emit(wire.New(wire.OriginDaemon, e))
 }
 
 // hostAddrs are the host's own interface addresses, which the proxy never

@@ -1,4 +1,4 @@
-package session
+package episode
 
 import (
 	"os"
@@ -28,7 +28,7 @@ func TestExposuresBindBackWhatTheSandboxCovers(t *testing.T) {
 	homeBin := filepath.Join(home, "bin")
 	os.MkdirAll(homeBin, 0o755)
 	t.Setenv("HOME", home)
-	s := &Session{cfg: &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{prog, script}, Env: map[string]string{"PATH": homeBin + ":" + home + ":/usr/bin"}}}}}
+	s := &Env{Config: &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{prog, script}, Env: map[string]string{"PATH": homeBin + ":" + home + ":/usr/bin"}}}}}
 	binds, _ := s.exposures()
 	got := map[string]bool{}
 	for _, b := range binds {

@@ -1,0 +1,107 @@
+package episode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Resource names what an episode opened, for Env.Trace and errors.
+type Resource string
+
+// The resources an episode opens, in the order Open opens them.
+const (
+	ResourceDirectories Resource = "directories"
+	ResourceSandbox     Resource = "sandbox"
+	ResourceToolSources Resource = "tool-sources"
+	ResourceBridge      Resource = "bridge"
+	ResourceGateway     Resource = "gateway"
+	ResourceEgress      Resource = "egress"
+	ResourceHarness     Resource = "harness"
+)
+
+// TraceOp is what happened to a resource.
+type TraceOp string
+
+// Trace operations.
+const (
+	TraceOpened TraceOp = "opened"
+	TraceClosed TraceOp = "closed"
+)
+
+// TraceEvent reports one resource of one episode opened or closed.
+type TraceEvent struct {
+	Episode  string
+	Resource Resource
+	Op       TraceOp
+}
+
+// closer is one undo of the stack.
+type closer struct {
+	res Resource
+	fn  func(context.Context) error
+	ran bool
+}
+
+// closers is an episode's stack of undos: each stage of Open pushes its
+// own, and they run once each, last pushed first.
+type closers struct {
+	mu    sync.Mutex
+	stack []*closer
+	trace func(Resource, TraceOp)
+}
+
+// push adds the undo of res; trace reports it opened.
+func (c *closers) push(res Resource, fn func(context.Context) error) {
+	c.mu.Lock()
+	c.stack = append(c.stack, &closer{res: res, fn: fn})
+	c.mu.Unlock()
+	if c.trace != nil {
+		c.trace(res, TraceOpened)
+	}
+}
+
+// runDownTo runs every undo not yet run above the first keep entries, last
+// pushed first, and joins their errors. A later call runs only what is
+// left: no undo runs twice.
+func (c *closers) runDownTo(ctx context.Context, keep int) error {
+	var errs []error
+	for {
+		cl := c.pop(keep)
+		if cl == nil {
+			return errors.Join(errs...)
+		}
+		if err := cl.fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", cl.res, err))
+		}
+		if c.trace != nil {
+			c.trace(cl.res, TraceClosed)
+		}
+	}
+}
+
+// pop takes the topmost undo above keep that has not run, marking it run.
+func (c *closers) pop(keep int) *closer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.stack) - 1; i >= keep && i >= 0; i-- {
+		if cl := c.stack[i]; !cl.ran {
+			cl.ran = true
+			return cl
+		}
+	}
+	return nil
+}
+
+// has reports whether res was opened and not yet closed.
+func (c *closers) has(res Resource) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.stack {
+		if cl.res == res && !cl.ran {
+			return true
+		}
+	}
+	return false
+}

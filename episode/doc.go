@@ -1,0 +1,22 @@
+// Package episode owns everything one episode opens: its private
+// directories (workspace, HOME, TMPDIR), its sandbox and the sandbox's
+// doors, the tool bridge with its per-episode tool servers, the model
+// gateway, the egress proxy, the task's files, and the started harness.
+//
+// Open builds an Episode in named stages up to a readiness Level; every
+// stage pushes its undo onto one stack of closers, and Close (or Stop,
+// which keeps the directories) runs that stack once, in reverse, whatever
+// path ends the episode. A Pool keeps episodes prepared ahead of the
+// resets that will take them: at LevelSandbox (directories and a sandbox,
+// nothing of the next episode yet) or, with a harness started, as a
+// standby.
+//
+// Env is what a session's episodes share: the configuration, the
+// supervisor, the isolation, the persistent tool sources and the paths a
+// sandbox hides or exposes.
+//
+// The package must not know about turns, rewards, trajectories or the
+// trainer's connection (package session), nor about any harness protocol
+// (the adapters): it starts a harness through the harness.Adapter
+// contract only.
+package episode

@@ -1,0 +1,280 @@
+package episode
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/egress"
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/process/sandbox"
+	"github.com/harnessd/harnessd/tasks"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// Level is how far an episode is opened.
+type Level int
+
+// Readiness levels, in the order Open reaches them.
+const (
+	// LevelDirectories: fresh private directories (the template copied).
+	LevelDirectories Level = iota + 1
+	// LevelSandbox: and, in sandbox isolation, the sandbox with its doors
+	// listening; nothing of a particular episode yet (no task, no token).
+	LevelSandbox
+	// LevelDoors: and the task's files, the tool bridge with a fresh
+	// token, the model gateway and the egress proxy: everything but the
+	// harness (StartHarness adds it).
+	LevelDoors
+)
+
+// Spec says which episode to open.
+type Spec struct {
+	// Env is the session's shared environment (Init called).
+	Env *Env
+	// ID is the episode id.
+	ID string
+	// Task is the episode's task (nil without a taskset); its files are
+	// copied into the workspace at LevelDoors.
+	Task *tasks.Task
+	// OnEvent receives the events of the episode's doors (bridge,
+	// gateway, egress), unless the episode is held.
+	OnEvent func(wire.Event)
+	// Held starts the episode held (a prepared episode nobody has taken):
+	// its doors' events are dropped until Hold(false).
+	Held bool
+}
+
+// Episode is one episode's resources. Its methods are safe for concurrent
+// use; Open, Advance, StartHarness, Stop and Close are called by one owner
+// in turn.
+type Episode struct {
+	env *Env
+	log *slog.Logger
+
+	mu      sync.Mutex
+	id      string
+	task    *tasks.Task
+	onEvent func(wire.Event)
+	level   Level
+	held    atomic.Bool
+	undo    closers
+	keep    int // undos below this index (the directories) survive Stop
+
+	dirs       Dirs
+	sandbox    *sandbox.Sandbox
+	sources    []bridge.Source // per-episode tool sources
+	catalog    *bridge.Catalog
+	server     *bridge.Server
+	tools      []string
+	injection  *harness.MCPInjection
+	model      *modelDoor
+	egress     *egress.Proxy
+	egressAddr string
+	adapter    harness.Adapter
+}
+
+// Open builds the episode of spec up to level. On error whatever it opened
+// is closed again.
+func Open(ctx context.Context, spec Spec, level Level) (*Episode, error) {
+	ep := &Episode{env: spec.Env}
+	ep.undo.trace = func(r Resource, op TraceOp) { spec.Env.trace(ep.ID(), r, op) }
+	ep.assign(spec)
+	if err := ep.openTo(ctx, level); err != nil {
+		ep.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return ep, nil
+}
+
+// assign gives the episode its identity (a prepared one gets it when it is
+// taken).
+func (ep *Episode) assign(spec Spec) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	ep.id, ep.task, ep.onEvent = spec.ID, spec.Task, spec.OnEvent
+	ep.log = spec.Env.Logger
+	if ep.id != "" {
+		ep.log = ep.log.With("episode_id", ep.id)
+	}
+	if ep.task != nil {
+		ep.log = ep.log.With("task_id", ep.task.ID)
+	}
+	ep.held.Store(spec.Held)
+}
+
+// Advance takes a prepared episode (below LevelDoors, opened without an
+// identity) for spec and opens it up to level. On error the episode is
+// closed.
+func (ep *Episode) Advance(ctx context.Context, spec Spec, level Level) error {
+	spec.Env = ep.env
+	ep.assign(spec)
+	if err := ep.openTo(ctx, level); err != nil {
+		ep.Close(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+// openTo runs the stages between the episode's level and level.
+func (ep *Episode) openTo(ctx context.Context, level Level) error {
+	stages := []struct {
+		level Level
+		open  func(context.Context) error
+	}{
+		{LevelDirectories, ep.openDirectories},
+		{LevelSandbox, ep.openSandbox},
+		{LevelDoors, ep.openDoors},
+	}
+	for _, st := range stages {
+		if ep.level >= st.level || st.level > level {
+			continue
+		}
+		if err := st.open(ctx); err != nil {
+			return err
+		}
+		ep.level = st.level
+	}
+	return nil
+}
+
+// openDirectories makes the episode's private directories.
+func (ep *Episode) openDirectories(context.Context) error {
+	e := ep.env
+	d, err := makeDirs(e.Dir, e.nextSeq(), e.Config.Workspace.Template)
+	if err != nil {
+		return err
+	}
+	ep.dirs = d
+	ep.undo.push(ResourceDirectories, func(context.Context) error {
+		if !e.Config.Workspace.Keep {
+			return os.RemoveAll(d.Root)
+		}
+		return nil
+	})
+	ep.keep = 1
+	return nil
+}
+
+// openDoors prepares the task's files and opens what serves the harness:
+// tools and bridge, the MCP injection, the gateway, the egress proxy.
+func (ep *Episode) openDoors(ctx context.Context) error {
+	if t := ep.Task(); t != nil {
+		if err := t.Prepare(ep.dirs.Workspace); err != nil {
+			return err
+		}
+	}
+	if err := ep.openTools(ctx); err != nil {
+		return err
+	}
+	if err := ep.writeInjection(); err != nil {
+		return err
+	}
+	if err := ep.openModel(); err != nil {
+		return err
+	}
+	return ep.openEgress()
+}
+
+// StartHarness hands the episode's directories to the sandbox's harness
+// identity and starts the harness through a with Launch's description; it
+// returns once the harness is ready or has failed (a *harness.Failure).
+// The adapter is the episode's from here on: Stop and Close stop it, and
+// a failed start leaves its diagnostics readable.
+func (ep *Episode) StartHarness(ctx context.Context, a harness.Adapter, l *harness.Launch) error {
+	if err := ep.giveToHarness(); err != nil {
+		return err
+	}
+	ep.mu.Lock()
+	ep.adapter = a
+	ep.mu.Unlock()
+	ep.undo.push(ResourceHarness, a.Stop)
+	return a.Start(ctx, l)
+}
+
+// Adapter returns the episode's harness adapter (nil before StartHarness).
+func (ep *Episode) Adapter() harness.Adapter {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.adapter
+}
+
+// StopHarness stops the harness tree (idempotent), keeping everything else
+// open: its diagnostics stay readable and the doors keep serving.
+func (ep *Episode) StopHarness(ctx context.Context) error {
+	if a := ep.Adapter(); a != nil {
+		return a.Stop(ctx)
+	}
+	return nil
+}
+
+// Stop closes everything the episode opened but its directories, which
+// stay until Close (an ended episode's workspace is read by graders and
+// kept for inspection until the next reset). It is idempotent.
+func (ep *Episode) Stop(ctx context.Context) error {
+	ep.held.Store(true) // nothing more of it is recorded
+	return ep.undo.runDownTo(ctx, ep.keep)
+}
+
+// Close closes everything the episode opened, its directories too (unless
+// workspace.keep). It is idempotent and may follow Stop.
+func (ep *Episode) Close(ctx context.Context) error {
+	ep.held.Store(true)
+	return ep.undo.runDownTo(ctx, 0)
+}
+
+// Hold drops (true) or records (false) the events of the episode's doors.
+func (ep *Episode) Hold(held bool) { ep.held.Store(held) }
+
+// emit hands an event of the episode's doors on, unless held.
+func (ep *Episode) emit(e wire.Event) {
+	if ep.held.Load() {
+		return
+	}
+	ep.mu.Lock()
+	f := ep.onEvent
+	ep.mu.Unlock()
+	if f != nil {
+		f(e)
+	}
+}
+
+// ID returns the episode id.
+func (ep *Episode) ID() string {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.id
+}
+
+// Log returns the episode's logger (session, episode and task ids).
+func (ep *Episode) Log() *slog.Logger {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.log
+}
+
+// Task returns the episode's task, nil without one.
+func (ep *Episode) Task() *tasks.Task {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.task
+}
+
+// Dirs returns the episode's directories.
+func (ep *Episode) Dirs() Dirs { return ep.dirs }
+
+// Tools returns the served tool names, sorted.
+func (ep *Episode) Tools() []string { return append([]string(nil), ep.tools...) }
+
+// Catalog returns the episode's tool catalog (hidden tools included), nil
+// without tools.
+func (ep *Episode) Catalog() *bridge.Catalog { return ep.catalog }
+
+// Sandboxed reports whether the episode runs in a sandbox.
+func (ep *Episode) Sandboxed() bool { return ep.sandbox != nil }
+
+// Opened reports whether res is open (opened and not closed).
+func (ep *Episode) Opened(res Resource) bool { return ep.undo.has(res) }

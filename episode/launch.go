@@ -1,0 +1,96 @@
+package episode
+
+import (
+	"os"
+	"strings"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/egress"
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/tasks"
+)
+
+// Launch describes the episode to an adapter: the harness command, its
+// directories, its environment (the allowlisted daemon variables, the
+// configured ones, HOME and TMPDIR, the egress proxy, the task's ENV, the
+// model key's variable taken out), the MCP injection, the model gateway,
+// and the sandbox's launcher. Call it on an episode at LevelDoors.
+func (ep *Episode) Launch() *harness.Launch {
+	e := ep.env
+	h := &e.Config.Harness
+	set := map[string]string{}
+	for k, v := range h.Env {
+		set[k] = v
+	}
+	set["HOME"] = ep.dirs.Home
+	set["TMPDIR"] = ep.dirs.Tmp
+	if ep.egress != nil {
+		for _, kv := range egress.Environ(ep.egressAddr) {
+			k, v, _ := strings.Cut(kv, "=")
+			set[k] = v
+		}
+	}
+	allow := append(append([]string(nil), process.DefaultEnvAllowlist...), h.PassEnv...)
+	l := &harness.Launch{
+		EpisodeID:      ep.ID(),
+		Command:        h.Command,
+		Workspace:      ep.dirs.Workspace,
+		Home:           ep.dirs.Home,
+		Env:            process.Environ(os.Environ(), allow, set),
+		MCP:            ep.injection,
+		Options:        h.Options,
+		StartupTimeout: h.StartupTimeout.D(),
+		StopGrace:      h.StopGrace.D(),
+		MaxLineBytes:   int(h.MaxLineBytes),
+		Supervisor:     e.Supervisor,
+		Logger:         ep.Log(),
+	}
+	if ep.sandbox != nil {
+		l.Launcher = ep.sandbox.Launcher()
+		l.WorkDir = e.mountAt(ep.Task())
+	}
+	if t := ep.Task(); t != nil {
+		for _, kv := range t.Env {
+			l.Env = setEnv(l.Env, kv)
+		}
+	}
+	ep.modelLaunch(l)
+	return l
+}
+
+// setEnv replaces or appends one KEY=VALUE.
+func setEnv(env []string, kv string) []string {
+	k, _, _ := strings.Cut(kv, "=")
+	for i, e := range env {
+		if ek, _, _ := strings.Cut(e, "="); ek == k {
+			env[i] = kv
+			return env
+		}
+	}
+	return append(env, kv)
+}
+
+// taskTools maps a task's mcp_servers onto per-episode tool sources run
+// from the workspace: stdio servers by command, streamable-HTTP ones by
+// URL (SSE is not served; the task's warnings say so).
+func taskTools(t *tasks.Task, workspace string) []config.ToolConfig {
+	if t == nil {
+		return nil
+	}
+	var out []config.ToolConfig
+	for _, m := range t.MCPServers {
+		tc := config.ToolConfig{Name: "task-" + m.Name, CallTimeout: units.Duration(config.DefaultToolTimeout), PerEpisode: true, Dir: workspace}
+		switch {
+		case m.Command != "" && (m.Transport == "" || m.Transport == "stdio"):
+			tc.Command = append([]string{m.Command}, m.Args...)
+		case m.URL != "" && (m.Transport == "streamable-http" || m.Transport == "http"):
+			tc.URL = m.URL
+		default:
+			continue
+		}
+		out = append(out, tc)
+	}
+	return out
+}
