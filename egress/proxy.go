@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harnessd/harnessd/internal/httpgroup"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"sync"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/internal/httpgroup"
 )
 
 // ErrClosed is returned by Serve after Close.
@@ -53,6 +55,7 @@ func New(opts Options) (*Proxy, error) {
 		tunnels:  map[*tunnel]struct{}{},
 	}
 	p.servers.Closed = ErrClosed
+	p.servers.Limit = doorcap.NewLimit(p.bounds(), "egress", p.log)
 	p.upstream = newUpstreamTransport(opts)
 	p.fwd = newForwarder(p.upstream, p.log)
 	return p, nil
@@ -61,15 +64,17 @@ func New(opts Options) (*Proxy, error) {
 // Serve serves the proxy on ln in the background (ln is the caller's to
 // open, and the proxy's to close from now on). It returns ErrClosed, closing
 // ln, after Close.
+// All its listeners together hold at most Options.MaxClientConnections
+// client connections (tunnels included).
 func (p *Proxy) Serve(ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: p.opts.ReadHeaderTimeout,
-		IdleTimeout:       p.opts.IdleTimeout,
-		MaxHeaderBytes:    p.opts.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-	}
+	srv := httpgroup.NewServer(p, p.bounds(), p.log)
+	srv.MaxHeaderBytes = p.opts.MaxHeaderBytes
 	return p.servers.Serve(srv, ln, p.log, "egress")
+}
+
+// bounds are the proxy's door bounds.
+func (p *Proxy) bounds() doorcap.Bounds {
+	return doorcap.Bounds{MaxConns: p.opts.MaxClientConnections, IdleTimeout: p.opts.IdleTimeout, ReadHeaderTimeout: p.opts.ReadHeaderTimeout}
 }
 
 // Close stops the proxy: it stops accepting, waits for forwarded requests
