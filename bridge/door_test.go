@@ -41,6 +41,9 @@ func initializeRequest(addr, token string) string {
 func TestDoorBounds(t *testing.T) {
 	srv, addr := doorServer(t, doorcap.Bounds{MaxConns: 4, IdleTimeout: 300 * time.Millisecond})
 	doortest.CheckBounds(t, addr, 4, initializeRequest(addr, srv.Token()), http.StatusOK)
+	if s := srv.DoorStats(); s.RefusedCap != 8 || s.RefusedReserve != 0 {
+		t.Errorf("door stats %+v, want 8 refused at the cap", s)
+	}
 }
 
 // TestDoorKeylessCloses: an answer to a request without the token closes

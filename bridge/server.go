@@ -199,6 +199,10 @@ func (s *Server) addTools() (err error) {
 	return nil
 }
 
+// DoorStats counts the harness's connections to the Server: held now, and
+// refused at its cap or at the daemon's descriptor reserve.
+func (s *Server) DoorStats() doorcap.Stats { return s.servers.Limit.Stats() }
+
 // URL returns the endpoint, http://127.0.0.1:PORT/mcp.
 func (s *Server) URL() string { return s.url }
 

@@ -31,6 +31,9 @@ func TestDoorBounds(t *testing.T) {
 	})
 	req := "GET http://allowed.test:" + port + "/ HTTP/1.1\r\nHost: allowed.test:" + port + "\r\n\r\n"
 	doortest.CheckBounds(t, tp.addr, 4, req, http.StatusOK)
+	if s := tp.DoorStats(); s.RefusedCap != 8 || s.RefusedReserve != 0 {
+		t.Errorf("door stats %+v, want 8 refused at the cap", s)
+	}
 }
 
 // TestDoorTunnelsCount: held tunnels take the door's slots too.

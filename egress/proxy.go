@@ -77,6 +77,10 @@ func (p *Proxy) bounds() doorcap.Bounds {
 	return doorcap.Bounds{MaxConns: p.opts.MaxClientConnections, IdleTimeout: p.opts.IdleTimeout, ReadHeaderTimeout: p.opts.ReadHeaderTimeout}
 }
 
+// DoorStats counts the harness's connections to the proxy: held now, and
+// refused at its cap or at the daemon's descriptor reserve.
+func (p *Proxy) DoorStats() doorcap.Stats { return p.servers.Limit.Stats() }
+
 // Close stops the proxy: it stops accepting, waits for forwarded requests
 // in flight until ctx ends, ends every tunnel at once (the episode they
 // belong to is over), and waits for the handlers to return. Idempotent.

@@ -19,6 +19,9 @@ func TestDoorBounds(t *testing.T) {
 	gw := startGateway(t, llm.URL(), Options{Door: doorcap.Bounds{MaxConns: 4, IdleTimeout: 300 * time.Millisecond}})
 	req := "GET /v1/models HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer " + gw.Key() + "\r\n\r\n"
 	doortest.CheckBounds(t, strings.TrimPrefix(gw.base, "http://"), 4, req, http.StatusOK)
+	if s := gw.DoorStats(); s.RefusedCap != 8 || s.RefusedReserve != 0 {
+		t.Errorf("door stats %+v, want 8 refused at the cap", s)
+	}
 }
 
 // TestDoorKeylessCloses: the keyless probe (GET /, HEAD /) and a request

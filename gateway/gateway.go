@@ -165,6 +165,10 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request) {
 	g.ServeHTTP(w, r)
 }
 
+// DoorStats counts the agent's connections to the gateway: held now, and
+// refused at its cap or at the daemon's descriptor reserve.
+func (g *Gateway) DoorStats() doorcap.Stats { return g.servers.Limit.Stats() }
+
 // Close stops serving: it waits for calls in flight until ctx ends, then
 // drops the connections. It is idempotent.
 func (g *Gateway) Close(ctx context.Context) error {
