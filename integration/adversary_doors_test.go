@@ -222,7 +222,8 @@ func (d doors) mcpRequest() string {
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
-// sessionNS is the network namespace of a sandboxed session's harness.
+// sessionNS is the network namespace of a session's harness (the test's
+// own in process isolation).
 func sessionNS(t *testing.T, s *advSession) netns.NsHandle {
 	t.Helper()
 	ns, err := netns.GetFromPid(s.harnessPid())
@@ -248,7 +249,16 @@ func sessionNS(t *testing.T, s *advSession) netns.NsHandle {
 // Without the caps the first flood alone takes all 1024 descriptors (the
 // red team's finding: 20,000 of 20,000), which internal/doorcap's
 // TestReserve control shows for a bare listener.
+//
+// The same runs in process isolation, where the doors are the host's
+// 127.0.0.1 listeners any local process reaches.
 func TestAdversaryDoorFlood(t *testing.T) {
+	for _, iso := range []string{isoSandbox, isoProcess} {
+		t.Run(iso, func(t *testing.T) { doorFlood(t, iso) })
+	}
+}
+
+func doorFlood(t *testing.T, iso string) {
 	needSandbox(t)
 	sh, err := exec.LookPath("sh")
 	if err != nil {
@@ -256,9 +266,12 @@ func TestAdversaryDoorFlood(t *testing.T) {
 	}
 	upstream := fakeLLM(t)
 	y := fmt.Sprintf("name: adversary\nharness:\n  command: [%q, agent]\n  model: {url: %q, name: adv-model, upstream: engine}\n"+
-		"tools:\n  - name: demo\n    command: [%q, tools]\n%s", testharnessBin(t), upstream+"/v1", testharnessBin(t), advLimits)
+		"tools:\n  - name: demo\n    command: [%q, tools]\n", testharnessBin(t), upstream+"/v1", testharnessBin(t))
+	if iso == isoSandbox {
+		y += advLimits
+	}
 	d := startDaemon(t, spec{
-		Flags: []string{"--isolation", isoSandbox, "--config", writeConfig(t, y), "--max-sessions", "3"},
+		Flags: []string{"--isolation", iso, "--config", writeConfig(t, y), "--max-sessions", "3"},
 		Start: func(c *exec.Cmd) error {
 			c.Args = append([]string{"sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, floodNOFILE), c.Path}, c.Args[1:]...)
 			c.Path = sh
@@ -270,8 +283,8 @@ func TestAdversaryDoorFlood(t *testing.T) {
 		t.Fatalf("the daemon's limits are not %d descriptors (%v):\n%s", floodNOFILE, err, limits)
 	}
 	reserve := doorcap.ReserveFor(floodNOFILE)
-	a := openSession(t, d, isoSandbox)
-	b := openSession(t, d, isoSandbox)
+	a := openSession(t, d, iso)
+	b := openSession(t, d, iso)
 	ad, bd := a.doors(), b.doors()
 	aNS := sessionNS(t, a)
 	t.Logf("daemon descriptors before the flood: %d of %d (doors keep none at %d or above)", fdCount(t, d.Pid()), floodNOFILE, floodNOFILE-reserve)
@@ -305,11 +318,11 @@ func TestAdversaryDoorFlood(t *testing.T) {
 	if r := b.attack("http-get", "http://"+bd.model+"/v1/models", bd.modelKey); !r.OK {
 		t.Errorf("B's harness cannot reach its own gateway while A floods: %s", r)
 	}
-	b.reset(isoSandbox)
+	b.reset(iso)
 	if got := b.say("reply after-reset"); got != "after-reset" {
 		t.Errorf("B's turn after its reset: %q", got)
 	}
-	c := openSession(t, d, isoSandbox)
+	c := openSession(t, d, iso)
 	hp.finish(t, "phase 1 (A's doors full)")
 
 	// Phase 2: B floods too; the doors reach the reserve.
@@ -326,7 +339,7 @@ func TestAdversaryDoorFlood(t *testing.T) {
 	if fds >= floodNOFILE-int(reserve)/2 {
 		t.Errorf("the doors took the daemon to %d of %d descriptors: into the reserve", fds, floodNOFILE)
 	}
-	c.reset(isoSandbox)
+	c.reset(iso)
 	if got := c.say("reply in-reserve"); got != "in-reserve" {
 		t.Errorf("C's turn with the doors at the reserve: %q", got)
 	}
