@@ -46,6 +46,9 @@ func New(opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("egress: policy: %w", err)
 	}
 	opts = opts.withDefaults()
+	// Upstream connections stay out of the daemon's descriptor reserve, as
+	// the harness's own connections to the door do.
+	opts.Dial = doorcap.GuardDial(opts.Dial)
 	p := &Proxy{
 		opts:     opts,
 		patterns: pats,

@@ -18,6 +18,7 @@
 package doorcap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -251,6 +252,34 @@ func fdOf(c net.Conn) (int, bool) {
 		return 0, false
 	}
 	return fd, true
+}
+
+// ErrReserve is GuardDial's error for a connection that would have held a
+// descriptor of the process's reserve.
+var ErrReserve = errors.New("the daemon is within its descriptor reserve")
+
+// DialFunc dials like net.Dialer.DialContext.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// GuardDial wraps dial for the connections a door's requests open (an
+// egress tunnel's upstream, a tool server's HTTP connection): one that
+// lands on a descriptor of the process's reserve is closed and the dial
+// fails with ErrReserve, so that what doors cause stays out of the reserve
+// like the doors' own connections. Other connections pass unwrapped.
+func GuardDial(dial DialFunc) DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if fd, ok := fdOf(c); ok {
+			if limit, threshold, err := Reserve(); err == nil && uint64(fd) >= threshold {
+				c.Close()
+				return nil, fmt.Errorf("dial %s: %w (descriptor %d of %d, the reserve starts at %d)", addr, ErrReserve, fd, limit, threshold)
+			}
+		}
+		return c, nil
+	}
 }
 
 // ReserveFor returns how many descriptors doors leave to the process at a

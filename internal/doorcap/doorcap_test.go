@@ -2,6 +2,7 @@ package doorcap
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -314,6 +315,9 @@ func runChild(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if mode == "dial" {
+		return childDial()
+	}
 	door, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -363,4 +367,64 @@ func TestReserveFor(t *testing.T) {
 			t.Errorf("ReserveFor(%d) = %d, want %d", c.n, got, c.want)
 		}
 	}
+}
+
+// childDial: with descriptors up to 64 taken (RLIMIT_NOFILE 128, reserve
+// 64), a guarded dial fails with ErrReserve and a plain one (the control)
+// connects.
+func childDial() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	var files []*os.File // kept: a collected one would close its descriptor
+	defer func() { _ = len(files) }()
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		files = append(files, f)
+		if f.Fd() >= 64 {
+			f.Close()
+			break
+		}
+	}
+	plain := (&net.Dialer{}).DialContext
+	if _, err := GuardDial(plain)(context.Background(), "tcp", ln.Addr().String()); !errors.Is(err, ErrReserve) {
+		fmt.Println("guarded dial in the reserve:", err)
+		return 1
+	}
+	c, err := plain(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		fmt.Println("control: plain dial:", err)
+		return 1
+	}
+	c.Close()
+	fmt.Println("ok")
+	return 0
+}
+
+// TestGuardDial: in a child whose descriptors below the reserve are all
+// taken, a guarded dial is refused with ErrReserve and a plain one
+// connects; with room below the reserve a guarded dial connects.
+func TestGuardDial(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=dial")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := GuardDial((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("guarded dial with room: %v", err)
+	}
+	c.Close()
 }
