@@ -190,6 +190,27 @@ func fdCount(t *testing.T, pid int) int {
 	return len(ents)
 }
 
+// nofileOf reads pid's RLIMIT_NOFILE (soft, hard) from /proc.
+func nofileOf(t *testing.T, pid int) (soft, hard int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatalf("the daemon's limits: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 2 {
+				soft, _ = strconv.Atoi(f[0])
+				hard, _ = strconv.Atoi(f[1])
+				return soft, hard
+			}
+		}
+	}
+	t.Fatalf("no Max open files in the daemon's limits:\n%s", b)
+	return 0, 0
+}
+
 // doorAddr is the host:port of a door URL (http://127.0.0.1:P[/path]).
 func doorAddr(u string) string {
 	a := strings.TrimPrefix(u, "http://")
@@ -278,9 +299,8 @@ func doorFlood(t *testing.T, iso string) {
 			return c.Start()
 		},
 	})
-	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", d.Pid()))
-	if err != nil || !strings.Contains(string(limits), fmt.Sprintf("Max open files            %d                 %d", floodNOFILE, floodNOFILE)) {
-		t.Fatalf("the daemon's limits are not %d descriptors (%v):\n%s", floodNOFILE, err, limits)
+	if soft, hard := nofileOf(t, d.Pid()); soft != floodNOFILE || hard != floodNOFILE {
+		t.Fatalf("the daemon's RLIMIT_NOFILE is %d:%d, want %d", soft, hard, floodNOFILE)
 	}
 	reserve := doorcap.ReserveFor(floodNOFILE)
 	a := openSession(t, d, iso)
