@@ -11,8 +11,9 @@ import (
 	"github.com/harnessd/harnessd/internal/bearer"
 )
 
-// guard wraps the MCP handler: every request needs the bearer token, and a
-// POST body is read (bounded) before mcp-go sees it.
+// guard wraps the MCP handler: every request needs the bearer token (the
+// answer without it closes the connection), and a POST body is read
+// (bounded) before mcp-go sees it.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if presented, ok := s.authorized(r); !ok {
@@ -21,6 +22,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				challenge += `, error="invalid_token"`
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
+			w.Header().Set("Connection", "close") // a keyless request keeps no connection
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}

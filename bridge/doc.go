@@ -19,7 +19,10 @@
 //     (http://127.0.0.1:PORT/mcp) guarded by a per-start random bearer
 //     token, serving the catalog's visible tools with their schemas byte for
 //     byte, and reporting every call to OnCall/OnResult hooks — the
-//     authoritative record of environment tool use.
+//     authoritative record of environment tool use. It is a door: it holds
+//     at most ServerOptions.Door.MaxConns connections, closes idle ones,
+//     and closes the connection after answering a request without the
+//     token (package doorcap; its serve loop is package httpgroup's).
 //
 // The package knows nothing of harnesses, sessions, turns or rewards: callers
 // decide which sources to start, which names are the harness's built-ins,

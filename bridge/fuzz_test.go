@@ -46,7 +46,7 @@ func FuzzRequest(f *testing.F) {
 		OnCall:   func(CallStart) { calls.Add(1) },
 		OnResult: func(CallEnd) { results.Add(1) },
 	})
-	h := srv.http.Handler
+	h := srv.handler
 	post := func(sid string, body []byte) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, EndpointPath, bytes.NewReader(body))
 		r.Header.Set("Authorization", "Bearer "+srv.Token())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/harnessd/harnessd/internal/doorcap"
 )
 
 // HTTPSpec describes an upstream MCP server reached over streamable HTTP.
@@ -93,7 +96,11 @@ func (s *httpSource) connect(ctx context.Context) error {
 	if s.spec.URL == "" {
 		return fmt.Errorf("tool server '%s': empty URL", s.spec.Name)
 	}
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	pool := http.DefaultTransport.(*http.Transport).Clone()
+	// Connections to the tool server stay out of the daemon's descriptor
+	// reserve, as the harness's own connections to the bridge do.
+	pool.DialContext = doorcap.GuardDial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	hc := &http.Client{Transport: pool}
 	tr, err := transport.NewStreamableHTTP(s.spec.URL,
 		transport.WithHTTPBasicClient(hc),
 		transport.WithHTTPHeaders(s.spec.Headers),

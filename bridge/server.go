@@ -19,6 +19,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/internal/httpgroup"
 )
 
 // Defaults for ServerOptions fields left zero.
@@ -53,6 +56,10 @@ type ServerOptions struct {
 	// 127.0.0.1 (a sandbox's door, open inside its network namespace);
 	// the Server closes it. URL names its address.
 	Listener net.Listener
+	// Door bounds the harness's connections to the Server: zero fields
+	// mean doorcap's defaults (256 connections, 2 minutes idle, 10 s to
+	// send a header).
+	Door doorcap.Bounds
 }
 
 // CallStart describes a tool call as it starts.
@@ -93,9 +100,9 @@ type Server struct {
 	url        string
 	mcp        *server.MCPServer
 	streamable *server.StreamableHTTPServer
-	http       *http.Server
+	handler    http.Handler // the guarded MCP endpoint the door serves
+	servers    httpgroup.Group
 	cancelBase context.CancelFunc
-	serveDone  chan struct{}
 	idPrefix   string
 	seq        atomic.Int64
 	closeOnce  sync.Once
@@ -111,7 +118,8 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	}
 	log := orDefault(opts.Logger).With("component", "bridge")
 	s := &Server{cat: cat, opts: opts, log: log, timeout: callTimeout(opts.CallTimeout),
-		maxBody: opts.MaxBodyBytes, serveDone: make(chan struct{})}
+		maxBody: opts.MaxBodyBytes}
+	s.servers.Limit = doorcap.NewLimit(opts.Door, "bridge", log)
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -156,19 +164,15 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	mux.Handle(EndpointPath, s.streamable)
 	base, cancel := context.WithCancel(context.Background())
 	s.cancelBase = cancel
-	s.http = &http.Server{
-		Handler:           s.guard(mux),
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	s.handler = s.guard(mux)
+	srv := httpgroup.NewServer(s.handler, opts.Door, log)
+	srv.MaxHeaderBytes = 64 << 10
+	srv.BaseContext = func(net.Listener) context.Context { return base }
+	if err := s.servers.Serve(srv, ln, log, "bridge"); err != nil {
+		cancel()
+		s.streamable.Shutdown(context.Background())
+		return nil, fmt.Errorf("bridge: serve: %w", err)
 	}
-	go func() {
-		defer close(s.serveDone)
-		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("bridge server stopped", "err", err)
-		}
-	}()
 	log.Debug("bridge listening", "url", s.url, "tools", len(cat.Served()))
 	return s, nil
 }
@@ -195,6 +199,10 @@ func (s *Server) addTools() (err error) {
 	return nil
 }
 
+// DoorStats counts the harness's connections to the Server: held now, and
+// refused at its cap or at the daemon's descriptor reserve.
+func (s *Server) DoorStats() doorcap.Stats { return s.servers.Limit.Stats() }
+
 // URL returns the endpoint, http://127.0.0.1:PORT/mcp.
 func (s *Server) URL() string { return s.url }
 
@@ -211,11 +219,9 @@ func (s *Server) Close(ctx context.Context) error {
 		if err := s.streamable.Shutdown(ctx); err != nil {
 			s.log.Debug("closing MCP sessions", "err", err)
 		}
-		if err := s.http.Shutdown(ctx); err != nil {
-			s.http.Close()
+		if err := s.servers.Shutdown(ctx); err != nil {
 			s.closeErr = fmt.Errorf("bridge: close: %w", err)
 		}
-		<-s.serveDone
 	})
 	return s.closeErr
 }

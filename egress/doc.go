@@ -18,9 +18,10 @@
 //     address in Options.DenyAddrs — the daemon's own listeners and host
 //     addresses), and dials exactly the address it checked, so there is no
 //     second resolution and no DNS-rebinding window.
-//   - the bounds: a cap on concurrent upstream connections, a header read
-//     timeout, an idle timeout on tunnels, and a report of every request
-//     (Connection, through Options.OnConnection).
+//   - the bounds: a cap on concurrent upstream connections, a cap on the
+//     harness's client connections (a door's, package doorcap), a header
+//     read timeout, an idle timeout on tunnels and client connections, and
+//     a report of every request (Connection, through Options.OnConnection).
 //
 // It must not touch sessions, events, sandboxes or namespaces: the caller
 // opens the listener (inside the harness's network namespace), hands it to

@@ -6,15 +6,19 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/doorcap"
 )
 
 // Defaults of Options.
 const (
-	DefaultMaxConnections    = 64
-	DefaultDialTimeout       = 10 * time.Second
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultIdleTimeout       = 5 * time.Minute
-	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxConnections = 64
+	// DefaultMaxClientConnections is doorcap's default door cap.
+	DefaultMaxClientConnections = doorcap.DefaultMaxConns
+	DefaultDialTimeout          = 10 * time.Second
+	DefaultReadHeaderTimeout    = 10 * time.Second
+	DefaultIdleTimeout          = 5 * time.Minute
+	DefaultMaxHeaderBytes       = 64 << 10
 )
 
 // Options configure a Proxy. The zero value of each field means its default.
@@ -47,6 +51,11 @@ type Options struct {
 	// forwarded requests together); one more gets 503. Default
 	// DefaultMaxConnections.
 	MaxConnections int
+	// MaxClientConnections caps the harness's connections to the proxy
+	// (idle keep-alive ones and tunnels alike), across all its listeners:
+	// one more is answered 503 and closed at accept. Default
+	// DefaultMaxClientConnections.
+	MaxClientConnections int
 	// ReadHeaderTimeout bounds reading a request's header; default
 	// DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
@@ -85,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxClientConnections <= 0 {
+		o.MaxClientConnections = DefaultMaxClientConnections
 	}
 	if o.ReadHeaderTimeout <= 0 {
 		o.ReadHeaderTimeout = DefaultReadHeaderTimeout

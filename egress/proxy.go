@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harnessd/harnessd/internal/httpgroup"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"sync"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/internal/httpgroup"
 )
 
 // ErrClosed is returned by Serve after Close.
@@ -44,6 +46,9 @@ func New(opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("egress: policy: %w", err)
 	}
 	opts = opts.withDefaults()
+	// Upstream connections stay out of the daemon's descriptor reserve, as
+	// the harness's own connections to the door do.
+	opts.Dial = doorcap.GuardDial(opts.Dial)
 	p := &Proxy{
 		opts:     opts,
 		patterns: pats,
@@ -53,6 +58,7 @@ func New(opts Options) (*Proxy, error) {
 		tunnels:  map[*tunnel]struct{}{},
 	}
 	p.servers.Closed = ErrClosed
+	p.servers.Limit = doorcap.NewLimit(p.bounds(), "egress", p.log)
 	p.upstream = newUpstreamTransport(opts)
 	p.fwd = newForwarder(p.upstream, p.log)
 	return p, nil
@@ -61,16 +67,22 @@ func New(opts Options) (*Proxy, error) {
 // Serve serves the proxy on ln in the background (ln is the caller's to
 // open, and the proxy's to close from now on). It returns ErrClosed, closing
 // ln, after Close.
+// All its listeners together hold at most Options.MaxClientConnections
+// client connections (tunnels included).
 func (p *Proxy) Serve(ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: p.opts.ReadHeaderTimeout,
-		IdleTimeout:       p.opts.IdleTimeout,
-		MaxHeaderBytes:    p.opts.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-	}
+	srv := httpgroup.NewServer(p, p.bounds(), p.log)
+	srv.MaxHeaderBytes = p.opts.MaxHeaderBytes
 	return p.servers.Serve(srv, ln, p.log, "egress")
 }
+
+// bounds are the proxy's door bounds.
+func (p *Proxy) bounds() doorcap.Bounds {
+	return doorcap.Bounds{MaxConns: p.opts.MaxClientConnections, IdleTimeout: p.opts.IdleTimeout, ReadHeaderTimeout: p.opts.ReadHeaderTimeout}
+}
+
+// DoorStats counts the harness's connections to the proxy: held now, and
+// refused at its cap or at the daemon's descriptor reserve.
+func (p *Proxy) DoorStats() doorcap.Stats { return p.servers.Limit.Stats() }
 
 // Close stops the proxy: it stops accepting, waits for forwarded requests
 // in flight until ctx ends, ends every tunnel at once (the episode they

@@ -6,14 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/harnessd/harnessd/internal/httpgroup"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/internal/httpgroup"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -102,12 +102,13 @@ func New(opts Options) (*Gateway, error) {
 	if client == nil {
 		client = sharedClient
 	}
+	log = log.With("component", "gateway", "episode_id", opts.EpisodeID)
 	return &Gateway{
-		opts: opts, log: log.With("component", "gateway", "episode_id", opts.EpisodeID),
+		opts: opts, log: log,
 		key: []byte(key), client: client,
 		upstream: strings.TrimRight(opts.Upstream.URL, "/") + "/chat/completions",
 		turn:     1,
-		servers:  httpgroup.Group{Closed: ErrClosed},
+		servers:  httpgroup.Group{Closed: ErrClosed, Limit: doorcap.NewLimit(opts.Door, "model gateway", log)},
 	}, nil
 }
 
@@ -147,15 +148,26 @@ func (g *Gateway) BudgetExhausted() *BudgetError {
 
 // Serve serves the gateway on ln in the background until Close. It may be
 // called more than once (a loopback listener and one inside a sandbox's
-// network namespace); the gateway closes each listener on Close.
+// network namespace); the gateway closes each listener on Close. All its
+// listeners together hold at most Options.Door.MaxConns connections, idle
+// ones close after its idle timeout, and an answer to a request without
+// the key (GET / included) closes its connection.
 func (g *Gateway) Serve(ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           g,
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
-	}
-	return g.servers.Serve(srv, ln, g.log, "gateway")
+	return g.servers.Serve(httpgroup.NewServer(http.HandlerFunc(g.serveDoor), g.opts.Door, g.log), ln, g.log, "gateway")
 }
+
+// serveDoor serves r, closing the connection after answering a request
+// that does not hold the key: keyless requests cost no kept connection.
+func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request) {
+	if !g.authorized(r) {
+		w.Header().Set("Connection", "close")
+	}
+	g.ServeHTTP(w, r)
+}
+
+// DoorStats counts the agent's connections to the gateway: held now, and
+// refused at its cap or at the daemon's descriptor reserve.
+func (g *Gateway) DoorStats() doorcap.Stats { return g.servers.Limit.Stats() }
 
 // Close stops serving: it waits for calls in flight until ctx ends, then
 // drops the connections. It is idempotent.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/harnessd/harnessd/internal/doorcap"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -94,6 +95,10 @@ type Options struct {
 	// HTTPClient makes upstream calls; nil means a client shared by all
 	// gateways (one connection pool for the daemon).
 	HTTPClient *http.Client
+	// Door bounds the agent's connections to the gateway, across all its
+	// listeners: zero fields mean doorcap's defaults (256 connections, 2
+	// minutes idle, 10 s to send a header).
+	Door doorcap.Bounds
 }
 
 const (

@@ -100,6 +100,7 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
 		return exitUsage
 	}
+	raiseNOFILE(log)
 	// Handlers first: a signal that arrives while starting up is kept and
 	// acted on once serving (as PID 1, one without a handler would be lost,
 	// or end the daemon with code 2).

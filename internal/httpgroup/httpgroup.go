@@ -1,8 +1,10 @@
 // Package httpgroup serves one handler's http.Servers on any number of
-// listeners in the background and shuts them down together: the model
-// gateway and the egress proxy, each served on a loopback listener or on a
-// sandbox's door. It owns only the servers and their serve loops, never
-// the handlers' own state.
+// listeners in the background and shuts them down together: the doors —
+// the model gateway, the egress proxy and the MCP bridge — each served on
+// a loopback listener or on a sandbox's door, every listener of a door
+// under the door's one connection cap (doorcap.Limit) and its idle and
+// header timeouts (NewServer). It owns only the servers and their serve
+// loops, never the handlers' own state.
 package httpgroup
 
 import (
@@ -12,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/harnessd/harnessd/internal/doorcap"
 )
 
 // Group is a set of servers started by Serve. The zero value is ready;
@@ -19,6 +23,9 @@ import (
 type Group struct {
 	// Closed is returned by Serve once Shutdown has begun.
 	Closed error
+	// Limit, when set, caps the connections of all the group's listeners
+	// together (a door's cap, and the process's descriptor reserve).
+	Limit *doorcap.Limit
 
 	mu      sync.Mutex
 	closed  bool
@@ -29,9 +36,23 @@ type Group struct {
 // ErrClosed is Serve's error after Shutdown when Group.Closed is nil.
 var ErrClosed = errors.New("server group closed")
 
+// NewServer returns a door's http.Server for h: b's idle and header
+// timeouts (their defaults for zero fields), the server's own errors to
+// log at debug.
+func NewServer(h http.Handler, b doorcap.Bounds, log *slog.Logger) *http.Server {
+	b = b.WithDefaults()
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: b.ReadHeaderTimeout,
+		IdleTimeout:       b.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
 // Serve runs srv on ln in the background until Shutdown; ln is the
-// group's to close from now on. A serve loop that ends with an error of
-// its own is logged on log (at warn, naming what and the address).
+// group's to close from now on, and its connections count against Limit.
+// A serve loop that ends with an error of its own is logged on log (at
+// warn, naming what and the address).
 func (g *Group) Serve(srv *http.Server, ln net.Listener, log *slog.Logger, what string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -41,6 +62,9 @@ func (g *Group) Serve(srv *http.Server, ln net.Listener, log *slog.Logger, what 
 			return g.Closed
 		}
 		return ErrClosed
+	}
+	if g.Limit != nil {
+		ln = g.Limit.Listen(ln)
 	}
 	g.servers = append(g.servers, srv)
 	g.wg.Add(1)
