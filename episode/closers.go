@@ -32,6 +32,11 @@ const (
 
 // TraceEvent reports one resource of one episode opened or closed.
 type TraceEvent struct {
+	// Dir is the episode's directory: unique within the session from the
+	// episode's first stage on (a prepared episode gets its id later).
+	Dir string
+	// Episode is the episode's id when the event happened ("" for a
+	// prepared episode not taken yet).
 	Episode  string
 	Resource Resource
 	Op       TraceOp

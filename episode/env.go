@@ -101,9 +101,9 @@ func (e *Env) nextSeq() int {
 	return e.seq
 }
 
-// trace reports ev to Trace, if set.
-func (e *Env) trace(id string, res Resource, op TraceOp) {
+// trace reports an event of the episode in dir to Trace, if set.
+func (e *Env) trace(dir, id string, res Resource, op TraceOp) {
 	if e.Trace != nil {
-		e.Trace(TraceEvent{Episode: id, Resource: res, Op: op})
+		e.Trace(TraceEvent{Dir: dir, Episode: id, Resource: res, Op: op})
 	}
 }

@@ -81,7 +81,7 @@ type Episode struct {
 // is closed again.
 func Open(ctx context.Context, spec Spec, level Level) (*Episode, error) {
 	ep := &Episode{env: spec.Env}
-	ep.undo.trace = func(r Resource, op TraceOp) { spec.Env.trace(ep.ID(), r, op) }
+	ep.undo.trace = func(r Resource, op TraceOp) { spec.Env.trace(ep.dirs.Root, ep.ID(), r, op) }
 	ep.assign(spec)
 	if err := ep.openTo(ctx, level); err != nil {
 		ep.Close(context.WithoutCancel(ctx))
