@@ -24,7 +24,7 @@ type call struct {
 	completionIDs []int
 	logprobs      []float64
 	finishReason  string
-	usage         tokenUsage
+	usage         wire.TokenUsage
 	latencyMS     float64
 	status        int    // what the agent got when not 200
 	err           string // why the call failed
@@ -97,9 +97,9 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d *dialect, b
 		spent = len(c.CompletionIDs)
 	}
 	g.spend(adm.turn, spent)
-	latency := rec.latencyMS
+	latency, used := rec.latencyMS, c.Usage
 	g.emit(adm.turn, &wire.LLMResponse{
-		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: c.Usage,
+		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: &used,
 		CallIndex: adm.index, Dialect: string(d.name), Traffic: TrafficTraining,
 		PromptTokenIDs: c.PromptIDs, CompletionTokenIDs: c.CompletionIDs, Logprobs: c.Logprobs,
 		LatencyMS: &latency, Extra: issuesExtra(rec.issues),

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/harnessd/harnessd/wire"
 )
 
 // completion is the engine's answer, in the neutral form every dialect
@@ -23,7 +25,7 @@ type completion struct {
 	Reasoning    string
 	ToolCalls    []toolCall
 	FinishReason string
-	Usage        tokenUsage
+	Usage        wire.TokenUsage
 
 	PromptIDs     []int
 	CompletionIDs []int
@@ -38,7 +40,7 @@ type toolCall struct {
 	Arguments string // a JSON object's text, as the model produced it
 }
 
-// tokenUsage is the token usage of a call.
+// tokenUsage is the token usage an engine reports.
 type tokenUsage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
@@ -265,9 +267,9 @@ func parseEngineAnswer(raw []byte) (*completion, error) {
 		c.readLogprobs(ch.Logprobs.Content)
 	}
 	if a.Usage != nil {
-		c.Usage = *a.Usage
+		c.Usage = wire.TokenUsage{PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens, TotalTokens: a.Usage.TotalTokens}
 	} else { // fill what the engine left out, from the ids it did return
-		c.Usage = tokenUsage{PromptTokens: len(c.PromptIDs), CompletionTokens: len(c.CompletionIDs)}
+		c.Usage = wire.TokenUsage{PromptTokens: len(c.PromptIDs), CompletionTokens: len(c.CompletionIDs)}
 	}
 	if c.Usage.TotalTokens == 0 {
 		c.Usage.TotalTokens = c.Usage.PromptTokens + c.Usage.CompletionTokens

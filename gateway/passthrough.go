@@ -134,7 +134,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d *dialect
 		ev.Content = passthroughContent(kept.Bytes())
 	}
 	u := passthroughUsage(kept.Bytes())
-	rec.usage, ev.Usage = u, u
+	rec.usage, ev.Usage = u, &u
 	g.record(rec)
 	g.spend(adm.turn, u.CompletionTokens)
 	g.emit(adm.turn, ev)
@@ -160,9 +160,11 @@ func passthroughContent(b []byte) any {
 }
 
 // passthroughUsage finds the token usage a provider reported, in any
-// dialect's field names, in a JSON body or the last SSE event carrying one.
-func passthroughUsage(b []byte) tokenUsage {
-	var u tokenUsage
+// dialect's field names, in a JSON body or the last SSE event carrying one:
+// the one place that knows the providers' spellings (llm_response carries
+// it as wire.TokenUsage, in the OpenAI spelling).
+func passthroughUsage(b []byte) wire.TokenUsage {
+	var u wire.TokenUsage
 	read := func(data []byte) {
 		var v struct {
 			Usage *struct {

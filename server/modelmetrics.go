@@ -1,8 +1,6 @@
 package server
 
 import (
-	"encoding/json"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/harnessd/harnessd/gateway"
@@ -62,8 +60,8 @@ func (m *modelMetrics) observe(obs *wire.Observation) {
 			m.seconds.WithLabelValues(dialect, traffic).Observe(*r.LatencyMS / 1000)
 		}
 		prompt, completion := len(r.PromptTokenIDs), len(r.CompletionTokenIDs)
-		if prompt == 0 && completion == 0 {
-			prompt, completion = usageTokens(r.Usage)
+		if prompt == 0 && completion == 0 && r.Usage != nil {
+			prompt, completion = r.Usage.PromptTokens, r.Usage.CompletionTokens
 		}
 		m.tokens.WithLabelValues("prompt", traffic).Add(float64(prompt))
 		m.tokens.WithLabelValues("completion", traffic).Add(float64(completion))
@@ -77,29 +75,4 @@ func dialectLabel(d string) string {
 		return d
 	}
 	return "other"
-}
-
-// usageTokens reads prompt and completion token counts from a usage object
-// (whatever Go value the event holds, through its JSON) in any of the
-// dialects' spellings.
-func usageTokens(usage any) (prompt, completion int) {
-	if usage == nil {
-		return 0, 0
-	}
-	b, err := json.Marshal(usage)
-	if err != nil {
-		return 0, 0
-	}
-	var u struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		InputTokens      int `json:"input_tokens"`
-		OutputTokens     int `json:"output_tokens"`
-		PromptTokenCount int `json:"promptTokenCount"`
-		CandidatesTokens int `json:"candidatesTokenCount"`
-	}
-	if json.Unmarshal(b, &u) != nil {
-		return 0, 0
-	}
-	return max(u.PromptTokens, u.InputTokens, u.PromptTokenCount), max(u.CompletionTokens, u.OutputTokens, u.CandidatesTokens)
 }

@@ -16,7 +16,19 @@ import (
 // /metrics and parses it with the Prometheus text parser: the calls, their
 // tokens and durations are counted under the dialect and traffic they had.
 func TestModelCallMetrics(t *testing.T) {
-	ts := modelServer(t, true, "")
+	t.Run("engine", func(t *testing.T) { testModelCallMetrics(t, true) })
+	// A passthrough provider's calls are evaluation traffic, without token
+	// ids: their tokens come from the usage the gateway read of the
+	// provider's answer (wire.TokenUsage).
+	t.Run("passthrough", func(t *testing.T) { testModelCallMetrics(t, false) })
+}
+
+func testModelCallMetrics(t *testing.T, engine bool) {
+	ts := modelServer(t, engine, "")
+	traffic := "training"
+	if !engine {
+		traffic = "evaluation"
+	}
 	c := ts.ws(t, "/ws", http.Header{"Authorization": {"Bearer api-token"}})
 	if r := roundTrip(t, c, `{"type":"reset","data":{}}`); r["type"] != "observation" {
 		t.Fatalf("reset: %v", r)
@@ -54,16 +66,16 @@ func TestModelCallMetrics(t *testing.T) {
 		t.Fatalf("%s%v: no series in\n%s", name, labels, body)
 		return nil
 	}
-	training := map[string]string{"dialect": "openai-chat", "traffic": "training", "outcome": "ok"}
-	if n := find("harnessd_model_calls_total", training).GetCounter().GetValue(); n != 3 {
+	calls := map[string]string{"dialect": "openai-chat", "traffic": traffic, "outcome": "ok"}
+	if n := find("harnessd_model_calls_total", calls).GetCounter().GetValue(); n != 3 {
 		t.Errorf("harnessd_model_calls_total = %v, want 3", n)
 	}
 	for _, kind := range []string{"prompt", "completion"} {
-		if n := find("harnessd_model_tokens_total", map[string]string{"kind": kind, "traffic": "training"}).GetCounter().GetValue(); n <= 0 {
+		if n := find("harnessd_model_tokens_total", map[string]string{"kind": kind, "traffic": traffic}).GetCounter().GetValue(); n <= 0 {
 			t.Errorf("harnessd_model_tokens_total{kind=%s} = %v", kind, n)
 		}
 	}
-	h := find("harnessd_model_call_duration_seconds", map[string]string{"dialect": "openai-chat", "traffic": "training"}).GetHistogram()
+	h := find("harnessd_model_call_duration_seconds", map[string]string{"dialect": "openai-chat", "traffic": traffic}).GetHistogram()
 	if h.GetSampleCount() != 3 {
 		t.Errorf("harnessd_model_call_duration_seconds count = %d, want 3", h.GetSampleCount())
 	}
