@@ -14,9 +14,10 @@
 //     response.completed), Anthropic Messages (message_start …
 //     message_stop; count_tokens answered locally, never recorded) and
 //     Gemini generateContent / streamGenerateContent (SSE or a JSON array;
-//     countTokens likewise). Each is translated to the engine's chat
-//     completions and back; malformed requests get the dialect's own error
-//     shape.
+//     countTokens likewise). Each is translated to a typed middle format
+//     (Chat Completions as the engine takes it) and back by its dialect's
+//     translator in package dialect, which keeps the dialect-only state of
+//     each request; malformed requests get the dialect's own error shape.
 //   - the upstream: a token-returning engine (vLLM or SGLang Chat
 //     Completions), always called non-streaming with return_token_ids and
 //     logprobs injected, after request hygiene (stream_options dropped,

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/harnessd/harnessd/gateway/dialect"
 )
 
 // Route kinds.
@@ -32,41 +34,42 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 		return
 	}
-	d, kind := route(r)
+	name, kind := route(r)
+	d := dialect.New(name)
 	if !g.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd-gateway"`)
-		d.writeError(w, failure{http.StatusUnauthorized, failAuth, "gateway: invalid or missing API key"})
+		d.WriteError(w, failure{Status: http.StatusUnauthorized, Kind: failAuth, Message: "gateway: invalid or missing API key"})
 		return
 	}
 	if kind == routeModels {
 		if r.Method != http.MethodGet {
-			d.writeError(w, failure{http.StatusMethodNotAllowed, failMethod, "gateway: method " + r.Method + " not allowed"})
+			d.WriteError(w, failure{Status: http.StatusMethodNotAllowed, Kind: failMethod, Message: "gateway: method " + r.Method + " not allowed"})
 			return
 		}
 		g.models(w, d)
 		return
 	}
 	if r.Method != http.MethodPost {
-		f := failure{http.StatusMethodNotAllowed, failMethod, "gateway: method " + r.Method + " not allowed on " + r.URL.Path}
+		f := failure{Status: http.StatusMethodNotAllowed, Kind: failMethod, Message: "gateway: method " + r.Method + " not allowed on " + r.URL.Path}
 		if kind == routeUnknown {
-			f = failure{http.StatusNotFound, failNotFound, "gateway: no route for " + r.Method + " " + r.URL.Path}
+			f = failure{Status: http.StatusNotFound, Kind: failNotFound, Message: "gateway: no route for " + r.Method + " " + r.URL.Path}
 		}
-		d.writeError(w, f)
+		d.WriteError(w, f)
 		return
 	}
 	body, f := g.readBody(w, r)
 	if f != nil {
-		d.writeError(w, *f)
+		d.WriteError(w, *f)
 		return
 	}
 	switch kind {
 	case routeUnknown:
 		shaped, ok := detectShape(r, body)
 		if !ok {
-			d.writeError(w, failure{http.StatusNotFound, failNotFound, "gateway: no route for POST " + r.URL.Path})
+			d.WriteError(w, failure{Status: http.StatusNotFound, Kind: failNotFound, Message: "gateway: no route for POST " + r.URL.Path})
 			return
 		}
-		d = shaped
+		d = dialect.New(shaped)
 	case routeCountTokens:
 		g.countTokens(w, d, body)
 		return
@@ -76,35 +79,35 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // route picks the dialect and kind of a request by its path; an unknown
 // path gets the dialect its headers suggest, for the error shape.
-func route(r *http.Request) (*dialect, int) {
+func route(r *http.Request) (Dialect, int) {
 	p := r.URL.Path
 	switch {
 	case strings.HasSuffix(p, "/chat/completions"):
-		return chatDialect, routeGenerate
+		return DialectChat, routeGenerate
 	case strings.HasSuffix(p, "/messages/count_tokens"):
-		return anthropicDialect, routeCountTokens
+		return DialectAnthropic, routeCountTokens
 	case strings.HasSuffix(p, "/messages"):
-		return anthropicDialect, routeGenerate
+		return DialectAnthropic, routeGenerate
 	case strings.HasSuffix(p, "/responses"):
-		return responsesDialect, routeGenerate
+		return DialectResponses, routeGenerate
 	}
-	if _, method, ok := geminiMethod(p); ok {
+	if _, method, ok := dialect.GeminiMethod(p); ok {
 		if method == "countTokens" {
-			return geminiDialect, routeCountTokens
+			return DialectGemini, routeCountTokens
 		}
-		return geminiDialect, routeGenerate
+		return DialectGemini, routeGenerate
 	}
 	switch {
 	case strings.HasSuffix(p, "/models") && (strings.Contains(p, "/v1beta/") || r.Header.Get("X-Goog-Api-Key") != ""):
-		return geminiDialect, routeModels
+		return DialectGemini, routeModels
 	case strings.HasSuffix(p, "/models"):
-		return chatDialect, routeModels
+		return DialectChat, routeModels
 	case strings.Contains(p, "/v1beta/") || strings.Contains(p, ":") || r.Header.Get("X-Goog-Api-Key") != "":
-		return geminiDialect, routeUnknown
+		return DialectGemini, routeUnknown
 	case r.Header.Get("Anthropic-Version") != "":
-		return anthropicDialect, routeUnknown
+		return DialectAnthropic, routeUnknown
 	}
-	return chatDialect, routeUnknown
+	return DialectChat, routeUnknown
 }
 
 // detectShape picks the dialect of a generation request on an unknown path
@@ -112,40 +115,40 @@ func route(r *http.Request) (*dialect, int) {
 // a field only Responses has,
 // Anthropic when it has messages and a top-level system or an
 // anthropic-version header, else Chat Completions when it has messages.
-func detectShape(r *http.Request, body []byte) (*dialect, bool) {
+func detectShape(r *http.Request, body []byte) (Dialect, bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) != nil {
-		return nil, false
+		return "", false
 	}
 	if _, ok := fields["contents"]; ok {
-		return geminiDialect, true
+		return DialectGemini, true
 	}
 	if _, ok := fields["input"]; ok { // an embeddings request has input too, but none of these
 		for _, k := range []string{"instructions", "tools", "stream", "max_output_tokens", "reasoning", "store", "previous_response_id"} {
 			if _, ok := fields[k]; ok {
-				return responsesDialect, true
+				return DialectResponses, true
 			}
 		}
-		return nil, false
+		return "", false
 	}
 	if _, ok := fields["messages"]; !ok {
-		return nil, false
+		return "", false
 	}
 	if _, sys := fields["system"]; sys || r.Header.Get("Anthropic-Version") != "" {
-		return anthropicDialect, true
+		return DialectAnthropic, true
 	}
-	return chatDialect, true
+	return DialectChat, true
 }
 
 // readBody reads an agent's request body, bounded.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
 	max := g.opts.MaxRequestBody
-	tooBig := &failure{http.StatusRequestEntityTooLarge, failTooLarge, fmt.Sprintf("gateway: request body over %d bytes", max)}
+	tooBig := &failure{Status: http.StatusRequestEntityTooLarge, Kind: failTooLarge, Message: fmt.Sprintf("gateway: request body over %d bytes", max)}
 	if r.ContentLength > max {
 		return nil, tooBig
 	}
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return nil, &failure{http.StatusUnsupportedMediaType, failInvalid, "gateway: unsupported Content-Encoding " + enc}
+		return nil, &failure{Status: http.StatusUnsupportedMediaType, Kind: failInvalid, Message: "gateway: unsupported Content-Encoding " + enc}
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
@@ -153,7 +156,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 		if errors.As(err, &mb) {
 			return nil, tooBig
 		}
-		return nil, &failure{http.StatusBadRequest, failInvalid, "gateway: cannot read request body: " + err.Error()}
+		return nil, &failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: cannot read request body: " + err.Error()}
 	}
 	return b, nil
 }
@@ -161,25 +164,29 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 // countTokens answers a count_tokens request locally with an estimate: it
 // is auxiliary traffic, never sent upstream, recorded or counted against a
 // budget.
-func (g *Gateway) countTokens(w http.ResponseWriter, d *dialect, body []byte) {
+func (g *Gateway) countTokens(w http.ResponseWriter, d dialect.Translator, body []byte) {
 	if !json.Valid(body) {
-		d.writeError(w, failure{http.StatusBadRequest, failInvalid, "gateway: malformed request: not JSON"})
+		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: malformed request: not JSON"})
 		return
 	}
-	if d == geminiDialect {
+	if d.Name() == DialectGemini {
 		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": countTokensEstimate(body)})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": countTokensEstimate(body)})
 }
 
+// countTokensEstimate is a count_tokens answer's estimate: a quarter of
+// the request's bytes.
+func countTokensEstimate(body []byte) int { return max(1, len(body)/4) }
+
 // models answers a model listing with the upstream's model.
-func (g *Gateway) models(w http.ResponseWriter, d *dialect) {
+func (g *Gateway) models(w http.ResponseWriter, d dialect.Translator) {
 	m := g.opts.Upstream.Model
 	if m == "" {
 		m = "default"
 	}
-	if d == geminiDialect {
+	if d.Name() == DialectGemini {
 		writeJSON(w, http.StatusOK, map[string]any{"models": []any{map[string]any{
 			"name": "models/" + m, "displayName": m,
 			"supportedGenerationMethods": []string{"generateContent", "streamGenerateContent", "countTokens"}}}})
