@@ -37,15 +37,15 @@ func (c *call) trainable() bool {
 	return c.err == "" && c.traffic == TrafficTraining && !fatal(c.issues)
 }
 
-// generate serves one generation request of dialect d.
-func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Translator, body []byte) {
+// generate serves one generation request of dialect d on route rt.
+func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Translator, rt dialect.Route, body []byte) {
 	req, err := d.Decode(r, body)
 	if err != nil {
 		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: malformed request: " + err.Error()})
 		return
 	}
 	if g.opts.Upstream.Kind == UpstreamPassthrough {
-		g.passthrough(w, r, d, req, body)
+		g.passthrough(w, r, d, rt, req, body)
 		return
 	}
 	adm := g.admit()

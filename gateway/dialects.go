@@ -38,4 +38,6 @@ const (
 )
 
 // writeJSON answers v as a JSON body with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) error { return dialect.WriteJSON(w, status, v) }
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	return dialect.WriteJSON(w, status, v)
+}

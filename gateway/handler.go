@@ -11,50 +11,45 @@ import (
 	"github.com/harnessd/harnessd/gateway/dialect"
 )
 
-// Route kinds.
-const (
-	routeGenerate = iota
-	routeCountTokens
-	routeModels
-	routeUnknown
-)
-
 // ServeHTTP implements http.Handler: the agent-facing endpoint.
 //
-// Routes match on the path's suffix, so any base-URL prefix works:
-// .../chat/completions (OpenAI Chat Completions), .../responses (OpenAI
-// Responses), .../messages and .../messages/count_tokens (Anthropic
-// Messages), .../models/MODEL:generateContent, :streamGenerateContent and
-// :countTokens (Gemini; the method case-insensitively) and GET .../models
-// (a listing of the upstream's model); a POST to another path is taken by
-// its body's shape. HEAD or GET / answers a connectivity
-// probe without a key. Everything else needs the episode's key.
+// It serves only the routes the dialects define (dialect.Match): POST
+// /v1/chat/completions (OpenAI Chat Completions), /v1/responses (OpenAI
+// Responses), /v1/messages and /v1/messages/count_tokens (Anthropic
+// Messages), /v1beta/models/MODEL:generateContent, :streamGenerateContent
+// and :countTokens (Gemini, also under /v1; the method case-insensitively)
+// and GET /v1/models and /v1beta/models (a listing of the upstream's
+// model). HEAD or GET / answers a connectivity probe without a key.
+// Everything else needs the episode's key; with it, any other path (not
+// normalised, or no model route) is refused with 404 in the dialect's
+// error shape, recorded as an error event and counted (RefusedRequests),
+// and never reaches the upstream.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 		return
 	}
-	name, kind := route(r)
+	rt, refused := dialect.Match(r)
+	name := rt.Dialect
+	if refused != "" {
+		name = dialect.Guess(r)
+	}
 	d := dialect.New(name)
 	if !g.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd-gateway"`)
 		d.WriteError(w, failure{Status: http.StatusUnauthorized, Kind: failAuth, Message: "gateway: invalid or missing API key"})
 		return
 	}
-	if kind == routeModels {
-		if r.Method != http.MethodGet {
-			d.WriteError(w, failure{Status: http.StatusMethodNotAllowed, Kind: failMethod, Message: "gateway: method " + r.Method + " not allowed"})
-			return
-		}
-		g.models(w, d)
+	if refused != "" {
+		g.refuse(w, r, d, refused)
 		return
 	}
-	if r.Method != http.MethodPost {
-		f := failure{Status: http.StatusMethodNotAllowed, Kind: failMethod, Message: "gateway: method " + r.Method + " not allowed on " + r.URL.Path}
-		if kind == routeUnknown {
-			f = failure{Status: http.StatusNotFound, Kind: failNotFound, Message: "gateway: no route for " + r.Method + " " + r.URL.Path}
-		}
-		d.WriteError(w, f)
+	if r.Method != rt.Method {
+		d.WriteError(w, failure{Status: http.StatusMethodNotAllowed, Kind: failMethod, Message: "gateway: method " + r.Method + " not allowed on " + rt.Path})
+		return
+	}
+	if rt.Kind == dialect.RouteModels {
+		g.models(w, d)
 		return
 	}
 	body, f := g.readBody(w, r)
@@ -62,82 +57,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.WriteError(w, *f)
 		return
 	}
-	switch kind {
-	case routeUnknown:
-		shaped, ok := detectShape(r, body)
-		if !ok {
-			d.WriteError(w, failure{Status: http.StatusNotFound, Kind: failNotFound, Message: "gateway: no route for POST " + r.URL.Path})
-			return
-		}
-		d = dialect.New(shaped)
-	case routeCountTokens:
+	if rt.Kind == dialect.RouteCountTokens {
 		g.countTokens(w, d, body)
 		return
 	}
-	g.generate(w, r, d, body)
-}
-
-// route picks the dialect and kind of a request by its path; an unknown
-// path gets the dialect its headers suggest, for the error shape.
-func route(r *http.Request) (Dialect, int) {
-	p := r.URL.Path
-	switch {
-	case strings.HasSuffix(p, "/chat/completions"):
-		return DialectChat, routeGenerate
-	case strings.HasSuffix(p, "/messages/count_tokens"):
-		return DialectAnthropic, routeCountTokens
-	case strings.HasSuffix(p, "/messages"):
-		return DialectAnthropic, routeGenerate
-	case strings.HasSuffix(p, "/responses"):
-		return DialectResponses, routeGenerate
-	}
-	if _, method, ok := dialect.GeminiMethod(p); ok {
-		if method == "countTokens" {
-			return DialectGemini, routeCountTokens
-		}
-		return DialectGemini, routeGenerate
-	}
-	switch {
-	case strings.HasSuffix(p, "/models") && (strings.Contains(p, "/v1beta/") || r.Header.Get("X-Goog-Api-Key") != ""):
-		return DialectGemini, routeModels
-	case strings.HasSuffix(p, "/models"):
-		return DialectChat, routeModels
-	case strings.Contains(p, "/v1beta/") || strings.Contains(p, ":") || r.Header.Get("X-Goog-Api-Key") != "":
-		return DialectGemini, routeUnknown
-	case r.Header.Get("Anthropic-Version") != "":
-		return DialectAnthropic, routeUnknown
-	}
-	return DialectChat, routeUnknown
-}
-
-// detectShape picks the dialect of a generation request on an unknown path
-// by its body: Gemini when it has contents, Responses when it has input and
-// a field only Responses has,
-// Anthropic when it has messages and a top-level system or an
-// anthropic-version header, else Chat Completions when it has messages.
-func detectShape(r *http.Request, body []byte) (Dialect, bool) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil {
-		return "", false
-	}
-	if _, ok := fields["contents"]; ok {
-		return DialectGemini, true
-	}
-	if _, ok := fields["input"]; ok { // an embeddings request has input too, but none of these
-		for _, k := range []string{"instructions", "tools", "stream", "max_output_tokens", "reasoning", "store", "previous_response_id"} {
-			if _, ok := fields[k]; ok {
-				return DialectResponses, true
-			}
-		}
-		return "", false
-	}
-	if _, ok := fields["messages"]; !ok {
-		return "", false
-	}
-	if _, sys := fields["system"]; sys || r.Header.Get("Anthropic-Version") != "" {
-		return DialectAnthropic, true
-	}
-	return DialectChat, true
+	g.generate(w, r, d, rt, body)
 }
 
 // readBody reads an agent's request body, bounded.

@@ -25,10 +25,10 @@ var ErrEvaluationTraffic = errors.New("gateway: evaluation traffic (passthrough 
 // credentials are never among them.
 var forwardedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "Openai-Beta", "User-Agent"}
 
-// passthrough forwards a request of the provider's own dialect with the
-// real key swapped in, streams the answer back as it comes, and records
+// passthrough forwards a request of the provider's own dialect to the
+// provider's root + the route's path, with the real key swapped in, streams the answer back as it comes, and records
 // the call as evaluation traffic.
-func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.Translator, req *dialect.Request, body []byte) {
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.Translator, rt dialect.Route, req *dialect.Request, body []byte) {
 	if d.Name() != g.opts.Upstream.Dialect {
 		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: fmt.Sprintf("gateway: this episode's model speaks %s, not %s", g.opts.Upstream.Dialect, d.Name())})
 		return
@@ -53,10 +53,10 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.opts.Upstream.Timeout)
 	defer cancel()
-	url := strings.TrimRight(g.opts.Upstream.URL, "/") + r.URL.Path
-	q := r.URL.Query()
-	q.Del("key")
-	if enc := q.Encode(); enc != "" {
+	// Only the route's own path and the query parameters its dialect uses
+	// go upstream: never the agent's other parameters, nor its key.
+	url := strings.TrimRight(g.opts.Upstream.URL, "/") + rt.Path
+	if enc := rt.Query.Encode(); enc != "" {
 		url += "?" + enc
 	}
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))

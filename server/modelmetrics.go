@@ -9,7 +9,8 @@ import (
 
 // modelMetrics count the model calls the episodes' gateways answered, from
 // the llm_response events of source gateway among a turn's events (a turn
-// whose events were capped counts only those it kept). Labels are bounded:
+// whose events were capped counts only those it kept), and the requests
+// they refused as no model route (the gateway package's counter). Labels are bounded:
 // the four agent dialects (others as "other"), the traffic (training,
 // evaluation) and the outcome (ok, error).
 type modelMetrics struct {
@@ -37,7 +38,25 @@ func newModelMetrics(register func(prometheus.Collector)) *modelMetrics {
 	register(m.calls)
 	register(m.tokens)
 	register(m.seconds)
+	register(refusedCollector{})
 	return m
+}
+
+// refusedDesc describes the gateways' refusals of requests on no model
+// route, read from the gateway package's own counter.
+var refusedDesc = prometheus.NewDesc("harnessd_model_refused_requests_total",
+	"Requests the episodes' gateways refused with 404 as no model route, by reason: path (not a plain path: dot segments, "+
+		"double slashes, percent-encoding) or route (a path no dialect defines).", []string{"reason"}, nil)
+
+// refusedCollector exports gateway.RefusedRequests.
+type refusedCollector struct{}
+
+func (refusedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- refusedDesc }
+
+func (refusedCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range gateway.RefusalReasons {
+		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(gateway.RefusedRequests(r)), r)
+	}
 }
 
 // observe counts the gateway's calls among an observation's turn events.

@@ -2,10 +2,14 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/gateway"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -25,6 +29,7 @@ func TestModelCallMetrics(t *testing.T) {
 
 func testModelCallMetrics(t *testing.T, engine bool) {
 	ts := modelServer(t, engine, "")
+	refuseOne(t)
 	traffic := "training"
 	if !engine {
 		traffic = "evaluation"
@@ -75,8 +80,39 @@ func testModelCallMetrics(t *testing.T, engine bool) {
 			t.Errorf("harnessd_model_tokens_total{kind=%s} = %v", kind, n)
 		}
 	}
+	if n := find("harnessd_model_refused_requests_total", map[string]string{"reason": "route"}).GetCounter().GetValue(); n < 1 {
+		t.Errorf("harnessd_model_refused_requests_total{reason=route} = %v, want the refused request", n)
+	}
 	h := find("harnessd_model_call_duration_seconds", map[string]string{"dialect": "openai-chat", "traffic": traffic}).GetHistogram()
 	if h.GetSampleCount() != 3 {
 		t.Errorf("harnessd_model_call_duration_seconds count = %d, want 3", h.GetSampleCount())
+	}
+}
+
+// refuseOne has a gateway of its own refuse a request with its key on a
+// path that is no model route (the refusal counter is the process's).
+func refuseOne(t *testing.T) {
+	t.Helper()
+	gw, err := gateway.New(gateway.Options{Upstream: gateway.Upstream{URL: "http://127.0.0.1:1/v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Serve(ln); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close(context.Background())
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/key/generate", strings.NewReader(`{"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer "+gw.Key())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("refused request: %d", resp.StatusCode)
 	}
 }

@@ -14,7 +14,7 @@
 //     its dialect needs to answer (a Chat stream's usage chunk, Gemini's
 //     alt=sse, the namespaces of Responses tools), writes the answer in the
 //     dialect, streamed or not (Encode), and its errors (WriteError);
-//   - the routes each dialect defines (Routes): the only paths and query
+//   - the routes each dialect defines (Match): the only paths and query
 //     parameters the gateway serves or forwards.
 //
 // It knows nothing of upstreams, keys, budgets, capture or sessions: the
