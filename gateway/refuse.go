@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -64,7 +65,14 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, d dialect.Trans
 	if reason == RefusedPath {
 		msg = "gateway: not a model route path: " + r.Method + " " + rec(target)
 	}
-	g.log.Warn("gateway: request refused", "method", r.Method, "path", rec(target), "reason", reason)
+	// The first refusal of an episode is a warning, the rest debug records:
+	// a flood of them must not flood the log (the counter and the events
+	// have them all).
+	level := slog.LevelDebug
+	if g.refusedOnce.CompareAndSwap(false, true) {
+		level = slog.LevelWarn
+	}
+	g.log.Log(r.Context(), level, "gateway: request on no model route refused", "method", r.Method, "path", rec(target), "reason", reason)
 	g.mu.Lock()
 	turn := g.turn
 	g.mu.Unlock()
