@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -56,4 +57,35 @@ func TestMatch(t *testing.T) {
 			t.Errorf("%s: reason %q, want %q", target, reason, want)
 		}
 	}
+}
+
+// FuzzMatch: no request target makes Match panic, and a target it matches
+// forwards a plain path (clean, nothing encoded, no dot segment) of a
+// model route, with no query parameter but the dialect's own.
+// Run: go test -fuzz=FuzzMatch -fuzztime=10s ./gateway/dialect
+func FuzzMatch(f *testing.F) {
+	for _, s := range []string{"/v1/chat/completions", "/v1/messages?beta=true&key=k", "/v1beta/models/m:streamGenerateContent?alt=sse",
+		"/v1/../key", "/v1%2Fchat", "//v1/models", "/v1beta/models/..:countTokens", "http://h/v1/responses?x=1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			return
+		}
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.URL = u
+		rt, reason := Match(r)
+		if reason != "" {
+			return
+		}
+		if !plainPath(&url.URL{Path: rt.Path}) || strings.Contains(rt.Path, "..") || strings.Contains(rt.Path, "//") {
+			t.Errorf("%q matched with path %q", target, rt.Path)
+		}
+		for k := range rt.Query {
+			if k != "alt" && k != "beta" {
+				t.Errorf("%q forwards query parameter %q", target, k)
+			}
+		}
+	})
 }
