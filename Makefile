@@ -50,7 +50,8 @@ FUZZ_TARGETS := \
 	./wire:FuzzEventDecode ./wire:FuzzObjectKeys \
 	./server:FuzzWSFrame ./server:FuzzHarnessFrame ./server:FuzzHTTPBody ./server:FuzzMCPRequest \
 	./harness:FuzzParseConfig ./harness/jsonl:FuzzLine ./harness/acp:FuzzMessage \
-	./harness/claude:FuzzStreamJSON ./harness/exec:FuzzFormats ./bridge:FuzzRequest
+	./harness/claude:FuzzStreamJSON ./harness/exec:FuzzFormats ./bridge:FuzzRequest \
+	./gateway:FuzzDecode ./gateway/dialect:FuzzMatch
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go
 # fuzz run can end with a spurious "context deadline exceeded" failure when
