@@ -1,20 +1,18 @@
 package process
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/cgroups"
 )
 
 // cgroupManager owns a cgroup v2 directory for this daemon, with one leaf per
@@ -39,83 +37,12 @@ type cgroupLeaf struct {
 	owner *cgroupManager // nil for leaves found by a sweep
 }
 
-// findCgroup2 returns the cgroup v2 mount point and the mount's root path
-// from /proc/self/mountinfo.
-func findCgroup2() (mountPoint, mountRoot string, err error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		if fs := strings.Fields(post); len(fs) == 0 || fs[0] != "cgroup2" {
-			continue
-		}
-		fields := strings.Fields(pre)
-		if len(fields) < 5 {
-			continue
-		}
-		return unescapeMountPath(fields[4]), unescapeMountPath(fields[3]), nil
-	}
-	if err := sc.Err(); err != nil {
-		return "", "", err
-	}
-	return "", "", errors.New("no cgroup2 filesystem mounted")
-}
-
-// unescapeMountPath undoes the octal escapes (\040 for space) of mountinfo.
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// ownCgroup returns this process's cgroup v2 path ("0::/path").
-func ownCgroup() string {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "/"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return "/"
-}
-
 // defaultCgroupRoot returns the cgroup v2 mount point, this process's own
 // cgroup path, and the directory of that cgroup (under which a supervisor
 // makes its own).
 func defaultCgroupRoot() (mount, own, dir string, err error) {
-	mp, mroot, err := findCgroup2()
-	if err != nil {
-		return "", "", "", err
-	}
-	own = ownCgroup()
-	rel := own
-	if r, ok := strings.CutPrefix(own, mroot); ok && mroot != "/" {
-		rel = r
-	}
-	return mp, own, filepath.Join(mp, rel), nil
+	mp, own, dir, err := cgroups.OwnV2()
+	return mp.Point, own, dir, err
 }
 
 // CgroupInfo describes the cgroup v2 setup a Supervisor would use, as found
@@ -152,17 +79,17 @@ func ProbeCgroup(root string) CgroupInfo {
 			return info
 		}
 		info.Mount, info.Own, root = mp, own, dir
-	} else if mp, _, err := findCgroup2(); err == nil {
-		info.Mount, info.Own = mp, ownCgroup()
+	} else if mp, own, _, err := cgroups.OwnV2(); err == nil {
+		info.Mount, info.Own = mp.Point, own
 	}
 	info.Root = root
 	info.Controllers = []string{}
-	b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+	have, err := cgroups.Controllers(root)
 	if err != nil {
-		info.Error = fmt.Sprintf("%s is not a cgroup v2 directory: %v", root, err)
+		info.Error = err.Error()
 		return info
 	}
-	info.Controllers = append(info.Controllers, strings.Fields(string(b))...)
+	info.Controllers = append(info.Controllers, have...)
 	scratch := filepath.Join(root, fmt.Sprintf("harnessd-probe-%d-%s", os.Getpid(), newTreeID()))
 	if err := os.Mkdir(scratch, 0o755); err != nil {
 		info.Error = fmt.Sprintf("cannot create a cgroup in %s: %v", root, err)
@@ -332,40 +259,13 @@ func (l *cgroupLeaf) closeFD() {
 }
 
 // procs lists the pids in the leaf.
-func (l *cgroupLeaf) procs() []int {
-	b, err := os.ReadFile(filepath.Join(l.path, "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, f := range bytes.Fields(b) {
-		if pid, err := strconv.Atoi(string(f)); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func (l *cgroupLeaf) procs() []int { return cgroups.Procs(l.path) }
 
 // procsBelow lists the pids in the leaf and in any cgroup made below it.
-func (l *cgroupLeaf) procsBelow() []int {
-	pids := l.procs()
-	entries, _ := os.ReadDir(l.path)
-	for _, e := range entries {
-		if e.IsDir() {
-			pids = append(pids, (&cgroupLeaf{path: filepath.Join(l.path, e.Name()), fd: -1}).procsBelow()...)
-		}
-	}
-	return pids
-}
+func (l *cgroupLeaf) procsBelow() []int { return cgroups.ProcsBelow(l.path) }
 
 // populated reports whether any process is left in the leaf.
-func (l *cgroupLeaf) populated() bool {
-	b, err := os.ReadFile(filepath.Join(l.path, "cgroup.events"))
-	if err != nil {
-		return false // gone
-	}
-	return bytes.Contains(b, []byte("populated 1"))
-}
+func (l *cgroupLeaf) populated() bool { return cgroups.Populated(l.path) }
 
 // daemonMade reports whether the leaf sits directly in a daemon's own
 // directory (harnessd-<pid>-<instance>): the only cgroups whose processes
@@ -390,39 +290,19 @@ func (l *cgroupLeaf) kill() error {
 	if !l.daemonMade() {
 		return fmt.Errorf("cgroup %s is not a leaf of a daemon's directory: not killed", l.path)
 	}
-	return os.WriteFile(filepath.Join(l.path, "cgroup.kill"), []byte("1"), 0)
+	return cgroups.Kill(l.path)
 }
 
-// removeSubCgroups removes the (empty) cgroups below dir, deepest first: a
-// tree that can write its leaf may have made some, and the leaf cannot be
-// removed while they exist. Killing the leaf has killed their processes.
-func removeSubCgroups(dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if e.IsDir() {
-			sub := filepath.Join(dir, e.Name())
-			removeSubCgroups(sub)
-			os.Remove(sub)
-		}
-	}
-}
-
-// remove deletes the leaf (and any cgroups made below it), retrying while the kernel still counts it busy.
+// remove deletes the leaf (and any cgroups made below it: a tree that can
+// write its leaf may have made some; killing the leaf has killed their
+// processes), retrying while the kernel still counts it busy.
 func (l *cgroupLeaf) remove(wait time.Duration) error {
 	l.closeFD()
-	deadline := time.Now().Add(wait)
-	for {
-		removeSubCgroups(l.path)
-		err := os.Remove(l.path)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			if l.owner != nil && l.id != 0 {
-				l.owner.forget(l.id)
-			}
-			return nil
-		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("remove cgroup %s: %w", l.path, err)
-		}
-		time.Sleep(time.Millisecond)
+	if err := cgroups.Remove(l.path, wait); err != nil {
+		return err
 	}
+	if l.owner != nil && l.id != 0 {
+		l.owner.forget(l.id)
+	}
+	return nil
 }

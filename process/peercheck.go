@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/harnessd/harnessd/internal/linux/sockdiag"
 )
 
 // Peer check mechanisms, as Mechanisms.PeerCheck names them.
@@ -150,7 +152,7 @@ func probeSockDiag() error {
 	if a, err := ln.Accept(); err == nil {
 		a.Close()
 	}
-	info, err := sockDiagLookup(c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort())
+	info, err := sockdiag.Lookup(c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort())
 	if err != nil {
 		return err
 	}
@@ -178,9 +180,9 @@ func (s *Supervisor) PeerOf(local, remote net.Addr) (Peer, error) {
 	if s.members == nil {
 		return s.peerByAncestry(peerEnd, ourEnd)
 	}
-	info, err := sockDiagLookup(peerEnd, ourEnd)
+	info, err := sockdiag.Lookup(peerEnd, ourEnd)
 	switch {
-	case errors.Is(err, errSockGone):
+	case errors.Is(err, sockdiag.ErrGone):
 		return Peer{Gone: true}, nil
 	case err != nil:
 		return Peer{}, fmt.Errorf("peer lookup: %w", err)
@@ -216,7 +218,7 @@ func (s *Supervisor) escapeeHolding(inode uint32) int {
 	ix := scanIndex()
 	var roots []int
 	for pid, start := range escaped {
-		if st, ok := ix.byPid[pid]; ok && st.start == start { // not a reused pid
+		if st, ok := ix.byPid[pid]; ok && st.StartTicks == start { // not a reused pid
 			roots = append(roots, pid)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 )
 
 // ErrInvalidSpec is wrapped by start errors for a Spec that can never be
@@ -227,8 +229,8 @@ func (p *Process) start() (err error) {
 		return spawnError(path, err)
 	}
 	p.pid = cmd.Process.Pid
-	if st, ok := readStat(p.pid); ok {
-		p.startTicks = st.start
+	if st, ok := procfs.ReadStat(p.pid); ok {
+		p.startTicks = st.StartTicks
 	}
 	p.launched.Store(true)
 	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)

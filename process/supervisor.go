@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/harnessd/harnessd/internal/linux/cgroups"
 )
 
 // Mode says whether a kill mechanism is used.
@@ -84,9 +86,9 @@ type Supervisor struct {
 	cg       *cgroupManager
 	members  *cgroupMembership // the peer check by cgroup; nil: by ancestry
 	sockDiag bool              // sock_diag answers (for the socket's inode by ancestry too)
-	// cgMount and cgMountRoot locate cgroup v2 paths of /proc/PID/cgroup
+	// cgMount locates cgroup v2 paths of /proc/PID/cgroup
 	// (with cgroup leaves only).
-	cgMount, cgMountRoot string
+	cgMount cgroups.Mount
 	// escapees counts the members outside the daemon's cgroup directory at
 	// the tracker's last pass (the peer check looks for them only then).
 	escapees   atomic.Int64
@@ -171,8 +173,8 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 
 	if s.cg != nil {
 		// Where the tracker looks a member's cgroup up (escapees).
-		if mp, mroot, err := findCgroup2(); err == nil {
-			s.cgMount, s.cgMountRoot = mp, mroot
+		if l, err := cgroups.Find(); err == nil {
+			s.cgMount = l.V2
 		}
 	}
 
