@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -39,6 +40,14 @@ func errnoOf(err error) string {
 		return unix.ErrnoName(en)
 	}
 	return ""
+}
+
+// errOf turns a raw syscall's errno into an error (nil for 0).
+func errOf(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
 }
 
 func outcome(err error) result {
@@ -155,6 +164,74 @@ func runAgent(args []string) int {
 		if e == 0 {
 			r = outcome(nil)
 		}
+	case "iouring":
+		// io_uring_setup(1, &params): a ring fd on success.
+		var params [120]byte
+		fd, _, e := unix.RawSyscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+		r = outcome(errOf(e))
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+	case "socket":
+		// socket(family, SOCK_STREAM, 0) for a family number.
+		fam, _ := strconv.Atoi(arg(1))
+		fd, err := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		r = outcome(err)
+		if err == nil {
+			unix.Close(fd)
+		}
+	case "syslog":
+		// SYSLOG_ACTION_SIZE_BUFFER (10): the kernel log's size.
+		n, _, e := unix.RawSyscall(unix.SYS_SYSLOG, 10, 0, 0)
+		r = outcome(errOf(e))
+		r.N = int(n)
+	case "unixconnect":
+		c, err := net.DialTimeout("unix", arg(1), 5*time.Second)
+		r = outcome(err)
+		if err == nil {
+			c.Close()
+		}
+	case "statfs":
+		var st unix.Statfs_t
+		r = outcome(unix.Statfs(arg(1), &st))
+		r.N = int(st.Blocks * uint64(st.Bsize) >> 20) // MiB
+	case "fill":
+		// Write up to arg(2) MiB into the file arg(1); N is how many MiB
+		// were written before the first error.
+		mb, _ := strconv.Atoi(arg(2))
+		f, err := os.Create(arg(1))
+		if err == nil {
+			chunk := make([]byte, 1<<20)
+			for r.N = 0; r.N < mb; r.N++ {
+				if _, err = f.Write(chunk); err != nil {
+					break
+				}
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			os.Remove(arg(1))
+		}
+		r = result{OK: err == nil, Errno: errnoOf(err), N: r.N, Error: fmt.Sprint(err)}
+	case "ptys":
+		// Open up to arg(1) ptys and hold them: N is how many opened
+		// before the first error; the agent then waits to be killed.
+		n, _ := strconv.Atoi(arg(1))
+		var held []*os.File
+		var err error
+		for i := 0; i < n; i++ {
+			var ptmx *os.File
+			if ptmx, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0); err != nil {
+				break
+			}
+			held = append(held, ptmx)
+		}
+		r = outcome(err)
+		r.N = len(held)
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+		time.Sleep(10 * time.Minute)
+		return 0
 	case "setuid0":
 		r = outcome(unix.Setresuid(0, 0, 0))
 	case "exit":

@@ -24,6 +24,26 @@ const (
 // fresh are the top-level entries the sandbox gets its own of.
 var fresh = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": true}
 
+// hostSocketDirs are the host directories where daemons keep their Unix
+// sockets (the system bus, systemd's, docker's and containerd's, the
+// databases', libvirt's, LXD's and Incus's, the kubelet's, the mail
+// system's): each is hidden in every sandbox by an empty read-only tmpfs,
+// so that a socket a host daemon left connectable by anyone (0777) is not
+// reachable through the read-only root. /tmp (X11's and tmux's sockets) is
+// the sandbox's own and /dev (/dev/log) is fresh already; abstract sockets
+// belong to the network namespace. A bind the daemon asks for below one
+// of them is still made. docs/security.md has the survey.
+var hostSocketDirs = []string{
+	"/run", "/var/run", "/var/tmp", "/var/lib/mysql", "/var/lib/lxd", "/var/lib/incus",
+	"/var/lib/kubelet", "/var/snap/lxd", "/var/spool/postfix",
+}
+
+// keptThrough are host files that stay visible when a hidden socket
+// directory holds their target: /etc/resolv.conf is often a link into
+// /run (systemd-resolved), and a sandbox on the host's network resolves
+// names with it.
+var keptThrough = []string{"/etc/resolv.conf"}
+
 // devices are bound from the host's /dev.
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
@@ -55,12 +75,18 @@ func buildRoot(ms mountSet) (string, error) {
 	if err := os.WriteFile(empty, nil, 0o444); err != nil {
 		return StageMounts, err
 	}
+	kept := keptTargets()
 	var hidden []string
-	for _, h := range ms.Hide {
+	seen := map[string]bool{}
+	for _, h := range append(append([]string(nil), hostSocketDirs...), ms.Hide...) {
 		dst, err := resolveIn(newRoot, h)
 		if err != nil {
 			return StageMounts, err
 		}
+		if seen[dst] {
+			continue // /var/run is a link to /run on most hosts
+		}
+		seen[dst] = true
 		fi, err := os.Stat(dst)
 		switch {
 		case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
@@ -83,6 +109,11 @@ func buildRoot(ms mountSet) (string, error) {
 			}
 		}
 	}
+	for _, k := range kept {
+		if err := keep(k, hidden); err != nil {
+			return StageMounts, err
+		}
+	}
 	for _, b := range ms.Binds {
 		if err := bind(b); err != nil {
 			return StageMounts, err
@@ -100,6 +131,45 @@ func buildRoot(ms mountSet) (string, error) {
 		return StageMounts, err
 	}
 	return "", nil
+}
+
+// keptTargets resolves each keptThrough file to its target inside the new
+// root, before anything is hidden (a target that is missing or not a
+// regular file is left out).
+func keptTargets() []string {
+	var out []string
+	for _, k := range keptThrough {
+		dst, err := resolveIn(newRoot, k)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() {
+			out = append(out, strings.TrimPrefix(dst, newRoot))
+		}
+	}
+	return out
+}
+
+// keep binds the host file target (a path inside the root) back, read-only,
+// when a hidden directory covers it.
+func keep(target string, hidden []string) error {
+	for _, h := range hidden {
+		if !strings.HasPrefix(newRoot+target, h+"/") {
+			continue
+		}
+		dst := newRoot + target
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("keep %s: %w", target, err)
+		}
+		if err := os.WriteFile(dst, nil, 0o444); err != nil {
+			return fmt.Errorf("keep %s: %w", target, err)
+		}
+		if err := mount(oldRoot+target, dst, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		return setattr(dst, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, false)
+	}
+	return nil
 }
 
 func mount(src, dst, fstype string, flags uintptr, data string) error {
