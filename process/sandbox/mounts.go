@@ -34,7 +34,7 @@ var fresh = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": true}
 // belong to the network namespace. A bind the daemon asks for below one
 // of them is still made. docs/security.md has the survey.
 var hostSocketDirs = []string{
-	"/run", "/var/run", "/var/tmp", "/var/lib/mysql", "/var/lib/lxd", "/var/lib/incus",
+	"/run", "/var/run", "/var/lib/mysql", "/var/lib/lxd", "/var/lib/incus",
 	"/var/lib/kubelet", "/var/snap/lxd", "/var/spool/postfix",
 }
 
