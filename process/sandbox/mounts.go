@@ -21,6 +21,14 @@ const (
 	newRoot = "/newroot"
 )
 
+// setupTmpfsSize bounds the tmpfs mounts that hold only mount points and
+// links (the scratch root, the new root, /dev, /sys, hidden directories):
+// all but the scratch root are read-only once the root is built.
+const setupTmpfsSize = "size=4m"
+
+// tmpfsData is a tmpfs's mount data: mode and size in bytes.
+func tmpfsData(mode string, size int64) string { return fmt.Sprintf("mode=%s,size=%d", mode, size) }
+
 // fresh are the top-level entries the sandbox gets its own of.
 var fresh = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": true}
 
@@ -53,7 +61,7 @@ func buildRoot(ms mountSet) (string, error) {
 	if err := stageTmpfsRoot(); err != nil {
 		return StageMounts, err
 	}
-	if err := mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+	if err := mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,"+setupTmpfsSize); err != nil {
 		return StageMounts, err
 	}
 	if err := bindHostRoot(); err != nil {
@@ -62,13 +70,13 @@ func buildRoot(ms mountSet) (string, error) {
 	if err := mkdirMount("proc", newRoot+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return StageProc, err
 	}
-	if err := mkdirMount("tmpfs", newRoot+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := mkdirMount("tmpfs", newRoot+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsData("1777", ms.Storage.TmpBytes)); err != nil {
 		return StageMounts, err
 	}
-	if err := mkdirMount("tmpfs", newRoot+"/sys", "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555"); err != nil {
+	if err := mkdirMount("tmpfs", newRoot+"/sys", "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,"+setupTmpfsSize); err != nil {
 		return StageMounts, err
 	}
-	if stage, err := buildDev(); err != nil {
+	if stage, err := buildDev(ms.Storage); err != nil {
 		return stage, err
 	}
 	empty := "/empty"
@@ -96,7 +104,7 @@ func buildRoot(ms mountSet) (string, error) {
 		case err != nil:
 			return StageMounts, fmt.Errorf("hide %s: %w", h, err)
 		case fi.IsDir():
-			if err := mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
+			if err := mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,"+setupTmpfsSize); err != nil {
 				return StageMounts, fmt.Errorf("hide %s: %w", h, err)
 			}
 			hidden = append(hidden, dst)
@@ -219,7 +227,7 @@ func stageTmpfsRoot() error {
 			}
 		}
 	}
-	if err := mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+	if err := mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700,"+setupTmpfsSize); err != nil {
 		return err
 	}
 	for _, d := range []string{base + oldRoot, base + newRoot} {
@@ -276,10 +284,10 @@ func bindHostRoot() error {
 }
 
 // buildDev makes a minimal /dev: a few host devices, a devpts of its own
-// with ptmx, shm and the usual links.
-func buildDev() (string, error) {
+// (at most st.PTYs ptys) with ptmx, shm (st.ShmBytes) and the usual links.
+func buildDev(st Storage) (string, error) {
 	dev := newRoot + "/dev"
-	if err := mkdirMount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
+	if err := mkdirMount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,"+setupTmpfsSize); err != nil {
 		return StageMounts, err
 	}
 	for _, d := range devices {
@@ -294,10 +302,10 @@ func buildDev() (string, error) {
 			return StageMounts, err
 		}
 	}
-	if err := mkdirMount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+	if err := mkdirMount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", st.PTYs)); err != nil {
 		return StageDevpts, err
 	}
-	if err := mkdirMount("tmpfs", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777"); err != nil {
+	if err := mkdirMount("tmpfs", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, tmpfsData("1777", st.ShmBytes)); err != nil {
 		return StageMounts, err
 	}
 	for link, target := range map[string]string{

@@ -29,6 +29,8 @@ type initSpec struct {
 type mountSet struct {
 	Hide  []string   `json:"hide,omitempty"`
 	Binds []bindSpec `json:"binds,omitempty"`
+	// Storage has the defaults filled in.
+	Storage Storage `json:"storage"`
 }
 
 // bindSpec is a Bind whose source the daemon opened (O_PATH) and passed as
@@ -55,6 +57,7 @@ func (c *Config) initSpec(ids idPlan) initSpec {
 		s.Hostname = "sandbox"
 	}
 	s.Mounts.Hide = append(s.Mounts.Hide, c.Hide...)
+	s.Mounts.Storage = c.Storage.resolved(c.Limits)
 	if c.Workspace != "" {
 		s.DefaultDir = c.Workspace
 		if c.WorkspaceAt != "" {
