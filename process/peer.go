@@ -96,7 +96,7 @@ func (s *Supervisor) peerByAncestry(peerEnd, ourEnd netip.AddrPort) (Peer, error
 	for _, p := range trees {
 		var seeds []int
 		if p.leaf != nil {
-			seeds = p.leaf.procsBelow()
+			seeds = p.leaf.ProcsBelow()
 		}
 		for pid := range p.memberPids(ix, seeds) {
 			if holds(pid, target) {

@@ -49,7 +49,7 @@ func (p *Process) stop(grace time.Duration) {
 		p.waitDead(DefaultKillWait)
 	}
 	escapees := 0
-	if p.tree == nil && (p.leaf == nil || p.leaf.populated() || !p.escaped.empty()) {
+	if p.tree == nil && (p.leaf == nil || p.leaf.Populated() || !p.escaped.empty()) {
 		// cgroup.kill leaves nothing behind in the leaf; without a cgroup
 		// (or if it somehow failed, or a member moved itself out of the
 		// leaf) hunt for escapees. A launched tree's PID namespace is its
@@ -70,7 +70,7 @@ func (p *Process) stop(grace time.Duration) {
 
 	p.releaseIO()
 	if p.leaf != nil {
-		if err := p.leaf.remove(time.Second); err != nil {
+		if err := p.leaf.Remove(time.Second); err != nil {
 			p.log.Warn("cgroup not removed", "err", err)
 		}
 	}
@@ -127,7 +127,7 @@ func (p *Process) signalTree(sig unix.Signal) {
 		return
 	}
 	if p.leaf != nil {
-		p.leaf.signal(sig)
+		p.leaf.Signal(sig)
 	}
 	if p.ptmx != nil {
 		// A session may hold several process groups (shell job control).
@@ -151,7 +151,7 @@ func (p *Process) killTree() {
 		return
 	}
 	if p.leaf != nil {
-		if err := p.leaf.kill(); err != nil {
+		if err := p.leaf.Kill(); err != nil {
 			p.log.Warn("cgroup.kill failed", "err", err)
 		}
 	}
@@ -197,7 +197,7 @@ func (p *Process) allDead() bool {
 		return true // the tree is gone once the launched root is
 	}
 	if p.leaf != nil {
-		return !p.leaf.populated()
+		return !p.leaf.Populated()
 	}
 	if p.ptmx == nil && unix.Kill(-p.pid, 0) == unix.ESRCH {
 		return true
@@ -276,8 +276,8 @@ func (p *Process) sweep() int {
 				in[st.PID] = true
 			}
 		}
-		if p.leaf != nil && p.leaf.daemonMade() {
-			for _, pid := range p.leaf.procs() {
+		if p.leaf != nil && p.leaf.DaemonMade() {
+			for _, pid := range p.leaf.Procs() {
 				in[pid] = true
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/harnessd/harnessd/internal/linux/cgroups"
+	"github.com/harnessd/harnessd/process/internal/cgtree"
 )
 
 // Mode says whether a kill mechanism is used.
@@ -83,7 +84,7 @@ func (m Mechanisms) KillMode() string {
 // Close stops every tree it still owns.
 type Supervisor struct {
 	mech     Mechanisms
-	cg       *cgroupManager
+	cg       *cgtree.Manager
 	members  *cgroupMembership // the peer check by cgroup; nil: by ancestry
 	sockDiag bool              // sock_diag answers (for the socket's inode by ancestry too)
 	// cgMount locates cgroup v2 paths of /proc/PID/cgroup
@@ -138,7 +139,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	case ModeOff:
 		m.Notes = append(m.Notes, "cgroup: off by configuration")
 	default:
-		cg, err := newCgroupManager(opts.CgroupRoot, opts.KillLeftovers, log)
+		cg, err := cgtree.New(opts.CgroupRoot, opts.KillLeftovers, log)
 		if err != nil {
 			if opts.Cgroup == ModeRequired {
 				return nil, fmt.Errorf("cgroup v2 required: %w", err)
@@ -147,7 +148,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		} else {
 			s.cg = cg
 			m.Cgroup = true
-			m.CgroupPath = cg.parent
+			m.CgroupPath = cg.Parent()
 		}
 	}
 
@@ -303,7 +304,7 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 		}
 	})
 	if s.cg != nil {
-		errs = append(errs, s.cg.close())
+		errs = append(errs, s.cg.Close())
 	}
 	return errors.Join(errs...)
 }

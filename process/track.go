@@ -171,7 +171,7 @@ func (s *Supervisor) recordMembers() {
 func (s *Supervisor) recordLeaf(p *Process) int {
 	known := p.recorded.snapshot()
 	next := make(map[int]uint64, len(known))
-	for _, pid := range p.leaf.procsBelow() {
+	for _, pid := range p.leaf.ProcsBelow() {
 		if start, ok := known[pid]; ok {
 			next[pid] = start
 		} else if st, ok := procfs.ReadStat(pid); ok {
@@ -207,7 +207,7 @@ func (s *Supervisor) inDaemonCgroup(pid int) bool {
 	for _, e := range entries {
 		if e.V2() {
 			dir := s.cgMount.Dir(e.Path)
-			return dir == s.cg.parent || strings.HasPrefix(dir, s.cg.parent+"/")
+			return dir == s.cg.Parent() || strings.HasPrefix(dir, s.cg.Parent()+"/")
 		}
 	}
 	return false

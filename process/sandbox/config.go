@@ -153,7 +153,7 @@ type Config struct {
 	// mapped, 0 with the single map.
 	UID, GID *int
 
-	// Seccomp installs the deny-list (see seccomp.go) on the harness.
+	// Seccomp installs the deny-list (internal/linux/seccomp) on the harness.
 	Seccomp bool
 	// Rlimits are set on the harness; RLIMIT_CORE is 0 unless given.
 	Rlimits []Rlimit

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/seccomp"
 )
 
 // runExec is the exec stage: a child of the init in its own session, still
@@ -154,7 +156,7 @@ func becomeHarness(s initSpec) error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if s.Seccomp {
-		if err := installSeccomp(); err != nil {
+		if err := seccomp.Install(); err != nil {
 			return err
 		}
 	}

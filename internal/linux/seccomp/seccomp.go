@@ -1,4 +1,10 @@
-package sandbox
+// Package seccomp is the sandboxed harness's system call filter: a classic
+// BPF deny-list (a foreign architecture, kernel controls, namespaces and
+// mounts, io_uring, socket families beyond unix/inet/inet6/netlink) that
+// process/sandbox's exec stage installs just before it executes the
+// harness. docs/security.md lists what it denies and why. It installs the
+// filter on the calling thread only and knows nothing of sandboxes.
+package seccomp
 
 import (
 	"fmt"
@@ -91,12 +97,12 @@ func (a *bpfAsm) assemble() ([]unix.SockFilter, error) {
 	return a.prog, nil
 }
 
-// seccompProgram builds the classic BPF filter: a foreign architecture (a
+// Program builds the classic BPF filter: a foreign architecture (a
 // 32-bit ABI on a 64-bit kernel, x32) gets EPERM for everything, each
 // denied syscall EPERM, clone3 ENOSYS (so libc falls back to clone, whose
 // flags a filter can see), clone with any namespace flag EPERM, and a
 // socket of a family not allowed EAFNOSUPPORT.
-func seccompProgram() ([]unix.SockFilter, error) {
+func Program() ([]unix.SockFilter, error) {
 	const (
 		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -137,10 +143,10 @@ func seccompProgram() ([]unix.SockFilter, error) {
 	return a.assemble()
 }
 
-// installSeccomp loads the filter on the calling thread (no_new_privs must
+// Install loads the filter on the calling thread (no_new_privs must
 // be set); the harness inherits it over execve.
-func installSeccomp() error {
-	prog, err := seccompProgram()
+func Install() error {
+	prog, err := Program()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package seccomp
 
 import (
 	"encoding/binary"
@@ -47,13 +47,13 @@ func runFilter(t *testing.T, prog []unix.SockFilter, arch, nr uint32, arg0 uint6
 	return 0
 }
 
-// TestSeccompProgramDecisions runs the filter on every denied syscall and
+// TestProgramDecisions runs the filter on every denied syscall and
 // on the ones that must stay allowed: the decisions the kernel tests
 // (TestSeccompClosesKernelDoors and the others) cannot all reach on one
 // host, such as syslog where dmesg_restrict already refuses it, or a
 // foreign architecture's calls.
-func TestSeccompProgramDecisions(t *testing.T) {
-	prog, err := seccompProgram()
+func TestProgramDecisions(t *testing.T) {
+	prog, err := Program()
 	if err != nil {
 		t.Fatal(err)
 	}

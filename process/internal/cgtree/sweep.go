@@ -1,4 +1,4 @@
-package process
+package cgtree
 
 import (
 	"errors"
@@ -130,7 +130,7 @@ func daemonDirProcs(dir string) int {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if e.IsDir() {
-			n += len((&cgroupLeaf{path: filepath.Join(dir, e.Name()), fd: -1}).procsBelow())
+			n += len((&Leaf{Path: filepath.Join(dir, e.Name()), FD: -1}).ProcsBelow())
 		}
 	}
 	return n
