@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/internal/linux/landlock"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
@@ -94,5 +95,45 @@ func TestHostUnixSocketsAreHidden(t *testing.T) {
 	cfg.Binds = append(cfg.Binds, sandbox.Bind{Src: dir, Dst: "/run/harnessd-test-bind"})
 	if r, _ := attempt(t, cfg, "statfs", "/run/harnessd-test-bind"); !r.OK {
 		t.Fatalf("a bind under the hidden /run: %+v", r)
+	}
+}
+
+// TestHostAbstractSocketsAreScoped listens on an abstract Unix socket on
+// the host: a sandbox on the host's network (which shares the network
+// namespace's abstract sockets) cannot connect to it where the kernel has
+// Landlock scoping, while the host connects (the positive control) and the
+// harness still reaches an abstract socket of its own.
+func TestHostAbstractSocketsAreScoped(t *testing.T) {
+	need(t)
+	if landlock.ABI() < 6 {
+		testbin.Missing(t, "Landlock scoping (ABI 6, Linux 6.12): this kernel's ABI is %d", landlock.ABI())
+	}
+	name := "harnessd-sandbox-test-" + strconv.Itoa(os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("unix", "@"+name)
+	if err != nil {
+		t.Fatalf("control: the host cannot connect to its own abstract socket: %v", err)
+	}
+	c.Close()
+	cfg := baseConfig(t)
+	cfg.HostNetwork = true
+	if r, _ := attempt(t, cfg, "unixconnect", "@"+name); r.OK || r.Errno != "EPERM" {
+		t.Errorf("a sandbox on the host's network connected to the host's abstract socket: %+v, want EPERM", r)
+	}
+	if r, _ := attempt(t, cfg, "abstractself", name+"-own"); !r.OK {
+		t.Errorf("the harness's own abstract socket: %+v", r)
 	}
 }
