@@ -42,6 +42,57 @@ func errnoOf(err error) string {
 	return ""
 }
 
+// deniedCall makes the system call name with harmless arguments: each
+// succeeds for an unprivileged process on a host that allows it (the
+// positive control without the filter) and touches only this process.
+func deniedCall(name string) error {
+	closeFd := func(fd int, err error) error {
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}
+	switch name {
+	case "add_key":
+		_, err := unix.AddKey("user", "harnessd-sandbox-test", []byte("x"), unix.KEY_SPEC_PROCESS_KEYRING)
+		return err
+	case "keyctl":
+		_, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_PROCESS_KEYRING, true)
+		return err
+	case "userfaultfd":
+		// UFFD_USER_MODE_ONLY (1): what an unprivileged process may ask for.
+		fd, _, e := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|1, 0, 0)
+		return closeFd(int(fd), errOf(e))
+	case "perf_event_open":
+		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK,
+			Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
+		attr.Size = uint32(unsafe.Sizeof(attr))
+		return closeFd(unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC))
+	case "name_to_handle_at":
+		_, _, err := unix.NameToHandleAt(unix.AT_FDCWD, "/", 0)
+		return err
+	case "open_tree":
+		// Without OPEN_TREE_CLONE: an O_PATH handle on the directory.
+		return closeFd(unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLOEXEC))
+	case "pidfd_getfd":
+		pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+		if err != nil {
+			return fmt.Errorf("pidfd_open: %w", err)
+		}
+		defer unix.Close(pidfd)
+		return closeFd(unix.PidfdGetfd(pidfd, 1, 0))
+	case "process_vm_readv":
+		src, dst := []byte("harnessd"), make([]byte, 8)
+		local := []unix.Iovec{{Base: &dst[0], Len: 8}}
+		remote := []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 8}}
+		_, err := unix.ProcessVMReadv(os.Getpid(), local, remote, 0)
+		return err
+	case "fanotify_init":
+		return closeFd(unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, unix.O_RDONLY))
+	}
+	return fmt.Errorf("unknown call %q", name)
+}
+
 // errOf turns a raw syscall's errno into an error (nil for 0).
 func errOf(e syscall.Errno) error {
 	if e == 0 {
@@ -172,6 +223,10 @@ func runAgent(args []string) int {
 		if e == 0 {
 			unix.Close(int(fd))
 		}
+	case "sys":
+		// One denied system call with arguments an unprivileged process
+		// may use where nothing filters it.
+		r = outcome(deniedCall(arg(1)))
 	case "socket":
 		// socket(family, SOCK_STREAM, 0) for a family number.
 		fam, _ := strconv.Atoi(arg(1))

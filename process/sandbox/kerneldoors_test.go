@@ -38,6 +38,30 @@ func TestSeccompClosesKernelDoors(t *testing.T) {
 			t.Errorf("%s under seccomp: %+v, want %s", c.name, r, c.errno)
 		}
 	}
+	// The other denied calls an unprivileged process can make where
+	// nothing filters them: each is tried without the filter (the control)
+	// and with it. A call this host refuses anyway (a sysctl, a missing
+	// feature) is logged: the filter's answer for it is
+	// TestProgramDecisions' (internal/linux/seccomp).
+	controlled := 0
+	for _, name := range []string{"add_key", "keyctl", "userfaultfd", "perf_event_open", "name_to_handle_at", "open_tree", "pidfd_getfd", "process_vm_readv", "fanotify_init"} {
+		control, _ := attempt(t, baseConfig(t), "sys", name)
+		cfg := baseConfig(t)
+		cfg.Seccomp = true
+		r, _ := attempt(t, cfg, "sys", name)
+		if r.OK || r.Errno != "EPERM" {
+			t.Errorf("%s under seccomp: %+v, want EPERM", name, r)
+		}
+		if !control.OK {
+			t.Logf("%s: this host refuses it without the filter too (%s %s)", name, control.Errno, control.Error)
+			continue
+		}
+		controlled++
+	}
+	t.Logf("%d denied calls succeed without the filter and fail with it", controlled)
+	if controlled < 5 {
+		t.Errorf("only %d of the denied calls succeed without the filter here: the controls do not show the filter at work", controlled)
+	}
 	// The families agents use stay open under the filter.
 	cfg := baseConfig(t)
 	cfg.Seccomp = true
