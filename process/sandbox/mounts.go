@@ -83,7 +83,7 @@ func buildRoot(ms mountSet) (string, error) {
 	if err := os.WriteFile(empty, nil, 0o444); err != nil {
 		return StageMounts, err
 	}
-	kept := keptTargets()
+	kept := keptTargets(ms.Keep)
 	var hidden []string
 	seen := map[string]bool{}
 	for _, h := range append(append([]string(nil), hostSocketDirs...), ms.Hide...) {
@@ -141,12 +141,12 @@ func buildRoot(ms mountSet) (string, error) {
 	return "", nil
 }
 
-// keptTargets resolves each keptThrough file to its target inside the new
-// root, before anything is hidden (a target that is missing or not a
-// regular file is left out).
-func keptTargets() []string {
+// keptTargets resolves each file of keep (keptThrough) to its target
+// inside the new root, before anything is hidden (a target that is missing
+// or not a regular file is left out).
+func keptTargets(keep []string) []string {
 	var out []string
-	for _, k := range keptThrough {
+	for _, k := range keep {
 		dst, err := resolveIn(newRoot, k)
 		if err != nil {
 			continue
