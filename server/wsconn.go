@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/harnessd/harnessd/server/internal/bounds"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -53,8 +54,9 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, surface string) 
 	// between the two are drained and answered with an error frame.
 	c.SetReadLimit(max*4 + 1<<20)
 	ctx, cancel := context.WithCancel(context.Background())
+	received, sent := s.metrics.Bytes(surface)
 	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel,
-		received: s.metrics.received.WithLabelValues(surface), sent: s.metrics.sent.WithLabelValues(surface)}
+		received: received, sent: sent}
 	go wc.readLoop()
 	if s.opts.PingInterval > 0 {
 		go wc.pingLoop(s.opts.PingInterval)
@@ -87,8 +89,8 @@ func (wc *wsConn) readLoop() {
 // readFrame reads one message, holding at most max bytes of it: the rest of
 // a larger one is discarded unread into memory and the frame refused.
 func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
-	buf, err := readCapped(r, 0, wc.max)
-	var big *errTooLarge
+	buf, err := bounds.ReadCapped(r, 0, wc.max)
+	var big *bounds.TooLargeError
 	switch {
 	case errors.As(err, &big):
 		n, err := io.Copy(io.Discard, r)

@@ -1,4 +1,4 @@
-package server
+package bounds
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 // observation is trimmed to fit a frame.
 const fitMargin = 1024
 
-// encodeObservation returns the wire form of obs between prefix and
+// EncodeObservation returns the wire form of obs between prefix and
 // suffix, at most limit bytes in all. An observation that would be larger
 // loses its last events (never the turn's end or the daemon's own events),
 // then the end of its response, and says so in metadata.truncated
 // (reason frame_limit). It fails only when even that does not fit.
-func encodeObservation(obs *wire.Observation, prefix, suffix []byte, limit int64) ([]byte, error) {
+func EncodeObservation(obs *wire.Observation, prefix, suffix []byte, limit int64) ([]byte, error) {
 	b, err := appendObservation(obs, prefix, suffix)
 	if err != nil || int64(len(b)) <= limit {
 		return b, err

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"net/http"
@@ -32,17 +32,25 @@ const (
 	maxToolLabels = 256
 )
 
-// Surfaces, the values of the surface label of the byte counters.
-const (
-	surfaceWS      = "ws"
-	surfaceHarness = "harness"
-	surfaceHTTP    = "http"
-	surfaceMCP     = "mcp"
-)
+// Options say what the metrics describe.
+type Options struct {
+	// Version is the daemon's version (harnessd_build_info).
+	Version string
+	// MaxSessions is the session limit.
+	MaxSessions int
+	// Live reports the process trees the supervisor has running.
+	Live func() int
+	// Kinds are the session kinds (the surfaces that create sessions),
+	// the values of harnessd_sessions_open's kind label.
+	Kinds []string
+	// Surfaces are the values of the byte counters' surface label.
+	Surfaces []string
+}
 
-// metrics are the server's Prometheus metrics, on a registry of their own
-// (nothing is registered with the global default registry).
-type metrics struct {
+// Metrics are the server's Prometheus metrics, on a registry of their own
+// (nothing is registered with the global default registry). Sessions feed
+// them through Observe; the server counts sessions and bytes.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	sessionsOpen    *prometheus.GaugeVec
@@ -62,11 +70,10 @@ type metrics struct {
 	toolNames map[string]bool
 }
 
-// newMetrics registers every metric. live reports the process trees the
-// supervisor has running, maxSessions the session limit.
-func newMetrics(version string, maxSessions int, live func() int) *metrics {
+// New registers every metric.
+func New(o Options) *Metrics {
 	reg := prometheus.NewRegistry()
-	m := &metrics{reg: reg, toolNames: map[string]bool{}}
+	m := &Metrics{reg: reg, toolNames: map[string]bool{}}
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
 
 	// The Go runtime and process collectors are added deliberately: memory,
@@ -78,19 +85,19 @@ func newMetrics(version string, maxSessions int, live func() int) *metrics {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "harnessd_build_info", Help: "Always 1; the labels say which build of harnessd runs.",
 	}, []string{"version", "revision", "goversion"})
-	build.WithLabelValues(version, buildRevision(), runtime.Version()).Set(1)
+	build.WithLabelValues(o.Version, buildRevision(), runtime.Version()).Set(1)
 	f(build)
 
 	m.sessionsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "harnessd_sessions_open", Help: "Sessions open, by the surface that created them.",
 	}, []string{"kind"})
-	for _, k := range []string{kindWS, kindHTTP, kindHarness, kindMCP} {
+	for _, k := range o.Kinds {
 		m.sessionsOpen.WithLabelValues(k)
 	}
 	f(m.sessionsOpen)
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "harnessd_sessions_max", Help: "The session limit (--max-sessions).",
-	}, func() float64 { return float64(maxSessions) }))
+	}, func() float64 { return float64(o.MaxSessions) }))
 
 	m.episodesStarted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "harnessd_episodes_started_total", Help: "Episodes started by a reset (including those whose harness failed to start).",
@@ -135,7 +142,7 @@ func newMetrics(version string, maxSessions int, live func() int) *metrics {
 	m.sent = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harnessd_sent_bytes_total", Help: "Bytes of WebSocket frames and HTTP bodies sent, by surface (ws, harness, http, mcp).",
 	}, []string{"surface"})
-	for _, s := range []string{surfaceWS, surfaceHarness, surfaceHTTP, surfaceMCP} {
+	for _, s := range o.Surfaces {
 		m.received.WithLabelValues(s)
 		m.sent.WithLabelValues(s)
 	}
@@ -144,7 +151,7 @@ func newMetrics(version string, maxSessions int, live func() int) *metrics {
 
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "harnessd_process_trees_live", Help: "Process trees (harnesses, tool servers, rubric commands) started and not yet stopped.",
-	}, func() float64 { return float64(live()) }))
+	}, func() float64 { return float64(o.Live()) }))
 	m.draining = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "harnessd_draining", Help: "1 once the daemon is draining (SIGTERM), else 0.",
 	})
@@ -152,15 +159,29 @@ func newMetrics(version string, maxSessions int, live func() int) *metrics {
 	return m
 }
 
-// handler serves the registry in the Prometheus text format.
-func (m *metrics) handler() http.Handler {
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// observe counts a session's lifecycle events: episodes started (with the
+// SessionOpened counts a session of kind opened; SessionClosed its end.
+func (m *Metrics) SessionOpened(kind string) { m.sessionsOpen.WithLabelValues(kind).Inc() }
+
+// SessionClosed counts the end of a session of kind.
+func (m *Metrics) SessionClosed(kind string) { m.sessionsOpen.WithLabelValues(kind).Dec() }
+
+// Bytes returns the counters of bytes received and sent on surface.
+func (m *Metrics) Bytes(surface string) (received, sent prometheus.Counter) {
+	return m.received.WithLabelValues(surface), m.sent.WithLabelValues(surface)
+}
+
+// Draining marks the daemon draining.
+func (m *Metrics) Draining() { m.draining.Set(1) }
+
+// Observe counts a session's lifecycle events: episodes started (with the
 // reset's duration) and ended (by error type), turns (their duration, tool
 // calls and model calls).
-func (m *metrics) observe(ev session.Event) {
+func (m *Metrics) Observe(ev session.Event) {
 	switch e := ev.(type) {
 	case session.EpisodeOpened:
 		m.episodesStarted.Inc()
@@ -176,7 +197,7 @@ func (m *metrics) observe(ev session.Event) {
 
 // observeTools counts the bridge's tool calls among an observation's turn
 // events.
-func (m *metrics) observeTools(obs *wire.Observation) {
+func (m *Metrics) observeTools(obs *wire.Observation) {
 	for _, e := range obs.Metadata.TurnEvents {
 		r, ok := e.Data.(*wire.ToolResult)
 		if !ok || e.Origin != wire.OriginBridge {
@@ -195,7 +216,7 @@ func (m *metrics) observeTools(obs *wire.Observation) {
 }
 
 // toolLabel bounds the tool label to maxToolLabels names.
-func (m *metrics) toolLabel(name string) string {
+func (m *Metrics) toolLabel(name string) string {
 	m.toolMu.Lock()
 	defer m.toolMu.Unlock()
 	if m.toolNames[name] {
@@ -209,7 +230,7 @@ func (m *metrics) toolLabel(name string) string {
 }
 
 // endEpisode counts an ended episode under its error type.
-func (m *metrics) endEpisode(t wire.FailureType) {
+func (m *Metrics) endEpisode(t wire.FailureType) {
 	label := errorTypeNone
 	for _, known := range failureTypes {
 		if t == known {

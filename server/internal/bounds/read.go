@@ -1,4 +1,4 @@
-package server
+package bounds
 
 import (
 	"errors"
@@ -7,27 +7,27 @@ import (
 	"net/http"
 )
 
-// Chunk sizes of readCapped: small frames take one small allocation, large
+// Chunk sizes of ReadCapped: small frames take one small allocation, large
 // ones grow in steps that are never copied into doubling buffers.
 const (
 	firstChunk = 4 << 10
 	maxChunk   = 1 << 20
 )
 
-// errTooLarge reports input over the limit; nothing past the limit was kept.
-type errTooLarge struct{ limit int64 }
+// TooLargeError reports input over the limit; nothing past the limit was kept.
+type TooLargeError struct{ limit int64 }
 
-func (e *errTooLarge) Error() string {
+func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("input exceeds the maximum of %d bytes", e.limit)
 }
 
-// readCapped reads r to its end and returns what it read, holding at most
-// limit bytes at any time: one byte more is an *errTooLarge, with the rest
+// ReadCapped reads r to its end and returns what it read, holding at most
+// limit bytes at any time: one byte more is an *TooLargeError, with the rest
 // of r left unread. hint, when positive, is the expected size (a
 // Content-Length), read into one exact allocation.
-func readCapped(r io.Reader, hint, limit int64) ([]byte, error) {
+func ReadCapped(r io.Reader, hint, limit int64) ([]byte, error) {
 	if hint > limit {
-		return nil, &errTooLarge{limit}
+		return nil, &TooLargeError{limit}
 	}
 	if hint > 0 {
 		buf := make([]byte, hint, hint+1)
@@ -55,7 +55,7 @@ func readCapped(r io.Reader, hint, limit int64) ([]byte, error) {
 			chunks = append(chunks, c[:n])
 		}
 		if total > limit {
-			return nil, &errTooLarge{limit}
+			return nil, &TooLargeError{limit}
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			break
@@ -75,11 +75,11 @@ func readCapped(r io.Reader, hint, limit int64) ([]byte, error) {
 	return out, nil
 }
 
-// readErr maps http.MaxBytesReader's error onto errTooLarge.
+// readErr maps http.MaxBytesReader's error onto TooLargeError.
 func readErr(err error, limit int64) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return &errTooLarge{limit}
+		return &TooLargeError{limit}
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package server
+package bounds
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ func decodeFrame(t *testing.T, b []byte) wire.Observation {
 
 func TestEncodeObservationWithinLimitIsUntouched(t *testing.T) {
 	obs := floodObservation(10, "fine")
-	b, err := encodeObservation(obs, []byte(`{"type":"observation","data":`), []byte("}"), 1<<20)
+	b, err := EncodeObservation(obs, []byte(`{"type":"observation","data":`), []byte("}"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestEncodeObservationWithinLimitIsUntouched(t *testing.T) {
 func TestEncodeObservationDropsLastEventsToFit(t *testing.T) {
 	obs := floodObservation(5000, "the answer")
 	const limit = 200_000
-	b, err := encodeObservation(obs, []byte(`{"type":"observation","data":`), []byte("}"), limit)
+	b, err := EncodeObservation(obs, []byte(`{"type":"observation","data":`), []byte("}"), limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestEncodeObservationCutsAHugeResponse(t *testing.T) {
 	resp := strings.Repeat("é", 100_000) // 200 KB, two bytes a rune
 	obs := floodObservation(10, resp)
 	const limit = 100_000
-	b, err := encodeObservation(obs, nil, nil, limit)
+	b, err := EncodeObservation(obs, nil, nil, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestEncodeObservationCutsAHugeResponse(t *testing.T) {
 }
 
 func TestEncodeObservationImpossibleLimit(t *testing.T) {
-	if _, err := encodeObservation(floodObservation(3, "x"), nil, nil, 50); err == nil {
+	if _, err := EncodeObservation(floodObservation(3, "x"), nil, nil, 50); err == nil {
 		t.Fatal("an observation cannot fit in 50 bytes, yet no error")
 	}
 }

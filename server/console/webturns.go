@@ -1,11 +1,10 @@
-package server
+package console
 
 import (
 	"sync"
 
 	"sort"
 
-	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -125,31 +124,11 @@ func (l *webLog) records(traj []wire.Event) []wire.Record {
 }
 
 // resetRecord describes a reset for the console, as a record file does.
-func (s *Server) resetRecord(m *managed, obs *wire.Observation) wire.Record {
-	h := s.cfg.Harness
+func (c *Console) resetRecord(m Session, obs *wire.Observation) wire.Record {
+	h := c.o.Config.Harness
 	return wire.Record{
-		Kind: wire.RecordReset, Time: wire.Now(), EpisodeID: obs.Metadata.EpisodeID, SessionID: m.id,
-		Config: s.cfg.Name, Agent: h.Agent, Adapter: h.Adapter, Isolation: s.isolation(),
+		Kind: wire.RecordReset, Time: wire.Now(), EpisodeID: obs.Metadata.EpisodeID, SessionID: m.ID,
+		Config: c.o.Config.Name, Agent: h.Agent, Adapter: h.Adapter, Isolation: c.o.Isolation,
 		Tools: obs.Metadata.InjectedTools,
 	}
-}
-
-// isolation names how harness trees are contained and killed: "sandbox",
-// or process isolation's kill mechanisms.
-func (s *Server) isolation() string {
-	if s.isolationLevel() == config.IsolationSandbox {
-		return config.IsolationSandbox
-	}
-	return s.opts.Supervisor.Mechanisms().KillMode()
-}
-
-// isolationLevel is the level sessions run harnesses at.
-func (s *Server) isolationLevel() string {
-	switch {
-	case s.opts.Isolation != "":
-		return s.opts.Isolation
-	case s.cfg.Isolation != "":
-		return s.cfg.Isolation
-	}
-	return config.IsolationProcess
 }

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"context"
@@ -40,34 +40,24 @@ const (
 const webCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self' ws: wss:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-func (s *Server) webRoutes(mux *http.ServeMux) {
-	g := s.guard
-	mux.Handle("GET /web", g(http.HandlerFunc(s.handleWebPage)))
-	mux.Handle("GET /web/{$}", g(http.HandlerFunc(s.handleWebPage)))
-	mux.Handle("GET /web/assets/{name}", s.peerOnly(http.HandlerFunc(s.handleWebAsset)))
-	mux.Handle("GET /web/api/sessions", g(http.HandlerFunc(s.handleWebSessions)))
-	mux.Handle("GET /web/api/sessions/{id}/episode", g(http.HandlerFunc(s.handleWebEpisode)))
-	mux.Handle("POST /web/api/sessions/{id}/cancel", g(http.HandlerFunc(s.handleWebCancel)))
-	mux.Handle("GET /web/api/records", g(http.HandlerFunc(s.handleWebRecords)))
-	mux.Handle("GET /web/api/records/{name}", g(http.HandlerFunc(s.handleWebRecord)))
-	mux.Handle("GET /web/api/events", g(http.HandlerFunc(s.handleWebEvents)))
+// Routes adds the console's page, assets, API and live feed to mux.
+func (c *Console) Routes(mux *http.ServeMux) {
+	g := c.o.Guard
+	mux.Handle("GET /web", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/{$}", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/assets/{name}", c.o.PeerOnly(http.HandlerFunc(c.handleWebAsset)))
+	mux.Handle("GET /web/api/sessions", g(http.HandlerFunc(c.handleWebSessions)))
+	mux.Handle("GET /web/api/sessions/{id}/episode", g(http.HandlerFunc(c.handleWebEpisode)))
+	mux.Handle("POST /web/api/sessions/{id}/cancel", g(http.HandlerFunc(c.handleWebCancel)))
+	mux.Handle("GET /web/api/records", g(http.HandlerFunc(c.handleWebRecords)))
+	mux.Handle("GET /web/api/records/{name}", g(http.HandlerFunc(c.handleWebRecord)))
+	mux.Handle("GET /web/api/events", g(http.HandlerFunc(c.handleWebEvents)))
 }
 
-// peerOnly refuses harness processes (refusedPeer), as guard does, without
-// asking for the token.
-func (s *Server) peerOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.refusedPeer(w, r) {
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) handleWebPage(w http.ResponseWriter, r *http.Request) {
+func (c *Console) handleWebPage(w http.ResponseWriter, r *http.Request) {
 	b, err := webFiles.ReadFile("web/index.html")
 	if err != nil {
-		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": "console page missing: " + err.Error()})
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"detail": "console page missing: " + err.Error()})
 		return
 	}
 	h := w.Header()
@@ -79,7 +69,7 @@ func (s *Server) handleWebPage(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-func (s *Server) handleWebAsset(w http.ResponseWriter, r *http.Request) {
+func (c *Console) handleWebAsset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 	ct := ""
@@ -90,7 +80,7 @@ func (s *Server) handleWebAsset(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := webFiles.ReadFile("web/" + name)
 	if ct == "" || strings.ContainsAny(name, "/\\") || err != nil {
-		writeJSONStatus(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
+		writeJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
 		return
 	}
 	w.Header().Set("Content-Type", ct)
@@ -100,71 +90,71 @@ func (s *Server) handleWebAsset(w http.ResponseWriter, r *http.Request) {
 }
 
 // webSessions lists every session for the console.
-func (s *Server) webSessions() []*webSession {
-	list := s.reg.list()
-	out := make([]*webSession, 0, len(list))
+func (c *Console) webSessions() []*SessionSummary {
+	list := c.o.Sessions()
+	out := make([]*SessionSummary, 0, len(list))
 	for _, m := range list {
-		out = append(out, s.webSummary(m))
+		out = append(out, c.webSummary(m))
 	}
 	return out
 }
 
-func (s *Server) handleWebSessions(w http.ResponseWriter, r *http.Request) {
-	writeJSONStatus(w, http.StatusOK, map[string]any{"sessions": s.webSessions(), "isolation": s.isolation()})
+func (c *Console) handleWebSessions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": c.webSessions(), "isolation": c.o.Isolation})
 }
 
-func (s *Server) webSession(w http.ResponseWriter, r *http.Request) *managed {
+func (c *Console) webSession(w http.ResponseWriter, r *http.Request) (Session, bool) {
 	id := r.PathValue("id")
-	m := s.reg.get(id)
-	if m == nil {
-		writeJSONStatus(w, http.StatusNotFound, map[string]any{"detail": fmt.Sprintf("no session %q", id)})
+	m, ok := c.o.Lookup(id)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"detail": fmt.Sprintf("no session %q", id)})
 	}
-	return m
+	return m, ok
 }
 
-func (s *Server) handleWebEpisode(w http.ResponseWriter, r *http.Request) {
-	m := s.webSession(w, r)
-	if m == nil {
+func (c *Console) handleWebEpisode(w http.ResponseWriter, r *http.Request) {
+	m, ok := c.webSession(w, r)
+	if !ok {
 		return
 	}
-	writeJSONStatus(w, http.StatusOK, map[string]any{
-		"session": s.webSummary(m), "records": m.web.records(m.sess.Trajectory()),
+	writeJSON(w, http.StatusOK, map[string]any{
+		"session": c.webSummary(m), "records": c.log(m.ID).records(m.Session.Trajectory()),
 	})
 }
 
-func (s *Server) handleWebCancel(w http.ResponseWriter, r *http.Request) {
-	m := s.webSession(w, r)
-	if m == nil {
+func (c *Console) handleWebCancel(w http.ResponseWriter, r *http.Request) {
+	m, ok := c.webSession(w, r)
+	if !ok {
 		return
 	}
-	if !m.sess.Busy() {
-		writeJSONStatus(w, http.StatusConflict, map[string]any{"detail": "no turn is running on this session"})
+	if !m.Session.Busy() {
+		writeJSON(w, http.StatusConflict, map[string]any{"detail": "no turn is running on this session"})
 		return
 	}
-	if err := m.sess.Interrupt(r.Context()); err != nil {
-		writeJSONStatus(w, http.StatusConflict, map[string]any{"detail": "cancel: " + err.Error()})
+	if err := m.Session.Interrupt(r.Context()); err != nil {
+		writeJSON(w, http.StatusConflict, map[string]any{"detail": "cancel: " + err.Error()})
 		return
 	}
-	writeJSONStatus(w, http.StatusOK, map[string]any{"cancelled": true})
+	writeJSON(w, http.StatusOK, map[string]any{"cancelled": true})
 }
 
-// webRecordFile is one record file as the console lists it.
-type webRecordFile struct {
+// RecordFile is one record file as the console lists it.
+type RecordFile struct {
 	Name     string  `json:"name"`
 	Size     int64   `json:"size"`
 	Modified float64 `json:"modified"`
 }
 
-func (s *Server) handleWebRecords(w http.ResponseWriter, r *http.Request) {
-	dir := s.cfg.RecordDir
-	out := []webRecordFile{}
+func (c *Console) handleWebRecords(w http.ResponseWriter, r *http.Request) {
+	dir := c.o.Config.RecordDir
+	out := []RecordFile{}
 	if dir == "" {
-		writeJSONStatus(w, http.StatusOK, map[string]any{"record_dir": "", "files": out})
+		writeJSON(w, http.StatusOK, map[string]any{"record_dir": "", "files": out})
 		return
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": fmt.Sprintf("reading record_dir: %v", err)})
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"detail": fmt.Sprintf("reading record_dir: %v", err)})
 		return
 	}
 	for _, e := range entries {
@@ -175,11 +165,11 @@ func (s *Server) handleWebRecords(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			continue // removed since the listing
 		}
-		out = append(out, webRecordFile{Name: e.Name(), Size: info.Size(), Modified: float64(info.ModTime().UnixNano()) / 1e9})
+		out = append(out, RecordFile{Name: e.Name(), Size: info.Size(), Modified: float64(info.ModTime().UnixNano()) / 1e9})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Modified > out[j].Modified })
 	out = out[:min(len(out), maxRecordFiles)]
-	writeJSONStatus(w, http.StatusOK, map[string]any{"record_dir": dir, "files": out})
+	writeJSON(w, http.StatusOK, map[string]any{"record_dir": dir, "files": out})
 }
 
 // validRecordName accepts the plain file names the recorder writes.
@@ -187,26 +177,26 @@ func validRecordName(name string) bool {
 	return strings.HasSuffix(name, ".jsonl") && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\\\x00")
 }
 
-func (s *Server) handleWebRecord(w http.ResponseWriter, r *http.Request) {
+func (c *Console) handleWebRecord(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if s.cfg.RecordDir == "" {
-		writeJSONStatus(w, http.StatusNotFound, map[string]any{"detail": "no record_dir is configured"})
+	if c.o.Config.RecordDir == "" {
+		writeJSON(w, http.StatusNotFound, map[string]any{"detail": "no record_dir is configured"})
 		return
 	}
 	if !validRecordName(name) {
-		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"detail": fmt.Sprintf("invalid record file name %q: a .jsonl file of record_dir", name)})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": fmt.Sprintf("invalid record file name %q: a .jsonl file of record_dir", name)})
 		return
 	}
-	recs, err := readRecordFile(s.cfg.RecordDir, name)
+	recs, err := readRecordFile(c.o.Config.RecordDir, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		writeJSONStatus(w, http.StatusNotFound, map[string]any{"detail": fmt.Sprintf("no record file %q", name)})
+		writeJSON(w, http.StatusNotFound, map[string]any{"detail": fmt.Sprintf("no record file %q", name)})
 		return
 	case err != nil:
-		writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"detail": err.Error(), "name": name, "records": recs})
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": err.Error(), "name": name, "records": recs})
 		return
 	}
-	writeJSONStatus(w, http.StatusOK, map[string]any{"name": name, "records": recs})
+	writeJSON(w, http.StatusOK, map[string]any{"name": name, "records": recs})
 }
 
 // readRecordFile reads record_dir's file name (opened through an os.Root,
@@ -240,22 +230,22 @@ func readRecordFile(dir, name string) ([]wire.Record, error) {
 // change as it happens, as server-sent events. A viewer that falls
 // viewerBuffer messages behind loses messages and gets a "dropped" message;
 // the sessions never wait for it.
-func (s *Server) handleWebEvents(w http.ResponseWriter, r *http.Request) {
+func (c *Console) handleWebEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	v, unsubscribe := s.feed.subscribe()
+	v, unsubscribe := c.feed.subscribe()
 	defer unsubscribe()
 	send := func(b []byte) error {
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		rc.SetWriteDeadline(time.Now().Add(c.o.WriteTimeout))
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return err
 		}
 		return rc.Flush()
 	}
-	first, _ := json.Marshal(webMsg{Type: "sessions", Sessions: s.webSessions()})
+	first, _ := json.Marshal(Message{Type: "sessions", Sessions: c.webSessions()})
 	if send(first) != nil {
 		return
 	}
@@ -267,10 +257,10 @@ func (s *Server) handleWebEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.quit:
+		case <-c.o.Quit:
 			return
 		case <-beat.C:
-			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			rc.SetWriteDeadline(time.Now().Add(c.o.WriteTimeout))
 			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}
@@ -279,7 +269,7 @@ func (s *Server) handleWebEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if n := v.dropped.Swap(0); n > 0 {
-				note, _ := json.Marshal(webMsg{Type: "dropped", Dropped: n})
+				note, _ := json.Marshal(Message{Type: "dropped", Dropped: n})
 				if send(note) != nil {
 					return
 				}

@@ -1,4 +1,4 @@
-package server
+package bounds
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 func TestReadCapped(t *testing.T) {
 	for _, n := range []int{0, 1, firstChunk - 1, firstChunk, 3*maxChunk + 17} {
 		src := bytes.Repeat([]byte("ab"), n/2+1)[:n]
-		got, err := readCapped(bytes.NewReader(src), 0, int64(n))
+		got, err := ReadCapped(bytes.NewReader(src), 0, int64(n))
 		if err != nil || !bytes.Equal(got, src) {
 			t.Errorf("%d bytes at a limit of %d: got %d bytes, %v", n, n, len(got), err)
 		}
 		if n > 0 {
-			if got, err := readCapped(bytes.NewReader(src), int64(n), int64(n)); err != nil || !bytes.Equal(got, src) {
+			if got, err := ReadCapped(bytes.NewReader(src), int64(n), int64(n)); err != nil || !bytes.Equal(got, src) {
 				t.Errorf("%d bytes with a size hint: got %d bytes, %v", n, len(got), err)
 			}
 		}
@@ -25,19 +25,19 @@ func TestReadCapped(t *testing.T) {
 
 func TestReadCappedRefusesWithoutReadingPastTheLimit(t *testing.T) {
 	r := strings.NewReader(strings.Repeat("x", 10<<20))
-	_, err := readCapped(r, 0, 1<<20)
-	var big *errTooLarge
+	_, err := ReadCapped(r, 0, 1<<20)
+	var big *TooLargeError
 	if !errors.As(err, &big) {
-		t.Fatalf("err %v, want errTooLarge", err)
+		t.Fatalf("err %v, want TooLargeError", err)
 	}
 	rest, _ := io.Copy(io.Discard, r)
 	if read := int64(10<<20) - rest; read != 1<<20+1 {
 		t.Errorf("read %d bytes before refusing, want the limit plus one", read)
 	}
-	if _, err := readCapped(strings.NewReader("abc"), 100, 10); !errors.As(err, &big) {
-		t.Errorf("a size hint over the limit: err %v, want errTooLarge before reading", err)
+	if _, err := ReadCapped(strings.NewReader("abc"), 100, 10); !errors.As(err, &big) {
+		t.Errorf("a size hint over the limit: err %v, want TooLargeError before reading", err)
 	}
-	if _, err := readCapped(strings.NewReader("abcdef"), 3, 10); err == nil {
+	if _, err := ReadCapped(strings.NewReader("abcdef"), 3, 10); err == nil {
 		t.Errorf("a body longer than its hint was accepted")
 	}
 }
