@@ -29,7 +29,10 @@ func TestExposuresBindBackWhatTheSandboxCovers(t *testing.T) {
 	os.MkdirAll(homeBin, 0o755)
 	t.Setenv("HOME", home)
 	s := &Env{Config: &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{prog, script}, Env: map[string]string{"PATH": homeBin + ":" + home + ":/usr/bin"}}}}}
-	binds, _ := s.exposures()
+	binds, _, err := s.exposures()
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := map[string]bool{}
 	for _, b := range binds {
 		if b.Writable {
