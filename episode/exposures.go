@@ -254,7 +254,15 @@ func (s *Env) computeExposures() ([]sandbox.Bind, []string, error) {
 		return nil, nil, fmt.Errorf("sandbox.read_only: %w", errors.Join(errs...))
 	}
 	s.exposeHide = hide // hiddenWhy reads it
-	return outermostBinds(binds), hide, nil
+	binds = outermostBinds(binds)
+	if s.Logger != nil {
+		srcs := make([]string, len(binds))
+		for i, b := range binds {
+			srcs[i] = b.Src
+		}
+		s.Logger.Debug("the sandbox binds back what the harness needs", "binds", srcs, "covered", hide)
+	}
+	return binds, hide, nil
 }
 
 // expand binds the entries of a directory the harness's uid may not
