@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,6 +51,11 @@ func noResolution(t *testing.T) {
 	t.Cleanup(func() { episode.ResolveCommand = true })
 }
 
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // startFails resets s and wants startup_failed; it returns the message
 // and stderr tail.
 func startFails(t *testing.T, s *session.Session) string {
@@ -71,9 +77,13 @@ func startFails(t *testing.T, s *session.Session) string {
 // start.
 func TestVersionManagersRunInTheSandbox(t *testing.T) {
 	th := testbin.Path(t, "testharness")
+	// The machine's own pyenv (python3 on PATH a shim of it), whose
+	// libexec the second pyenv case copies.
 	realPyenv := ""
-	if p, err := os.Stat("/root/.pyenv/libexec/pyenv"); err == nil && !p.IsDir() {
-		realPyenv = "/root/.pyenv"
+	if p, err := exec.LookPath("python3"); err == nil && filepath.Base(filepath.Dir(p)) == "shims" {
+		if root := filepath.Dir(filepath.Dir(p)); fileExists(filepath.Join(root, "libexec", "pyenv")) {
+			realPyenv = root
+		}
 	}
 	cases := []struct {
 		name string
@@ -110,7 +120,7 @@ func TestVersionManagersRunInTheSandbox(t *testing.T) {
 				t.Fatal(err)
 			}
 			if l == nil {
-				testbin.Missing(t, "no real pyenv at /root/.pyenv to copy libexec from")
+				testbin.Missing(t, "python3 on PATH is not a pyenv shim: no real pyenv to copy libexec from")
 			}
 			env := map[string]string{}
 			for k, v := range c.env {
