@@ -146,7 +146,10 @@ func (s *Env) computeExposures() ([]sandbox.Bind, []string, error) {
 	}
 	var want []exposure
 	if len(h.Command) > 0 {
-		res := execpath.Resolve(execpath.Request{Command: h.Command, Env: env})
+		// Version files (.python-version, .tool-versions, .nvmrc) are
+		// searched from where the harness starts: its workspace, seeded
+		// from workspace.template.
+		res := execpath.Resolve(execpath.Request{Command: h.Command, Env: env, Dir: s.Config.Workspace.Template})
 		prog := h.Command[0]
 		if res.Program != "" {
 			prog = res.Program

@@ -220,3 +220,37 @@ func TestSymlinkChainsAndBounds(t *testing.T) {
 		t.Errorf("missing program: %+v", r)
 	}
 }
+
+// TestRbenvAndNodenvShareThePyenvShape: rbenv's and nodenv's shims are
+// pyenv's (ROOT/shims/X execs ROOT/libexec/NAME exec X); each resolves
+// to its selected version, .ruby-version / .node-version first.
+func TestRbenvAndNodenvShareThePyenvShape(t *testing.T) {
+	for _, m := range []struct{ name, rootEnv, file, prog string }{{"rbenv", "RBENV_ROOT", ".ruby-version", "ruby"}, {"nodenv", "NODENV_ROOT", ".node-version", "node"}} {
+		home := privateHome(t)
+		root := filepath.Join(home, "."+m.name)
+		shim := "#!/usr/bin/env bash\nset -e\n[ -n \"$" + strings.ToUpper(m.name) + "_DEBUG\" ] && set -x\n\nprogram=\"${0##*/}\"\n\nexport " + m.rootEnv + "=\"" + root + "\"\nexec \"" + root + "/libexec/" + m.name + "\" exec \"$program\" \"$@\"\n"
+		files := map[string]string{
+			"shims/" + m.prog:              shim,
+			"libexec/" + m.name:            "#!/usr/bin/env bash\n",
+			"version":                      "1.0.0\n",
+			"versions/1.0.0/bin/" + m.prog: "#!/bin/sh\n",
+			"versions/2.0.0/bin/" + m.prog: "#!/bin/sh\n",
+		}
+		for f, text := range files {
+			p := filepath.Join(root, f)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(text), 0o755)
+		}
+		env := []string{"PATH=" + filepath.Join(root, "shims") + ":/usr/bin:/bin", "HOME=" + home}
+		got := paths(execpath.Resolve(execpath.Request{Command: []string{m.prog}, Env: env}))
+		if !fixture.Covered(filepath.Join(root, "versions", "1.0.0"), got) || fixture.Covered(filepath.Join(root, "versions", "2.0.0"), got) || !fixture.Covered(filepath.Join(root, "libexec", m.name), got) {
+			t.Errorf("%s global version: %v", m.name, got)
+		}
+		work := t.TempDir()
+		os.WriteFile(filepath.Join(work, m.file), []byte("2.0.0\n"), 0o644)
+		got = paths(execpath.Resolve(execpath.Request{Command: []string{m.prog}, Env: env, Dir: work}))
+		if !fixture.Covered(filepath.Join(root, "versions", "2.0.0"), got) {
+			t.Errorf("%s %s: %v", m.name, m.file, got)
+		}
+	}
+}
