@@ -149,7 +149,11 @@ func (s *Env) computeExposures() ([]sandbox.Bind, []string, error) {
 		// Version files (.python-version, .tool-versions, .nvmrc) are
 		// searched from where the harness starts: its workspace, seeded
 		// from workspace.template.
-		res := execpath.Resolve(execpath.Request{Command: h.Command, Env: env, Dir: s.Config.Workspace.Template})
+		dir := s.Config.Workspace.Template
+		if dir != "" {
+			dir, _ = filepath.Abs(dir)
+		}
+		res := execpath.Resolve(execpath.Request{Command: h.Command, Env: env, Dir: dir})
 		prog := h.Command[0]
 		if res.Program != "" {
 			prog = res.Program
