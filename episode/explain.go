@@ -19,6 +19,26 @@ const maxExplained = 3
 // `program "/x/y" not found`.
 var pathInText = regexp.MustCompile(`(?:^|[\s"'(=\x60])(~?/[^\s"'():;,\x60]+)`)
 
+// envNotFound matches what env(1) and the shells say of a program their
+// PATH lacks: "env: 'python3': No such file or directory", "exec:
+// agent: not found" (dash), "agent: command not found" (bash).
+var envNotFound = regexp.MustCompile(`(?:env: [‘'"]?([^‘’'":/\s]+)[’'"]?: No such file or directory|(?:exec|\d+): ([^:/\s]+): not found|([^:/\s]+): command not found)`)
+
+// lookHarnessPath finds name in the harness's PATH on the host.
+func (s *Env) lookHarnessPath(name string) string {
+	for _, kv := range s.harnessEnviron() {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(v) {
+				p := filepath.Join(d, name)
+				if fi, err := os.Stat(p); err == nil && !fi.IsDir() && filepath.IsAbs(d) {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // ExplainSandboxed adds to a start-up failure of a sandboxed harness what
 // the sandbox keeps from it: each path its message or stderr tail names
 // that is hidden or unreadable inside, why, and the knobs that change it
@@ -53,6 +73,22 @@ func (ep *Episode) ExplainSandboxed(f *harness.Failure) {
 			if n := s.whyUnseen(ep.dirs.Root, interp, "the interpreter of "+p+", "); n != "" {
 				notes = append(notes, n)
 			}
+		}
+	}
+	// "/usr/bin/env: 'python3': No such file or directory": a name the
+	// sandbox's PATH does not find, which the host's does.
+	for _, m := range envNotFound.FindAllStringSubmatch(f.StderrTail, -1) {
+		if len(notes) >= maxExplained {
+			break
+		}
+		name := m[1] + m[2] + m[3]
+		p := s.lookHarnessPath(name)
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if n := s.whyUnseen(ep.dirs.Root, p, name+" (found on the host's PATH as "+p+"): "); n != "" {
+			notes = append(notes, n)
 		}
 	}
 	if len(notes) == 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/harness/adapter/oneshot"
@@ -274,5 +275,55 @@ func TestSandboxReadOnlyExposesAndRefuses(t *testing.T) {
 	defer ts.Close(context.Background())
 	if _, err := ts.Reset(context.Background(), session.ResetOptions{}); err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), tok) {
 		t.Errorf("sandbox.read_only holding the token file: %v", err)
+	}
+}
+
+// TestEnvNotFoundNamesTheHiddenProgram: a harness that is a wrapper
+// script running agentpy (what the resolution does not read), agentpy on
+// the host's PATH only through a PATH entry that is the daemon's HOME
+// (never bound back: it would show all of HOME), fails with the shell's
+// "agentpy: not found" (env's "No such file or directory" with the
+// resolution off for "#!/usr/bin/env agentpy"); the message names
+// where agentpy is on the host, why it is hidden and the
+// sandbox.read_only entry that exposes it — and with that entry the
+// harness starts and answers.
+func TestEnvNotFoundNamesTheHiddenProgram(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	home := privateHome(t)
+	interp := filepath.Join(home, "agentpy")
+	if err := os.WriteFile(interp, []byte("#!/bin/sh\nexec "+th+" agent\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "h")
+	os.Mkdir(dir, 0o755)
+	prog := filepath.Join(dir, "harness")
+	os.WriteFile(prog, []byte("#!/bin/sh\nexec agentpy \"$@\"\n"), 0o755)
+	envProg := filepath.Join(dir, "harness-env")
+	os.WriteFile(envProg, []byte("#!/usr/bin/env agentpy\n"), 0o755)
+	edit := func(prog string, ro ...string) func(*config.Config) {
+		return func(c *config.Config) {
+			c.Harness.Command = []string{prog}
+			c.Harness.Env = map[string]string{"PATH": home + ":/usr/bin:/bin"}
+			c.Sandbox.ReadOnly = ro
+		}
+	}
+	check := func(msg string) {
+		t.Helper()
+		for _, want := range []string{"agentpy (found on the host's PATH as " + interp + ")", interp + " is hidden", "the daemon's HOME", "sandbox.read_only: [" + interp + "]", "--isolation process"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the failure does not say %q:\n%s", want, msg)
+			}
+		}
+	}
+	check(startFails(t, sandboxed(t, edit(prog))))
+	// The resolution finds env's agentpy itself; without it, env fails.
+	reset(t, sandboxed(t, edit(envProg)))
+	noResolution(t)
+	check(startFails(t, sandboxed(t, edit(envProg))))
+	episode.ResolveCommand = true
+	s := sandboxed(t, edit(prog, "~/agentpy"))
+	reset(t, s)
+	if got := responseText(t, s, "pwd"); !strings.HasPrefix(got, "/") {
+		t.Fatalf("with sandbox.read_only: pwd %q", got)
 	}
 }
