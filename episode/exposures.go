@@ -220,15 +220,30 @@ func (s *Env) computeExposures() ([]sandbox.Bind, []string, error) {
 			continue
 		}
 		seen[p] = true
-		if why := s.refusal(p); why != "" {
-			// A PATH entry that is the daemon's HOME, the directory of
-			// its token file: never bound, the bind would show what the
-			// hiding covers. A harness program there is not found in the
-			// sandbox, which fails the reset with that reason.
+		split := false
+		// A bind follows a link at its source: what the link names must
+		// pass too.
+		why := s.refusal(p)
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p && why == "" {
+			if r := s.refusal(real); r != "" {
+				why = "it is a link to " + real + ": " + r
+			}
+		}
+		if why != "" {
+			// A PATH entry that is the daemon's HOME: never bound, the
+			// bind would show what the hiding covers. A harness program
+			// there is not found in the sandbox, which fails the reset
+			// with that reason. A directory that only holds a hidden file
+			// (the harness beside the configuration file that names it)
+			// is bound entry by entry, without it.
 			if w.asked {
 				errs = append(errs, fmt.Errorf("sandbox.read_only %s is refused: %s", p, why))
+				continue
 			}
-			continue
+			if _, sp := s.entryPolicy(p); !sp || !fi.IsDir() {
+				continue
+			}
+			split = true
 		}
 		under := false
 		for _, c := range covered {
@@ -245,14 +260,14 @@ func (s *Env) computeExposures() ([]sandbox.Bind, []string, error) {
 		}
 		private := fi.IsDir() && fi.Mode().Perm()&0o001 == 0
 		if !under && !private && !w.asked {
-			continue // visible inside as on the host
+			continue // visible inside as on the host (what it holds hidden is covered)
 		}
-		if private {
+		if private || split {
 			if !hideSet[p] && !under {
 				hideSet[p] = true
 				hide = append(hide, p)
 			}
-			binds = append(binds, expand(p, 0, s.refusal)...)
+			binds = append(binds, expand(p, 0, s.entryPolicy)...)
 			continue
 		}
 		binds = append(binds, sandbox.Bind{Src: p})
@@ -272,13 +287,36 @@ func (s *Env) computeExposures() ([]sandbox.Bind, []string, error) {
 	return binds, hide, nil
 }
 
-// expand binds the entries of a directory the harness's uid may not
-// traverse one by one: inside the sandbox the directory is a fresh mount
-// point (mode 0755 in the cover's tmpfs) and each entry keeps its own
-// mode, so a 0700 directory's 0755 program runs without any change on the
-// host. Entries that are private directories are expanded in turn; the
-// walk is bounded, and what refuse names is left out.
-func expand(dir string, depth int, refuse func(string) string) []sandbox.Bind {
+// entryPolicy says how a directory entry is bound by expand: skip it (it
+// is or lies inside a hidden path, or holds the daemon's HOME or TMPDIR),
+// split it (it holds a hidden path, which the split leaves out), or bind
+// it whole (neither).
+func (s *Env) entryPolicy(p string) (skip, split bool) {
+	for _, c := range coveredPaths() {
+		if within(filepath.Clean(c), p) {
+			return true, false
+		}
+	}
+	for _, h := range s.secretPaths() {
+		h = filepath.Clean(h)
+		if within(p, h) {
+			return true, false
+		}
+		if within(h, p) {
+			split = true
+		}
+	}
+	return false, split
+}
+
+// expand binds the entries of a directory one by one: one the harness's
+// uid may not traverse, or one that holds a hidden path. Inside the
+// sandbox the directory is a fresh mount point (mode 0755 in the cover's
+// tmpfs) and each entry keeps its own mode, so a 0700 directory's 0755
+// program runs without any change on the host, and a hidden entry is
+// simply absent. Entries that are private directories or hold a hidden
+// path are expanded in turn; the walk is bounded.
+func expand(dir string, depth int, policy func(string) (skip, split bool)) []sandbox.Bind {
 	ents, err := os.ReadDir(dir)
 	if err != nil || depth > maxExpandDepth {
 		return nil
@@ -289,15 +327,21 @@ func expand(dir string, depth int, refuse func(string) string) []sandbox.Bind {
 			break
 		}
 		p := filepath.Join(dir, e.Name())
-		if refuse(p) != "" {
+		skip, split := policy(p)
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			if rs, rsplit := policy(real); rs || rsplit {
+				skip = true // a link to what is, or holds, what the sandbox hides
+			}
+		}
+		if skip {
 			continue
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			continue
 		}
-		if fi.IsDir() && fi.Mode().Perm()&0o001 == 0 {
-			out = append(out, expand(p, depth+1, refuse)...)
+		if fi.IsDir() && (split || fi.Mode().Perm()&0o001 == 0) {
+			out = append(out, expand(p, depth+1, policy)...)
 			continue
 		}
 		if fi.Mode().IsRegular() || fi.IsDir() {

@@ -327,3 +327,57 @@ func TestEnvNotFoundNamesTheHiddenProgram(t *testing.T) {
 		t.Fatalf("with sandbox.read_only: pwd %q", got)
 	}
 }
+
+// TestHarnessBesideItsHiddenConfiguration: the README's layout — the
+// harness program next to the configuration file that names it, in a
+// project under the daemon's HOME — starts in sandbox isolation: the
+// project directory is bound entry by entry without the configuration
+// file (and without links to the token file or its directory), so the
+// harness's siblings are visible and the daemon's files are not; a PATH
+// entry that links to the token's directory is not bound either.
+func TestHarnessBesideItsHiddenConfiguration(t *testing.T) {
+	if r := sandboxProbe(); !r.OK {
+		testbin.Missing(t, "sandbox: %s", r.Detail)
+	}
+	th := testbin.Path(t, "testharness")
+	home := privateHome(t)
+	proj := filepath.Join(home, "proj")
+	os.MkdirAll(proj, 0o755)
+	prog := filepath.Join(proj, "agent")
+	if err := copyExe(th, prog); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(proj, "env.yaml")
+	os.WriteFile(conf, []byte("harness: {command: [./agent, agent]}\n"), 0o644)
+	notes := filepath.Join(proj, "notes.txt")
+	os.WriteFile(notes, []byte("visible"), 0o644)
+	tokDir := t.TempDir()
+	tok := filepath.Join(tokDir, "token")
+	os.WriteFile(tok, []byte("s3cret"), 0o644)
+	os.Symlink(tok, filepath.Join(proj, "tok"))
+	os.Symlink(tokDir, filepath.Join(proj, "tokdir"))
+	// A PATH entry that links to the token's directory.
+	os.Symlink(tokDir, filepath.Join(home, "bin"))
+	cfg := testConfig(t)
+	cfg.Isolation = config.IsolationSandbox
+	cfg.Harness.Command = []string{prog, "agent"}
+	cfg.Harness.Env = map[string]string{"PATH": filepath.Join(home, "bin") + ":/usr/bin:/bin"}
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.NewSession(session.Options{Config: cfg, Adapters: adapters(t), Supervisor: supervisor(t), Hide: []string{conf, tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	reset(t, s)
+	if got := responseText(t, s, "attack read-file "+notes); !strings.Contains(got, `"ok":true`) {
+		t.Fatalf("the harness's sibling is not visible: %s", got)
+	}
+	for _, hidden := range []string{conf, filepath.Join(proj, "tok"), filepath.Join(proj, "tokdir", "token"), filepath.Join(home, "bin", "token"), tok} {
+		got := responseText(t, s, "attack read-file "+hidden)
+		if !strings.Contains(got, `"ok":false`) && !strings.Contains(got, `"count":0`) {
+			t.Errorf("%s is readable in the sandbox: %s", hidden, got)
+		}
+	}
+}
