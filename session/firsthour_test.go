@@ -381,3 +381,23 @@ func TestHarnessBesideItsHiddenConfiguration(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateProgramFileSaysWhy: a program file that is itself 0700 (not
+// a directory above it) cannot run as the harness's uid without changing
+// the host; the failure says so and what to do.
+func TestPrivateProgramFileSaysWhy(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := filepath.Join(t.TempDir(), "bin")
+	os.Mkdir(dir, 0o755)
+	prog := filepath.Join(dir, "agent")
+	if err := copyExe(th, prog); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(prog, 0o700)
+	msg := startFails(t, sandboxed(t, func(c *config.Config) { c.Harness.Command = []string{prog, "agent"} }))
+	for _, want := range []string{prog + " is visible but not readable by the harness's uid (mode 0700 on the host)", "--isolation process"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, msg)
+		}
+	}
+}
