@@ -102,7 +102,7 @@ func (c *Config) normalizeSandbox() []error {
 		}
 		p = filepath.Clean(p)
 		c.Sandbox.ReadOnly[i] = p
-		if reason := c.ExposureRefused(p, home); reason != "" {
+		if reason := c.exposureRefused(p, home); reason != "" {
 			errs = append(errs, fmt.Errorf("sandbox.read_only[%d] %q: %s; name a directory inside it instead", i, p, reason))
 		}
 	}
@@ -112,11 +112,11 @@ func (c *Config) normalizeSandbox() []error {
 	return errs
 }
 
-// ExposureRefused says why the host path p may never be bound into a
+// exposureRefused says why the host path p may never be bound into a
 // sandbox ("" when it may): it is /, the daemon's HOME (home) itself or an
 // ancestor of it, or it is, is inside or holds the record directory or the
 // workspace root.
-func (c *Config) ExposureRefused(p, home string) string {
+func (c *Config) exposureRefused(p, home string) string {
 	p = filepath.Clean(p)
 	holds := func(dir, q string) bool {
 		return dir == q || dir == "/" || strings.HasPrefix(q, dir+"/")
