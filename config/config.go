@@ -69,6 +69,9 @@ type Config struct {
 	Limits LimitsConfig `yaml:"limits" json:"limits,omitempty"`
 	// Network is a sandboxed harness's egress policy.
 	Network NetworkConfig `yaml:"network" json:"network,omitempty"`
+	// Sandbox is what a sandboxed harness sees of the host beyond what
+	// the daemon resolves itself.
+	Sandbox SandboxConfig `yaml:"sandbox" json:"sandbox,omitzero"`
 	// Warm is how many next episodes each session keeps fully prepared
 	// (sandbox, workspace, tools, bridge, gateway, harness started and
 	// ready), so that a reset hands one over; 0 (default) prepares none.
@@ -314,6 +317,7 @@ func (c *Config) Normalize() error {
 	}
 	errs = append(errs, c.validateModel()...)
 	errs = append(errs, c.validateIsolation()...)
+	errs = append(errs, c.normalizeSandbox()...)
 	if c.Warm < 0 || c.Warm > MaxWarm {
 		errs = append(errs, fmt.Errorf("warm must be 0 to %d, not %d", MaxWarm, c.Warm))
 	}

@@ -119,6 +119,11 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 	if f.StderrTail == "" {
 		f.StderrTail = tail
 	}
+	if n <= 1 || f.Exit != nil && (f.Exit.Code == 126 || f.Exit.Code == 127) {
+		// A one-shot harness starts with its first turn; 126 and 127
+		// are a shell's "cannot execute" and "not found".
+		ep.ExplainSandboxed(f)
+	}
 	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
 	events := s.events.endTurn()
 	s.finish(tctx, r, f.Type)
