@@ -1,4 +1,17 @@
-package agent
+// Package streamjson is the fake agent's Claude Code front end ("--protocol
+// stream-json"): Claude Code's stream-json protocol (`claude -p
+// --input-format stream-json --output-format stream-json --verbose`, which
+// Qwen Code also speaks) over stdin and stdout, with the flags those agents
+// take (Flags) and directives of its own (API errors, agent limits,
+// permission requests), driven by testharness/agent's directive executor.
+// It is what harness/adapter/streamjson is tested against.
+//
+// It owns Claude's side of the conversation only: the control protocol,
+// the lines of a turn, --mcp-config and the mcp__server__tool naming; the
+// directives of the common grammar are the executor's. Like the rest of the
+// fake agent it must not import harnessd's own packages: it plays a foreign
+// program.
+package streamjson
 
 import (
 	"bufio"
@@ -9,20 +22,26 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/harnessd/harnessd/testharness/agent"
+	"github.com/harnessd/harnessd/testharness/agent/frontend"
 )
 
-func init() { Protocols["stream-json"] = RunStreamJSON }
+// Options are the stream-json front end's settings: the common start-up
+// behaviours and Claude's flags.
+type Options struct {
+	frontend.Options
+	Flags Flags
+}
 
 // streamAgent is one run of the stream-json front end: a Claude Code
 // compatible agent (`claude -p --input-format stream-json --output-format
 // stream-json --verbose`) driven by the directive Executor.
 type streamAgent struct {
-	flags   *StreamJSONFlags
-	out     *lineWriter
+	flags   *Flags
+	out     *frontend.LineWriter
 	stderr  io.Writer
 	session string
 	model   string
@@ -65,19 +84,12 @@ type streamInbound struct {
 	Response  json.RawMessage `json:"response"`
 }
 
-// RunStreamJSON runs the agent over Claude Code's stream-json protocol until
+// Run runs the agent over Claude Code's stream-json protocol until
 // stdin ends and returns the process exit code. See testharness/README.md.
-func RunStreamJSON(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
-	flags := &opts.StreamJSON
-	if opts.IgnoreTerm {
-		signal.Ignore(syscall.SIGTERM)
-	}
-	if opts.StartupStderr != "" {
-		fmt.Fprintln(stderr, opts.StartupStderr)
-	}
-	if opts.CrashOnStart != 0 {
-		fmt.Fprintf(stderr, "fatal: crash on start (code %d)\n", opts.CrashOnStart)
-		return opts.CrashOnStart
+func Run(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+	flags := &opts.Flags
+	if code, exit := frontend.Start(opts.Options, stderr); exit {
+		return code
 	}
 	if err := flags.check(); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -88,9 +100,9 @@ func RunStreamJSON(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr 
 		fmt.Fprintln(stderr, "Error: Invalid MCP configuration:", err)
 		return 1
 	}
-	out := &lineWriter{w: bufio.NewWriterSize(stdout, 64<<10), closer: stdout}
+	out := frontend.NewLineWriter(stdout)
 	if opts.NoisyStart {
-		out.line([]byte("testharness agent starting (not JSON)"))
+		out.Line([]byte("testharness agent starting (not JSON)"))
 	}
 	time.Sleep(opts.SlowStart)
 	if opts.NeverReady {
@@ -118,7 +130,7 @@ func RunStreamJSON(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr 
 	if a.mode == "" {
 		a.mode = "default"
 	}
-	exe := &Executor{Self: selfPath(), Directives: a.directives()}
+	exe := &agent.Executor{Directives: a.directives()}
 	if len(servers) > 0 {
 		a.tools = newStreamTools(servers, opts.MCPProtocol, a)
 		defer a.tools.close()
@@ -142,21 +154,21 @@ func RunStreamJSON(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr 
 		if a.turn.apiStatus != 0 {
 			// Claude Code ends the turn with an error result and exits 1.
 			a.apiErrorResult()
-			out.close()
+			out.Close()
 			return 1
 		}
 		if res.CloseOut {
-			out.close()
+			out.Close()
 		}
 		if !res.NoComplete {
 			a.result(text, res)
 		}
 		if res.ExitAfter != nil {
-			out.close()
+			out.Close()
 			return *res.ExitAfter
 		}
 	}
-	out.close()
+	out.Close()
 	return 0
 }
 
@@ -273,7 +285,7 @@ func (a *streamAgent) controlResponse(id string, resp map[string]any, errMsg str
 	} else {
 		r["response"] = resp
 	}
-	a.out.json(map[string]any{"type": "control_response", "response": r})
+	a.out.JSON(map[string]any{"type": "control_response", "response": r})
 }
 
 // request sends a control request to the host and waits for its response.
@@ -284,7 +296,7 @@ func (a *streamAgent) request(ctx context.Context, req map[string]any) (controlR
 	ch := make(chan controlReply, 1)
 	a.waiting[id] = ch
 	a.mu.Unlock()
-	a.out.json(map[string]any{"type": "control_request", "request_id": id, "request": req})
+	a.out.JSON(map[string]any{"type": "control_request", "request_id": id, "request": req})
 	select {
 	case r := <-ch:
 		return r, nil
@@ -309,7 +321,7 @@ func (a *streamAgent) systemInit(ctx context.Context) {
 		}
 	}
 	wd, _ := os.Getwd()
-	a.out.json(map[string]any{
+	a.out.JSON(map[string]any{
 		"type": "system", "subtype": "init", "cwd": wd, "session_id": a.session, "tools": tools,
 		"mcp_servers": servers, "model": a.model, "permissionMode": a.mode, "apiKeySource": "none",
 		"claude_code_version": "testharness", "output_style": "default", "uuid": newUUID(),
@@ -323,7 +335,7 @@ func usage(in, out int) map[string]any {
 }
 
 // result writes the result line that ends a turn.
-func (a *streamAgent) result(msg string, res Outcome) {
+func (a *streamAgent) result(msg string, res agent.Outcome) {
 	t := a.turn
 	ms := time.Since(t.start).Milliseconds()
 	r := map[string]any{
@@ -337,7 +349,7 @@ func (a *streamAgent) result(msg string, res Outcome) {
 	}
 	switch {
 	case res.Cancelled:
-		a.out.json(map[string]any{"type": "user", "message": map[string]any{"role": "user",
+		a.out.JSON(map[string]any{"type": "user", "message": map[string]any{"role": "user",
 			"content": []any{map[string]any{"type": "text", "text": "[Request interrupted by user]"}}},
 			"parent_tool_use_id": nil, "session_id": a.session, "uuid": newUUID()})
 		r["subtype"], r["is_error"] = "error_during_execution", true
@@ -350,7 +362,7 @@ func (a *streamAgent) result(msg string, res Outcome) {
 		r["stop_reason"] = "end_turn"
 		r["terminal_reason"] = "completed"
 	}
-	a.out.json(r)
+	a.out.JSON(r)
 }
 
 // apiErrorResult ends a turn the way Claude Code reports an LLM API error:
@@ -358,7 +370,7 @@ func (a *streamAgent) result(msg string, res Outcome) {
 func (a *streamAgent) apiErrorResult() {
 	t := a.turn
 	ms := time.Since(t.start).Milliseconds()
-	a.out.json(map[string]any{
+	a.out.JSON(map[string]any{
 		"type": "result", "subtype": "success", "is_error": true, "api_error_status": t.apiStatus,
 		"duration_ms": ms, "duration_api_ms": ms, "num_turns": 1 + t.toolCalls,
 		"result": fmt.Sprintf("API Error: %d %s", t.apiStatus, t.apiText), "stop_reason": "stop_sequence",

@@ -1,7 +1,18 @@
-package agent
+// Package oneshot is the fake agent's one-turn-per-process front end
+// ("--protocol oneshot"), for harness/adapter/oneshot: like "codex exec",
+// "gemini -p" or "opencode run", the message is the positional arguments,
+// the conversation is saved per session id in a directory, --resume ID
+// continues it, and the output is printed in one of several formats (see
+// formats). SIGINT interrupts the turn: it ends as cancelled and the
+// process exits 130. The turn runs through testharness/agent's directive
+// executor.
+//
+// It owns the sessions on disk and the output formats only; the directives
+// are the executor's. Like the rest of the fake agent it must not import
+// harnessd's own packages: it plays a foreign program.
+package oneshot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -16,22 +27,28 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
+
+	"github.com/harnessd/harnessd/testharness/agent"
+	"github.com/harnessd/harnessd/testharness/agent/frontend"
 )
 
-// The oneshot front end ("--protocol oneshot") runs one turn per process,
-// like "codex exec", "gemini -p" or "opencode run": the message is the
-// positional arguments, the conversation is saved per session id in a
-// directory, --resume ID continues it, and the output is printed in one of
-// several formats (see oneShotFormats). SIGINT interrupts the turn: it ends
-// as cancelled and the process exits 130.
-
-func init() {
-	Protocols["oneshot"] = RunOneShot
+// Options are the oneshot front end's settings: the common start-up
+// behaviours and its own.
+type Options struct {
+	frontend.Options
+	// Args are the positional arguments after the flags: the message.
+	Args []string
+	// SessionDir is where conversation histories are kept, one file per
+	// session id (empty: $HOME/.testharness/sessions).
+	SessionDir string
+	// Resume is the session id to continue (empty: a new session).
+	Resume string
+	// Format is the output format (empty: jsonl).
+	Format string
 }
 
-// oneShotFormats are the output formats of the oneshot front end.
-var oneShotFormats = map[string]func(w *lineWriter, stderr io.Writer) oneShotSink{
+// formats are the output formats of the oneshot front end.
+var formats = map[string]func(w *frontend.LineWriter, stderr io.Writer) oneShotSink{
 	"jsonl":    newJSONLShot,
 	"text":     newTextShot,
 	"codex":    newCodexShot,
@@ -41,9 +58,9 @@ var oneShotFormats = map[string]func(w *lineWriter, stderr io.Writer) oneShotSin
 
 // oneShotSink is a Sink that also frames the turn.
 type oneShotSink interface {
-	Sink
+	agent.Sink
 	begin(sessionID, msg string)
-	end(out Outcome, msg string)
+	end(out agent.Outcome, msg string)
 }
 
 // session is a saved conversation.
@@ -112,24 +129,17 @@ func argvJSON(args []string) string {
 	return "argv: " + strings.TrimSuffix(buf.String(), "\n")
 }
 
-// RunOneShot runs one turn with the positional arguments as the message and
+// Run runs one turn with the positional arguments as the message and
 // returns the process exit code.
-func RunOneShot(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
-	if opts.IgnoreTerm {
-		signal.Ignore(syscall.SIGTERM)
-	}
-	if opts.StartupStderr != "" {
-		fmt.Fprintln(stderr, opts.StartupStderr)
-	}
-	if opts.CrashOnStart != 0 {
-		fmt.Fprintf(stderr, "fatal: crash on start (code %d)\n", opts.CrashOnStart)
-		return opts.CrashOnStart
+func Run(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+	if code, exit := frontend.Start(opts.Options, stderr); exit {
+		return code
 	}
 	format := opts.Format
 	if format == "" {
 		format = "jsonl"
 	}
-	mk, ok := oneShotFormats[format]
+	mk, ok := formats[format]
 	if !ok {
 		fmt.Fprintf(stderr, "testharness oneshot: unknown format %q\n", format)
 		return 2
@@ -158,24 +168,22 @@ func RunOneShot(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	exe := &Executor{Self: selfPath(), Directives: map[string]DirectiveFunc{
-		"argv": SayFunc(func(string) string { return argvJSON(opts.Args) }),
+	exe := &agent.Executor{Directives: map[string]agent.DirectiveFunc{
+		"argv": agent.SayFunc(func(string) string { return argvJSON(opts.Args) }),
 	}}
-	exe.history = append(exe.history, sess.History...)
-	exe.turns = len(sess.History)
-	if url := os.Getenv("HARNESSD_MCP_URL"); url != "" {
-		tools := &MCPTools{URL: url, Token: os.Getenv("HARNESSD_MCP_TOKEN"), ProtocolVersion: opts.MCPProtocol}
+	exe.Resume(sess.History)
+	if tools := frontend.EnvTools(opts.Options); tools != nil {
 		defer tools.Close()
 		exe.Tools = tools
 	}
-	out := &lineWriter{w: bufio.NewWriterSize(stdout, 64<<10), closer: stdout}
-	defer out.close()
+	out := frontend.NewLineWriter(stdout)
+	defer out.Close()
 	sink := mk(out, stderr)
 
 	msg := strings.Join(opts.Args, " ")
 	sink.begin(sess.ID, msg)
 	res := exe.RunTurn(ctx, msg, sink)
-	sess.History = exe.history
+	sess.History = exe.History()
 	if err := sess.save(dir); err != nil {
 		fmt.Fprintln(stderr, "testharness oneshot: save session:", err)
 		return 1

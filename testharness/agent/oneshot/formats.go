@@ -1,10 +1,14 @@
-package agent
+package oneshot
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/harnessd/harnessd/testharness/agent"
+	"github.com/harnessd/harnessd/testharness/agent/frontend"
+	"github.com/harnessd/harnessd/testharness/agent/jsonl"
 )
 
 // The output formats of the oneshot front end. jsonl and text are
@@ -13,57 +17,60 @@ import (
 // closely enough to exercise the exec adapter's mappings of those formats.
 
 // jsonlShot: a session line, line-protocol events, turn_complete.
-type jsonlShot struct{ jsonlSink }
+type jsonlShot struct {
+	jsonl.Sink
+	out *frontend.LineWriter
+}
 
-func newJSONLShot(w *lineWriter, stderr io.Writer) oneShotSink {
-	return &jsonlShot{jsonlSink{out: w, stderr: stderr}}
+func newJSONLShot(w *frontend.LineWriter, stderr io.Writer) oneShotSink {
+	return &jsonlShot{Sink: jsonl.NewSink(w, stderr), out: w}
 }
 
 func (s *jsonlShot) begin(id, _ string) {
-	s.out.json(map[string]any{"type": "session", "session_id": id})
+	s.out.JSON(map[string]any{"type": "session", "session_id": id})
 }
 
-func (s *jsonlShot) end(out Outcome, _ string) {
+func (s *jsonlShot) end(out agent.Outcome, _ string) {
 	data := map[string]any{"response": out.Response, "done": out.Done}
 	if out.Cancelled {
 		data["cancelled"] = true
 	}
-	s.out.json(event("turn_complete", data))
+	s.out.JSON(jsonl.Event("turn_complete", data))
 }
 
 // textShot: plain text on stdout, the session id on stderr.
 type textShot struct {
-	out    *lineWriter
+	out    *frontend.LineWriter
 	stderr io.Writer
 }
 
-func newTextShot(w *lineWriter, stderr io.Writer) oneShotSink {
+func newTextShot(w *frontend.LineWriter, stderr io.Writer) oneShotSink {
 	return &textShot{out: w, stderr: stderr}
 }
 
-func (s *textShot) begin(id, _ string)     { fmt.Fprintf(s.stderr, "session id: %s\n", id) }
-func (s *textShot) end(Outcome, string)    {}
-func (s *textShot) Text(t string)          { s.out.line([]byte(t)) }
-func (s *textShot) Thought(t string)       { s.out.line([]byte("(thinking) " + t)) }
-func (s *textShot) Raw(line string)        { s.out.line([]byte(line)) }
-func (s *textShot) Stderr(t string)        { io.WriteString(s.stderr, t) }
-func (s *textShot) Error(m string, _ bool) { fmt.Fprintf(s.stderr, "error: %s\n", m) }
+func (s *textShot) begin(id, _ string)        { fmt.Fprintf(s.stderr, "session id: %s\n", id) }
+func (s *textShot) end(agent.Outcome, string) {}
+func (s *textShot) Text(t string)             { s.out.Line([]byte(t)) }
+func (s *textShot) Thought(t string)          { s.out.Line([]byte("(thinking) " + t)) }
+func (s *textShot) Raw(line string)           { s.out.Line([]byte(line)) }
+func (s *textShot) Stderr(t string)           { io.WriteString(s.stderr, t) }
+func (s *textShot) Error(m string, _ bool)    { fmt.Fprintf(s.stderr, "error: %s\n", m) }
 func (s *textShot) ToolCall(_, name string, args json.RawMessage) {
-	s.out.line([]byte("[tool " + name + " " + string(args) + "]"))
+	s.out.Line([]byte("[tool " + name + " " + string(args) + "]"))
 }
 func (s *textShot) ToolResult(_, name, result string, isError bool) {
-	s.out.line([]byte("[" + name + " -> " + result + "]"))
+	s.out.Line([]byte("[" + name + " -> " + result + "]"))
 }
 
 // codexShot imitates codex exec --json.
 type codexShot struct {
-	out    *lineWriter
+	out    *frontend.LineWriter
 	stderr io.Writer
 	items  int
 	calls  map[string]map[string]any // call id -> the started item
 }
 
-func newCodexShot(w *lineWriter, stderr io.Writer) oneShotSink {
+func newCodexShot(w *frontend.LineWriter, stderr io.Writer) oneShotSink {
 	return &codexShot{out: w, stderr: stderr, calls: map[string]map[string]any{}}
 }
 
@@ -75,22 +82,22 @@ func (s *codexShot) item(typ string, fields map[string]any) map[string]any {
 }
 
 func (s *codexShot) begin(id, _ string) {
-	s.out.json(map[string]any{"type": "thread.started", "thread_id": id})
-	s.out.json(map[string]any{"type": "turn.started"})
+	s.out.JSON(map[string]any{"type": "thread.started", "thread_id": id})
+	s.out.JSON(map[string]any{"type": "turn.started"})
 }
 
-func (s *codexShot) end(out Outcome, msg string) {
+func (s *codexShot) end(out agent.Outcome, msg string) {
 	if out.Cancelled {
-		s.out.json(map[string]any{"type": "turn.failed", "error": map[string]any{"message": "turn interrupted"}})
+		s.out.JSON(map[string]any{"type": "turn.failed", "error": map[string]any{"message": "turn interrupted"}})
 		return
 	}
-	s.out.json(map[string]any{"type": "turn.completed", "usage": map[string]any{
+	s.out.JSON(map[string]any{"type": "turn.completed", "usage": map[string]any{
 		"input_tokens": len(msg), "cached_input_tokens": 0, "output_tokens": len(out.Response), "reasoning_output_tokens": 0,
 	}})
 }
 
 func (s *codexShot) completed(item map[string]any) {
-	s.out.json(map[string]any{"type": "item.completed", "item": item})
+	s.out.JSON(map[string]any{"type": "item.completed", "item": item})
 }
 
 func (s *codexShot) Text(t string)    { s.completed(s.item("agent_message", map[string]any{"text": t})) }
@@ -98,14 +105,14 @@ func (s *codexShot) Thought(t string) { s.completed(s.item("reasoning", map[stri
 func (s *codexShot) Error(m string, _ bool) {
 	s.completed(s.item("error", map[string]any{"message": m}))
 }
-func (s *codexShot) Raw(line string) { s.out.line([]byte(line)) }
+func (s *codexShot) Raw(line string) { s.out.Line([]byte(line)) }
 func (s *codexShot) Stderr(t string) { io.WriteString(s.stderr, t) }
 func (s *codexShot) ToolCall(id, name string, args json.RawMessage) {
 	it := s.item("mcp_tool_call", map[string]any{
 		"server": "env", "tool": name, "arguments": args, "result": nil, "error": nil, "status": "in_progress",
 	})
 	s.calls[id] = it
-	s.out.json(map[string]any{"type": "item.started", "item": it})
+	s.out.JSON(map[string]any{"type": "item.started", "item": it})
 }
 func (s *codexShot) ToolResult(id, name, result string, isError bool) {
 	it, ok := s.calls[id]
@@ -123,21 +130,21 @@ func (s *codexShot) ToolResult(id, name, result string, isError bool) {
 
 // geminiShot imitates gemini -p --output-format stream-json.
 type geminiShot struct {
-	out     *lineWriter
+	out     *frontend.LineWriter
 	stderr  io.Writer
 	started time.Time
 	said    bool // assistant text since the last tool call
 	tools   int
 }
 
-func newGeminiShot(w *lineWriter, stderr io.Writer) oneShotSink {
+func newGeminiShot(w *frontend.LineWriter, stderr io.Writer) oneShotSink {
 	return &geminiShot{out: w, stderr: stderr, started: time.Now()}
 }
 
 func (s *geminiShot) line(typ string, fields map[string]any) {
 	fields["type"] = typ
 	fields["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
-	s.out.json(fields)
+	s.out.JSON(fields)
 }
 
 func (s *geminiShot) begin(id, msg string) {
@@ -145,7 +152,7 @@ func (s *geminiShot) begin(id, msg string) {
 	s.line("message", map[string]any{"role": "user", "content": msg})
 }
 
-func (s *geminiShot) end(out Outcome, msg string) {
+func (s *geminiShot) end(out agent.Outcome, msg string) {
 	stats := map[string]any{
 		"total_tokens": len(msg) + len(out.Response), "input_tokens": len(msg), "output_tokens": len(out.Response),
 		"cached": 0, "duration_ms": time.Since(s.started).Milliseconds(), "tool_calls": s.tools,
@@ -169,7 +176,7 @@ func (s *geminiShot) Thought(string) {}
 func (s *geminiShot) Error(m string, _ bool) {
 	s.line("error", map[string]any{"severity": "warning", "message": m})
 }
-func (s *geminiShot) Raw(line string) { s.out.line([]byte(line)) }
+func (s *geminiShot) Raw(line string) { s.out.Line([]byte(line)) }
 func (s *geminiShot) Stderr(t string) { io.WriteString(s.stderr, t) }
 func (s *geminiShot) ToolCall(id, name string, args json.RawMessage) {
 	s.said = false
@@ -187,14 +194,14 @@ func (s *geminiShot) ToolResult(id, name, result string, isError bool) {
 
 // openCodeShot imitates opencode run --format json.
 type openCodeShot struct {
-	out     *lineWriter
+	out     *frontend.LineWriter
 	stderr  io.Writer
 	session string
 	parts   int
 	args    map[string]json.RawMessage
 }
 
-func newOpenCodeShot(w *lineWriter, stderr io.Writer) oneShotSink {
+func newOpenCodeShot(w *frontend.LineWriter, stderr io.Writer) oneShotSink {
 	return &openCodeShot{out: w, stderr: stderr, args: map[string]json.RawMessage{}}
 }
 
@@ -203,7 +210,7 @@ func (s *openCodeShot) line(typ string, part map[string]any) {
 	part["sessionID"] = s.session
 	part["messageID"] = "msg_1"
 	s.parts++
-	s.out.json(map[string]any{"type": typ, "timestamp": time.Now().UnixMilli(), "sessionID": s.session, "part": part})
+	s.out.JSON(map[string]any{"type": typ, "timestamp": time.Now().UnixMilli(), "sessionID": s.session, "part": part})
 }
 
 func (s *openCodeShot) begin(id, _ string) {
@@ -216,7 +223,7 @@ func (s *openCodeShot) finish(reason string, in, out int) {
 		"tokens": map[string]any{"total": in + out, "input": in, "output": out, "reasoning": 0, "cache": map[string]any{"read": 0, "write": 0}}})
 }
 
-func (s *openCodeShot) end(out Outcome, msg string) {
+func (s *openCodeShot) end(out agent.Outcome, msg string) {
 	s.finish("stop", len(msg), len(out.Response))
 }
 
@@ -228,10 +235,10 @@ func (s *openCodeShot) Thought(t string) {
 	s.line("reasoning", map[string]any{"type": "reasoning", "text": t})
 }
 func (s *openCodeShot) Error(m string, _ bool) {
-	s.out.json(map[string]any{"type": "error", "timestamp": time.Now().UnixMilli(), "sessionID": s.session,
+	s.out.JSON(map[string]any{"type": "error", "timestamp": time.Now().UnixMilli(), "sessionID": s.session,
 		"error": map[string]any{"name": "UnknownError", "data": map[string]any{"message": m}}})
 }
-func (s *openCodeShot) Raw(line string)                             { s.out.line([]byte(line)) }
+func (s *openCodeShot) Raw(line string)                             { s.out.Line([]byte(line)) }
 func (s *openCodeShot) Stderr(t string)                             { io.WriteString(s.stderr, t) }
 func (s *openCodeShot) ToolCall(id, _ string, args json.RawMessage) { s.args[id] = args }
 

@@ -1,4 +1,15 @@
-package agent
+// Package tui is the fake agent's interactive terminal front end
+// ("--protocol tui"), for harness/adapter/pty: a small program in the style
+// of a coding agent's TUI — a coloured prompt, a spinner while a message
+// runs, coloured output, bracketed paste for multi-line messages and Ctrl-C
+// to interrupt the running message. It puts its terminal in raw mode and
+// does its own echo and line editing; each message runs through
+// testharness/agent's directive executor.
+//
+// It owns the screen and the keyboard only; the directives are the
+// executor's. Like the rest of the fake agent it must not import harnessd's
+// own packages: it plays a foreign program.
+package tui
 
 import (
 	"context"
@@ -6,29 +17,32 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/testharness/agent"
+	"github.com/harnessd/harnessd/testharness/agent/frontend"
 )
 
-// The tui front end ("--protocol tui") is a small interactive terminal
-// program in the style of a coding agent's TUI: a coloured prompt, a
-// spinner while a message runs, coloured output, bracketed paste for
-// multi-line messages and Ctrl-C to interrupt the running message. It puts
-// its terminal in raw mode and does its own echo and line editing.
-
-func init() {
-	Protocols["tui"] = RunTUI
+// Options are the tui front end's settings: the common start-up behaviours
+// and its own.
+type Options struct {
+	frontend.Options
+	// NoPromptAfter stops printing the prompt after this many turns (0:
+	// always print it).
+	NoPromptAfter int
 }
 
-// TUI screen elements. The prompt is what pty tests wait for.
+// Prompt is the prompt the screen shows when it waits for a message; pty
+// tests wait for it.
+const Prompt = "\x1b[1;32mtestharness>\x1b[0m "
+
+// Other screen elements.
 const (
-	TUIPrompt      = "\x1b[1;32mtestharness>\x1b[0m "
 	tuiContinue    = "\x1b[2m...\x1b[0m "
 	tuiClearLine   = "\r\x1b[2K"
 	tuiHideCursor  = "\x1b[?25l"
@@ -140,7 +154,7 @@ func (ed *lineEditor) prompt() {
 	ed.mu.Lock()
 	typed := crlf(strings.ReplaceAll(string(ed.buf), "\n", "\n"+tuiContinue))
 	ed.mu.Unlock()
-	ed.scr.write(TUIPrompt, typed)
+	ed.scr.write(Prompt, typed)
 }
 
 // finished records that the running turn has ended.
@@ -182,7 +196,7 @@ func (ed *lineEditor) feed(b []byte) bool {
 				continue
 			}
 			ed.buf = ed.buf[:0]
-			ed.scr.write("\x1b[31m^C\x1b[0m\r\n", TUIPrompt)
+			ed.scr.write("\x1b[31m^C\x1b[0m\r\n", Prompt)
 		case 0x04: // Ctrl-D
 			if len(ed.buf) == 0 && ed.running == nil {
 				return false
@@ -254,7 +268,7 @@ func (ed *lineEditor) submit() {
 	}
 	ed.scr.write("\r\n")
 	if strings.TrimSpace(msg) == "" {
-		ed.scr.write(TUIPrompt)
+		ed.scr.write(Prompt)
 		return
 	}
 	// The turn runs from now on: keystrokes are typeahead and Ctrl-C
@@ -299,18 +313,11 @@ func terminalSize(f any) string {
 	return fmt.Sprintf("size: %dx%d", ws.Row, ws.Col)
 }
 
-// RunTUI runs the agent as an interactive terminal program until Ctrl-D or
+// Run runs the agent as an interactive terminal program until Ctrl-D or
 // the end of its input, and returns the process exit code.
-func RunTUI(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
-	if opts.IgnoreTerm {
-		signal.Ignore(syscall.SIGTERM)
-	}
-	if opts.StartupStderr != "" {
-		fmt.Fprintln(stderr, opts.StartupStderr)
-	}
-	if opts.CrashOnStart != 0 {
-		fmt.Fprintf(stderr, "fatal: crash on start (code %d)\n", opts.CrashOnStart)
-		return opts.CrashOnStart
+func Run(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+	if code, exit := frontend.Start(opts.Options, stderr); exit {
+		return code
 	}
 	if f, ok := stdin.(*os.File); ok {
 		defer makeRaw(f)()
@@ -323,11 +330,10 @@ func RunTUI(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writ
 		select {}
 	}
 
-	exe := &Executor{Self: selfPath(), Directives: map[string]DirectiveFunc{
-		"size": SayFunc(func(string) string { return terminalSize(stdout) }),
+	exe := &agent.Executor{Directives: map[string]agent.DirectiveFunc{
+		"size": agent.SayFunc(func(string) string { return terminalSize(stdout) }),
 	}}
-	if url := os.Getenv("HARNESSD_MCP_URL"); url != "" {
-		tools := &MCPTools{URL: url, Token: os.Getenv("HARNESSD_MCP_TOKEN"), ProtocolVersion: opts.MCPProtocol}
+	if tools := frontend.EnvTools(opts.Options); tools != nil {
 		defer tools.Close()
 		exe.Tools = tools
 	}

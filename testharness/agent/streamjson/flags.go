@@ -1,4 +1,4 @@
-package agent
+package streamjson
 
 import (
 	"encoding/json"
@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// StreamJSONFlags are the Claude Code (and Qwen Code) command-line flags the
+// Flags are the Claude Code (and Qwen Code) command-line flags the
 // stream-json front end reads or accepts and ignores, so that an adapter can
 // pass the flags it would pass to the real agent.
-type StreamJSONFlags struct {
+type Flags struct {
 	Print                  bool     // -p / --print
 	Verbose                bool     // --verbose
 	InputFormat            string   // --input-format (must be stream-json)
@@ -28,8 +28,8 @@ type StreamJSONFlags struct {
 	NoInitialize           bool     // --no-initialize: never answer the initialize control request
 }
 
-// streamJSONFlagNames lists every flag RegisterStreamJSONFlags defines.
-var streamJSONFlagNames []string
+// flagNames lists every flag RegisterFlags defines.
+var flagNames []string
 
 // multiFlag collects a repeatable string flag.
 type multiFlag struct{ v *[]string }
@@ -55,11 +55,11 @@ type ignoredBool struct{ ignoredFlag }
 
 func (ignoredBool) IsBoolFlag() bool { return true }
 
-// RegisterStreamJSONFlags defines the Claude/Qwen flags on fs. The agent
+// RegisterFlags defines the Claude/Qwen flags on fs. The agent
 // command registers them for every protocol and rejects them unless the
-// protocol is stream-json (see StreamJSONFlagsGiven).
-func RegisterStreamJSONFlags(fs *flag.FlagSet, f *StreamJSONFlags) {
-	def := func(name string) { streamJSONFlagNames = append(streamJSONFlagNames, name) }
+// protocol is stream-json (see FlagsGiven).
+func RegisterFlags(fs *flag.FlagSet, f *Flags) {
+	def := func(name string) { flagNames = append(flagNames, name) }
 	for _, n := range []string{"p", "print"} {
 		fs.BoolVar(&f.Print, n, false, "Claude Code: print mode (accepted)")
 		def(n)
@@ -93,10 +93,10 @@ func RegisterStreamJSONFlags(fs *flag.FlagSet, f *StreamJSONFlags) {
 	}
 }
 
-// StreamJSONFlagsGiven returns the stream-json flags set on a parsed fs.
-func StreamJSONFlagsGiven(fs *flag.FlagSet) []string {
+// FlagsGiven returns the stream-json flags set on a parsed fs.
+func FlagsGiven(fs *flag.FlagSet) []string {
 	own := map[string]bool{}
-	for _, n := range streamJSONFlagNames {
+	for _, n := range flagNames {
 		own[n] = true
 	}
 	var given []string
@@ -109,7 +109,7 @@ func StreamJSONFlagsGiven(fs *flag.FlagSet) []string {
 }
 
 // check reports flag combinations the real Claude Code refuses.
-func (f *StreamJSONFlags) check() error {
+func (f *Flags) check() error {
 	if f.InputFormat != "stream-json" {
 		return fmt.Errorf("Error: --input-format must be stream-json for this agent (got %q)", f.InputFormat)
 	}

@@ -1,4 +1,15 @@
-package agent
+// Package acp is the fake agent's Agent Client Protocol v1 front end
+// ("--protocol acp"): JSON-RPC 2.0, one message per line over stdin and
+// stdout, driven by testharness/agent's directive executor, with directives
+// of its own (permission requests, client calls, raw session updates, RPC
+// errors). It is what harness/adapter/acp is tested against.
+//
+// It owns the ACP side of the conversation only: set-up, the session, the
+// prompt turn and the agent's own requests to the client; the directives of
+// the common grammar are the executor's. Like the rest of the fake agent it
+// must not import harnessd's own packages (internal/bearer aside, the
+// header's spelling): it plays a foreign program.
+package acp
 
 import (
 	"bufio"
@@ -8,17 +19,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/internal/bearer"
+	"github.com/harnessd/harnessd/testharness/agent"
+	"github.com/harnessd/harnessd/testharness/agent/frontend"
 )
 
-func init() { Protocols["acp"] = RunACP }
+// Options are the acp front end's settings: the common start-up behaviours
+// and its own.
+type Options struct {
+	frontend.Options
+	IgnoreEOF bool   // keep running after stdin ends
+	NoHTTP    bool   // advertise no http MCP support and refuse http servers
+	Auth      string // require authenticate with this method id before session/new
+}
 
 // acpMessage is one JSON-RPC 2.0 message of the Agent Client Protocol.
 type acpMessage struct {
@@ -55,7 +73,7 @@ var acpModes = []string{"default", "yolo"}
 // prompt, and the agent's own requests to the client awaiting answers.
 type acpAgent struct {
 	opts   Options
-	out    *lineWriter
+	out    *frontend.LineWriter
 	stderr io.Writer
 
 	mu        sync.Mutex
@@ -65,8 +83,8 @@ type acpAgent struct {
 	sessions  int
 	mode      string
 	authed    bool
-	exe       *Executor
-	tools     *MCPTools
+	exe       *agent.Executor
+	tools     *agent.MCPTools
 	cancel    context.CancelFunc // the running prompt's
 	turns     int
 	nextID    int
@@ -75,31 +93,24 @@ type acpAgent struct {
 	clientEOF bool
 }
 
-// RunACP runs the agent as an Agent Client Protocol v1 agent: JSON-RPC 2.0,
+// Run runs the agent as an Agent Client Protocol v1 agent: JSON-RPC 2.0,
 // one message per line over stdin and stdout. It answers initialize,
 // authenticate, session/new (whose http MCP server becomes the executor's
 // tool bridge), session/set_mode and session/prompt (streaming the turn as
 // session/update notifications), honours session/cancel, and asks the client
 // for permissions or calls its methods when directives say so. It returns
 // the process exit code.
-func RunACP(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
-	if opts.IgnoreTerm {
-		signal.Ignore(syscall.SIGTERM)
+func Run(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+	if code, exit := frontend.Start(opts.Options, stderr); exit {
+		return code
 	}
-	if opts.StartupStderr != "" {
-		fmt.Fprintln(stderr, opts.StartupStderr)
-	}
-	if opts.CrashOnStart != 0 {
-		fmt.Fprintf(stderr, "fatal: crash on start (code %d)\n", opts.CrashOnStart)
-		return opts.CrashOnStart
-	}
-	out := &lineWriter{w: bufio.NewWriterSize(stdout, 64<<10), closer: stdout}
+	out := frontend.NewLineWriter(stdout)
 	if opts.NoisyStart {
-		out.line([]byte("testharness acp agent starting (not JSON)"))
+		out.Line([]byte("testharness acp agent starting (not JSON)"))
 	}
 	time.Sleep(opts.SlowStart)
 	if opts.NeverReady {
-		sleepForever()
+		frontend.SleepForever()
 	}
 
 	a := &acpAgent{opts: opts, out: out, stderr: stderr, pending: map[string]chan acpMessage{}}
@@ -110,23 +121,15 @@ func RunACP(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writ
 	go a.read(stdin, prompts)
 	for m := range prompts {
 		if code := a.prompt(m); code != nil {
-			out.close()
+			out.Close()
 			return *code
 		}
 	}
 	if opts.IgnoreEOF {
-		sleepForever() // like the Claude and Codex ACP adapters
+		frontend.SleepForever() // like the Claude and Codex ACP adapters
 	}
-	out.close()
+	out.Close()
 	return 0
-}
-
-// sleepForever blocks until a signal ends the process. (A timer keeps the
-// runtime from declaring a deadlock when no other goroutine is left.)
-func sleepForever() {
-	for {
-		time.Sleep(time.Hour)
-	}
 }
 
 func isNullID(id json.RawMessage) bool {
@@ -214,11 +217,11 @@ func (a *acpAgent) reply(id json.RawMessage, result any, e *acpError) {
 		}
 		m["result"] = result
 	}
-	a.out.json(m)
+	a.out.JSON(m)
 }
 
 func (a *acpAgent) notify(method string, params any) {
-	a.out.json(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	a.out.JSON(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
 }
 
 // call sends a request to the client and waits for its answer.
@@ -233,7 +236,7 @@ func (a *acpAgent) call(method string, params any) (json.RawMessage, error) {
 	ch := make(chan acpMessage, 1)
 	a.pending[id] = ch
 	a.mu.Unlock()
-	a.out.json(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	a.out.JSON(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
 	m, ok := <-ch
 	if !ok {
 		return nil, errors.New("client closed its side")
@@ -253,7 +256,7 @@ func (a *acpAgent) handle(method string, params json.RawMessage) (any, *acpError
 		var p struct {
 			MethodID string `json:"methodId"`
 		}
-		if err := json.Unmarshal(params, &p); err != nil || a.opts.ACPAuth == "" || p.MethodID != a.opts.ACPAuth {
+		if err := json.Unmarshal(params, &p); err != nil || a.opts.Auth == "" || p.MethodID != a.opts.Auth {
 			return nil, &acpError{Code: acpInvalidParams, Message: fmt.Sprintf("unknown auth method %q", p.MethodID)}
 		}
 		a.mu.Lock()
@@ -297,15 +300,15 @@ func (a *acpAgent) initialize(params json.RawMessage) (any, *acpError) {
 	a.initReq = append(json.RawMessage(nil), params...)
 	a.mu.Unlock()
 	auth := []any{}
-	if a.opts.ACPAuth != "" {
-		auth = append(auth, map[string]any{"id": a.opts.ACPAuth, "name": "Test auth", "description": "accepts anything"})
+	if a.opts.Auth != "" {
+		auth = append(auth, map[string]any{"id": a.opts.Auth, "name": "Test auth", "description": "accepts anything"})
 	}
 	return map[string]any{
 		"protocolVersion": 1,
 		"agentCapabilities": map[string]any{
 			"loadSession":        false,
 			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": false},
-			"mcpCapabilities":    map[string]any{"http": !a.opts.ACPNoHTTP, "sse": false},
+			"mcpCapabilities":    map[string]any{"http": !a.opts.NoHTTP, "sse": false},
 		},
 		"authMethods": auth,
 		"agentInfo":   map[string]any{"name": "testharness", "title": "testharness fake agent", "version": "1"},
@@ -344,20 +347,20 @@ func (a *acpAgent) newSession(params json.RawMessage) (any, *acpError) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.opts.ACPAuth != "" && !a.authed {
+	if a.opts.Auth != "" && !a.authed {
 		return nil, &acpError{Code: acpAuthRequired, Message: "Authentication required"}
 	}
-	exe := &Executor{Self: selfPath()}
+	exe := &agent.Executor{}
 	for _, s := range servers {
 		switch s.Type {
 		case "http":
-			if a.opts.ACPNoHTTP {
+			if a.opts.NoHTTP {
 				return nil, &acpError{Code: acpInvalidParams, Message: "http MCP servers are not supported"}
 			}
 			if exe.Tools != nil {
 				continue
 			}
-			tools := &MCPTools{URL: s.URL, ProtocolVersion: a.opts.MCPProtocol}
+			tools := &agent.MCPTools{URL: s.URL, ProtocolVersion: a.opts.MCPProtocol}
 			for _, h := range s.Headers {
 				if tok, ok := bearer.Token(h.Value); ok && strings.EqualFold(h.Name, bearer.HeaderName) {
 					tools.Token = tok
@@ -444,7 +447,7 @@ func (a *acpAgent) prompt(m acpMessage) *int {
 		t.Text(res.Response) // "ok": the line protocol's response of a silent turn
 	}
 	if res.CloseOut {
-		a.out.close()
+		a.out.Close()
 	}
 	if !res.NoComplete {
 		if t.rpcErr != nil {
@@ -466,12 +469,12 @@ func (a *acpAgent) prompt(m acpMessage) *int {
 	return res.ExitAfter
 }
 
-// Verb is an acp-only directive; say emits text and adds it to the response.
-type Verb func(ctx context.Context, arg string, say func(string))
+// verb is an acp-only directive; say emits text and adds it to the response.
+type verb func(ctx context.Context, arg string, say func(string))
 
 // directives adapts verbs to the executor's front-end directives.
-func directives(vs map[string]Verb) map[string]DirectiveFunc {
-	out := make(map[string]DirectiveFunc, len(vs))
+func directives(vs map[string]verb) map[string]agent.DirectiveFunc {
+	out := make(map[string]agent.DirectiveFunc, len(vs))
 	for name, v := range vs {
 		out[name] = func(ctx context.Context, arg string, say func(string)) bool {
 			v(ctx, arg, say)
@@ -482,8 +485,8 @@ func directives(vs map[string]Verb) map[string]DirectiveFunc {
 }
 
 // verbs are the acp-only directives, bound to turn t.
-func (a *acpAgent) verbs(t *acpTurn) map[string]Verb {
-	return map[string]Verb{
+func (a *acpAgent) verbs(t *acpTurn) map[string]verb {
+	return map[string]verb{
 		"permission": func(_ context.Context, arg string, say func(string)) {
 			say(a.askPermission(t, arg))
 		},
@@ -658,6 +661,6 @@ func (t *acpTurn) ToolResult(id, _, result string, isError bool) {
 // Error goes to stderr: ACP has no error notification.
 func (t *acpTurn) Error(msg string, _ bool) { fmt.Fprintf(t.a.stderr, "error: %s\n", msg) }
 
-func (t *acpTurn) Raw(line string) { t.a.out.line([]byte(line)) }
+func (t *acpTurn) Raw(line string) { t.a.out.Line([]byte(line)) }
 
 func (t *acpTurn) Stderr(s string) { io.WriteString(t.a.stderr, s) }

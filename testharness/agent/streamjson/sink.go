@@ -1,4 +1,4 @@
-package agent
+package streamjson
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/harnessd/harnessd/testharness/agent"
 )
 
 // streamSink maps executor output onto Claude Code's output lines: one
@@ -43,7 +45,7 @@ func (s streamSink) ToolCall(id, name string, args json.RawMessage) {
 
 func (s streamSink) ToolResult(id, name, result string, isError bool) {
 	content := []any{map[string]any{"type": "text", "text": result}}
-	s.a.out.json(map[string]any{
+	s.a.out.JSON(map[string]any{
 		"type": "user",
 		"message": map[string]any{"role": "user", "content": []any{map[string]any{
 			"type": "tool_result", "tool_use_id": "toolu_" + id, "content": content, "is_error": isError}}},
@@ -56,7 +58,7 @@ func (s streamSink) Error(msg string, recoverable bool) {
 	fmt.Fprintf(s.a.stderr, "error: %s (recoverable: %v)\n", msg, recoverable)
 }
 
-func (s streamSink) Raw(line string) { s.a.out.line([]byte(line)) }
+func (s streamSink) Raw(line string) { s.a.out.Line([]byte(line)) }
 
 func (s streamSink) Stderr(t string) { io.WriteString(s.a.stderr, t) }
 
@@ -68,7 +70,7 @@ func (s streamSink) partial(start map[string]any, deltaType, field, text string)
 		return
 	}
 	ev := func(e map[string]any) {
-		a.out.json(map[string]any{"type": "stream_event", "event": e, "session_id": a.session,
+		a.out.JSON(map[string]any{"type": "stream_event", "event": e, "session_id": a.session,
 			"parent_tool_use_id": nil, "uuid": newUUID()})
 	}
 	ev(map[string]any{"type": "content_block_start", "index": 0, "content_block": start})
@@ -98,12 +100,12 @@ func (a *streamAgent) assistant(block map[string]any, errKind string) {
 	if errKind != "" {
 		line["error"] = errKind
 	}
-	a.out.json(line)
+	a.out.JSON(line)
 }
 
 // directives are the verbs only this front end knows.
-func (a *streamAgent) directives() map[string]DirectiveFunc {
-	return map[string]DirectiveFunc{
+func (a *streamAgent) directives() map[string]agent.DirectiveFunc {
+	return map[string]agent.DirectiveFunc{
 		// apierror STATUS [TEXT]: a synthetic assistant "API Error" line, a
 		// result with is_error and api_error_status, then exit 1.
 		"apierror": func(_ context.Context, arg string, _ func(string)) bool {
@@ -155,6 +157,14 @@ func (a *streamAgent) directives() map[string]DirectiveFunc {
 	}
 }
 
+// atoiDefault is s as an integer, or def when it is not one.
+func atoiDefault(s string, def int) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+		return n
+	}
+	return def
+}
+
 func apiErrorKind(status int) string {
 	switch {
 	case status == 401 || status == 403:
@@ -175,7 +185,7 @@ func apiErrorKind(status int) string {
 type streamTools struct {
 	a     *streamAgent
 	names []string
-	conns map[string]*MCPTools
+	conns map[string]*agent.MCPTools
 
 	once sync.Once
 	stat []serverStatus
@@ -187,10 +197,10 @@ type serverStatus struct {
 }
 
 func newStreamTools(servers map[string]mcpServer, protocol string, a *streamAgent) *streamTools {
-	st := &streamTools{a: a, names: sortedNames(servers), conns: map[string]*MCPTools{}}
+	st := &streamTools{a: a, names: sortedNames(servers), conns: map[string]*agent.MCPTools{}}
 	for name, s := range servers {
 		url, _ := s.endpoint()
-		st.conns[name] = &MCPTools{URL: url, Headers: s.Headers, ProtocolVersion: protocol}
+		st.conns[name] = &agent.MCPTools{URL: url, Headers: s.Headers, ProtocolVersion: protocol}
 	}
 	return st
 }

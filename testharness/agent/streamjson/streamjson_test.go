@@ -1,4 +1,4 @@
-package agent_test
+package streamjson_test
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/harnessd/harnessd/internal/testbin"
 )
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 var streamFlags = []string{"agent", "--protocol", "stream-json", "-p", "--verbose",
 	"--input-format", "stream-json", "--output-format", "stream-json"}
