@@ -4,6 +4,14 @@
 // container's entrypoint (PID 1); docs/deploy.md covers containers and
 // Kubernetes.
 //
+// This package owns the command line and nothing below it: each command's
+// flags and help, the one table binding flags to configuration keys
+// (knobs.go; the defaults and validation stay in package config), the
+// start-up serve and run share (setup.go: configuration, program check,
+// supervisor, isolation), which adapters and presets the binary links
+// (adapters.go), exit codes and signals. Episodes are package session's,
+// the protocol package server's.
+//
 // Exit codes (the same for every command; docs/deploy.md repeats them):
 //
 //	0  success; for serve, a drained shutdown after SIGTERM, SIGINT or SIGHUP
