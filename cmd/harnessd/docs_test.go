@@ -70,3 +70,33 @@ func TestMarkdownLinksStayInTheRepository(t *testing.T) {
 		t.Fatal("no link checked")
 	}
 }
+
+// The README's shell blocks run harnessd as make build leaves it
+// (bin/harnessd): a bare "harnessd …" is "command not found" after make
+// build.
+func TestReadmeShellBlocksRunBinHarnessd(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, n := false, 0
+	for i, l := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			in = l == "```sh"
+		case in:
+			for _, cmd := range regexp.MustCompile(`&&|;|\||&|\$\(`).Split(l, -1) {
+				cmd = strings.TrimSpace(cmd)
+				if strings.HasPrefix(cmd, "harnessd ") {
+					t.Errorf("README.md:%d: %q runs harnessd from PATH, not bin/harnessd", i+1, cmd)
+				}
+				if strings.HasPrefix(cmd, "bin/harnessd ") {
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no bin/harnessd command found in the README's shell blocks")
+	}
+}
