@@ -243,7 +243,7 @@ func requirementsMet(log *slog.Logger, iso *isolationFlags, req []string) bool {
 	opts, _, err := iso.checkOptions(log)
 	if err == nil {
 		var rep *probe.Report
-		if rep, err = runChecks(opts, req, false); err == nil {
+		if rep, err = runRequired(opts, req); err == nil {
 			for _, n := range rep.Unmet {
 				c := rep.Checks[n]
 				log.Error("refusing to start: a required mechanism is missing", "mechanism", n, "status", c.Status, "detail", c.Detail)
