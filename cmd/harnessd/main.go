@@ -61,9 +61,10 @@ const (
 	exitMissing = 3
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; without
-// it, harnessd version reports the module version and the VCS revision from
-// the build info.
+// version is set at build time with -ldflags "-X main.version=...": the
+// release tag, or `git describe --tags --dirty` output (make build stamps
+// it); without it, harnessd version derives a semantic version from the
+// build info (version.go, semanticVersion).
 var version = "dev"
 
 type subcommand struct {
