@@ -44,7 +44,8 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 func runRun(args []string) int {
 	c := newCLI("run", "harnessd run [flags] [-m MESSAGE]... [-- HARNESS COMMAND ARGS...]\n\n"+
 		"Runs one episode without a server: each -m (or each stdin line) is one turn. Events are printed\n"+
-		"to stderr as they happen; the final observation is printed to stdout as JSON.")
+		"to stderr as they happen; the final observation is printed to stdout as one line of JSON,\n"+
+		"{\"reward\", \"done\", \"metadata\"} (OpenEnv's wire form without its second copy of the metadata).")
 	c.fs.SetInterspersed(false) // "run ./harness -x": -x is the harness's
 	var f runFlags
 	f.register(c.fs)
@@ -91,9 +92,7 @@ func (f *runFlags) run(ctx context.Context, c *cli, log *slog.Logger) int {
 	if f.taskDir != "" {
 		return taskResult(last)
 	}
-	out := json.NewEncoder(os.Stdout)
-	out.SetEscapeHTML(false)
-	out.Encode(last)
+	printFinal(last)
 	if last.Metadata.ErrorType != "" && last.Metadata.ErrorType != wire.FailureMaxTurns {
 		return exitFailure
 	}
@@ -129,6 +128,22 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	return last, nil
 }
 
+// finalObservation is what run prints on stdout: the observation with its
+// metadata once (OpenEnv's wire form repeats it inside "observation";
+// wire.Observation decodes either).
+type finalObservation struct {
+	Reward   *float64       `json:"reward"`
+	Done     bool           `json:"done"`
+	Metadata *wire.Metadata `json:"metadata"`
+}
+
+// printFinal prints the final observation on stdout, one JSON line.
+func printFinal(o *wire.Observation) {
+	out := json.NewEncoder(os.Stdout)
+	out.SetEscapeHTML(false)
+	out.Encode(finalObservation{Reward: o.Reward, Done: o.Done, Metadata: &o.Metadata})
+}
+
 // messageSource yields the -m messages, or stdin lines (with a prompt on a
 // terminal).
 func messageSource(msgs []string) func() (string, bool) {
@@ -151,6 +166,9 @@ func messageSource(msgs []string) func() (string, bool) {
 				fmt.Fprint(os.Stderr, "> ")
 			}
 			if !sc.Scan() {
+				if tty {
+					fmt.Fprintln(os.Stderr) // end the prompt's line (^D)
+				}
 				return "", false
 			}
 			if line := sc.Text(); line != "" {
