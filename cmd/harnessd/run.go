@@ -93,7 +93,7 @@ func (f *runFlags) run(ctx context.Context, c *cli, log *slog.Logger) int {
 		return taskResult(last)
 	}
 	printFinal(last)
-	if last.Metadata.ErrorType != "" && last.Metadata.ErrorType != wire.FailureMaxTurns {
+	if last.Metadata.ErrorType != "" {
 		return exitFailure
 	}
 	return exitOK

@@ -71,3 +71,17 @@ func TestRunEndsThePromptLineAtEndOfInput(t *testing.T) {
 		t.Errorf("stderr does not end the last prompt's line: %q", e)
 	}
 }
+
+// A run that reaches max_turns ends normally: done, no error_type (it was
+// error_type=max_turns, which OpenEnv's clients read as a failure), exit 0.
+func TestRunToMaxTurnsIsANormalEnd(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	out, errOut, code := harnessd(t, nil, "run", "--isolation", "process", "--max-turns", "1", "-m", "hello", "-m", "never sent", "--", th, "agent")
+	var o wire.Observation
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatalf("%v: %s\n%s", err, out, errOut)
+	}
+	if code != exitOK || !o.Done || o.Metadata.ErrorType != "" || o.Metadata.Error != "" || o.Metadata.HarnessDone || strings.Contains(errOut, "error_type") {
+		t.Errorf("exit %d, %s\n%s", code, out, errOut)
+	}
+}
