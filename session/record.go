@@ -2,11 +2,14 @@ package session
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/wire"
@@ -85,21 +88,44 @@ func (r *recorder) close() {
 	}
 }
 
-// safeFileName maps an episode id onto a file name.
+// maxFileName bounds safeFileName's result, leaving room for the
+// ".export.json" suffix under the usual 255-byte name limit.
+const maxFileName = 200
+
+// safeFileName maps an episode id onto a file name, injectively (ids "a/b"
+// and "a_b" both became a_b): "%", "/", "\\" and control bytes are
+// percent-escaped, "" "." and ".." escaped whole, and a name longer than
+// maxFileName keeps its start and ends in "%~" and a hash of the id ("%~"
+// cannot occur in an escaped name).
 func safeFileName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '/' || r == 0 || r == '\\' {
-			return '_'
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' || c == '/' || c == '\\' || c < 0x20 || c == 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
 		}
-		return r
-	}, s)
-	if s == "" || s == "." || s == ".." {
-		s = "episode"
 	}
-	if len(s) > 200 {
-		s = s[:200]
+	name := b.String()
+	switch name {
+	case "":
+		return "%"
+	case ".", "..":
+		return strings.ReplaceAll(name, ".", "%2E")
 	}
-	return s
+	if len(name) > maxFileName {
+		sum := sha256.Sum256([]byte(s))
+		cut := maxFileName - 2 - 16
+		if i := strings.LastIndexByte(name[:cut], '%'); i >= cut-2 {
+			cut = i // not inside an escape
+		}
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "%~" + hex.EncodeToString(sum[:8])
+	}
+	return name
 }
 
 // isolationName says how the episode's tree is contained and killed:
