@@ -84,6 +84,12 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"detail": ce.Error(), "active_sessions": ce.Active, "max_sessions": ce.Max})
 	case errors.Is(err, errDraining):
 		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"detail": err.Error()})
+	case isUsageError(err):
+		// The client's error, not the environment's: a step with no episode
+		// (before a reset, or after the episode ended), or while a turn
+		// runs. OpenEnv's reference answers 500 (its stateless HTTP has no
+		// episode to step); 409 tells a client to reset first.
+		writeJSONStatus(w, http.StatusConflict, map[string]any{"detail": s.execError(err).Message, "code": codeExecution})
 	default:
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": s.execError(err).Message})
 	}

@@ -53,15 +53,24 @@ func (s *Server) checkTaskChoice(o session.ResetOptions) *wireError {
 	}
 	set := s.cfg.Taskset()
 	if set == nil {
-		return invalid(fieldError{Type: "value_error", Loc: []any{loc}, Msg: session.ErrNoTaskset.Error(), Input: choiceInput(o)})
+		return invalidChoice(fieldError{Type: "value_error", Loc: []any{loc}, Msg: session.ErrNoTaskset.Error(), Input: choiceInput(o)})
 	}
 	if o.TaskID != "" && o.TaskIndex != nil {
-		return invalid(fieldError{Type: "value_error", Loc: []any{"task_index"}, Msg: "give task_id or task_index, not both", Input: *o.TaskIndex})
+		return invalidChoice(fieldError{Type: "value_error", Loc: []any{"task_index"}, Msg: "give task_id or task_index, not both", Input: *o.TaskIndex})
 	}
 	if _, err := set.Pick(tasks.Choice{ID: o.TaskID, Index: o.TaskIndex}); err != nil {
-		return invalid(fieldError{Type: "value_error", Loc: []any{loc}, Msg: err.Error(), Input: choiceInput(o)})
+		return invalidChoice(fieldError{Type: "value_error", Loc: []any{loc}, Msg: err.Error(), Input: choiceInput(o)})
 	}
 	return nil
+}
+
+// invalidChoice is the VALIDATION_ERROR of a refused task choice, its
+// reason in the message as well as in errors: OpenEnv's client shows only
+// the message ("Invalid message (code: VALIDATION_ERROR)" told nothing).
+func invalidChoice(fe fieldError) *wireError {
+	w := invalid(fe)
+	w.Message += ": " + fe.Msg
+	return w
 }
 
 func choiceInput(o session.ResetOptions) any {
