@@ -90,6 +90,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.httpMu.Lock()
 	hs := s.httpSrv
+	s.shutDown = true
 	s.httpMu.Unlock()
 	if hs != nil {
 		errs = append(errs, hs.Shutdown(ctx))

@@ -122,6 +122,7 @@ type Server struct {
 	httpMu      sync.Mutex
 	httpDefault string // id of the default HTTP session
 	httpSrv     *http.Server
+	shutDown    bool // Shutdown has stopped (or found no) httpSrv; Serve refuses after it
 }
 
 // New checks options and builds the server.
@@ -246,6 +247,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.httpMu.Lock()
+	if s.shutDown {
+		// Shutdown came first: it found no server to stop, so this one
+		// must not start.
+		s.httpMu.Unlock()
+		ln.Close()
+		return nil
+	}
 	s.httpSrv = hs
 	s.httpMu.Unlock()
 	s.log.Info("serving", "addr", ln.Addr().String(), "mode", s.mode, "max_sessions", s.opts.MaxSessions,
