@@ -1,9 +1,7 @@
 package server
 
 import (
-	"crypto/subtle"
 	"net/http"
-	"net/url"
 
 	"github.com/harnessd/harnessd/internal/bearer"
 )
@@ -21,7 +19,7 @@ func (s *Server) guard(h http.Handler) http.Handler {
 		if s.refusedPeer(w, r) {
 			return
 		}
-		if s.token != "" && !s.authorized(r) {
+		if s.token != "" && !bearer.Authorized(r, s.token) {
 			w.Header().Add("WWW-Authenticate", `Bearer realm="harnessd"`)
 			w.Header().Add("WWW-Authenticate", `Basic realm="harnessd"`)
 			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"detail": "unauthorized"})
@@ -29,34 +27,6 @@ func (s *Server) guard(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) authorized(r *http.Request) bool {
-	got := ""
-	if a := r.Header.Get(bearer.HeaderName); a != "" {
-		if t, ok := bearer.Token(a); ok {
-			got = t
-		} else if _, pass, ok := r.BasicAuth(); ok {
-			// A token with "/", "@" or ":" must be percent-encoded in a base
-			// URL (http://harnessd:s3cr3t%2Ft%40k@host); clients send the
-			// user information as written, so the password is compared
-			// unescaped too (and as it came, for a raw token).
-			if u, err := url.PathUnescape(pass); err == nil && s.tokenIs(u) {
-				return true
-			}
-			got = pass
-		}
-	} else if q := r.URL.Query(); q.Has("token") {
-		got = q.Get("token")
-		q.Del("token")
-		r.URL.RawQuery = q.Encode()
-	}
-	return s.tokenIs(got)
-}
-
-// tokenIs compares got with the API token in constant time.
-func (s *Server) tokenIs(got string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
 }
 
 // refusedPeer answers 403 and reports true when the connection's peer is a
