@@ -29,8 +29,7 @@ func teardown(ctx context.Context) (context.Context, context.CancelFunc) {
 func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harness.TurnInput, res harness.TurnResult, started time.Time) *wire.Observation {
 	ep := r.ep
 	n := in.Number
-	done, errType, errMsg := s.endsEpisode(n, res)
-	done = done || submitted(r, a)
+	done := s.endsEpisode(n, res) || submitted(r, a)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))
@@ -42,7 +41,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	resp := res.Response
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
-		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
+		HarnessDone: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 		ModelIssues: ep.ModelIssues(n),
 	}}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, r, a, res, obs)
@@ -64,14 +63,12 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 // episode reached max_turns. Both are normal ends, without an error_type
 // (OpenEnv's clients read error_type as a failure); metadata.harness_done
 // tells a finished task from an episode cut at max_turns.
-func (s *Session) endsEpisode(n int, res harness.TurnResult) (done bool, errType wire.FailureType, errMsg string) {
+func (s *Session) endsEpisode(n int, res harness.TurnResult) bool {
 	if res.Done && s.cfg.Episode.EndsOnDone() {
-		return true, "", ""
+		return true
 	}
-	if max := s.cfg.Episode.MaxTurns; max > 0 && n >= max {
-		return true, "", ""
-	}
-	return false, "", ""
+	max := s.cfg.Episode.MaxTurns
+	return max > 0 && n >= max
 }
 
 // score runs the rubrics that apply after a turn. The reward is nil when no
