@@ -395,3 +395,18 @@ func untraversable(p string) string {
 	}
 	return ""
 }
+
+// Exposures lists what a sandbox of this environment binds back read-only
+// for the harness to run (sources of the binds, sorted) and the
+// untraversable directories it covers so that those binds have a way in:
+// what `harnessd check -- CMD` reports the harness needed.
+func (s *Env) Exposures() (binds, covers []string, err error) {
+	b, c, err := s.exposures()
+	for _, x := range b {
+		binds = append(binds, x.Src)
+	}
+	sort.Strings(binds)
+	covers = append(covers, c...)
+	sort.Strings(covers)
+	return binds, covers, err
+}

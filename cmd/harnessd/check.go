@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/probe"
@@ -50,7 +53,11 @@ func (r *requireFlag) Set(v string) error {
 
 func runCheck(args []string) int {
 	var about strings.Builder
-	about.WriteString("harnessd check [flags]\n\n" +
+	about.WriteString("harnessd check [flags]\nharnessd check [--adapter A] [--sandbox-ro PATH] -- CMD ARGS...\n\n" +
+		"With a command after --, starts that harness once in a probe sandbox, as a reset would, and reports\n" +
+		"what the sandbox bound back for it to run and, when it does not start, the hidden paths it needed\n" +
+		"and the knobs that change that (sandbox.read_only, --isolation process); exit 0 when it started, 1\n" +
+		"when it did not, 3 when no sandbox can be made here.\n\n" +
 		"Probes which isolation and kill mechanisms this machine offers, with the same --cgroup/--subreaper\n" +
 		"settings serve would use, and attacks the live configuration: a throwaway process tree with a\n" +
 		"setsid escapee and an orphan must be ended by a stop. Probes leave nothing behind.\n\n" +
@@ -71,17 +78,21 @@ func runCheck(args []string) int {
 	lf.level = "error"
 	fs.Var(&req, "require", "comma-separated `mechanisms` that must be verified or available (repeatable): "+strings.Join(probe.Names, ", "))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	probeAdapter := fs.String("adapter", config.DefaultAdapter, "with -- CMD: the harness `protocol` the probe starts it with")
+	probeStartup := fs.Duration("startup-timeout", 15*time.Second, "with -- CMD: how long the probe waits for the harness to be ready")
+	probeRO := fs.StringArray("sandbox-ro", nil, "with -- CMD: a host `path` the sandboxed harness may read (repeatable), as sandbox.read_only")
 	agentsDir := fs.String("agents-dir", "", "`directory` where agent programs are installed, as for harnessd agents (default $"+agents.DirEnvVar+")")
 	if code, done := c.parse(args); done {
-		return code
-	}
-	if code, done := c.noArgs(); done {
 		return code
 	}
 	log, err := lf.logger(os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd check:", err)
 		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		p := &harnessProbe{adapter: *probeAdapter, startup: *probeStartup, readOnly: *probeRO}
+		return p.run(context.Background(), os.Stdout, log, fs.Args())
 	}
 	opts, required, err := iso.checkOptions(log)
 	if err != nil {
