@@ -1,0 +1,191 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process/sandbox"
+	"github.com/harnessd/harnessd/tasks"
+)
+
+// forgeryTask writes a Harbor task whose tests import /app/solution.py in
+// the tests' own process (as `python3 -I -m pytest --rootdir /tests`
+// does; /usr/bin/python3 may lack pytest, so a plain script stands in) and
+// then, as Harbor's layout does, write reward.txt themselves from the
+// tests' exit status.
+func forgeryTask(t *testing.T) *tasks.Task {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testbin.Missing(t, "/usr/bin/python3: %v", err)
+	}
+	dir := t.TempDir()
+	task := filepath.Join(dir, "forge")
+	for _, d := range []string{"environment", "tests"} {
+		os.MkdirAll(filepath.Join(task, d), 0o755)
+	}
+	files := map[string]string{
+		"task.toml":              "version = \"1.0\"\n[verifier]\ntimeout_sec = 60.0\n",
+		"instruction.md":         "write solution.py with add(a, b)\n",
+		"environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\n",
+		"tests/test_solution.py": "import sys\nsys.path.insert(0, '/app')\nimport solution\nassert solution.add(2, 3) == 5, 'add(2, 3) != 5'\nprint('PASS')\n",
+		"tests/test.sh": "#!/bin/bash\n/usr/bin/python3 -I /tests/test_solution.py\n" +
+			"if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(task, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := tasks.Load(tasks.Source{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pick(t, s, "forge")
+}
+
+func writeSolution(body string) func(ws string) {
+	return func(ws string) { os.WriteFile(filepath.Join(ws, "solution.py"), []byte(body), 0o644) }
+}
+
+// forge is import-time code that writes the reward itself and locks it.
+const forge = "import os\n" +
+	"open('/logs/verifier/reward.txt', 'w').write('1')\n"
+
+func TestImportTimeRewardForgeryIsWithheldAndMarked(t *testing.T) {
+	needSandbox(t)
+	task := forgeryTask(t)
+
+	// Controls: a right solution scores 1 and a wrong one 0, unmarked.
+	good := grade(t, task, writeSolution("def add(a, b):\n    return a + b\n"))
+	if good.Reward == nil || *good.Reward != 1 || len(good.Tampered) != 0 || good.RewardWatch != "fanotify" {
+		t.Fatalf("right solution: %+v, want reward 1 unmarked under the watch", good)
+	}
+	bad := grade(t, task, writeSolution("def add(a, b):\n    return -1\n"))
+	if bad.Reward == nil || *bad.Reward != 0 || len(bad.Tampered) != 0 {
+		t.Fatalf("wrong solution: %+v, want reward 0 unmarked", bad)
+	}
+
+	for _, c := range []struct{ name, tail string }{
+		// The red team's form: the tests fail, test.sh's own write of 0 is
+		// refused (the file is 0444), reward.txt says 1.
+		{"chmod", "os.chmod('/logs/verifier/reward.txt', 0o444)\ndef add(a, b):\n    return -1\n"},
+		// os._exit(0) after the write: the tests "pass", test.sh writes 1
+		// over the forged 1.
+		{"exit0", "os._exit(0)\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := grade(t, task, writeSolution(forge+c.tail))
+			if r.Reward != nil {
+				t.Fatalf("forged reward accepted: %+v", r)
+			}
+			if len(r.Tampered) == 0 || !strings.Contains(r.Error, "reward withheld") {
+				t.Fatalf("forgery not marked: %+v", r)
+			}
+			wr := r.Tampered[0]
+			if wr.File != "reward.txt" || wr.Pid <= 0 || wr.Command != "python3" && wr.Command != "" {
+				t.Errorf("evidence %+v, want reward.txt written by python3", wr)
+			}
+			if c.name == "chmod" && !strings.Contains(r.Stderr, "Permission denied") {
+				// Positive control: the forgery ran and locked test.sh out.
+				t.Errorf("test.sh's own write was not refused: stderr %q", r.Stderr)
+			}
+			if c.name == "exit0" && r.ExitCode != 0 {
+				t.Errorf("the forged exit status did not reach test.sh: exit %d", r.ExitCode)
+			}
+		})
+	}
+}
+
+// gradeWith grades a one-line JSONL grader with the given limits.
+func gradeWith(t *testing.T, grader string, limits sandbox.Limits) *tasks.Result {
+	t.Helper()
+	dir := t.TempDir()
+	line, _ := json.Marshal(map[string]any{"id": "probe", "instruction": "x", "grader": grader})
+	os.WriteFile(filepath.Join(dir, "t.jsonl"), append(line, '\n'), 0o644)
+	s, err := tasks.Load(tasks.Source{JSONL: filepath.Join(dir, "t.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := scratchDir(t)
+	ws := filepath.Join(root, "ws")
+	os.Mkdir(ws, 0o755)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := pick(t, s, "probe").Grade(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "grade"), Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGradingSandboxHasTheHarnesssRestrictions(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testbin.Missing(t, "/usr/bin/python3: %v", err)
+	}
+	// Seccomp on, a new user namespace refused (the red team's
+	// unshare(CLONE_NEWUSER) succeeded in the grading sandbox).
+	unshare := `/usr/bin/python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.unshare(0x10000000); print("unshare", r, os.strerror(ctypes.get_errno()) if r else "ok")'`
+	r := gradeWith(t, "grep ^Seccomp: /proc/self/status; "+unshare, sandbox.Limits{})
+	if !strings.Contains(r.Stdout, "Seccomp:\t2") || !strings.Contains(r.Stdout, "unshare -1 Operation not permitted") {
+		t.Errorf("grading sandbox: stdout %q stderr %q, want Seccomp 2 and unshare refused", r.Stdout, r.Stderr)
+	}
+	// Positive control: the same probe in the daemon's own namespaces
+	// unshares.
+	if out, err := exec.Command("sh", "-c", unshare).CombinedOutput(); err != nil || !strings.Contains(string(out), "unshare 0 ok") {
+		t.Errorf("control: unshare on the host: %s %v", out, err)
+	}
+
+	// A fork bound: 100 children under a 32-task limit.
+	fork := `/usr/bin/python3 -c '
+import os, time
+ok = fail = 0
+for i in range(100):
+    try:
+        pid = os.fork()
+    except OSError:
+        fail += 1
+        continue
+    if pid == 0:
+        time.sleep(5); os._exit(0)
+    ok += 1
+print("forked", ok, "refused", fail)
+'`
+	r = gradeWith(t, fork, sandbox.Limits{Pids: 32})
+	var ok, fail int
+	if _, err := fmt.Sscanf(lastLine(r.Stdout), "forked %d refused %d", &ok, &fail); err != nil || ok >= 32 || fail == 0 {
+		t.Errorf("fork bound: %q (%v), want fewer than 32 forks and refusals", r.Stdout, err)
+	}
+	// Positive control: the same loop with the default bound (1024)
+	// forks all 100.
+	r = gradeWith(t, fork, sandbox.Limits{})
+	if _, err := fmt.Sscanf(lastLine(r.Stdout), "forked %d refused %d", &ok, &fail); err != nil || ok != 100 {
+		t.Errorf("fork control: %q (%v), want 100 forks", r.Stdout, err)
+	}
+
+	// A memory limit that holds: 256 MiB touched under 64 MiB.
+	r = gradeWith(t, `/usr/bin/python3 -c 'b = bytearray(256 << 20); print("allocated")'`, sandbox.Limits{MemoryBytes: 64 << 20})
+	if strings.Contains(r.Stdout, "allocated") || r.Limit != sandbox.LimitMemory {
+		t.Errorf("memory limit: %+v, want the allocation stopped at the memory limit", r)
+	}
+	r = gradeWith(t, `/usr/bin/python3 -c 'b = bytearray(16 << 20); print("allocated")'`, sandbox.Limits{MemoryBytes: 64 << 20})
+	if !strings.Contains(r.Stdout, "allocated") {
+		t.Errorf("memory control: %+v, want a small allocation to succeed", r)
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
