@@ -208,81 +208,89 @@ func (s *Env) hiddenPaths() []string {
 func (s *Env) exposures() ([]sandbox.Bind, []string) {
 	s.exposeOnce.Do(func() {
 		h := &s.Config.Harness
-		env := os.Environ()
-		path, _ := environ.Lookup(env, "PATH")
+		path, _ := environ.Lookup(os.Environ(), "PATH")
 		if v, ok := h.Env["PATH"]; ok {
 			path = v
 		}
-		var want []string
-		if len(h.Command) > 0 {
-			prog := h.Command[0]
-			if !strings.Contains(prog, "/") {
-				for _, d := range filepath.SplitList(path) {
-					if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
-						prog = filepath.Join(d, prog)
-						break
-					}
-				}
-			}
-			// The program and every absolute path among its arguments (a
-			// script run by an interpreter: node /…/cli.js).
-			for _, a := range append([]string{prog}, h.Command[1:]...) {
-				if !filepath.IsAbs(a) {
-					continue
-				}
-				fi, err := os.Stat(a)
-				if err != nil {
-					continue
-				}
-				dir := a
-				if !fi.IsDir() {
-					dir = filepath.Dir(a)
-				}
-				want = append(want, dir)
-				if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
-					want = append(want, filepath.Dir(real))
-				}
-			}
-		}
-		for _, d := range filepath.SplitList(path) {
-			if filepath.IsAbs(d) {
-				want = append(want, d)
-			}
-		}
-		// Also covered inside: /tmp (each sandbox has a private one) and
-		// the daemon's TMPDIR, where a clone or a test's binaries may be.
-		hidden := append(s.hiddenPaths(), "/tmp", os.TempDir())
-		seen := map[string]bool{}
-		for _, d := range want {
-			d = exposeRoot(filepath.Clean(d))
-			if seen[d] {
-				continue
-			}
-			seen[d] = true
-			if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-				continue
-			}
-			under := false
-			for _, h := range hidden {
-				if within(d, h) {
-					under = true
-				}
-			}
-			if a := untraversable(d); a != "" {
-				s.exposeHide = append(s.exposeHide, a)
-				under = true
-			}
-			// A directory that is or holds a hidden path (a PATH entry
-			// that is the daemon's HOME, or the directory of its token
-			// file) is never bound back: the bind would show everything
-			// the hiding covers. A harness program there is not found in
-			// the sandbox, which fails the reset with that reason.
-			if under && !holdsHidden(d, hidden) {
-				s.exposeBinds = append(s.exposeBinds, sandbox.Bind{Src: d})
-			}
-		}
+		s.exposeBinds, s.exposeHide = s.exposeFor(h.Command, path)
 	})
 	return s.exposeBinds, s.exposeHide
+}
+
+// exposeFor computes exposures for a command (its program, looked up in
+// path, and its absolute arguments), path's entries and the extra
+// directories.
+func (s *Env) exposeFor(command []string, path string, extra ...string) (binds []sandbox.Bind, hides []string) {
+	var want []string
+	if len(command) > 0 {
+		prog := command[0]
+		if !strings.Contains(prog, "/") {
+			for _, d := range filepath.SplitList(path) {
+				if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
+					prog = filepath.Join(d, prog)
+					break
+				}
+			}
+		}
+		// The program and every absolute path among its arguments (a
+		// script run by an interpreter: node /…/cli.js).
+		for _, a := range append([]string{prog}, command[1:]...) {
+			if !filepath.IsAbs(a) {
+				continue
+			}
+			fi, err := os.Stat(a)
+			if err != nil {
+				continue
+			}
+			dir := a
+			if !fi.IsDir() {
+				dir = filepath.Dir(a)
+			}
+			want = append(want, dir)
+			if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
+				want = append(want, filepath.Dir(real))
+			}
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if filepath.IsAbs(d) {
+			want = append(want, d)
+		}
+	}
+	want = append(want, extra...)
+	// Also covered inside: /tmp (each sandbox has a private one) and
+	// the daemon's TMPDIR, where a clone or a test's binaries may be.
+	hidden := append(s.hiddenPaths(), "/tmp", os.TempDir())
+	seen := map[string]bool{}
+	for _, d := range want {
+		d = exposeRoot(filepath.Clean(d))
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		under := false
+		for _, h := range hidden {
+			if within(d, h) {
+				under = true
+			}
+		}
+		if a := untraversable(d); a != "" {
+			hides = append(hides, a)
+			under = true
+		}
+		// A directory that is or holds a hidden path (a PATH entry
+		// that is the daemon's HOME, or the directory of its token
+		// file) is never bound back: the bind would show everything
+		// the hiding covers. A harness program there is not found in
+		// the sandbox, which fails the reset with that reason.
+		if under && !holdsHidden(d, hidden) {
+			binds = append(binds, sandbox.Bind{Src: d})
+		}
+	}
+	return binds, hides
 }
 
 // exposeRoot widens a directory to what a program there needs: a

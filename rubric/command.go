@@ -19,6 +19,15 @@ const maxScorerOutput = 1 << 20
 func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sp.Timeout.D())
 	defer cancel()
+	if in.Sandbox == nil {
+		return 0, "", ErrNoSandbox
+	}
+	sb, err := in.Sandbox(ctx, sp.Command)
+	if err != nil {
+		return 0, "", fmt.Errorf("sandbox for the scorer: %w", err)
+	}
+	defer sb.Close()
+	in.Workspace = sb.Workspace
 	env := append(append([]string(nil), s.deps.Env...),
 		"HARNESSD_WORKSPACE="+in.Workspace,
 		"HARNESSD_EPISODE_ID="+in.EpisodeID,
@@ -29,9 +38,10 @@ func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, stri
 		Name:  "rubric:" + sp.Name,
 		Path:  sp.Command[0],
 		Args:  sp.Command[1:],
-		Dir:   in.Workspace,
-		Env:   env,
-		Stdio: process.StdioRaw,
+		Dir:      in.Workspace,
+		Env:      env,
+		Stdio:    process.StdioRaw,
+		Launcher: sb.Launcher,
 	})
 	if err != nil {
 		return 0, "", err

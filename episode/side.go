@@ -1,0 +1,181 @@
+package episode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/environ"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
+	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/tasks"
+)
+
+// Side sandboxes: every process harnessd starts on an episode's data — a
+// command rubric, a tool server (the environment's or the task's) — runs
+// in a sandbox of its own with the harness's restrictions or stricter: its
+// own namespaces, a non-root uid (the harness's own ids when the episode
+// has a sandbox, so files stay shared; a private range otherwise), no
+// capabilities, no_new_privs, the seccomp filter, a cgroup with the
+// harness's limits (tasks.DefaultLimits where none are set), no network
+// unless the tool entry declares it, the daemon's directories hidden, and
+// the workspace at the path the harness sees (read-only for a rubric).
+// Graders run in tasks.Task.Grade's own sandbox.
+
+// sideSpec describes one side sandbox.
+type sideSpec struct {
+	name    string
+	command []string // what runs there (its program is made reachable)
+	dirs    []string // further host directories it needs to see
+	// workspace binds the episode's workspace (nil episode: none);
+	// writable says read-write.
+	workspace bool
+	writable  bool
+	// network keeps the host's network namespace (a tool entry's
+	// network: true).
+	network bool
+}
+
+// sideLimits are the side sandboxes' cgroup bounds: the environment's
+// limits, DefaultLimits' where it sets none.
+func (e *Env) sideLimits(t *tasks.Task) sandbox.Limits {
+	l := e.Config.Limits
+	out := sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}
+	if t != nil {
+		if m := t.Limits.MemoryBytes(); m > 0 {
+			out.MemoryBytes = m
+		}
+		if c := t.Limits.CPUs; c > 0 {
+			out.CPU = c
+		}
+	}
+	if out.MemoryBytes == 0 {
+		out.MemoryBytes = tasks.DefaultLimits.MemoryBytes
+	}
+	if out.Pids == 0 {
+		out.Pids = tasks.DefaultLimits.Pids
+	}
+	return out
+}
+
+// workspaceInside is where the harness sees the episode's workspace.
+func (ep *Episode) workspaceInside() string {
+	if at := ep.env.mountAt(ep.Task()); at != "" {
+		return at
+	}
+	return ep.dirs.Workspace
+}
+
+// sideConfig builds the sandbox configuration of sp for ep (nil: a
+// session-wide process, which sees no workspace).
+func (e *Env) sideConfig(ep *Episode, sp sideSpec) sandbox.Config {
+	path, _ := environ.Lookup(os.Environ(), "PATH")
+	binds, hides := e.exposeFor(sp.command, path, sp.dirs...)
+	cfg := sandbox.Config{
+		Init: e.SandboxInit, Name: sp.name, Hostname: sandboxHostname,
+		Seccomp: true, HostNetwork: sp.network,
+	}
+	var t *tasks.Task
+	if ep != nil {
+		t = ep.Task()
+		if sp.workspace {
+			binds = append(binds, sandbox.Bind{Src: ep.dirs.Workspace, Dst: ep.workspaceInside(), Writable: sp.writable})
+		}
+		if ep.sandbox != nil {
+			// The harness's own ids: its files are the side process's,
+			// and nothing more is (the mount decides what is writable).
+			if base, ok := ep.sandbox.IDBase(); ok {
+				cfg.IDs, cfg.IDBase = sandbox.IDRange, base
+			}
+		}
+	}
+	if set := e.Config.Taskset(); set != nil {
+		hides = append(hides, set.HiddenPaths()...)
+	}
+	cfg.Hide = append(e.hiddenPaths(), hides...)
+	cfg.Binds = binds
+	cfg.Limits = e.sideLimits(t)
+	return cfg
+}
+
+// sideLauncher is a process.Launcher into a side sandbox, started at the
+// first launch (and again after the sandbox ended: a tool server's
+// restart), closed with Close.
+type sideLauncher struct {
+	e   *Env
+	ep  *Episode
+	sp  sideSpec
+	mu  sync.Mutex
+	sb  *sandbox.Sandbox
+	gen int
+}
+
+// Launch implements process.Launcher.
+func (l *sideLauncher) Launch(ctx context.Context, c process.LaunchCommand) (process.LaunchedTree, error) {
+	sb, err := l.sandbox(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sb.Launcher().Launch(ctx, c)
+}
+
+func (l *sideLauncher) sandbox(ctx context.Context) (*sandbox.Sandbox, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sb != nil {
+		select {
+		case <-l.sb.Done():
+			l.sb.Close()
+			l.sb = nil
+		default:
+			return l.sb, nil
+		}
+	}
+	sb, err := sandbox.Start(ctx, l.e.sideConfig(l.ep, l.sp))
+	if err != nil {
+		return nil, fmt.Errorf("start the sandbox of %s: %w", l.sp.name, err)
+	}
+	if l.sp.writable && l.ep != nil && l.ep.sandbox == nil {
+		// A private id range (no episode sandbox): the workspace becomes
+		// the side process's to write.
+		if err := sb.Chown(l.ep.dirs.Workspace); err != nil {
+			sb.Close()
+			return nil, err
+		}
+	}
+	l.sb = sb
+	return sb, nil
+}
+
+// Close ends the sandbox, if one was started.
+func (l *sideLauncher) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sb == nil {
+		return nil
+	}
+	err := l.sb.Close()
+	l.sb = nil
+	return err
+}
+
+// RubricSandbox starts the sandbox a command rubric of the episode runs
+// in: the workspace read-only at the path the harness sees, a non-root
+// uid, no network (see the package's side sandboxes).
+func (ep *Episode) RubricSandbox(ctx context.Context, command []string) (*rubric.Sandbox, error) {
+	l := &sideLauncher{e: ep.env, ep: ep, sp: sideSpec{name: "rubric", command: command, workspace: true}}
+	if _, err := l.sandbox(ctx); err != nil {
+		return nil, err
+	}
+	return &rubric.Sandbox{Launcher: l, Workspace: ep.workspaceInside(), Close: l.Close}, nil
+}
+
+// toolIsolatedOnHost reports a tool entry that runs on the host: one that
+// says isolation: host, or any outside sandbox isolation (where the
+// harness itself runs on the host).
+func (e *Env) toolOnHost(tc config.ToolConfig) bool {
+	return tc.Isolation == config.ToolIsolationHost || !e.Sandboxed()
+}
