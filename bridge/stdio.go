@@ -154,13 +154,13 @@ func (s *stdioSource) spawn(ctx context.Context) error {
 		env = process.DefaultEnviron(nil)
 	}
 	p, err := s.sup.Start(process.Spec{
-		Name:   "tools:" + s.spec.Name,
-		Path:   s.spec.Command[0],
-		Args:   s.spec.Command[1:],
-		Dir:    s.spec.Dir,
-		Env:    env,
-		Stdio:  process.StdioRaw,
-		Stderr: &stderrLog{log: s.log},
+		Name:     "tools:" + s.spec.Name,
+		Path:     s.spec.Command[0],
+		Args:     s.spec.Command[1:],
+		Dir:      s.spec.Dir,
+		Env:      env,
+		Stdio:    process.StdioRaw,
+		Stderr:   &stderrLog{log: s.log},
 		Logger:   s.log,
 		Launcher: s.spec.Launcher,
 	})

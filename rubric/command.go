@@ -35,9 +35,9 @@ func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, stri
 		"HARNESSD_RESPONSE="+in.Response,
 	)
 	p, err := s.deps.Supervisor.Start(process.Spec{
-		Name:  "rubric:" + sp.Name,
-		Path:  sp.Command[0],
-		Args:  sp.Command[1:],
+		Name:     "rubric:" + sp.Name,
+		Path:     sp.Command[0],
+		Args:     sp.Command[1:],
 		Dir:      in.Workspace,
 		Env:      env,
 		Stdio:    process.StdioRaw,
