@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,7 +75,15 @@ for line in sys.stdin:
     if meth == 'initialize':
         r = {"protocolVersion": m['params'].get('protocolVersion', '2025-03-26'), "capabilities": {"tools": {}}, "serverInfo": {"name": "files", "version": "1"}}
     elif meth == 'tools/list':
-        r = {"tools": [{"name": "peek", "description": "read a file", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]}
+        r = {"tools": [{"name": "peek", "description": "read a file", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+                       {"name": "dial", "description": "connect to 127.0.0.1:port", "inputSchema": {"type": "object", "properties": {"port": {"type": "integer"}}, "required": ["port"]}}]}
+    elif meth == 'tools/call' and m['params']['name'] == 'dial':
+        import socket
+        try:
+            socket.create_connection(('127.0.0.1', m['params']['arguments']['port']), timeout=5).close()
+            r = {"content": [{"type": "text", "text": "connected"}]}
+        except Exception as e:
+            r = {"content": [{"type": "text", "text": "refused: %s" % e}], "isError": True}
     elif meth == 'tools/call':
         try:
             r = {"content": [{"type": "text", "text": "content: " + open(m['params']['arguments']['path']).read()}]}
@@ -88,11 +97,9 @@ for line in sys.stdin:
     sys.stdout.flush()
 `
 
-// The confused deputy: a tool server reads an agent-planted link to
-// /etc/shadow. Sandboxed (the default) it cannot; the same server with
-// isolation: host (the positive control) can, and is listed as a side
-// door.
-func TestToolServerDoesNotFollowAgentLinksOutOfTheWorkspace(t *testing.T) {
+// filesServerPath writes filesServer where every sandbox can read it.
+func filesServerPath(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		testbin.Missing(t, "the deputy's power is host root; run as root")
 	}
@@ -107,6 +114,47 @@ func TestToolServerDoesNotFollowAgentLinksOutOfTheWorkspace(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	srv := filepath.Join(dir, "files.py")
 	os.WriteFile(srv, []byte(filesServer), 0o644)
+	return srv
+}
+
+// A sandboxed tool server has no network unless its entry declares it:
+// a listener on the host's loopback is refused without network: true and
+// reached with it.
+func TestSandboxedToolServerHasNetworkOnlyWhenDeclared(t *testing.T) {
+	srv := filesServerPath(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	for _, network := range []bool{false, true} {
+		s := sandboxed(t, func(c *config.Config) {
+			c.Tools = append(c.Tools, config.ToolConfig{Name: "files", Command: []string{"/usr/bin/python3", srv}, PerEpisode: true, Network: network})
+		})
+		reset(t, s)
+		got := responseText(t, s, fmt.Sprintf(`tool dial {"port":%d}`, port))
+		if network != strings.Contains(got, "connected") {
+			t.Errorf("network: %v: dial says %q", network, got)
+		}
+	}
+}
+
+// The confused deputy: a tool server reads an agent-planted link to
+// /etc/shadow. Sandboxed (the default) it cannot; the same server with
+// isolation: host (the positive control) can, and is listed as a side
+// door.
+func TestToolServerDoesNotFollowAgentLinksOutOfTheWorkspace(t *testing.T) {
+	srv := filesServerPath(t)
 	for _, iso := range []string{"", config.ToolIsolationHost} {
 		t.Run("isolation="+iso, func(t *testing.T) {
 			var cfg *config.Config

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/tasks"
@@ -188,4 +189,84 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// peekServer is a minimal MCP stdio server with one tool, peek, that reads
+// a file relative to its working directory.
+const peekServer = `import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if 'id' not in m:
+        continue
+    meth, r = m['method'], None
+    if meth == 'initialize':
+        r = {"protocolVersion": m['params'].get('protocolVersion', '2025-03-26'), "capabilities": {"tools": {}}, "serverInfo": {"name": "files", "version": "1"}}
+    elif meth == 'tools/list':
+        r = {"tools": [{"name": "peek", "description": "read a file", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]}
+    elif meth == 'tools/call':
+        try:
+            r = {"content": [{"type": "text", "text": "content: " + open(m['params']['arguments']['path']).read()}]}
+        except Exception as e:
+            r = {"content": [{"type": "text", "text": "refused: %s" % e}], "isError": True}
+    out = {"jsonrpc": "2.0", "id": m['id'], "result": r} if r is not None else {"jsonrpc": "2.0", "id": m['id'], "error": {"code": -32601, "message": "unknown"}}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+`
+
+// The red team's confused deputy: a task's mcp_servers stdio server, run
+// from the workspace, reads an agent-planted notes2.txt -> /etc/shadow.
+func TestTaskToolServerDoesNotReadAgentLinks(t *testing.T) {
+	needSandbox(t)
+	if os.Geteuid() != 0 {
+		testbin.Missing(t, "the deputy's power is host root; run as root")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testbin.Missing(t, "/usr/bin/python3: %v", err)
+	}
+	dir := scratchDir(t)
+	os.Chmod(dir, 0o755)
+	srv := filepath.Join(dir, "peek.py")
+	os.WriteFile(srv, []byte(peekServer), 0o644)
+	task := filepath.Join(dir, "set", "deputy")
+	os.MkdirAll(filepath.Join(task, "tests"), 0o755)
+	os.MkdirAll(filepath.Join(task, "environment"), 0o755)
+	os.WriteFile(filepath.Join(task, "task.toml"), []byte(`[environment]
+mcp_servers = [{ name = "files", transport = "stdio", command = "/usr/bin/python3", args = ["`+srv+`"] }]
+`), 0o644)
+	os.WriteFile(filepath.Join(task, "environment", "Dockerfile"), []byte("FROM ubuntu:24.04\nWORKDIR /app\n"), 0o644)
+	os.WriteFile(filepath.Join(task, "instruction.md"), []byte("read notes"), 0o644)
+	os.WriteFile(filepath.Join(task, "tests", "test.sh"), []byte("echo 0 > /logs/verifier/reward.txt\n"), 0o755)
+	s := shellSession(t, func(c *config.Config) {
+		c.Tasks = tasks.Source{Dir: filepath.Join(dir, "set")}
+		c.Isolation = config.IsolationSandbox
+		c.Episode.MaxTurns = 0
+	})
+	_, final := episode(t, s, "deputy", "ln -s /etc/shadow notes2.txt; echo plain > notes.txt; pwd; cat notes2.txt || echo agent-refused")
+	if r := final.Metadata.Response; r == nil || !strings.Contains(*r, "/app") || !strings.Contains(*r, "agent-refused") {
+		t.Fatalf("the agent's turn: %+v", final.Metadata)
+	}
+	call := func(path string) string {
+		res, err := s.CallTool(ctxFor(t), "peek", json.RawMessage(fmt.Sprintf(`{"path":%q}`, path)))
+		if err != nil {
+			t.Fatalf("peek %s: %v", path, err)
+		}
+		b, _ := json.Marshal(res.Content)
+		return string(b)
+	}
+	if got := call("notes.txt"); !strings.Contains(got, "content: plain") {
+		t.Fatalf("the task's server does not see the workspace at its working directory: %s", got)
+	}
+	if got := call("notes2.txt"); strings.Contains(got, "root:") || !strings.Contains(got, "refused") {
+		t.Errorf("the task's server followed the agent's link: %s", got)
+	}
+	// Positive control: the same server on the host, in a workspace with
+	// the same link (how it ran before), reads /etc/shadow.
+	ws := t.TempDir()
+	os.Symlink("/etc/shadow", filepath.Join(ws, "notes2.txt"))
+	cmd := exec.Command("/usr/bin/python3", srv)
+	cmd.Dir = ws
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"peek","arguments":{"path":"notes2.txt"}}}` + "\n")
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "root:") {
+		t.Errorf("control: on the host the server reads %q (%v), want /etc/shadow", out, err)
+	}
 }
