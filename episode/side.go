@@ -138,9 +138,11 @@ func (l *sideLauncher) sandbox(ctx context.Context) (*sandbox.Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox of %s: %w", l.sp.name, err)
 	}
-	if l.sp.writable && l.ep != nil && l.ep.sandbox == nil {
-		// A private id range (no episode sandbox): the workspace becomes
-		// the side process's to write.
+	if l.sp.workspace && l.ep != nil && l.ep.sandbox == nil {
+		// A private id range (no episode sandbox; the harness runs as the
+		// daemon's uid): the workspace (mode 0700) becomes the side
+		// process's to enter, read and, if bound so, write. Grading does
+		// the same.
 		if err := sb.Chown(l.ep.dirs.Workspace); err != nil {
 			sb.Close()
 			return nil, err

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // inSandbox is an Input.Sandbox for tests: a fresh sandbox (seccomp, a
 // private id range as root) with ws bound read-only at /work.
-func inSandbox(t *testing.T, ws string) func(context.Context, []string) (*Sandbox, error) {
+func inSandbox(t testing.TB, ws string) func(context.Context, []string) (*Sandbox, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
