@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/harnessd/harnessd/gateway/dialect"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -24,7 +25,7 @@ type call struct {
 	completionIDs []int
 	logprobs      []float64
 	finishReason  string
-	usage         tokenUsage
+	usage         wire.TokenUsage
 	latencyMS     float64
 	status        int    // what the agent got when not 200
 	err           string // why the call failed
@@ -36,15 +37,15 @@ func (c *call) trainable() bool {
 	return c.err == "" && c.traffic == TrafficTraining && !fatal(c.issues)
 }
 
-// generate serves one generation request of dialect d.
-func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d *dialect, body []byte) {
-	req, err := d.decode(r, body)
+// generate serves one generation request of dialect d on route rt.
+func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Translator, rt dialect.Route, body []byte) {
+	req, err := d.Decode(r, body)
 	if err != nil {
-		d.writeError(w, failure{http.StatusBadRequest, failInvalid, "gateway: malformed request: " + err.Error()})
+		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: malformed request: " + err.Error()})
 		return
 	}
 	if g.opts.Upstream.Kind == UpstreamPassthrough {
-		g.passthrough(w, r, d, req, body)
+		g.passthrough(w, r, d, rt, req, body)
 		return
 	}
 	adm := g.admit()
@@ -52,36 +53,39 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d *dialect, b
 	var effective json.RawMessage
 	var bodyErr error
 	if adm.refused == nil {
-		upBody, effective, bodyErr = g.engineBody(req.chat, adm.maxTokens)
+		var fields map[string]json.RawMessage
+		if fields, bodyErr = req.Chat.Fields(); bodyErr == nil {
+			upBody, effective, bodyErr = g.engineBody(fields, adm.maxTokens)
+		}
 	}
 	g.emit(adm.turn, &wire.LLMRequest{
-		Model: req.model, Messages: req.messages, CallIndex: adm.index, Dialect: string(d.name),
-		Stream: req.stream, Tools: req.tools, Sampling: req.sampling, EffectiveSampling: effective,
+		Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
+		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: effective,
 	})
-	rec := &call{index: adm.index, turn: adm.turn, dialect: d.name, traffic: TrafficTraining, offersTools: req.offersTools()}
+	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficTraining, offersTools: req.OffersTools()}
 	fail := func(f failure) {
-		rec.status, rec.err = f.status, f.message
+		rec.status, rec.err = f.Status, f.Message
 		g.record(rec)
-		g.emit(adm.turn, &wire.LLMResponse{CallIndex: adm.index, Dialect: string(d.name), Status: f.status, Error: f.message})
-		d.writeError(w, f)
+		g.emit(adm.turn, &wire.LLMResponse{CallIndex: adm.index, Dialect: string(d.Name()), Status: f.Status, Error: f.Message})
+		d.WriteError(w, f)
 	}
 	if adm.refused != nil {
 		g.log.Info("gateway: call refused", "call", adm.index, "turn", adm.turn, "budget", adm.refused.Budget)
-		fail(failure{http.StatusTooManyRequests, failBudget, "gateway: " + adm.refused.Error()})
+		fail(failure{Status: http.StatusTooManyRequests, Kind: failBudget, Message: "gateway: " + adm.refused.Error()})
 		if g.opts.OnBudget != nil {
 			g.opts.OnBudget(adm.refused)
 		}
 		return
 	}
 	if bodyErr != nil {
-		fail(failure{http.StatusBadRequest, failInvalid, "gateway: cannot translate request: " + bodyErr.Error()})
+		fail(failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: cannot translate request: " + bodyErr.Error()})
 		return
 	}
 	start := time.Now()
 	c, f := g.callEngine(r.Context(), upBody)
 	rec.latencyMS = float64(time.Since(start).Microseconds()) / 1000
 	if f != nil {
-		g.log.Warn("gateway: upstream call failed", "call", adm.index, "turn", adm.turn, "status", f.status, "err", f.message)
+		g.log.Warn("gateway: upstream call failed", "call", adm.index, "turn", adm.turn, "status", f.Status, "err", f.Message)
 		fail(*f)
 		return
 	}
@@ -97,14 +101,14 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d *dialect, b
 		spent = len(c.CompletionIDs)
 	}
 	g.spend(adm.turn, spent)
-	latency := rec.latencyMS
+	latency, used := rec.latencyMS, c.Usage
 	g.emit(adm.turn, &wire.LLMResponse{
-		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: c.Usage,
-		CallIndex: adm.index, Dialect: string(d.name), Traffic: TrafficTraining,
+		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: &used,
+		CallIndex: adm.index, Dialect: string(d.Name()), Traffic: TrafficTraining,
 		PromptTokenIDs: c.PromptIDs, CompletionTokenIDs: c.CompletionIDs, Logprobs: c.Logprobs,
 		LatencyMS: &latency, Extra: issuesExtra(rec.issues),
 	})
-	if err := d.encode(w, req, c); err != nil {
+	if err := d.Encode(w, &c.Completion); err != nil {
 		g.log.Debug("gateway: agent went away mid-answer", "call", adm.index, "err", err)
 	}
 }

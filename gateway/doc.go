@@ -8,29 +8,36 @@
 //     x-goog-api-key or ?key=), compared in constant time, or gets 401 in
 //     the dialect's error shape. The upstream's real key lives only in
 //     Options and is sent only upstream.
-//   - the agent-side dialects, each streamed or not, detected by path (then
-//     by body shape): OpenAI Chat Completions (SSE re-synthesised with the
+//   - the agent-side dialects, each streamed or not, on the routes each
+//     defines and no others (dialect.Match: exact, normalised paths; only
+//     the query parameters the dialect uses go upstream, never the key):
+//     OpenAI Chat Completions (SSE re-synthesised with the
 //     full chunk lifecycle and [DONE]), OpenAI Responses (response.created …
 //     response.completed), Anthropic Messages (message_start …
 //     message_stop; count_tokens answered locally, never recorded) and
 //     Gemini generateContent / streamGenerateContent (SSE or a JSON array;
-//     countTokens likewise). Each is translated to the engine's chat
-//     completions and back; malformed requests get the dialect's own error
-//     shape.
+//     countTokens likewise). Each is translated to a typed middle format
+//     (Chat Completions as the engine takes it) and back by its dialect's
+//     translator in package dialect, which keeps the dialect-only state of
+//     each request; malformed requests get the dialect's own error shape.
 //   - the upstream: a token-returning engine (vLLM or SGLang Chat
 //     Completions), always called non-streaming with return_token_ids and
 //     logprobs injected, after request hygiene (stream_options dropped,
 //     empty tools dropped with tool_choice and parallel_tool_calls,
 //     max_tokens capped).
 //   - or a passthrough upstream (UpstreamPassthrough): a hosted provider of
-//     the agent's own dialect, sent the request unmodified but for the key
-//     swap, its answer streamed back as it comes; such calls are recorded
-//     as evaluation traffic (no token ids) and have no export.
+//     the agent's own dialect, sent the request at the route's own path,
+//     unmodified but for the key swap, its answer streamed back as it
+//     comes; such calls are recorded as evaluation traffic (no token ids)
+//     and have no export.
 //   - capture: every call is numbered, stamped with the running turn
 //     (SetTurn) and emitted through Options.OnEvent as llm_request and
 //     llm_response events of origin gateway, carrying the engine's prompt
 //     and completion token ids, logprobs, finish reason, usage and latency;
 //     problems with them are graded on ingest (Issue, Severity).
+//   - refusals: a request with the key on any other path gets 404 in the
+//     dialect's shape, never reaches the upstream, is recorded as an error
+//     event (refused_request) and counted (RefusedRequests).
 //   - budgets per episode and per turn (Budgets): a call over budget is
 //     refused in the dialect's error shape and reported (OnBudget,
 //     BudgetExhausted) as a *BudgetError whose FailureType is

@@ -11,19 +11,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/harnessd/harnessd/gateway/dialect"
+	"github.com/harnessd/harnessd/wire"
 )
 
-// completion is the engine's answer, in the neutral form every dialect
-// encodes from.
+// completion is the engine's answer: the middle format every dialect
+// encodes from, and the token fields the gateway captures.
 type completion struct {
-	ID           string
-	Model        string
-	Created      int64
-	Text         string
-	Reasoning    string
-	ToolCalls    []toolCall
-	FinishReason string
-	Usage        tokenUsage
+	dialect.Completion
 
 	PromptIDs     []int
 	CompletionIDs []int
@@ -31,14 +27,7 @@ type completion struct {
 	issues        []Issue   // problems found while reading the token fields
 }
 
-// toolCall is one function call the model made.
-type toolCall struct {
-	ID        string
-	Name      string
-	Arguments string // a JSON object's text, as the model produced it
-}
-
-// tokenUsage is the token usage of a call.
+// tokenUsage is the token usage an engine reports.
 type tokenUsage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
@@ -127,7 +116,7 @@ func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *fa
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream, bytes.NewReader(body))
 	if err != nil {
-		return nil, &failure{http.StatusBadGateway, failUpstream, "gateway: upstream request: " + err.Error()}
+		return nil, &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream request: " + err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -144,15 +133,14 @@ func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *fa
 		return nil, transportFailure(ctx, err)
 	}
 	if int64(len(raw)) > g.opts.MaxResponseBody {
-		return nil, &failure{http.StatusBadGateway, failUpstream,
-			fmt.Sprintf("gateway: upstream answer over %d bytes", g.opts.MaxResponseBody)}
+		return nil, &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: fmt.Sprintf("gateway: upstream answer over %d bytes", g.opts.MaxResponseBody)}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, upstreamStatusFailure(resp.StatusCode, raw)
 	}
 	c, err := parseEngineAnswer(raw)
 	if err != nil {
-		return nil, &failure{http.StatusBadGateway, failUpstream, "gateway: upstream answered garbage: " + err.Error()}
+		return nil, &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream answered garbage: " + err.Error()}
 	}
 	return c, nil
 }
@@ -162,12 +150,12 @@ func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *fa
 func transportFailure(ctx context.Context, err error) *failure {
 	var ne net.Error
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &failure{http.StatusGatewayTimeout, failTimeout, "gateway: upstream timed out"}
+		return &failure{Status: http.StatusGatewayTimeout, Kind: failTimeout, Message: "gateway: upstream timed out"}
 	}
 	if ctx.Err() != nil {
-		return &failure{http.StatusServiceUnavailable, failUnavailable, "gateway: call cancelled: " + context.Cause(ctx).Error()}
+		return &failure{Status: http.StatusServiceUnavailable, Kind: failUnavailable, Message: "gateway: call cancelled: " + context.Cause(ctx).Error()}
 	}
-	return &failure{http.StatusServiceUnavailable, failUnavailable, "gateway: upstream unreachable: " + err.Error()}
+	return &failure{Status: http.StatusServiceUnavailable, Kind: failUnavailable, Message: "gateway: upstream unreachable: " + err.Error()}
 }
 
 // upstreamStatusFailure passes an upstream's error on: its 4xx as the
@@ -177,11 +165,11 @@ func upstreamStatusFailure(status int, raw []byte) *failure {
 	msg := upstreamMessage(raw)
 	switch {
 	case status == http.StatusTooManyRequests:
-		return &failure{status, failRateLimit, "gateway: upstream rate limit: " + msg}
+		return &failure{Status: status, Kind: failRateLimit, Message: "gateway: upstream rate limit: " + msg}
 	case status >= 400 && status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden:
-		return &failure{status, failInvalid, "gateway: upstream refused the request: " + msg}
+		return &failure{Status: status, Kind: failInvalid, Message: "gateway: upstream refused the request: " + msg}
 	}
-	return &failure{http.StatusBadGateway, failUpstream, fmt.Sprintf("gateway: upstream answered %d: %s", status, msg)}
+	return &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: fmt.Sprintf("gateway: upstream answered %d: %s", status, msg)}
 }
 
 // upstreamMessage extracts an error message from an upstream body (OpenAI
@@ -230,7 +218,7 @@ func parseEngineAnswer(raw []byte) (*completion, error) {
 		return nil, errors.New("no choices")
 	}
 	ch := a.Choices[0]
-	c := &completion{ID: a.ID, Model: a.Model, Created: a.Created, FinishReason: ch.FinishReason,
+	c := &completion{Completion: dialect.Completion{ID: a.ID, Model: a.Model, Created: a.Created, FinishReason: ch.FinishReason},
 		PromptIDs: a.PromptTokenIDs, CompletionIDs: ch.TokenIDs}
 	if m := ch.Message.Content; m != nil {
 		c.Text = *m
@@ -253,7 +241,7 @@ func parseEngineAnswer(raw []byte) (*completion, error) {
 		if id == "" {
 			id = fmt.Sprintf("call_%s_%d", a.ID, i)
 		}
-		c.ToolCalls = append(c.ToolCalls, toolCall{ID: id, Name: tc.Function.Name, Arguments: args})
+		c.ToolCalls = append(c.ToolCalls, dialect.ToolCall{ID: id, Name: tc.Function.Name, Arguments: args})
 	}
 	if c.FinishReason == "" {
 		c.FinishReason = "stop"
@@ -265,9 +253,9 @@ func parseEngineAnswer(raw []byte) (*completion, error) {
 		c.readLogprobs(ch.Logprobs.Content)
 	}
 	if a.Usage != nil {
-		c.Usage = *a.Usage
+		c.Usage = wire.TokenUsage{PromptTokens: a.Usage.PromptTokens, CompletionTokens: a.Usage.CompletionTokens, TotalTokens: a.Usage.TotalTokens}
 	} else { // fill what the engine left out, from the ids it did return
-		c.Usage = tokenUsage{PromptTokens: len(c.PromptIDs), CompletionTokens: len(c.CompletionIDs)}
+		c.Usage = wire.TokenUsage{PromptTokens: len(c.PromptIDs), CompletionTokens: len(c.CompletionIDs)}
 	}
 	if c.Usage.TotalTokens == 0 {
 		c.Usage.TotalTokens = c.Usage.PromptTokens + c.Usage.CompletionTokens

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/testharness/fakellm"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // dialectCase is one agent dialect's request and error shape.
@@ -162,12 +163,19 @@ func TestBadAgentRequests(t *testing.T) {
 	if resp.StatusCode != 405 {
 		t.Errorf("GET on chat: %d", resp.StatusCode)
 	}
-	if n := len(llm.Requests()); n != 0 || len(gw.events.list()) != 0 {
-		t.Errorf("bad requests reached the engine (%d) or were recorded", n)
+	// Nothing reached the engine or was recorded as a call; the unknown
+	// route was recorded as a refusal.
+	evs := gw.events.list()
+	if n := len(llm.Requests()); n != 0 || len(evs) != 1 || evs[0].Type != wire.EventError {
+		t.Errorf("bad requests reached the engine (%d) or were recorded: %v", n, evs)
 	}
-	// A request on an unknown path is taken by its shape.
-	if status, body := gw.post(t, "/custom/generate", gw.bearer(), map[string]any{"messages": []any{user("hi")}}); status != 200 {
-		t.Errorf("shape-detected chat: %d %s", status, body)
+	// A chat request on a path no dialect defines is not taken by its
+	// shape: it gets 404 and never reaches the engine.
+	if status, body := gw.post(t, "/custom/generate", gw.bearer(), map[string]any{"messages": []any{user("hi")}}); status != 404 || dialectCases()[0].errType(body) == "" {
+		t.Errorf("chat body on an unknown path: %d %s", status, body)
+	}
+	if n := len(llm.Requests()); n != 0 {
+		t.Errorf("a request on an unknown path reached the engine (%d)", n)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/harnessd/harnessd/internal/doorcap"
 	"github.com/harnessd/harnessd/internal/httpgroup"
@@ -40,6 +41,8 @@ type Gateway struct {
 	rewards map[int]float64
 
 	servers httpgroup.Group // its Serve loops
+
+	refusedOnce atomic.Bool // a request on no model route was refused (and logged as a warning)
 }
 
 // usage counts model use against the budgets.

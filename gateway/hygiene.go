@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/harnessd/harnessd/gateway/dialect"
 )
 
 var (
@@ -53,5 +55,11 @@ func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int) ([]
 	if err != nil {
 		return nil, nil, err
 	}
-	return body, pickSampling(up), nil
+	return body, dialect.PickSampling(up), nil
+}
+
+// nonEmptyList reports whether raw is a JSON list with at least one item.
+func nonEmptyList(raw json.RawMessage) bool {
+	var items []json.RawMessage
+	return json.Unmarshal(raw, &items) == nil && len(items) > 0
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -109,8 +110,11 @@ const (
 
 // sharedClient is the default upstream client: one pool for every gateway
 // of the daemon, so that an open gateway costs no connections of its own.
+// Its dials refuse a descriptor in the daemon's reserve, as the doors'
+// own connections do (doorcap.GuardDial).
 var sharedClient = &http.Client{Transport: &http.Transport{
 	Proxy:               nil, // upstreams are configured explicitly, never via the environment
+	DialContext:         doorcap.GuardDial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 	ForceAttemptHTTP2:   true,
 	MaxIdleConnsPerHost: 64,
 	IdleConnTimeout:     90 * time.Second,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harnessd/harnessd/gateway/dialect"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -24,28 +25,27 @@ var ErrEvaluationTraffic = errors.New("gateway: evaluation traffic (passthrough 
 // credentials are never among them.
 var forwardedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "Openai-Beta", "User-Agent"}
 
-// passthrough forwards a request of the provider's own dialect with the
-// real key swapped in, streams the answer back as it comes, and records
+// passthrough forwards a request of the provider's own dialect to the
+// provider's root + the route's path, with the real key swapped in, streams the answer back as it comes, and records
 // the call as evaluation traffic.
-func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d *dialect, req *agentRequest, body []byte) {
-	if d.name != g.opts.Upstream.Dialect {
-		d.writeError(w, failure{http.StatusBadRequest, failInvalid,
-			fmt.Sprintf("gateway: this episode's model speaks %s, not %s", g.opts.Upstream.Dialect, d.name)})
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.Translator, rt dialect.Route, req *dialect.Request, body []byte) {
+	if d.Name() != g.opts.Upstream.Dialect {
+		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: fmt.Sprintf("gateway: this episode's model speaks %s, not %s", g.opts.Upstream.Dialect, d.Name())})
 		return
 	}
 	adm := g.admit()
-	g.emit(adm.turn, &wire.LLMRequest{Model: req.model, Messages: req.messages, CallIndex: adm.index, Dialect: string(d.name),
-		Stream: req.stream, Tools: req.tools, Sampling: req.sampling, EffectiveSampling: req.sampling})
-	rec := &call{index: adm.index, turn: adm.turn, dialect: d.name, traffic: TrafficEvaluation, offersTools: req.offersTools()}
+	g.emit(adm.turn, &wire.LLMRequest{Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
+		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: req.Sampling})
+	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficEvaluation, offersTools: req.OffersTools()}
 	fail := func(f failure) {
-		rec.status, rec.err = f.status, f.message
+		rec.status, rec.err = f.Status, f.Message
 		g.record(rec)
-		g.emit(adm.turn, &wire.LLMResponse{CallIndex: adm.index, Dialect: string(d.name), Traffic: TrafficEvaluation,
-			Status: f.status, Error: f.message})
-		d.writeError(w, f)
+		g.emit(adm.turn, &wire.LLMResponse{CallIndex: adm.index, Dialect: string(d.Name()), Traffic: TrafficEvaluation,
+			Status: f.Status, Error: f.Message})
+		d.WriteError(w, f)
 	}
 	if adm.refused != nil {
-		fail(failure{http.StatusTooManyRequests, failBudget, "gateway: " + adm.refused.Error()})
+		fail(failure{Status: http.StatusTooManyRequests, Kind: failBudget, Message: "gateway: " + adm.refused.Error()})
 		if g.opts.OnBudget != nil {
 			g.opts.OnBudget(adm.refused)
 		}
@@ -53,15 +53,15 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d *dialect
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.opts.Upstream.Timeout)
 	defer cancel()
-	url := strings.TrimRight(g.opts.Upstream.URL, "/") + r.URL.Path
-	q := r.URL.Query()
-	q.Del("key")
-	if enc := q.Encode(); enc != "" {
+	// Only the route's own path and the query parameters its dialect uses
+	// go upstream: never the agent's other parameters, nor its key.
+	url := strings.TrimRight(g.opts.Upstream.URL, "/") + rt.Path
+	if enc := rt.Query.Encode(); enc != "" {
 		url += "?" + enc
 	}
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		fail(failure{http.StatusBadGateway, failUpstream, "gateway: upstream request: " + err.Error()})
+		fail(failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream request: " + err.Error()})
 		return
 	}
 	for _, h := range forwardedHeaders {
@@ -71,7 +71,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d *dialect
 	}
 	up.Header.Set("Accept-Encoding", "identity")
 	if k := g.opts.Upstream.APIKey; k != "" {
-		switch d.name {
+		switch d.Name() {
 		case DialectAnthropic:
 			up.Header.Set("X-Api-Key", k)
 		case DialectGemini:
@@ -123,7 +123,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d *dialect
 	}
 	rec.latencyMS = float64(time.Since(start).Microseconds()) / 1000
 	latency := rec.latencyMS
-	ev := &wire.LLMResponse{CallIndex: adm.index, Dialect: string(d.name), Traffic: TrafficEvaluation, LatencyMS: &latency}
+	ev := &wire.LLMResponse{CallIndex: adm.index, Dialect: string(d.Name()), Traffic: TrafficEvaluation, LatencyMS: &latency}
 	if resp.StatusCode != http.StatusOK {
 		ev.Status, ev.Error = resp.StatusCode, "upstream answered "+resp.Status+": "+upstreamMessage(kept.Bytes())
 		rec.status, rec.err = ev.Status, ev.Error
@@ -134,7 +134,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d *dialect
 		ev.Content = passthroughContent(kept.Bytes())
 	}
 	u := passthroughUsage(kept.Bytes())
-	rec.usage, ev.Usage = u, u
+	rec.usage, ev.Usage = u, &u
 	g.record(rec)
 	g.spend(adm.turn, u.CompletionTokens)
 	g.emit(adm.turn, ev)
@@ -160,9 +160,11 @@ func passthroughContent(b []byte) any {
 }
 
 // passthroughUsage finds the token usage a provider reported, in any
-// dialect's field names, in a JSON body or the last SSE event carrying one.
-func passthroughUsage(b []byte) tokenUsage {
-	var u tokenUsage
+// dialect's field names, in a JSON body or the last SSE event carrying one:
+// the one place that knows the providers' spellings (llm_response carries
+// it as wire.TokenUsage, in the OpenAI spelling).
+func passthroughUsage(b []byte) wire.TokenUsage {
+	var u wire.TokenUsage
 	read := func(data []byte) {
 		var v struct {
 			Usage *struct {

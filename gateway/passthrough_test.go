@@ -70,7 +70,7 @@ func TestPassthrough(t *testing.T) {
 			if r == nil || r.Traffic != TrafficEvaluation || r.PromptTokenIDs != nil || r.Content == nil || r.Error != "" {
 				t.Fatalf("llm_response %+v", r)
 			}
-			if u, ok := r.Usage.(tokenUsage); !ok || u.CompletionTokens == 0 {
+			if u := r.Usage; u == nil || u.CompletionTokens == 0 {
 				t.Errorf("usage %+v", r.Usage)
 			}
 			if _, err := gw.Export(); !errors.Is(err, ErrEvaluationTraffic) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 )
 
 // Scenarios from the reference's process-helper acceptance checklist.
@@ -140,11 +142,11 @@ func TestRecordedMemberKilledAfterDetachAndScrub(t *testing.T) {
 	s.recordMembers() // a tracker tick while the intermediate still lives
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, ok := readStat(pid)
+		st, ok := procfs.ReadStat(pid)
 		if !ok {
 			t.Fatal("sleeper died early")
 		}
-		if st.ppid == os.Getpid() || st.ppid == 1 { // the intermediate exited
+		if st.PPID == os.Getpid() || st.PPID == 1 { // the intermediate exited
 			break
 		}
 		if time.Now().After(deadline) {
@@ -152,7 +154,7 @@ func TestRecordedMemberKilledAfterDetachAndScrub(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if environContains(pid, TreeEnvVar+"="+p.treeID) {
+	if procfs.EnvironContains(pid, TreeEnvVar+"="+p.treeID) {
 		t.Fatal("the scrubbed sleeper still carries the marker; the scenario needs it gone")
 	}
 	if err := p.Stop(context.Background(), 50*time.Millisecond); err != nil {

@@ -29,9 +29,11 @@
 //
 // Each Supervisor locks its cgroup directory for its lifetime; at start it
 // sweeps the directories of daemons that are gone (see docs/deploy.md).
+// That directory, its leaves and the sweep are the internal subpackage
+// cgtree's; reading /proc and cgroup files is internal/linux/procfs's and
+// internal/linux/cgroups', sock_diag internal/linux/sockdiag's.
 //
-// The package owns all /proc knowledge of the module: stat parsing
-// (ReadStat, Ended), the tree scans, the cgroup setup, and the peer lookup
+// The package owns the trees: their scans, their cgroup leaves, and the peer lookup
 // of a loopback connection (Supervisor.PeerOf: the socket's cgroup through
 // sock_diag netlink plus the tracker's record of members that left their
 // leaf, or, without cgroup leaves, the trees' members by ancestry; never

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/harnessd/harnessd/internal/linux/sockdiag"
 )
 
 // Peer is the local process at the other end of a loopback TCP connection,
@@ -68,9 +70,9 @@ func (s *Supervisor) peerByAncestry(peerEnd, ourEnd netip.AddrPort) (Peer, error
 	if s.sockDiag {
 		// One netlink request rather than a read of the whole TCP table
 		// (milliseconds on a host with many sockets).
-		info, err := sockDiagLookup(peerEnd, ourEnd)
+		info, err := sockdiag.Lookup(peerEnd, ourEnd)
 		switch {
-		case errors.Is(err, errSockGone):
+		case errors.Is(err, sockdiag.ErrGone):
 		case err != nil:
 			return Peer{}, fmt.Errorf("peer lookup: %w", err)
 		case info.Inode != 0:
@@ -94,7 +96,7 @@ func (s *Supervisor) peerByAncestry(peerEnd, ourEnd netip.AddrPort) (Peer, error
 	for _, p := range trees {
 		var seeds []int
 		if p.leaf != nil {
-			seeds = p.leaf.procsBelow()
+			seeds = p.leaf.ProcsBelow()
 		}
 		for pid := range p.memberPids(ix, seeds) {
 			if holds(pid, target) {

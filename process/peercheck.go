@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/harnessd/harnessd/internal/linux/sockdiag"
+	"github.com/harnessd/harnessd/process/internal/cgtree"
 )
 
 // Peer check mechanisms, as Mechanisms.PeerCheck names them.
@@ -40,17 +43,17 @@ const foreignCacheMax = 4096
 // one parent), so a "not ours" verdict for an id holds for good and is
 // cached; only ids not seen before pay a walk of the daemon's directory.
 type cgroupMembership struct {
-	m         *cgroupManager
+	m         *cgtree.Manager
 	foreignMu sync.Mutex
 	foreign   map[uint64]struct{}
 }
 
-func newCgroupMembership(m *cgroupManager) *cgroupMembership {
+func newCgroupMembership(m *cgtree.Manager) *cgroupMembership {
 	return &cgroupMembership{m: m, foreign: make(map[uint64]struct{})}
 }
 
 func (c *cgroupMembership) owns(id uint64) bool {
-	if c.m.isLeaf(id) {
+	if c.m.IsLeaf(id) {
 		return true
 	}
 	c.foreignMu.Lock()
@@ -79,7 +82,7 @@ func (c *cgroupMembership) below(id uint64) bool { return c.path(id) != "" }
 
 // path returns the directory of cgroup id among the daemons' directories, or "".
 func (c *cgroupMembership) path(id uint64) string {
-	root := filepath.Dir(c.m.parent)
+	root := filepath.Dir(c.m.Parent())
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "harnessd-") {
@@ -100,9 +103,9 @@ func (c *cgroupMembership) holder(id uint64, inode uint32) int {
 	if dir == "" {
 		return 0
 	}
-	leaf := &cgroupLeaf{path: dir, fd: -1}
+	leaf := cgtree.Found(dir)
 	target := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
-	for _, pid := range leaf.procs() {
+	for _, pid := range leaf.Procs() {
 		fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
 		if err != nil {
 			continue
@@ -150,7 +153,7 @@ func probeSockDiag() error {
 	if a, err := ln.Accept(); err == nil {
 		a.Close()
 	}
-	info, err := sockDiagLookup(c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort())
+	info, err := sockdiag.Lookup(c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort())
 	if err != nil {
 		return err
 	}
@@ -178,9 +181,9 @@ func (s *Supervisor) PeerOf(local, remote net.Addr) (Peer, error) {
 	if s.members == nil {
 		return s.peerByAncestry(peerEnd, ourEnd)
 	}
-	info, err := sockDiagLookup(peerEnd, ourEnd)
+	info, err := sockdiag.Lookup(peerEnd, ourEnd)
 	switch {
-	case errors.Is(err, errSockGone):
+	case errors.Is(err, sockdiag.ErrGone):
 		return Peer{Gone: true}, nil
 	case err != nil:
 		return Peer{}, fmt.Errorf("peer lookup: %w", err)
@@ -216,7 +219,7 @@ func (s *Supervisor) escapeeHolding(inode uint32) int {
 	ix := scanIndex()
 	var roots []int
 	for pid, start := range escaped {
-		if st, ok := ix.byPid[pid]; ok && st.start == start { // not a reused pid
+		if st, ok := ix.byPid[pid]; ok && st.StartTicks == start { // not a reused pid
 			roots = append(roots, pid)
 		}
 	}

@@ -3,7 +3,6 @@ package process
 import (
 	"context"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process/internal/cgtree"
 )
 
 // cgroupSup returns a supervisor whose peer check goes by cgroup, or skips
@@ -62,8 +62,8 @@ func TestPeerCheckByCgroup(t *testing.T) {
 	// The tree's own process.
 	p, c := dialFromTree(t, s, ln, "exec 3<>/dev/tcp/127.0.0.1/PORT; sleep 30")
 	peer, err := s.PeerOf(c.LocalAddr(), c.RemoteAddr())
-	if err != nil || !peer.Harness || peer.CgroupID == 0 || peer.CgroupID != p.leaf.id || peer.PID != p.Pid() {
-		t.Fatalf("PeerOf(tree process) = %+v, %v; want harness pid %d in leaf %d", peer, err, p.Pid(), p.leaf.id)
+	if err != nil || !peer.Harness || peer.CgroupID == 0 || peer.CgroupID != p.leaf.ID || peer.PID != p.Pid() {
+		t.Fatalf("PeerOf(tree process) = %+v, %v; want harness pid %d in leaf %d", peer, err, p.Pid(), p.leaf.ID)
 	}
 
 	// A grandchild that cleared its environment and left the session: the
@@ -98,7 +98,7 @@ func TestPeerCheckByCgroup(t *testing.T) {
 
 func TestPeerCheckSubCgroupOfLeaf(t *testing.T) {
 	s := cgroupSup(t)
-	mount, _, err := findCgroup2()
+	mount, _, _, err := cgtree.DefaultRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,8 @@ func TestPeerCheckSubCgroupOfLeaf(t *testing.T) {
 	script := `cg="` + mount + `$(sed -n 's/^0:://p' /proc/self/cgroup)"; case "$cg" in */harnessd-*/*) ;; *) exit 6;; esac; mkdir "$cg/sub" && echo $$ > "$cg/sub/cgroup.procs" || exit 7; exec 3<>/dev/tcp/127.0.0.1/PORT; sleep 30`
 	p, c := dialFromTree(t, s, ln, script)
 	peer, err := s.PeerOf(c.LocalAddr(), c.RemoteAddr())
-	if err != nil || !peer.Harness || peer.CgroupID == p.leaf.id {
-		t.Fatalf("PeerOf(process in a sub-cgroup of its leaf %s) = %+v, %v; want harness outside the leaf itself", filepath.Base(p.leaf.path), peer, err)
+	if err != nil || !peer.Harness || peer.CgroupID == p.leaf.ID {
+		t.Fatalf("PeerOf(process in a sub-cgroup of its leaf %s) = %+v, %v; want harness outside the leaf itself", filepath.Base(p.leaf.Path), peer, err)
 	}
 }
 
@@ -157,7 +157,7 @@ func TestPeerCheckCatchesMemberThatLeftItsCgroup(t *testing.T) {
 	s := cgroupSup(t)
 	// The cgroup to move into: made by this test beside the daemon's
 	// directory, under a name that is not a daemon's, and removed by it.
-	elsewhere := filepath.Join(filepath.Dir(s.cg.parent), "peercheck-test-"+newTreeID())
+	elsewhere := filepath.Join(filepath.Dir(s.cg.Parent()), "peercheck-test-"+newTreeID())
 	if err := os.Mkdir(elsewhere, 0o755); err != nil {
 		testbin.Missing(t, "cannot make a cgroup beside the daemon's: %v", err)
 	}
@@ -177,7 +177,7 @@ func TestPeerCheckCatchesMemberThatLeftItsCgroup(t *testing.T) {
 			// Only if Stop missed the escapee: end it through the cgroup
 			// this test made, then remove that.
 			os.WriteFile(filepath.Join(elsewhere, "cgroup.kill"), []byte("1"), 0)
-			(&cgroupLeaf{path: elsewhere, fd: -1}).remove(5 * time.Second)
+			(cgtree.Found(elsewhere)).Remove(5 * time.Second)
 		}
 	})
 	waitFile(t, ready)
@@ -196,7 +196,7 @@ func TestPeerCheckCatchesMemberThatLeftItsCgroup(t *testing.T) {
 	if err := p.Stop(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&cgroupLeaf{path: elsewhere, fd: -1}).remove(5 * time.Second); err != nil {
+	if err := (cgtree.Found(elsewhere)).Remove(5 * time.Second); err != nil {
 		t.Fatalf("the escapee outlived Stop: %v", err)
 	}
 	removed = true
@@ -251,16 +251,5 @@ func TestPeerCheckWithoutCgroupGoesByAncestry(t *testing.T) {
 	c = accept(t, ln)
 	if peer, err := s.PeerOf(c.LocalAddr(), c.RemoteAddr()); err != nil || peer.Harness || peer.Gone {
 		t.Fatalf("PeerOf(test process) = %+v, %v; want a live peer that is not a harness", peer, err)
-	}
-}
-
-func TestInetDiagMessages(t *testing.T) {
-	if _, err := inetDiagRequest(netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("[::1]:2")); err == nil {
-		t.Error("request with mixed families built")
-	}
-	for _, bad := range [][]byte{nil, make([]byte, inetDiagMsgLen-1), append(make([]byte, inetDiagMsgLen), 2, 0, 21, 0)} {
-		if _, err := parseInetDiagMsg(bad); err == nil {
-			t.Errorf("parseInetDiagMsg(%d bytes) succeeded", len(bad))
-		}
 	}
 }

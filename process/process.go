@@ -18,6 +18,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/process/internal/cgtree"
 )
 
 // TreeEnvVar is set in every child's environment to a value unique to its
@@ -47,7 +49,7 @@ type Process struct {
 	// tree's name.
 	launched atomic.Bool
 	treeID   string
-	leaf     *cgroupLeaf
+	leaf     *cgtree.Leaf
 	tree     LaunchedTree // set when Spec.Launcher started the leader
 
 	stdin  *os.File // pipe mode

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 	"github.com/harnessd/harnessd/internal/testbin"
 )
 
@@ -36,9 +37,9 @@ func TestMain(m *testing.M) {
 }
 
 // zombieChildren lists zombie children of the test process.
-func zombieChildren() []procStat {
+func zombieChildren() []procfs.Stat {
 	self := os.Getpid()
-	return scanProcs(func(s procStat) bool { return s.ppid == self && s.zombie() })
+	return procfs.Scan(func(s procfs.Stat) bool { return s.PPID == self && s.Dead() })
 }
 
 func newSup(t *testing.T, opts Options) *Supervisor {
@@ -109,8 +110,8 @@ func turn(t *testing.T, p *Process, msg string) []string {
 
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
-	st, ok := readStat(pid)
-	return ok && !st.zombie()
+	st, ok := procfs.ReadStat(pid)
+	return ok && !st.Dead()
 }
 
 func pidFrom(t *testing.T, lines []string, word string) int {
@@ -333,7 +334,7 @@ func TestEscapeesKilled(t *testing.T) {
 			escaped := pidFrom(t, turn(t, p, "escape"), "escaped")
 			orphaned := pidFrom(t, turn(t, p, "orphan"), "orphaned")
 			for _, pid := range []int{escaped, orphaned} {
-				if st, ok := readStat(pid); !ok || st.sid == p.Pid() || st.pgrp == p.Pid() {
+				if st, ok := procfs.ReadStat(pid); !ok || st.SID == p.Pid() || st.PGID == p.Pid() {
 					t.Fatalf("pid %d did not leave the group/session: %+v", pid, st)
 				}
 			}
@@ -479,8 +480,8 @@ func TestPTYSessionAndJobControlKilled(t *testing.T) {
 		t.Fatalf("no job pid in %q", out)
 	}
 	job, _ := strconv.Atoi(string(m[1]))
-	st, ok := readStat(job)
-	if !ok || st.pgrp == p.Pid() {
+	st, ok := procfs.ReadStat(job)
+	if !ok || st.PGID == p.Pid() {
 		t.Fatalf("background job %d not in its own group: %+v", job, st)
 	}
 	if err := p.Stop(context.Background(), 100*time.Millisecond); err != nil {

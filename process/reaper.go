@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 )
 
 // children records the pids this package started and has not reaped yet, so
@@ -38,16 +40,16 @@ func ReapOrphans() int {
 	children.Lock()
 	defer children.Unlock()
 	n := 0
-	for _, pid := range childPids() {
+	for _, pid := range procfs.ChildPids() {
 		if _, tracked := children.pids[pid]; tracked {
 			continue
 		}
-		st, ok := readStat(pid)
-		if !ok || !st.zombie() {
+		st, ok := procfs.ReadStat(pid)
+		if !ok || !st.Dead() {
 			continue
 		}
 		var ws unix.WaitStatus
-		if pid, err := unix.Wait4(st.pid, &ws, unix.WNOHANG, nil); err == nil && pid == st.pid {
+		if pid, err := unix.Wait4(st.PID, &ws, unix.WNOHANG, nil); err == nil && pid == st.PID {
 			n++
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 )
 
 // ErrInvalidSpec is wrapped by start errors for a Spec that can never be
@@ -184,7 +186,7 @@ func (p *Process) start() (err error) {
 		return p.launch(env, io)
 	}
 	if p.sup.cg != nil {
-		leaf, lerr := p.sup.cg.newLeaf(spec.Name)
+		leaf, lerr := p.sup.cg.NewLeaf(spec.Name)
 		switch {
 		case lerr == nil:
 			p.leaf = leaf
@@ -198,7 +200,7 @@ func (p *Process) start() (err error) {
 	children.Lock()
 	cgroupFD := -1
 	if p.leaf != nil {
-		cgroupFD = p.leaf.fd
+		cgroupFD = p.leaf.FD
 	}
 	cmd := p.newCmd(path, env, io, cgroupFD)
 	err = cmd.Start()
@@ -206,7 +208,7 @@ func (p *Process) start() (err error) {
 		// CLONE_INTO_CGROUP can be refused (old kernel, seccomp): run
 		// without, from a fresh Cmd.
 		p.spec.Logger.Warn("starting in cgroup failed; retrying without", "name", spec.Name, "err", err)
-		p.leaf.remove(time.Second)
+		p.leaf.Remove(time.Second)
 		p.leaf = nil
 		cmd = p.newCmd(path, env, io, -1)
 		err = cmd.Start()
@@ -218,17 +220,17 @@ func (p *Process) start() (err error) {
 	}
 	children.Unlock()
 	if p.leaf != nil {
-		p.leaf.closeFD()
+		p.leaf.CloseFD()
 	}
 	if err != nil {
 		if p.leaf != nil {
-			p.leaf.remove(time.Second)
+			p.leaf.Remove(time.Second)
 		}
 		return spawnError(path, err)
 	}
 	p.pid = cmd.Process.Pid
-	if st, ok := readStat(p.pid); ok {
-		p.startTicks = st.start
+	if st, ok := procfs.ReadStat(p.pid); ok {
+		p.startTicks = st.StartTicks
 	}
 	p.launched.Store(true)
 	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)

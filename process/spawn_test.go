@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/process/internal/cgtree"
 )
 
 // helperEnv selects a helper mode of the test binary (see TestMain).
@@ -132,7 +134,7 @@ func TestStartRetriesWithoutCgroupOnFreshCmd(t *testing.T) {
 	s := newSup(t, Options{Cgroup: ModeOff})
 	// A plain directory posing as the daemon's cgroup: its leaves open
 	// fine, but the kernel refuses to clone into them.
-	s.cg = &cgroupManager{parent: t.TempDir()}
+	s.cg = cgtree.At(t.TempDir())
 	p, err := s.Start(Spec{Path: "/bin/sh", Args: []string{"-c", "exit 7"}, Env: DefaultEnviron(nil)})
 	if err != nil {
 		t.Fatalf("start: %v", err)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 )
 
 // Stop ends the whole tree. It sends SIGTERM to every member (and SIGHUP in
@@ -47,7 +49,7 @@ func (p *Process) stop(grace time.Duration) {
 		p.waitDead(DefaultKillWait)
 	}
 	escapees := 0
-	if p.tree == nil && (p.leaf == nil || p.leaf.populated() || !p.escaped.empty()) {
+	if p.tree == nil && (p.leaf == nil || p.leaf.Populated() || !p.escaped.empty()) {
 		// cgroup.kill leaves nothing behind in the leaf; without a cgroup
 		// (or if it somehow failed, or a member moved itself out of the
 		// leaf) hunt for escapees. A launched tree's PID namespace is its
@@ -68,7 +70,7 @@ func (p *Process) stop(grace time.Duration) {
 
 	p.releaseIO()
 	if p.leaf != nil {
-		if err := p.leaf.remove(time.Second); err != nil {
+		if err := p.leaf.Remove(time.Second); err != nil {
 			p.log.Warn("cgroup not removed", "err", err)
 		}
 	}
@@ -125,7 +127,7 @@ func (p *Process) signalTree(sig unix.Signal) {
 		return
 	}
 	if p.leaf != nil {
-		p.leaf.signal(sig)
+		p.leaf.Signal(sig)
 	}
 	if p.ptmx != nil {
 		// A session may hold several process groups (shell job control).
@@ -149,7 +151,7 @@ func (p *Process) killTree() {
 		return
 	}
 	if p.leaf != nil {
-		if err := p.leaf.kill(); err != nil {
+		if err := p.leaf.Kill(); err != nil {
 			p.log.Warn("cgroup.kill failed", "err", err)
 		}
 	}
@@ -174,10 +176,10 @@ func (p *Process) sessionGroups() []int {
 	}
 	seen := map[int]bool{p.pid: true}
 	groups := []int{p.pid}
-	for _, st := range scanProcs(func(s procStat) bool { return s.sid == p.pid }) {
-		if !seen[st.pgrp] {
-			seen[st.pgrp] = true
-			groups = append(groups, st.pgrp)
+	for _, st := range procfs.Scan(func(s procfs.Stat) bool { return s.SID == p.pid }) {
+		if !seen[st.PGID] {
+			seen[st.PGID] = true
+			groups = append(groups, st.PGID)
 		}
 	}
 	return groups
@@ -195,7 +197,7 @@ func (p *Process) allDead() bool {
 		return true // the tree is gone once the launched root is
 	}
 	if p.leaf != nil {
-		return !p.leaf.populated()
+		return !p.leaf.Populated()
 	}
 	if p.ptmx == nil && unix.Kill(-p.pid, 0) == unix.ESRCH {
 		return true
@@ -204,15 +206,15 @@ func (p *Process) allDead() bool {
 }
 
 // members lists the live (non-zombie) processes in the tree's group or session.
-func (p *Process) members() []procStat {
-	return scanProcs(func(s procStat) bool {
-		if s.zombie() {
+func (p *Process) members() []procfs.Stat {
+	return procfs.Scan(func(s procfs.Stat) bool {
+		if s.Dead() {
 			return false
 		}
 		if p.ptmx != nil {
-			return s.sid == p.pid
+			return s.SID == p.pid
 		}
-		return s.pgrp == p.pid
+		return s.PGID == p.pid
 	})
 }
 
@@ -254,35 +256,35 @@ func (p *Process) sweep() int {
 	// process started since the tree's leader that carries the tree's marker
 	// is a member, wherever it now hangs; the start time keeps the environ
 	// reads to processes younger than the tree.
-	orphan := func(st procStat) bool {
-		return p.leaf == nil && st.start >= p.startTicks && environContains(st.pid, marker)
+	orphan := func(st procfs.Stat) bool {
+		return p.leaf == nil && st.StartTicks >= p.startTicks && procfs.EnvironContains(st.PID, marker)
 	}
 	total := 0
 	killed := map[int]uint64{}
 	for pass := 0; pass < 50; pass++ {
-		all := scanProcs(func(procStat) bool { return true })
+		all := procfs.Scan(func(procfs.Stat) bool { return true })
 		kids := make(map[int][]int, len(all))
-		byPid := make(map[int]procStat, len(all))
+		byPid := make(map[int]procfs.Stat, len(all))
 		in := make(map[int]bool)
 		for _, st := range all {
-			byPid[st.pid] = st
-			kids[st.ppid] = append(kids[st.ppid], st.pid)
-			if st.zombie() || st.pid == self {
+			byPid[st.PID] = st
+			kids[st.PPID] = append(kids[st.PPID], st.PID)
+			if st.Dead() || st.PID == self {
 				continue
 			}
-			if st.pgrp == p.pid || st.sid == p.pid || orphan(st) {
-				in[st.pid] = true
+			if st.PGID == p.pid || st.SID == p.pid || orphan(st) {
+				in[st.PID] = true
 			}
 		}
-		if p.leaf != nil && p.leaf.daemonMade() {
-			for _, pid := range p.leaf.procs() {
+		if p.leaf != nil && p.leaf.DaemonMade() {
+			for _, pid := range p.leaf.Procs() {
 				in[pid] = true
 			}
 		}
 		// Members recorded earlier that detached and scrubbed their
 		// environment: the pid must still have the same start time.
 		for pid, start := range p.recorded.snapshot() {
-			if st, ok := byPid[pid]; ok && st.start == start && !st.zombie() && pid != self {
+			if st, ok := byPid[pid]; ok && st.StartTicks == start && !st.Dead() && pid != self {
 				in[pid] = true
 			}
 		}
@@ -301,9 +303,9 @@ func (p *Process) sweep() int {
 				}
 			}
 		}
-		var victims []procStat
+		var victims []procfs.Stat
 		for _, st := range all {
-			if in[st.pid] && !st.zombie() && st.pid != self {
+			if in[st.PID] && !st.Dead() && st.PID != self {
 				victims = append(victims, st)
 			}
 		}
@@ -315,8 +317,8 @@ func (p *Process) sweep() int {
 			return total
 		}
 		for _, st := range victims {
-			unix.Kill(st.pid, unix.SIGKILL)
-			killed[st.pid] = st.start
+			unix.Kill(st.PID, unix.SIGKILL)
+			killed[st.PID] = st.StartTicks
 		}
 		total += len(victims)
 		time.Sleep(time.Duration(pass+1) * time.Millisecond)
@@ -333,8 +335,8 @@ func waitGone(procs map[int]uint64, d time.Duration) {
 	step := 250 * time.Microsecond
 	for pid, start := range procs {
 		for {
-			st, ok := readStat(pid)
-			if !ok || st.zombie() || st.start != start {
+			st, ok := procfs.ReadStat(pid)
+			if !ok || st.Dead() || st.StartTicks != start {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/harnessd/harnessd/internal/linux/cgroups"
+	"github.com/harnessd/harnessd/process/internal/cgtree"
 )
 
 // Mode says whether a kill mechanism is used.
@@ -81,12 +84,12 @@ func (m Mechanisms) KillMode() string {
 // Close stops every tree it still owns.
 type Supervisor struct {
 	mech     Mechanisms
-	cg       *cgroupManager
+	cg       *cgtree.Manager
 	members  *cgroupMembership // the peer check by cgroup; nil: by ancestry
 	sockDiag bool              // sock_diag answers (for the socket's inode by ancestry too)
-	// cgMount and cgMountRoot locate cgroup v2 paths of /proc/PID/cgroup
+	// cgMount locates cgroup v2 paths of /proc/PID/cgroup
 	// (with cgroup leaves only).
-	cgMount, cgMountRoot string
+	cgMount cgroups.Mount
 	// escapees counts the members outside the daemon's cgroup directory at
 	// the tracker's last pass (the peer check looks for them only then).
 	escapees   atomic.Int64
@@ -136,7 +139,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	case ModeOff:
 		m.Notes = append(m.Notes, "cgroup: off by configuration")
 	default:
-		cg, err := newCgroupManager(opts.CgroupRoot, opts.KillLeftovers, log)
+		cg, err := cgtree.New(opts.CgroupRoot, opts.KillLeftovers, log)
 		if err != nil {
 			if opts.Cgroup == ModeRequired {
 				return nil, fmt.Errorf("cgroup v2 required: %w", err)
@@ -145,7 +148,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		} else {
 			s.cg = cg
 			m.Cgroup = true
-			m.CgroupPath = cg.parent
+			m.CgroupPath = cg.Parent()
 		}
 	}
 
@@ -171,8 +174,8 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 
 	if s.cg != nil {
 		// Where the tracker looks a member's cgroup up (escapees).
-		if mp, mroot, err := findCgroup2(); err == nil {
-			s.cgMount, s.cgMountRoot = mp, mroot
+		if l, err := cgroups.Find(); err == nil {
+			s.cgMount = l.V2
 		}
 	}
 
@@ -301,7 +304,7 @@ func (s *Supervisor) Close(ctx context.Context, grace time.Duration) error {
 		}
 	})
 	if s.cg != nil {
-		errs = append(errs, s.cg.close())
+		errs = append(errs, s.cg.Close())
 	}
 	return errors.Join(errs...)
 }

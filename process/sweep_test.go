@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process/internal/cgtree"
 )
 
 // superviseHelper is a daemon of its own: a Supervisor under the cgroup root
@@ -52,7 +53,7 @@ func fakeDaemonDir(t *testing.T, root string, pid int, mtime time.Time) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeCgroupTree(dir); os.Remove(dir) })
+	t.Cleanup(func() { cgtree.RemoveTree(dir); os.Remove(dir) })
 	if err := os.Chtimes(dir, mtime, mtime); err != nil {
 		t.Fatal(err)
 	}

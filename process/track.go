@@ -2,12 +2,11 @@ package process
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 )
 
 // trackInterval is how often the supervisor records the members of every
@@ -85,16 +84,16 @@ func (s *Supervisor) launchedTrees() []*Process {
 // procIndex is one scan of /proc: every live process by pid, and the
 // children of each pid.
 type procIndex struct {
-	byPid map[int]procStat
+	byPid map[int]procfs.Stat
 	kids  map[int][]int
 }
 
 func scanIndex() procIndex {
-	all := scanProcs(func(st procStat) bool { return !st.zombie() })
-	ix := procIndex{byPid: make(map[int]procStat, len(all)), kids: make(map[int][]int, len(all))}
+	all := procfs.Scan(func(st procfs.Stat) bool { return !st.Dead() })
+	ix := procIndex{byPid: make(map[int]procfs.Stat, len(all)), kids: make(map[int][]int, len(all))}
 	for _, st := range all {
-		ix.byPid[st.pid] = st
-		ix.kids[st.ppid] = append(ix.kids[st.ppid], st.pid)
+		ix.byPid[st.PID] = st
+		ix.kids[st.PPID] = append(ix.kids[st.PPID], st.PID)
 	}
 	return ix
 }
@@ -115,15 +114,15 @@ func (p *Process) memberPids(ix procIndex, seeds []int) map[int]bool {
 	}
 	push(p.pid)
 	for _, st := range ix.byPid {
-		if st.pgrp == p.pid || st.sid == p.pid {
-			push(st.pid)
+		if st.PGID == p.pid || st.SID == p.pid {
+			push(st.PID)
 		}
 	}
 	for _, pid := range seeds {
 		push(pid)
 	}
 	for pid, start := range p.recorded.snapshot() {
-		if st, ok := ix.byPid[pid]; ok && st.start == start {
+		if st, ok := ix.byPid[pid]; ok && st.StartTicks == start {
 			push(pid)
 		}
 	}
@@ -150,7 +149,7 @@ func (s *Supervisor) recordMembers() {
 	scanned := false
 	escapees := 0
 	for _, p := range procs {
-		if p.leaf != nil && s.cgMount != "" {
+		if p.leaf != nil && s.cgMount.Point != "" {
 			escapees += s.recordLeaf(p)
 			continue
 		}
@@ -158,7 +157,7 @@ func (s *Supervisor) recordMembers() {
 			ix, scanned = scanIndex(), true
 		}
 		for pid := range p.memberPids(ix, nil) {
-			p.recorded.add(pid, ix.byPid[pid].start)
+			p.recorded.add(pid, ix.byPid[pid].StartTicks)
 		}
 	}
 	s.escapees.Store(int64(escapees))
@@ -172,11 +171,11 @@ func (s *Supervisor) recordMembers() {
 func (s *Supervisor) recordLeaf(p *Process) int {
 	known := p.recorded.snapshot()
 	next := make(map[int]uint64, len(known))
-	for _, pid := range p.leaf.procsBelow() {
+	for _, pid := range p.leaf.ProcsBelow() {
 		if start, ok := known[pid]; ok {
 			next[pid] = start
-		} else if st, ok := readStat(pid); ok {
-			next[pid] = st.start
+		} else if st, ok := procfs.ReadStat(pid); ok {
+			next[pid] = st.StartTicks
 		}
 	}
 	escaped := map[int]uint64{}
@@ -184,7 +183,7 @@ func (s *Supervisor) recordLeaf(p *Process) int {
 		if _, ok := next[pid]; ok {
 			continue
 		}
-		if st, ok := readStat(pid); !ok || st.start != start || st.zombie() {
+		if st, ok := procfs.ReadStat(pid); !ok || st.StartTicks != start || st.Dead() {
 			continue // gone
 		}
 		next[pid] = start
@@ -201,17 +200,14 @@ func (s *Supervisor) recordLeaf(p *Process) int {
 // or lies below it. An unreadable /proc/PID/cgroup (the process is gone)
 // counts as inside: it holds nothing.
 func (s *Supervisor) inDaemonCgroup(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	entries, err := procfs.Cgroups(pid)
 	if err != nil {
 		return true
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rel, ok := strings.CutPrefix(line, "0::"); ok {
-			if r, ok := strings.CutPrefix(rel, s.cgMountRoot); ok && s.cgMountRoot != "/" {
-				rel = r
-			}
-			dir := filepath.Join(s.cgMount, rel)
-			return dir == s.cg.parent || strings.HasPrefix(dir, s.cg.parent+"/")
+	for _, e := range entries {
+		if e.V2() {
+			dir := s.cgMount.Dir(e.Path)
+			return dir == s.cg.Parent() || strings.HasPrefix(dir, s.cg.Parent()+"/")
 		}
 	}
 	return false

@@ -193,7 +193,7 @@ func (s *Server) mcpSession(id string, bound *managed) (*session.Session, func()
 		m.touch()
 		return m.sess, func() {}, nil
 	}
-	sess, err := s.newSession("")
+	sess, err := s.newSession("", nil)
 	if err != nil {
 		return nil, nil, s.rpcInternal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -154,6 +155,23 @@ func newMetrics(version string, maxSessions int, live func() int) *metrics {
 // handler serves the registry in the Prometheus text format.
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observe counts a session's lifecycle events: episodes started (with the
+// reset's duration) and ended (by error type), turns (their duration, tool
+// calls and model calls).
+func (m *metrics) observe(ev session.Event) {
+	switch e := ev.(type) {
+	case session.EpisodeOpened:
+		m.episodesStarted.Inc()
+		m.resetSeconds.Observe(e.Elapsed.Seconds())
+	case session.TurnEnded:
+		m.turnSeconds.Observe(e.Elapsed.Seconds())
+		m.observeTools(e.Observation)
+		m.model.observe(e.Observation)
+	case session.EpisodeEnded:
+		m.endEpisode(e.ErrorType)
+	}
 }
 
 // observeTools counts the bridge's tool calls among an observation's turn

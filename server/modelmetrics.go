@@ -1,8 +1,6 @@
 package server
 
 import (
-	"encoding/json"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/harnessd/harnessd/gateway"
@@ -11,7 +9,8 @@ import (
 
 // modelMetrics count the model calls the episodes' gateways answered, from
 // the llm_response events of source gateway among a turn's events (a turn
-// whose events were capped counts only those it kept). Labels are bounded:
+// whose events were capped counts only those it kept), and the requests
+// they refused as no model route (the gateway package's counter). Labels are bounded:
 // the four agent dialects (others as "other"), the traffic (training,
 // evaluation) and the outcome (ok, error).
 type modelMetrics struct {
@@ -39,7 +38,25 @@ func newModelMetrics(register func(prometheus.Collector)) *modelMetrics {
 	register(m.calls)
 	register(m.tokens)
 	register(m.seconds)
+	register(refusedCollector{})
 	return m
+}
+
+// refusedDesc describes the gateways' refusals of requests on no model
+// route, read from the gateway package's own counter.
+var refusedDesc = prometheus.NewDesc("harnessd_model_refused_requests_total",
+	"Requests the episodes' gateways refused with 404 as no model route, by reason: path (not a plain path: dot segments, "+
+		"double slashes, percent-encoding) or route (a path no dialect defines).", []string{"reason"}, nil)
+
+// refusedCollector exports gateway.RefusedRequests.
+type refusedCollector struct{}
+
+func (refusedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- refusedDesc }
+
+func (refusedCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range gateway.RefusalReasons {
+		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(gateway.RefusedRequests(r)), r)
+	}
 }
 
 // observe counts the gateway's calls among an observation's turn events.
@@ -62,8 +79,8 @@ func (m *modelMetrics) observe(obs *wire.Observation) {
 			m.seconds.WithLabelValues(dialect, traffic).Observe(*r.LatencyMS / 1000)
 		}
 		prompt, completion := len(r.PromptTokenIDs), len(r.CompletionTokenIDs)
-		if prompt == 0 && completion == 0 {
-			prompt, completion = usageTokens(r.Usage)
+		if prompt == 0 && completion == 0 && r.Usage != nil {
+			prompt, completion = r.Usage.PromptTokens, r.Usage.CompletionTokens
 		}
 		m.tokens.WithLabelValues("prompt", traffic).Add(float64(prompt))
 		m.tokens.WithLabelValues("completion", traffic).Add(float64(completion))
@@ -77,29 +94,4 @@ func dialectLabel(d string) string {
 		return d
 	}
 	return "other"
-}
-
-// usageTokens reads prompt and completion token counts from a usage object
-// (whatever Go value the event holds, through its JSON) in any of the
-// dialects' spellings.
-func usageTokens(usage any) (prompt, completion int) {
-	if usage == nil {
-		return 0, 0
-	}
-	b, err := json.Marshal(usage)
-	if err != nil {
-		return 0, 0
-	}
-	var u struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		InputTokens      int `json:"input_tokens"`
-		OutputTokens     int `json:"output_tokens"`
-		PromptTokenCount int `json:"promptTokenCount"`
-		CandidatesTokens int `json:"candidatesTokenCount"`
-	}
-	if json.Unmarshal(b, &u) != nil {
-		return 0, 0
-	}
-	return max(u.PromptTokens, u.InputTokens, u.PromptTokenCount), max(u.CompletionTokens, u.OutputTokens, u.CandidatesTokens)
 }

@@ -238,14 +238,14 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // newSession builds an environment session.
-func (s *Server) newSession(id string) (*session.Session, error) {
+func (s *Server) newSession(id string, observe session.Observer) (*session.Session, error) {
 	var extra []bridge.Source
 	if s.opts.ExtraSources != nil {
 		extra = s.opts.ExtraSources()
 	}
 	return session.NewSession(session.Options{
 		Config: s.cfg, Adapters: s.opts.Adapters, Supervisor: s.opts.Supervisor, Logger: s.log, ExtraSources: extra, ID: id,
-		Isolation: s.opts.Isolation, Hide: s.opts.SandboxHide,
+		Isolation: s.opts.Isolation, Hide: s.opts.SandboxHide, Observer: observe,
 	})
 }
 

@@ -30,11 +30,8 @@ type managed struct {
 	attached atomic.Bool  // a socket is open on it
 	active   atomic.Int64 // unix nanos of the last activity
 	steps    atomic.Int64
-	closing  atomic.Bool // an HTTP close was requested while attached
-	// episodeOpen, ops and gone count episode ends once (see observe.go).
-	episodeOpen atomic.Bool  // an episode was started and has not ended
-	ops         atomic.Int32 // resets and steps running through the server
-	gone        atomic.Bool  // the session was removed from the registry
+	closing  atomic.Bool  // an HTTP close was requested while attached
+	ops      atomic.Int32 // resets and steps running through the server
 	// web is what the console shows of the episode (webturns.go).
 	web webLog
 }
@@ -187,11 +184,12 @@ func (s *Server) create(kind string) (*managed, error) {
 	}
 	defer release()
 	id := uuid.NewString()
-	sess, err := s.newSession(id)
+	m := &managed{id: id, kind: kind, created: time.Now()}
+	sess, err := s.newSession(id, s.observerFor(m))
 	if err != nil {
 		return nil, &factoryError{err: err}
 	}
-	m := &managed{id: id, kind: kind, sess: sess, created: time.Now()}
+	m.sess = sess
 	m.touch()
 	s.reg.add(m, release)
 	s.metrics.sessionsOpen.WithLabelValues(kind).Inc()
@@ -205,7 +203,6 @@ func (s *Server) destroy(m *managed, why string) {
 	if s.reg.remove(m.id) == nil {
 		return
 	}
-	m.gone.Store(true)
 	s.closing.Store(m.id, m)
 	defer s.closing.Delete(m.id)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -213,7 +210,7 @@ func (s *Server) destroy(m *managed, why string) {
 	if err := m.sess.Close(ctx); err != nil {
 		s.log.Warn("session close", "session_id", m.id, "err", err)
 	}
-	s.ended(m)
+	s.metrics.sessionsOpen.WithLabelValues(m.kind).Dec()
 	s.webClosed(m)
 	s.log.Info("session ended", "session_id", m.id, "kind", m.kind, "why", why, "steps", m.steps.Load())
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -81,42 +82,42 @@ func (s *Server) webRecord(m *managed, r wire.Record) {
 	s.feed.publish(webMsg{Type: "record", SessionID: m.id, Record: &r})
 }
 
+// webObserve records and publishes what the console shows of m's
+// session lifecycle.
+func (s *Server) webObserve(m *managed, ev session.Event) {
+	switch e := ev.(type) {
+	case session.EpisodeOpened:
+		s.webReset(m, e.Observation)
+	case session.TurnStarted:
+		content := e.Action.Message
+		msg := wire.Record{Kind: wire.RecordMessage, Time: wire.Now(), Turn: e.Turn, Content: &content}
+		m.web.starting(msg)
+		if s.feed.active() {
+			s.webRecord(m, msg)
+			s.webChanged(m)
+		}
+	case session.TurnEvent:
+		if s.feed.active() {
+			ev := e.Event
+			s.webRecord(m, wire.Record{Kind: wire.RecordEvent, Time: ev.Timestamp, Event: &ev})
+		}
+	case session.TurnEnded:
+		rec := m.web.stepped(e.Observation)
+		if s.feed.active() {
+			s.webRecord(m, rec)
+			s.webChanged(m)
+		}
+	case session.EpisodeEnded:
+		s.webChanged(m)
+	}
+}
+
 // webReset records and publishes a reset's observation.
 func (s *Server) webReset(m *managed, obs *wire.Observation) {
 	reset := s.resetRecord(m, obs)
 	rec := m.web.began(reset, obs)
 	if s.feed.active() {
 		s.webRecord(m, reset)
-		s.webRecord(m, rec)
-		s.webChanged(m)
-	}
-}
-
-// webTurnStarting publishes the message of a turn about to run and returns
-// the emit function that also publishes the turn's events as they happen.
-func (s *Server) webTurnStarting(m *managed, a wire.Action, emit func(wire.Event)) func(wire.Event) {
-	if s.feed.active() && !m.sess.Busy() {
-		n := m.sess.State().StepCount + 1
-		content := a.Message
-		s.webRecord(m, wire.Record{Kind: wire.RecordMessage, Time: wire.Now(), Turn: n, Content: &content})
-		s.webChanged(m)
-	}
-	return func(e wire.Event) {
-		if emit != nil {
-			emit(e)
-		}
-		if s.feed.active() {
-			s.webRecord(m, wire.Record{Kind: wire.RecordEvent, Time: e.Timestamp, Event: &e})
-		}
-	}
-}
-
-// webStepped records and publishes a turn's message and observation.
-func (s *Server) webStepped(m *managed, a wire.Action, obs *wire.Observation) {
-	content := a.Message
-	msg := wire.Record{Kind: wire.RecordMessage, Time: wire.Now(), Turn: obs.Metadata.TurnNumber, Content: &content}
-	rec := m.web.stepped(msg, obs)
-	if s.feed.active() {
 		s.webRecord(m, rec)
 		s.webChanged(m)
 	}

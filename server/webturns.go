@@ -22,6 +22,7 @@ const maxWebTurns = 1000
 type webLog struct {
 	mu         sync.Mutex
 	reset      *wire.Record
+	msg        *wire.Record  // the running turn's message
 	turns      []wire.Record // message and observation records, in order
 	lastReward *float64
 	errorType  wire.FailureType
@@ -45,12 +46,23 @@ func (l *webLog) began(reset wire.Record, obs *wire.Observation) wire.Record {
 	return rec
 }
 
+// starting records the message of the turn about to run.
+func (l *webLog) starting(msg wire.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msg = &msg
+}
+
 // stepped records a turn: its message and its observation.
-func (l *webLog) stepped(msg wire.Record, obs *wire.Observation) wire.Record {
+func (l *webLog) stepped(obs *wire.Observation) wire.Record {
 	rec := wire.Record{Kind: wire.RecordObservation, Time: wire.Now(), Turn: obs.Metadata.TurnNumber, Observation: slim(obs)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.turns = append(l.turns, msg, rec)
+	if l.msg != nil {
+		l.turns = append(l.turns, *l.msg)
+		l.msg = nil
+	}
+	l.turns = append(l.turns, rec)
 	// Trimmed only when twice the bound is reached, so a long episode
 	// copies the window once per maxWebTurns turns, not on every turn.
 	if n := len(l.turns); n >= 4*maxWebTurns {

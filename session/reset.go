@@ -96,7 +96,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	}
 	t2 := time.Now()
 	if err := ep.StartHarness(ctx, a, ep.Launch()); err != nil {
-		return s.startupFailed(ctx, r, err), nil
+		return s.startupFailed(ctx, r, err, t0), nil
 	}
 	s.startClocks(r)
 	_, _, pid := a.Diagnostics()
@@ -204,7 +204,7 @@ func (s *Session) startClocks(r *run) {
 
 // startupFailed ends the episode whose harness did not start and
 // describes the failure; the directories stay until the next reset.
-func (s *Session) startupFailed(ctx context.Context, r *run, err error) *wire.Observation {
+func (s *Session) startupFailed(ctx context.Context, r *run, err error, t0 time.Time) *wire.Observation {
 	ep := r.ep
 	f, ok := harness.AsFailure(err)
 	if !ok {
@@ -242,7 +242,7 @@ func (s *Session) startupFailed(ctx context.Context, r *run, err error) *wire.Ob
 		TurnEvents: []wire.Event{ev},
 	}}
 	s.events.note(observationRecord(obs))
-	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: r.id, Observation: obs})
+	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(t0), Observation: obs})
 	s.episodeEnded(r, f.Type)
 	return obs
 }

@@ -111,8 +111,10 @@ func TestEveryEndingClosesEachResourceOnce(t *testing.T) {
 			reset(t, s)
 		}, want: []episode.Resource{episode.ResourceHarness, episode.ResourceBridge}},
 		{name: "retire", edit: func(c *config.Config) { c.Warm = 1 }, play: func(t *testing.T, s *session.Session) {
-			if !reset(t, s).Metadata.Standby || !reset(t, s).Metadata.Standby {
-				t.Fatal("the resets were not handed standbys")
+			for i := range 2 {
+				if !reset(t, s).Metadata.Standby {
+					t.Fatalf("reset %d was not handed a standby", i)
+				}
 			}
 		}, want: []episode.Resource{episode.ResourceHarness, episode.ResourceBridge}},
 		{name: "close", play: func(t *testing.T, s *session.Session) {

@@ -129,8 +129,9 @@ type LLMResponse struct {
 	Model string `json:"model,omitempty"`
 	// FinishReason says why generation stopped (stop, length, tool_calls, ...).
 	FinishReason string `json:"finish_reason,omitempty"`
-	// Usage is the token usage as the model reported it.
-	Usage any `json:"usage,omitempty"`
+	// Usage is the call's token usage: the gateway's in the OpenAI spelling
+	// whatever the upstream's dialect; a harness's own as it reported it.
+	Usage *TokenUsage `json:"usage,omitempty"`
 	// CallIndex pairs the response with its llm_request (gateway only).
 	CallIndex int `json:"call_index,omitempty"`
 	// Dialect is the caller's wire API (gateway only).

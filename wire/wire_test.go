@@ -16,7 +16,7 @@ func TestEventRoundTripEveryType(t *testing.T) {
 		&ToolCall{ToolName: "add", Arguments: json.RawMessage(`{"a":2,"b":3}`), CallID: "c1", Server: "env"},
 		&ToolResult{ToolName: "add", Result: "5", Error: &errText, CallID: "c1", DurationMS: &ms},
 		&LLMRequest{Model: "m", Messages: json.RawMessage(`[{"role":"user","content":"hi"}]`)},
-		&LLMResponse{Content: "hi", Model: "m", FinishReason: "stop", Usage: map[string]any{"in": 1.0}},
+		&LLMResponse{Content: "hi", Model: "m", FinishReason: "stop", Usage: &TokenUsage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}},
 		&LLMChunk{Content: "h", Index: 3, Thought: true, MessageID: "m1"},
 		&Error{Message: "bad", Recoverable: true},
 		&TurnComplete{Response: "done", Done: true, Cancelled: true, Extra: Extra{"stop_reason": "end_turn"}},

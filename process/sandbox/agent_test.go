@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -39,6 +40,65 @@ func errnoOf(err error) string {
 		return unix.ErrnoName(en)
 	}
 	return ""
+}
+
+// deniedCall makes the system call name with harmless arguments: each
+// succeeds for an unprivileged process on a host that allows it (the
+// positive control without the filter) and touches only this process.
+func deniedCall(name string) error {
+	closeFd := func(fd int, err error) error {
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}
+	switch name {
+	case "add_key":
+		_, err := unix.AddKey("user", "harnessd-sandbox-test", []byte("x"), unix.KEY_SPEC_PROCESS_KEYRING)
+		return err
+	case "keyctl":
+		_, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_PROCESS_KEYRING, true)
+		return err
+	case "userfaultfd":
+		// UFFD_USER_MODE_ONLY (1): what an unprivileged process may ask for.
+		fd, _, e := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|1, 0, 0)
+		return closeFd(int(fd), errOf(e))
+	case "perf_event_open":
+		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK,
+			Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
+		attr.Size = uint32(unsafe.Sizeof(attr))
+		return closeFd(unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC))
+	case "name_to_handle_at":
+		_, _, err := unix.NameToHandleAt(unix.AT_FDCWD, "/", 0)
+		return err
+	case "open_tree":
+		// Without OPEN_TREE_CLONE: an O_PATH handle on the directory.
+		return closeFd(unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLOEXEC))
+	case "pidfd_getfd":
+		pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+		if err != nil {
+			return fmt.Errorf("pidfd_open: %w", err)
+		}
+		defer unix.Close(pidfd)
+		return closeFd(unix.PidfdGetfd(pidfd, 1, 0))
+	case "process_vm_readv":
+		src, dst := []byte("harnessd"), make([]byte, 8)
+		local := []unix.Iovec{{Base: &dst[0], Len: 8}}
+		remote := []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 8}}
+		_, err := unix.ProcessVMReadv(os.Getpid(), local, remote, 0)
+		return err
+	case "fanotify_init":
+		return closeFd(unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, unix.O_RDONLY))
+	}
+	return fmt.Errorf("unknown call %q", name)
+}
+
+// errOf turns a raw syscall's errno into an error (nil for 0).
+func errOf(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
 }
 
 func outcome(err error) result {
@@ -155,6 +215,91 @@ func runAgent(args []string) int {
 		if e == 0 {
 			r = outcome(nil)
 		}
+	case "iouring":
+		// io_uring_setup(1, &params): a ring fd on success.
+		var params [120]byte
+		fd, _, e := unix.RawSyscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+		r = outcome(errOf(e))
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+	case "sys":
+		// One denied system call with arguments an unprivileged process
+		// may use where nothing filters it.
+		r = outcome(deniedCall(arg(1)))
+	case "socket":
+		// socket(family, SOCK_STREAM, 0) for a family number.
+		fam, _ := strconv.Atoi(arg(1))
+		fd, err := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		r = outcome(err)
+		if err == nil {
+			unix.Close(fd)
+		}
+	case "syslog":
+		// SYSLOG_ACTION_SIZE_BUFFER (10): the kernel log's size.
+		n, _, e := unix.RawSyscall(unix.SYS_SYSLOG, 10, 0, 0)
+		r = outcome(errOf(e))
+		r.N = int(n)
+	case "unixconnect":
+		c, err := net.DialTimeout("unix", arg(1), 5*time.Second)
+		r = outcome(err)
+		if err == nil {
+			c.Close()
+		}
+	case "abstractself":
+		// Listen on an abstract socket of its own and connect to it: a
+		// domain's own sockets stay reachable.
+		name := "@" + arg(1)
+		ln, err := net.Listen("unix", name)
+		if err == nil {
+			var c net.Conn
+			if c, err = net.DialTimeout("unix", name, 5*time.Second); err == nil {
+				c.Close()
+			}
+			ln.Close()
+		}
+		r = outcome(err)
+	case "statfs":
+		var st unix.Statfs_t
+		r = outcome(unix.Statfs(arg(1), &st))
+		r.N = int(st.Blocks * uint64(st.Bsize) >> 20) // MiB
+	case "fill":
+		// Write up to arg(2) MiB into the file arg(1); N is how many MiB
+		// were written before the first error.
+		mb, _ := strconv.Atoi(arg(2))
+		f, err := os.Create(arg(1))
+		if err == nil {
+			chunk := make([]byte, 1<<20)
+			for r.N = 0; r.N < mb; r.N++ {
+				if _, err = f.Write(chunk); err != nil {
+					break
+				}
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			os.Remove(arg(1))
+		}
+		r = result{OK: err == nil, Errno: errnoOf(err), N: r.N, Error: fmt.Sprint(err)}
+	case "ptys":
+		// Open up to arg(1) ptys and hold them: N is how many opened
+		// before the first error; the agent then waits to be killed.
+		n, _ := strconv.Atoi(arg(1))
+		var held []*os.File
+		var err error
+		for i := 0; i < n; i++ {
+			var ptmx *os.File
+			if ptmx, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0); err != nil {
+				break
+			}
+			held = append(held, ptmx)
+		}
+		r = outcome(err)
+		r.N = len(held)
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+		time.Sleep(10 * time.Minute)
+		return 0
 	case "setuid0":
 		r = outcome(unix.Setresuid(0, 0, 0))
 	case "exit":

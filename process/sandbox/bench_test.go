@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/harnessd/harnessd/internal/testbin"
 	"os"
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 
 	"github.com/harnessd/harnessd/process/sandbox"
 )

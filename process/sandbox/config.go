@@ -46,6 +46,49 @@ type Limits struct {
 
 func (l Limits) any() bool { return l.MemoryBytes > 0 || l.Pids > 0 || l.CPU > 0 }
 
+// Storage bounds the sandbox's own file systems (tmpfs, devpts), which
+// take host memory and kernel objects rather than disk. Zero fields take
+// the defaults below; the harness gets ENOSPC at a bound.
+type Storage struct {
+	// TmpBytes bounds /tmp: DefaultTmpBytes, or half of Limits.MemoryBytes
+	// when that is less.
+	TmpBytes int64 `json:"tmp_bytes,omitempty"`
+	// ShmBytes bounds /dev/shm: DefaultShmBytes, or a quarter of
+	// Limits.MemoryBytes when that is less.
+	ShmBytes int64 `json:"shm_bytes,omitempty"`
+	// PTYs bounds the ptys of the sandbox's devpts (its max=):
+	// DefaultPTYs.
+	PTYs int `json:"ptys,omitempty"`
+}
+
+// Storage defaults. The root, /dev and hidden directories' tmpfs mounts
+// hold only mount points and links and are read-only: they get a fixed
+// small size (setupTmpfsSize).
+const (
+	DefaultTmpBytes = 1 << 30
+	DefaultShmBytes = 64 << 20
+	DefaultPTYs     = 64
+)
+
+// resolved fills in the defaults.
+func (st Storage) resolved(l Limits) Storage {
+	pick := func(v, def, fromMem int64) int64 {
+		if v > 0 {
+			return v
+		}
+		if fromMem > 0 && fromMem < def {
+			return fromMem
+		}
+		return def
+	}
+	st.TmpBytes = pick(st.TmpBytes, DefaultTmpBytes, l.MemoryBytes/2)
+	st.ShmBytes = pick(st.ShmBytes, DefaultShmBytes, l.MemoryBytes/4)
+	if st.PTYs <= 0 {
+		st.PTYs = DefaultPTYs
+	}
+	return st
+}
+
 // Rlimit is one resource limit set on the harness (setrlimit(2)).
 type Rlimit struct {
 	Resource int    `json:"resource"` // unix.RLIMIT_*
@@ -110,7 +153,7 @@ type Config struct {
 	// mapped, 0 with the single map.
 	UID, GID *int
 
-	// Seccomp installs the deny-list (see seccomp.go) on the harness.
+	// Seccomp installs the deny-list (internal/linux/seccomp) on the harness.
 	Seccomp bool
 	// Rlimits are set on the harness; RLIMIT_CORE is 0 unless given.
 	Rlimits []Rlimit
@@ -119,6 +162,8 @@ type Config struct {
 	// cgroup of the daemon).
 	Limits       Limits
 	CgroupParent string
+	// Storage bounds /tmp, /dev/shm and the ptys (zero: the defaults).
+	Storage Storage
 
 	// Stdin, Stdout and Stderr become the init's and the harness's stdio
 	// (nil: /dev/null). TTY says stdin is a terminal that becomes the
@@ -219,6 +264,9 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.MemoryBytes < 0 || c.Limits.Pids < 0 || c.Limits.CPU < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
+	}
+	if c.Storage.TmpBytes < 0 || c.Storage.ShmBytes < 0 || c.Storage.PTYs < 0 {
+		return fmt.Errorf("%w: negative storage bound", ErrInvalidConfig)
 	}
 	switch c.IDs {
 	case IDAuto, IDRange, IDSelf:

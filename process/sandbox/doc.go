@@ -34,9 +34,15 @@
 // Close, or the daemon's death (Pdeathsig) — every process of the
 // namespace dies with it.
 //
-// The package owns the namespaces, the mounts, the id maps, the seccomp
-// program and the sandbox's cgroup (v2 when its controllers are there, v1
-// on hybrid hosts). It must not touch sessions, adapters, the bridge or
+// Start runs in named phases (ids, cgroup, binds, spawn, handshake), each
+// with its own undo, undone in reverse when a later one fails. Every tmpfs
+// of the sandbox has a size= and its devpts a max= (Config.Storage), and
+// the host's socket directories (/run, ...) are hidden.
+//
+// The package owns the namespaces, the mounts, the id maps, when the
+// seccomp filter (internal/linux/seccomp) is installed, and the sandbox's
+// cgroup (v2 when its controllers are there, v1 on hybrid hosts; the files
+// are internal/linux/cgroups'). It must not touch sessions, adapters, the bridge or
 // the gateway, and package process must not depend on it: process makes
 // the pipes and hands their child ends to Run through the Launcher, so
 // readiness, line limits and the stderr tail work unchanged.

@@ -12,6 +12,9 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/landlock"
+	"github.com/harnessd/harnessd/internal/linux/seccomp"
 )
 
 // runExec is the exec stage: a child of the init in its own session, still
@@ -106,7 +109,8 @@ func lookPath(prog string, env []string) (string, error) {
 
 // becomeHarness sets rlimits, clears the bounding set, takes the
 // harness's ids (which drops the remaining capabilities), sets
-// no_new_privs and installs the seccomp filter.
+// no_new_privs, scopes abstract Unix sockets (Landlock, where the kernel
+// has it) and installs the seccomp filter.
 func becomeHarness(s initSpec) error {
 	core := false
 	for _, r := range s.Rlimits {
@@ -153,8 +157,13 @@ func becomeHarness(s initSpec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	// A sandbox on the host's network shares its abstract sockets (the
+	// network namespace's): the harness reaches none but its own.
+	if _, err := landlock.ScopeAbstractUnix(); err != nil {
+		return err
+	}
 	if s.Seccomp {
-		if err := installSeccomp(); err != nil {
+		if err := seccomp.Install(); err != nil {
 			return err
 		}
 	}

@@ -12,15 +12,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/harnessd/harnessd/process"
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/cgroups"
+	"github.com/harnessd/harnessd/internal/linux/procfs"
+	"github.com/harnessd/harnessd/process"
 )
 
 // Cloneflags are the namespaces every sandbox gets.
@@ -71,7 +72,7 @@ type Run struct {
 	inner   atomic.Int64 // the harness's pid inside, once started
 	done    chan struct{}
 	exit    Exit
-	base    limitCounts
+	base    cgroups.Events
 	ended   sync.Once
 }
 
@@ -112,159 +113,6 @@ func (r *Run) Wait(ctx context.Context) (Exit, error) {
 
 // InnerPid is the harness's pid inside the sandbox (0 before it started).
 func (r *Run) InnerPid() int { return int(r.inner.Load()) }
-
-// Start creates the namespaces, runs the init and waits until it has set
-// the sandbox up and opened the doors. The harness starts with Run.
-func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	ids, err := planIDs(&cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			ids.release()
-		}
-	}()
-	if ids.mode == IDRange {
-		for _, d := range []string{cfg.Workspace, cfg.Home} {
-			if d != "" {
-				if err := chownTree(d, int(ids.hostBase)+ids.uid, int(ids.hostBase)+ids.gid); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	initPath := cfg.Init
-	if initPath == "" {
-		initPath = "/proc/self/exe"
-	}
-	if cfg.Name == "" {
-		cfg.Name = "sandbox"
-	}
-
-	var cg *cgroupSet
-	if cfg.Limits.any() {
-		name := fmt.Sprintf("harnessd-sandbox-%d-%s-%s", os.Getpid(), sanitize(cfg.Name), randomID())
-		if cg, err = newCgroupSet(name, cfg.CgroupParent, cfg.Limits); err != nil {
-			return nil, err
-		}
-		if err := cg.apply(cfg.Limits); err != nil {
-			cg.remove()
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				cg.remove()
-			}
-		}()
-	}
-
-	spec := cfg.initSpec(ids)
-	var bindFiles []*os.File
-	defer func() { closeAll(bindFiles) }()
-	// As root, each bind's source is cloned here into a detached mount
-	// (open_tree) that the init attaches (move_mount): the init, root of
-	// its user namespace only, could not walk the daemon's private
-	// directories, nor bind from a mount outside its namespace. Not as
-	// root, the init has the daemon's uid and binds by path.
-	for _, b := range cfg.binds() {
-		bs := bindSpec{Bind: b}
-		if ids.mode == IDRange {
-			fd, err := unix.OpenTree(unix.AT_FDCWD, b.Src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-			if err != nil {
-				return nil, fmt.Errorf("bind %s into the sandbox: open_tree: %w", b.Src, err)
-			}
-			bindFiles = append(bindFiles, os.NewFile(uintptr(fd), b.Src))
-			bs.FD = controlFD + len(bindFiles)
-		}
-		spec.Mounts.Binds = append(spec.Mounts.Binds, bs)
-	}
-
-	hostEnd, childEnd, err := controlPair()
-	if err != nil {
-		return nil, err
-	}
-	ctl, err := controlConn(hostEnd)
-	if err != nil {
-		childEnd.Close()
-		return nil, err
-	}
-	uids, gids := ids.maps()
-	flags := uintptr(Cloneflags)
-	if cfg.HostNetwork {
-		flags &^= syscall.CLONE_NEWNET
-	}
-	cmd := &exec.Cmd{
-		Path:       initPath,
-		Args:       []string{initPath, initCommand},
-		Env:        []string{},
-		Dir:        "/",
-		ExtraFiles: append([]*os.File{childEnd}, bindFiles...),
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 flags,
-			UidMappings:                uids,
-			GidMappings:                gids,
-			GidMappingsEnableSetgroups: ids.mode == IDRange,
-			Pdeathsig:                  syscall.SIGKILL,
-			Setpgid:                    true,
-		},
-	}
-	if ids.mode == IDRange {
-		// The daemon's host uid is not in the map: the init becomes
-		// inside 0 (the range's first host id) explicitly.
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
-	}
-	// A nil *os.File in an io.Reader would close the init's fd instead of
-	// giving it /dev/null: only set files were given.
-	if cfg.Stdin != nil {
-		cmd.Stdin = cfg.Stdin
-	}
-	if cfg.Stdout != nil {
-		cmd.Stdout = cfg.Stdout
-	}
-	if cfg.Stderr != nil {
-		cmd.Stderr = cfg.Stderr
-	}
-	err = process.StartCommand(cmd)
-	childEnd.Close()
-	if err != nil {
-		ctl.Close()
-		return nil, cloneError(err)
-	}
-	s := &Sandbox{
-		cfg: cfg, ids: ids, cmd: cmd, ctl: ctl, cg: cg, doors: map[string]*net.TCPListener{},
-		initPid: cmd.Process.Pid, done: make(chan struct{}),
-	}
-	s.pidNS, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", s.initPid))
-	fail := func(e error) (*Sandbox, error) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		process.ReleaseCommand(s.initPid)
-		ctl.Close()
-		for _, l := range s.doors {
-			l.Close()
-		}
-		return nil, e
-	}
-	if cg != nil {
-		if err := cg.add(s.initPid); err != nil {
-			return fail(err)
-		}
-	}
-	closeAll(bindFiles)
-	bindFiles = nil
-	if err := s.send(message{Type: msgSpec, Spec: &spec}); err != nil {
-		return fail(err)
-	}
-	if err := s.awaitReady(ctx); err != nil {
-		return fail(err)
-	}
-	go s.watch()
-	return s, nil
-}
 
 // cloneError explains a refused clone of the namespaces.
 func cloneError(err error) error {
@@ -638,46 +486,12 @@ func randomID() string {
 
 // HostPids lists the host pids of every process in the sandbox's PID
 // namespace, the init included (empty once it has ended).
-func (s *Sandbox) HostPids() []int { return PidsInNamespace(s.pidNS) }
+func (s *Sandbox) HostPids() []int { return procfs.PidsInNamespace(s.pidNS) }
 
 // PidsInNamespace lists the host pids of the processes whose PID
 // namespace is ns (as /proc/PID/ns/pid names it).
-func PidsInNamespace(ns string) []int {
-	if ns == "" {
-		return nil
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+func PidsInNamespace(ns string) []int { return procfs.PidsInNamespace(ns) }
 
 // InnerPid returns the pid inside its namespace of host pid (the last
 // NSpid of /proc/PID/status), 0 when unknown.
-func InnerPid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				n, _ := strconv.Atoi(f[len(f)-1])
-				return n
-			}
-		}
-	}
-	return 0
-}
+func InnerPid(pid int) int { return procfs.InnerPid(pid) }

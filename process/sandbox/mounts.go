@@ -21,8 +21,36 @@ const (
 	newRoot = "/newroot"
 )
 
+// setupTmpfsSize bounds the tmpfs mounts that hold only mount points and
+// links (the scratch root, the new root, /dev, /sys, hidden directories):
+// all but the scratch root are read-only once the root is built.
+const setupTmpfsSize = "size=4m"
+
+// tmpfsData is a tmpfs's mount data: mode and size in bytes.
+func tmpfsData(mode string, size int64) string { return fmt.Sprintf("mode=%s,size=%d", mode, size) }
+
 // fresh are the top-level entries the sandbox gets its own of.
 var fresh = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": true}
+
+// hostSocketDirs are the host directories where daemons keep their Unix
+// sockets (the system bus, systemd's, docker's and containerd's, the
+// databases', libvirt's, LXD's and Incus's, the kubelet's, the mail
+// system's): each is hidden in every sandbox by an empty read-only tmpfs,
+// so that a socket a host daemon left connectable by anyone (0777) is not
+// reachable through the read-only root. /tmp (X11's and tmux's sockets) is
+// the sandbox's own and /dev (/dev/log) is fresh already; abstract sockets
+// belong to the network namespace. A bind the daemon asks for below one
+// of them is still made. docs/security.md has the survey.
+var hostSocketDirs = []string{
+	"/run", "/var/run", "/var/lib/mysql", "/var/lib/lxd", "/var/lib/incus",
+	"/var/lib/kubelet", "/var/snap/lxd", "/var/spool/postfix",
+}
+
+// keptThrough are host files that stay visible when a hidden socket
+// directory holds their target: /etc/resolv.conf is often a link into
+// /run (systemd-resolved), and a sandbox on the host's network resolves
+// names with it.
+var keptThrough = []string{"/etc/resolv.conf"}
 
 // devices are bound from the host's /dev.
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
@@ -33,7 +61,7 @@ func buildRoot(ms mountSet) (string, error) {
 	if err := stageTmpfsRoot(); err != nil {
 		return StageMounts, err
 	}
-	if err := mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+	if err := mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,"+setupTmpfsSize); err != nil {
 		return StageMounts, err
 	}
 	if err := bindHostRoot(); err != nil {
@@ -42,25 +70,31 @@ func buildRoot(ms mountSet) (string, error) {
 	if err := mkdirMount("proc", newRoot+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return StageProc, err
 	}
-	if err := mkdirMount("tmpfs", newRoot+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := mkdirMount("tmpfs", newRoot+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsData("1777", ms.Storage.TmpBytes)); err != nil {
 		return StageMounts, err
 	}
-	if err := mkdirMount("tmpfs", newRoot+"/sys", "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555"); err != nil {
+	if err := mkdirMount("tmpfs", newRoot+"/sys", "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,"+setupTmpfsSize); err != nil {
 		return StageMounts, err
 	}
-	if stage, err := buildDev(); err != nil {
+	if stage, err := buildDev(ms.Storage); err != nil {
 		return stage, err
 	}
 	empty := "/empty"
 	if err := os.WriteFile(empty, nil, 0o444); err != nil {
 		return StageMounts, err
 	}
+	kept := keptTargets(ms.Keep)
 	var hidden []string
-	for _, h := range ms.Hide {
+	seen := map[string]bool{}
+	for _, h := range append(append([]string(nil), hostSocketDirs...), ms.Hide...) {
 		dst, err := resolveIn(newRoot, h)
 		if err != nil {
 			return StageMounts, err
 		}
+		if seen[dst] {
+			continue // /var/run is a link to /run on most hosts
+		}
+		seen[dst] = true
 		fi, err := os.Stat(dst)
 		switch {
 		case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
@@ -70,7 +104,7 @@ func buildRoot(ms mountSet) (string, error) {
 		case err != nil:
 			return StageMounts, fmt.Errorf("hide %s: %w", h, err)
 		case fi.IsDir():
-			if err := mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
+			if err := mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,"+setupTmpfsSize); err != nil {
 				return StageMounts, fmt.Errorf("hide %s: %w", h, err)
 			}
 			hidden = append(hidden, dst)
@@ -81,6 +115,11 @@ func buildRoot(ms mountSet) (string, error) {
 			if err := setattr(dst, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, false); err != nil {
 				return StageMounts, err
 			}
+		}
+	}
+	for _, k := range kept {
+		if err := keep(k, hidden); err != nil {
+			return StageMounts, err
 		}
 	}
 	for _, b := range ms.Binds {
@@ -100,6 +139,45 @@ func buildRoot(ms mountSet) (string, error) {
 		return StageMounts, err
 	}
 	return "", nil
+}
+
+// keptTargets resolves each file of keep (keptThrough) to its target
+// inside the new root, before anything is hidden (a target that is missing
+// or not a regular file is left out).
+func keptTargets(keep []string) []string {
+	var out []string
+	for _, k := range keep {
+		dst, err := resolveIn(newRoot, k)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() {
+			out = append(out, strings.TrimPrefix(dst, newRoot))
+		}
+	}
+	return out
+}
+
+// keep binds the host file target (a path inside the root) back, read-only,
+// when a hidden directory covers it.
+func keep(target string, hidden []string) error {
+	for _, h := range hidden {
+		if !strings.HasPrefix(newRoot+target, h+"/") {
+			continue
+		}
+		dst := newRoot + target
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("keep %s: %w", target, err)
+		}
+		if err := os.WriteFile(dst, nil, 0o444); err != nil {
+			return fmt.Errorf("keep %s: %w", target, err)
+		}
+		if err := mount(oldRoot+target, dst, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		return setattr(dst, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, false)
+	}
+	return nil
 }
 
 func mount(src, dst, fstype string, flags uintptr, data string) error {
@@ -149,7 +227,7 @@ func stageTmpfsRoot() error {
 			}
 		}
 	}
-	if err := mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+	if err := mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700,"+setupTmpfsSize); err != nil {
 		return err
 	}
 	for _, d := range []string{base + oldRoot, base + newRoot} {
@@ -206,10 +284,10 @@ func bindHostRoot() error {
 }
 
 // buildDev makes a minimal /dev: a few host devices, a devpts of its own
-// with ptmx, shm and the usual links.
-func buildDev() (string, error) {
+// (at most st.PTYs ptys) with ptmx, shm (st.ShmBytes) and the usual links.
+func buildDev(st Storage) (string, error) {
 	dev := newRoot + "/dev"
-	if err := mkdirMount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
+	if err := mkdirMount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,"+setupTmpfsSize); err != nil {
 		return StageMounts, err
 	}
 	for _, d := range devices {
@@ -224,10 +302,10 @@ func buildDev() (string, error) {
 			return StageMounts, err
 		}
 	}
-	if err := mkdirMount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+	if err := mkdirMount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", st.PTYs)); err != nil {
 		return StageDevpts, err
 	}
-	if err := mkdirMount("tmpfs", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777"); err != nil {
+	if err := mkdirMount("tmpfs", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, tmpfsData("1777", st.ShmBytes)); err != nil {
 		return StageMounts, err
 	}
 	for link, target := range map[string]string{

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/harnessd/harnessd/internal/linux/landlock"
 )
 
 // ProbeResult says whether sandboxes can be made on this host.
@@ -73,7 +75,7 @@ func Probe(ctx context.Context, init string) (res ProbeResult) {
 		return res
 	}
 	res.OK = true
-	res.Detail = fmt.Sprintf("user, PID, mount, network, IPC and UTS namespaces; ids: %s; limits: %s", res.IDs, probeLimits())
+	res.Detail = fmt.Sprintf("user, PID, mount, network, IPC and UTS namespaces; ids: %s; limits: %s; abstract sockets: %s", res.IDs, probeLimits(), probeScope())
 	return res
 }
 
@@ -90,6 +92,17 @@ func probeLimits() string {
 		return "unavailable (" + err.Error() + ")"
 	}
 	return "cgroup " + cs.version + " (memory, pids, cpu)"
+}
+
+// probeScope says whether the harness's abstract Unix sockets are scoped
+// (Landlock ABI 6+), which matters for a sandbox on the host's network.
+func probeScope() string {
+	if abi := landlock.ABI(); abi >= 6 {
+		return fmt.Sprintf("scoped (Landlock ABI %d)", abi)
+	} else if abi > 0 {
+		return fmt.Sprintf("the network namespace's only (Landlock ABI %d < 6)", abi)
+	}
+	return "the network namespace's only (no Landlock)"
 }
 
 // refused reports a setup error that means the host does not permit

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )

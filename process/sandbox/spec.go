@@ -29,6 +29,11 @@ type initSpec struct {
 type mountSet struct {
 	Hide  []string   `json:"hide,omitempty"`
 	Binds []bindSpec `json:"binds,omitempty"`
+	// Storage has the defaults filled in.
+	Storage Storage `json:"storage"`
+	// Keep lists host files kept visible when a hidden socket directory
+	// holds their target (keptThrough).
+	Keep []string `json:"keep,omitempty"`
 }
 
 // bindSpec is a Bind whose source the daemon opened (O_PATH) and passed as
@@ -55,6 +60,8 @@ func (c *Config) initSpec(ids idPlan) initSpec {
 		s.Hostname = "sandbox"
 	}
 	s.Mounts.Hide = append(s.Mounts.Hide, c.Hide...)
+	s.Mounts.Storage = c.Storage.resolved(c.Limits)
+	s.Mounts.Keep = append(s.Mounts.Keep, keptThrough...)
 	if c.Workspace != "" {
 		s.DefaultDir = c.Workspace
 		if c.WorkspaceAt != "" {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/harnessd/harnessd/internal/linux/cgroups"
 )
 
 // cgroupPrefix starts the name of every sandbox cgroup:
@@ -21,17 +23,19 @@ const cgroupPrefix = "harnessd-sandbox-"
 // skips a cgroup whose daemon pid is alive. It returns how many it
 // removed.
 func SweepCgroups() int {
-	cm, err := readCgroupMounts()
+	layout, err := cgroups.Find()
 	if err != nil {
 		return 0
 	}
-	own := ownCgroups()
+	own := cgroups.Own()
 	var parents []string
-	if cm.v2 != "" {
-		parents = append(parents, under(cm.v2, cm.v2Root, own[""]))
+	if layout.V2.Point != "" {
+		parents = append(parents, layout.V2.Dir(own[""]))
 	}
-	for c, m := range cm.v1 {
-		parents = append(parents, under(m[0], m[1], own[c]))
+	for _, c := range (Limits{MemoryBytes: 1, Pids: 1, CPU: 1}).cgroup().Controllers() {
+		if m, ok := layout.V1[c]; ok {
+			parents = append(parents, m.Dir(own[c]))
+		}
 	}
 	n := 0
 	seen := map[string]bool{}

@@ -7,20 +7,21 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/harnessd/harnessd/internal/linux/cgroups"
 	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 func TestSweepCgroupsRemovesOnlyDeadDaemonsEmptyCgroups(t *testing.T) {
-	cm, err := readCgroupMounts()
+	layout, err := cgroups.Find()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok := cm.v1["pids"]
+	m, ok := layout.V1["pids"]
 	dir := ""
 	if ok {
-		dir = under(m[0], m[1], ownCgroups()["pids"])
-	} else if cm.v2 != "" {
-		dir = under(cm.v2, cm.v2Root, ownCgroups()[""])
+		dir = m.Dir(cgroups.Own()["pids"])
+	} else if layout.V2.Point != "" {
+		dir = layout.V2.Dir(cgroups.Own()[""])
 	}
 	if dir == "" || os.Getuid() != 0 {
 		testbin.Missing(t, "a writable cgroup hierarchy (root)")

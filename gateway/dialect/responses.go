@@ -1,4 +1,4 @@
-package gateway
+package dialect
 
 import (
 	"bytes"
@@ -10,23 +10,25 @@ import (
 	"time"
 )
 
-// DialectResponses is OpenAI Responses (Codex).
-const DialectResponses Dialect = "openai-responses"
-
-// responsesDialect translates OpenAI Responses to the engine's chat
-// completions and back. Function tools are translated, and so are the
+// responsesTranslator is OpenAI Responses (Codex), translated to the
+// middle format and back. Function tools are translated, and so are the
 // function tools inside a namespace tool (Codex offers MCP tools so),
 // flattened to one name (namespaceToolName) and answered with their
 // namespace again; built-in tools (web search, local shell, custom
-// freeform tools) have no chat equivalent and are left out; reasoning items
-// sent back are dropped (the engine's template decides what earlier
+// freeform tools) have no chat equivalent and are left out; reasoning
+// items sent back are dropped (the engine's template decides what earlier
 // reasoning it keeps).
-var responsesDialect = &dialect{
-	name:       DialectResponses,
-	decode:     decodeResponses,
-	encode:     encodeResponses,
-	writeError: openAIError,
+type responsesTranslator struct {
+	model  string
+	stream bool
+	// namespaced maps the flat names of tools offered inside a namespace
+	// tool to their namespace and own name, for the answer's calls.
+	namespaced map[string]namespacedTool
 }
+
+func (*responsesTranslator) Name() Name { return Responses }
+
+func (*responsesTranslator) WriteError(w http.ResponseWriter, f Failure) { writeOpenAIError(w, f) }
 
 type responsesItem struct {
 	Type      string          `json:"type"`
@@ -53,9 +55,8 @@ func namespaceToolName(ns, name string) string {
 }
 
 // responsesText joins the text parts of Responses content (a string or a
-// list of input_text / output_text parts), and returns image parts as chat
-// image_url parts.
-func responsesText(raw json.RawMessage) (string, []any, error) {
+// list of input_text / output_text parts), and returns its image parts.
+func responsesText(raw json.RawMessage) (string, []Part, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil, nil
@@ -74,7 +75,7 @@ func responsesText(raw json.RawMessage) (string, []any, error) {
 		return "", nil, errors.New("content must be a string or a list of parts")
 	}
 	var texts []string
-	var images []any
+	var images []Part
 	for _, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
@@ -82,14 +83,18 @@ func responsesText(raw json.RawMessage) (string, []any, error) {
 		case "input_image":
 			var url string
 			if json.Unmarshal(p.ImageURL, &url) == nil && url != "" {
-				images = append(images, map[string]any{"type": "image_url", "image_url": map[string]any{"url": url}})
+				images = append(images, Part{Type: "image_url", ImageURL: url})
 			}
 		}
 	}
 	return strings.Join(texts, ""), images, nil
 }
 
-func decodeResponses(_ *http.Request, body []byte) (*agentRequest, error) {
+// responsesParams maps the Responses fields passed on to their Chat
+// Completions names.
+var responsesParams = map[string]string{"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
+
+func (t *responsesTranslator) Decode(_ *http.Request, body []byte) (*Request, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return nil, errors.New("responses request: not a JSON object")
@@ -111,97 +116,98 @@ func decodeResponses(_ *http.Request, body []byte) (*agentRequest, error) {
 	case json.Unmarshal(in.Input, &items) != nil || len(items) == 0:
 		return nil, errors.New("responses request: input must be a string or a non-empty list of items")
 	}
-	var out []map[string]any
+	var out []Message
 	if in.Instructions != "" {
-		out = append(out, map[string]any{"role": "system", "content": in.Instructions})
+		out = append(out, Message{Role: "system", Content: Text(in.Instructions)})
 	}
 	for i, it := range items {
-		if it.Type == "" && it.Role != "" {
-			it.Type = "message"
-		}
-		switch it.Type {
-		case "message":
-			text, images, err := responsesText(it.Content)
-			if err != nil {
-				return nil, fmt.Errorf("responses request: item %d: %w", i, err)
-			}
-			role := it.Role
-			switch role {
-			case "developer":
-				role = "system"
-			case "user", "system", "assistant":
-			default:
-				return nil, fmt.Errorf("responses request: item %d has role %q", i, it.Role)
-			}
-			var content any = text
-			if len(images) > 0 {
-				content = append([]any{map[string]any{"type": "text", "text": text}}, images...)
-			}
-			out = append(out, map[string]any{"role": role, "content": content})
-		case "function_call":
-			if it.Name == "" {
-				return nil, fmt.Errorf("responses request: item %d: function_call without a name", i)
-			}
-			if it.Namespace != "" {
-				it.Name = namespaceToolName(it.Namespace, it.Name)
-			}
-			args := it.Arguments
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
-			tc := map[string]any{"id": it.CallID, "type": "function", "function": map[string]any{"name": it.Name, "arguments": args}}
-			if n := len(out); n > 0 && out[n-1]["role"] == "assistant" {
-				calls, _ := out[n-1]["tool_calls"].([]any)
-				out[n-1]["tool_calls"] = append(calls, tc)
-				if out[n-1]["content"] == "" {
-					out[n-1]["content"] = nil
-				}
-			} else {
-				out = append(out, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{tc}})
-			}
-		case "function_call_output":
-			text := ""
-			if o := bytes.TrimSpace(it.Output); len(o) > 0 {
-				var err error
-				if text, _, err = responsesText(o); err != nil {
-					return nil, fmt.Errorf("responses request: item %d: output: %w", i, err)
-				}
-			}
-			out = append(out, map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": text})
+		var err error
+		if out, err = responsesItemMessages(out, i, it); err != nil {
+			return nil, err
 		}
 	}
 	if len(out) == 0 {
 		return nil, errors.New("responses request: no messages")
 	}
-	chat := map[string]json.RawMessage{}
-	put := func(k string, v any) {
-		if b, err := json.Marshal(v); err == nil {
-			chat[k] = b
-		}
-	}
-	put("model", in.Model)
-	put("messages", out)
-	namespaced := map[string]namespacedTool{}
-	tools, err := responsesTools(fields["tools"], namespaced)
+	chat := ChatRequest{Model: in.Model, Messages: out, Params: map[string]json.RawMessage{}}
+	t.namespaced = map[string]namespacedTool{}
+	tools, err := responsesTools(fields["tools"], t.namespaced)
 	if err != nil {
 		return nil, err
 	}
 	if len(tools) > 0 {
-		put("tools", tools)
-		if tc := responsesToolChoice(fields["tool_choice"]); tc != nil {
-			put("tool_choice", tc)
-		}
-		if v, ok := fields["parallel_tool_calls"]; ok {
-			chat["parallel_tool_calls"] = v
-		}
+		chat.Tools = tools
+		chat.ToolChoice = responsesToolChoice(fields["tool_choice"])
+		chat.ParallelToolCalls = fields["parallel_tool_calls"]
 	}
-	for from, to := range map[string]string{"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"} {
+	for from, to := range responsesParams {
 		if v, ok := fields[from]; ok && string(v) != "null" {
-			chat[to] = v
+			chat.Params[to] = v
 		}
 	}
-	return &agentRequest{model: in.Model, stream: in.Stream, messages: in.Input, tools: fields["tools"],
-		sampling: pickSampling(fields), chat: chat, namespaced: namespaced}, nil
+	t.model, t.stream = in.Model, in.Stream
+	return &Request{Chat: chat, Model: in.Model, Stream: in.Stream, Messages: in.Input, Tools: fields["tools"],
+		Sampling: PickSampling(fields)}, nil
+}
+
+// responsesItemMessages appends input item i's translation to out: a
+// message, a function call (joined to the assistant message before it) or
+// a function call's output.
+func responsesItemMessages(out []Message, i int, it responsesItem) ([]Message, error) {
+	if it.Type == "" && it.Role != "" {
+		it.Type = "message"
+	}
+	switch it.Type {
+	case "message":
+		text, images, err := responsesText(it.Content)
+		if err != nil {
+			return nil, fmt.Errorf("responses request: item %d: %w", i, err)
+		}
+		role := it.Role
+		switch role {
+		case "developer":
+			role = "system"
+		case "user", "system", "assistant":
+		default:
+			return nil, fmt.Errorf("responses request: item %d has role %q", i, it.Role)
+		}
+		msg := Message{Role: role, Content: Text(text)}
+		if len(images) > 0 {
+			msg.Parts = append([]Part{{Type: "text", Text: text}}, images...)
+		}
+		return append(out, msg), nil
+	case "function_call":
+		if it.Name == "" {
+			return nil, fmt.Errorf("responses request: item %d: function_call without a name", i)
+		}
+		if it.Namespace != "" {
+			it.Name = namespaceToolName(it.Namespace, it.Name)
+		}
+		args := it.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		tc := ToolCall{ID: it.CallID, Name: it.Name, Arguments: args}
+		if n := len(out); n > 0 && out[n-1].Role == "assistant" {
+			last := &out[n-1]
+			last.ToolCalls = append(last.ToolCalls, tc)
+			if last.Parts == nil && last.Content != nil && *last.Content == "" {
+				last.Content = nil
+			}
+			return out, nil
+		}
+		return append(out, Message{Role: "assistant", ToolCalls: []ToolCall{tc}}), nil
+	case "function_call_output":
+		text := ""
+		if o := bytes.TrimSpace(it.Output); len(o) > 0 {
+			var err error
+			if text, _, err = responsesText(o); err != nil {
+				return nil, fmt.Errorf("responses request: item %d: output: %w", i, err)
+			}
+		}
+		return append(out, Message{Role: "tool", ToolCallID: it.CallID, Content: Text(text)}), nil
+	}
+	return out, nil
 }
 
 // responsesTool is an offered tool: a function, or a namespace of them.
@@ -215,8 +221,8 @@ type responsesTool struct {
 
 // responsesTools translates the offered function tools, those inside
 // namespace tools flattened (recorded in namespaced by their flat name).
-func responsesTools(raw json.RawMessage, namespaced map[string]namespacedTool) ([]any, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+func responsesTools(raw json.RawMessage, namespaced map[string]namespacedTool) ([]Tool, error) {
+	if !set(raw) {
 		return nil, nil
 	}
 	var tools []responsesTool
@@ -239,29 +245,27 @@ func responsesTools(raw json.RawMessage, namespaced map[string]namespacedTool) (
 			flat = append(flat, inner)
 		}
 	}
-	var out []any
+	var out []Tool
 	for _, t := range flat {
 		if t.Type != "function" || t.Name == "" {
 			continue
 		}
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
+		tool := Tool{Name: t.Name, Description: t.Description}
+		if set(t.Parameters) {
+			tool.Parameters = t.Parameters
 		}
-		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-			fn["parameters"] = t.Parameters
-		}
-		out = append(out, map[string]any{"type": "function", "function": fn})
+		out = append(out, tool)
 	}
 	return out, nil
 }
 
-func responsesToolChoice(raw json.RawMessage) any {
+func responsesToolChoice(raw json.RawMessage) json.RawMessage {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		switch s {
 		case "auto", "none", "required":
-			return s
+			b, _ := json.Marshal(s)
+			return b
 		}
 		return nil
 	}
@@ -270,14 +274,14 @@ func responsesToolChoice(raw json.RawMessage) any {
 		Name string `json:"name"`
 	}
 	if json.Unmarshal(raw, &c) == nil && c.Type == "function" && c.Name != "" {
-		return map[string]any{"type": "function", "function": map[string]any{"name": c.Name}}
+		return functionChoice(c.Name)
 	}
 	return nil
 }
 
-// responsesOutput is the output items of an answer; a call of a tool
-// offered inside a namespace carries its namespace and its own name.
-func responsesOutput(id string, req *agentRequest, c *completion) []map[string]any {
+// output is the output items of an answer; a call of a tool offered
+// inside a namespace carries its namespace and its own name.
+func (t *responsesTranslator) output(id string, c *Completion) []map[string]any {
 	var out []map[string]any
 	if c.Reasoning != "" {
 		out = append(out, map[string]any{"type": "reasoning", "id": "rs_" + id, "status": "completed",
@@ -290,7 +294,7 @@ func responsesOutput(id string, req *agentRequest, c *completion) []map[string]a
 	for i, tc := range c.ToolCalls {
 		item := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%s_%d", id, i), "status": "completed",
 			"call_id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}
-		if nt, ok := req.namespaced[tc.Name]; ok {
+		if nt, ok := t.namespaced[tc.Name]; ok {
 			item["name"], item["namespace"] = nt.name, nt.namespace
 		}
 		out = append(out, item)
@@ -298,7 +302,7 @@ func responsesOutput(id string, req *agentRequest, c *completion) []map[string]a
 	return out
 }
 
-func encodeResponses(w http.ResponseWriter, req *agentRequest, c *completion) error {
+func (t *responsesTranslator) Encode(w http.ResponseWriter, c *Completion) error {
 	id := strings.TrimPrefix(c.ID, "chatcmpl-")
 	if id == "" {
 		id = "harnessd"
@@ -307,10 +311,10 @@ func encodeResponses(w http.ResponseWriter, req *agentRequest, c *completion) er
 	if created == 0 {
 		created = time.Now().Unix()
 	}
-	output := responsesOutput(id, req, c)
+	output := t.output(id, c)
 	resp := func(status string, output []map[string]any) map[string]any {
 		r := map[string]any{"id": "resp_" + id, "object": "response", "created_at": created, "status": status,
-			"model": chatModel(req, c), "output": output, "error": nil, "incomplete_details": nil,
+			"model": model(t.model, c), "output": output, "error": nil, "incomplete_details": nil,
 			"parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}}
 		if status != "in_progress" {
 			r["usage"] = map[string]any{"input_tokens": c.Usage.PromptTokens, "output_tokens": c.Usage.CompletionTokens,
@@ -326,8 +330,8 @@ func encodeResponses(w http.ResponseWriter, req *agentRequest, c *completion) er
 	if c.FinishReason == "length" {
 		final = "incomplete"
 	}
-	if !req.stream {
-		return writeJSON(w, http.StatusOK, resp(final, output))
+	if !t.stream {
+		return WriteJSON(w, http.StatusOK, resp(final, output))
 	}
 	s := startSSE(w)
 	seq := 0

@@ -1,4 +1,4 @@
-package gateway
+package dialect
 
 import (
 	"bytes"
@@ -9,17 +9,14 @@ import (
 	"strings"
 )
 
-// DialectAnthropic is Anthropic Messages (Claude Code).
-const DialectAnthropic Dialect = "anthropic"
-
-// anthropicDialect translates Anthropic Messages to the engine's chat
-// completions and back.
-var anthropicDialect = &dialect{
-	name:       DialectAnthropic,
-	decode:     decodeAnthropic,
-	encode:     encodeAnthropic,
-	writeError: anthropicError,
+// anthropicTranslator is Anthropic Messages (Claude Code), translated to
+// the middle format and back.
+type anthropicTranslator struct {
+	model  string
+	stream bool
 }
+
+func (*anthropicTranslator) Name() Name { return Anthropic }
 
 type anthropicBlock struct {
 	Type      string          `json:"type"`
@@ -88,7 +85,7 @@ func blockText(raw json.RawMessage) (string, error) {
 	return strings.Join(parts, "\n"), nil
 }
 
-func decodeAnthropic(_ *http.Request, body []byte) (*agentRequest, error) {
+func (t *anthropicTranslator) Decode(_ *http.Request, body []byte) (*Request, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("messages request: not a JSON object")
@@ -104,11 +101,11 @@ func decodeAnthropic(_ *http.Request, body []byte) (*agentRequest, error) {
 	if err := json.Unmarshal(in.Messages, &msgs); err != nil || len(msgs) == 0 {
 		return nil, errors.New("messages request: messages must be a non-empty list")
 	}
-	var out []any
+	var out []Message
 	if sys, err := blockText(in.System); err != nil {
 		return nil, fmt.Errorf("messages request: system: %w", err)
 	} else if sys != "" {
-		out = append(out, map[string]any{"role": "system", "content": sys})
+		out = append(out, Message{Role: "system", Content: Text(sys)})
 	}
 	for i, m := range msgs {
 		bs, err := blocks(m.Content)
@@ -117,66 +114,15 @@ func decodeAnthropic(_ *http.Request, body []byte) (*agentRequest, error) {
 		}
 		switch m.Role {
 		case "user":
-			var parts []any
-			var texts []string
-			onlyText := true
-			for _, b := range bs {
-				switch b.Type {
-				case "tool_result":
-					text, err := blockText(b.Content)
-					if err != nil {
-						return nil, fmt.Errorf("messages request: message %d: tool_result: %w", i, err)
-					}
-					out = append(out, map[string]any{"role": "tool", "tool_call_id": b.ToolUseID, "content": text})
-				case "text":
-					texts = append(texts, b.Text)
-					parts = append(parts, map[string]any{"type": "text", "text": b.Text})
-				case "image":
-					if b.Source != nil {
-						url := b.Source.URL
-						if b.Source.Type == "base64" {
-							url = "data:" + b.Source.MediaType + ";base64," + b.Source.Data
-						}
-						parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]any{"url": url}})
-						onlyText = false
-					}
-				}
+			ms, err := anthropicUser(bs)
+			if err != nil {
+				return nil, fmt.Errorf("messages request: message %d: %w", i, err)
 			}
-			switch {
-			case len(parts) == 0:
-			case onlyText && len(texts) == 1:
-				out = append(out, map[string]any{"role": "user", "content": texts[0]})
-			default:
-				out = append(out, map[string]any{"role": "user", "content": parts})
-			}
+			out = append(out, ms...)
 		case "assistant":
-			msg := map[string]any{"role": "assistant"}
-			var text, thinking strings.Builder
-			var calls []any
-			for _, b := range bs {
-				switch b.Type {
-				case "text":
-					text.WriteString(b.Text)
-				case "thinking":
-					thinking.WriteString(b.Thinking)
-				case "tool_use":
-					args, err := compactObject(b.Input)
-					if err != nil {
-						return nil, fmt.Errorf("messages request: message %d: tool_use input: %w", i, err)
-					}
-					calls = append(calls, map[string]any{"id": b.ID, "type": "function",
-						"function": map[string]any{"name": b.Name, "arguments": args}})
-				}
-			}
-			msg["content"] = text.String()
-			if thinking.Len() > 0 {
-				msg["reasoning_content"] = thinking.String()
-			}
-			if len(calls) > 0 {
-				msg["tool_calls"] = calls
-				if text.Len() == 0 {
-					msg["content"] = nil
-				}
+			msg, err := anthropicAssistant(bs)
+			if err != nil {
+				return nil, fmt.Errorf("messages request: message %d: %w", i, err)
 			}
 			out = append(out, msg)
 		case "system":
@@ -188,66 +134,106 @@ func decodeAnthropic(_ *http.Request, body []byte) (*agentRequest, error) {
 					texts = append(texts, b.Text)
 				}
 			}
-			out = append(out, map[string]any{"role": "system", "content": strings.Join(texts, "\n")})
+			out = append(out, Message{Role: "system", Content: Text(strings.Join(texts, "\n"))})
 		default:
 			return nil, fmt.Errorf("messages request: message %d has role %q", i, m.Role)
 		}
 	}
-	chat := map[string]json.RawMessage{}
-	put := func(k string, v any) {
-		if b, err := json.Marshal(v); err == nil {
-			chat[k] = b
-		}
-	}
-	put("model", in.Model)
-	put("messages", out)
+	chat := ChatRequest{Model: in.Model, Messages: out, Params: map[string]json.RawMessage{}}
 	tools, err := anthropicTools(in.Tools)
 	if err != nil {
 		return nil, err
 	}
 	if len(tools) > 0 {
-		put("tools", tools)
-		if tc := anthropicToolChoice(in.ToolChoice); tc != nil {
-			put("tool_choice", tc)
-		}
+		chat.Tools = tools
+		chat.ToolChoice = anthropicToolChoice(in.ToolChoice)
 		var choice struct {
 			DisableParallel bool `json:"disable_parallel_tool_use"`
 		}
 		if json.Unmarshal(in.ToolChoice, &choice) == nil && choice.DisableParallel {
-			put("parallel_tool_calls", false)
+			chat.ParallelToolCalls = json.RawMessage("false")
 		}
 	}
 	for k, v := range map[string]json.RawMessage{"max_tokens": in.MaxTokens, "temperature": in.Temperature,
 		"top_p": in.TopP, "top_k": in.TopK, "stop": in.StopSequences} {
-		if len(v) > 0 && string(v) != "null" {
-			chat[k] = v
+		if set(v) {
+			chat.Params[k] = v
 		}
 	}
-	return &agentRequest{model: in.Model, stream: in.Stream, messages: in.Messages, tools: in.Tools,
-		sampling: pickSampling(fields), chat: chat}, nil
+	t.model, t.stream = in.Model, in.Stream
+	return &Request{Chat: chat, Model: in.Model, Stream: in.Stream, Messages: in.Messages, Tools: in.Tools,
+		Sampling: PickSampling(fields)}, nil
 }
 
-// compactObject returns a tool input as compact JSON object text.
-func compactObject(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "{}", nil
+// anthropicUser translates a user message's blocks: tool results become
+// tool messages, text and images one user message.
+func anthropicUser(bs []anthropicBlock) ([]Message, error) {
+	var out []Message
+	var parts []Part
+	var texts []string
+	onlyText := true
+	for _, b := range bs {
+		switch b.Type {
+		case "tool_result":
+			text, err := blockText(b.Content)
+			if err != nil {
+				return nil, fmt.Errorf("tool_result: %w", err)
+			}
+			out = append(out, Message{Role: "tool", ToolCallID: b.ToolUseID, Content: Text(text)})
+		case "text":
+			texts = append(texts, b.Text)
+			parts = append(parts, Part{Type: "text", Text: b.Text})
+		case "image":
+			if b.Source != nil {
+				url := b.Source.URL
+				if b.Source.Type == "base64" {
+					url = "data:" + b.Source.MediaType + ";base64," + b.Source.Data
+				}
+				parts = append(parts, Part{Type: "image_url", ImageURL: url})
+				onlyText = false
+			}
+		}
 	}
-	if raw[0] != '{' {
-		return "", errors.New("not a JSON object")
+	switch {
+	case len(parts) == 0:
+	case onlyText && len(texts) == 1:
+		out = append(out, Message{Role: "user", Content: Text(texts[0])})
+	default:
+		out = append(out, Message{Role: "user", Parts: parts})
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	return out, nil
 }
 
-// anthropicTools translates custom tools to chat functions; server tools
-// (web search and the like, without an input_schema) have no equivalent
-// and are left out.
-func anthropicTools(raw json.RawMessage) ([]any, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+// anthropicAssistant translates an assistant message's blocks.
+func anthropicAssistant(bs []anthropicBlock) (Message, error) {
+	var text, thinking strings.Builder
+	msg := Message{Role: "assistant"}
+	for _, b := range bs {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "thinking":
+			thinking.WriteString(b.Thinking)
+		case "tool_use":
+			args, err := compactObject(b.Input)
+			if err != nil {
+				return msg, fmt.Errorf("tool_use input: %w", err)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		}
+	}
+	msg.Content, msg.Reasoning = Text(text.String()), thinking.String()
+	if len(msg.ToolCalls) > 0 && text.Len() == 0 {
+		msg.Content = nil
+	}
+	return msg, nil
+}
+
+// anthropicTools translates custom tools to functions; server tools (web
+// search and the like, without an input_schema) have no equivalent and are
+// left out.
+func anthropicTools(raw json.RawMessage) ([]Tool, error) {
+	if !set(raw) {
 		return nil, nil
 	}
 	var tools []struct {
@@ -258,21 +244,17 @@ func anthropicTools(raw json.RawMessage) ([]any, error) {
 	if err := json.Unmarshal(raw, &tools); err != nil {
 		return nil, errors.New("messages request: tools must be a list of tools")
 	}
-	var out []any
+	var out []Tool
 	for _, t := range tools {
 		if t.Name == "" || len(t.InputSchema) == 0 {
 			continue
 		}
-		fn := map[string]any{"name": t.Name, "parameters": t.InputSchema}
-		if t.Description != "" {
-			fn["description"] = t.Description
-		}
-		out = append(out, map[string]any{"type": "function", "function": fn})
+		out = append(out, Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 	}
 	return out, nil
 }
 
-func anthropicToolChoice(raw json.RawMessage) any {
+func anthropicToolChoice(raw json.RawMessage) json.RawMessage {
 	var c struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
@@ -282,15 +264,21 @@ func anthropicToolChoice(raw json.RawMessage) any {
 	}
 	switch c.Type {
 	case "auto":
-		return "auto"
+		return json.RawMessage(`"auto"`)
 	case "any":
-		return "required"
+		return json.RawMessage(`"required"`)
 	case "none":
-		return "none"
+		return json.RawMessage(`"none"`)
 	case "tool":
-		return map[string]any{"type": "function", "function": map[string]any{"name": c.Name}}
+		return functionChoice(c.Name)
 	}
 	return nil
+}
+
+// functionChoice is the tool_choice naming one function.
+func functionChoice(name string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]any{"name": name}})
+	return b
 }
 
 func anthropicStopReason(finish string) string {
@@ -303,30 +291,21 @@ func anthropicStopReason(finish string) string {
 	return "end_turn"
 }
 
-// toolInput is a tool call's arguments as an Anthropic input object ({}
-// when the model produced something else).
-func toolInput(args string) json.RawMessage {
-	if s, err := compactObject(json.RawMessage(args)); err == nil && json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	return json.RawMessage("{}")
-}
-
-func anthropicID(c *completion) string {
+func anthropicID(c *Completion) string {
 	if strings.HasPrefix(c.ID, "msg_") {
 		return c.ID
 	}
 	return "msg_" + strings.TrimPrefix(c.ID, "chatcmpl-")
 }
 
-func anthropicUsage(c *completion) map[string]any {
+func anthropicUsage(c *Completion) map[string]any {
 	return map[string]any{"input_tokens": c.Usage.PromptTokens, "output_tokens": c.Usage.CompletionTokens,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 }
 
-func encodeAnthropic(w http.ResponseWriter, req *agentRequest, c *completion) error {
-	id, model := anthropicID(c), chatModel(req, c)
-	if !req.stream {
+func (t *anthropicTranslator) Encode(w http.ResponseWriter, c *Completion) error {
+	id, model := anthropicID(c), model(t.model, c)
+	if !t.stream {
 		var content []any
 		if c.Reasoning != "" {
 			content = append(content, map[string]any{"type": "thinking", "thinking": c.Reasoning, "signature": ""})
@@ -337,7 +316,7 @@ func encodeAnthropic(w http.ResponseWriter, req *agentRequest, c *completion) er
 		for _, tc := range c.ToolCalls {
 			content = append(content, map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": toolInput(tc.Arguments)})
 		}
-		return writeJSON(w, http.StatusOK, map[string]any{
+		return WriteJSON(w, http.StatusOK, map[string]any{
 			"id": id, "type": "message", "role": "assistant", "model": model, "content": content,
 			"stop_reason": anthropicStopReason(c.FinishReason), "stop_sequence": nil, "usage": anthropicUsage(c),
 		})
@@ -387,29 +366,24 @@ func encodeAnthropic(w http.ResponseWriter, req *agentRequest, c *completion) er
 	return s.err
 }
 
-// anthropicError answers in Anthropic's error shape. An upstream that is
-// down or too slow is reported as 529 overloaded_error, which Anthropic
-// clients retry.
-func anthropicError(w http.ResponseWriter, f failure) {
+// WriteError answers in Anthropic's error shape. An upstream that is down
+// or too slow is reported as 529 overloaded_error, which Anthropic clients
+// retry.
+func (*anthropicTranslator) WriteError(w http.ResponseWriter, f Failure) {
 	typ := "invalid_request_error"
-	switch f.kind {
-	case failAuth:
+	switch f.Kind {
+	case FailAuth:
 		typ = "authentication_error"
-	case failNotFound:
+	case FailNotFound:
 		typ = "not_found_error"
-	case failTooLarge:
+	case FailTooLarge:
 		typ = "request_too_large"
-	case failBudget, failRateLimit:
+	case FailBudget, FailRateLimit:
 		typ = "rate_limit_error"
-	case failUpstream:
+	case FailUpstream:
 		typ = "api_error"
-	case failUnavailable, failTimeout:
-		typ, f.status = "overloaded_error", 529
+	case FailUnavailable, FailTimeout:
+		typ, f.Status = "overloaded_error", 529
 	}
-	writeJSON(w, f.status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": f.message}})
+	WriteJSON(w, f.Status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": f.Message}})
 }
-
-// countTokens answers Anthropic's count_tokens locally, with an estimate
-// (a quarter of the request's bytes); it is never recorded or counted
-// against a budget.
-func countTokensEstimate(body []byte) int { return max(1, len(body)/4) }

@@ -1,4 +1,8 @@
-package process
+// Package sockdiag asks the kernel about one TCP socket through sock_diag
+// netlink: its owner uid, inode and cgroup v2 id, for the peer check of
+// package process. It only asks; what a socket's cgroup means is the
+// caller's.
+package sockdiag
 
 import (
 	"encoding/binary"
@@ -30,8 +34,8 @@ const (
 	nlaTypeMask = 0x3fff
 )
 
-// sockInfo is what sock_diag says about one socket.
-type sockInfo struct {
+// Info is what sock_diag says about one socket.
+type Info struct {
 	UID   uint32
 	Inode uint32
 	// CgroupID is the socket's cgroup v2 id; 0 when the reply had none (a
@@ -39,28 +43,28 @@ type sockInfo struct {
 	CgroupID uint64
 }
 
-// errSockGone says the kernel knows no live socket with that 4-tuple.
-var errSockGone = errors.New("no such socket")
+// ErrGone says the kernel knows no live socket with that 4-tuple.
+var ErrGone = errors.New("no such socket")
 
-// sockDiagLookup returns the TCP socket whose local end is local and remote
-// end is remote. It returns errSockGone when no such socket exists, and
+// Lookup returns the TCP socket whose local end is local and remote
+// end is remote. It returns ErrGone when no such socket exists, and
 // other errors when sock_diag itself fails.
-func sockDiagLookup(local, remote netip.AddrPort) (sockInfo, error) {
+func Lookup(local, remote netip.AddrPort) (Info, error) {
 	req, err := inetDiagRequest(local, remote)
 	if err != nil {
-		return sockInfo{}, err
+		return Info{}, err
 	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return sockInfo{}, fmt.Errorf("sock_diag socket: %w", err)
+		return Info{}, fmt.Errorf("sock_diag socket: %w", err)
 	}
 	defer unix.Close(fd)
 	tv := unix.NsecToTimeval(sockDiagTimeout.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return sockInfo{}, fmt.Errorf("sock_diag timeout: %w", err)
+		return Info{}, fmt.Errorf("sock_diag timeout: %w", err)
 	}
 	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return sockInfo{}, fmt.Errorf("sock_diag send: %w", err)
+		return Info{}, fmt.Errorf("sock_diag send: %w", err)
 	}
 	buf := make([]byte, 4096)
 	for {
@@ -69,28 +73,28 @@ func sockDiagLookup(local, remote netip.AddrPort) (sockInfo, error) {
 			continue
 		}
 		if err != nil {
-			return sockInfo{}, fmt.Errorf("sock_diag receive: %w", err)
+			return Info{}, fmt.Errorf("sock_diag receive: %w", err)
 		}
 		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 		if err != nil {
-			return sockInfo{}, fmt.Errorf("sock_diag reply: %w", err)
+			return Info{}, fmt.Errorf("sock_diag reply: %w", err)
 		}
 		for _, m := range msgs {
 			switch m.Header.Type {
 			case unix.NLMSG_ERROR:
 				if len(m.Data) < 4 {
-					return sockInfo{}, errors.New("sock_diag reply: short error message")
+					return Info{}, errors.New("sock_diag reply: short error message")
 				}
 				errno := -int32(binary.NativeEndian.Uint32(m.Data))
 				if errno == 0 {
 					continue // an acknowledgement
 				}
 				if unix.Errno(errno) == unix.ENOENT {
-					return sockInfo{}, errSockGone
+					return Info{}, ErrGone
 				}
-				return sockInfo{}, fmt.Errorf("sock_diag: %w", unix.Errno(errno))
+				return Info{}, fmt.Errorf("sock_diag: %w", unix.Errno(errno))
 			case unix.NLMSG_DONE:
-				return sockInfo{}, errSockGone
+				return Info{}, ErrGone
 			case unix.SOCK_DIAG_BY_FAMILY:
 				return parseInetDiagMsg(m.Data)
 			}
@@ -137,17 +141,17 @@ func putDiagAddr(dst []byte, a netip.Addr) {
 }
 
 // parseInetDiagMsg reads an inet_diag_msg and its attributes.
-func parseInetDiagMsg(b []byte) (sockInfo, error) {
+func parseInetDiagMsg(b []byte) (Info, error) {
 	if len(b) < inetDiagMsgLen {
-		return sockInfo{}, fmt.Errorf("sock_diag reply: %d bytes, want at least %d", len(b), inetDiagMsgLen)
+		return Info{}, fmt.Errorf("sock_diag reply: %d bytes, want at least %d", len(b), inetDiagMsgLen)
 	}
 	ne := binary.NativeEndian
-	info := sockInfo{UID: ne.Uint32(b[64:]), Inode: ne.Uint32(b[68:])}
+	info := Info{UID: ne.Uint32(b[64:]), Inode: ne.Uint32(b[68:])}
 	attrs := b[inetDiagMsgLen:]
 	for len(attrs) >= unix.SizeofRtAttr {
 		l, typ := int(ne.Uint16(attrs[0:])), ne.Uint16(attrs[2:])
 		if l < unix.SizeofRtAttr || l > len(attrs) {
-			return sockInfo{}, fmt.Errorf("sock_diag reply: bad attribute length %d", l)
+			return Info{}, fmt.Errorf("sock_diag reply: bad attribute length %d", l)
 		}
 		if typ&nlaTypeMask == inetDiagCgroupID && l >= unix.SizeofRtAttr+8 {
 			info.CgroupID = ne.Uint64(attrs[unix.SizeofRtAttr:])

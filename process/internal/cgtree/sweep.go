@@ -1,4 +1,4 @@
-package process
+package cgtree
 
 import (
 	"errors"
@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 )
 
 // daemonDirName matches the directories daemons make under a cgroup root:
@@ -70,38 +71,15 @@ const startSlack = 2 * time.Second
 // mayBeMaker reports whether the live process pid (if any) could have made a
 // directory last modified at mtime: it is alive and started before then.
 func mayBeMaker(pid int, mtime time.Time) bool {
-	st, ok := readStat(pid)
-	if !ok || st.zombie() {
+	st, ok := procfs.ReadStat(pid)
+	if !ok || st.Dead() {
 		return false
 	}
-	started, ok := startTime(st.start)
+	started, ok := procfs.StartTime(st.StartTicks)
 	if !ok {
 		return true // cannot tell: keep
 	}
 	return !started.After(mtime.Add(startSlack))
-}
-
-// clockTicks is USER_HZ, the unit of /proc start times (100 on every Linux
-// architecture Go supports).
-const clockTicks = 100
-
-// startTime converts a /proc start time (clock ticks after boot) to wall
-// time, using the boot time from /proc/stat.
-func startTime(ticks uint64) (time.Time, bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, false
-			}
-			return time.Unix(sec, 0).Add(time.Duration(ticks) * time.Second / clockTicks), true
-		}
-	}
-	return time.Time{}, false
 }
 
 // sweepCgroups removes, under root, the directories of daemons that are
@@ -152,7 +130,7 @@ func daemonDirProcs(dir string) int {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if e.IsDir() {
-			n += len((&cgroupLeaf{path: filepath.Join(dir, e.Name()), fd: -1}).procsBelow())
+			n += len((&Leaf{Path: filepath.Join(dir, e.Name()), FD: -1}).ProcsBelow())
 		}
 	}
 	return n

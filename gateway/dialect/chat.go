@@ -1,0 +1,228 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode/utf8"
+)
+
+// chatTranslator is OpenAI Chat Completions, the middle format's own
+// dialect: a request passes with its messages, tools and other fields as
+// they came (read into the middle's types, and written on verbatim).
+type chatTranslator struct {
+	model  string
+	stream bool
+	// includeUsage: the agent's stream ends with a usage chunk
+	// (stream_options.include_usage).
+	includeUsage bool
+}
+
+func (*chatTranslator) Name() Name { return Chat }
+
+func (*chatTranslator) WriteError(w http.ResponseWriter, f Failure) { writeOpenAIError(w, f) }
+
+// chatWireMessage is what the gateway reads of a Chat Completions message;
+// every field but the role is read leniently (the message is sent on as
+// it came whatever its other fields hold).
+type chatWireMessage struct {
+	Role             json.RawMessage `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+	ToolCallID       json.RawMessage `json:"tool_call_id"`
+}
+
+// chatMessage reads the message w.
+func chatMessage(w *chatWireMessage) (Message, bool) {
+	var m Message
+	if s, ok := jsonString(w.Role); !ok || s == "" {
+		return m, false
+	} else {
+		m.Role = s
+	}
+	if c := bytes.TrimSpace(w.Content); len(c) > 0 && c[0] == '"' {
+		if s, ok := jsonString(c); ok {
+			m.Content = &s
+		}
+	} else if len(c) > 0 && c[0] == '[' {
+		var parts []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			ImageURL struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
+		}
+		if json.Unmarshal(c, &parts) == nil {
+			m.Parts = make([]Part, 0, len(parts))
+			for _, p := range parts {
+				m.Parts = append(m.Parts, Part{Type: p.Type, Text: p.Text, ImageURL: p.ImageURL.URL})
+			}
+		}
+	}
+	m.Reasoning, _ = jsonString(w.ReasoningContent)
+	m.ToolCallID, _ = jsonString(w.ToolCallID)
+	if len(w.ToolCalls) > 0 {
+		var calls []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(w.ToolCalls, &calls) == nil {
+			for _, c := range calls {
+				m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			}
+		}
+	}
+	return m, true
+}
+
+// jsonString reads a JSON string value; ok is false for anything else.
+// A string without escapes is taken as it is, without a decoder.
+func jsonString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// chatTool reads one offered tool.
+func chatTool(raw json.RawMessage) Tool {
+	var t struct {
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	json.Unmarshal(raw, &t)
+	return Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters}
+}
+
+func (t *chatTranslator) Decode(_ *http.Request, body []byte) (*Request, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, fmt.Errorf("chat request: %w", err)
+	}
+	if fields == nil {
+		return nil, errors.New("chat request: not a JSON object")
+	}
+	var wires []chatWireMessage
+	if err := json.Unmarshal(fields["messages"], &wires); err != nil || len(wires) == 0 {
+		return nil, errors.New("chat request: messages must be a non-empty list of objects")
+	}
+	req := &Request{Messages: fields["messages"], Tools: fields["tools"], Sampling: PickSampling(fields)}
+	req.Chat.Messages = make([]Message, len(wires))
+	for i := range wires {
+		m, ok := chatMessage(&wires[i])
+		if !ok {
+			return nil, fmt.Errorf("chat request: message %d has no role", i)
+		}
+		req.Chat.Messages[i] = m
+	}
+	req.Chat.rawMessages = fields["messages"]
+	if v, ok := fields["model"]; ok && json.Unmarshal(v, &req.Model) != nil {
+		return nil, errors.New("chat request: model must be a string")
+	}
+	if v, ok := fields["stream"]; ok && string(v) != "null" && json.Unmarshal(v, &req.Stream) != nil {
+		return nil, errors.New("chat request: stream must be a boolean")
+	}
+	if v, ok := fields["tools"]; ok && string(v) != "null" {
+		var tools []json.RawMessage
+		if json.Unmarshal(v, &tools) != nil {
+			return nil, errors.New("chat request: tools must be a list")
+		}
+		req.Chat.Tools = make([]Tool, len(tools))
+		for i, raw := range tools {
+			req.Chat.Tools[i] = chatTool(raw)
+		}
+		req.Chat.rawTools = v
+	}
+	var so struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	if json.Unmarshal(fields["stream_options"], &so) == nil {
+		t.includeUsage = so.IncludeUsage
+	}
+	req.Chat.Model = req.Model
+	req.Chat.ToolChoice, req.Chat.ParallelToolCalls = fields["tool_choice"], fields["parallel_tool_calls"]
+	for _, k := range []string{"model", "messages", "tools", "tool_choice", "parallel_tool_calls"} {
+		delete(fields, k)
+	}
+	req.Chat.Params = fields
+	t.model, t.stream = req.Model, req.Stream
+	return req, nil
+}
+
+// chatAnswerMessage is the assistant message of a Chat Completions answer.
+func chatAnswerMessage(c *Completion) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": c.Text}
+	if c.Text == "" && len(c.ToolCalls) > 0 {
+		msg["content"] = nil
+	}
+	if c.Reasoning != "" {
+		msg["reasoning_content"] = c.Reasoning
+	}
+	if len(c.ToolCalls) > 0 {
+		msg["tool_calls"] = c.ToolCalls
+	}
+	return msg
+}
+
+func (t *chatTranslator) Encode(w http.ResponseWriter, c *Completion) error {
+	id := c.ID
+	if id == "" {
+		id = "chatcmpl-harnessd"
+	}
+	created := c.Created
+	if created == 0 {
+		created = time.Now().Unix()
+	}
+	model := model(t.model, c)
+	if !t.stream {
+		return WriteJSON(w, http.StatusOK, map[string]any{
+			"id": id, "object": "chat.completion", "created": created, "model": model,
+			"choices": []any{map[string]any{"index": 0, "message": chatAnswerMessage(c), "logprobs": nil, "finish_reason": c.FinishReason}},
+			"usage":   c.Usage,
+		})
+	}
+	s := startSSE(w)
+	chunk := func(delta map[string]any, finish any) {
+		s.event("", map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+		})
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	for _, piece := range pieces(c.Reasoning) {
+		chunk(map[string]any{"reasoning_content": piece}, nil)
+	}
+	for _, piece := range pieces(c.Text) {
+		chunk(map[string]any{"content": piece}, nil)
+	}
+	for i, tc := range c.ToolCalls {
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Name, "arguments": ""}}}}, nil)
+		for _, piece := range pieces(tc.Arguments) {
+			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i,
+				"function": map[string]any{"arguments": piece}}}}, nil)
+		}
+	}
+	chunk(map[string]any{}, c.FinishReason)
+	if t.includeUsage {
+		s.event("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created,
+			"model": model, "choices": []any{}, "usage": c.Usage})
+	}
+	s.raw("", "[DONE]")
+	return s.err
+}
