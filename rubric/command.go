@@ -16,17 +16,23 @@ import (
 // maxScorerOutput bounds what is read from a command scorer's stdout.
 const maxScorerOutput = 1 << 20
 
+// sandboxStartTimeout bounds starting a scorer's sandbox (the caller's
+// context too); the scorer's own timeout starts once it is up.
+const sandboxStartTimeout = 30 * time.Second
+
 func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, sp.Timeout.D())
-	defer cancel()
 	if in.Sandbox == nil {
 		return 0, "", ErrNoSandbox
 	}
-	sb, err := in.Sandbox(ctx, sp.Command)
+	sctx, cancel := context.WithTimeout(ctx, sandboxStartTimeout)
+	sb, err := in.Sandbox(sctx, sp.Command)
+	cancel()
 	if err != nil {
 		return 0, "", fmt.Errorf("sandbox for the scorer: %w", err)
 	}
 	defer sb.Close()
+	ctx, cancel = context.WithTimeout(ctx, sp.Timeout.D())
+	defer cancel()
 	in.Workspace = sb.Workspace
 	env := append(append([]string(nil), s.deps.Env...),
 		"HARNESSD_WORKSPACE="+in.Workspace,

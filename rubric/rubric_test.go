@@ -178,3 +178,19 @@ func TestToolScorer(t *testing.T) {
 		t.Fatalf("no arguments should send {}, got %s", got)
 	}
 }
+
+func TestCommandScorerNeverRunsWithoutASandbox(t *testing.T) {
+	ws := t.TempDir()
+	marker := filepath.Join(ws, "ran")
+	set, err := New([]Spec{{Name: "host", Type: KindCommand, Command: []string{"touch", marker}}}, Deps{Supervisor: sup(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res := set.Score(context.Background(), Input{Workspace: ws})
+	if len(res) != 1 || res[0].Score != nil || !strings.Contains(res[0].Error, ErrNoSandbox.Error()) {
+		t.Fatalf("a command rubric without a sandbox: %+v", res)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the scorer ran on the host")
+	}
+}
