@@ -2,8 +2,12 @@ package episode
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/harnessd/harnessd/config"
@@ -73,7 +77,8 @@ func (ep *Episode) workspaceInside() string {
 // session-wide process, which sees no workspace).
 func (e *Env) sideConfig(ep *Episode, sp sideSpec) sandbox.Config {
 	path, _ := environ.Lookup(os.Environ(), "PATH")
-	binds, hides := e.exposeFor(sp.command, path, sp.dirs...)
+	binds, hides := e.exposeFor(sp.command, path)
+	binds = append(binds, e.sideDirs(sp.dirs)...)
 	cfg := sandbox.Config{
 		Init: e.SandboxInit, Name: sp.name, Hostname: sandboxHostname,
 		Seccomp: true, HostNetwork: sp.network,
@@ -99,6 +104,68 @@ func (e *Env) sideConfig(ep *Episode, sp sideSpec) sandbox.Config {
 	cfg.Binds = binds
 	cfg.Limits = e.sideLimits(t)
 	return cfg
+}
+
+// sideDirs binds each directory a side process works in (a tool server's
+// dir: by default the configuration's) read-only at its own path, with
+// every hidden path inside it (the configuration and token files, the
+// workspace root, the record directory) covered again by an empty file or
+// directory: binds come after the hiding, so a bind alone would show them.
+// A directory that is itself hidden, or /, is not bound. The side process
+// runs as none of the daemon's ids: a directory it may not search stays
+// out of its reach however it is mounted.
+func (e *Env) sideDirs(dirs []string) []sandbox.Bind {
+	hidden := e.hiddenPaths()
+	if set := e.Config.Taskset(); set != nil {
+		hidden = append(hidden, set.HiddenPaths()...)
+	}
+	var out []sandbox.Bind
+	for _, d := range dirs {
+		d = filepath.Clean(d)
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || d == "/" || slices.Contains(hidden, d) {
+			continue
+		}
+		out = append(out, sandbox.Bind{Src: d})
+		for _, h := range hidden {
+			h = filepath.Clean(h)
+			if h == d || !within(h, d) {
+				continue
+			}
+			fi, err := os.Lstat(h)
+			if err != nil {
+				continue
+			}
+			empty, err := e.emptyPath(fi.IsDir())
+			if err != nil {
+				e.Logger.Warn("a hidden path inside a tool server's directory cannot be covered; the directory is not bound", "dir", d, "err", err)
+				out = out[:len(out)-1]
+				break
+			}
+			out = append(out, sandbox.Bind{Src: empty, Dst: h})
+		}
+	}
+	return out
+}
+
+// emptyPath returns an empty read-only file (or directory) of the
+// session's, to bind over a path a side sandbox must not see.
+func (e *Env) emptyPath(dir bool) (string, error) {
+	if err := os.MkdirAll(e.Dir, 0o700); err != nil {
+		return "", err
+	}
+	if dir {
+		p := filepath.Join(e.Dir, ".empty-dir")
+		if err := os.Mkdir(p, 0o555); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+		return p, nil
+	}
+	p := filepath.Join(e.Dir, ".empty-file")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDONLY, 0o444)
+	if err != nil {
+		return "", err
+	}
+	return p, f.Close()
 }
 
 // sideLauncher is a process.Launcher into a side sandbox, started at the

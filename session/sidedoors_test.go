@@ -194,3 +194,35 @@ func TestToolServerDoesNotFollowAgentLinksOutOfTheWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// A sandboxed tool server works in its configured directory, bound
+// read-only, and sees none of the daemon's hidden paths inside it (here
+// the record directory).
+func TestSandboxedToolServerSeesItsDirectoryButNotTheDaemonsFiles(t *testing.T) {
+	srv := filesServerPath(t)
+	// Under /tmp, which every sandbox replaces by its own: the directory
+	// is seen only through its bind.
+	dir := t.TempDir()
+	// Searchable by the sandbox's ids (the server runs as none of the
+	// daemon's): a 0700 directory of root's is out of its reach however it
+	// is mounted.
+	os.Chmod(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "visible.txt"), []byte("tool data"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "records"), 0o755)
+	os.WriteFile(filepath.Join(dir, "records", "secret.txt"), []byte("daemon secret"), 0o644)
+	s := sandboxed(t, func(c *config.Config) {
+		c.RecordDir = filepath.Join(dir, "records")
+		c.Tools = append(c.Tools, config.ToolConfig{Name: "files", Command: []string{"/usr/bin/python3", srv}, Dir: dir})
+	})
+	reset(t, s)
+	if got := responseText(t, s, `tool peek {"path":"visible.txt"}`); !strings.Contains(got, "content: tool data") {
+		t.Errorf("the server's own directory: %q", got)
+	}
+	if got := responseText(t, s, `tool peek {"path":"records/secret.txt"}`); strings.Contains(got, "daemon secret") || !strings.Contains(got, "refused") {
+		t.Errorf("the record directory inside the server's directory: %q", got)
+	}
+	// Control: the file is there on the host.
+	if b, err := os.ReadFile(filepath.Join(dir, "records", "secret.txt")); err != nil || string(b) != "daemon secret" {
+		t.Fatalf("control: %q %v", b, err)
+	}
+}
