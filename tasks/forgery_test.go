@@ -270,3 +270,24 @@ mcp_servers = [{ name = "files", transport = "stdio", command = "/usr/bin/python
 		t.Errorf("control: on the host the server reads %q (%v), want /etc/shadow", out, err)
 	}
 }
+
+// The code under test has the tests' uid; ptrace is denied by seccomp, and
+// the leader (an execute-only copy of the shell) is not dumpable, so its
+// /proc/PID/mem is closed to it too.
+func TestTheCodeUnderTestCannotWriteTheLeadersMemory(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testbin.Missing(t, "/usr/bin/python3: %v", err)
+	}
+	probe := `/usr/bin/python3 -c 'import os; p = os.getppid(); f = open("/proc/%d/mem" % p, "r+b", buffering=0); print("opened the mem of", open("/proc/%d/comm" % p).read().strip())' || echo refused`
+	r := gradeWith(t, probe, sandbox.Limits{})
+	if strings.Contains(r.Stdout, "opened") || !strings.Contains(r.Stdout, "refused") || !strings.Contains(r.Stderr, "Permission denied") {
+		t.Errorf("the leader's memory: stdout %q stderr %q, want the open refused", r.Stdout, r.Stderr)
+	}
+	// Positive control: the same probe under a leader run from the host's
+	// own (readable) shell opens it.
+	r = gradeWith(t, `exec /usr/bin/env bash -c '`+strings.ReplaceAll(probe, "'", `'\''`)+`; true'`, sandbox.Limits{})
+	if !strings.Contains(r.Stdout, "opened the mem of bash") {
+		t.Errorf("control: stdout %q stderr %q, want the open to succeed under a dumpable leader", r.Stdout, r.Stderr)
+	}
+}

@@ -43,6 +43,8 @@ type RunOptions struct {
 	// Limits bound the run's sandbox: the harness's own limits, the task's
 	// memory and CPUs over them; a limit left zero is DefaultLimits'.
 	Limits sandbox.Limits
+
+	leaderShells map[string]string // Grade: shell name -> its execute-only copy inside
 }
 
 // DefaultLimits bound a grading or solving sandbox where neither the
@@ -138,6 +140,10 @@ func (t *Task) Grade(ctx context.Context, o RunOptions) (*Result, error) {
 	// into it from the rest of /logs, and the reward watch marks it.
 	binds = append(binds, sandbox.Bind{Src: logs, Dst: "/logs", Writable: true},
 		sandbox.Bind{Src: filepath.Join(logs, "verifier"), Dst: "/logs/verifier", Writable: true})
+	if shells, err := leaderShells(filepath.Join(o.Scratch, "shells")); err == nil {
+		binds = append(binds, sandbox.Bind{Src: filepath.Join(o.Scratch, "shells"), Dst: leaderShellDir})
+		o.leaderShells = shells
+	}
 	cmd := t.grader
 	if cmd == nil {
 		cmd = []string{"bash", "/tests/test.sh"}
@@ -290,6 +296,13 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 	var inR, inW *os.File
 	run := sandbox.Command{Path: cmd[0], Args: cmd[1:], Env: fullEnv, Dir: t.WorkDir, Stdout: outW, Stderr: errW}
 	if guard {
+		// The leader's shell is an execute-only copy (leaderShell): the
+		// tests' leader is then not dumpable, and the code under test,
+		// its child with its uid, cannot write its memory through
+		// /proc/PID/mem (ptrace itself is denied by seccomp).
+		if sh, ok := o.leaderShells[cmd[0]]; ok {
+			cmd = append([]string{sh}, cmd[1:]...)
+		}
 		w, err := watchVerifier(fmt.Sprintf("/proc/%d/root/logs/verifier", sb.Pid()))
 		if err != nil {
 			res.RewardWatch = "off: " + err.Error()

@@ -3,7 +3,10 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,4 +250,58 @@ func orUnknown(s string) string {
 		return "gone"
 	}
 	return s
+}
+
+// leaderShellDir is where the execute-only shells are inside the grading
+// sandbox.
+const leaderShellDir = "/.harnessd-grade"
+
+// leaderShells copies the host's bash and sh into dir as execute-only
+// files (mode 0111, the daemon's): a process that execs a file it may not
+// read is not dumpable (execve sets it to suid_dumpable, 0), so no process
+// without CAP_SYS_PTRACE — the tests' children included — opens its
+// /proc/PID/mem. It returns each shell's name (and the usual paths) mapped
+// to its copy's path inside.
+func leaderShells(dir string) (map[string]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, name := range []string{"bash", "sh"} {
+		src, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		if src, err = filepath.EvalSymlinks(src); err != nil {
+			continue
+		}
+		if err := copyExecOnly(src, filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
+		inside := leaderShellDir + "/" + name
+		for _, k := range []string{name, "/bin/" + name, "/usr/bin/" + name} {
+			out[k] = inside
+		}
+	}
+	return out, nil
+}
+
+func copyExecOnly(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o111)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, 0o111)
 }
