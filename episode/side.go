@@ -172,12 +172,11 @@ func (e *Env) emptyPath(dir bool) (string, error) {
 // first launch (and again after the sandbox ended: a tool server's
 // restart), closed with Close.
 type sideLauncher struct {
-	e   *Env
-	ep  *Episode
-	sp  sideSpec
-	mu  sync.Mutex
-	sb  *sandbox.Sandbox
-	gen int
+	e  *Env
+	ep *Episode
+	sp sideSpec
+	mu sync.Mutex
+	sb *sandbox.Sandbox
 }
 
 // Launch implements process.Launcher.
