@@ -13,6 +13,13 @@
 GO      ?= go
 BIN     := $(CURDIR)/bin
 PKGS    := ./...
+# The release harnessd reports (docs/deploy.md, "Cutting a release"): the
+# tag vX.Y.Z of the commit built, or git describe's vX.Y.Z-N-gCOMMIT after
+# it (harnessd version shows vX.Y.(Z+1)-dev.N+COMMIT); empty before any tag.
+VERSION  ?= $(shell git describe --tags --match 'v[0-9]*.[0-9]*.[0-9]*' --dirty 2>/dev/null)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true)
+LDFLAGS  := $(if $(VERSION),-X main.version=$(VERSION)) $(if $(REVISION),-X main.revision=$(REVISION)) $(if $(MODIFIED),-X main.modified=true)
 
 .PHONY: all build test test-go vet lint tracked demo bench bench-agents clean agents chromium fuzz fuzz-smoke
 
@@ -24,7 +31,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness ./integration/benchfloor
-	@if [ -d cmd/harnessd ]; then $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/harnessd; fi
+	@if [ -d cmd/harnessd ]; then $(GO) build -buildvcs=auto -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/harnessd; fi
 
 vet:
 	$(GO) vet $(PKGS)

@@ -69,6 +69,9 @@ type Config struct {
 	Limits LimitsConfig `yaml:"limits" json:"limits,omitempty"`
 	// Network is a sandboxed harness's egress policy.
 	Network NetworkConfig `yaml:"network" json:"network,omitempty"`
+	// Sandbox is what a sandboxed harness sees of the host beyond what
+	// the daemon resolves itself.
+	Sandbox SandboxConfig `yaml:"sandbox" json:"sandbox,omitzero"`
 	// Warm is how many next episodes each session keeps fully prepared
 	// (sandbox, workspace, tools, bridge, gateway, harness started and
 	// ready), so that a reset hands one over; 0 (default) prepares none.
@@ -235,18 +238,25 @@ var yamlFieldErr = regexp.MustCompile(`field (\S+) not found in type \S+`)
 
 // ParseConfig decodes YAML strictly (an unknown key is an error naming the
 // key and its line), resolves relative paths against baseDir, applies
-// defaults and validates. When only validation fails, the decoded
-// configuration is returned beside the error (every problem joined), so
-// that a validator can go on checking it; it is nil when decoding failed.
+// defaults and validates. It reports every problem at once: keys that do
+// not decode (unknown, or a bad value) are left unset and the rest is
+// decoded and validated, every problem joined in the error. The decoded
+// configuration is returned beside the error so that a validator can go on
+// checking it; it is nil only when the text is not YAML at all.
 func ParseConfig(data []byte, baseDir string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var cfg Config
+	var decodeErr error
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("config: %s", yamlFieldErr.ReplaceAllString(err.Error(), "unknown key $1"))
+		decodeErr = fmt.Errorf("config: %s", yamlFieldErr.ReplaceAllString(err.Error(), "unknown key $1"))
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, decodeErr
+		}
 	}
 	cfg.resolvePaths(baseDir)
-	if err := cfg.Normalize(); err != nil {
+	if err := errors.Join(decodeErr, cfg.Normalize()); err != nil {
 		return &cfg, err
 	}
 	return &cfg, nil
@@ -357,6 +367,7 @@ func (c *Config) Normalize() error {
 	}
 	errs = append(errs, c.validateModel()...)
 	errs = append(errs, c.validateIsolation()...)
+	errs = append(errs, c.normalizeSandbox()...)
 	if c.Warm < 0 || c.Warm > MaxWarm {
 		errs = append(errs, fmt.Errorf("warm must be 0 to %d, not %d", MaxWarm, c.Warm))
 	}

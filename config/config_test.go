@@ -167,3 +167,23 @@ func TestSideDoorsListHostToolServers(t *testing.T) {
 		t.Errorf("process isolation: side doors %q, want both stdio servers", d)
 	}
 }
+
+// ParseConfig reports every problem at once: a bad value and an unknown
+// key no longer stop decoding, and validation still runs on the rest.
+func TestParseConfigReportsEveryProblem(t *testing.T) {
+	cfg, err := ParseConfig([]byte("harness:\n  command: [a]\n  startup_timeout: soon\n  comand: [b]\nepisode:\n  max_turns: -1\n  turn_timeout: 5s\nwarm: 99\n"), "")
+	if cfg == nil || err == nil {
+		t.Fatalf("cfg %v, err %v", cfg, err)
+	}
+	for _, want := range []string{`line 3: invalid duration "soon"`, "line 4: unknown key comand", "max_turns must not be negative", "warm must be 0 to 8"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if cfg.Episode.TurnTimeout.D() != 5*time.Second {
+		t.Errorf("keys after the bad ones were not decoded: turn_timeout %v", cfg.Episode.TurnTimeout)
+	}
+	if _, err := ParseConfig([]byte("harness: [unclosed\n"), ""); err == nil {
+		t.Error("text that is not YAML accepted")
+	}
+}

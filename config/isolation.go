@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/harnessd/harnessd/egress"
@@ -65,6 +67,76 @@ func (n NetworkConfig) EgressPolicy() string {
 		return EgressNone
 	}
 	return n.Egress
+}
+
+// SandboxConfig is what a sandboxed harness sees of the host.
+type SandboxConfig struct {
+	// ReadOnly lists host paths (files or directories, "~" for the
+	// daemon's HOME) bound read-only into every sandbox, for what the
+	// daemon does not resolve from the harness's command itself (a data
+	// directory, an interpreter a wrapper script names). A path that is
+	// or holds what the sandbox hides (the daemon's HOME as a whole, the
+	// record directory, the workspace root, the token and configuration
+	// files) is refused.
+	ReadOnly []string `yaml:"read_only" json:"read_only,omitempty"`
+}
+
+// normalizeSandbox expands "~" in sandbox.read_only and refuses what can
+// be told here: relative paths, /, the daemon's HOME itself, and what
+// holds the record directory or the workspace root (the session refuses
+// the token and configuration files too).
+func (c *Config) normalizeSandbox() []error {
+	var errs []error
+	home, _ := os.UserHomeDir()
+	for i, p := range c.Sandbox.ReadOnly {
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			if home == "" {
+				errs = append(errs, fmt.Errorf("sandbox.read_only[%d] %q: the daemon has no HOME to expand ~ to", i, p))
+				continue
+			}
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		if !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
+			errs = append(errs, fmt.Errorf("sandbox.read_only[%d] %q: want an absolute path (or ~/…)", i, p))
+			continue
+		}
+		p = filepath.Clean(p)
+		c.Sandbox.ReadOnly[i] = p
+		if reason := c.exposureRefused(p, home); reason != "" {
+			errs = append(errs, fmt.Errorf("sandbox.read_only[%d] %q: %s; name a directory inside it instead", i, p, reason))
+		}
+	}
+	if len(c.Sandbox.ReadOnly) > 0 && c.Isolation == IsolationProcess {
+		errs = append(errs, errors.New("sandbox.read_only needs isolation: sandbox (a process-isolated harness sees the host's files)"))
+	}
+	return errs
+}
+
+// exposureRefused says why the host path p may never be bound into a
+// sandbox ("" when it may): it is /, the daemon's HOME (home) itself or an
+// ancestor of it, or it is, is inside or holds the record directory or the
+// workspace root.
+func (c *Config) exposureRefused(p, home string) string {
+	p = filepath.Clean(p)
+	holds := func(dir, q string) bool {
+		return dir == q || dir == "/" || strings.HasPrefix(q, dir+"/")
+	}
+	switch {
+	case p == "/":
+		return "it is the host's whole file system"
+	case home != "" && home != "/" && holds(p, filepath.Clean(home)):
+		return "it is or holds the daemon's HOME, which the sandbox hides as a whole"
+	}
+	for _, h := range []struct{ path, what string }{{c.RecordDir, "the record directory (record_dir)"}, {c.WorkspaceRoot(), "the workspace root, which holds every session's directories"}} {
+		if h.path == "" {
+			continue
+		}
+		hp := filepath.Clean(h.path)
+		if holds(p, hp) || holds(hp, p) {
+			return "it is, is inside or holds " + h.what
+		}
+	}
+	return ""
 }
 
 // validateIsolation checks isolation, limits and network.

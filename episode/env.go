@@ -59,6 +59,7 @@ type Env struct {
 	exposeOnce  sync.Once
 	exposeBinds []sandbox.Bind
 	exposeHide  []string
+	exposeErr   error
 }
 
 // Init checks the environment and sorts the configured tool servers into

@@ -29,7 +29,10 @@ func TestExposuresBindBackWhatTheSandboxCovers(t *testing.T) {
 	os.MkdirAll(homeBin, 0o755)
 	t.Setenv("HOME", home)
 	s := &Env{Config: &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{prog, script}, Env: map[string]string{"PATH": homeBin + ":" + home + ":/usr/bin"}}}}}
-	binds, _ := s.exposures()
+	binds, _, err := s.exposures()
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := map[string]bool{}
 	for _, b := range binds {
 		if b.Writable {
@@ -47,5 +50,58 @@ func TestExposuresBindBackWhatTheSandboxCovers(t *testing.T) {
 	}
 	if got["/usr/bin"] {
 		t.Errorf("/usr/bin (visible anyway) was bound")
+	}
+}
+
+// TestExposuresBindResolvedSubtreesAndExpandPrivateDirectories: a pyenv
+// under a 0700 HOME brings its libexec and the selected version, never
+// HOME or the pyenv root as a whole; a program in a 0700 directory is
+// bound entry by entry (the directory's own mode stays out), with the
+// directory covered so that the entries have fresh mount points.
+func TestExposuresBindResolvedSubtreesAndExpandPrivateDirectories(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o700)
+	t.Setenv("HOME", home)
+	root := filepath.Join(home, ".pyenv")
+	for _, f := range []string{"libexec/pyenv", "versions/3.12.1/bin/python3", "versions/3.11.7/bin/python3"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755)
+		os.WriteFile(filepath.Join(root, f), []byte("#!/bin/sh\n"), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "version"), []byte("3.12.1\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, "shims"), 0o755)
+	os.WriteFile(filepath.Join(root, "shims", "python3"), []byte("#!/bin/sh\nexport PYENV_ROOT=\""+root+"\"\nexec \""+root+"/libexec/pyenv\" exec \"$program\" \"$@\"\n"), 0o755)
+	priv := filepath.Join("/var/tmp", "exposures-test-"+filepath.Base(t.TempDir()))
+	if err := os.Mkdir(priv, 0o700); err != nil {
+		t.Skip("no /var/tmp:", err)
+	}
+	defer os.RemoveAll(priv)
+	os.WriteFile(filepath.Join(priv, "agent"), []byte("#!/usr/bin/env python3\n"), 0o755)
+	os.WriteFile(filepath.Join(priv, "lib.py"), nil, 0o644)
+	s := &Env{Config: &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{filepath.Join(priv, "agent")}, Env: map[string]string{"PATH": filepath.Join(root, "shims") + ":/usr/bin:/bin"}}}}}
+	binds, hide, err := s.exposures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, b := range binds {
+		got[b.Src] = true
+		if b.Src == home || b.Src == root || within(home, b.Src) || b.Src == priv {
+			t.Errorf("%s bound", b.Src)
+		}
+	}
+	for _, want := range []string{filepath.Join(root, "libexec"), filepath.Join(root, "versions", "3.12.1"), filepath.Join(priv, "agent"), filepath.Join(priv, "lib.py")} {
+		if !got[want] {
+			t.Errorf("%s not bound: %v", want, binds)
+		}
+	}
+	if got[filepath.Join(root, "versions", "3.11.7")] {
+		t.Errorf("an unselected version is bound")
+	}
+	covered := false
+	for _, h := range hide {
+		covered = covered || h == priv
+	}
+	if !covered {
+		t.Errorf("the private directory %s is not covered: %v", priv, hide)
 	}
 }

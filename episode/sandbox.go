@@ -10,7 +10,6 @@ import (
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/internal/environ"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
@@ -76,7 +75,10 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 	if err := os.Chmod(dirs.Root, 0o711); err != nil {
 		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
 	}
-	exposed, hideMore := s.exposures()
+	exposed, hideMore, err := s.exposures()
+	if err != nil {
+		return nil, err
+	}
 	binds := append([]sandbox.Bind{{Src: dirs.Root}, {Src: dirs.Tmp, Writable: true}}, exposed...)
 	l := s.Config.Limits
 	limits := sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}
@@ -196,142 +198,6 @@ func (s *Env) hiddenPaths() []string {
 		out = append(out, h)
 	}
 	return append(out, s.Hide...)
-}
-
-// exposures lists what the harness needs from the host that a hidden or
-// untraversable directory would keep from it — the harness program and
-// every PATH entry (a node_modules/.bin entry brings its whole
-// node_modules), but never a directory that holds a hidden path — as
-// read-only binds, and the untraversable directories
-// to cover with an empty one so the binds have a way in. Computed once
-// per session: the command and PATH do not change between episodes.
-func (s *Env) exposures() ([]sandbox.Bind, []string) {
-	s.exposeOnce.Do(func() {
-		h := &s.Config.Harness
-		path, _ := environ.Lookup(os.Environ(), "PATH")
-		if v, ok := h.Env["PATH"]; ok {
-			path = v
-		}
-		s.exposeBinds, s.exposeHide = s.exposeFor(h.Command, path)
-	})
-	return s.exposeBinds, s.exposeHide
-}
-
-// exposeFor computes exposures for a command (its program, looked up in
-// path, and its absolute arguments), path's entries and the extra
-// directories.
-func (s *Env) exposeFor(command []string, path string, extra ...string) (binds []sandbox.Bind, hides []string) {
-	var want []string
-	if len(command) > 0 {
-		prog := command[0]
-		if !strings.Contains(prog, "/") {
-			for _, d := range filepath.SplitList(path) {
-				if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
-					prog = filepath.Join(d, prog)
-					break
-				}
-			}
-		}
-		// The program and every absolute path among its arguments (a
-		// script run by an interpreter: node /…/cli.js).
-		for _, a := range append([]string{prog}, command[1:]...) {
-			if !filepath.IsAbs(a) {
-				continue
-			}
-			fi, err := os.Stat(a)
-			if err != nil {
-				continue
-			}
-			dir := a
-			if !fi.IsDir() {
-				dir = filepath.Dir(a)
-			}
-			want = append(want, dir)
-			if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
-				want = append(want, filepath.Dir(real))
-			}
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if filepath.IsAbs(d) {
-			want = append(want, d)
-		}
-	}
-	want = append(want, extra...)
-	// Also covered inside: /tmp (each sandbox has a private one) and
-	// the daemon's TMPDIR, where a clone or a test's binaries may be.
-	hidden := append(s.hiddenPaths(), "/tmp", os.TempDir())
-	seen := map[string]bool{}
-	for _, d := range want {
-		d = exposeRoot(filepath.Clean(d))
-		if seen[d] {
-			continue
-		}
-		seen[d] = true
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			continue
-		}
-		under := false
-		for _, h := range hidden {
-			if within(d, h) {
-				under = true
-			}
-		}
-		if a := untraversable(d); a != "" {
-			hides = append(hides, a)
-			under = true
-		}
-		// A directory that is or holds a hidden path (a PATH entry
-		// that is the daemon's HOME, or the directory of its token
-		// file) is never bound back: the bind would show everything
-		// the hiding covers. A harness program there is not found in
-		// the sandbox, which fails the reset with that reason.
-		if under && !holdsHidden(d, hidden) {
-			binds = append(binds, sandbox.Bind{Src: d})
-		}
-	}
-	return binds, hides
-}
-
-// exposeRoot widens a directory to what a program there needs: a
-// node_modules/.bin entry, or anything inside node_modules, to the
-// outermost node_modules.
-func exposeRoot(d string) string {
-	if i := strings.Index(d, "/node_modules"); i >= 0 {
-		rest := d[i+len("/node_modules"):]
-		if rest == "" || rest[0] == '/' {
-			return d[:i+len("/node_modules")]
-		}
-	}
-	return d
-}
-
-// untraversable returns the outermost ancestor of p (p included, / not)
-// that others may not search (no o+x), "" when every one is searchable.
-func untraversable(p string) string {
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	cur := ""
-	for _, part := range parts {
-		cur += "/" + part
-		fi, err := os.Stat(cur)
-		if err != nil {
-			return ""
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			return cur
-		}
-	}
-	return ""
-}
-
-// holdsHidden reports whether dir is one of hidden or contains one.
-func holdsHidden(dir string, hidden []string) bool {
-	for _, h := range hidden {
-		if within(filepath.Clean(h), dir) {
-			return true
-		}
-	}
-	return false
 }
 
 // within reports whether p is dir or inside it.

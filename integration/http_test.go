@@ -23,8 +23,8 @@ func TestHTTPStateful(t *testing.T) {
 		t.Fatalf("GET /state before reset: %d %v", code, v)
 	}
 	code, v = d.Do("POST", "/step", `{"action":{"message":"hi"}}`, nil)
-	if code != 500 || !strings.Contains(fmt.Sprint(v), "reset") {
-		t.Fatalf("POST /step before reset: %d %v", code, v)
+	if code != 409 || !strings.Contains(fmt.Sprint(v), "reset") {
+		t.Fatalf("POST /step before reset: %d %v, want 409", code, v)
 	}
 
 	code, v = d.Do("POST", "/reset", "", nil) // an empty body is {}
@@ -95,8 +95,8 @@ func TestHTTPStateful(t *testing.T) {
 	}
 	waitGone(t, h1)
 	code, v = d.Do("POST", "/step", `{"action":{"message":"x"}}`, nil)
-	if code != 500 {
-		t.Fatalf("step after a terminal observation: %d %v, want 500", code, v)
+	if code != 409 {
+		t.Fatalf("step after a terminal observation: %d %v, want 409", code, v)
 	}
 
 	// A new episode on the same session.

@@ -129,7 +129,7 @@ func TestRunCommand(t *testing.T) {
 	if err := json.Unmarshal(out, &final); err != nil {
 		t.Fatalf("stdout is not one JSON observation: %v\n%s\nstderr:\n%s", err, out, stderr)
 	}
-	obs := checkObservation(t, final)
+	obs := checkRunObservation(t, final, out)
 	if code != 0 || obs["done"] != true || responseOf(t, obs) != "bye" || meta(t, obs)["turn_number"] != 3.0 {
 		t.Fatalf("run: exit %d, final %v\nstderr:\n%s", code, obs, stderr)
 	}
@@ -139,7 +139,7 @@ func TestRunCommand(t *testing.T) {
 
 	code, out, stderr = runHarnessd(t, "reply a\n\nhistory\n", append([]string{"--"}, agent...)...)
 	json.Unmarshal(out, &final)
-	if code != 0 || responseOf(t, checkObservation(t, final)) != "history: reply a | history" {
+	if code != 0 || responseOf(t, checkRunObservation(t, final, out)) != "history: reply a | history" {
 		t.Fatalf("run from stdin: exit %d, %s\n%s", code, out, stderr)
 	}
 
@@ -149,10 +149,23 @@ func TestRunCommand(t *testing.T) {
 	}
 	code, out, stderr = runHarnessd(t, "", append([]string{"-m", "escape ignore-term;;crash 4", "--"}, agent...)...)
 	json.Unmarshal(out, &final)
-	obs = checkObservation(t, final)
+	obs = checkRunObservation(t, final, out)
 	if code != 1 || meta(t, obs)["error_type"] != "harness_crashed" || obs["done"] != true {
 		t.Fatalf("run with a crash: exit %d, %s\n%s", code, out, stderr)
 	}
+}
+
+// checkRunObservation checks harnessd run's final observation: one line,
+// {"reward", "done", "metadata"}, the metadata once.
+func checkRunObservation(t *testing.T, v map[string]any, out []byte) map[string]any {
+	t.Helper()
+	if _, ok := v["observation"]; ok || v["metadata"] == nil || bytes.Count(out, []byte("\n")) != 1 || !bytes.HasSuffix(out, []byte("\n")) {
+		t.Fatalf("run's stdout is not one line {reward, done, metadata}:\n%s", out)
+	}
+	if _, ok := v["done"].(bool); !ok {
+		t.Fatalf("done is not a boolean: %s", out)
+	}
+	return v
 }
 
 // TestDrainClosesGoClients: the Go client reports a daemon's drain as

@@ -190,18 +190,18 @@ func parseScore(text string) (float64, bool) {
 }
 
 // Validate checks specs as New would, without building a Set, so that
-// configuration errors surface when the configuration is loaded.
+// configuration errors surface when the configuration is loaded. The error
+// joins every problem of every spec.
 func Validate(specs []Spec) error {
 	names := map[string]bool{}
+	var errs []error
 	for i := range specs {
 		sp := specs[i]
-		if err := sp.validate(i); err != nil {
-			return err
-		}
+		errs = append(errs, sp.validate(i))
 		if names[sp.Name] {
-			return fmt.Errorf("rubric %q: duplicate name", sp.Name)
+			errs = append(errs, fmt.Errorf("rubric %q: duplicate name", sp.Name))
 		}
 		names[sp.Name] = true
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -80,6 +80,27 @@ func TestValidation(t *testing.T) {
 	}
 }
 
+// Validate reports every problem of every spec at once: a bad on: used to
+// hide a bad pattern, and the first bad spec the rest.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	err := Validate([]Spec{
+		{Name: "a", Type: KindMatch, Pattern: "(", On: "dnoe"},
+		{Name: "b", Type: "bogus"},
+		{Name: "a", Type: KindMatch, Contains: "x"},
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`rubric "a": on must be`, `rubric "a": pattern: error parsing regexp`, `rubric "b": unknown type "bogus"`, `rubric "a": duplicate name`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 4 {
+		t.Errorf("%d lines, want 4:\n%v", n, err)
+	}
+}
+
 func TestMatchAndWeightedSum(t *testing.T) {
 	set, err := New([]Spec{
 		{Name: "has-sum", Type: KindMatch, Pattern: `sum=\d+`, Weight: w(2)},

@@ -60,51 +60,50 @@ func (s *Spec) weight() float64 {
 	return *s.Weight
 }
 
-// validate checks a spec and fills defaults.
+// validate checks a spec and fills defaults; the error joins every
+// problem of the spec.
 func (s *Spec) validate(i int) error {
 	if s.Name == "" {
 		s.Name = fmt.Sprintf("%s-%d", s.Type, i+1)
 	}
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("rubric %q: %s", s.Name, fmt.Sprintf(format, a...))
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("rubric %q: %s", s.Name, fmt.Sprintf(format, a...)))
 	}
 	switch s.On {
 	case "":
 		s.On = OnTurn
 	case OnTurn, OnDone:
 	default:
-		return bad("on must be %q or %q, not %q", OnTurn, OnDone, s.On)
+		bad("on must be %q or %q, not %q", OnTurn, OnDone, s.On)
 	}
 	switch s.Type {
 	case KindCommand:
 		if len(s.Command) == 0 {
-			return bad("command rubric needs a command")
-		}
-		if s.Timeout == 0 {
-			s.Timeout = DefaultCommandTimeout
+			bad("command rubric needs a command")
 		}
 	case KindMatch:
 		if (s.Pattern == "") == (s.Contains == "") {
-			return bad("match rubric needs exactly one of pattern or contains")
+			bad("match rubric needs exactly one of pattern or contains")
 		}
 		if s.Pattern != "" {
 			if _, err := regexp.Compile(s.Pattern); err != nil {
-				return bad("pattern: %v", err)
+				bad("pattern: %v", err)
 			}
 		}
 	case KindTool:
 		if s.Tool == "" {
-			return bad("tool rubric needs a tool name")
-		}
-		if s.Timeout == 0 {
-			s.Timeout = DefaultCommandTimeout
+			bad("tool rubric needs a tool name")
 		}
 	case "":
-		return bad("type is required (command, match or tool)")
+		bad("type is required (command, match or tool)")
 	default:
-		return bad("unknown type %q (want command, match or tool)", s.Type)
+		bad("unknown type %q (want command, match or tool)", s.Type)
 	}
-	return nil
+	if (s.Type == KindCommand || s.Type == KindTool) && s.Timeout == 0 {
+		s.Timeout = DefaultCommandTimeout
+	}
+	return errors.Join(errs...)
 }
 
 // ErrNoToolCaller is returned by New for a tool rubric without a ToolFunc.

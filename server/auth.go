@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"net/http"
+	"net/url"
 
 	"github.com/harnessd/harnessd/internal/bearer"
 )
@@ -36,6 +37,13 @@ func (s *Server) authorized(r *http.Request) bool {
 		if t, ok := bearer.Token(a); ok {
 			got = t
 		} else if _, pass, ok := r.BasicAuth(); ok {
+			// A token with "/", "@" or ":" must be percent-encoded in a base
+			// URL (http://harnessd:s3cr3t%2Ft%40k@host); clients send the
+			// user information as written, so the password is compared
+			// unescaped too (and as it came, for a raw token).
+			if u, err := url.PathUnescape(pass); err == nil && s.tokenIs(u) {
+				return true
+			}
 			got = pass
 		}
 	} else if q := r.URL.Query(); q.Has("token") {
@@ -43,6 +51,11 @@ func (s *Server) authorized(r *http.Request) bool {
 		q.Del("token")
 		r.URL.RawQuery = q.Encode()
 	}
+	return s.tokenIs(got)
+}
+
+// tokenIs compares got with the API token in constant time.
+func (s *Server) tokenIs(got string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
 }
 

@@ -10,8 +10,7 @@ import (
 // counted wraps an HTTP (non-WebSocket) handler of surface so that the
 // request and response bodies' bytes reach /metrics.
 func (s *Server) counted(surface string, h http.HandlerFunc) http.Handler {
-	received := s.metrics.received.WithLabelValues(surface)
-	sent := s.metrics.sent.WithLabelValues(surface)
+	received, sent := s.metrics.Bytes(surface)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The original body goes back before the server finishes the
 		// request: net/http decides by its type whether an unread body is

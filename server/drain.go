@@ -53,7 +53,7 @@ func (s *Server) isDraining() bool { return s.draining.Load() }
 // listener closes; Shutdown waits for handlers until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
-	s.metrics.draining.Set(1)
+	s.metrics.Draining()
 	s.reg.refuse()
 	if s.stopReap != nil {
 		s.stopReap()
@@ -90,6 +90,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.httpMu.Lock()
 	hs := s.httpSrv
+	s.shutDown = true
 	s.httpMu.Unlock()
 	if hs != nil {
 		errs = append(errs, hs.Shutdown(ctx))

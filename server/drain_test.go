@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -79,5 +80,37 @@ func TestShutdownFinishesRunningTurn(t *testing.T) {
 	}
 	if err := <-shut; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestShutdownBeforeServe: a Shutdown that comes before Serve (a server
+// stopped while it starts) makes the later Serve return at once instead
+// of serving forever; it hung a fuzz seed's cleanup 1 run in 4.
+func TestShutdownBeforeServe(t *testing.T) {
+	ts := start(t, Options{})
+	s, err := New(ts.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve after Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		ln.Close()
+		t.Fatal("Serve after Shutdown kept serving")
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Error("the listener still accepts after Serve returned")
 	}
 }

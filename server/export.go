@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/session"
@@ -73,12 +75,7 @@ func (s *Server) episodeExport(id string, m *managed) (json.RawMessage, *exportE
 		})
 	}
 	if m == nil {
-		if s.cfg.RecordDir != "" {
-			if b, err := os.ReadFile(episode.ExportPath(s.cfg.RecordDir, id)); err == nil {
-				return b, nil
-			}
-		}
-		return nil, &exportError{status: http.StatusNotFound, msg: "unknown episode " + quote(id) + ": no session holds it and record_dir has no export of it"}
+		return s.recordedExport(id)
 	}
 	ex, err := m.sess.Export(id)
 	switch {
@@ -99,6 +96,35 @@ func (s *Server) episodeExport(id string, m *managed) (json.RawMessage, *exportE
 	default:
 		return nil, &exportError{status: http.StatusInternalServerError, msg: err.Error()}
 	}
+}
+
+// recordedExport is the export of an episode no session holds any more:
+// its record_dir export file. An episode with a record but no export file
+// ended without training traffic (no file is written then), so it is
+// answered as a live one would be: 409 with the reason this daemon's model
+// configuration gives. Without a record it is unknown (404).
+func (s *Server) recordedExport(id string) (json.RawMessage, *exportError) {
+	unknown := &exportError{status: http.StatusNotFound, msg: "unknown episode " + quote(id) + ": no session holds it and record_dir has no record of it"}
+	if s.cfg.RecordDir == "" {
+		return nil, unknown
+	}
+	exportFile := episode.ExportPath(s.cfg.RecordDir, id)
+	if b, err := os.ReadFile(exportFile); err == nil {
+		return b, nil
+	}
+	record := strings.TrimSuffix(exportFile, ".export.json") + ".jsonl"
+	if _, err := os.Stat(record); err != nil {
+		return nil, unknown
+	}
+	why := "episode " + quote(id) + " has ended (its record is " + record + ") without an export: "
+	model := &s.cfg.Harness.Model
+	switch {
+	case !model.Enabled():
+		return nil, &exportError{status: http.StatusConflict, reason: reasonNoModelGateway, msg: why + session.ErrNoModelGateway.Error()}
+	case model.UpstreamKind() != config.ModelUpstreamEngine:
+		return nil, &exportError{status: http.StatusConflict, reason: reasonEvaluation, msg: why + gateway.ErrEvaluationTraffic.Error()}
+	}
+	return nil, &exportError{status: http.StatusConflict, reason: reasonNoTraining, msg: why + session.ErrNoTrainingCalls.Error()}
 }
 
 // handleExport: GET /episodes/{episode_id}/export, the training export of

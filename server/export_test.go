@@ -179,3 +179,34 @@ func TestExportWithoutTrainingTraffic(t *testing.T) {
 		}
 	}
 }
+
+// After its connection closed, an episode without training traffic is
+// still 409 with its reason (docs/gateway.md), found by its record in
+// record_dir; it used to be 404 (no export file is written for it). An
+// episode with no record at all stays 404.
+func TestExportWithoutTrainingTrafficAfterClose(t *testing.T) {
+	for _, c := range []struct {
+		engine bool
+		msg    string
+		reason string
+	}{
+		{false, "llm hi", reasonEvaluation},
+		{true, "reply no model call", reasonNoTraining},
+	} {
+		ts := modelServer(t, c.engine, t.TempDir())
+		cl := ts.ws(t, "/ws", http.Header{"Authorization": {"Bearer api-token"}})
+		roundTrip(t, cl, `{"type":"reset","data":{"episode_id":"ep/none"}}`)
+		roundTrip(t, cl, `{"type":"step","data":{"message":"`+c.msg+`"}}`)
+		cl.CloseNow()
+		waitFor(t, "the session to end", func() bool { return ts.ActiveSessions() == 0 })
+		code, b := getExport(t, ts, "ep%2Fnone", "api-token")
+		var body map[string]any
+		json.Unmarshal(b, &body)
+		if code != http.StatusConflict || body["reason"] != c.reason {
+			t.Errorf("%s after close: %d %s, want 409 %s", c.msg, code, b, c.reason)
+		}
+		if code, b := getExport(t, ts, "ep-never", "api-token"); code != http.StatusNotFound {
+			t.Errorf("unknown episode: %d %s", code, b)
+		}
+	}
+}

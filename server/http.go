@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/harnessd/harnessd/server/internal/bounds"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -18,7 +19,7 @@ const sessionHeader = "X-Harnessd-Session"
 // when its Content-Length says so.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
 	b, err := s.readRequestBody(w, r)
-	var big *errTooLarge
+	var big *bounds.TooLargeError
 	switch {
 	case errors.As(err, &big):
 		writeJSONStatus(w, http.StatusRequestEntityTooLarge, map[string]any{"detail": "body exceeds the maximum frame size"})
@@ -36,7 +37,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessa
 // readRequestBody reads r's body through http.MaxBytesReader (a body past
 // the limit also ends the connection rather than being drained).
 func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return readCapped(http.MaxBytesReader(w, r.Body, s.opts.MaxFrameBytes), r.ContentLength, s.opts.MaxFrameBytes)
+	return bounds.ReadCapped(http.MaxBytesReader(w, r.Body, s.opts.MaxFrameBytes), r.ContentLength, s.opts.MaxFrameBytes)
 }
 
 func unprocessable(w http.ResponseWriter, e *wireError) {
@@ -83,6 +84,12 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"detail": ce.Error(), "active_sessions": ce.Active, "max_sessions": ce.Max})
 	case errors.Is(err, errDraining):
 		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"detail": err.Error()})
+	case isUsageError(err):
+		// The client's error, not the environment's: a step with no episode
+		// (before a reset, or after the episode ended), or while a turn
+		// runs. OpenEnv's reference answers 500 (its stateless HTTP has no
+		// episode to step); 409 tells a client to reset first.
+		writeJSONStatus(w, http.StatusConflict, map[string]any{"detail": s.execError(err).Message, "code": codeExecution})
 	default:
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": s.execError(err).Message})
 	}
@@ -93,7 +100,7 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 // the frame limit like a /ws frame.
 func (s *Server) writeObservation(w http.ResponseWriter, obs *wire.Observation, id string) {
 	sid := append([]byte(`,"session_id":`), marshal(id)...)
-	b, err := encodeObservation(obs, nil, nil, s.opts.MaxFrameBytes-int64(len(sid)))
+	b, err := bounds.EncodeObservation(obs, nil, nil, s.opts.MaxFrameBytes-int64(len(sid)))
 	if err != nil {
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": "encoding the observation failed: " + err.Error()})
 		return

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/harnessd/harnessd/server/internal/bounds"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -25,9 +26,9 @@ func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 
 // observationFrame writes {"type":"observation","data":OBS} in one pass
 // (the generic encoder would re-validate the observation's own encoding),
-// trimmed to the frame limit (see encodeObservation).
+// trimmed to the frame limit (see bounds.EncodeObservation).
 func (s *Server) observationFrame(obs *wire.Observation) []byte {
-	b, err := encodeObservation(obs, []byte(`{"type":"observation","data":`), []byte{'}'}, s.opts.MaxFrameBytes)
+	b, err := bounds.EncodeObservation(obs, []byte(`{"type":"observation","data":`), []byte{'}'}, s.opts.MaxFrameBytes)
 	if err != nil {
 		return marshal((&wireError{Message: "encoding the observation failed: " + err.Error(), Code: codeExecution}).frame(frameTypeError))
 	}

@@ -16,8 +16,8 @@ import (
 // observerFor is the lifecycle observer of m's session.
 func (s *Server) observerFor(m *managed) session.Observer {
 	return func(ev session.Event) {
-		s.metrics.observe(ev)
-		s.webObserve(m, ev)
+		s.metrics.Observe(ev)
+		s.console.Observe(m.view(), ev)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/server/console"
+	"github.com/harnessd/harnessd/server/metrics"
 	"github.com/harnessd/harnessd/session"
 )
 
@@ -108,8 +110,8 @@ type Server struct {
 	// until Close has written it to record_dir.
 	closing sync.Map
 	handler http.Handler
-	metrics *metrics
-	feed    webFeed // the console's live viewers (webfeed.go)
+	metrics *metrics.Metrics
+	console *console.Console // the web console (simulation mode)
 
 	draining atomic.Bool   // set when Shutdown starts: readiness false, no new work
 	quit     chan struct{} // closed when sockets must close (sessions ended)
@@ -120,6 +122,7 @@ type Server struct {
 	httpMu      sync.Mutex
 	httpDefault string // id of the default HTTP session
 	httpSrv     *http.Server
+	shutDown    bool // Shutdown has stopped (or found no) httpSrv; Serve refuses after it
 }
 
 // New checks options and builds the server.
@@ -167,7 +170,25 @@ func New(opts Options) (*Server, error) {
 		opts: opts, cfg: opts.Config, mode: opts.Mode, log: opts.Logger, token: opts.APIToken,
 		reg: newRegistry(opts.MaxSessions, opts.IdleTimeout), quit: make(chan struct{}),
 	}
-	s.metrics = newMetrics(opts.Version, opts.MaxSessions, opts.Supervisor.Live)
+	s.metrics = metrics.New(metrics.Options{Version: opts.Version, MaxSessions: opts.MaxSessions, Live: opts.Supervisor.Live,
+		Kinds: []string{kindWS, kindHTTP, kindHarness, kindMCP}, Surfaces: []string{surfaceWS, surfaceHarness, surfaceHTTP, surfaceMCP}})
+	s.console = console.New(console.Options{
+		Config: s.cfg, Isolation: s.isolation(), Guard: s.guard, PeerOnly: s.peerOnly, Quit: s.quit, WriteTimeout: writeTimeout,
+		Sessions: func() []console.Session {
+			list := s.reg.list()
+			out := make([]console.Session, 0, len(list))
+			for _, m := range list {
+				out = append(out, m.view())
+			}
+			return out
+		},
+		Lookup: func(id string) (console.Session, bool) {
+			if m := s.reg.get(id); m != nil {
+				return m.view(), true
+			}
+			return console.Session{}, false
+		},
+	})
 	s.handler = s.routes()
 	if opts.IdleTimeout > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -187,7 +208,7 @@ func (s *Server) routes() http.Handler {
 	orch := func(h http.HandlerFunc) http.Handler { return g(s.counted(surfaceHTTP, h)) }
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /ready", s.handleReady)
-	mux.Handle("GET /metrics", g(s.metrics.handler()))
+	mux.Handle("GET /metrics", g(s.metrics.Handler()))
 	mux.Handle("GET /openapi.json", g(http.HandlerFunc(s.handleOpenAPI)))
 	mux.Handle("GET /docs", g(http.HandlerFunc(s.handleDocs)))
 	mux.Handle("GET /metadata", g(http.HandlerFunc(s.handleMetadata)))
@@ -201,7 +222,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET /state", orch(s.handleState))
 		mux.Handle("POST /close", orch(s.handleClose))
 		mux.Handle("GET /episodes/{episode_id}/export", orch(s.handleExport))
-		s.webRoutes(mux)
+		s.console.Routes(mux)
 	} else {
 		mux.Handle("/harness", g(http.HandlerFunc(s.handleHarness)))
 	}
@@ -226,6 +247,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.httpMu.Lock()
+	if s.shutDown {
+		// Shutdown came first: it found no server to stop, so this one
+		// must not start.
+		s.httpMu.Unlock()
+		ln.Close()
+		return nil
+	}
 	s.httpSrv = hs
 	s.httpMu.Unlock()
 	s.log.Info("serving", "addr", ln.Addr().String(), "mode", s.mode, "max_sessions", s.opts.MaxSessions,
@@ -247,6 +275,37 @@ func (s *Server) newSession(id string, observe session.Observer) (*session.Sessi
 		Config: s.cfg, Adapters: s.opts.Adapters, Supervisor: s.opts.Supervisor, Logger: s.log, ExtraSources: extra, ID: id,
 		Isolation: s.opts.Isolation, Hide: s.opts.SandboxHide, Observer: observe,
 	})
+}
+
+// peerOnly refuses harness processes (refusedPeer), as guard does, without
+// asking for the token.
+func (s *Server) peerOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.refusedPeer(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// isolation names how harness trees are contained and killed: "sandbox",
+// or process isolation's kill mechanisms.
+func (s *Server) isolation() string {
+	if s.isolationLevel() == config.IsolationSandbox {
+		return config.IsolationSandbox
+	}
+	return s.opts.Supervisor.Mechanisms().KillMode()
+}
+
+// isolationLevel is the level sessions run harnesses at.
+func (s *Server) isolationLevel() string {
+	switch {
+	case s.opts.Isolation != "":
+		return s.opts.Isolation
+	case s.cfg.Isolation != "":
+		return s.cfg.Isolation
+	}
+	return config.IsolationProcess
 }
 
 // execError maps an error from an environment operation onto a wire error.

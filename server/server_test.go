@@ -258,7 +258,7 @@ func TestHTTPStatefulAndIdleReaping(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&m)
 		return resp.StatusCode, m
 	}
-	if code, m := post("/step", `{"action":{"message":"x"}}`); code != 500 || !strings.Contains(m["detail"].(string), "No active episode") {
+	if code, m := post("/step", `{"action":{"message":"x"}}`); code != http.StatusConflict || !strings.Contains(m["detail"].(string), "No active episode") {
 		t.Fatalf("step before reset: %d %v", code, m)
 	}
 	code, m := post("/reset", `{}`)

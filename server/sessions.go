@@ -10,7 +10,16 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/harnessd/harnessd/server/console"
 	"github.com/harnessd/harnessd/session"
+)
+
+// Surfaces, the values of the surface label of the byte counters.
+const (
+	surfaceWS      = "ws"
+	surfaceHarness = "harness"
+	surfaceHTTP    = "http"
+	surfaceMCP     = "mcp"
 )
 
 // Session kinds, by the surface that created them.
@@ -32,8 +41,11 @@ type managed struct {
 	steps    atomic.Int64
 	closing  atomic.Bool  // an HTTP close was requested while attached
 	ops      atomic.Int32 // resets and steps running through the server
-	// web is what the console shows of the episode (webturns.go).
-	web webLog
+}
+
+// view is m as the console sees it.
+func (m *managed) view() console.Session {
+	return console.Session{ID: m.id, Kind: m.kind, Created: m.created, Session: m.sess}
 }
 
 func (m *managed) touch() { m.active.Store(time.Now().UnixNano()) }
@@ -192,8 +204,8 @@ func (s *Server) create(kind string) (*managed, error) {
 	m.sess = sess
 	m.touch()
 	s.reg.add(m, release)
-	s.metrics.sessionsOpen.WithLabelValues(kind).Inc()
-	s.webChanged(m)
+	s.metrics.SessionOpened(kind)
+	s.console.Opened(m.view())
 	s.log.Info("session created", "session_id", id, "kind", kind, "active", s.reg.count(), "max", s.reg.max)
 	return m, nil
 }
@@ -210,8 +222,8 @@ func (s *Server) destroy(m *managed, why string) {
 	if err := m.sess.Close(ctx); err != nil {
 		s.log.Warn("session close", "session_id", m.id, "err", err)
 	}
-	s.metrics.sessionsOpen.WithLabelValues(m.kind).Dec()
-	s.webClosed(m)
+	s.metrics.SessionClosed(m.kind)
+	s.console.Closed(m.id)
 	s.log.Info("session ended", "session_id", m.id, "kind", m.kind, "why", why, "steps", m.steps.Load())
 }
 

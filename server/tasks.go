@@ -53,15 +53,24 @@ func (s *Server) checkTaskChoice(o session.ResetOptions) *wireError {
 	}
 	set := s.cfg.Taskset()
 	if set == nil {
-		return invalid(fieldError{Type: "value_error", Loc: []any{loc}, Msg: session.ErrNoTaskset.Error(), Input: choiceInput(o)})
+		return invalidChoice(fieldError{Type: "value_error", Loc: []any{loc}, Msg: session.ErrNoTaskset.Error(), Input: choiceInput(o)})
 	}
 	if o.TaskID != "" && o.TaskIndex != nil {
-		return invalid(fieldError{Type: "value_error", Loc: []any{"task_index"}, Msg: "give task_id or task_index, not both", Input: *o.TaskIndex})
+		return invalidChoice(fieldError{Type: "value_error", Loc: []any{"task_index"}, Msg: "give task_id or task_index, not both", Input: *o.TaskIndex})
 	}
 	if _, err := set.Pick(tasks.Choice{ID: o.TaskID, Index: o.TaskIndex}); err != nil {
-		return invalid(fieldError{Type: "value_error", Loc: []any{loc}, Msg: err.Error(), Input: choiceInput(o)})
+		return invalidChoice(fieldError{Type: "value_error", Loc: []any{loc}, Msg: err.Error(), Input: choiceInput(o)})
 	}
 	return nil
+}
+
+// invalidChoice is the VALIDATION_ERROR of a refused task choice, its
+// reason in the message as well as in errors: OpenEnv's client shows only
+// the message ("Invalid message (code: VALIDATION_ERROR)" told nothing).
+func invalidChoice(fe fieldError) *wireError {
+	w := invalid(fe)
+	w.Message += ": " + fe.Msg
+	return w
 }
 
 func choiceInput(o session.ResetOptions) any {
@@ -148,45 +157,4 @@ func (s *Server) tasksMetadata() any {
 	}
 	return map[string]any{"count": set.Len(), "first_ids": ids, "list": "/tasks",
 		"reset_kwargs": []string{"task_id", "task_index", "seed"}}
-}
-
-// addTaskPaths documents GET /tasks and the reset keyword arguments that
-// pick a task in the OpenAPI document.
-func addTaskPaths(paths map[string]any, simulation bool) {
-	intParam := func(name, desc string) map[string]any {
-		return map[string]any{"name": name, "in": "query", "required": false, "description": desc,
-			"schema": map[string]any{"type": "integer", "minimum": 0}}
-	}
-	paths["/tasks"] = map[string]any{"get": map[string]any{"summary": "The served taskset, paginated (task_index counts in this order)",
-		"parameters": []any{intParam("offset", "first task (default 0)"), intParam("limit", "tasks per page (default 100, at most 1000)")},
-		"responses": map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{
-			"type": "object", "properties": map[string]any{"total": map[string]any{"type": "integer"}, "offset": map[string]any{"type": "integer"},
-				"limit": map[string]any{"type": "integer"}, "tasks": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}}}}}},
-			"422": map[string]any{"description": "bad offset or limit"}}}}
-	if !simulation {
-		return
-	}
-	reset, _ := paths["/reset"].(map[string]any)
-	post, _ := reset["post"].(map[string]any)
-	body, _ := post["requestBody"].(map[string]any)
-	content, _ := body["content"].(map[string]any)
-	js, _ := content["application/json"].(map[string]any)
-	schema, _ := js["schema"].(map[string]any)
-	if props, ok := schema["properties"].(map[string]any); ok {
-		props["task_id"] = map[string]any{"type": []string{"string", "null"}, "description": "pick the task with this id"}
-		props["task_index"] = map[string]any{"type": []string{"integer", "null"}, "minimum": 0, "description": "pick the task at this position of GET /tasks"}
-	}
-}
-
-// addTaskSchema adds the task fields of an observation's metadata to its
-// JSON Schema.
-func addTaskSchema(props map[string]any) {
-	props["task_id"] = map[string]any{"type": "string"}
-	props["task_instruction"] = map[string]any{"type": "string"}
-	props["task_metadata"] = map[string]any{"type": "object"}
-	props["grade"] = map[string]any{"type": "object", "properties": map[string]any{
-		"reward": map[string]any{"type": []string{"number", "null"}}, "scores": map[string]any{"type": "object"},
-		"exit": map[string]any{"type": "object"}, "timed_out": map[string]any{"type": "boolean"},
-		"stdout_tail": map[string]any{"type": "string"}, "stderr_tail": map[string]any{"type": "string"},
-		"duration_ms": map[string]any{"type": "number"}, "error": map[string]any{"type": "string"}}}
 }

@@ -91,6 +91,23 @@ func TestResetKwargsPickTheTask(t *testing.T) {
 	}
 }
 
+// OpenEnv's client shows an error frame's message and code only, so a
+// refused task choice says why in the message too.
+func TestTaskChoiceErrorMessageSaysWhy(t *testing.T) {
+	ts := taskServer(t)
+	c := ts.ws(t, "/ws", nil)
+	f := roundTrip(t, c, `{"type":"reset","data":{"task_id":"nope"}}`)
+	data, _ := f["data"].(map[string]any)
+	msg, _ := data["message"].(string)
+	if data["code"] != codeValidation || !strings.HasPrefix(msg, "Invalid message: no such task") || !strings.Contains(msg, "GET /tasks lists them") {
+		t.Errorf("reset task_id nope: %v", f)
+	}
+	f = roundTrip(t, c, `{"type":"reset","data":{"task_index":9}}`)
+	if msg, _ := f["data"].(map[string]any)["message"].(string); !strings.Contains(msg, "task_index 9 is out of range") {
+		t.Errorf("reset task_index 9: %v", f)
+	}
+}
+
 func TestTasksListIsPaginated(t *testing.T) {
 	ts := taskServer(t)
 	code, m := getJSON(t, ts.url+"/tasks?offset=1&limit=2")

@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/server/console"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -82,7 +83,7 @@ func TestWebAPI(t *testing.T) {
 	if f := roundTrip(t, c, `{"type":"step","data":{"message":"tool add {\"a\":2,\"b\":3}"}}`); f["type"] != "observation" {
 		t.Fatalf("step: %v", f)
 	}
-	var list struct{ Sessions []webSession }
+	var list struct{ Sessions []console.SessionSummary }
 	webGet(t, ts.url+"/web/api/sessions", "tok", &list)
 	if len(list.Sessions) != 1 {
 		t.Fatalf("sessions: %+v", list)
@@ -112,7 +113,7 @@ func TestWebAPI(t *testing.T) {
 		t.Errorf("unknown session: %d", code)
 	}
 
-	var files struct{ Files []webRecordFile }
+	var files struct{ Files []console.RecordFile }
 	webGet(t, ts.url+"/web/api/records", "tok", &files)
 	if len(files.Files) != 1 {
 		t.Fatalf("record files: %+v", files)
@@ -155,11 +156,11 @@ func TestWebEvents(t *testing.T) {
 	}
 	lines := bufio.NewScanner(res.Body)
 	lines.Buffer(nil, 1<<20)
-	next := func() webMsg {
+	next := func() console.Message {
 		t.Helper()
 		for lines.Scan() {
 			if b, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
-				var m webMsg
+				var m console.Message
 				if err := json.Unmarshal([]byte(b), &m); err != nil {
 					t.Fatalf("feed message %q: %v", b, err)
 				}
@@ -167,7 +168,7 @@ func TestWebEvents(t *testing.T) {
 			}
 		}
 		t.Fatalf("feed ended: %v", lines.Err())
-		return webMsg{}
+		return console.Message{}
 	}
 	if m := next(); m.Type != "sessions" || len(m.Sessions) != 0 {
 		t.Fatalf("first message: %+v", m)
@@ -190,26 +191,5 @@ func TestWebEvents(t *testing.T) {
 	}
 	if got := strings.Join(seen[:4], ","); got != "reset:0,observation:0,message:1,event:1" {
 		t.Errorf("feed records %v", seen)
-	}
-}
-
-// TestWebFeedSlowViewer checks that publishing never waits for a viewer
-// that reads nothing: past its buffer its messages are dropped and counted.
-func TestWebFeedSlowViewer(t *testing.T) {
-	var f webFeed
-	slow, unsubscribe := f.subscribe()
-	defer unsubscribe()
-	for i := range viewerBuffer + 7 {
-		f.publish(webMsg{Type: "session", SessionID: string(rune('a' + i%26))})
-	}
-	if n := slow.dropped.Load(); n != 7 {
-		t.Errorf("dropped %d, want 7", n)
-	}
-	if len(slow.ch) != viewerBuffer {
-		t.Errorf("buffered %d, want %d", len(slow.ch), viewerBuffer)
-	}
-	unsubscribe()
-	if f.active() {
-		t.Error("feed active after the last viewer left")
 	}
 }

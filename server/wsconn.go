@@ -6,13 +6,44 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
+	"github.com/harnessd/harnessd/server/internal/bounds"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// maxCloseReason is the most a close frame's reason may hold (RFC 6455:
+// 125 bytes of payload, 2 of them the status code).
+const maxCloseReason = 123
+
+// closeReason fits reason in a close frame: whole sentences when it is too
+// long (the full text is in the error frame sent before), else cut at a
+// word with "…"; never a split UTF-8 sequence. The capacity message was
+// cut mid-word ("To free a slot: close a session (WebSocket close").
+func closeReason(reason string) string {
+	if len(reason) <= maxCloseReason {
+		return reason
+	}
+	head := reason[:maxCloseReason+1]
+	if i := strings.LastIndex(head, ". "); i > 0 {
+		return reason[:i+1]
+	}
+	const ellipsis = "…"
+	head = reason[:maxCloseReason-len(ellipsis)+1]
+	cut := strings.LastIndexByte(head, ' ')
+	if cut <= 0 {
+		cut = len(head) - 1
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+	}
+	return strings.TrimRight(reason[:cut], " ") + ellipsis
+}
 
 // inbound is one frame read from a client, or a frame that was refused.
 type inbound struct {
@@ -53,8 +84,9 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, surface string) 
 	// between the two are drained and answered with an error frame.
 	c.SetReadLimit(max*4 + 1<<20)
 	ctx, cancel := context.WithCancel(context.Background())
+	received, sent := s.metrics.Bytes(surface)
 	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel,
-		received: s.metrics.received.WithLabelValues(surface), sent: s.metrics.sent.WithLabelValues(surface)}
+		received: received, sent: sent}
 	go wc.readLoop()
 	if s.opts.PingInterval > 0 {
 		go wc.pingLoop(s.opts.PingInterval)
@@ -87,8 +119,8 @@ func (wc *wsConn) readLoop() {
 // readFrame reads one message, holding at most max bytes of it: the rest of
 // a larger one is discarded unread into memory and the frame refused.
 func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
-	buf, err := readCapped(r, 0, wc.max)
-	var big *errTooLarge
+	buf, err := bounds.ReadCapped(r, 0, wc.max)
+	var big *bounds.TooLargeError
 	switch {
 	case errors.As(err, &big):
 		n, err := io.Copy(io.Discard, r)
@@ -157,9 +189,7 @@ func (wc *wsConn) sendRaw(b []byte) error {
 func (wc *wsConn) close(code websocket.StatusCode, reason string) {
 	wc.wmu.Lock()
 	defer wc.wmu.Unlock()
-	if len(reason) > 120 {
-		reason = reason[:120]
-	}
+	reason = closeReason(reason)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
@@ -62,13 +61,15 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 
 // endsEpisode says whether a completed turn n ends the episode: the harness
 // declared the task done (when the configuration ends on done), or the
-// episode reached max_turns (reported as such).
+// episode reached max_turns. Both are normal ends, without an error_type
+// (OpenEnv's clients read error_type as a failure); metadata.harness_done
+// tells a finished task from an episode cut at max_turns.
 func (s *Session) endsEpisode(n int, res harness.TurnResult) (done bool, errType wire.FailureType, errMsg string) {
 	if res.Done && s.cfg.Episode.EndsOnDone() {
 		return true, "", ""
 	}
 	if max := s.cfg.Episode.MaxTurns; max > 0 && n >= max {
-		return true, wire.FailureMaxTurns, fmt.Sprintf("episode reached max_turns (%d)", max)
+		return true, "", ""
 	}
 	return false, "", ""
 }
@@ -119,6 +120,11 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 	}
 	if f.StderrTail == "" {
 		f.StderrTail = tail
+	}
+	if n <= 1 || f.Exit != nil && (f.Exit.Code == 126 || f.Exit.Code == 127) {
+		// A one-shot harness starts with its first turn; 126 and 127
+		// are a shell's "cannot execute" and "not found".
+		ep.ExplainSandboxed(f)
 	}
 	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
 	events := s.events.endTurn()

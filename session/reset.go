@@ -229,6 +229,7 @@ func (s *Session) startupFailed(ctx context.Context, r *run, err error, t0 time.
 	if ctx.Err() == nil && errors.Is(f, context.DeadlineExceeded) {
 		f.Message = startupTimeoutMessage(s.cfg.Harness.StartupTimeout.D(), f.StderrTail)
 	}
+	ep.ExplainSandboxed(f)
 	ev := wire.ErrorEvent(wire.OriginDaemon, f.Message, false)
 	s.events.add(ev)
 	s.events.note(wire.Record{Kind: wire.RecordEvent, Time: ev.Timestamp, Event: &ev})

@@ -104,11 +104,13 @@ func printAgents(w io.Writer, rows []agentRow, dir string) {
 	fmt.Fprintln(w, "Run one: harnessd serve --agent NAME --model-url URL [--model NAME] [--model-api-key-env VAR] [--tool ...]")
 }
 
-// Agent presets answer harnessd check's question of which agents are
-// installed (agents dir from $HARNESSD_AGENTS_DIR, then PATH).
-func init() {
-	listAgents = func(ctx context.Context) []probe.Agent {
-		d := agents.AgentsDir("")
+// agentLister answers harnessd check's question of which agent presets
+// are installed, looking in dir (else $HARNESSD_AGENTS_DIR), then on PATH,
+// as harnessd agents does. It runs under check's probe deadline and honours
+// ctx.
+func agentLister(dir string) func(ctx context.Context) []probe.Agent {
+	return func(ctx context.Context) []probe.Agent {
+		d := agents.AgentsDir(dir)
 		x, _ := linked() // what was linked, even if inconsistently
 		var out []probe.Agent
 		for _, p := range x.presets.All() {
@@ -120,8 +122,9 @@ func init() {
 				info.Installed, info.Path, info.Version = true, in.Path, in.Version
 			} else if p.Package != "" {
 				info.Note = "npm i -g " + p.Package
-			} else {
-				info.Note = "not installed"
+			}
+			if !info.Installed && d == "" {
+				info.Note = strings.TrimPrefix(info.Note+"; searched PATH only (--agents-dir DIR)", "; ")
 			}
 			out = append(out, info)
 		}

@@ -34,18 +34,53 @@ func harnessd(t *testing.T, env []string, args ...string) (string, string, int) 
 	return out.String(), errb.String(), code
 }
 
-func TestAgentsCommand(t *testing.T) {
-	// An npm layout with gemini only.
-	root := t.TempDir()
+// geminiOnly lays out an npm installation holding gemini only; it returns
+// the root and its node_modules/.bin.
+func geminiOnly(t *testing.T) (root, bin string) {
+	t.Helper()
+	root = t.TempDir()
 	pkg := filepath.Join(root, "node_modules", "@google", "gemini-cli")
 	os.MkdirAll(pkg, 0o755)
 	os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"@google/gemini-cli","version":"0.61.0"}`), 0o644)
 	os.WriteFile(filepath.Join(pkg, "gemini.js"), []byte("#!/bin/sh\n"), 0o755)
-	bin := filepath.Join(root, "node_modules", ".bin")
+	bin = filepath.Join(root, "node_modules", ".bin")
 	os.MkdirAll(bin, 0o755)
 	if err := os.Symlink("../@google/gemini-cli/gemini.js", filepath.Join(bin, "gemini")); err != nil {
 		t.Fatal(err)
 	}
+	return root, bin
+}
+
+// check --agents-dir finds the agents that agents --agents-dir finds (the
+// flag was unknown, and check listed every agent as not installed).
+func TestCheckFindsAgentsInTheAgentsDir(t *testing.T) {
+	root, bin := geminiOnly(t)
+	out, stderr, _ := harnessd(t, []string{"PATH=" + t.TempDir() + ":/usr/bin:/bin"}, "check", "--json", "--agents-dir", root)
+	var rep struct {
+		Agents []struct {
+			Name      string `json:"name"`
+			Installed bool   `json:"installed"`
+			Path      string `json:"path"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, stderr)
+	}
+	found := false
+	for _, a := range rep.Agents {
+		if a.Name == "gemini" {
+			found = a.Installed && a.Path == filepath.Join(bin, "gemini")
+		} else if a.Installed && strings.HasPrefix(a.Path, root) {
+			t.Errorf("%s installed at %s", a.Name, a.Path)
+		}
+	}
+	if !found {
+		t.Errorf("check --agents-dir: gemini not found:\n%s", out)
+	}
+}
+
+func TestAgentsCommand(t *testing.T) {
+	root, bin := geminiOnly(t)
 	noPath := []string{"PATH=" + t.TempDir()}
 
 	out, stderr, code := harnessd(t, noPath, "agents", "--json", "--agents-dir", root)

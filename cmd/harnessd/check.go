@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/probe"
 )
@@ -19,14 +19,6 @@ import (
 func init() {
 	register("check", "report the isolation and kill mechanisms this machine offers; exit 3 if a required one is missing", runCheck)
 }
-
-// listAgents reports the known agent presets and whether each one's program
-// is installed. It is the hook for the agent presets (harness/agents): while
-// it is nil, check says that this build knows no presets instead of listing
-// agents. Wire it from an init function in this package. It runs under
-// check's probe deadline: it must honour ctx, and a panic in it is reported,
-// not raised.
-var listAgents func(ctx context.Context) []probe.Agent
 
 func init() {
 	register(probe.ChildCommand, "", probe.RunChild)
@@ -79,6 +71,7 @@ func runCheck(args []string) int {
 	lf.level = "error"
 	fs.Var(&req, "require", "comma-separated `mechanisms` that must be verified or available (repeatable): "+strings.Join(probe.Names, ", "))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	agentsDir := fs.String("agents-dir", "", "`directory` where agent programs are installed, as for harnessd agents (default $"+agents.DirEnvVar+")")
 	if code, done := c.parse(args); done {
 		return code
 	}
@@ -98,7 +91,7 @@ func runCheck(args []string) int {
 	for _, n := range required {
 		req.Set(n)
 	}
-	rep, err := runChecks(opts, req, true)
+	rep, err := probe.Run(probe.Config{Options: opts, Required: req, All: true, Version: buildVersion(), ListAgents: agentLister(*agentsDir)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd check:", err)
 		return exitFailure
@@ -137,10 +130,10 @@ func (f *isolationFlags) checkOptions(log *slog.Logger) (process.Options, []stri
 	return process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, Logger: log}, required, nil
 }
 
-// runChecks probes the mechanisms with a supervisor made from opts. With all
-// false only the mechanisms named in required are probed (serve --require).
-func runChecks(opts process.Options, required []string, all bool) (*probe.Report, error) {
-	return probe.Run(probe.Config{Options: opts, Required: required, All: all, Version: buildVersion(), ListAgents: listAgents})
+// runRequired probes only the mechanisms named in required, with a
+// supervisor made from opts (serve --require).
+func runRequired(opts process.Options, required []string) (*probe.Report, error) {
+	return probe.Run(probe.Config{Options: opts, Required: required, Version: buildVersion()})
 }
 
 // exitCode: 3 when a requirement is unmet, 1 when a probe failed, else 0.

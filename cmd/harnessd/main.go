@@ -4,6 +4,14 @@
 // container's entrypoint (PID 1); docs/deploy.md covers containers and
 // Kubernetes.
 //
+// This package owns the command line and nothing below it: each command's
+// flags and help, the one table binding flags to configuration keys
+// (knobs.go; the defaults and validation stay in package config), the
+// start-up serve and run share (setup.go: configuration, program check,
+// supervisor, isolation), which adapters and presets the binary links
+// (adapters.go), exit codes and signals. Episodes are package session's,
+// the protocol package server's.
+//
 // Exit codes (the same for every command; docs/deploy.md repeats them):
 //
 //	0  success; for serve, a drained shutdown after SIGTERM, SIGINT or SIGHUP
@@ -53,9 +61,10 @@ const (
 	exitMissing = 3
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; without
-// it, harnessd version reports the module version and the VCS revision from
-// the build info.
+// version is set at build time with -ldflags "-X main.version=...": the
+// release tag, or `git describe --tags --dirty` output (make build stamps
+// it); without it, harnessd version derives a semantic version from the
+// build info (version.go, semanticVersion).
 var version = "dev"
 
 type subcommand struct {

@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -18,90 +22,95 @@ func init() {
 	register("run", "run one episode locally: messages from -m or stdin, events printed live", runRun)
 }
 
+// runFlags are run's command line: the shared setup flags and the
+// episode's turns.
+type runFlags struct {
+	setupFlags
+	msgs      listFlag
+	episodeID string
+	taskDir   string
+	oracle    bool
+}
+
+func (f *runFlags) register(fs *pflag.FlagSet) {
+	f.setupFlags.register(fs)
+	f.log.level = "warn"
+	fs.VarP(&f.msgs, "message", "m", "a turn's `message` (repeatable); without -m, stdin lines are turns")
+	fs.StringVar(&f.episodeID, "episode-id", "", "episode `id`")
+	fs.StringVar(&f.taskDir, "task", "", "run the Harbor task in `DIR`: its instruction is the first turn (unless -m), its tests grade the end; prints the reward")
+	fs.BoolVar(&f.oracle, "oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests")
+}
+
 func runRun(args []string) int {
 	c := newCLI("run", "harnessd run [flags] [-m MESSAGE]... [-- HARNESS COMMAND ARGS...]\n\n"+
 		"Runs one episode without a server: each -m (or each stdin line) is one turn. Events are printed\n"+
-		"to stderr as they happen; the final observation is printed to stdout as JSON.")
-	fs := c.fs
-	fs.SetInterspersed(false) // "run ./harness -x": -x is the harness's
-	var ef envFlags
-	var lf logFlags
-	var iso isolationFlags
-	var msgs listFlag
-	ef.register(fs)
-	lf.register(fs)
-	iso.register(fs)
-	fs.VarP(&msgs, "message", "m", "a turn's `message` (repeatable); without -m, stdin lines are turns")
-	episodeID := fs.String("episode-id", "", "episode `id`")
-	taskDir := fs.String("task", "", "run the Harbor task in `DIR`: its instruction is the first turn (unless -m), its tests grade the end; prints the reward")
-	oracle := fs.Bool("oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests")
-	lf.level = "warn"
+		"to stderr as they happen; the final observation is printed to stdout as one line of JSON,\n"+
+		"{\"reward\", \"done\", \"metadata\"} (OpenEnv's wire form without its second copy of the metadata).")
+	c.fs.SetInterspersed(false) // "run ./harness -x": -x is the harness's
+	var f runFlags
+	f.register(c.fs)
 	if code, done := c.parse(args); done {
 		return code
 	}
-	log, err := lf.logger(os.Stderr)
+	log, err := f.logger()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitUsage
+		return c.exit(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), drainSignals...)
 	defer stop()
 	defer dumpStacksOnQuit(log)()
-	if *oracle {
-		if *taskDir == "" {
-			fmt.Fprintln(os.Stderr, "harnessd run: --oracle needs --task DIR")
-			return exitUsage
+	if f.oracle {
+		if f.taskDir == "" {
+			return c.exit(withCode(exitUsage, errors.New("--oracle needs --task DIR")))
 		}
-		return runOracle(ctx, *taskDir)
+		return runOracle(ctx, f.taskDir)
 	}
-	cfg, err := ef.build(fs.Args())
-	if err == nil && *taskDir != "" {
-		err = taskConfig(cfg, *taskDir)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitUsage
-	}
-	if code, refused := refuseUnrunnable(c, cfg, fs.NArg() > 0); refused {
-		return code
-	}
-	sup, err := iso.supervisor(log)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitMissing
-	}
-	defer sup.Close(context.Background(), 0)
-	level, err := resolveIsolation(ctx, iso.level, cfg, log)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitMissing
-	}
+	return f.run(ctx, c, log)
+}
 
-	x, err := linked()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitUsage
+// run runs the episode and returns the exit code.
+func (f *runFlags) run(ctx context.Context, c *cli, log *slog.Logger) int {
+	o := setupOptions{args: c.fs.Args()}
+	if f.taskDir != "" {
+		o.adjust = func(cfg *config.Config) error { return taskConfig(cfg, f.taskDir) }
 	}
-	sess, err := session.NewSession(session.Options{Config: cfg, Adapters: x.adapters, Supervisor: sup, Logger: log,
-		Isolation: level, Hide: daemonFiles(ef.config)})
+	d, err := f.setup(ctx, log, o)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitUsage
+		return c.exit(err)
+	}
+	defer d.sup.Close(context.Background(), 0)
+	sess, err := session.NewSession(session.Options{Config: d.cfg, Adapters: d.x.adapters, Supervisor: d.sup, Logger: log,
+		Isolation: d.isolation, Hide: daemonFiles(f.env.config)})
+	if err != nil {
+		return c.exit(withCode(exitUsage, err))
 	}
 	defer sess.Close(context.Background())
-	pr := newPrinter(os.Stderr)
-	out := json.NewEncoder(os.Stdout)
-	out.SetEscapeHTML(false)
-
-	obs, err := sess.Reset(ctx, session.ResetOptions{EpisodeID: *episodeID})
+	last, err := f.episode(ctx, sess)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run: reset:", err)
+		return c.exit(err)
+	}
+	if f.taskDir != "" {
+		return taskResult(last)
+	}
+	printFinal(last)
+	if last.Metadata.ErrorType != "" {
 		return exitFailure
 	}
-	pr.observation("reset", obs)
-	last := obs
-	next := messageSource(msgs)
-	if *taskDir != "" && len(msgs) == 0 {
+	return exitOK
+}
+
+// episode resets sess and steps it with each message until the episode
+// ends or the messages run out, printing as it goes; it returns the last
+// observation.
+func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Observation, error) {
+	pr := newPrinter(os.Stderr)
+	last, err := sess.Reset(ctx, session.ResetOptions{EpisodeID: f.episodeID})
+	if err != nil {
+		return nil, fmt.Errorf("reset: %w", err)
+	}
+	pr.observation("reset", last)
+	next := messageSource(f.msgs)
+	if f.taskDir != "" && len(f.msgs) == 0 {
 		next = messageSource([]string{""}) // the task's instruction
 	}
 	for !last.Done {
@@ -111,20 +120,28 @@ func runRun(args []string) int {
 		}
 		obs, err := sess.Step(ctx, wire.Action{Message: msg}, pr.event)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "harnessd run: step:", err)
-			return exitFailure
+			return nil, fmt.Errorf("step: %w", err)
 		}
 		pr.observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
 		last = obs
 	}
-	if *taskDir != "" {
-		return taskResult(last)
-	}
-	out.Encode(last)
-	if last.Metadata.ErrorType != "" && last.Metadata.ErrorType != wire.FailureMaxTurns {
-		return exitFailure
-	}
-	return exitOK
+	return last, nil
+}
+
+// finalObservation is what run prints on stdout: the observation with its
+// metadata once (OpenEnv's wire form repeats it inside "observation";
+// wire.Observation decodes either).
+type finalObservation struct {
+	Reward   *float64       `json:"reward"`
+	Done     bool           `json:"done"`
+	Metadata *wire.Metadata `json:"metadata"`
+}
+
+// printFinal prints the final observation on stdout, one JSON line.
+func printFinal(o *wire.Observation) {
+	out := json.NewEncoder(os.Stdout)
+	out.SetEscapeHTML(false)
+	out.Encode(finalObservation{Reward: o.Reward, Done: o.Done, Metadata: &o.Metadata})
 }
 
 // messageSource yields the -m messages, or stdin lines (with a prompt on a
@@ -149,6 +166,9 @@ func messageSource(msgs []string) func() (string, bool) {
 				fmt.Fprint(os.Stderr, "> ")
 			}
 			if !sc.Scan() {
+				if tty {
+					fmt.Fprintln(os.Stderr) // end the prompt's line (^D)
+				}
 				return "", false
 			}
 			if line := sc.Text(); line != "" {

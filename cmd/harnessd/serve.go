@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
@@ -65,40 +66,86 @@ func (f *isolationFlags) supervisor(log *slog.Logger) (*process.Supervisor, erro
 	return process.NewSupervisor(process.Options{Cgroup: cg, Subreaper: sr, ReapOrphans: f.reapOrphans, KillLeftovers: f.killLeftovers, Logger: log})
 }
 
+// serveFlags are serve's command line: the shared setup flags and the
+// server's own.
+type serveFlags struct {
+	setupFlags
+	drain       drainFlags
+	listen      string
+	addrFile    string
+	mode        string
+	maxSessions int
+	idle        string
+	tokenFile   string
+	maxFrame    string
+	require     requireFlag
+	drainAfter  string
+}
+
+func (f *serveFlags) register(fs *pflag.FlagSet) {
+	f.drain.register(fs)
+	f.setupFlags.register(fs)
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "`address` to listen on (a container passes :8000)")
+	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound address to this `file` (for --listen with port 0); a regular file, replaced atomically")
+	fs.StringVar(&f.mode, "mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
+	fs.IntVar(&f.maxSessions, "max-sessions", 1, "concurrent sessions")
+	durationVar(fs, &f.idle, "idle-timeout", defaultIdleTimeout, "end sessions that no socket holds (HTTP, /mcp) after this long idle (0: never)")
+	fs.StringVar(&f.tokenFile, "api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
+	sizeVar(fs, &f.maxFrame, "max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
+	fs.Var(&f.require, "require", "refuse to start (exit 3) unless these `mechanisms` are verified or available, probed as harnessd check does: "+strings.Join(probe.Names, ", "))
+	durationVar(fs, &f.drainAfter, "drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
+}
+
+// serverOptions are the server's options that the flags alone decide.
+func (f *serveFlags) serverOptions() (server.Options, error) {
+	m := f.mode
+	if m == "" {
+		m = os.Getenv("OPENENV_MODE")
+	}
+	mode, err := server.ParseMode(m)
+	if err != nil {
+		return server.Options{}, err
+	}
+	idle, err := units.ParseDuration(f.idle)
+	if err != nil {
+		return server.Options{}, fmt.Errorf("--idle-timeout: %w", err)
+	}
+	frame, err := units.ParseByteSize(f.maxFrame)
+	if err != nil || frame <= 0 {
+		return server.Options{}, fmt.Errorf("--max-frame-bytes %q: want a positive size such as 64MiB", f.maxFrame)
+	}
+	token, err := apiToken(f.tokenFile)
+	if err != nil {
+		return server.Options{}, err
+	}
+	return server.Options{Mode: mode, MaxSessions: f.maxSessions, IdleTimeout: idle.D(), APIToken: token,
+		MaxFrameBytes: int64(frame), Version: buildVersion()}, nil
+}
+
+// drainTimeout is --drain-timeout.
+func (f *serveFlags) drainTimeout() (time.Duration, error) {
+	d, err := units.ParseDuration(f.drainAfter)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--drain-timeout %q: want a positive duration such as 20s", f.drainAfter)
+	}
+	return d.D(), nil
+}
+
 func runServe(args []string) int {
 	c := newCLI("serve", "harnessd serve [flags] [-- HARNESS COMMAND ARGS...]\n\n"+
 		"Serves one environment over WebSocket and HTTP (OpenEnv's protocol). The harness is --config's\n"+
 		"harness.command, an --agent preset, or the command after \"--\". Before listening, serve checks that the\n"+
 		"harness program and every tool server command exist and are executable, and exits 2 naming the\n"+
 		"one that is not (harnessd validate reports every problem of a configuration).")
-	fs := c.fs
-	fs.SetInterspersed(false) // "serve ./harness -x": -x is the harness's
-	var ef envFlags
-	var lf logFlags
-	var iso isolationFlags
-	var df drainFlags
-	df.register(fs)
-	ef.register(fs)
-	lf.register(fs)
-	iso.register(fs)
-	listen := fs.String("listen", "127.0.0.1:8000", "`address` to listen on (a container passes :8000)")
-	addrFile := fs.String("addr-file", "", "write the bound address to this `file` (for --listen with port 0); a regular file, replaced atomically")
-	mode := fs.String("mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
-	maxSessions := fs.Int("max-sessions", 1, "concurrent sessions")
-	var idle, maxFrame, drainFlag string
-	durationVar(fs, &idle, "idle-timeout", defaultIdleTimeout, "end sessions that no socket holds (HTTP, /mcp) after this long idle (0: never)")
-	tokenFile := fs.String("api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
-	sizeVar(fs, &maxFrame, "max-frame-bytes", "64MiB", "largest accepted WebSocket frame or HTTP body")
-	var req requireFlag
-	fs.Var(&req, "require", "refuse to start (exit 3) unless these `mechanisms` are verified or available, probed as harnessd check does: "+strings.Join(probe.Names, ", "))
-	durationVar(fs, &drainFlag, "drain-timeout", "20s", "on SIGTERM/SIGINT/SIGHUP, how long ending sessions may take before every process tree is killed (keep it below the orchestrator's grace period)")
+	c.fs.SetInterspersed(false) // "serve ./harness -x": -x is the harness's
+	var f serveFlags
+	f.register(c.fs)
 	if code, done := c.parse(args); done {
 		return code
 	}
-	log, err := lf.logger(os.Stderr)
+	log, err := f.logger()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitUsage
+		return c.exit(err)
 	}
 	raiseNOFILE(log)
 	// Handlers first: a signal that arrives while starting up is kept and
@@ -108,130 +155,86 @@ func runServe(args []string) int {
 	signal.Notify(sigs, drainSignals...)
 	defer signal.Stop(sigs)
 	defer dumpStacksOnQuit(log)()
-	cfg, err := ef.build(fs.Args())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitUsage
-	}
-	if code, refused := refuseUnrunnable(c, cfg, fs.NArg() > 0); refused {
-		return code
-	}
-	m := *mode
-	if m == "" {
-		m = os.Getenv("OPENENV_MODE")
-	}
-	srvMode, err := server.ParseMode(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitUsage
-	}
-	var idleTimeout time.Duration
-	if idle != "" {
-		d, err := units.ParseDuration(idle)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "harnessd serve: --idle-timeout:", err)
-			return exitUsage
-		}
-		idleTimeout = d.D()
-	}
-	frame, err := units.ParseByteSize(maxFrame)
-	if err != nil || frame <= 0 {
-		fmt.Fprintf(os.Stderr, "harnessd serve: --max-frame-bytes %q: want a positive size such as 64MiB\n", maxFrame)
-		return exitUsage
-	}
-	dt, err := units.ParseDuration(drainFlag)
-	if err != nil || dt <= 0 {
-		fmt.Fprintf(os.Stderr, "harnessd serve: --drain-timeout %q: want a positive duration such as 20s\n", drainFlag)
-		return exitUsage
-	}
-	drainTimeout := dt.D()
-	policy, finishTimeout, err := df.options(drainTimeout, cfg.Harness.StopGrace.D())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitUsage
-	}
-	token, err := apiToken(*tokenFile)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitUsage
-	}
+	return serve(c, log, &f, sigs)
+}
 
-	if len(req) > 0 && !requirementsMet(log, &iso, req) {
-		return exitMissing
-	}
-	sup, err := iso.supervisor(log)
+// serve starts the daemon, serves until a signal and drains, and returns
+// the exit code.
+func serve(c *cli, log *slog.Logger, f *serveFlags, sigs <-chan os.Signal) int {
+	opts, err := f.serverOptions()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitMissing
+		return c.exit(withCode(exitUsage, err))
 	}
-	mech := sup.Mechanisms()
-	level, err := resolveIsolation(context.Background(), iso.level, cfg, log)
+	drainTimeout, err := f.drainTimeout()
 	if err != nil {
-		sup.Close(context.Background(), 0)
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitMissing
+		return c.exit(withCode(exitUsage, err))
 	}
-	log.Info("process isolation", "isolation", level, "kill_mode", mech.KillMode(), "peer_check", mech.PeerCheck, "cgroup", mech.CgroupPath, "pid1", mech.PID1, "notes", mech.Notes)
-	if n := sandbox.SweepCgroups(); n > 0 {
-		log.Info("removed empty sandbox cgroups of daemons no longer running", "count", n)
-	}
-	// Session directories a killed daemon left behind (workspace.keep keeps
-	// them on purpose, so they are not swept then).
-	if !cfg.Workspace.Keep {
-		if _, err := episode.SweepWorkspaces(cfg.WorkspaceRoot(), log); err != nil {
-			log.Warn("could not sweep leftover session directories", "err", err)
-		}
-	}
-
-	x, err := linked()
+	d, err := f.setup(context.Background(), log, setupOptions{args: c.fs.Args(), require: f.require})
 	if err != nil {
-		sup.Close(context.Background(), 0)
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitUsage
+		return c.exit(err)
 	}
-	srv, err := server.New(server.Options{
-		Config: cfg, Adapters: x.adapters, Mode: srvMode, MaxSessions: *maxSessions, IdleTimeout: idleTimeout,
-		APIToken: token, MaxFrameBytes: int64(frame), Supervisor: sup, Logger: log, Version: buildVersion(),
-		DrainPolicy: policy, DrainFinishTimeout: finishTimeout,
-		Isolation: level, SandboxHide: daemonFiles(ef.config, *tokenFile),
-	})
+	sweepLeftovers(log, d.cfg)
+	srv, ln, err := f.start(log, d, &opts, drainTimeout)
 	if err != nil {
-		sup.Close(context.Background(), 0)
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitUsage
+		d.sup.Close(context.Background(), 0)
+		return c.exit(err)
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		sup.Close(context.Background(), 0)
-		fmt.Fprintln(os.Stderr, "harnessd serve:", err)
-		return exitFailure
-	}
-	if *addrFile != "" {
-		if err := writeAddrFile(*addrFile, ln.Addr().String()+"\n"); err != nil {
-			ln.Close()
-			sup.Close(context.Background(), 0)
-			fmt.Fprintln(os.Stderr, "harnessd serve: --addr-file:", err)
-			return exitFailure
-		}
-	}
-
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-
 	code := exitOK
 	select {
 	case err := <-served:
 		log.Error("server stopped", "err", err)
 		code = exitFailure
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout, "drain_policy", policy,
+		log.Info("draining", "signal", sig.String(), "drain_timeout", drainTimeout, "drain_policy", opts.DrainPolicy,
 			"sessions", srv.ActiveSessions())
 	}
-	if c := drain(log, srv, sup, sigs, drainTimeout); c != exitOK {
+	if c := drain(log, srv, d.sup, sigs, drainTimeout); c != exitOK {
 		code = c
 	}
-	log.Info("stopped", "exit_code", code, "live_trees", sup.Live())
+	log.Info("stopped", "exit_code", code, "live_trees", d.sup.Live())
 	return code
+}
+
+// start builds the server and binds its listener (and --addr-file).
+func (f *serveFlags) start(log *slog.Logger, d *daemon, opts *server.Options, drainTimeout time.Duration) (*server.Server, net.Listener, error) {
+	policy, finish, err := f.drain.options(drainTimeout, d.cfg.Harness.StopGrace.D())
+	if err != nil {
+		return nil, nil, withCode(exitUsage, err)
+	}
+	opts.Config, opts.Adapters, opts.Supervisor, opts.Logger = d.cfg, d.x.adapters, d.sup, log
+	opts.DrainPolicy, opts.DrainFinishTimeout = policy, finish
+	opts.Isolation, opts.SandboxHide = d.isolation, daemonFiles(f.env.config, f.tokenFile)
+	srv, err := server.New(*opts)
+	if err != nil {
+		return nil, nil, withCode(exitUsage, err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return nil, nil, withCode(exitFailure, err)
+	}
+	if f.addrFile != "" {
+		if err := writeAddrFile(f.addrFile, ln.Addr().String()+"\n"); err != nil {
+			ln.Close()
+			return nil, nil, withCode(exitFailure, fmt.Errorf("--addr-file: %w", err))
+		}
+	}
+	return srv, ln, nil
+}
+
+// sweepLeftovers removes what killed daemons left behind: empty sandbox
+// cgroups, and session directories (unless workspace.keep keeps them on
+// purpose).
+func sweepLeftovers(log *slog.Logger, cfg *config.Config) {
+	if n := sandbox.SweepCgroups(); n > 0 {
+		log.Info("removed empty sandbox cgroups of daemons no longer running", "count", n)
+	}
+	if !cfg.Workspace.Keep {
+		if _, err := episode.SweepWorkspaces(cfg.WorkspaceRoot(), log); err != nil {
+			log.Warn("could not sweep leftover session directories", "err", err)
+		}
+	}
 }
 
 // requirementsMet probes the required mechanisms (only those) as harnessd
@@ -241,7 +244,7 @@ func requirementsMet(log *slog.Logger, iso *isolationFlags, req []string) bool {
 	opts, _, err := iso.checkOptions(log)
 	if err == nil {
 		var rep *probe.Report
-		if rep, err = runChecks(opts, req, false); err == nil {
+		if rep, err = runRequired(opts, req); err == nil {
 			for _, n := range rep.Unmet {
 				c := rep.Checks[n]
 				log.Error("refusing to start: a required mechanism is missing", "mechanism", n, "status", c.Status, "detail", c.Detail)

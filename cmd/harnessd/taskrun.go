@@ -71,7 +71,8 @@ func printTaskSummary(s taskSummary) int {
 
 // runOracle is run --task DIR --oracle: the task's workspace is prepared
 // in a temporary directory, solution/solve.sh runs in a sandbox with it at
-// the task's WORKDIR, then the tests grade it.
+// the task's WORKDIR, then the tests grade it. It exits 0 only for a
+// reward of 1.
 func runOracle(ctx context.Context, dir string) int {
 	set, err := tasks.Load(tasks.Source{Task: dir})
 	if err != nil {
@@ -119,7 +120,14 @@ func runOracle(ctx context.Context, dir string) int {
 	sum.Grade = &wire.TaskGrade{Reward: res.Reward, Scores: res.Scores, Exit: &wire.ExitStatus{Code: res.ExitCode, Signal: res.Signal},
 		TimedOut: res.TimedOut, Limit: res.Limit, StdoutTail: res.Stdout, StderrTail: res.Stderr,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
-	return printTaskSummary(sum)
+	code := printTaskSummary(sum)
+	if code == exitOK && *sum.Reward < 1 {
+		// The reference solution must solve its task: a task author's CI
+		// runs the oracle to catch a broken solution or broken tests.
+		fmt.Fprintf(os.Stderr, "task %s: the oracle scored %g, below 1: the solution or the tests are broken\n", t.ID, *sum.Reward)
+		return exitFailure
+	}
+	return code
 }
 
 // taskConfig points cfg at the one task of run --task; an episode of one

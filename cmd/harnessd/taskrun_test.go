@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,6 +56,22 @@ func TestRunTaskOracleGradesOne(t *testing.T) {
 	_, errOut, code := harnessd(t, nil, "run", "--task", testTasks+"/broken/good", "--oracle")
 	if code != exitUsage || !strings.Contains(errOut, "task good has no solution/solve.sh") {
 		t.Errorf("oracle without a solution: exit %d\n%s", code, errOut)
+	}
+}
+
+// The oracle must solve its task: a reward below 1 exits 1 (it exited 0,
+// so a task author's CI could not catch a broken task).
+func TestRunTaskOracleBelowOneFails(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hello")
+	if err := os.CopyFS(dir, os.DirFS(testTasks+"/harbor/hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "solution", "solve.sh"), []byte("#!/bin/bash\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum, errOut, code := runTask(t, "--task", dir, "--oracle")
+	if code != exitFailure || sum["reward"] != 0.0 || !strings.Contains(errOut, "the oracle scored 0, below 1") {
+		t.Errorf("broken oracle: exit %d %v\n%s", code, sum, errOut)
 	}
 }
 

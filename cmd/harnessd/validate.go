@@ -154,19 +154,19 @@ func describeConfig(cfg *config.Config) string {
 
 // refuseUnrunnable is serve's and run's start-up check: when the harness
 // program or a tool server's command does not resolve or is not
-// executable, it prints one line per problem, naming the program and the
-// knob, and reports exitUsage. fromArgs says the harness command came after
-// "--" rather than from harness.command.
-func refuseUnrunnable(c *cli, cfg *config.Config, fromArgs bool) (code int, refused bool) {
-	problems := cfg.CheckPrograms()
-	for _, p := range problems {
+// executable, it returns one problem per program, naming it and the knob.
+// fromArgs says the harness command came after "--" rather than from
+// harness.command.
+func refuseUnrunnable(cfg *config.Config, fromArgs bool) error {
+	var out problems
+	for _, p := range cfg.CheckPrograms() {
 		if fromArgs && p.Key == "harness.command" {
 			p.Key = `the harness command (after "--")`
 		}
-		c.fail(exitUsage, "refusing to start: %s", p)
+		out = append(out, fmt.Errorf("refusing to start: %s", p))
 	}
-	if len(problems) > 0 {
-		return exitUsage, true
+	if len(out) == 0 {
+		return nil
 	}
-	return exitOK, false
+	return out
 }

@@ -213,3 +213,43 @@ func harnessdIn(t *testing.T, dir string, args ...string) ranBinary {
 	}
 	return ranBinary{out.String(), errb.String(), code}
 }
+
+// validate reports every problem of a file in one round: a bad duration
+// used to hide the unknown keys, which hid the rest, and only the first
+// rubric error was ever reported.
+func TestValidateReportsAllProblemsInOneRound(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "h"), "exit 0", 0o755)
+	cfg := writeConfig(t, dir, "env.yaml", `
+harness:
+  command: [./h]
+  startup_timeout: soon
+  comand: [x]
+episode:
+  max_turns: -1
+  output_limit: lots
+warm: 99
+rubrics:
+  - {name: r, type: match, pattern: "(", on: dnoe}
+  - {name: s, type: bogus}
+`)
+	_, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitUsage {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, w := range []string{
+		cfg + `: line 4: invalid duration "soon"`,
+		cfg + ": line 5: unknown key comand",
+		cfg + `: line 8: invalid size "lots"`,
+		cfg + ": episode.max_turns must not be negative",
+		cfg + ": warm must be 0 to 8, not 99",
+		cfg + `: rubric "r": on must be`,
+		cfg + `: rubric "r": pattern: error parsing regexp`,
+		cfg + `: rubric "s": unknown type "bogus"`,
+		": 8 problems\n",
+	} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+}

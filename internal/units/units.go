@@ -46,14 +46,21 @@ func ParseDuration(s string) (Duration, error) {
 // UnmarshalYAML accepts a string or a number of seconds.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: duration must be a scalar", n.Line)
+		return lineError(n, "duration must be a scalar")
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return lineError(n, err.Error())
 	}
 	*d = v
 	return nil
+}
+
+// lineError is a bad value at node n as a *yaml.TypeError, which the
+// decoder collects and goes on (any other error stops it), so that one bad
+// value does not hide the problems after it.
+func lineError(n *yaml.Node, msg string) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, msg)}}
 }
 
 // UnmarshalJSON accepts a string or a number of seconds.
@@ -120,11 +127,11 @@ func (b ByteSize) String() string {
 // UnmarshalYAML accepts a string or a number of bytes.
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: size must be a scalar", n.Line)
+		return lineError(n, "size must be a scalar")
 	}
 	v, err := ParseByteSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return lineError(n, err.Error())
 	}
 	*b = v
 	return nil

@@ -53,7 +53,7 @@ type DirectiveFunc func(ctx context.Context, arg string, say func(string)) (stop
 // user messages so that multi-turn context can be checked.
 type Executor struct {
 	Tools ToolCaller
-	Self  string // path of this binary, for spawning children
+	Self  string // path of this binary, for spawning children (empty: this process's executable)
 	// Directives are the front end's own verbs, beyond the common grammar.
 	Directives map[string]DirectiveFunc
 	history    []string
@@ -293,7 +293,7 @@ func (e *Executor) startSleeper(setsid, ignoreTerm bool) (int, error) {
 		args = append(args, "--ignore-term")
 	}
 	args = append(args, "1h")
-	cmd := exec.Command(e.Self, args...)
+	cmd := exec.Command(e.self(), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("spawn: %w", err)
@@ -319,7 +319,7 @@ func (e *Executor) startOrphan(arg string) (int, error) {
 			return 0, fmt.Errorf("orphan: unknown option %q (want scrub, linger=D)", a)
 		}
 	}
-	cmd := exec.Command(e.Self, args...)
+	cmd := exec.Command(e.self(), args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err

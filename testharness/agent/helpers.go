@@ -89,3 +89,11 @@ func floodLines(ctx context.Context, sink Sink, n int) {
 		}
 	}
 }
+
+// selfPath is the path of this binary, for starting its helper commands.
+func selfPath() string {
+	if p, err := os.Executable(); err == nil {
+		return p
+	}
+	return os.Args[0]
+}

@@ -2,6 +2,7 @@ package fakellm_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -76,6 +77,47 @@ func TestLLMCommand(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "rule=rule[0]") {
 		t.Errorf("requests not logged to stderr: %s", stderr.String())
+	}
+}
+
+// testharness llm --engine answers as an engine does (token ids), what
+// harnessd --model-upstream engine needs; without it a user saw only
+// missing_token_ids.
+func TestLLMCommandEngineFlag(t *testing.T) {
+	bin := testbin.Path(t, "testharness")
+	for _, engine := range []bool{false, true} {
+		args := []string{"llm", "--quiet"}
+		if engine {
+			args = append(args, "--engine")
+		}
+		cmd := exec.Command(bin, args...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatal(err)
+		}
+		url := strings.TrimPrefix(strings.TrimSpace(line), "LISTENING ")
+		body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"return_token_ids":true,"logprobs":true}`
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatal(err)
+		}
+		var got map[string]any
+		json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if _, ok := got["prompt_token_ids"]; ok != engine {
+			t.Errorf("--engine %v: prompt_token_ids present %v: %v", engine, ok, got)
+		}
 	}
 }
 

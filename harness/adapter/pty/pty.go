@@ -73,7 +73,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return withStartTail(err)
 	}
 	a.mu.Lock()
 	a.opts, a.term = opts, term
@@ -136,6 +136,24 @@ func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Option
 			return early, ctx.Err()
 		}
 	}
+}
+
+// withStartTail puts the terminal's last output (the program's stderr
+// goes to the terminal too) into a start-up failure's message, as the
+// line-protocol adapters' messages carry their stderr tail: a program that
+// dies at once ("…: No such file or directory") says why in the message
+// itself.
+func withStartTail(err error) error {
+	f, ok := harness.AsFailure(err)
+	if !ok {
+		return err
+	}
+	tail := strings.TrimSpace(f.StderrTail)
+	if tail == "" || strings.Contains(f.Message, "tail:") {
+		return err
+	}
+	f.Message += "; terminal output tail:\n" + tail
+	return f
 }
 
 // errHungUp is a terminal that hung up during start-up.

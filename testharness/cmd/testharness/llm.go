@@ -23,6 +23,8 @@ func runLLM(args []string) int {
 	scriptPath := fs.String("script", "", "JSON script file (default: the built-in behaviour)")
 	addrFile := fs.String("addr-file", "", "also write the base URL to this file")
 	quiet := fs.Bool("quiet", false, "do not log requests to stderr")
+	engine := fs.Bool("engine", false, "answer Chat Completions as a vLLM/SGLang engine does: token ids and logprobs when asked (for harnessd --model-upstream engine)")
+	tokensAsText := fs.Bool("engine-tokens-as-text", false, "with --engine: logprob tokens as text, as vLLM without --return-tokens-as-token-ids")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -30,7 +32,7 @@ func runLLM(args []string) int {
 		fmt.Fprintf(os.Stderr, "testharness llm: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	opts := fakellm.Options{}
+	opts := fakellm.Options{Engine: *engine, EngineTokensAsText: *tokensAsText}
 	if *scriptPath != "" {
 		sc, err := fakellm.LoadScript(*scriptPath)
 		if err != nil {

@@ -1,0 +1,166 @@
+package episode
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// maxExplained bounds the paths one failure's explanation names.
+const maxExplained = 3
+
+// pathInText finds absolute (or ~/) paths in a message or stderr tail:
+// "…/shims/python3: line 12: /root/.pyenv/libexec/pyenv: No such file",
+// `program "/x/y" not found`.
+var pathInText = regexp.MustCompile(`(?:^|[\s"'(=\x60])(~?/[^\s"'():;,\x60]+)`)
+
+// envNotFound matches what env(1) and the shells say of a program their
+// PATH lacks: "env: 'python3': No such file or directory", "exec:
+// agent: not found" (dash), "agent: command not found" (bash).
+var envNotFound = regexp.MustCompile(`(?:env: [‘'"]?([^‘’'":/\s]+)[’'"]?: No such file or directory|(?:exec|\d+): ([^:/\s]+): not found|([^:/\s]+): command not found)`)
+
+// lookHarnessPath finds name in the harness's PATH on the host.
+func (s *Env) lookHarnessPath(name string) string {
+	for _, kv := range s.harnessEnviron() {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(v) {
+				p := filepath.Join(d, name)
+				if fi, err := os.Stat(p); err == nil && !fi.IsDir() && filepath.IsAbs(d) {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// ExplainSandboxed adds to a start-up failure of a sandboxed harness what
+// the sandbox keeps from it: each path its message or stderr tail names
+// that is hidden or unreadable inside, why, and the knobs that change it
+// (sandbox.read_only, --isolation process). It changes nothing outside a
+// sandbox or when no such path is named.
+func (ep *Episode) ExplainSandboxed(f *harness.Failure) {
+	if ep == nil || ep.sandbox == nil || f == nil {
+		return
+	}
+	s := ep.env
+	var notes []string
+	seen := map[string]bool{}
+	home, _ := os.UserHomeDir()
+	for _, m := range pathInText.FindAllStringSubmatch(f.Message+"\n"+f.StderrTail, -1) {
+		p := strings.TrimRight(m[1], ".")
+		if strings.HasPrefix(p, "~/") && home != "" {
+			p = filepath.Join(home, p[2:])
+		}
+		p = filepath.Clean(p)
+		if seen[p] || len(notes) >= maxExplained {
+			continue
+		}
+		seen[p] = true
+		if n := s.whyUnseen(ep.dirs.Root, p, ""); n != "" {
+			notes = append(notes, n)
+			continue
+		}
+		// A script the sandbox shows whose interpreter it hides fails
+		// as "not found" too.
+		if interp := shebangInterpreter(p); interp != "" && !seen[interp] {
+			seen[interp] = true
+			if n := s.whyUnseen(ep.dirs.Root, interp, "the interpreter of "+p+", "); n != "" {
+				notes = append(notes, n)
+			}
+		}
+	}
+	// "/usr/bin/env: 'python3': No such file or directory": a name the
+	// sandbox's PATH does not find, which the host's does.
+	for _, m := range envNotFound.FindAllStringSubmatch(f.StderrTail, -1) {
+		if len(notes) >= maxExplained {
+			break
+		}
+		name := m[1] + m[2] + m[3]
+		p := s.lookHarnessPath(name)
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if n := s.whyUnseen(ep.dirs.Root, p, name+" (found on the host's PATH as "+p+"): "); n != "" {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) == 0 {
+		return
+	}
+	f.Message += "; in the sandbox " + strings.Join(notes, "; ")
+}
+
+// whyUnseen explains why the existing host path p is hidden or unreadable
+// inside a sandbox of the episode whose directory is root ("" when it is
+// not, or does not exist on the host either).
+func (s *Env) whyUnseen(root, p, what string) string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return ""
+	}
+	if within(p, root) {
+		return ""
+	}
+	binds, hide, _ := s.exposures()
+	for _, b := range binds {
+		if within(p, b.Src) {
+			if fi.Mode().Perm()&0o005 == 0 || (fi.IsDir() && fi.Mode().Perm()&0o001 == 0) {
+				return fmt.Sprintf("%s%s is visible but not readable by the harness's uid (mode %04o on the host); "+
+					"make it readable by others, or run with --isolation process", what, p, fi.Mode().Perm())
+			}
+			return ""
+		}
+	}
+	hidden := append(append(s.hiddenPaths(), coveredPaths()...), hide...)
+	cover := ""
+	for _, h := range hidden {
+		h = filepath.Clean(h)
+		if within(p, h) && len(h) > len(cover) {
+			cover = h
+		}
+	}
+	if cover == "" {
+		if a := untraversable(p); a != "" {
+			return fmt.Sprintf("%s%s is unreachable: %s is not searchable by the harness's uid; "+
+				"expose it with sandbox.read_only: [%s], or run with --isolation process", what, p, a, p)
+		}
+		return ""
+	}
+	suggest := p
+	if rel, err := filepath.Rel(cover, p); err == nil && rel != "." {
+		suggest = filepath.Join(cover, strings.SplitN(rel, "/", 2)[0])
+	}
+	knob := fmt.Sprintf("expose it with sandbox.read_only: [%s] (flag --sandbox-ro %s), or run with --isolation process", suggest, suggest)
+	if r := s.refusal(suggest); r != "" {
+		knob = "it cannot be exposed (" + r + "); run with --isolation process"
+	}
+	return fmt.Sprintf("%s%s is hidden: it is inside %s, %s; %s", what, p, cover, s.hiddenWhy(cover), knob)
+}
+
+// shebangInterpreter returns the absolute interpreter of a "#!" script at
+// p ("" when it is none, or env).
+func shebangInterpreter(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := f.Read(buf)
+	if !bytes.HasPrefix(buf[:n], []byte("#!")) {
+		return ""
+	}
+	line, _, _ := bytes.Cut(buf[2:n], []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 || !filepath.IsAbs(fields[0]) || filepath.Base(fields[0]) == "env" {
+		return ""
+	}
+	return filepath.Clean(fields[0])
+}
