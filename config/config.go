@@ -151,9 +151,13 @@ const (
 
 // SideDoors lists what the configuration runs on the host, outside every
 // sandbox, on the harness's behalf: stdio tool servers with isolation:
-// host (and, with isolation: process, every stdio tool server). check and
-// validate print them.
-func (c *Config) SideDoors() []string {
+// host (and, in process isolation, every stdio tool server). isolation is
+// the effective one (a --isolation flag's); "" means c.Isolation. check
+// and validate print them.
+func (c *Config) SideDoors(isolation string) []string {
+	if isolation == "" {
+		isolation = c.Isolation
+	}
 	var out []string
 	for _, t := range c.Tools {
 		if len(t.Command) == 0 {
@@ -162,7 +166,7 @@ func (c *Config) SideDoors() []string {
 		switch {
 		case t.Isolation == ToolIsolationHost:
 			out = append(out, fmt.Sprintf("tool server %q runs on the host as the daemon's user (isolation: host)", t.Name))
-		case c.Isolation == IsolationProcess:
+		case isolation == IsolationProcess:
 			out = append(out, fmt.Sprintf("tool server %q runs on the host as the daemon's user (isolation: process)", t.Name))
 		}
 	}

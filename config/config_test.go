@@ -159,11 +159,10 @@ func TestSideDoorsListHostToolServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.SideDoors(); len(d) != 1 || !strings.Contains(d[0], `"open"`) || !strings.Contains(d[0], "isolation: host") {
+	if d := c.SideDoors(""); len(d) != 1 || !strings.Contains(d[0], `"open"`) || !strings.Contains(d[0], "isolation: host") {
 		t.Errorf("side doors %q, want the isolation: host server only", d)
 	}
-	c.Isolation = IsolationProcess
-	if d := c.SideDoors(); len(d) != 2 {
+	if d := c.SideDoors(IsolationProcess); len(d) != 2 {
 		t.Errorf("process isolation: side doors %q, want both stdio servers", d)
 	}
 }

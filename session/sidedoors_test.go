@@ -175,7 +175,7 @@ func TestToolServerDoesNotFollowAgentLinksOutOfTheWorkspace(t *testing.T) {
 			if !strings.Contains(plain, "content: plain") {
 				t.Fatalf("the server does not reach the workspace: %q", plain)
 			}
-			doors := cfg.SideDoors()
+			doors := cfg.SideDoors("")
 			if iso == config.ToolIsolationHost {
 				if !strings.Contains(got, "root:") {
 					t.Fatalf("control: on the host the server reads %q, want /etc/shadow", got)
