@@ -45,6 +45,10 @@ type StdioSpec struct {
 	// StartTimeout bounds spawn plus initialize; zero means
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Launcher, when set, starts the server somewhere other than as the
+	// daemon's child (a sandbox; process.Spec.Launcher); Dir is then a
+	// path there.
+	Launcher process.Launcher
 }
 
 // stdioSource is a Source over a supervised child process.
@@ -150,14 +154,15 @@ func (s *stdioSource) spawn(ctx context.Context) error {
 		env = process.DefaultEnviron(nil)
 	}
 	p, err := s.sup.Start(process.Spec{
-		Name:   "tools:" + s.spec.Name,
-		Path:   s.spec.Command[0],
-		Args:   s.spec.Command[1:],
-		Dir:    s.spec.Dir,
-		Env:    env,
-		Stdio:  process.StdioRaw,
-		Stderr: &stderrLog{log: s.log},
-		Logger: s.log,
+		Name:     "tools:" + s.spec.Name,
+		Path:     s.spec.Command[0],
+		Args:     s.spec.Command[1:],
+		Dir:      s.spec.Dir,
+		Env:      env,
+		Stdio:    process.StdioRaw,
+		Stderr:   &stderrLog{log: s.log},
+		Logger:   s.log,
+		Launcher: s.spec.Launcher,
 	})
 	if err != nil {
 		return fmt.Errorf("start tool server '%s': %w", s.spec.Name, err)

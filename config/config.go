@@ -132,6 +132,45 @@ type ToolConfig struct {
 	CallTimeout units.Duration    `yaml:"call_timeout" json:"call_timeout"`
 	// PerEpisode restarts the tool server at every reset (fresh state).
 	PerEpisode bool `yaml:"per_episode" json:"per_episode,omitempty"`
+	// Isolation is where a stdio server runs: "sandbox" (the default: a
+	// sandbox of its own with the harness's restrictions, the workspace of
+	// a per-episode server at the path the harness sees) or "host" (the
+	// daemon's uid and namespaces: a side door, logged and listed by
+	// check and validate).
+	Isolation string `yaml:"isolation" json:"isolation,omitempty"`
+	// Network gives a sandboxed stdio server the host's network (none
+	// otherwise).
+	Network bool `yaml:"network" json:"network,omitempty"`
+}
+
+// Tool isolation values.
+const (
+	ToolIsolationSandbox = "sandbox"
+	ToolIsolationHost    = "host"
+)
+
+// SideDoors lists what the configuration runs on the host, outside every
+// sandbox, on the harness's behalf: stdio tool servers with isolation:
+// host (and, in process isolation, every stdio tool server). isolation is
+// the effective one (a --isolation flag's); "" means c.Isolation. check
+// and validate print them.
+func (c *Config) SideDoors(isolation string) []string {
+	if isolation == "" {
+		isolation = c.Isolation
+	}
+	var out []string
+	for _, t := range c.Tools {
+		if len(t.Command) == 0 {
+			continue
+		}
+		switch {
+		case t.Isolation == ToolIsolationHost:
+			out = append(out, fmt.Sprintf("tool server %q runs on the host as the daemon's user (isolation: host)", t.Name))
+		case isolation == IsolationProcess:
+			out = append(out, fmt.Sprintf("tool server %q runs on the host as the daemon's user (isolation: process)", t.Name))
+		}
+	}
+	return out
 }
 
 // EpisodeConfig bounds an episode.
@@ -320,6 +359,14 @@ func (c *Config) Normalize() error {
 		}
 		if t.CallTimeout == 0 {
 			t.CallTimeout = units.Duration(DefaultToolTimeout)
+		}
+		switch t.Isolation {
+		case "", ToolIsolationSandbox, ToolIsolationHost:
+		default:
+			errs = append(errs, fmt.Errorf("tools[%d] %q: isolation must be %s or %s, not %q", i, t.Name, ToolIsolationSandbox, ToolIsolationHost, t.Isolation))
+		}
+		if t.URL != "" && (t.Isolation != "" || t.Network) {
+			errs = append(errs, fmt.Errorf("tools[%d] %q: isolation and network apply to stdio servers (command), not url", i, t.Name))
 		}
 	}
 	errs = append(errs, c.validateModel()...)

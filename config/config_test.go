@@ -89,6 +89,8 @@ func TestParseConfigErrors(t *testing.T) {
 		"harness: {command: [a]}\nwarm: 9\n":                                                            "warm must be 0 to 8",
 		"harness: {command: [a]}\nepisode: {max_turn_events: -1}\n":                                     "max_turn_events must not be negative",
 		"harness: {command: [a]}\nepisode: {max_turn_event_bytes: -1}\n":                                "invalid size",
+		"harness: {command: [a]}\ntools:\n  - {name: t, command: [x], isolation: vm}\n":                 "isolation must be sandbox or host",
+		"harness: {command: [a]}\ntools:\n  - {name: t, url: http://x, network: true}\n":                "apply to stdio servers",
 	}
 	for y, want := range cases {
 		_, err := ParseConfig([]byte(y), "")
@@ -149,6 +151,19 @@ func TestModelKeyCheck(t *testing.T) {
 	m = ModelConfig{URL: "http://h", Upstream: ModelUpstreamEngine}
 	if m.UsePresetDialect("anthropic"); m.Dialect != "" {
 		t.Errorf("an engine got a dialect: %q", m.Dialect)
+	}
+}
+
+func TestSideDoorsListHostToolServers(t *testing.T) {
+	c, err := ParseConfig([]byte("harness: {command: [a]}\ntools:\n  - {name: boxed, command: [x]}\n  - {name: open, command: [y], isolation: host}\n  - {name: remote, url: http://127.0.0.1:1/mcp}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.SideDoors(""); len(d) != 1 || !strings.Contains(d[0], `"open"`) || !strings.Contains(d[0], "isolation: host") {
+		t.Errorf("side doors %q, want the isolation: host server only", d)
+	}
+	if d := c.SideDoors(IsolationProcess); len(d) != 2 {
+		t.Errorf("process isolation: side doors %q, want both stdio servers", d)
 	}
 }
 

@@ -36,7 +36,7 @@ func CheckTools(ctx context.Context, cfg *config.Config, sup *process.Supervisor
 			failed[tc.Name] = true // CheckPrograms reports it
 			continue
 		}
-		src := newToolSource(tc, cfg.Harness.StopGrace.D(), sup, log)
+		src := newToolSource(tc, cfg.Harness.StopGrace.D(), sup, log, nil) // the operator's check, no episode data
 		key := fmt.Sprintf("tools[%d] (tool server %q)", i, tc.Name)
 		if err := src.Start(ctx); err != nil {
 			out = append(out, config.Problem{Key: key, Cause: "does not start: " + err.Error()})

@@ -15,6 +15,13 @@
 // supervisor, the isolation, the persistent tool sources and the paths a
 // sandbox hides or exposes.
 //
+// It also owns the side sandboxes (side.go): everything else the daemon
+// runs on an episode's data — a command rubric (Episode.RubricSandbox), a
+// stdio tool server of the environment or the task — runs in a sandbox of
+// its own with the harness's restrictions or stricter, never on the host,
+// unless a tool entry says isolation: host (or the harness itself runs on
+// the host, in process isolation). Graders run in package tasks' own.
+//
 // The package must not know about turns, rewards, trajectories or the
 // trainer's connection (package session), nor about any harness protocol
 // (the adapters): it starts a harness through the harness.Adapter

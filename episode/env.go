@@ -85,7 +85,7 @@ func (e *Env) Init() error {
 			e.perEpisode = append(e.perEpisode, tc)
 			continue
 		}
-		persistent = append(persistent, e.newSource(tc))
+		persistent = append(persistent, e.newSource(nil, tc, false))
 	}
 	e.Sources = append(persistent, e.Sources...)
 	return nil

@@ -22,14 +22,43 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// newSource makes the bridge source for a configured tool server.
-func (e *Env) newSource(tc config.ToolConfig) bridge.Source {
-	return newToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger)
+// newSource makes the bridge source for a configured tool server of the
+// session (ep nil) or of episode ep: a stdio server runs in a side
+// sandbox of its own (side.go) unless it runs on the host (toolOnHost).
+func (e *Env) newSource(ep *Episode, tc config.ToolConfig, workspaceDir bool) bridge.Source {
+	if len(tc.Command) == 0 || e.toolOnHost(tc) {
+		if len(tc.Command) > 0 && tc.Isolation == config.ToolIsolationHost {
+			e.Logger.Warn("side door: a tool server runs on the host as the daemon's user (isolation: host)", "tool", tc.Name)
+		}
+		return newToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, nil)
+	}
+	sp := sideSpec{name: "tools-" + tc.Name, command: tc.Command, network: tc.Network}
+	if ep != nil {
+		sp.workspace, sp.writable = true, true
+	}
+	if workspaceDir && ep != nil {
+		tc.Dir = ep.workspaceInside()
+	} else if tc.Dir != "" {
+		sp.dirs = append(sp.dirs, tc.Dir)
+	}
+	l := &sideLauncher{e: e, ep: ep, sp: sp}
+	return &sandboxedSource{Source: newToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, l), l: l}
+}
+
+// sandboxedSource is a stdio source whose side sandbox closes with it.
+type sandboxedSource struct {
+	bridge.Source
+	l *sideLauncher
+}
+
+// Close stops the server, then its sandbox.
+func (s *sandboxedSource) Close(ctx context.Context) error {
+	return errors.Join(s.Source.Close(ctx), s.l.Close())
 }
 
 // newToolSource makes the bridge source for a configured tool server (a
-// session's, or CheckTools').
-func newToolSource(tc config.ToolConfig, stopGrace time.Duration, sup *process.Supervisor, log *slog.Logger) bridge.Source {
+// session's, or CheckTools'); a non-nil launcher runs a stdio server there.
+func newToolSource(tc config.ToolConfig, stopGrace time.Duration, sup *process.Supervisor, log *slog.Logger, l process.Launcher) bridge.Source {
 	if tc.URL != "" {
 		return bridge.NewHTTPSource(bridge.HTTPSpec{
 			Name: tc.Name, URL: tc.URL, Headers: tc.Headers, CallTimeout: tc.CallTimeout.D(),
@@ -42,6 +71,7 @@ func newToolSource(tc config.ToolConfig, stopGrace time.Duration, sup *process.S
 		Dir:         tc.Dir,
 		CallTimeout: tc.CallTimeout.D(),
 		StopGrace:   stopGrace,
+		Launcher:    l,
 	}, sup, log)
 }
 
@@ -115,7 +145,9 @@ func (ep *Episode) openTools(ctx context.Context) error {
 // ones and the task's.
 func (ep *Episode) openEpisodeSources(ctx context.Context) error {
 	e := ep.env
-	tcs := append(append([]config.ToolConfig(nil), e.perEpisode...), taskTools(ep.Task(), ep.dirs.Workspace)...)
+	tcs := append([]config.ToolConfig(nil), e.perEpisode...)
+	ntask := len(tcs)
+	tcs = append(tcs, taskTools(ep.Task(), ep.dirs.Workspace)...)
 	if len(tcs) == 0 {
 		return nil
 	}
@@ -126,8 +158,10 @@ func (ep *Episode) openEpisodeSources(ctx context.Context) error {
 		}
 		return errors.Join(errs...)
 	})
-	for _, tc := range tcs {
-		src := e.newSource(tc)
+	for i, tc := range tcs {
+		// A task's servers run from the workspace (the path the harness
+		// sees, in their sandbox).
+		src := e.newSource(ep, tc, i >= ntask)
 		ep.sources = append(ep.sources, src)
 		if err := src.Start(ctx); err != nil {
 			return fmt.Errorf("start tool source %s: %w", src.Name(), err)

@@ -16,9 +16,24 @@ import (
 // maxScorerOutput bounds what is read from a command scorer's stdout.
 const maxScorerOutput = 1 << 20
 
+// sandboxStartTimeout bounds starting a scorer's sandbox (the caller's
+// context too); the scorer's own timeout starts once it is up.
+const sandboxStartTimeout = 30 * time.Second
+
 func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, sp.Timeout.D())
+	if in.Sandbox == nil {
+		return 0, "", ErrNoSandbox
+	}
+	sctx, cancel := context.WithTimeout(ctx, sandboxStartTimeout)
+	sb, err := in.Sandbox(sctx, sp.Command)
+	cancel()
+	if err != nil {
+		return 0, "", fmt.Errorf("sandbox for the scorer: %w", err)
+	}
+	defer sb.Close()
+	ctx, cancel = context.WithTimeout(ctx, sp.Timeout.D())
 	defer cancel()
+	in.Workspace = sb.Workspace
 	env := append(append([]string(nil), s.deps.Env...),
 		"HARNESSD_WORKSPACE="+in.Workspace,
 		"HARNESSD_EPISODE_ID="+in.EpisodeID,
@@ -26,12 +41,13 @@ func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, stri
 		"HARNESSD_RESPONSE="+in.Response,
 	)
 	p, err := s.deps.Supervisor.Start(process.Spec{
-		Name:  "rubric:" + sp.Name,
-		Path:  sp.Command[0],
-		Args:  sp.Command[1:],
-		Dir:   in.Workspace,
-		Env:   env,
-		Stdio: process.StdioRaw,
+		Name:     "rubric:" + sp.Name,
+		Path:     sp.Command[0],
+		Args:     sp.Command[1:],
+		Dir:      in.Workspace,
+		Env:      env,
+		Stdio:    process.StdioRaw,
+		Launcher: sb.Launcher,
 	})
 	if err != nil {
 		return 0, "", err

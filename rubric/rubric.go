@@ -27,9 +27,25 @@ type Input struct {
 	HarnessDone bool `json:"harness_done"`
 	// Observation is the serialized observation metadata of the turn.
 	Observation json.RawMessage `json:"observation,omitempty"`
-	// Workspace is the episode's working directory.
+	// Workspace is the episode's working directory; a command rubric sees
+	// (and is told) the path the harness sees.
 	Workspace string `json:"workspace"`
+	// Sandbox starts the sandbox a command rubric runs in (given the
+	// rubric's command); a command rubric never runs without one.
+	Sandbox func(ctx context.Context, command []string) (*Sandbox, error) `json:"-"`
 }
+
+// Sandbox is where one command rubric runs: a launcher into a sandbox
+// with the episode's workspace mounted read-only at Workspace, closed with
+// Close once the rubric has ended.
+type Sandbox struct {
+	Launcher  process.Launcher
+	Workspace string
+	Close     func() error
+}
+
+// ErrNoSandbox is the error of a command rubric given no sandbox to run in.
+var ErrNoSandbox = errors.New("command rubrics run only in a sandbox, and none was given")
 
 // Result is one rubric's outcome: the reward detail an observation reports.
 type Result = wire.RewardDetail

@@ -8,14 +8,42 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// Command rubrics run in sandboxes whose init is this binary.
+	sandbox.Init()
+	goleak.VerifyTestMain(m)
+}
+
+// inSandbox is an Input.Sandbox for tests: a fresh sandbox (seccomp, a
+// private id range as root) with ws bound read-only at /work.
+func inSandbox(t testing.TB, ws string) func(context.Context, []string) (*Sandbox, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if r := sandbox.Probe(ctx, ""); !r.OK {
+		testbin.Missing(t, "sandbox: %s", r.Detail)
+	}
+	return func(ctx context.Context, _ []string) (*Sandbox, error) {
+		sb, err := sandbox.Start(ctx, sandbox.Config{
+			Name: "rubric", Binds: []sandbox.Bind{{Src: ws, Dst: "/work"}}, Seccomp: true,
+			Limits: sandbox.Limits{MemoryBytes: 256 << 20, Pids: 64},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &Sandbox{Launcher: sb.Launcher(), Workspace: "/work", Close: sb.Close}, nil
+	}
+}
 
 func sup(t *testing.T) *process.Supervisor {
 	s, err := process.NewSupervisor(process.Options{})
@@ -114,7 +142,7 @@ func TestCommandScorer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	total, res := set.Score(context.Background(), Input{Response: "the answer", Workspace: ws, TurnNumber: 1})
+	total, res := set.Score(context.Background(), Input{Response: "the answer", Workspace: ws, TurnNumber: 1, Sandbox: inSandbox(t, ws)})
 	byName := map[string]Result{}
 	for _, r := range res {
 		byName[r.Name] = r
@@ -169,5 +197,21 @@ func TestToolScorer(t *testing.T) {
 	}
 	if got := gotArgs["words"]; got != `{}` {
 		t.Fatalf("no arguments should send {}, got %s", got)
+	}
+}
+
+func TestCommandScorerNeverRunsWithoutASandbox(t *testing.T) {
+	ws := t.TempDir()
+	marker := filepath.Join(ws, "ran")
+	set, err := New([]Spec{{Name: "host", Type: KindCommand, Command: []string{"touch", marker}}}, Deps{Supervisor: sup(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res := set.Score(context.Background(), Input{Workspace: ws})
+	if len(res) != 1 || res[0].Score != nil || !strings.Contains(res[0].Error, ErrNoSandbox.Error()) {
+		t.Fatalf("a command rubric without a sandbox: %+v", res)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the scorer ran on the host")
 	}
 }

@@ -85,6 +85,7 @@ func (s *Session) score(ctx context.Context, r *run, a wire.Action, res harness.
 	total, details := s.rubrics.Score(rctx, rubric.Input{
 		EpisodeID: r.id, TurnNumber: obs.Metadata.TurnNumber, Message: a.Message, Response: res.Response,
 		Done: obs.Done, HarnessDone: res.Done, Observation: mdJSON, Workspace: r.ep.Dirs().Workspace,
+		Sandbox: r.ep.RubricSandbox,
 	})
 	for _, d := range details {
 		if d.Score != nil {

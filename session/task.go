@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -104,7 +105,9 @@ func (s *Session) gradeTask(ctx context.Context, r *run, obs *wire.Observation) 
 	scratch := filepath.Join(ep.Dirs().Root, "grade")
 	defer os.RemoveAll(scratch)
 	start := time.Now()
-	res, err := t.Grade(ctx, tasks.RunOptions{Workspace: ep.Dirs().Workspace, Scratch: scratch, Hide: s.gradeHide()})
+	l := s.cfg.Limits
+	res, err := t.Grade(ctx, tasks.RunOptions{Workspace: ep.Dirs().Workspace, Scratch: scratch, Hide: s.gradeHide(),
+		Limits: sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}})
 	g := &wire.TaskGrade{DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 	if err != nil {
 		g.Error = err.Error()
@@ -112,6 +115,13 @@ func (s *Session) gradeTask(ctx context.Context, r *run, obs *wire.Observation) 
 		g.Reward, g.Scores, g.TimedOut, g.Limit, g.Error = res.Reward, res.Scores, res.TimedOut, res.Limit, res.Error
 		g.Exit = &wire.ExitStatus{Code: res.ExitCode, Signal: res.Signal}
 		g.StdoutTail, g.StderrTail = res.Stdout, res.Stderr
+		g.RewardWatch = res.RewardWatch
+		for _, w := range res.Tampered {
+			g.Tampered = append(g.Tampered, wire.RewardWriter{File: w.File, Pid: w.Pid, Command: w.Command, Events: w.Events})
+		}
+		if len(g.Tampered) > 0 {
+			ep.Log().Warn("task reward withheld: written by a process other than the tests'", "writers", g.Tampered)
+		}
 	}
 	obs.Metadata.TaskID, obs.Metadata.Grade = t.ID, g
 	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})

@@ -31,8 +31,10 @@ func BenchmarkTaskPrepare(b *testing.B) {
 }
 
 // BenchmarkTaskGrade measures grading the hello task once its workspace is
-// solved: tests/ copied, a sandbox started with the workspace at /app,
-// bash /tests/test.sh run to its end, the reward read. The floor beside it,
+// solved: tests/ copied, a sandbox started with the workspace at /app
+// (seccomp, limits, /logs/verifier watched, an execute-only shell for the
+// leader), bash /tests/test.sh run to its end, the reward read and its
+// writers checked. The floor beside it,
 // BenchmarkTaskGradeFloor, is the same test.sh run bare by bash.
 func BenchmarkTaskGrade(b *testing.B) {
 	needSandbox(b)

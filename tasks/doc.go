@@ -5,7 +5,10 @@
 // seed), preparing an episode's workspace from a task's environment files,
 // and grading the workspace afterwards: the task's tests run in a fresh
 // sandbox (package process/sandbox) with the workspace at the task's
-// working directory, and their reward file becomes the reward.
+// working directory, and their reward file becomes the reward — unless a
+// process other than the tests' own leader wrote it (watch.go: a fanotify
+// mark on the sandbox's own /logs/verifier mount), when it is withheld
+// and the writers are reported.
 //
 // It must not touch sessions, adapters, the bridge or the gateway: the
 // harness package decides when an episode is prepared and graded and

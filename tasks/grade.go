@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,38 @@ type RunOptions struct {
 	// Init is the sandbox's init binary ("" means /proc/self/exe, which
 	// must call sandbox.Init first thing).
 	Init string
+	// Limits bound the run's sandbox: the harness's own limits, the task's
+	// memory and CPUs over them; a limit left zero is DefaultLimits'.
+	Limits sandbox.Limits
+
+	leaderShells map[string]string // Grade: shell name -> its execute-only copy inside
+}
+
+// DefaultLimits bound a grading or solving sandbox where neither the
+// environment's limits nor the task set one: the run always has a cgroup
+// of its own (never the daemon's), a memory limit that holds and a
+// bounded number of tasks.
+var DefaultLimits = sandbox.Limits{MemoryBytes: 2 << 30, Pids: 1024}
+
+// limits merges o's limits, the task's and DefaultLimits.
+func (t *Task) limits(o RunOptions) sandbox.Limits {
+	l := o.Limits
+	if m := t.Limits.MemoryBytes(); m > 0 {
+		l.MemoryBytes = m
+	}
+	if c := t.Limits.CPUs; c > 0 {
+		l.CPU = c
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = DefaultLimits.MemoryBytes
+	}
+	if l.Pids == 0 {
+		l.Pids = DefaultLimits.Pids
+	}
+	if l.CPU == 0 {
+		l.CPU = DefaultLimits.CPU
+	}
+	return l
 }
 
 // Result is how a run of a task's tests (or oracle) ended.
@@ -62,6 +95,15 @@ type Result struct {
 	Duration time.Duration `json:"duration"`
 	// Error says why there is no reward.
 	Error string `json:"error,omitempty"`
+	// Tampered lists the processes other than the tests' own leader that
+	// wrote the reward file: the reward is then withheld (Reward nil).
+	Tampered []Writer `json:"tampered,omitempty"`
+	// RewardWatch says how the reward file's writers were watched:
+	// "fanotify", or "off: " and why (the reward is then unverified).
+	RewardWatch string `json:"reward_watch,omitempty"`
+
+	leader int          // the tests' leader's host pid
+	watch  *rewardWatch // the verifier mount's writers (Grade)
 }
 
 // Grade runs the task's tests against workspace: tests/ is copied into
@@ -94,17 +136,26 @@ func (t *Task) Grade(ctx context.Context, o RunOptions) (*Result, error) {
 		}
 		binds = append(binds, sandbox.Bind{Src: tests, Dst: "/tests"})
 	}
-	binds = append(binds, sandbox.Bind{Src: logs, Dst: "/logs", Writable: true})
+	// /logs/verifier is a mount of its own: nothing is linked or renamed
+	// into it from the rest of /logs, and the reward watch marks it.
+	binds = append(binds, sandbox.Bind{Src: logs, Dst: "/logs", Writable: true},
+		sandbox.Bind{Src: filepath.Join(logs, "verifier"), Dst: "/logs/verifier", Writable: true})
+	if shells, err := leaderShells(filepath.Join(o.Scratch, "shells")); err == nil {
+		binds = append(binds, sandbox.Bind{Src: filepath.Join(o.Scratch, "shells"), Dst: leaderShellDir})
+		o.leaderShells = shells
+	}
 	cmd := t.grader
 	if cmd == nil {
 		cmd = []string{"bash", "/tests/test.sh"}
 	}
 	env := append(append([]string(nil), t.Env...), t.VerifierEnv...)
-	res, err := t.run(ctx, o, binds, cmd, env, t.VerifierTimeout)
+	res, err := t.run(ctx, o, binds, cmd, env, t.VerifierTimeout, true)
 	if err != nil {
 		return nil, err
 	}
-	readReward(filepath.Join(logs, "verifier"), res)
+	verifier := filepath.Join(logs, "verifier")
+	readReward(verifier, res)
+	checkWriters(verifier, res)
 	if res.Reward == nil && res.Error == "" {
 		if t.exitReward && !res.TimedOut && res.Signal == "" {
 			r := 0.0
@@ -143,7 +194,7 @@ func (t *Task) Solve(ctx context.Context, o RunOptions) (*Result, error) {
 		d = DefaultSolveTimeout
 	}
 	env := append(append([]string(nil), t.Env...), t.SolutionEnv...)
-	return t.run(ctx, o, binds, []string{"bash", "/solution/solve.sh"}, env, d)
+	return t.run(ctx, o, binds, []string{"bash", "/solution/solve.sh"}, env, d, false)
 }
 
 // makeScratch creates the scratch directory with logs/verifier and
@@ -184,9 +235,15 @@ func copyReadable(src, dst string) error {
 	})
 }
 
+// holdScript keeps the run's leader from running cmd until the daemon
+// has its pid (one line on stdin), then becomes cmd (same pid).
+const holdScript = `read -r go || exit 126; exec "$@"`
+
 // run starts a sandbox with the workspace at WorkDir and binds, runs cmd
-// until it exits or timeout passes, and reports how it ended.
-func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd, env []string, timeout time.Duration) (*Result, error) {
+// until it exits or timeout passes, and reports how it ended. With guard,
+// the sandbox's /logs/verifier mount is watched (watch.go) and cmd's
+// leader is held until its pid is known.
+func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd, env []string, timeout time.Duration, guard bool) (*Result, error) {
 	start := time.Now()
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -213,7 +270,10 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 		Init: o.Init, Name: "task-" + t.ID, Hostname: "task",
 		Hide:  hideOutside(append(append([]string(nil), o.Hide...), t.hidden...), t.WorkDir),
 		Binds: binds, UID: root, GID: root,
-		Limits: sandbox.Limits{MemoryBytes: t.Limits.MemoryBytes(), CPU: t.Limits.CPUs},
+		// The harness's restrictions: the seccomp filter, a cgroup of its
+		// own with memory, pids and CPU bounds, no network but loopback.
+		Seccomp: true,
+		Limits:  t.limits(o),
 	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	sb, err := sandbox.Start(sctx, cfg)
@@ -232,19 +292,54 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 		}
 	}
 	fullEnv := append([]string{"PATH=" + sandboxPath, "HOME=/root", "LANG=C.UTF-8", "TERM=dumb"}, env...)
+	res := &Result{}
+	var inR, inW *os.File
+	run := sandbox.Command{Path: cmd[0], Args: cmd[1:], Env: fullEnv, Dir: t.WorkDir, Stdout: outW, Stderr: errW}
+	if guard {
+		// The leader's shell is an execute-only copy (leaderShell): the
+		// tests' leader is then not dumpable, and the code under test,
+		// its child with its uid, cannot write its memory through
+		// /proc/PID/mem (ptrace itself is denied by seccomp).
+		if sh, ok := o.leaderShells[cmd[0]]; ok {
+			cmd = append([]string{sh}, cmd[1:]...)
+		}
+		w, err := watchVerifier(fmt.Sprintf("/proc/%d/root/logs/verifier", sb.Pid()))
+		if err != nil {
+			res.RewardWatch = "off: " + err.Error()
+		} else {
+			res.RewardWatch, res.watch = "fanotify", w
+			defer w.stop() // after sb.Close, deferred before it ran
+			if inR, inW, err = os.Pipe(); err != nil {
+				return nil, err
+			}
+			defer inW.Close()
+			run.Path, run.Args = "/bin/sh", append([]string{"-c", holdScript, "harnessd-grade"}, cmd...)
+			run.Stdin = inR
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// The run's stdio goes with its command: the pipes close when the run
 	// ends (every process it left is killed), not when the sandbox does.
-	_, err = sb.Run(rctx, sandbox.Command{Path: cmd[0], Args: cmd[1:], Env: fullEnv, Dir: t.WorkDir, Stdout: outW, Stderr: errW})
+	_, err = sb.Run(rctx, run)
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
+	if err == nil && inW != nil {
+		// The leader waits on its stdin: its pid is certain now.
+		if res.leader = sb.HarnessPid(); res.leader == 0 {
+			err = errors.New("the tests' leader has no pid")
+		} else if _, err = inW.Write([]byte("go\n")); err == nil {
+			err = inW.Close()
+		}
+	}
 	if err != nil {
 		sb.Close()
 		wg.Wait()
 		return nil, fmt.Errorf("task %s: run %s in the sandbox: %w", t.ID, strings.Join(cmd, " "), err)
 	}
-	res := &Result{}
 	exit, err := sb.Wait(rctx)
 	if err != nil {
 		res.TimedOut = ctx.Err() == nil
@@ -256,6 +351,12 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 		}
 	}
 	wg.Wait()
+	// Every process of the sandbox is gone once it is closed: the watch
+	// then holds every write they made.
+	sb.Close()
+	if res.watch != nil {
+		res.watch.stop()
+	}
 	res.ExitCode, res.Signal, res.Limit = exit.Status.Code, exit.Status.Signal, exit.Limit
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	res.Duration = time.Since(start)

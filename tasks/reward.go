@@ -3,12 +3,14 @@ package tasks
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // maxRewardBytes bounds a reward file.
@@ -63,19 +65,33 @@ func readReward(dir string, res *Result) {
 }
 
 // readSmall reads a reward file: ok false when it does not exist (or is
-// not a regular file of at most maxRewardBytes, which sets res.Error).
+// not a regular file of at most maxRewardBytes, which sets res.Error). The
+// file is opened beneath its directory (os.Root): a link the tests left
+// is never followed out of it.
 func readSmall(p string, res *Result) ([]byte, bool) {
-	fi, err := os.Lstat(p)
+	root, err := os.OpenRoot(filepath.Dir(p))
+	if err != nil {
+		return nil, false
+	}
+	defer root.Close()
+	name := filepath.Base(p)
+	fi, err := root.Lstat(name)
 	if err != nil {
 		return nil, false
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxRewardBytes {
-		res.Error = filepath.Base(p) + " is not a regular file of at most 64 KiB"
+		res.Error = name + " is not a regular file of at most 64 KiB"
 		return nil, false
 	}
-	b, err := os.ReadFile(p)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		res.Error = "read " + filepath.Base(p) + ": " + err.Error()
+		res.Error = "read " + name + ": " + err.Error()
+		return nil, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxRewardBytes+1))
+	if err != nil || len(b) > maxRewardBytes {
+		res.Error = "read " + name + ": not a regular file of at most 64 KiB"
 		return nil, false
 	}
 	return b, true

@@ -20,6 +20,21 @@ type TaskGrade struct {
 	// DurationMS is how long grading took, in milliseconds.
 	DurationMS float64 `json:"duration_ms"`
 	// Error says why there is no reward (no reward file, a timeout, no
-	// sandbox on this host).
+	// sandbox on this host, a reward withheld).
 	Error string `json:"error,omitempty"`
+	// Tampered lists the processes other than the tests' own that wrote
+	// the reward file; the reward is then withheld (null).
+	Tampered []RewardWriter `json:"tampered,omitempty"`
+	// RewardWatch says how the reward file's writers were watched
+	// ("fanotify", or "off: " and why: the reward is then unverified).
+	RewardWatch string `json:"reward_watch,omitempty"`
+}
+
+// RewardWriter is one process that wrote a task's reward file other than
+// the tests' own leader.
+type RewardWriter struct {
+	File    string   `json:"file"`
+	Pid     int      `json:"pid"`
+	Command string   `json:"command,omitempty"`
+	Events  []string `json:"events"`
 }
