@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/quota"
 )
 
 // sessionLockName is the file in each session directory on which the
@@ -43,7 +45,8 @@ func lockSessionDir(dir string) (*os.File, error) {
 
 // SweepWorkspaces removes the session directories under root that a daemon
 // which is gone left behind (a daemon killed with SIGKILL cannot remove its
-// own): those whose lock file no process holds. Directories whose lock is
+// own), with the episode quotas it left mounted in them: those whose lock
+// file no process holds. Directories whose lock is
 // held belong to a live daemon and are kept; directories without a lock file
 // (being created, or made by an older harnessd) are left alone. It logs each
 // directory it removes and returns their paths. A root that does not exist
@@ -72,6 +75,12 @@ func SweepWorkspaces(root string, log *slog.Logger) ([]string, error) {
 			continue
 		}
 		if !gone {
+			continue
+		}
+		// The episodes' quotas (limits.disk) it left mounted go first:
+		// their loop devices detach with them.
+		if _, err := quota.UnmountBelow(dir); err != nil {
+			errs = append(errs, fmt.Errorf("unmount a leftover session's quotas: %w", err))
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {

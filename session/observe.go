@@ -32,6 +32,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	n := in.Number
 	done, errType, errMsg := s.endsEpisode(n, res)
 	done = done || submitted(r, a)
+	limits := s.reachedLimits(r)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))
@@ -44,7 +45,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
 		HarnessDone: res.Done, Cancelled: res.Cancelled, ErrorType: errType, Error: errMsg, Extra: res.Extra,
-		ModelIssues: ep.ModelIssues(n),
+		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, r, a, res, obs)
 	s.gradeTask(ctx, r, obs)
@@ -119,6 +120,7 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 	if f.StderrTail == "" {
 		f.StderrTail = tail
 	}
+	limits := s.reachedLimits(r)
 	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
 	events := s.events.endTurn()
 	s.finish(tctx, r, f.Type)
@@ -130,7 +132,7 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
-		ModelIssues: ep.ModelIssues(n),
+		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
 	s.gradeTask(ctx, r, obs)
 	s.events.note(observationRecord(obs))

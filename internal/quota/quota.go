@@ -92,6 +92,10 @@ func Mount(ctx context.Context, dir, image string, size int64) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Fail fast, before formatting, where there are no loop devices.
+	if err := unix.Access("/dev/loop-control", unix.R_OK|unix.W_OK); err != nil {
+		return nil, fmt.Errorf("quota: no loop devices (/dev/loop-control): %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("quota: create the mount point: %w", err)
 	}
