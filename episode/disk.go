@@ -21,6 +21,10 @@ var (
 	diskWarnOnce    sync.Once
 )
 
+// diskTemplate is the formatted image in the session's directory that
+// every episode's quota image is copied from (quota.Maker).
+const diskTemplate = ".quota-template.img"
+
 // DiskQuota returns the per-episode storage bound the session applies, in
 // bytes: limits.disk (DefaultDisk when unset), 0 when off or, for the
 // default, when this host cannot make one.
@@ -41,7 +45,13 @@ func (e *Env) mountDisk(ctx context.Context, root string) (*quota.FS, error) {
 	if size == 0 {
 		return nil, nil
 	}
-	fs, err := quota.Mount(ctx, root, root+".img", size)
+	e.mu.Lock()
+	if e.diskMaker == nil {
+		e.diskMaker = quota.NewMaker(filepath.Join(e.Dir, diskTemplate), size)
+	}
+	m := e.diskMaker
+	e.mu.Unlock()
+	fs, err := m.Mount(ctx, root, root+".img")
 	if err == nil {
 		return fs, nil
 	}

@@ -136,6 +136,8 @@ func (e *Env) LockDir() error {
 func (e *Env) ReleaseDir() {
 	if !e.Config.Workspace.Keep {
 		os.RemoveAll(e.Dir)
+	} else {
+		os.Remove(filepath.Join(e.Dir, diskTemplate))
 	}
 	e.mu.Lock()
 	lock := e.dirLock

@@ -85,11 +85,16 @@ var mke2fs = sync.OnceValues(func() (string, error) {
 // holds nothing. On error nothing is left mounted or attached, and image
 // is removed.
 func Mount(ctx context.Context, dir, image string, size int64) (*FS, error) {
+	return mountWith(ctx, dir, image, size, func(f *os.File) error { return format(ctx, f, size) })
+}
+
+// mountWith is Mount with fill writing the formatted file system into the
+// fresh image f.
+func mountWith(ctx context.Context, dir, image string, size int64, fill func(*os.File) error) (*FS, error) {
 	if size < MinSize {
 		return nil, fmt.Errorf("quota: size %d bytes is below the minimum of %d", size, MinSize)
 	}
-	mkfs, err := mke2fs()
-	if err != nil {
+	if _, err := mke2fs(); err != nil {
 		return nil, err
 	}
 	// Fail fast, before formatting, where there are no loop devices.
@@ -110,13 +115,8 @@ func Mount(ctx context.Context, dir, image string, size int64) (*FS, error) {
 			os.Remove(image)
 		}
 	}()
-	if err := f.Truncate(size); err != nil {
-		return nil, fmt.Errorf("quota: size the image: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, mkfs, append(append([]string(nil), mkfsFlags...), image)...)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("quota: format the image (%s): %w: %s", mkfs, err, bytes.TrimSpace(out))
+	if err := fill(f); err != nil {
+		return nil, err
 	}
 	dev, loop, err := attach(f)
 	if err != nil {
@@ -136,6 +136,121 @@ func Mount(ctx context.Context, dir, image string, size int64) (*FS, error) {
 	}
 	ok = true
 	return fs, nil
+}
+
+// format sizes the empty image f and formats it with mke2fs.
+func format(ctx context.Context, f *os.File, size int64) error {
+	mkfs, err := mke2fs()
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("quota: size the image: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, mkfs, append(append([]string(nil), mkfsFlags...), f.Name())...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("quota: format the image (%s): %w: %s", mkfs, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Maker mounts file systems of one size from one formatted image: the
+// first Mount formats a template image (mke2fs), every one copies the
+// template's written extents (a few MiB of metadata, even for tens of
+// GiB) into its own sparse image, which costs a fraction of formatting.
+// The copies share the template's file system UUID, which ext4 does not
+// mind. Its methods are safe for concurrent use.
+type Maker struct {
+	template string
+	size     int64
+
+	mu  sync.Mutex
+	err error
+	ok  bool
+}
+
+// NewMaker returns a Maker of size-byte file systems whose template image
+// is the file template (made at the first Mount; the caller removes it).
+func NewMaker(template string, size int64) *Maker {
+	return &Maker{template: template, size: size}
+}
+
+// Mount is Mount with the Maker's size, from its template.
+func (m *Maker) Mount(ctx context.Context, dir, image string) (*FS, error) {
+	if err := m.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return mountWith(ctx, dir, image, m.size, func(f *os.File) error { return copySparse(m.template, f, m.size) })
+}
+
+// prepare formats the template once; a failure is retried by the next
+// call (it may have been the context's).
+func (m *Maker) prepare(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ok {
+		return nil
+	}
+	if m.size < MinSize {
+		return fmt.Errorf("quota: size %d bytes is below the minimum of %d", m.size, MinSize)
+	}
+	tmp := m.template + ".tmp"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("quota: create the template image: %w", err)
+	}
+	err = format(ctx, f, m.size)
+	f.Close()
+	if err == nil {
+		err = os.Rename(tmp, m.template)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	m.ok = true
+	return nil
+}
+
+// copySparse copies src's data extents into dst at their offsets and sizes
+// dst to size: holes stay holes.
+func copySparse(src string, dst *os.File, size int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("quota: open the template image: %w", err)
+	}
+	defer in.Close()
+	if err := dst.Truncate(size); err != nil {
+		return fmt.Errorf("quota: size the image: %w", err)
+	}
+	fin, fout := int(in.Fd()), int(dst.Fd())
+	var off int64
+	for off < size {
+		data, err := unix.Seek(fin, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			return nil // no data after off
+		}
+		if err != nil {
+			return fmt.Errorf("quota: read the template image: %w", err)
+		}
+		hole, err := unix.Seek(fin, data, unix.SEEK_HOLE)
+		if err != nil {
+			return fmt.Errorf("quota: read the template image: %w", err)
+		}
+		for r, w := data, data; r < hole; {
+			n, err := unix.CopyFileRange(fin, &r, fout, &w, int(hole-r), 0)
+			if err != nil {
+				return fmt.Errorf("quota: copy the template image: %w", err)
+			}
+			if n == 0 {
+				return errors.New("quota: copy the template image: it shrank")
+			}
+		}
+		off = hole
+	}
+	return nil
 }
 
 // prepareRoot leaves the new file system's root empty (lost+found is for a

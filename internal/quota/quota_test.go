@@ -188,14 +188,32 @@ func BenchmarkMountUnmount(b *testing.B) {
 	if err := quota.Probe(context.Background(), b.TempDir()); err != nil {
 		b.Skip(err)
 	}
-	for _, sz := range []int64{8 << 20, 10 << 30} {
-		b.Run(fmt.Sprintf("%dMiB", sz>>20), func(b *testing.B) {
+	for _, c := range []struct {
+		sz       int64
+		template bool
+	}{{8 << 20, false}, {10 << 30, false}, {10 << 30, true}} {
+		sz := c.sz
+		name := fmt.Sprintf("%dMiB", sz>>20)
+		if c.template {
+			name += "-template"
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
+			var m *quota.Maker
+			if c.template {
+				m = quota.NewMaker(filepath.Join(dir, "template.img"), sz)
+			}
 			var up, down time.Duration
 			for i := range b.N {
 				d := filepath.Join(dir, strconv.Itoa(i))
 				t0 := time.Now()
-				fs, err := quota.Mount(context.Background(), d+"/mnt", d+".img", sz)
+				var fs *quota.FS
+				var err error
+				if m == nil {
+					fs, err = quota.Mount(context.Background(), d+"/mnt", d+".img", sz)
+				} else {
+					fs, err = m.Mount(context.Background(), d+"/mnt", d+".img")
+				}
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -219,4 +237,43 @@ func TestMountRefusesATinySize(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "img")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused mount left its image: %v", err)
 	}
+}
+
+// A Maker's file systems, mounted side by side from one template, are
+// each bounded and each their own.
+func TestMakerMountsFromItsTemplate(t *testing.T) {
+	need(t)
+	dir := t.TempDir()
+	m := quota.NewMaker(filepath.Join(dir, "template.img"), size)
+	var all []*quota.FS
+	for _, n := range []string{"a", "b"} {
+		fs, err := m.Mount(context.Background(), filepath.Join(dir, n), filepath.Join(dir, n+".img"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fs.Unmount()
+		all = append(all, fs)
+	}
+	if err := os.WriteFile(filepath.Join(all[0].Dir, "only-a"), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(all[1].Dir, "only-a")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("two file systems of one template share a file: %v", err)
+	}
+	for _, fs := range all {
+		n, err := fill(filepath.Join(fs.Dir, "big"), 2*size)
+		if !errors.Is(err, syscall.ENOSPC) || n >= size {
+			t.Fatalf("%s: %d bytes written, %v", fs.Dir, n, err)
+		}
+		if a := allocated(t, fs.Image); a > size {
+			t.Fatalf("%s holds %d bytes", fs.Image, a)
+		}
+	}
+	for _, fs := range all {
+		if err := fs.Unmount(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(filepath.Join(dir, "template.img"))
+	waitGone(t, dir)
 }
