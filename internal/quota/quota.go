@@ -165,9 +165,8 @@ type Maker struct {
 	template string
 	size     int64
 
-	mu  sync.Mutex
-	err error
-	ok  bool
+	mu sync.Mutex
+	ok bool // the template is made
 }
 
 // NewMaker returns a Maker of size-byte file systems whose template image
