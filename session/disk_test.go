@@ -200,3 +200,31 @@ func TestDiskQuotaTemplateTooBig(t *testing.T) {
 	}
 	assertNoQuotaLeft(t, root)
 }
+
+// TestDiskQuotaKeep: with workspace.keep the episode's files stay readable
+// in its directory on the host once the session closes, and its quota is
+// unmounted all the same.
+func TestDiskQuotaKeep(t *testing.T) {
+	needQuota(t)
+	cfg := testConfig(t)
+	cfg.Isolation = config.IsolationProcess
+	cfg.Workspace.Keep = true
+	diskLimited(cfg, testQuota)
+	root := cfg.Workspace.Root
+	s := newSession(t, cfg)
+	reset(t, s)
+	ws := responseText(t, s, "pwd")
+	if got := responseText(t, s, "write kept.txt hello;;say done"); !strings.Contains(got, "wrote") {
+		t.Fatalf("write: %q", got)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	assertNoQuotaLeft(t, root)
+	if b, err := os.ReadFile(filepath.Join(ws, "kept.txt")); err != nil || string(b) != "hello" {
+		t.Fatalf("the kept workspace's file: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Dir(ws) + ".img"); !os.IsNotExist(err) {
+		t.Fatalf("the kept episode's image is still there: %v", err)
+	}
+}

@@ -277,3 +277,33 @@ func TestMakerMountsFromItsTemplate(t *testing.T) {
 	os.Remove(filepath.Join(dir, "template.img"))
 	waitGone(t, dir)
 }
+
+// Files count too: a tree of empty files runs out of inodes with ENOSPC,
+// and the file system reads as full.
+func TestInodesRunOut(t *testing.T) {
+	need(t)
+	dir := t.TempDir()
+	fs, err := quota.Mount(context.Background(), filepath.Join(dir, "mnt"), filepath.Join(dir, "img"), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Unmount()
+	u, _ := fs.Usage()
+	var n int
+	for n = 0; n <= int(u.Inodes); n++ {
+		f, err := os.Create(filepath.Join(fs.Dir, strconv.Itoa(n)))
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("file %d: %v (want ENOSPC)", n, err)
+			}
+			break
+		}
+		f.Close()
+	}
+	if n > int(u.Inodes) {
+		t.Fatalf("%d files created on a file system of %d inodes", n, u.Inodes)
+	}
+	if u, err := fs.Usage(); err != nil || !u.Full() || u.FreeInodes != 0 {
+		t.Fatalf("after %d files usage %+v is not full (%v)", n, u, err)
+	}
+}
