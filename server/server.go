@@ -115,7 +115,7 @@ type Server struct {
 	quit     chan struct{} // closed when sockets must close (sessions ended)
 	quitOnce sync.Once
 	conns    sync.WaitGroup // open WebSocket handlers
-	stopReap func() // ends the idle reaper and waits for the session it is closing
+	stopReap func()         // ends the idle reaper and waits for the session it is closing
 
 	httpMu      sync.Mutex
 	httpDefault string // id of the default HTTP session
