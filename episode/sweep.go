@@ -132,8 +132,13 @@ func (e *Env) LockDir() error {
 }
 
 // ReleaseDir removes the session's directory (unless workspace.keep) and
-// drops its lock. Call it once every episode is closed.
+// drops its lock. Call it once every episode is closed. A quota an
+// episode left mounted (one that was never closed) is unmounted first:
+// with the lock file gone no later sweep would find it.
 func (e *Env) ReleaseDir() {
+	if ms, err := quota.UnmountBelow(e.Dir); len(ms) > 0 || err != nil {
+		e.Logger.Warn("unmounted disk quotas of episodes that were not closed", "mounts", ms, "err", err)
+	}
 	if !e.Config.Workspace.Keep {
 		os.RemoveAll(e.Dir)
 	} else {
