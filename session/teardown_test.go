@@ -111,7 +111,9 @@ func TestEveryEndingClosesEachResourceOnce(t *testing.T) {
 			reset(t, s)
 		}, want: []episode.Resource{episode.ResourceHarness, episode.ResourceBridge}},
 		{name: "retire", edit: func(c *config.Config) { c.Warm = 1 }, play: func(t *testing.T, s *session.Session) {
-			if !reset(t, s).Metadata.Standby || !reset(t, s).Metadata.Standby {
+			first := reset(t, s).Metadata.Standby
+			second := reset(t, s).Metadata.Standby
+			if !first || !second {
 				t.Fatal("the resets were not handed standbys")
 			}
 		}, want: []episode.Resource{episode.ResourceHarness, episode.ResourceBridge}},
