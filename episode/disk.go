@@ -38,8 +38,9 @@ func (e *Env) DiskQuota() int64 {
 
 // mountDisk gives the episode directory root a file system of limits.disk
 // bytes (the image beside it, root+".img"); nil when the session applies
-// no quota. A default quota this host cannot make is given up (logged
-// once); a configured one fails the episode.
+// no quota. A default quota this host cannot make (quota.ErrUnsupported)
+// is given up for the process (logged once); a configured one, or any
+// other failure, fails the episode.
 func (e *Env) mountDisk(ctx context.Context, root string) (*quota.FS, error) {
 	size := e.DiskQuota()
 	if size == 0 {
@@ -55,7 +56,9 @@ func (e *Env) mountDisk(ctx context.Context, root string) (*quota.FS, error) {
 	if err == nil {
 		return fs, nil
 	}
-	if _, explicit := e.Config.Limits.DiskQuota(); explicit || ctx.Err() != nil {
+	// Only a host without the mechanism gives the default quota up; any
+	// other failure (a full disk) fails the episode, as a set one does.
+	if _, explicit := e.Config.Limits.DiskQuota(); explicit || !errors.Is(err, quota.ErrUnsupported) {
 		return nil, fmt.Errorf("limits.disk %s: %w", units.ByteSize(size), err)
 	}
 	diskUnavailable.Store(true)

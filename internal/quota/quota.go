@@ -37,6 +37,23 @@ import (
 // MinSize is the smallest size Mount accepts: ext4's metadata needs room.
 const MinSize = 1 << 20
 
+// ErrUnsupported marks the errors that say this host cannot make quota
+// file systems at all (no mke2fs, no loop devices, no permission to
+// attach or mount, no ext4), as opposed to one that failed (a full disk,
+// a cancelled context).
+var ErrUnsupported = errors.New("this host cannot make quota file systems")
+
+// unsupported marks err as ErrUnsupported when its errno says the host
+// lacks the mechanism or the permission.
+func unsupported(err error) error {
+	for _, e := range []error{unix.EPERM, unix.EACCES, unix.ENODEV, unix.ENOENT, unix.ENXIO, unix.ENOSYS, unix.ENOTTY} {
+		if errors.Is(err, e) {
+			return fmt.Errorf("%w (%w)", err, ErrUnsupported)
+		}
+	}
+	return err
+}
+
 // FS is one mounted size-limited file system.
 type FS struct {
 	// Dir is the mount point.
@@ -76,7 +93,7 @@ var mke2fs = sync.OnceValues(func() (string, error) {
 			}
 		}
 	}
-	return "", errors.New("quota: mke2fs (e2fsprogs) not found on PATH or in /usr/sbin, /sbin")
+	return "", fmt.Errorf("quota: mke2fs (e2fsprogs) not found on PATH or in /usr/sbin, /sbin (%w)", ErrUnsupported)
 })
 
 // Mount makes image a sparse file of size bytes, formats it, attaches it to
@@ -99,7 +116,7 @@ func mountWith(ctx context.Context, dir, image string, size int64, fill func(*os
 	}
 	// Fail fast, before formatting, where there are no loop devices.
 	if err := unix.Access("/dev/loop-control", unix.R_OK|unix.W_OK); err != nil {
-		return nil, fmt.Errorf("quota: no loop devices (/dev/loop-control): %w", err)
+		return nil, unsupported(fmt.Errorf("quota: no loop devices (/dev/loop-control): %w", err))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("quota: create the mount point: %w", err)
@@ -127,7 +144,7 @@ func mountWith(ctx context.Context, dir, image string, size int64, fill func(*os
 	// (or now, if the mount fails).
 	defer loop.Close()
 	if err := unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, mountOptions); err != nil {
-		return nil, fmt.Errorf("quota: mount %s on %s: %w", dev, dir, err)
+		return nil, unsupported(fmt.Errorf("quota: mount %s on %s: %w", dev, dir, err))
 	}
 	fs := &FS{Dir: dir, Image: image, Size: size, Device: dev}
 	if err := prepareRoot(dir); err != nil {
@@ -269,7 +286,7 @@ func prepareRoot(dir string) error {
 func attach(f *os.File) (string, *os.File, error) {
 	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
 	if err != nil {
-		return "", nil, fmt.Errorf("quota: no loop devices: %w", err)
+		return "", nil, unsupported(fmt.Errorf("quota: no loop devices: %w", err))
 	}
 	defer ctl.Close()
 	cfg := unix.LoopConfig{Fd: uint32(f.Fd())}
@@ -281,12 +298,12 @@ func attach(f *os.File) (string, *os.File, error) {
 	for range 16 {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
-			return "", nil, fmt.Errorf("quota: find a free loop device: %w", err)
+			return "", nil, unsupported(fmt.Errorf("quota: find a free loop device: %w", err))
 		}
 		dev := fmt.Sprintf("/dev/loop%d", n)
 		loop, err := os.OpenFile(dev, os.O_RDWR, 0)
 		if err != nil {
-			return "", nil, fmt.Errorf("quota: open %s: %w", dev, err)
+			return "", nil, unsupported(fmt.Errorf("quota: open %s: %w", dev, err))
 		}
 		err = unix.IoctlLoopConfigure(int(loop.Fd()), &cfg)
 		if err == nil {
@@ -294,7 +311,7 @@ func attach(f *os.File) (string, *os.File, error) {
 		}
 		loop.Close()
 		if !errors.Is(err, unix.EBUSY) {
-			return "", nil, fmt.Errorf("quota: attach the image to %s: %w", dev, err)
+			return "", nil, unsupported(fmt.Errorf("quota: attach the image to %s: %w", dev, err))
 		}
 		last = err
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -306,4 +308,55 @@ func TestInodesRunOut(t *testing.T) {
 	if u, err := fs.Usage(); err != nil || !u.Full() || u.FreeInodes != 0 {
 		t.Fatalf("after %d files usage %+v is not full (%v)", n, u, err)
 	}
+}
+
+// A host without the mechanism says so with ErrUnsupported (here: a user
+// without the permission to use loop devices), which is what lets an
+// unset limits.disk go without.
+func TestUnsupportedIsMarked(t *testing.T) {
+	if os.Getenv("QUOTA_TEST_CHILD") == "1" {
+		dir, err := os.MkdirTemp("", "quota-child-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		_, err = quota.Mount(context.Background(), filepath.Join(dir, "m"), filepath.Join(dir, "img"), size)
+		if !errors.Is(err, quota.ErrUnsupported) {
+			t.Fatalf("as uid %d: %v, want ErrUnsupported", os.Geteuid(), err)
+		}
+		t.Logf("as uid %d: %v", os.Geteuid(), err)
+		return
+	}
+	need(t) // root with the mechanism: the child is refused for want of permission alone
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary's build directory is root's alone: copy it where
+	// the unprivileged child can run it.
+	dir, err := os.MkdirTemp("", "quota-unsupported-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "quota.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestUnsupportedIsMarked$", "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "QUOTA_TEST_CHILD=1", "TMPDIR=/tmp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("the unprivileged child: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
 }
