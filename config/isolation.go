@@ -37,8 +37,8 @@ const (
 	EgressHost = "host"
 )
 
-// LimitsConfig bounds a sandboxed harness tree (its cgroup). Zero means no
-// limit.
+// LimitsConfig bounds a sandboxed harness tree (its cgroup) and, in either
+// isolation, the episode's storage. Zero means no limit.
 type LimitsConfig struct {
 	// Memory bounds the tree's memory (and swap, where the host allows).
 	Memory units.ByteSize `yaml:"memory" json:"memory,omitempty"`
@@ -47,9 +47,32 @@ type LimitsConfig struct {
 	Pids int `yaml:"pids" json:"pids,omitempty"`
 	// CPU is a quota in cores (1.5 = one and a half).
 	CPU float64 `yaml:"cpu" json:"cpu,omitempty"`
+	// Disk bounds what an episode may write to its workspace, HOME and
+	// TMPDIR together (a file system of that size per episode, in either
+	// isolation; docs/security.md). Unset means DefaultDisk where the host
+	// can make one (root, loop devices, mke2fs), else none with a warning;
+	// 0 turns it off; a size set here is required.
+	Disk *units.ByteSize `yaml:"disk" json:"disk,omitempty"`
 }
 
-// Any reports whether any limit is set.
+// DefaultDisk is limits.disk when the configuration leaves it unset.
+const DefaultDisk = 10 << 30
+
+// minDisk is the smallest limits.disk (the file system's own metadata).
+const minDisk = 1 << 20
+
+// DiskQuota returns the per-episode storage bound in bytes (0: none) and
+// whether the configuration set it; an unset one is DefaultDisk, applied
+// only where the host can.
+func (l LimitsConfig) DiskQuota() (bytes int64, explicit bool) {
+	if l.Disk == nil {
+		return DefaultDisk, false
+	}
+	return int64(*l.Disk), true
+}
+
+// Any reports whether any limit of the harness tree's cgroup is set
+// (memory, pids, cpu: the sandbox's); limits.disk is not one of them.
 func (l LimitsConfig) Any() bool { return l.Memory > 0 || l.Pids > 0 || l.CPU > 0 }
 
 // NetworkConfig is a sandboxed harness's network policy.
@@ -160,6 +183,11 @@ func (c *Config) validateIsolation() []error {
 	}
 	if l.CPU < 0 || math.IsNaN(l.CPU) || math.IsInf(l.CPU, 0) {
 		errs = append(errs, errors.New("limits.cpu must be a positive number of cores"))
+	}
+	if d, _ := l.DiskQuota(); d < 0 {
+		errs = append(errs, errors.New("limits.disk must not be negative"))
+	} else if d > 0 && d < minDisk {
+		errs = append(errs, fmt.Errorf("limits.disk %d bytes is too small for a file system (at least 1MiB; 0 turns it off)", d))
 	}
 	n := c.Network
 	switch n.Egress {

@@ -13,6 +13,7 @@ type Resource string
 // The resources an episode opens, in the order Open opens them.
 const (
 	ResourceDirectories Resource = "directories"
+	ResourceDisk        Resource = "disk" // the directories' quota (limits.disk)
 	ResourceSandbox     Resource = "sandbox"
 	ResourceToolSources Resource = "tool-sources"
 	ResourceBridge      Resource = "bridge"
@@ -97,6 +98,13 @@ func (c *closers) pop(keep int) *closer {
 		}
 	}
 	return nil
+}
+
+// size is how many undos were pushed.
+func (c *closers) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.stack)
 }
 
 // has reports whether res was opened and not yet closed.

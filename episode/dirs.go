@@ -16,29 +16,32 @@ type Dirs struct {
 	Tmp       string // the harness's TMPDIR
 }
 
-// makeDirs creates fresh private directories under parent, copying
-// template (if any) into the workspace.
-func makeDirs(parent string, seq int, template string) (Dirs, error) {
+// episodeRoot is the directory of the episode numbered seq under parent.
+func episodeRoot(parent string, seq int) Dirs {
 	root := filepath.Join(parent, fmt.Sprintf("ep-%d", seq))
-	d := Dirs{
+	return Dirs{
 		Root:      root,
 		Workspace: filepath.Join(root, "workspace"),
 		Home:      filepath.Join(root, "home"),
 		Tmp:       filepath.Join(root, "tmp"),
 	}
-	os.RemoveAll(root) // a leftover of a crashed daemon with the same layout
+}
+
+// makeDirs creates the private directories in d.Root (which exists, and
+// may be the mount point of the episode's quota), copying template (if
+// any) into the workspace.
+func makeDirs(d Dirs, template string) error {
 	for _, p := range []string{d.Workspace, d.Home, d.Tmp} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
-			return d, fmt.Errorf("create episode directory: %w", err)
+			return fmt.Errorf("create episode directory: %w", err)
 		}
 	}
 	if template != "" {
 		if err := copyTree(template, d.Workspace); err != nil {
-			os.RemoveAll(root)
-			return d, fmt.Errorf("copy workspace template %s: %w", template, err)
+			return fmt.Errorf("copy workspace template %s: %w", template, err)
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // copyTree copies regular files, directories and symlinks from src into dst.

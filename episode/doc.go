@@ -1,5 +1,6 @@
 // Package episode owns everything one episode opens: its private
-// directories (workspace, HOME, TMPDIR), its sandbox and the sandbox's
+// directories (workspace, HOME, TMPDIR) on their disk quota (limits.disk:
+// a file system of their own, internal/quota), its sandbox and the sandbox's
 // doors, the tool bridge with its per-episode tool servers, the model
 // gateway, the egress proxy, the task's files, and the started harness.
 //

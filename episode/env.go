@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
@@ -55,6 +56,8 @@ type Env struct {
 	seq     int
 	started bool     // Sources started
 	dirLock *os.File // the session directory's lock (sweep.go)
+
+	diskMaker *quota.Maker // the episodes' quotas (disk.go), made at the first mount
 
 	exposeOnce  sync.Once
 	exposeBinds []sandbox.Bind

@@ -2,6 +2,7 @@ package episode
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
@@ -65,6 +67,7 @@ type Episode struct {
 	keep    int // undos below this index (the directories) survive Stop
 
 	dirs       Dirs
+	disk       *quota.FS // the directories' quota, nil without
 	sandbox    *sandbox.Sandbox
 	sources    []bridge.Source // per-episode tool sources
 	catalog    *bridge.Catalog
@@ -141,12 +144,15 @@ func (ep *Episode) openTo(ctx context.Context, level Level) error {
 	return nil
 }
 
-// openDirectories makes the episode's private directories.
-func (ep *Episode) openDirectories(context.Context) error {
+// openDirectories makes the episode's private directories, on a file
+// system of their own of limits.disk bytes where the session applies a
+// quota (disk.go). Both stay until Close.
+func (ep *Episode) openDirectories(ctx context.Context) error {
 	e := ep.env
-	d, err := makeDirs(e.Dir, e.nextSeq(), e.Config.Workspace.Template)
-	if err != nil {
-		return err
+	d := episodeRoot(e.Dir, e.nextSeq())
+	clearLeftover(d.Root) // a crashed daemon's, with the same layout
+	if err := os.MkdirAll(d.Root, 0o700); err != nil {
+		return fmt.Errorf("create episode directory: %w", err)
 	}
 	ep.dirs = d
 	ep.undo.push(ResourceDirectories, func(context.Context) error {
@@ -155,8 +161,12 @@ func (ep *Episode) openDirectories(context.Context) error {
 		}
 		return nil
 	})
-	ep.keep = 1
-	return nil
+	if err := ep.openDisk(ctx, d.Root); err != nil {
+		ep.keep = ep.undo.size()
+		return err
+	}
+	ep.keep = ep.undo.size()
+	return makeDirs(d, e.Config.Workspace.Template)
 }
 
 // openDoors prepares the task's files and opens what serves the harness:

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/quota"
 )
 
 // sessionLockName is the file in each session directory on which the
@@ -43,7 +45,8 @@ func lockSessionDir(dir string) (*os.File, error) {
 
 // SweepWorkspaces removes the session directories under root that a daemon
 // which is gone left behind (a daemon killed with SIGKILL cannot remove its
-// own): those whose lock file no process holds. Directories whose lock is
+// own), with the episode quotas it left mounted in them: those whose lock
+// file no process holds. Directories whose lock is
 // held belong to a live daemon and are kept; directories without a lock file
 // (being created, or made by an older harnessd) are left alone. It logs each
 // directory it removes and returns their paths. A root that does not exist
@@ -72,6 +75,12 @@ func SweepWorkspaces(root string, log *slog.Logger) ([]string, error) {
 			continue
 		}
 		if !gone {
+			continue
+		}
+		// The episodes' quotas (limits.disk) it left mounted go first:
+		// their loop devices detach with them.
+		if _, err := quota.UnmountBelow(dir); err != nil {
+			errs = append(errs, fmt.Errorf("unmount a leftover session's quotas: %w", err))
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
@@ -123,10 +132,17 @@ func (e *Env) LockDir() error {
 }
 
 // ReleaseDir removes the session's directory (unless workspace.keep) and
-// drops its lock. Call it once every episode is closed.
+// drops its lock. Call it once every episode is closed. A quota an
+// episode left mounted (one that was never closed) is unmounted first:
+// with the lock file gone no later sweep would find it.
 func (e *Env) ReleaseDir() {
+	if ms, err := quota.UnmountBelow(e.Dir); len(ms) > 0 || err != nil {
+		e.Logger.Warn("unmounted disk quotas of episodes that were not closed", "mounts", ms, "err", err)
+	}
 	if !e.Config.Workspace.Keep {
 		os.RemoveAll(e.Dir)
+	} else {
+		os.Remove(filepath.Join(e.Dir, diskTemplate))
 	}
 	e.mu.Lock()
 	lock := e.dirLock

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/quota"
 )
 
 // Leftovers of a sandboxed tree are found by the sandbox's PID namespace:
@@ -285,6 +287,11 @@ func TestAdversaryNothingOutlivesTheEpisode(t *testing.T) {
 				// daemon (nothing runs to remove them): say what is left.
 				if es, _ := filepath.Glob(filepath.Join(d.Dir, "*")); len(es) > 0 {
 					t.Logf("left in the daemon's directory after SIGKILL: %v", es)
+				}
+				// So are its episodes' disk quotas: unmount them as the
+				// next daemon's sweep would (TestDiskQuotaSweptAfterSIGKILL).
+				if ms, err := quota.UnmountBelow(d.Dir); len(ms) > 0 || err != nil {
+					t.Logf("left after SIGKILL: the episodes' quota mounts %v (unmounted by the test: %v)", ms, err)
 				}
 				// Remove the empty cgroups the killed daemon left (rmdir
 				// fails on a cgroup that still has a task).

@@ -117,7 +117,7 @@ type Server struct {
 	quit     chan struct{} // closed when sockets must close (sessions ended)
 	quitOnce sync.Once
 	conns    sync.WaitGroup // open WebSocket handlers
-	stopReap context.CancelFunc
+	stopReap func()         // ends the idle reaper and waits for the session it is closing
 
 	httpMu      sync.Mutex
 	httpDefault string // id of the default HTTP session
@@ -192,8 +192,15 @@ func New(opts Options) (*Server, error) {
 	s.handler = s.routes()
 	if opts.IdleTimeout > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
-		s.stopReap = cancel
-		go s.reapLoop(ctx, opts.IdleTimeout)
+		reaped := make(chan struct{})
+		// Shutdown waits for a session the reaper is closing: the daemon
+		// must not exit with its episodes' directories (and their disk
+		// quotas' mounts) half closed.
+		s.stopReap = func() { cancel(); <-reaped }
+		go func() {
+			defer close(reaped)
+			s.reapLoop(ctx, opts.IdleTimeout)
+		}()
 	}
 	if t := s.cfg.Episode.TurnTimeout.D(); t > 60*time.Second {
 		s.log.Info("turn timeout exceeds the OpenEnv Python client's default 60 s receive timeout; "+

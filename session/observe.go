@@ -30,6 +30,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	ep := r.ep
 	n := in.Number
 	done := s.endsEpisode(n, res) || submitted(r, a)
+	limits := s.reachedLimits(r)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))
@@ -42,7 +43,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
 		HarnessDone: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
-		ModelIssues: ep.ModelIssues(n),
+		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, r, a, res, obs)
 	s.gradeTask(ctx, r, obs)
@@ -123,6 +124,7 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 		// are a shell's "cannot execute" and "not found".
 		ep.ExplainSandboxed(f)
 	}
+	limits := s.reachedLimits(r)
 	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
 	events := s.events.endTurn()
 	s.finish(tctx, r, f.Type)
@@ -134,7 +136,7 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
-		ModelIssues: ep.ModelIssues(n),
+		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
 	s.gradeTask(ctx, r, obs)
 	s.events.note(observationRecord(obs))

@@ -105,6 +105,10 @@ type Metadata struct {
 	// Truncated says what the turn's events leave out because a bound was
 	// hit (nil when nothing was dropped).
 	Truncated *Truncation `json:"truncated,omitempty"`
+	// LimitsReached names the configured bounds the episode stood at when
+	// the turn ended without ending the episode (LimitDisk: writes fail
+	// with ENOSPC and the harness goes on); none when it stood at none.
+	LimitsReached []string `json:"limits_reached,omitempty"`
 	// Extra holds adapter-specific facts of the turn (stop reason, usage).
 	Extra map[string]any `json:"extra,omitempty"`
 	// ModelIssues are the problems the model gateway found in the turn's
@@ -136,6 +140,10 @@ type ModelIssue struct {
 	// Message says what is wrong.
 	Message string `json:"message"`
 }
+
+// LimitDisk names the episode's storage bound in LimitsReached: its
+// workspace, HOME and TMPDIR together are full.
+const LimitDisk = "limits.disk"
 
 // Truncation reasons: the bound that dropped events of a turn.
 const (

@@ -27,10 +27,11 @@ const (
 	PID1          = "pid1"
 	Userns        = "userns"
 	Sandbox       = "sandbox"
+	DiskQuota     = "disk_quota"
 )
 
 // Names lists every mechanism in report order.
-var Names = []string{ProcessGroups, Pdeathsig, Subreaper, Cgroup, Kill, PTY, PID1, Userns, Sandbox}
+var Names = []string{ProcessGroups, Pdeathsig, Subreaper, Cgroup, Kill, PTY, PID1, Userns, Sandbox, DiskQuota}
 
 // Help says what each mechanism is for (check -h and docs/deploy.md).
 var Help = map[string]string{
@@ -43,6 +44,7 @@ var Help = map[string]string{
 	PID1:          "harnessd is PID 1 of its PID namespace: it reaps every orphan of the container",
 	Userns:        "unprivileged user namespaces (a non-root daemon's sandboxes need them)",
 	Sandbox:       "a harness tree in its own user, PID, mount, network, IPC and UTS namespaces (process/sandbox; not yet used by sessions)",
+	DiskQuota:     "a size-limited file system per episode for limits.disk (internal/quota: root, loop devices, mke2fs)",
 }
 
 // Item is the finding for one mechanism.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
@@ -170,4 +171,15 @@ func probeSandbox(ctx context.Context, self string) Item {
 	default:
 		return failed("%s", r.Detail)
 	}
+}
+
+// probeDiskQuota mounts and unmounts a smallest quota file system under the
+// temporary directory, as each episode's limits.disk does under the
+// workspace root.
+func probeDiskQuota(ctx context.Context) Item {
+	dir := os.TempDir()
+	if err := quota.Probe(ctx, dir); err != nil {
+		return Item{Status: StatusMissing, Detail: err.Error() + " (an unset limits.disk then applies none, with a warning)"}
+	}
+	return Item{Status: StatusVerified, Detail: "a 1 MiB ext4 image on a loop device was mounted and unmounted under " + dir}
 }

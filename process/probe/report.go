@@ -137,6 +137,9 @@ func Run(cfg Config) (*Report, error) {
 			return probeSandbox(ctx, self)
 		})
 	}
+	if want(DiskQuota) {
+		rep.Checks[DiskQuota] = runProbe(probeTimeout, probeDiskQuota)
+	}
 	if cfg.All {
 		rep.Agents, rep.AgentsNote = listAgents(cfg.ListAgents)
 	}
