@@ -73,6 +73,13 @@ func runValidate(args []string) int {
 		return c.fail(exitUsage, "%s: %d %s", path, len(problems), noun)
 	}
 	fmt.Printf("%s: ok (%s)\n", path, describeConfig(cfg))
+	// What runs on the host with the daemon's power over the harness's
+	// data (tool servers declared isolation: host, or every tool server
+	// in process isolation) is listed, so that it is a choice, not a
+	// surprise (docs/security.md, side doors).
+	for _, d := range cfg.SideDoors("") {
+		fmt.Printf("%s: side door: %s\n", path, d)
+	}
 	return exitOK
 }
 

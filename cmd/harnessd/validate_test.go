@@ -47,6 +47,28 @@ rubrics:
 	if code != exitOK || !strings.HasPrefix(out, cfg+": ok (") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	if strings.Contains(out, "side door") {
+		t.Errorf("a sandboxed tool server listed as a side door: %q", out)
+	}
+}
+
+// TestValidateListsSideDoors: a tool server that runs on the host
+// (isolation: host) is listed by validate as a side door.
+func TestValidateListsSideDoors(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	cfg := writeConfig(t, t.TempDir(), "env.yaml", `
+isolation: sandbox
+harness:
+  command: [`+th+`, agent]
+tools:
+  - name: on-host
+    command: [`+th+`, tools]
+    isolation: host
+`)
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitOK || !strings.Contains(out, `side door: tool server "on-host" runs on the host`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 // Every problem is reported at once, one line each naming the key and the
