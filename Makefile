@@ -19,7 +19,8 @@ PKGS    := ./...
 VERSION  ?= $(shell git describe --tags --match 'v[0-9]*.[0-9]*.[0-9]*' --dirty 2>/dev/null)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true)
-LDFLAGS  := $(if $(VERSION),-X main.version=$(VERSION)) $(if $(REVISION),-X main.revision=$(REVISION)) $(if $(MODIFIED),-X main.modified=true)
+VERSIONPKG := github.com/harnessd/harnessd/internal/version
+LDFLAGS  := $(if $(VERSION),-X $(VERSIONPKG).version=$(VERSION)) $(if $(REVISION),-X $(VERSIONPKG).revision=$(REVISION)) $(if $(MODIFIED),-X $(VERSIONPKG).modified=true)
 
 .PHONY: all build test test-go vet lint tracked demo bench bench-agents clean agents chromium fuzz fuzz-smoke
 

@@ -61,12 +61,6 @@ const (
 	exitMissing = 3
 )
 
-// version is set at build time with -ldflags "-X main.version=...": the
-// release tag, or `git describe --tags --dirty` output (make build stamps
-// it); without it, harnessd version derives a semantic version from the
-// build info (version.go, semanticVersion).
-var version = "dev"
-
 type subcommand struct {
 	summary string
 	run     func(args []string) int
