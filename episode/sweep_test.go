@@ -4,16 +4,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/harnessd/harnessd/internal/sessiondir"
 )
 
 func TestSweepWorkspacesKeepsLiveAndUnknown(t *testing.T) {
 	root := t.TempDir()
-	liveLock, err := lockSessionDir(filepath.Join(root, "live"))
+	liveLock, err := sessiondir.Lock(filepath.Join(root, "live"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer liveLock.Close()
-	goneLock, err := lockSessionDir(filepath.Join(root, "gone"))
+	goneLock, err := sessiondir.Lock(filepath.Join(root, "gone"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func (e *Env) newSource(ep *Episode, tc config.ToolConfig, workspaceDir bool) br
 		if len(tc.Command) > 0 && tc.Isolation == config.ToolIsolationHost {
 			e.Logger.Warn("side door: a tool server runs on the host as the daemon's user (isolation: host)", "tool", tc.Name)
 		}
-		return newToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, nil)
+		return NewToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, nil)
 	}
 	sp := sideSpec{name: "tools-" + tc.Name, command: tc.Command, network: tc.Network}
 	if ep != nil {
@@ -42,7 +42,7 @@ func (e *Env) newSource(ep *Episode, tc config.ToolConfig, workspaceDir bool) br
 		sp.dirs = append(sp.dirs, tc.Dir)
 	}
 	l := &sideLauncher{e: e, ep: ep, sp: sp}
-	return &sandboxedSource{Source: newToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, l), l: l}
+	return &sandboxedSource{Source: NewToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, l), l: l}
 }
 
 // sandboxedSource is a stdio source whose side sandbox closes with it.
@@ -56,9 +56,10 @@ func (s *sandboxedSource) Close(ctx context.Context) error {
 	return errors.Join(s.Source.Close(ctx), s.l.Close())
 }
 
-// newToolSource makes the bridge source for a configured tool server (a
-// session's, or CheckTools'); a non-nil launcher runs a stdio server there.
-func newToolSource(tc config.ToolConfig, stopGrace time.Duration, sup *process.Supervisor, log *slog.Logger, l process.Launcher) bridge.Source {
+// NewToolSource makes the bridge source for a configured tool server (an
+// episode's, or preflight.CheckTools'); a non-nil launcher runs a stdio
+// server there.
+func NewToolSource(tc config.ToolConfig, stopGrace time.Duration, sup *process.Supervisor, log *slog.Logger, l process.Launcher) bridge.Source {
 	if tc.URL != "" {
 		return bridge.NewHTTPSource(bridge.HTTPSpec{
 			Name: tc.Name, URL: tc.URL, Headers: tc.Headers, CallTimeout: tc.CallTimeout.D(),

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
-	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/episode/preflight"
 	"github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
@@ -117,7 +117,7 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 	for _, p := range cfg.CheckPrograms() {
 		out = append(out, p.String())
 	}
-	for _, p := range episode.CheckTools(ctx, cfg, sup, log) {
+	for _, p := range preflight.CheckTools(ctx, cfg, sup, log) {
 		out = append(out, p.String())
 	}
 	return cfg, out

@@ -1,4 +1,8 @@
-package episode
+// Package preflight owns what harnessd validate checks by starting things
+// before any episode: every configured tool server, started as a reset
+// would start it, its tools listed and the catalog built. It must not keep
+// anything running: what it starts it stops before it returns.
+package preflight
 
 import (
 	"context"
@@ -8,6 +12,7 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
 )
@@ -36,7 +41,7 @@ func CheckTools(ctx context.Context, cfg *config.Config, sup *process.Supervisor
 			failed[tc.Name] = true // CheckPrograms reports it
 			continue
 		}
-		src := newToolSource(tc, cfg.Harness.StopGrace.D(), sup, log, nil) // the operator's check, no episode data
+		src := episode.NewToolSource(tc, cfg.Harness.StopGrace.D(), sup, log, nil) // the operator's check, no episode data
 		key := fmt.Sprintf("tools[%d] (tool server %q)", i, tc.Name)
 		if err := src.Start(ctx); err != nil {
 			out = append(out, config.Problem{Key: key, Cause: "does not start: " + err.Error()})
