@@ -22,7 +22,7 @@ MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | gr
 VERSIONPKG := github.com/harnessd/harnessd/internal/version
 LDFLAGS  := $(if $(VERSION),-X $(VERSIONPKG).version=$(VERSION)) $(if $(REVISION),-X $(VERSIONPKG).revision=$(REVISION)) $(if $(MODIFIED),-X $(VERSIONPKG).modified=true)
 
-.PHONY: all build test test-go vet lint tracked demo bench bench-agents clean agents chromium fuzz fuzz-smoke
+.PHONY: all build test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke
 
 all: build
 
@@ -39,9 +39,17 @@ vet:
 
 # lint: go vet, gofmt and staticcheck (honnef.co/go/tools, pinned in go.mod
 # as a tool dependency, so "go tool staticcheck" needs no separate install).
-lint: vet tracked
+lint: vet tracked pkgsize
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck $(PKGS)
+
+# pkgsize: no package directory above 3,000 non-test lines of Go, unless
+# its package doc says why it must be bigger ("bigger than 3,000 lines").
+pkgsize:
+	@bad=$$(for d in $$(git ls-files '*.go' | xargs -n1 dirname | sort -u); do \
+		n=$$(ls $$d/*.go | grep -v '_test\.go$$' | xargs cat 2>/dev/null | wc -l); \
+		if [ "$$n" -gt 3000 ] && ! grep -qs 'bigger than 3,000 lines' $$d/*.go; then echo "$$d: $$n lines"; fi; \
+	done); if [ -n "$$bad" ]; then echo "package directories above 3,000 non-test lines (split them, or say why in the package doc):"; echo "$$bad"; exit 1; fi
 
 # tracked: no build output in git. Fails when a tracked file is an ELF
 # binary or larger than 2 MB (lock files aside).
