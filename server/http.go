@@ -133,7 +133,9 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, err)
 		return
 	}
-	obs, err := s.reset(r.Context(), m, opts)
+	ctx, replied := session.AfterReply(r.Context()) // background work starts once the reply is out
+	defer replied()
+	obs, err := s.reset(ctx, m, opts)
 	if err != nil {
 		s.httpError(w, err)
 		return

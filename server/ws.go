@@ -7,6 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -125,12 +126,17 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, werr)
 			return true
 		}
-		obs, err := s.reset(ctx, m, opts)
+		// The reset's background work (retiring the previous episode,
+		// preparing the next) starts once its reply is out.
+		rctx, replied := session.AfterReply(ctx)
+		obs, err := s.reset(rctx, m, opts)
 		if err != nil {
+			replied()
 			s.sendError(wc, s.execError(err))
 			return true
 		}
 		wc.sendRaw(s.observationFrame(s.present(obs)))
+		replied()
 	case frameTypeStep:
 		a, werr := parseAction(f.Data)
 		if werr != nil {

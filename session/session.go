@@ -94,6 +94,7 @@ type Session struct {
 	opCancel context.CancelFunc
 	opDone   chan struct{}
 	after    []func()    // started once the running Reset or Step is over
+	held     []func()    // after-work waiting for its reply (AfterReply)
 	turn     *turnSignal // the running step's, for Interrupt; nil without one
 	cur      *run        // the current (or last) episode; nil before the first
 	last     *wire.LastError
@@ -242,6 +243,7 @@ func (s *Session) beginOp(ctx context.Context, step bool) (context.Context, *tur
 		return nil, nil, nil, ErrBusy
 	}
 	s.busy = true
+	parent := ctx
 	octx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	s.opCancel, s.opDone = cancel, done
@@ -261,15 +263,14 @@ func (s *Session) beginOp(ctx context.Context, step bool) (context.Context, *tur
 			close(sig.over)
 		}
 		close(done)
-		for _, f := range after {
-			f()
-		}
+		s.startAfter(parent, after)
 	}, nil
 }
 
-// afterOp queues f to start once the running Reset or Step has returned:
-// background work (retiring the previous episode, preparing the next) is
-// ordered after the reply, never by waiting a while.
+// afterOp queues f to start once the running Reset or Step has returned
+// and, when its caller said so (AfterReply), once the caller has written
+// the reply: background work (retiring the previous episode, preparing
+// the next) is ordered after the reply, never by waiting a while.
 func (s *Session) afterOp(f func()) {
 	s.mu.Lock()
 	s.after = append(s.after, f)
@@ -363,6 +364,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	var errs []error
 	s.pool.Close()
+	s.startHeld() // after-work a caller never released: retirements (the closed pool fills nothing)
 	if r := s.detach(); r != nil {
 		s.events.closeRecord()
 		errs = append(errs, r.ep.Close(ctx))

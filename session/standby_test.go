@@ -156,3 +156,45 @@ func TestWarmStandbyIsNotUsedForANamedEpisode(t *testing.T) {
 		t.Fatalf("the kept standby was not handed to the next unnamed reset")
 	}
 }
+
+// TestHandoverRetiresAfterTheReply: a reset whose caller holds its reply
+// back (AfterReply) leaves the previous episode's harness running until
+// the caller releases it — the retirement does not compete with writing
+// the reply — and retires it then.
+func TestHandoverRetiresAfterTheReply(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(t)
+	cfg.Warm = 1
+	cfg.Workspace.Root = root
+	s := newSession(t, cfg)
+	if !reset(t, s).Metadata.Standby {
+		t.Fatal("the first reset was not handed the standby")
+	}
+	first := facts(t, s, &wire.Observation{Metadata: wire.Metadata{EpisodeID: s.EpisodeID()}})
+	pidOf := func(ws string) int {
+		for pid, w := range agentsUnder(t, root) {
+			if w == ws {
+				return pid
+			}
+		}
+		return 0
+	}
+	old := pidOf(first.workspace)
+	if old == 0 {
+		t.Fatal("the first episode's harness is not running")
+	}
+	ctx, replied := session.AfterReply(context.Background())
+	obs, err := s.Reset(ctx, session.ResetOptions{})
+	if err != nil || !obs.Metadata.Standby {
+		t.Fatalf("the second reset: %v %+v", err, obs)
+	}
+	// Held: nothing of the previous episode has been torn down.
+	if _, err := os.Stat(first.workspace); err != nil || pidOf(first.workspace) != old {
+		t.Fatalf("the previous episode was retired before the reply was released (workspace %v)", err)
+	}
+	replied()
+	waitFor(t, "the previous episode's retirement", func() bool {
+		_, err := os.Stat(first.workspace)
+		return err != nil && pidOf(first.workspace) == 0
+	})
+}
