@@ -74,4 +74,18 @@
 // output_limit. Stdout lines that are not JSON-RPC (agents print warnings)
 // are logged and ignored but count towards the output limit; responses to
 // unknown ids are logged.
+//
+// # Why not github.com/coder/acp-go-sdk
+//
+// The SDK (v0.13.0, weighed for issue 21) was not taken: its connection
+// reads the agent's stdout itself, with a bufio.Scanner that allocates 1
+// MiB per connection up front (the idle budget is 0.5 MiB per session) and
+// a fixed 10 MiB line limit, where this adapter reads through package
+// process, which bounds a line by harness.max_line_bytes and a turn's
+// output by episode.output_limit and classifies a flood as output_limit;
+// and it logs and skips a line it cannot parse, which this adapter counts
+// (and a line past the limit ends the turn). Its generated schema (11.6k
+// lines) covers all of ACP; the adapter needs the client side of
+// initialize, session/new, session/prompt, session/cancel, session/update
+// and the permission request (schema.go), about 400 lines.
 package acp
