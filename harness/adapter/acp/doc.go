@@ -87,5 +87,5 @@
 // (and a line past the limit ends the turn). Its generated schema (11.6k
 // lines) covers all of ACP; the adapter needs the client side of
 // initialize, session/new, session/prompt, session/cancel, session/update
-// and the permission request (schema.go), about 400 lines.
+// and the permission request (schema.go, about 120 lines).
 package acp
