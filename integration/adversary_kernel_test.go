@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/internal/testbin"
@@ -61,11 +63,23 @@ func TestAdversaryKernelDoors(t *testing.T) {
 			if iso == isoSandbox && (ptys.Count == 0 || ptys.Count > 64) {
 				t.Errorf("the sandbox opened %d ptys, want some and at most its devpts max (64)", ptys.Count)
 			}
-			// limits.memory 256MiB bounds /dev/shm to 64MiB (a quarter).
-			fill := s.attack("fill", shm, "96M")
+			// limits.memory 256MiB bounds /dev/shm to 64MiB (a quarter); the
+			// turn's observation names the bound it reached.
+			obs := s.step("attack fill " + shm + " 96M")
+			var fill attackResult
+			if err := json.Unmarshal([]byte(responseOf(t, obs)), &fill); err != nil {
+				t.Fatalf("not an attack result: %q", responseOf(t, obs))
+			}
+			t.Logf("attack fill %s 96M -> %s", shm, fill)
 			check(fill, "ENOSPC")
-			if iso == isoSandbox && fill.Count > 64<<20 {
-				t.Errorf("/dev/shm took %d bytes, over its 64 MiB bound", fill.Count)
+			reached := fmt.Sprint(meta(t, obs)["limits_reached"])
+			if iso == isoSandbox {
+				if fill.Count > 64<<20 {
+					t.Errorf("/dev/shm took %d bytes, over its 64 MiB bound", fill.Count)
+				}
+				if !strings.Contains(reached, "sandbox:/dev/shm") {
+					t.Errorf("the observation's limits_reached is %s, want it to name sandbox:/dev/shm", reached)
+				}
 			}
 			if got := s.say("reply still-here"); got != "still-here" {
 				t.Errorf("after the attacks the episode answers %q", got)

@@ -145,6 +145,14 @@ type ModelIssue struct {
 // workspace, HOME and TMPDIR together are full.
 const LimitDisk = "limits.disk"
 
+// LimitSandboxTmp and LimitSandboxShm name the sandbox's own tmpfs mounts
+// in LimitsReached: its private /tmp and /dev/shm are full (their sizes
+// follow limits.memory; docs/security.md).
+const (
+	LimitSandboxTmp = "sandbox:/tmp"
+	LimitSandboxShm = "sandbox:/dev/shm"
+)
+
 // Truncation reasons: the bound that dropped events of a turn.
 const (
 	TruncatedMaxEvents = "max_turn_events"      // episode.max_turn_events was reached
