@@ -281,7 +281,7 @@ func (c *Config) resolvePaths(base string) {
 	c.Workspace.Template = abs(c.Workspace.Template)
 	c.Workspace.Root = abs(c.Workspace.Root)
 	c.RecordDir = abs(c.RecordDir)
-	c.Tasks.Dir, c.Tasks.JSONL, c.Tasks.Task = abs(c.Tasks.Dir), abs(c.Tasks.JSONL), abs(c.Tasks.Task)
+	c.Tasks.Dir, c.Tasks.JSONL, c.Tasks.Task, c.Tasks.Parquet = abs(c.Tasks.Dir), abs(c.Tasks.JSONL), abs(c.Tasks.Task), abs(c.Tasks.Parquet)
 	for i := range c.Tools {
 		if c.Tools[i].Dir == "" {
 			c.Tools[i].Dir = base
@@ -399,14 +399,14 @@ func (c *Config) loadTaskset() error {
 		c.taskset = nil
 		return nil
 	}
-	if c.taskset != nil && c.tasksFrom == c.Tasks {
+	if c.taskset != nil && c.tasksFrom.Equal(c.Tasks) {
 		return nil
 	}
 	set, err := tasks.Load(c.Tasks)
 	if err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
-	c.taskset, c.tasksFrom = set, c.Tasks
+	c.taskset, c.tasksFrom = set, c.Tasks.Clone()
 	return nil
 }
 

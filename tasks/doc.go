@@ -1,8 +1,9 @@
 // Package tasks owns tasksets: loading tasks in Harbor's format (a
 // directory per task: task.toml, instruction.md, environment/Dockerfile and
-// the files it copies, tests/, solution/) and from a JSONL file (one task
-// per line), validating them, picking one for an episode (by id, index or
-// seed), preparing an episode's workspace from a task's environment files,
+// the files it copies, tests/, solution/), from a JSONL file (one task
+// per line) and from a dataset's Parquet files (one task per row, through
+// a column mapping: parquet.go), validating them, picking one for an
+// episode (by id, index or seed), preparing an episode's workspace from a task's environment files,
 // and grading the workspace afterwards: the task's tests run in a fresh
 // sandbox (package process/sandbox) with the workspace at the task's
 // working directory, and their reward file becomes the reward — unless a

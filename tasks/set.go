@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -18,10 +19,32 @@ type Source struct {
 	JSONL string `yaml:"jsonl" json:"jsonl,omitempty"`
 	// Task is one Harbor task directory (harnessd run --task).
 	Task string `yaml:"task" json:"task,omitempty"`
+	// Parquet is a dataset's Parquet file, or a directory whose *.parquet
+	// files (its shards, at any depth: data/, split directories) are read
+	// in path order — a row per task (parquet.go).
+	Parquet string `yaml:"parquet" json:"parquet,omitempty"`
+	// Columns maps Parquet's columns to task fields (only with Parquet).
+	Columns Columns `yaml:"columns" json:"columns,omitzero"`
 }
 
 // Empty reports whether no taskset is configured.
-func (s Source) Empty() bool { return s.Dir == "" && s.JSONL == "" && s.Task == "" }
+func (s Source) Empty() bool {
+	return s.Dir == "" && s.JSONL == "" && s.Task == "" && s.Parquet == "" && s.Columns.isZero()
+}
+
+// Equal reports whether s and o name the same taskset.
+func (s Source) Equal(o Source) bool {
+	c, d := s.Columns, o.Columns
+	return s.Dir == o.Dir && s.JSONL == o.JSONL && s.Task == o.Task && s.Parquet == o.Parquet &&
+		c.ID == d.ID && c.Instruction == d.Instruction && c.Test == d.Test && c.Path == d.Path &&
+		slices.Equal(c.Metadata, d.Metadata)
+}
+
+// Clone is a copy of s that shares no memory with it.
+func (s Source) Clone() Source {
+	s.Columns.Metadata = slices.Clone(s.Columns.Metadata)
+	return s
+}
 
 // Problem is one task that did not load.
 type Problem struct {
@@ -71,11 +94,15 @@ type Set struct {
 
 // Load reads and validates every task of src: the directories of src.Dir
 // in name order (each subdirectory holding a task.toml is a task), then
-// src.Task, then the lines of src.JSONL in file order. Ids must be unique. Any broken
+// src.Task, then the lines of src.JSONL in file order, then the rows of
+// src.Parquet (its files in path order). Ids must be unique. Any broken
 // task makes Load fail with a *LoadError naming each by id and reason.
 func Load(src Source) (*Set, error) {
 	s := &Set{byID: map[string]int{}}
-	for _, p := range []*string{&src.Dir, &src.JSONL, &src.Task} {
+	if src.Parquet == "" && !src.Columns.isZero() {
+		return nil, errors.New("columns: given without parquet")
+	}
+	for _, p := range []*string{&src.Dir, &src.JSONL, &src.Task, &src.Parquet} {
 		if *p != "" {
 			abs, err := filepath.Abs(*p)
 			if err != nil {
@@ -135,11 +162,25 @@ func Load(src Source) (*Set, error) {
 			s.hidden = append(s.hidden, t.hidden...)
 		}
 	}
+	if src.Parquet != "" {
+		ts, rps, err := loadParquet(src.Parquet, src.Columns)
+		if err != nil {
+			return nil, fmt.Errorf("parquet: %w", err)
+		}
+		s.hidden = append(s.hidden, src.Parquet)
+		for _, rp := range rps {
+			problems = append(problems, Problem{ID: rp.id, Source: rp.source, Reason: oneLine(rp.err)})
+		}
+		for _, t := range ts {
+			add(t)
+			s.hidden = append(s.hidden, t.hidden...)
+		}
+	}
 	if len(problems) > 0 {
 		return nil, &LoadError{Problems: problems}
 	}
 	if len(s.tasks) == 0 {
-		return nil, errors.New("no tasks found (a task is a directory with task.toml, or a line of the JSONL file)")
+		return nil, errors.New("no tasks found (a task is a directory with task.toml, a line of the JSONL file or a row of the Parquet dataset)")
 	}
 	return s, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/harnessd/harnessd/internal/testbin"
 )
 
@@ -93,5 +95,32 @@ harness:
 	sum, errOut, code = runTask(t, "--config", cfg, "--task", testTasks+"/harbor/hello")
 	if code != exitOK || sum["reward"] != 0.0 {
 		t.Errorf("instruction as the turn: exit %d %v\n%s", code, sum, errOut)
+	}
+}
+
+// parquetTask is a row of a Parquet taskset in the config test below.
+type parquetTask struct {
+	TaskID string `parquet:"task_id"`
+	Prompt string `parquet:"prompt"`
+	Test   string `parquet:"test"`
+	Level  string `parquet:"level"`
+}
+
+func TestValidateAcceptsAParquetTaskset(t *testing.T) {
+	dir := t.TempDir()
+	shard := filepath.Join(dir, "dataset", "data", "train-00000-of-00001.parquet")
+	os.MkdirAll(filepath.Dir(shard), 0o755)
+	if err := parquet.WriteFile(shard, []parquetTask{{"a", "do a", "true", "easy"}, {"b", "do b", "false", "hard"}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\ntasks:\n  parquet: dataset\n  columns: {id: task_id, instruction: prompt, metadata: [level]}\n")
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitOK || !strings.HasPrefix(out, cfg+": ok (") || !strings.Contains(out, "2 task(s)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	bad := writeConfig(t, dir, "bad.yaml", "harness:\n  command: [sh]\ntasks:\n  parquet: dataset\n  columns: {id: task_id, instruction: question}\n")
+	_, errOut, code = harnessd(t, nil, "validate", bad)
+	if code != exitUsage || !strings.Contains(errOut, shard) || !strings.Contains(errOut, `no column "question" (instruction)`) {
+		t.Errorf("a mapping to a missing column: exit %d, stderr:\n%s", code, errOut)
 	}
 }
