@@ -154,12 +154,16 @@ func taskResult(obs *wire.Observation) int {
 	return printTaskSummary(sum)
 }
 
-// taskSource is --tasks PATH: a .jsonl file, or a directory of tasks.
+// taskSource is --tasks PATH: a .jsonl file, a .parquet shard (default
+// columns), or a directory of tasks.
 func taskSource(p string) tasks.Source {
 	if abs, err := filepath.Abs(p); err == nil {
 		p = abs
 	}
 	if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		if strings.HasSuffix(p, ".parquet") {
+			return tasks.Source{Parquet: p} // a dataset's shard, default columns
+		}
 		return tasks.Source{JSONL: p}
 	}
 	return tasks.Source{Dir: p}

@@ -124,3 +124,23 @@ func TestValidateAcceptsAParquetTaskset(t *testing.T) {
 		t.Errorf("a mapping to a missing column: exit %d, stderr:\n%s", code, errOut)
 	}
 }
+
+// TestTaskSourceByPath: --tasks takes a directory, a .jsonl file or a
+// .parquet shard, each as its own kind of source.
+func TestTaskSourceByPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"set.jsonl", "train-00000.parquet"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := taskSource(filepath.Join(dir, "set.jsonl")); s.JSONL == "" || s.Parquet != "" {
+		t.Errorf("a .jsonl file: %+v", s)
+	}
+	if s := taskSource(filepath.Join(dir, "train-00000.parquet")); s.Parquet == "" || s.JSONL != "" {
+		t.Errorf("a .parquet file: %+v", s)
+	}
+	if s := taskSource(dir); s.Dir != dir {
+		t.Errorf("a directory: %+v", s)
+	}
+}
