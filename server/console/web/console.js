@@ -65,7 +65,7 @@ async function openSession(id) {
   renderSessions();
   try {
     const r = await api("/web/api/sessions/" + encodeURIComponent(id) + "/episode");
-    if (view.kind === "session" && view.id === id) { view.records = r.records || []; renderEpisode(); }
+    if (view.kind === "session" && view.id === id) { view.records = r.records || []; view.omitted = r.omitted || null; renderEpisode(); }
   } catch (e) { showError(e); }
 }
 
@@ -106,6 +106,12 @@ function renderEpisode() {
     meta.append(el("p", { class: "label" }, [reset.config && "environment " + reset.config, reset.agent && "agent " + reset.agent,
       reset.adapter && "adapter " + reset.adapter, reset.isolation && "isolation " + reset.isolation,
       "tools: " + ((reset.tools || []).join(", ") || "none")].filter(Boolean).join(" · ")));
+  }
+  if (view.omitted) {
+    // The daemon keeps a window of a long episode's latest turns in memory.
+    const o = view.omitted;
+    const where = o.record_file ? "they are in the record file " + o.record_file : "they were not recorded (record_dir is not configured)";
+    meta.append(el("p", { class: "hint" }, "Turns 1–" + o.last_turn + " are no longer kept by the session: " + where + "."));
   }
   const turns = new Map(); // turn number -> {message, items, obs}
   const turn = (n) => { if (!turns.has(n)) turns.set(n, { message: null, events: [], obs: null }); return turns.get(n); };
@@ -225,7 +231,7 @@ function connectFeed() {
       case "record":
         if (msg.record.kind === "reset") loadRecords(); // a new record file
         if (view && view.kind === "session" && view.id === msg.session_id) {
-          if (msg.record.kind === "reset") view.records = [];
+          if (msg.record.kind === "reset") { view.records = []; view.omitted = null; }
           view.records.push(msg.record);
           renderEpisode();
         }
