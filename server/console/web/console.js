@@ -93,6 +93,12 @@ async function openRecord(name) {
   } catch (e) { showError(e); }
 }
 
+// firstTurn is the earliest turn of recs that has a message or an observation.
+function firstTurn(recs) {
+  for (const r of recs) if ((r.kind === "message" || r.kind === "observation") && r.turn > 0) return r.turn;
+  return 0;
+}
+
 function showError(e) { $("episode-meta").replaceChildren(el("p", { class: "item error" }, String(e.message || e))); }
 
 // ---- the episode timeline ----
@@ -233,6 +239,10 @@ function connectFeed() {
         if (view && view.kind === "session" && view.id === msg.session_id) {
           if (msg.record.kind === "reset") { view.records = []; view.omitted = null; }
           view.records.push(msg.record);
+          // The daemon keeps a window of the latest 1,000 turns: past twice
+          // that, reload the window rather than keep every turn here.
+          if (msg.record.kind === "observation" && msg.record.turn > 0 &&
+              msg.record.turn - firstTurn(view.records) >= 2000) { openSession(view.id); break; }
           renderEpisode();
         }
         break;
