@@ -165,16 +165,16 @@ func echoServer(tb testing.TB, replySize int) (*websocket.Conn, func()) {
 }
 
 // turnElapsed returns the elapsed times of the last n turns from the
-// daemon's "turn complete" log records (JSON, elapsed in nanoseconds).
+// daemon's "turn complete" log records (JSON, at debug; elapsed in seconds).
 func turnElapsed(log string, n int) samples {
 	var out samples
 	for _, line := range strings.Split(log, "\n") {
 		if !strings.Contains(line, `"msg":"turn complete"`) {
 			continue
 		}
-		var rec struct{ Elapsed int64 }
+		var rec struct{ Elapsed float64 }
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Elapsed > 0 {
-			out = append(out, time.Duration(rec.Elapsed))
+			out = append(out, time.Duration(rec.Elapsed*float64(time.Second)))
 		}
 	}
 	if len(out) > n {

@@ -11,6 +11,13 @@ import (
 // which report from different goroutines, into one ordered trajectory, the
 // running turn's events, and the optional live stream of that turn.
 //
+// The trajectory is not kept whole: every event goes to the record file
+// (when the daemon has a record_dir) as it is kept, and memory holds only a
+// window of the latest turns (at most windowTurns ended turns and
+// windowBytes of their events, always the last ended turn, plus the running
+// turn), so a long episode costs the daemon the same at turn 60,000 as at
+// turn 1,000. What fell out of the window is counted (omitted).
+//
 // What a turn keeps is bounded (turnCaps): once a bound is hit the turn
 // keeps no more of the harness's events, only its end and the daemon's own,
 // and its observation carries the truncation marker. Adjacent text_output
@@ -19,7 +26,10 @@ import (
 type eventLog struct {
 	mu      sync.Mutex
 	limits  turnLimits
-	traj    []wire.Event
+	traj    []wire.Event // the window: the retained turns' events, in order
+	spans   []turnSpan   // the ended turns in traj, oldest first
+	winSize int64        // the bytes of the ended turns in traj
+	omitted Omitted      // what fell out of the window
 	rec     *recorder
 	turn    int          // the running turn, 0 between turns
 	events  []wire.Event // the running turn's events
@@ -29,6 +39,22 @@ type eventLog struct {
 	run     textRun
 	budget  turnCaps
 	cut     *wire.Truncation // the last ended turn's truncation
+}
+
+// The window of past turns an eventLog keeps in memory (the record file
+// keeps every turn). windowTurns matches what the web console shows of a
+// live episode (server/console's maxWebTurns).
+const (
+	windowTurns = 1000
+	windowBytes = 16 << 20
+)
+
+// turnSpan is one ended turn of the window: how many of traj's events are
+// its, and their size as the turn's caps counted it.
+type turnSpan struct {
+	turn   int
+	events int
+	bytes  int64
 }
 
 // setLimits sets the per-turn bounds from an episode configuration (zero
@@ -125,6 +151,10 @@ func (l *eventLog) closeRun() {
 func (l *eventLog) beginTurn(n int, emit func(wire.Event)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.turn != 0 { // the previous turn never ended: its events stay a turn of the window
+		l.closeRun()
+		l.endSpan()
+	}
 	l.turn, l.emit, l.events, l.cut = n, emit, nil, nil
 	l.budget = turnCaps{limits: l.limits}
 	evs, dropped := l.pending.take()
@@ -148,9 +178,45 @@ func (l *eventLog) endTurn() []wire.Event {
 	l.closeRun()
 	evs := l.events
 	l.cut = l.budget.cut
+	l.endSpan()
 	l.turn, l.emit, l.events, l.budget = 0, nil, nil, turnCaps{}
 	l.rec.flush()
 	return evs
+}
+
+// endSpan counts the running turn's events as an ended turn of the window
+// and trims the window.
+func (l *eventLog) endSpan() {
+	if l.turn == 0 {
+		return
+	}
+	l.spans = append(l.spans, turnSpan{turn: l.turn, events: len(l.events), bytes: l.budget.bytes})
+	l.winSize += l.budget.bytes
+	l.trim()
+}
+
+// trim drops the oldest ended turns from the window while it holds more
+// than windowTurns turns or windowBytes, keeping the last ended turn. The
+// dropped events are cleared so that what they point to can be freed; the
+// array itself is reallocated at the window's size by a later append.
+func (l *eventLog) trim() {
+	drop, events := 0, 0
+	for len(l.spans)-drop > 1 && (len(l.spans)-drop > windowTurns || l.winSize > windowBytes) {
+		sp := l.spans[drop]
+		drop++
+		events += sp.events
+		l.winSize -= sp.bytes
+		l.omitted.Turns++
+		l.omitted.Events += sp.events
+		l.omitted.LastTurn = sp.turn
+	}
+	if drop == 0 {
+		return
+	}
+	clear(l.traj[:events])
+	l.traj = l.traj[events:]
+	clear(l.spans[:drop])
+	l.spans = l.spans[drop:]
 }
 
 // truncation returns the marker of the last ended turn: nil when it kept
@@ -165,11 +231,17 @@ func (l *eventLog) truncation() *wire.Truncation {
 	return &c
 }
 
-// trajectory returns a copy of every event of the episode.
-func (l *eventLog) trajectory() []wire.Event {
+// trajectory returns a copy of the window's events (the latest turns of
+// the episode, the running one included) and what of the episode is no
+// longer in it.
+func (l *eventLog) trajectory() ([]wire.Event, Omitted) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]wire.Event(nil), l.traj...)
+	o := l.omitted
+	if l.rec != nil {
+		o.RecordFile = l.rec.name
+	}
+	return append([]wire.Event(nil), l.traj...), o
 }
 
 // reset starts a new episode's log, writing to rec.
@@ -178,6 +250,7 @@ func (l *eventLog) reset(rec *recorder) {
 	defer l.mu.Unlock()
 	l.rec.close()
 	l.traj, l.rec, l.turn, l.events, l.emit, l.lastTS = nil, rec, 0, nil, nil, 0
+	l.spans, l.winSize, l.omitted = nil, 0, Omitted{}
 	l.pending, l.run, l.budget, l.cut = pendingEvents{}, textRun{}, turnCaps{}, nil
 }
 

@@ -35,8 +35,9 @@ func observationRecord(o *wire.Observation) wire.Record {
 
 // recorder appends an episode's records to a JSONL file.
 type recorder struct {
-	f *os.File
-	w *bufio.Writer
+	f    *os.File
+	w    *bufio.Writer
+	name string // the file's name in the record directory
 }
 
 func openRecorder(dir, episodeID string) (*recorder, error) {
@@ -48,7 +49,7 @@ func openRecorder(dir, episodeID string) (*recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trajectory record: %w", err)
 	}
-	return &recorder{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &recorder{f: f, w: bufio.NewWriterSize(f, 64<<10), name: name}, nil
 }
 
 // write appends an event record for e.

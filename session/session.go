@@ -328,8 +328,32 @@ func (s *Session) State() wire.State {
 	return st
 }
 
-// Trajectory returns every event of the current (or last) episode in order.
-func (s *Session) Trajectory() []wire.Event { return s.events.trajectory() }
+// Trajectory returns the events of the current (or last) episode in order,
+// as far as the session keeps them: the whole episode while it has at most
+// 1,000 ended turns and 16 MiB of events, then a window of the latest turns
+// (the running one included). TrajectoryWindow also says what is left out.
+// The record file (record_dir) has every event of every turn.
+func (s *Session) Trajectory() []wire.Event {
+	evs, _ := s.events.trajectory()
+	return evs
+}
+
+// TrajectoryWindow returns what Trajectory does and what of the episode is
+// no longer in it. The web console shows a live episode's records from it.
+func (s *Session) TrajectoryWindow() ([]wire.Event, Omitted) { return s.events.trajectory() }
+
+// Omitted is what of an episode's trajectory the session no longer keeps in
+// memory: its oldest turns, beyond the window of the latest ones.
+type Omitted struct {
+	// Turns and Events count the turns left out and their events.
+	Turns, Events int
+	// LastTurn is the latest turn left out (0 when none is): the window
+	// starts after it.
+	LastTurn int
+	// RecordFile names the episode's record file in the record directory,
+	// which has every turn; empty when the daemon keeps no records.
+	RecordFile string
+}
 
 // WaitClosed waits until Close has finished (the episode's record and
 // export written, every process stopped), or ctx ends.

@@ -49,8 +49,8 @@ func TestEventLogCoalescesAdjacentText(t *testing.T) {
 	if tr := l.truncation(); tr != nil {
 		t.Errorf("truncation %+v for a turn within bounds", tr)
 	}
-	if n := len(l.trajectory()); n != len(evs) {
-		t.Errorf("trajectory holds %d events, the turn kept %d", n, len(evs))
+	if traj, _ := l.trajectory(); len(traj) != len(evs) {
+		t.Errorf("trajectory holds %d events, the turn kept %d", len(traj), len(evs))
 	}
 }
 

@@ -117,9 +117,15 @@ func (c *Console) handleWebEpisode(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"session": c.webSummary(m), "records": c.log(m.ID).records(m.Session.Trajectory()),
-	})
+	// The session keeps a window of the episode's latest turns (the
+	// console's log keeps as many): older turns are named, and the record
+	// file they are in, if any.
+	evs, om := m.Session.TrajectoryWindow()
+	out := map[string]any{"session": c.webSummary(m), "records": c.log(m.ID).records(evs)}
+	if om.Turns > 0 {
+		out["omitted"] = WebOmitted{Turns: om.Turns, LastTurn: om.LastTurn, RecordFile: om.RecordFile}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (c *Console) handleWebCancel(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +142,15 @@ func (c *Console) handleWebCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"cancelled": true})
+}
+
+// WebOmitted says which of a live episode's turns the console no longer
+// shows: turns 1 to LastTurn, in RecordFile (a name in the record
+// directory) when the daemon keeps records.
+type WebOmitted struct {
+	Turns      int    `json:"turns"`
+	LastTurn   int    `json:"last_turn"`
+	RecordFile string `json:"record_file,omitempty"`
 }
 
 // RecordFile is one record file as the console lists it.

@@ -9,7 +9,9 @@ import (
 )
 
 // maxWebTurns bounds the turns (message and observation records) the
-// console keeps of a live session's episode; older turns are dropped.
+// console keeps of a live session's episode; older turns are dropped. The
+// session keeps as many turns of events (session.Session.TrajectoryWindow),
+// so the two windows line up; the episode view names what they left out.
 const maxWebTurns = 1000
 
 // webLog is what the console shows of a live session's current episode

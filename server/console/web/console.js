@@ -65,7 +65,7 @@ async function openSession(id) {
   renderSessions();
   try {
     const r = await api("/web/api/sessions/" + encodeURIComponent(id) + "/episode");
-    if (view.kind === "session" && view.id === id) { view.records = r.records || []; renderEpisode(); }
+    if (view.kind === "session" && view.id === id) { view.records = r.records || []; view.omitted = r.omitted || null; renderEpisode(); }
   } catch (e) { showError(e); }
 }
 
@@ -93,6 +93,12 @@ async function openRecord(name) {
   } catch (e) { showError(e); }
 }
 
+// firstTurn is the earliest turn of recs that has a message or an observation.
+function firstTurn(recs) {
+  for (const r of recs) if ((r.kind === "message" || r.kind === "observation") && r.turn > 0) return r.turn;
+  return 0;
+}
+
 function showError(e) { $("episode-meta").replaceChildren(el("p", { class: "item error" }, String(e.message || e))); }
 
 // ---- the episode timeline ----
@@ -106,6 +112,12 @@ function renderEpisode() {
     meta.append(el("p", { class: "label" }, [reset.config && "environment " + reset.config, reset.agent && "agent " + reset.agent,
       reset.adapter && "adapter " + reset.adapter, reset.isolation && "isolation " + reset.isolation,
       "tools: " + ((reset.tools || []).join(", ") || "none")].filter(Boolean).join(" · ")));
+  }
+  if (view.omitted) {
+    // The daemon keeps a window of a long episode's latest turns in memory.
+    const o = view.omitted;
+    const where = o.record_file ? "they are in the record file " + o.record_file : "they were not recorded (record_dir is not configured)";
+    meta.append(el("p", { class: "hint" }, "Turns 1–" + o.last_turn + " are no longer kept by the session: " + where + "."));
   }
   const turns = new Map(); // turn number -> {message, items, obs}
   const turn = (n) => { if (!turns.has(n)) turns.set(n, { message: null, events: [], obs: null }); return turns.get(n); };
@@ -225,8 +237,12 @@ function connectFeed() {
       case "record":
         if (msg.record.kind === "reset") loadRecords(); // a new record file
         if (view && view.kind === "session" && view.id === msg.session_id) {
-          if (msg.record.kind === "reset") view.records = [];
+          if (msg.record.kind === "reset") { view.records = []; view.omitted = null; }
           view.records.push(msg.record);
+          // The daemon keeps a window of the latest 1,000 turns: past twice
+          // that, reload the window rather than keep every turn here.
+          if (msg.record.kind === "observation" && msg.record.turn > 0 &&
+              msg.record.turn - firstTurn(view.records) >= 2000) { openSession(view.id); break; }
           renderEpisode();
         }
         break;

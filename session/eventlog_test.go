@@ -1,0 +1,93 @@
+package session
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/harnessd/harnessd/wire"
+)
+
+// runTurn runs turn n of l with one text line of text and the turn's end.
+func runTurn(l *eventLog, n int, text string) []wire.Event {
+	l.beginTurn(n, nil)
+	l.add(wire.Text(wire.OriginHarness, text))
+	l.add(wire.New(wire.OriginHarness, &wire.TurnComplete{Response: "ok"}))
+	return l.endTurn()
+}
+
+// A long episode keeps a window of its latest windowTurns turns in memory,
+// counts what fell out, and its memory does not grow with the episode.
+func TestEventLogWindowOfTurns(t *testing.T) {
+	l := newTestLog(0, 0)
+	const turns = 3*windowTurns + 17
+	maxCap := 0
+	for n := 1; n <= turns; n++ {
+		if evs := runTurn(l, n, "line"); len(evs) != 2 {
+			t.Fatalf("turn %d kept %d events, want 2", n, len(evs))
+		}
+		if n > 2*windowTurns {
+			maxCap = max(maxCap, cap(l.traj))
+		}
+	}
+	traj, om := l.trajectory()
+	if len(traj) != 2*windowTurns {
+		t.Fatalf("window holds %d events, want %d (the last %d turns)", len(traj), 2*windowTurns, windowTurns)
+	}
+	if first, last := traj[0].Turn, traj[len(traj)-1].Turn; first != turns-windowTurns+1 || last != turns {
+		t.Errorf("window spans turns %d–%d, want %d–%d", first, last, turns-windowTurns+1, turns)
+	}
+	want := Omitted{Turns: turns - windowTurns, Events: 2 * (turns - windowTurns), LastTurn: turns - windowTurns}
+	if om != want {
+		t.Errorf("omitted %+v, want %+v", om, want)
+	}
+	// The array is reallocated at the window's size, not the episode's.
+	if maxCap > 4*2*windowTurns {
+		t.Errorf("the window's array grew to %d events for a window of %d", maxCap, 2*windowTurns)
+	}
+	// A running turn is in the window too.
+	l.beginTurn(turns+1, nil)
+	l.add(wire.Text(wire.OriginHarness, "running"))
+	l.add(wire.Text(wire.OriginBridge, "other"))
+	if traj, _ := l.trajectory(); traj[len(traj)-1].Turn != turns+1 {
+		t.Errorf("the running turn's events are not in the window: last %+v", traj[len(traj)-1])
+	}
+	l.endTurn()
+
+	// A new episode starts an empty window.
+	l.reset(nil)
+	if traj, om := l.trajectory(); len(traj) != 0 || om != (Omitted{}) {
+		t.Errorf("after reset: %d events, omitted %+v", len(traj), om)
+	}
+}
+
+// The window is bounded in bytes too, and always keeps the last ended turn
+// whatever its size.
+func TestEventLogWindowOfBytes(t *testing.T) {
+	l := newTestLog(0, 0)
+	big := strings.Repeat("x", 3<<20) // within a turn's 8 MiB cap
+	for n := 1; n <= 20; n++ {
+		runTurn(l, n, big)
+	}
+	traj, om := l.trajectory()
+	var size int64
+	turns := map[int]bool{}
+	for _, e := range traj {
+		size += eventSize(e)
+		turns[e.Turn] = true
+	}
+	if size > windowBytes || len(turns) < windowBytes/(4<<20) {
+		t.Errorf("window holds %d turns, %d bytes (bound %d)", len(turns), size, windowBytes)
+	}
+	if om.Turns != 20-len(turns) || om.LastTurn != 20-len(turns) {
+		t.Errorf("omitted %+v with %d turns kept of 20", om, len(turns))
+	}
+
+	huge := strings.Repeat("y", 7<<20)
+	l.reset(nil)
+	runTurn(l, 1, huge)
+	runTurn(l, 2, huge)
+	runTurn(l, 3, huge)
+	if traj, _ := l.trajectory(); len(traj) == 0 || traj[len(traj)-1].Turn != 3 {
+		t.Errorf("the last ended turn is not kept")
+	}
+}
