@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/harnessd/harnessd/process"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,8 +167,18 @@ func format(ctx context.Context, f *os.File, size int64) error {
 	}
 	cmd := exec.CommandContext(ctx, mkfs, append(append([]string(nil), mkfsFlags...), f.Name())...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("quota: format the image (%s): %w: %s", mkfs, err, bytes.TrimSpace(out))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// A tracked child: the daemon's orphan reaper (process.ReapOrphans)
+	// would otherwise take mke2fs's exit status before cmd.Wait does
+	// ("waitid: no child processes").
+	if err := process.StartCommand(cmd); err != nil {
+		return fmt.Errorf("quota: format the image (%s): %w", mkfs, err)
+	}
+	err = cmd.Wait()
+	process.ReleaseCommand(cmd.Process.Pid)
+	if err != nil {
+		return fmt.Errorf("quota: format the image (%s): %w: %s", mkfs, err, bytes.TrimSpace(out.Bytes()))
 	}
 	return nil
 }

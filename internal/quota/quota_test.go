@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process"
 )
 
 // need skips (fails under CI=true) where this host cannot mount a quota.
@@ -359,4 +360,36 @@ func TestUnsupportedIsMarked(t *testing.T) {
 		t.Fatalf("the unprivileged child: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+}
+
+// TestFormatSurvivesTheOrphanReaper: the daemon's orphan reaper
+// (process.ReapOrphans) runs on every SIGCHLD and reaps any zombie child
+// the process package does not track; mke2fs is started as a tracked
+// child, so its exit status stays its own (it used to fail "waitid: no
+// child processes" when the reaper got there first).
+func TestFormatSurvivesTheOrphanReaper(t *testing.T) {
+	need(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reaped := make(chan int)
+	go func() {
+		n := 0
+		for ctx.Err() == nil {
+			n += process.ReapOrphans()
+		}
+		reaped <- n
+	}()
+	dir := t.TempDir()
+	for i := range 8 {
+		mnt, img := filepath.Join(dir, fmt.Sprint("mnt", i)), filepath.Join(dir, fmt.Sprint("img", i))
+		fs, err := quota.Mount(context.Background(), mnt, img, size)
+		if err != nil {
+			t.Fatalf("mount %d with the reaper running: %v", i, err)
+		}
+		if err := fs.Unmount(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	t.Logf("the reaper took %d untracked children meanwhile", <-reaped)
 }
