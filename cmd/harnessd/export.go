@@ -2,13 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"strings"
 
-	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/internal/atif"
-	"github.com/harnessd/harnessd/wire"
 )
 
 func init() {
@@ -16,7 +12,7 @@ func init() {
 }
 
 func runExport(args []string) int {
-	c := newCLI("export", "harnessd export --format atif RECORD.jsonl [--export EXPORT.json] [-o FILE]\n\n"+
+	c := newCLI("export", "harnessd export --format atif RECORD.jsonl [--export EXPORT.json] [--attempt N] [-o FILE]\n\n"+
 		"Converts one episode's record file (record_dir's <episode>.jsonl) into a trajectory in Harbor's\n"+
 		"Agent Trajectory Interchange Format ("+atif.SchemaVersion+"): a user step per turn message, an agent step per\n"+
 		"model call the gateway saw, the tool bridge's tool calls and results, token counts, and the engine's\n"+
@@ -27,6 +23,7 @@ func runExport(args []string) int {
 	exportFile := c.fs.String("export", "", "the gateway's training export (default: RECORD's .export.json, if present)")
 	out := c.fs.StringP("output", "o", "", "write the trajectory to this file (default stdout)")
 	agentVersion := c.fs.String("agent-version", "", "the agent's version for the trajectory (default \"unknown\")")
+	attempt := c.fs.Int("attempt", 0, "the episode to convert, from 1, when the record holds several (an id reused)")
 	if code, done := c.parse(args); done {
 		return code
 	}
@@ -40,18 +37,16 @@ func runExport(args []string) int {
 		return c.usageError("one record file is needed, got %d arguments", c.fs.NArg())
 	}
 	record := c.fs.Arg(0)
-	f, err := os.Open(record)
+	recs, ex, err := atif.ReadFiles(record, *exportFile)
 	if err != nil {
 		return c.fail(exitFailure, "%v", err)
 	}
-	recs, err := wire.ReadRecords(f)
-	f.Close()
-	if err != nil {
-		return c.fail(exitFailure, "%s: %v", record, err)
-	}
-	ex, err := readExport(*exportFile, record)
-	if err != nil {
-		return c.fail(exitFailure, "%v", err)
+	if eps := atif.Episodes(recs); *attempt > 0 && *attempt <= len(eps) {
+		if recs = eps[*attempt-1]; *exportFile == "" && *attempt < len(eps) {
+			ex = nil // the export beside the record is the last episode's
+		}
+	} else if *attempt != 0 || len(eps) > 1 {
+		return c.fail(exitFailure, "%s holds %d episodes: pick one with --attempt 1 to %d", record, len(eps), len(eps))
 	}
 	t, err := atif.Convert(recs, ex, atif.Options{AgentVersion: *agentVersion, HarnessdVersion: buildVersion()})
 	if err != nil {
@@ -63,40 +58,12 @@ func runExport(args []string) int {
 	}
 	b = append(b, '\n')
 	if *out == "" {
-		if _, err := os.Stdout.Write(b); err != nil {
-			return c.fail(exitFailure, "%v", err)
-		}
-		return exitOK
+		_, err = os.Stdout.Write(b)
+	} else {
+		err = os.WriteFile(*out, b, 0o644)
 	}
-	if err := os.WriteFile(*out, b, 0o644); err != nil {
+	if err != nil {
 		return c.fail(exitFailure, "%v", err)
 	}
 	return exitOK
-}
-
-// readExport reads the training export named, else the one beside the
-// record (a missing default is no export: an evaluation episode has none).
-func readExport(name, record string) (*gateway.Export, error) {
-	if name == "" {
-		def := strings.TrimSuffix(record, ".jsonl") + ".export.json"
-		if def == record {
-			return nil, nil
-		}
-		if _, err := os.Stat(def); err != nil {
-			return nil, nil
-		}
-		name = def
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("reading the export: %w", err)
-	}
-	var ex gateway.Export
-	if err := json.Unmarshal(b, &ex); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if ex.Format != gateway.ExportFormat {
-		return nil, fmt.Errorf("%s: format %q, not the gateway's training export (%s)", name, ex.Format, gateway.ExportFormat)
-	}
-	return &ex, nil
 }

@@ -49,3 +49,20 @@ func TestExportArguments(t *testing.T) {
 		t.Errorf("exit %d: %s\n%s", code, out, errOut)
 	}
 }
+
+// A record holding two episodes (an id reused) needs --attempt.
+func TestExportPicksAnAttempt(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "ep.jsonl")
+	os.WriteFile(record, []byte(`{"kind":"reset","time":1,"episode_id":"ep"}`+"\n"+`{"kind":"message","time":2,"turn":1,"content":"first"}`+"\n"+
+		`{"kind":"reset","time":3,"episode_id":"ep"}`+"\n"+`{"kind":"message","time":4,"turn":1,"content":"second"}`+"\n"), 0o644)
+	if _, errOut, code := harnessd(t, nil, "export", "--format", "atif", record); code != exitFailure || !strings.Contains(errOut, "holds 2 episodes") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if _, _, code := harnessd(t, nil, "export", "--format", "atif", "--attempt", "3", record); code != exitFailure {
+		t.Errorf("--attempt 3 of 2: exit %d", code)
+	}
+	out, errOut, code := harnessd(t, nil, "export", "--format", "atif", "--attempt", "2", record)
+	if code != exitOK || !strings.Contains(out, `"message": "second"`) || strings.Contains(out, "first") {
+		t.Errorf("exit %d: %s\n%s", code, out, errOut)
+	}
+}

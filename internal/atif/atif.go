@@ -4,10 +4,10 @@
 // gateway.Export) into a trajectory in Harbor's Agent Trajectory
 // Interchange Format, ATIF-v1.7 (Harbor's rfcs/0001-trajectory-format.md).
 //
-// It owns the mapping only: which record becomes which step, where token
-// ids, logprobs and durations go. It must not read or write files (the
-// caller hands it decoded records and export), and must not touch the
-// episode machinery that writes records.
+// It owns the mapping — which record becomes which step, where token ids,
+// logprobs and durations go — and reading the two files (ReadFiles). It
+// must not write files (the caller says where the trajectory goes), and
+// must not touch the episode machinery that writes records.
 //
 // The mapping (docs/protocol.md#atif-trajectories says it for users):
 //
@@ -34,7 +34,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/harnessd/harnessd/gateway"
@@ -157,8 +159,8 @@ func Convert(recs []wire.Record, ex *gateway.Export, opts Options) (*Trajectory,
 	if recs[0].Kind != wire.RecordReset {
 		return nil, fmt.Errorf("atif: the record starts with a %q line, not a reset", recs[0].Kind)
 	}
-	if n := countResets(recs); n > 1 {
-		return nil, fmt.Errorf("atif: the record holds %d episodes (resets); convert one at a time", n)
+	if n := len(Episodes(recs)); n > 1 {
+		return nil, fmt.Errorf("atif: the record holds %d episodes (an episode id reused appends); convert one at a time", n)
 	}
 	version := opts.AgentVersion
 	if version == "" {
@@ -203,14 +205,20 @@ func Convert(recs []wire.Record, ex *gateway.Export, opts Options) (*Trajectory,
 	return c.t, nil
 }
 
-func countResets(recs []wire.Record) int {
-	n := 0
+// Episodes splits a record file at its resets: an episode id reused
+// appends a second episode to the same file. Lines before the first reset
+// are dropped.
+func Episodes(recs []wire.Record) [][]wire.Record {
+	var out [][]wire.Record
 	for _, r := range recs {
 		if r.Kind == wire.RecordReset {
-			n++
+			out = append(out, nil)
+		}
+		if len(out) > 0 {
+			out[len(out)-1] = append(out[len(out)-1], r)
 		}
 	}
-	return n
+	return out
 }
 
 func (c *converter) record(r wire.Record) error {
@@ -546,4 +554,49 @@ func finite(lp []float64) []float64 {
 		}
 	}
 	return lp
+}
+
+// ReadFiles reads a record file and the training export: the one named,
+// else the one beside the record (<episode>.export.json) when there is one
+// (an evaluation episode has none). ex is nil without an export.
+func ReadFiles(record, export string) (recs []wire.Record, ex *gateway.Export, err error) {
+	f, err := os.Open(record)
+	if err != nil {
+		return nil, nil, fmt.Errorf("atif: %w", err)
+	}
+	recs, err = wire.ReadRecords(f)
+	f.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("atif: %s: %w", record, err)
+	}
+	if def := strings.TrimSuffix(record, ".jsonl") + ".export.json"; export == "" && def != record {
+		if _, err := os.Stat(def); err != nil {
+			return recs, nil, nil
+		}
+		export = def
+	}
+	if export == "" {
+		return recs, nil, nil
+	}
+	b, err := os.ReadFile(export)
+	if err != nil {
+		return nil, nil, fmt.Errorf("atif: reading the export: %w", err)
+	}
+	if ex, err = DecodeExport(b); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", export, err)
+	}
+	return recs, ex, nil
+}
+
+// DecodeExport decodes a gateway training export file's bytes, refusing
+// any other format.
+func DecodeExport(b []byte) (*gateway.Export, error) {
+	var ex gateway.Export
+	if err := json.Unmarshal(b, &ex); err != nil {
+		return nil, fmt.Errorf("atif: decoding the export: %w", err)
+	}
+	if ex.Format != gateway.ExportFormat {
+		return nil, fmt.Errorf("atif: format %q, not the gateway's training export (%s)", ex.Format, gateway.ExportFormat)
+	}
+	return &ex, nil
 }
