@@ -60,10 +60,13 @@ type Trajectory struct {
 
 // Agent is ATIF's AgentSchema: the agent system that ran.
 type Agent struct {
-	Name      string         `json:"name"`
-	Version   string         `json:"version"`
-	ModelName string         `json:"model_name,omitempty"`
-	Extra     map[string]any `json:"extra,omitempty"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	ModelName string `json:"model_name,omitempty"`
+	// ToolDefinitions are the tools offered to the model in OpenAI's
+	// function-calling form: the first Chat Completions request's tools.
+	ToolDefinitions json.RawMessage `json:"tool_definitions,omitempty"`
+	Extra           map[string]any  `json:"extra,omitempty"`
 }
 
 // FinalMetrics is ATIF's FinalMetricsSchema.
@@ -81,6 +84,7 @@ type Step struct {
 	Source       string         `json:"source"`
 	ModelName    string         `json:"model_name,omitempty"`
 	Message      string         `json:"message"`
+	Reasoning    string         `json:"reasoning_content,omitempty"`
 	ToolCalls    []ToolCall     `json:"tool_calls,omitempty"`
 	Observation  *Observation   `json:"observation,omitempty"`
 	Metrics      *Metrics       `json:"metrics,omitempty"`
@@ -142,6 +146,9 @@ type converter struct {
 	nTools  int
 	nLLM    int
 	nCallID int
+	// gateway says the record has model calls the gateway saw; without
+	// any, the harness's own account of its model calls is used.
+	gateway bool
 }
 
 type pendingCall struct {
@@ -192,6 +199,12 @@ func Convert(recs []wire.Record, ex *gateway.Export, opts Options) (*Trajectory,
 	}
 	for _, n := range reset.Tools {
 		c.tools[n] = true
+	}
+	for _, r := range recs {
+		if r.Kind == wire.RecordEvent && r.Event != nil && r.Event.Type == wire.EventLLMResponse && r.Event.Origin == wire.OriginGateway {
+			c.gateway = true
+			break
+		}
 	}
 	for i, r := range recs[1:] {
 		if err := c.record(r); err != nil {
@@ -295,10 +308,20 @@ func (c *converter) event(e wire.Event) error {
 	}
 	switch d := e.Data.(type) {
 	case *wire.LLMResponse:
-		if e.Origin != wire.OriginGateway {
-			return nil // a harness's own account; the gateway's is the record
+		if e.Origin == wire.OriginGateway || (!c.gateway && e.Origin == wire.OriginHarness) {
+			c.llm(e, d) // a harness's own account only when the gateway saw none
 		}
-		c.llm(e, d)
+	case *wire.LLMRequest:
+		var defs []json.RawMessage
+		if e.Origin == wire.OriginGateway && d.Dialect == "openai-chat" && c.t.Agent.ToolDefinitions == nil &&
+			json.Unmarshal(d.Tools, &defs) == nil && len(defs) > 0 {
+			c.t.Agent.ToolDefinitions = d.Tools
+		}
+	case *wire.LLMChunk:
+		if d.Thought && d.Content != "" {
+			i := c.agentStep(e.Timestamp)
+			c.t.Steps[i].Reasoning += d.Content
+		}
 	case *wire.ToolCall:
 		if e.Origin == wire.OriginBridge || (e.Origin == wire.OriginHarness && !c.tools[d.ToolName]) {
 			c.toolCall(e, d)
@@ -341,9 +364,15 @@ func (c *converter) byCallOf(i int) int {
 }
 
 func (c *converter) llm(e wire.Event, d *wire.LLMResponse) {
-	one := 1
 	s := Step{Source: "agent", Timestamp: stamp(e.Timestamp), ModelName: d.Model, Message: contentText(d.Content),
-		LLMCallCount: &one, Extra: map[string]any{"turn": c.turn, "call_index": d.CallIndex}}
+		Extra: map[string]any{"turn": c.turn, "origin": string(e.Origin)}}
+	if e.Origin == wire.OriginGateway {
+		one := 1 // the gateway saw exactly this call; a harness's account may sum several
+		s.LLMCallCount = &one
+	}
+	if d.CallIndex > 0 {
+		s.Extra["call_index"] = d.CallIndex
+	}
 	if c.t.Agent.ModelName == "" && d.Model != "" {
 		c.t.Agent.ModelName = d.Model
 	}

@@ -2,6 +2,7 @@ package atif_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -87,4 +88,57 @@ func TestConvertRefusesWhatIsNotOneEpisode(t *testing.T) {
 			t.Errorf("%s: converted", name)
 		}
 	}
+}
+
+// Without gateway calls, a harness's own llm_response is an agent step
+// (llm_call_count not tracked: it may sum several calls); with them, the
+// gateway's are the only ones. Thought chunks are the step's reasoning;
+// a Chat Completions request's tools are the agent's tool definitions.
+func TestConvertModelCallsByOrigin(t *testing.T) {
+	msg := "go"
+	tools := json.RawMessage(`[{"type":"function","function":{"name":"add","parameters":{"type":"object"}}}]`)
+	base := []wire.Record{
+		{Kind: wire.RecordReset, Time: 1, EpisodeID: "ep", Config: "c"},
+		{Kind: wire.RecordMessage, Time: 2, Turn: 1, Content: &msg},
+		ev(1, 3, wire.OriginHarness, &wire.LLMResponse{Content: "harness says", Usage: &wire.TokenUsage{PromptTokens: 7, CompletionTokens: 2}}),
+		ev(1, 4, wire.OriginHarness, &wire.LLMChunk{Content: "let me ", Thought: true}),
+		ev(1, 4.5, wire.OriginHarness, &wire.LLMChunk{Content: "think", Thought: true}),
+	}
+	tr, err := atif.Convert(base, nil, atif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(tr)
+	if p := validate(t, b); len(p) != 0 {
+		t.Fatalf("does not validate: %v\n%s", p, b)
+	}
+	if len(tr.Steps) != 2 || tr.Steps[1].Message != "harness says" || tr.Steps[1].LLMCallCount != nil ||
+		*tr.Steps[1].Metrics.PromptTokens != 7 || tr.Steps[1].Reasoning != "let me think" || *tr.FinalMetrics.TotalPromptTokens != 7 {
+		t.Errorf("harness model call: %s", b)
+	}
+	withGateway := append(base[:len(base):len(base)],
+		ev(1, 5, wire.OriginGateway, &wire.LLMRequest{CallIndex: 1, Dialect: "openai-chat", Tools: tools}),
+		ev(1, 6, wire.OriginGateway, &wire.LLMResponse{Content: "gateway saw", CallIndex: 1, Usage: &wire.TokenUsage{PromptTokens: 9, CompletionTokens: 3}}))
+	tr, err = atif.Convert(withGateway, nil, atif.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(tr)
+	if p := validate(t, b); len(p) != 0 {
+		t.Fatalf("does not validate: %v\n%s", p, b)
+	}
+	var agents []string
+	for _, s := range tr.Steps {
+		if s.Source == "agent" {
+			agents = append(agents, s.Message)
+		}
+	}
+	if strings.Join(agents, ",") != ",gateway saw" || *tr.FinalMetrics.TotalPromptTokens != 9 || !jsonEq(tr.Agent.ToolDefinitions, tools) {
+		t.Errorf("with the gateway's call: %s", b)
+	}
+}
+
+func jsonEq(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
