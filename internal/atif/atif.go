@@ -46,7 +46,9 @@ import (
 // SchemaVersion is the ATIF version this package writes.
 const SchemaVersion = "ATIF-v1.7"
 
-// Trajectory is ATIF's root object.
+// Trajectory is ATIF's root object. Its fields and those of the types
+// below are the spec's, named by their JSON names; the spec says what each
+// means, and docs/protocol.md#atif-trajectories what harnessd puts there.
 type Trajectory struct {
 	SchemaVersion string         `json:"schema_version"`
 	SessionID     string         `json:"session_id,omitempty"`
@@ -168,6 +170,9 @@ func Convert(recs []wire.Record, ex *gateway.Export, opts Options) (*Trajectory,
 	}
 	if n := len(Episodes(recs)); n > 1 {
 		return nil, fmt.Errorf("atif: the record holds %d episodes (an episode id reused appends); convert one at a time", n)
+	}
+	if ex != nil && ex.EpisodeID != recs[0].EpisodeID {
+		return nil, fmt.Errorf("atif: the export is episode %q's, the record episode %q's", ex.EpisodeID, recs[0].EpisodeID)
 	}
 	version := opts.AgentVersion
 	if version == "" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/internal/atif"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -141,4 +142,11 @@ func TestConvertModelCallsByOrigin(t *testing.T) {
 func jsonEq(a, b json.RawMessage) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+func TestConvertRefusesAnotherEpisodesExport(t *testing.T) {
+	recs := []wire.Record{{Kind: wire.RecordReset, EpisodeID: "a"}}
+	if _, err := atif.Convert(recs, &gateway.Export{EpisodeID: "b"}, atif.Options{}); err == nil || !strings.Contains(err.Error(), `"b"`) {
+		t.Errorf("converted with another episode's export: %v", err)
+	}
 }
