@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/recordfile"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -254,7 +254,7 @@ func (ep *Episode) writeExport() error {
 	if err != nil {
 		return fmt.Errorf("encode the export: %w", err)
 	}
-	path := ExportPath(ep.env.Config.RecordDir, ep.ID())
+	path := recordfile.Export(ep.env.Config.RecordDir, ep.ID())
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write the export: %w", err)
@@ -263,12 +263,6 @@ func (ep *Episode) writeExport() error {
 		return fmt.Errorf("write the export: %w", err)
 	}
 	return nil
-}
-
-// ExportPath is where an episode's training export is written in
-// record_dir: <record_dir>/<episode>.export.json.
-func ExportPath(recordDir, episodeID string) string {
-	return filepath.Join(recordDir, FileName(episodeID)+".export.json")
 }
 
 // Export returns the training export of the episode. An episode without a

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/config"
-	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/gateway"
+	"github.com/harnessd/harnessd/internal/recordfile"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -108,7 +108,7 @@ func (s *Server) recordedExport(id string) (json.RawMessage, *exportError) {
 	if s.cfg.RecordDir == "" {
 		return nil, unknown
 	}
-	exportFile := episode.ExportPath(s.cfg.RecordDir, id)
+	exportFile := recordfile.Export(s.cfg.RecordDir, id)
 	if b, err := os.ReadFile(exportFile); err == nil {
 		return b, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/config"
-	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/internal/recordfile"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -44,7 +44,7 @@ func openRecorder(dir, episodeID string) (*recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create record directory: %w", err)
 	}
-	name := episode.FileName(episodeID) + ".jsonl"
+	name := filepath.Base(recordfile.Record(dir, episodeID))
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open trajectory record: %w", err)

@@ -1,4 +1,4 @@
-package episode
+package recordfile
 
 import (
 	"strings"

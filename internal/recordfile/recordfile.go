@@ -1,9 +1,14 @@
-package episode
+// Package recordfile owns the names of an episode's files in record_dir:
+// the record (<episode>.jsonl) and the training export
+// (<episode>.export.json), under an injective mapping of episode ids onto
+// file names. It must not read or write them.
+package recordfile
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
@@ -47,4 +52,16 @@ func FileName(s string) string {
 		name = name[:cut] + "%~" + hex.EncodeToString(sum[:8])
 	}
 	return name
+}
+
+// Record is where an episode's record is written in record_dir:
+// <record_dir>/<episode>.jsonl.
+func Record(recordDir, episodeID string) string {
+	return filepath.Join(recordDir, FileName(episodeID)+".jsonl")
+}
+
+// Export is where an episode's training export is written in record_dir:
+// <record_dir>/<episode>.export.json.
+func Export(recordDir, episodeID string) string {
+	return filepath.Join(recordDir, FileName(episodeID)+".export.json")
 }
