@@ -21,9 +21,10 @@ const growingWindow = 10
 const growingCalls = 300
 
 // turnEnd is what the daemon does with the gateway when turn n ends: it
-// grades the turn's calls for the observation (episode.ModelIssues).
+// grades the turn's calls for the observation (episode.ModelIssues). Before
+// the capture change it was a full Export.
 func turnEnd(g *Gateway, n int) {
-	if _, err := g.Export(); err != nil {
+	if _, err := g.TurnIssues(n); err != nil {
 		panic(err)
 	}
 }
