@@ -16,10 +16,11 @@ import (
 // The parent is chosen once, when the call is recorded, through an index
 // of block-aligned prefixes (as an engine's prefix cache does): each
 // trainable call is filed under the hash of its prompt+completion's
-// longest block-aligned prefix, so matching a new prompt walks its blocks
-// once, looks up one key per block and checks the few calls filed there;
-// the chosen parent is verified token by token, so a hash collision can
-// cost a comparison but never change the choice.
+// longest block-aligned prefix, so matching a new prompt hashes its blocks
+// once and looks up keys from its last block back, checking the few calls
+// filed there, until one is truly a prefix: no work per earlier call. The
+// chosen parent is verified token by token, so a hash collision can cost a
+// comparison but never change the choice.
 
 // blockSize is the prefix index's block, in tokens.
 const blockSize = 32
@@ -96,40 +97,46 @@ func (x *prefixIndex) add(c *call) {
 
 // match returns the best parent for a prompt among the indexed calls with
 // an index below before (nil: none), and the hash h of the prompt's first
-// k full blocks.
+// k full blocks. It hashes the prompt's blocks, then looks from the last
+// block back: calls filed at a later block are longer than any filed
+// before it, so the first block holding a call that is truly a prefix
+// holds the parent.
 func (x *prefixIndex) match(prompt []int, before int) (parent *call, h uint64, k int) {
+	full := len(prompt) / blockSize
+	hashes := make([]uint64, full+1) // hashes[k]: the prompt's first k blocks
+	for k := range full {
+		h := hashes[k]
+		for _, id := range prompt[k*blockSize : (k+1)*blockSize] {
+			h = mix(h, id)
+		}
+		hashes[k+1] = h
+	}
 	var found []*call
-	for k = 0; ; k++ {
-		start := k * blockSize
-		for _, j := range x.byBlock[h] {
+	for k := full; k >= 0; k-- {
+		found = found[:0]
+		for _, j := range x.byBlock[hashes[k]] {
 			n := j.seqLen()
 			if j.index >= before || n > len(prompt) || n/blockSize != k {
 				continue
 			}
 			tail := true
-			for i := start; i < n && tail; i++ {
+			for i := k * blockSize; i < n && tail; i++ {
 				tail = j.seqAt(i) == prompt[i]
 			}
 			if tail {
 				found = append(found, j)
 			}
 		}
-		if start+blockSize > len(prompt) {
-			break
-		}
-		for _, id := range prompt[start : start+blockSize] {
-			h = mix(h, id)
-		}
-	}
-	// Best first; the first one that is truly a prefix wins (the others
-	// can only be hash collisions or shorter).
-	sort.Slice(found, func(a, b int) bool { return better(found[a], found[b]) })
-	for _, j := range found {
-		if isPrefix(j, prompt) {
-			return j, h, k
+		// Best first; the first one that is truly a prefix wins (the
+		// others are hash collisions or shorter).
+		sort.Slice(found, func(a, b int) bool { return better(found[a], found[b]) })
+		for _, j := range found {
+			if isPrefix(j, prompt) {
+				return j, hashes[full], full
+			}
 		}
 	}
-	return nil, h, k
+	return nil, hashes[full], full
 }
 
 // setParent makes p (nil: none) c's parent, keeping the children lists.
