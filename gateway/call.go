@@ -36,6 +36,9 @@ type call struct {
 	// recorded (prefixIndex), under the gateway's mutex.
 	parent   *call
 	children []*call
+	// key is the hash the prefix index files the call under: of its
+	// prompt+completion's first seqLen/blockSize blocks.
+	key uint64
 }
 
 // trainable reports whether the call can enter a chain.

@@ -66,6 +66,9 @@ type prefixIndex struct {
 	cands []*call
 	// anyTools says whether some trainable call offers tools.
 	anyTools bool
+	// last is the trainable call recorded last: the likely parent of the
+	// next one, tried first.
+	last *call
 }
 
 // add records trainable call c: it picks c's parent among the calls with
@@ -81,12 +84,14 @@ func (x *prefixIndex) add(c *call) {
 	x.anyTools = x.anyTools || c.offersTools
 	parent, h, k := x.match(c.promptIDs, c.index)
 	x.setParent(c, parent)
+	x.last = c
 	// The prompt's first k blocks hash to h; the rest of c's filing key
 	// continues over the prompt's tail and the completion.
 	n := c.seqLen()
 	for i := k * blockSize; i < n/blockSize*blockSize; i++ {
 		h = mix(h, c.seqAt(i))
 	}
+	c.key = h
 	x.byBlock[h] = append(x.byBlock[h], c)
 	for _, later := range x.cands[pos+1:] {
 		if better(c, later.parent) && isPrefix(c, later.promptIDs) {
@@ -100,21 +105,31 @@ func (x *prefixIndex) add(c *call) {
 // k full blocks. It hashes the prompt's blocks, then looks from the last
 // block back: calls filed at a later block are longer than any filed
 // before it, so the first block holding a call that is truly a prefix
-// holds the parent.
+// holds the parent. When the call recorded last is a prefix (the common
+// case: the agent continues its conversation), no call filed before its
+// block can be longer, and its filing key is the hash of the prompt up to
+// there: only the tokens after it are hashed.
 func (x *prefixIndex) match(prompt []int, before int) (parent *call, h uint64, k int) {
 	full := len(prompt) / blockSize
-	hashes := make([]uint64, full+1) // hashes[k]: the prompt's first k blocks
-	for k := range full {
-		h := hashes[k]
+	from, base := 0, uint64(0)
+	var verified *call // the last call, known to be a prefix
+	if p := x.last; p != nil && p.index < before && isPrefix(p, prompt) {
+		from, base, verified = p.seqLen()/blockSize, p.key, p
+	}
+	hashes := make([]uint64, full-from+1) // hashes[k-from]: the prompt's first k blocks
+	hashes[0] = base
+	for k := from; k < full; k++ {
+		h := hashes[k-from]
 		for _, id := range prompt[k*blockSize : (k+1)*blockSize] {
 			h = mix(h, id)
 		}
-		hashes[k+1] = h
+		hashes[k+1-from] = h
 	}
+	h = hashes[full-from]
 	var found []*call
-	for k := full; k >= 0; k-- {
+	for k := full; k >= from; k-- {
 		found = found[:0]
-		for _, j := range x.byBlock[hashes[k]] {
+		for _, j := range x.byBlock[hashes[k-from]] {
 			n := j.seqLen()
 			if j.index >= before || n > len(prompt) || n/blockSize != k {
 				continue
@@ -131,12 +146,12 @@ func (x *prefixIndex) match(prompt []int, before int) (parent *call, h uint64, k
 		// others are hash collisions or shorter).
 		sort.Slice(found, func(a, b int) bool { return better(found[a], found[b]) })
 		for _, j := range found {
-			if isPrefix(j, prompt) {
-				return j, hashes[full], full
+			if j == verified || isPrefix(j, prompt) {
+				return j, h, full
 			}
 		}
 	}
-	return nil, hashes[full], full
+	return nil, h, full
 }
 
 // setParent makes p (nil: none) c's parent, keeping the children lists.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,3 +146,57 @@ func BenchmarkGatewayGrowing(b *testing.B) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+// BenchmarkCaptureGrowing isolates capture from HTTP and JSON: the calls
+// of a 300-call growing conversation (each prompt the previous prompt, its
+// completion and a new user message, as the fake engine tokenizes them)
+// recorded into a fresh gateway one by one, each followed by its turn's
+// grading (TurnIssues). Reported, as the median over 3 episodes with the
+// spread: the cost of the last 10 calls over the first 10's, and for
+// comparison a full Export at the end (what every turn end paid before).
+//
+// Each run takes three episodes whatever b.N: run it with -benchtime 1x.
+func BenchmarkCaptureGrowing(b *testing.B) {
+	sys := fakellm.EngineTokenize("<|im_start|>system\n" + strings.Repeat("You are a careful coding agent. ", 60) + "<|im_end|>\n")
+	var calls [][2][]int // prompt, completion
+	prompt := sys
+	for i := range growingCalls {
+		text := fmt.Sprintf("step %d: look at the code and fix what is wrong", i)
+		prompt = append(slices.Clone(prompt), fakellm.EngineTokenize("<|im_start|>user\n"+text+"<|im_end|>\n<|im_start|>assistant\n")...)
+		comp := fakellm.EngineTokenize(fakellm.EngineRenderCompletion("MOCK-REPLY: "+text, nil))
+		calls = append(calls, [2][]int{prompt, comp})
+		prompt = append(slices.Clone(prompt), append(comp, fakellm.EngineTokenize("\n")...)...)
+	}
+	var ratios, first, last, export []float64
+	b.ResetTimer()
+	for range 3 {
+		g := &Gateway{opts: Options{Upstream: Upstream{Kind: UpstreamEngine}}}
+		var took []time.Duration
+		for i, pc := range calls {
+			c := &call{index: i + 1, turn: i + 1, traffic: TrafficTraining, offersTools: true,
+				promptIDs: pc[0], completionIDs: pc[1], logprobs: make([]float64, len(pc[1]))}
+			t0 := time.Now()
+			g.record(c)
+			if _, err := g.TurnIssues(i + 1); err != nil {
+				b.Fatal(err)
+			}
+			took = append(took, time.Since(t0))
+		}
+		f, l := median(took[:growingWindow]), median(took[len(took)-growingWindow:])
+		first, last, ratios = append(first, us(f)), append(last, us(l)), append(ratios, float64(l)/float64(f))
+		t0 := time.Now()
+		ex, err := g.Export()
+		if err != nil {
+			b.Fatal(err)
+		}
+		export = append(export, us(time.Since(t0)))
+		if len(ex.Chains) != 1 {
+			b.Fatalf("%d chains, want 1", len(ex.Chains))
+		}
+	}
+	b.StopTimer()
+	fs, ls, rs, es := benchrow.Of(first), benchrow.Of(last), benchrow.Of(ratios), benchrow.Of(export)
+	b.ReportMetric(rs.Med, "last/first")
+	fmt.Printf("\nBENCH capture of a growing conversation of %d calls (%d prompt tokens at the end): record + turn grading p50 %s µs at calls 1–%d, %s µs at the last %d: last/first %s; a full Export at the end %s µs; 3 episodes\n",
+		growingCalls, len(calls[len(calls)-1][0]), fs.Format("%.1f"), growingWindow, ls.Format("%.1f"), growingWindow, rs.Format("%.2f"), es.Format("%.0f"))
+}
