@@ -177,32 +177,20 @@ func (ep *Episode) RecordReward(n int, reward float64) {
 }
 
 // ModelIssues returns the problems found in turn n's captured calls, for
-// the observation's metadata. Episode-wide warnings (a single call, no
-// training calls) are the export's, not a turn's.
+// the observation's metadata: what the gateway graded when it recorded
+// them (gateway.TurnIssues), without building the export. Episode-wide
+// warnings (a single call, no training calls) are the export's, not a
+// turn's.
 func (ep *Episode) ModelIssues(n int) []wire.ModelIssue {
 	if ep.model == nil {
 		return nil
 	}
-	ex, err := ep.model.gw.Export()
+	issues, err := ep.model.gw.TurnIssues(n)
 	if err != nil {
 		return nil // evaluation traffic: no token fields to check
 	}
-	inTurn := map[int]bool{}
-	for _, c := range ex.Calls {
-		if c.Turn == n {
-			inTurn[c.CallIndex] = true
-		}
-	}
 	var out []wire.ModelIssue
-	for _, is := range ex.Issues {
-		switch {
-		case is.Code == gateway.IssueSingleCall || is.Code == gateway.IssueNoTrainingCalls:
-			continue
-		case is.CallIndex != 0 && !inTurn[is.CallIndex]:
-			continue
-		case is.CallIndex == 0 && is.Severity != gateway.SeverityFatal:
-			continue
-		}
+	for _, is := range issues {
 		out = append(out, wire.ModelIssue{Severity: string(is.Severity), Code: is.Code, CallIndex: is.CallIndex, Message: is.Message})
 	}
 	return out

@@ -30,6 +30,15 @@ type call struct {
 	status        int    // what the agent got when not 200
 	err           string // why the call failed
 	issues        []Issue
+
+	// parent is the earlier call this one extends (nil: none) and children
+	// the calls extending it, in index order; set for trainable calls when
+	// recorded (prefixIndex), under the gateway's mutex.
+	parent   *call
+	children []*call
+	// key is the hash the prefix index files the call under: of its
+	// prompt+completion's first seqLen/blockSize blocks.
+	key uint64
 }
 
 // trainable reports whether the call can enter a chain.
@@ -141,9 +150,17 @@ func responseContent(c *completion) any {
 	return blocks
 }
 
-// record keeps a call for the export.
+// record keeps a call for the export and its turn's issues; a trainable
+// call gets its parent now, once.
 func (g *Gateway) record(c *call) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.calls = append(g.calls, c)
+	if g.byTurn == nil {
+		g.byTurn = map[int][]*call{}
+	}
+	g.byTurn[c.turn] = append(g.byTurn[c.turn], c)
+	if c.trainable() {
+		g.chains.add(c)
+	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -115,6 +116,8 @@ func (g *Gateway) Export() (*Export, error) {
 	}
 	g.mu.Lock()
 	calls := byIndex(g.calls)
+	cands := slices.Clone(g.chains.cands)
+	par := parentPositions(cands)
 	rewards := make([]Reward, 0, len(g.rewards))
 	for turn, r := range g.rewards {
 		rewards = append(rewards, Reward{Turn: turn, Reward: r})
@@ -124,7 +127,6 @@ func (g *Gateway) Export() (*Export, error) {
 
 	ex := &Export{Format: ExportFormat, EpisodeID: g.opts.EpisodeID, Traffic: TrafficTraining,
 		Calls: []ExportCall{}, Chains: []Chain{}, Rewards: rewards, Issues: []Issue{}}
-	var cands []*call
 	summary := map[int]*ExportCall{}
 	for _, c := range calls {
 		ex.Calls = append(ex.Calls, ExportCall{
@@ -136,14 +138,11 @@ func (g *Gateway) Export() (*Export, error) {
 		if c.err != "" {
 			ex.Issues = append(ex.Issues, Issue{Severity: SeverityWarn, Code: IssueCallFailed, CallIndex: c.index, Message: c.err})
 		}
-		if c.trainable() {
-			cands = append(cands, c)
-		}
 	}
 	for i := range ex.Calls {
 		summary[ex.Calls[i].CallIndex] = &ex.Calls[i]
 	}
-	ex.Chains = buildChains(cands, summary, &ex.Issues)
+	ex.Chains = buildChains(cands, par, summary, &ex.Issues)
 	if n := len(cands); n == 1 && cands[0].offersTools {
 		ex.Issues = append(ex.Issues, Issue{Severity: SeverityWarn, Code: IssueSingleCall, CallIndex: cands[0].index,
 			Message: "an agentic episode with a single model call"})
@@ -156,10 +155,48 @@ func (g *Gateway) Export() (*Export, error) {
 	return ex, nil
 }
 
-// buildChains links trainable calls (index order) into chains, filling the
-// calls' chain, parent and auxiliary fields and noting breaks.
-func buildChains(cands []*call, summary map[int]*ExportCall, issues *[]Issue) []Chain {
-	par := parents(cands)
+// TurnIssues returns the problems found in the calls of turn n, as the
+// export lists them: each call's ingest issues and failure in index order,
+// then its chain breaks. It reads what was graded when the calls were
+// recorded and builds no export; episode-wide findings (a single call, no
+// training calls, chains that do not line up) are the export's. An episode
+// behind a passthrough upstream has none: ErrEvaluationTraffic.
+func (g *Gateway) TurnIssues(n int) ([]Issue, error) {
+	if g.opts.Upstream.Kind == UpstreamPassthrough {
+		return nil, ErrEvaluationTraffic
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	calls := byIndex(g.byTurn[n])
+	var out []Issue
+	for _, c := range calls {
+		out = append(out, c.issues...)
+		if c.err != "" {
+			out = append(out, Issue{Severity: SeverityWarn, Code: IssueCallFailed, CallIndex: c.index, Message: c.err})
+		}
+	}
+	for _, c := range calls {
+		if !c.trainable() {
+			continue
+		}
+		if id := g.chains.chainBreak(c); id > 0 {
+			out = append(out, chainBreak(c, id))
+		}
+	}
+	return out, nil
+}
+
+// chainBreak is the issue of call c starting chain id without extending an
+// earlier call.
+func chainBreak(c *call, id int) Issue {
+	return Issue{Severity: SeverityInfo, Code: IssueChainBreak, CallIndex: c.index, Chain: id,
+		Message: "the call extends no earlier call: a new chain starts"}
+}
+
+// buildChains links trainable calls (index order), whose parents' positions
+// are par, into chains, filling the calls' chain, parent and auxiliary
+// fields and noting breaks.
+func buildChains(cands []*call, par []int, summary map[int]*ExportCall, issues *[]Issue) []Chain {
 	children := make([]int, len(cands))
 	anyTools := false
 	for i, c := range cands {
@@ -202,8 +239,7 @@ func buildChains(cands []*call, summary map[int]*ExportCall, issues *[]Issue) []
 			chains = append(chains, ch)
 			chainOf[i], tail[ch.ID] = ch.ID, i
 			if ch.ID > 1 {
-				*issues = append(*issues, Issue{Severity: SeverityInfo, Code: IssueChainBreak, CallIndex: c.index, Chain: ch.ID,
-					Message: "the call extends no earlier call: a new chain starts"})
+				*issues = append(*issues, chainBreak(c, ch.ID))
 			}
 		}
 		s.Chain = chainOf[i]

@@ -33,10 +33,12 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	turn    int
-	calls   []*call // every recorded call, in the order they ended
-	next    int     // the last call index handed out
-	usage   usage   // per-episode counters
-	turnUse usage   // per-turn counters
+	calls   []*call         // every recorded call, in the order they ended
+	byTurn  map[int][]*call // the recorded calls by turn
+	chains  prefixIndex     // the trainable calls and their parents
+	next    int             // the last call index handed out
+	usage   usage           // per-episode counters
+	turnUse usage           // per-turn counters
 	budget  *BudgetError
 	rewards map[int]float64
 
