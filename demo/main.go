@@ -89,7 +89,7 @@ func run(ctx context.Context, bin, config string) error {
 		return err
 	}
 	fmt.Println()
-	fmt.Println(out.Paint("1;32", "demo complete.") + " Next: `make test`, or wrap your own harness: harnessd serve -- ./my-harness")
+	fmt.Println(out.Paint("1;32", "demo complete.") + " Next: `make test`, or wrap your own harness: bin/harnessd serve -- ./my-harness")
 	return nil
 }
 
