@@ -304,7 +304,10 @@ func TestEnvNotFoundNamesTheHiddenProgram(t *testing.T) {
 		return func(c *config.Config) {
 			c.Harness.Command = []string{prog}
 			c.Harness.Env = map[string]string{"PATH": home + ":/usr/bin:/bin"}
-			c.Sandbox.ReadOnly = ro
+			// agentpy's script names the test binary, which no resolution
+			// reads out of a script: expose its directory (under /tmp when
+			// go test built it there) so that only agentpy is at stake.
+			c.Sandbox.ReadOnly = append([]string{filepath.Dir(th)}, ro...)
 		}
 	}
 	check := func(msg string) {
