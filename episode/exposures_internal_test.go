@@ -7,6 +7,7 @@ import (
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // TestExposuresBindBackWhatTheSandboxCovers: the harness program under
@@ -72,7 +73,7 @@ func TestExposuresBindResolvedSubtreesAndExpandPrivateDirectories(t *testing.T) 
 	os.WriteFile(filepath.Join(root, "shims", "python3"), []byte("#!/bin/sh\nexport PYENV_ROOT=\""+root+"\"\nexec \""+root+"/libexec/pyenv\" exec \"$program\" \"$@\"\n"), 0o755)
 	priv := filepath.Join("/var/tmp", "exposures-test-"+filepath.Base(t.TempDir()))
 	if err := os.Mkdir(priv, 0o700); err != nil {
-		t.Skip("no /var/tmp:", err)
+		testbin.Missing(t, "no /var/tmp: %v", err)
 	}
 	defer os.RemoveAll(priv)
 	os.WriteFile(filepath.Join(priv, "agent"), []byte("#!/usr/bin/env python3\n"), 0o755)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/execpath"
 	"github.com/harnessd/harnessd/internal/execpath/fixture"
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // privateHome is a 0700 HOME in a fresh directory.
@@ -28,7 +29,7 @@ func exe(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no true(1) to copy")
+	testbin.Missing(t, "no true(1) to copy")
 	return ""
 }
 

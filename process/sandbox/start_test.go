@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/internal/linux/cgroups"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
@@ -53,7 +54,7 @@ func leftCgroups(t *testing.T, name string) []string {
 func TestFailedStartUndoesItsPhases(t *testing.T) {
 	need(t)
 	if os.Geteuid() != 0 {
-		t.Skip("the cgroup and id-range phases need root")
+		testbin.Missing(t, "the cgroup and id-range phases need root")
 	}
 	ranges, err := sandbox.NewRanges(sandbox.DefaultIDBase+(1<<28), 1)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/internal/linux/procfs"
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // hybrid is this kind of host's mountinfo: v1 controllers beside a v2
@@ -62,14 +63,14 @@ func TestLimitsControllers(t *testing.T) {
 func TestOwnV2Directory(t *testing.T) {
 	_, _, dir, err := OwnV2()
 	if err != nil {
-		t.Skipf("no cgroup v2 here: %v", err)
+		testbin.Missing(t, "no cgroup v2 here: %v", err)
 	}
 	d := filepath.Join(dir, "harnessd-cgroups-test-"+strings.ReplaceAll(t.Name(), "/", "_"))
 	if err := os.Mkdir(d, 0o755); err != nil {
 		if os.Getenv("CI") == "true" && os.Geteuid() == 0 {
 			t.Fatalf("cannot make a v2 cgroup as root under CI: %v", err)
 		}
-		t.Skipf("cannot make a cgroup in %s: %v", dir, err)
+		testbin.Missing(t, "cannot make a cgroup in %s: %v", dir, err)
 	}
 	if err := os.Mkdir(filepath.Join(d, "sub"), 0o755); err != nil {
 		t.Fatal(err)
