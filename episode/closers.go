@@ -106,15 +106,3 @@ func (c *closers) size() int {
 	defer c.mu.Unlock()
 	return len(c.stack)
 }
-
-// has reports whether res was opened and not yet closed.
-func (c *closers) has(res Resource) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cl := range c.stack {
-		if cl.res == res && !cl.ran {
-			return true
-		}
-	}
-	return false
-}

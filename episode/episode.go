@@ -286,5 +286,3 @@ func (ep *Episode) Catalog() *bridge.Catalog { return ep.catalog }
 // Sandboxed reports whether the episode runs in a sandbox.
 func (ep *Episode) Sandboxed() bool { return ep.sandbox != nil }
 
-// Opened reports whether res is open (opened and not closed).
-func (ep *Episode) Opened(res Resource) bool { return ep.undo.has(res) }
