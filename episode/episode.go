@@ -285,4 +285,3 @@ func (ep *Episode) Catalog() *bridge.Catalog { return ep.catalog }
 
 // Sandboxed reports whether the episode runs in a sandbox.
 func (ep *Episode) Sandboxed() bool { return ep.sandbox != nil }
-
