@@ -292,6 +292,10 @@ func prepareRoot(dir string) error {
 	return nil
 }
 
+// attachMu makes finding a free loop device and binding it one step
+// within this process.
+var attachMu sync.Mutex
+
 // attach binds the image open as f to a free loop device, autoclearing; it
 // returns the device's path and an open descriptor of it.
 func attach(f *os.File) (string, *os.File, error) {
@@ -304,9 +308,13 @@ func attach(f *os.File) (string, *os.File, error) {
 	cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
 	copy(cfg.Info.File_name[:], f.Name())
 	// Another process may take the free device between the two calls:
-	// try the next one.
+	// try the next one. Within this process the two calls are one step
+	// (attachMu): every episode of a burst of resets would otherwise race
+	// for the same first free device, and all but one lose each round.
+	attachMu.Lock()
+	defer attachMu.Unlock()
 	var last error
-	for range 16 {
+	for range 64 {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
 			return "", nil, unsupported(fmt.Errorf("quota: find a free loop device: %w", err))
