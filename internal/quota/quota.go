@@ -72,10 +72,12 @@ type FS struct {
 }
 
 // mkfsFlags format a scratch file system: no journal (it never outlives a
-// crash), inode tables not zeroed (lazy_itable_init, with noinit_itable at
+// crash), no blocks reserved for growing it online (resize_inode: 4.1 MB
+// of a 10 GiB image's 4.3 MB of data, copied into every episode's image
+// from the template), inode tables not zeroed (lazy_itable_init, with noinit_itable at
 // mount: nothing ever writes them in the background), no discard pass over
 // a fresh sparse file, no blocks reserved for root.
-var mkfsFlags = []string{"-q", "-F", "-t", "ext4", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", "-m", "0"}
+var mkfsFlags = []string{"-q", "-F", "-t", "ext4", "-O", "^has_journal,^resize_inode", "-E", "lazy_itable_init=1,nodiscard", "-m", "0"}
 
 // mountOptions are the file system's mount data.
 const mountOptions = "noinit_itable"
