@@ -122,6 +122,21 @@ func (f *serveFlags) serverOptions() (server.Options, error) {
 		MaxFrameBytes: int64(frame), Version: buildVersion()}, nil
 }
 
+// applyMode reconciles the server's mode and the configuration's: --mode
+// (or $OPENENV_MODE) wins and selects the mapped tool servers; without
+// either the configuration's mode: is the server's.
+func (f *serveFlags) applyMode(cfg *config.Config, opts *server.Options) error {
+	if f.mode == "" && os.Getenv("OPENENV_MODE") == "" {
+		mode, err := server.ParseMode(cfg.EffectiveMode())
+		if err != nil {
+			return err
+		}
+		opts.Mode = mode
+		return nil
+	}
+	return cfg.SetMode(string(opts.Mode))
+}
+
 // drainTimeout is --drain-timeout.
 func (f *serveFlags) drainTimeout() (time.Duration, error) {
 	d, err := units.ParseDuration(f.drainAfter)
@@ -169,7 +184,8 @@ func serve(c *cli, log *slog.Logger, f *serveFlags, sigs <-chan os.Signal) int {
 	if err != nil {
 		return c.exit(withCode(exitUsage, err))
 	}
-	d, err := f.setup(context.Background(), log, setupOptions{args: c.fs.Args(), require: f.require})
+	d, err := f.setup(context.Background(), log, setupOptions{args: c.fs.Args(), require: f.require,
+		adjust: func(cfg *config.Config) error { return f.applyMode(cfg, &opts) }})
 	if err != nil {
 		return c.exit(err)
 	}
