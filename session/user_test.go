@@ -1,0 +1,156 @@
+package session_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/session"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// withUser gives a configuration the test double's simulated user.
+func withUser(t *testing.T, args ...string) func(*config.Config) {
+	bin := testbin.Path(t, "testharness")
+	return func(c *config.Config) {
+		c.User = &config.UserConfig{Command: append([]string{bin, "user"}, args...), Timeout: units.Duration(20 * time.Second)}
+	}
+}
+
+// userSession is a session with a simulated user; the user program runs in
+// a side sandbox, so the machine must have them.
+func userSession(t *testing.T, edits ...func(*config.Config)) *session.Session {
+	t.Helper()
+	if r := sandboxProbe(); !r.OK {
+		testbin.Missing(t, "the simulated user runs in a sandbox: %s", r.Detail)
+	}
+	cfg := testConfig(t)
+	for _, e := range edits {
+		e(cfg)
+	}
+	return newSession(t, cfg)
+}
+
+// A simulated-user program plays a five-turn episode to done from a single
+// reset: one step with play asks the user for each turn's message (it
+// checks every response, so it saw each observation) and ends when the
+// user says done after turn 5.
+func TestSimulatedUserPlaysFiveTurnsToDone(t *testing.T) {
+	rec := t.TempDir()
+	s := userSession(t, withUser(t, "--turns", "5", "--expect", "turn %d"), func(c *config.Config) { c.RecordDir = rec })
+	reset(t, s)
+	var turns []int
+	obs, err := s.Step(context.Background(), wire.Action{Metadata: map[string]any{session.PlayKey: true}}, func(e wire.Event) {
+		if e.Type == wire.EventTurnComplete {
+			turns = append(turns, e.Turn)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !obs.Done || !obs.Metadata.UserDone || obs.Metadata.ErrorType != "" {
+		t.Fatalf("want the user's done, got done=%v %+v", obs.Done, obs.Metadata)
+	}
+	if obs.Metadata.TurnNumber != 5 || obs.Metadata.UserReason != "satisfied after 5 turns" {
+		t.Errorf("ended at turn %d with reason %q, want turn 5 and the user's reason", obs.Metadata.TurnNumber, obs.Metadata.UserReason)
+	}
+	if len(turns) != 5 {
+		t.Errorf("turns streamed: %v, want 5", turns)
+	}
+	if obs.Metadata.MessageSource != wire.SourceUser {
+		t.Errorf("message_source %q, want user", obs.Metadata.MessageSource)
+	}
+	if _, err := s.Step(context.Background(), wire.Action{}, nil); err != session.ErrEpisodeDone {
+		t.Errorf("a step after the user's done: %v, want ErrEpisodeDone", err)
+	}
+	// The record file has every turn's message, marked as the user's.
+	s.Close(context.Background())
+	files, _ := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("record files %v", files)
+	}
+	f, _ := os.Open(files[0])
+	defer f.Close()
+	recs, err := wire.ReadRecords(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, r := range recs {
+		if r.Kind == wire.RecordMessage {
+			if r.Source != wire.SourceUser {
+				t.Errorf("message record of turn %d has source %q, want user", r.Turn, r.Source)
+			}
+			msgs = append(msgs, *r.Content)
+		}
+	}
+	if strings.Join(msgs, "|") != "say turn 1|say turn 2|say turn 3|say turn 4|say turn 5" {
+		t.Errorf("recorded messages %q", msgs)
+	}
+}
+
+// Step by step: each empty step takes the user's message; a trainer's
+// message replaces it; the user's done lands on the turn after which it
+// said so, where a done rubric scores the dialogue it is given.
+func TestSimulatedUserStepByStepAndDialogueRubric(t *testing.T) {
+	scorer := filepath.Join(t.TempDir(), "dialogue.sh")
+	// The rubric scores the number of user messages the dialogue holds.
+	os.WriteFile(scorer, []byte("#!/bin/sh\ngrep -o '\"role\":\"user\"' | wc -l\n"), 0o755)
+	s := userSession(t, withUser(t, "--turns", "3"), func(c *config.Config) {
+		c.Rubrics = []rubric.Spec{{Name: "dialogue", Type: rubric.KindCommand, Command: []string{scorer}, On: rubric.OnDone}}
+	})
+	reset(t, s)
+	if got := *step(t, s, "").Metadata.Response; got != "turn 1" {
+		t.Errorf("turn 1 answered %q", got)
+	}
+	obs := step(t, s, "say from the trainer")
+	if *obs.Metadata.Response != "from the trainer" || obs.Metadata.MessageSource != "" {
+		t.Errorf("turn 2: %q source %q", *obs.Metadata.Response, obs.Metadata.MessageSource)
+	}
+	obs = step(t, s, "")
+	if *obs.Metadata.Response != "turn 3" || !obs.Done || !obs.Metadata.UserDone {
+		t.Fatalf("turn 3: %q done=%v %+v", *obs.Metadata.Response, obs.Done, obs.Metadata)
+	}
+	if obs.Reward == nil || *obs.Reward != 3 {
+		t.Errorf("dialogue rubric: reward %v, details %+v; want 3 user messages", obs.Reward, obs.Metadata.RewardDetails)
+	}
+}
+
+// A user program that dies, or answers what is not an answer, ends the
+// episode at the next step with error_type user_failed, naming why.
+func TestSimulatedUserFailureEndsTheEpisode(t *testing.T) {
+	for _, c := range []struct{ flag, want string }{
+		{"--crash-at", "exited with code 3"},
+		{"--garbage-at", "this is not an answer"},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			s := userSession(t, withUser(t, c.flag, "2"))
+			reset(t, s)
+			// Question 1 is the opening; question 2 comes after turn 1,
+			// whose observation is whole: the failure ends the next step.
+			if obs := step(t, s, ""); obs.Done || *obs.Metadata.Response != "turn 1" {
+				t.Fatalf("turn 1: done=%v %+v", obs.Done, obs.Metadata)
+			}
+			obs := step(t, s, "")
+			if !obs.Done || obs.Metadata.ErrorType != wire.FailureUser || !strings.Contains(obs.Metadata.Error, c.want) {
+				t.Fatalf("want user_failed naming %q, got done=%v %s: %s", c.want, obs.Done, obs.Metadata.ErrorType, obs.Metadata.Error)
+			}
+		})
+	}
+}
+
+// Playing to done without a simulated user is refused.
+func TestPlayNeedsAUser(t *testing.T) {
+	s := newSession(t, testConfig(t))
+	reset(t, s)
+	if _, err := s.Step(context.Background(), wire.Action{Metadata: map[string]any{session.PlayKey: true}}, nil); err != session.ErrNoUser {
+		t.Fatalf("play without a user: %v, want ErrNoUser", err)
+	}
+}
