@@ -43,7 +43,10 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 
 func runRun(args []string) int {
 	c := newCLI("run", "harnessd run [flags] [-m MESSAGE]... [-- HARNESS COMMAND ARGS...]\n\n"+
-		"Runs one episode without a server: each -m (or each stdin line) is one turn. Events are printed\n"+
+		"Runs one episode without a server: each -m (or each stdin line) is one turn. With a simulated user\n"+
+		"(user: in the configuration) the user writes every turn after the -m messages (all of them without\n"+
+		"-m; stdin is not read) until the episode is done: the user says done, the harness does, max_turns,\n"+
+		"a failure or the episode's budget. Events are printed\n"+
 		"to stderr as they happen; the final observation is printed to stdout as one line of JSON,\n"+
 		"{\"reward\", \"done\", \"metadata\"} (OpenEnv's wire form without its second copy of the metadata).")
 	c.fs.SetInterspersed(false) // "run ./harness -x": -x is the harness's
@@ -110,7 +113,12 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	}
 	pr.observation("reset", last)
 	next := messageSource(f.msgs)
-	if f.taskDir != "" && len(f.msgs) == 0 {
+	switch {
+	case sess.Config().User != nil:
+		// The simulated user writes every turn after the -m messages,
+		// until the episode is done (session.PlayKey's semantics).
+		next = userTurns(f.msgs)
+	case f.taskDir != "" && len(f.msgs) == 0:
 		next = messageSource([]string{""}) // the task's instruction
 	}
 	for !last.Done {
@@ -126,6 +134,21 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 		last = obs
 	}
 	return last, nil
+}
+
+// userTurns yields the -m messages, then empty messages for ever: each
+// empty step's message is the simulated user's, and the episode ends when
+// the user says done, the harness does (episode.end_on_done), at
+// episode.max_turns, on a failure or at the episode's budget.
+func userTurns(msgs []string) func() (string, bool) {
+	i := 0
+	return func() (string, bool) {
+		if i < len(msgs) {
+			i++
+			return msgs[i-1], true
+		}
+		return "", true
+	}
 }
 
 // finalObservation is what run prints on stdout: the observation with its
