@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/rubric"
 	"github.com/harnessd/harnessd/session"
+	"github.com/harnessd/harnessd/testharness/fakellm"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -152,5 +154,68 @@ func TestPlayNeedsAUser(t *testing.T) {
 	reset(t, s)
 	if _, err := s.Step(context.Background(), wire.Action{Metadata: map[string]any{session.PlayKey: true}}, nil); err != session.ErrNoUser {
 		t.Fatalf("play without a user: %v, want ErrNoUser", err)
+	}
+}
+
+// A model user plays through the episode's model upstream, but its calls
+// go from the daemon straight to the endpoint: they are never captured by
+// the episode's gateway, so the training export holds the harness's calls
+// only. The fake engine's log (the positive control) shows both.
+func TestModelUserIsNeverInTheTrainingExport(t *testing.T) {
+	llm := fakellm.New(fakellm.Options{Engine: true, Script: &fakellm.Script{Rules: []fakellm.Rule{
+		// Requests: 1 user (opening), 2 harness, 3 user, 4 harness, 5 user.
+		{Name: "user-done", When: fakellm.Match{Nth: 5}, Reply: fakellm.Reply{Text: "DONE: two answers are enough"}},
+		{Name: "user", When: fakellm.Match{SystemContains: "SIMUSER"}, Reply: fakellm.Reply{Text: "llm tell me more"}},
+		{Name: "harness", Reply: fakellm.Reply{Text: "here is more"}},
+	}}})
+	url, err := llm.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { llm.Close() })
+	cfg := engineConfig(t, url)
+	cfg.User = &config.UserConfig{Model: &config.UserModelConfig{Prompt: "SIMUSER: you want to learn more."}}
+	s := newSession(t, cfg)
+	if _, err := s.Reset(context.Background(), session.ResetOptions{EpisodeID: "ep-user-model"}); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := s.Step(context.Background(), wire.Action{Metadata: map[string]any{session.PlayKey: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !obs.Done || !obs.Metadata.UserDone || obs.Metadata.TurnNumber != 2 || obs.Metadata.UserReason != "two answers are enough" {
+		t.Fatalf("played: done=%v %+v", obs.Done, obs.Metadata)
+	}
+	if obs.ResponseText() != "llm: here is more" {
+		t.Errorf("turn 2 answered %q", obs.ResponseText())
+	}
+	var user, harness int
+	for _, e := range llm.Requests() {
+		switch e.Rule {
+		case "user", "user-done":
+			user++
+			if e.Headers["Authorization"] != "Bearer "+realKey {
+				t.Errorf("the user model's call carried %q, want the upstream's key", e.Headers["Authorization"])
+			}
+		case "harness":
+			harness++
+		}
+	}
+	if user != 3 || harness != 2 {
+		t.Fatalf("the engine answered %d user and %d harness calls, want 3 and 2", user, harness)
+	}
+	ex, err := s.Export("ep-user-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkExport(t, ex, 2)
+	for _, c := range ex.Calls {
+		if c.Turn < 1 || c.Turn > 2 {
+			t.Errorf("export call %d of turn %d", c.CallIndex, c.Turn)
+		}
+	}
+	b, _ := json.Marshal(ex)
+	if strings.Contains(string(b), "SIMUSER") || strings.Contains(string(b), "two answers are enough") {
+		t.Error("the user model's prompt or answer is in the training export")
 	}
 }
