@@ -182,7 +182,7 @@ func (s *Session) userMessage(ctx context.Context, r *run, n int, a wire.Action)
 	}
 	ans, err := s.askUser(ctx, r, userQuery{Type: "start", EpisodeID: r.id, Turn: n - 1})
 	if err != nil {
-		return a, "", harness.Wrap(wire.FailureUser, err, "simulated user: %v", err), nil
+		return a, "", harness.Wrap(wire.FailureUser, err, "simulated user"), nil
 	}
 	if ans.Done {
 		return a, "", nil, ans
@@ -217,7 +217,7 @@ func (s *Session) afterTurn(ctx context.Context, r *run, n int, msg string, res 
 	defer u.mu.Unlock()
 	switch {
 	case err != nil:
-		u.failure = harness.Wrap(wire.FailureUser, err, "simulated user: %v", err)
+		u.failure = harness.Wrap(wire.FailureUser, err, "simulated user")
 	case ans.Done:
 		return ans
 	default:

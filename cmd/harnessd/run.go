@@ -131,6 +131,9 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 			return nil, fmt.Errorf("step: %w", err)
 		}
 		pr.observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
+		if obs.Metadata.UserDone {
+			fmt.Fprintf(os.Stderr, "the simulated user ended the episode: %s\n", obs.Metadata.UserReason)
+		}
 		last = obs
 	}
 	return last, nil

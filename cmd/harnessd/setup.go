@@ -125,9 +125,16 @@ func (f *setupFlags) setup(ctx context.Context, log *slog.Logger, o setupOptions
 		return nil, withCode(exitMissing, err)
 	}
 	if len(cfg.Mappings()) > 0 {
+		// Both servers of each mapped tool entry must serve the same
+		// tools; one that cannot be reached now (production from a
+		// training cluster) is not compared, and said so.
 		var ps problems
-		for _, p := range preflight.CheckMappings(ctx, cfg, sup, log) {
+		mismatches, unreachable := preflight.CheckMappings(ctx, cfg, sup, log)
+		for _, p := range mismatches {
 			ps = append(ps, fmt.Errorf("refusing to start: %s", p))
+		}
+		for _, p := range unreachable {
+			log.Warn("a mapped tool entry's servers were not compared: one cannot be reached", "problem", p.String())
 		}
 		if len(ps) > 0 {
 			sup.Close(context.Background(), 0)

@@ -123,7 +123,8 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 	for _, p := range preflight.CheckTools(ctx, cfg, sup, log) {
 		out = append(out, p.String())
 	}
-	for _, p := range preflight.CheckMappings(ctx, cfg, sup, log) {
+	mismatches, unreachable := preflight.CheckMappings(ctx, cfg, sup, log)
+	for _, p := range append(mismatches, unreachable...) {
 		out = append(out, p.String())
 	}
 	return cfg, out

@@ -109,13 +109,15 @@ func toolNames(cat *bridge.Catalog) string {
 }
 
 // CheckMappings starts both servers of every mapped tool entry of cfg
-// (simulation: and production:), lists their tools, and reports each entry
-// whose two servers do not serve the same tools under the same names and
-// schemas: one problem per difference, naming the tool and the field. A
-// side that does not start or list its tools is a problem too. Like
-// CheckTools it runs the servers as the operator's check, on no episode's
-// data, and stops everything it started before it returns.
-func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) []config.Problem {
+// (simulation: and production:), lists their tools, and reports in
+// mismatches each entry whose two servers do not serve the same tools
+// under the same names and schemas: one problem per difference, naming the
+// tool and the field. A side that does not start or list its tools (a
+// production service out of reach of a training cluster, say) is reported
+// in unreachable instead, and that entry is not compared. Like CheckTools
+// it runs the servers as the operator's check, on no episode's data, and
+// stops everything it started before it returns.
+func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) (mismatches, unreachable []config.Problem) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -128,7 +130,7 @@ func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervi
 		for i, side := range []string{config.ModeSimulation, config.ModeProduction} {
 			tools, err := listSide(ctx, tc.WithSide(side), cfg, sup, log)
 			if err != nil {
-				out = append(out, config.Problem{Key: key, Cause: fmt.Sprintf("%s server (%s): %v", side, tc.Side(side).Describe(), err)})
+				unreachable = append(unreachable, config.Problem{Key: key, Cause: fmt.Sprintf("%s server (%s): %v", side, tc.Side(side).Describe(), err)})
 				ok = false
 				continue
 			}
@@ -141,7 +143,7 @@ func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervi
 			out = append(out, config.Problem{Key: key, Cause: "simulation and production differ: " + d.Describe(config.ModeSimulation, config.ModeProduction)})
 		}
 	}
-	return out
+	return out, unreachable
 }
 
 // listSide starts one server of a mapped entry, lists its tools and stops it.
