@@ -208,9 +208,6 @@ func (s *Session) afterTurn(ctx context.Context, r *run, n int, msg string, res 
 		return nil
 	}
 	u.note(n, "assistant", "", res.Response)
-	if res.Cancelled {
-		return nil // an interrupted turn is the trainer's business
-	}
 	resp := res.Response
 	ans, err := s.askUser(ctx, r, userQuery{Type: "observation", EpisodeID: r.id, Turn: n, Message: msg, Response: &resp, HarnessDone: res.Done})
 	u.mu.Lock()
