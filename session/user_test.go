@@ -219,3 +219,28 @@ func TestModelUserIsNeverInTheTrainingExport(t *testing.T) {
 		t.Error("the user model's prompt or answer is in the training export")
 	}
 }
+
+// The user program runs sandboxed: not as root, and without the daemon's
+// files (here a world-readable file in the workspace root, which a harness
+// cannot see either); the control is its own program, which it does read.
+func TestSimulatedUserIsSandboxed(t *testing.T) {
+	cfg := testConfig(t)
+	secret := filepath.Join(cfg.Workspace.Root, "secret.txt")
+	// World-readable, so that only the sandbox keeps it from the user.
+	if err := os.WriteFile(secret, []byte("daemon's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for d := cfg.Workspace.Root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	os.Chmod(secret, 0o644)
+	bin := testbin.Path(t, "testharness")
+	s := userSession(t, withUser(t, "--report", secret+","+bin), func(c *config.Config) { c.Workspace = cfg.Workspace })
+	reset(t, s)
+	obs := step(t, s, "")
+	r := obs.Metadata.UserReason
+	t.Logf("the user program reports: %s", r)
+	if !obs.Metadata.UserDone || !strings.Contains(r, secret+"=false") || !strings.Contains(r, bin+"=true") || strings.Contains(r, "uid=0 ") {
+		t.Fatalf("the user program reports %q; want a non-root uid, the secret unreadable, its own program readable", r)
+	}
+}
