@@ -91,7 +91,7 @@ func (c *Config) selectMapped() error {
 			continue
 		}
 		if t.Simulation == nil || t.Production == nil {
-			errs = append(errs, fmt.Errorf("tools[%d] %q: a mapped entry needs both simulation: and production:", i, t.Name))
+			errs = append(errs, fmt.Errorf("tools[%d] %q: a mapped entry needs both sides (simulation and production)", i, t.Name))
 			continue
 		}
 		for _, side := range []struct {
@@ -154,4 +154,19 @@ func (t ToolConfig) WithSide(mode string) ToolConfig {
 		t.Dir = t.baseDir
 	}
 	return t
+}
+
+// DescribeEnvironmentSide lists, for harnessd validate, the mapped tool
+// entries (both servers and the one the mode serves) and the simulated
+// user.
+func (c *Config) DescribeEnvironmentSide() []string {
+	var out []string
+	for _, m := range c.Mappings() {
+		out = append(out, fmt.Sprintf("tool mapping %q: simulation %s; production %s; mode %s serves %s (same tool names and schemas)",
+			m.Name, m.Simulation.Describe(), m.Production.Describe(), c.EffectiveMode(), m.Selected))
+	}
+	if c.User != nil {
+		out = append(out, "simulated user: "+c.User.Describe())
+	}
+	return out
 }

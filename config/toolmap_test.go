@@ -48,7 +48,7 @@ tools:
 
 func TestToolMappingProblems(t *testing.T) {
 	for _, c := range []struct{ tools, want string }{
-		{"[{name: m, simulation: {command: [a]}}]", "needs both simulation: and production:"},
+		{"[{name: m, simulation: {command: [a]}}]", "needs both sides"},
 		{"[{name: m, command: [x], simulation: {command: [a]}, production: {url: http://h/mcp}}]", "not beside them"},
 		{"[{name: m, simulation: {command: [a], url: http://h/mcp}, production: {url: http://h/mcp}}]", "simulation: exactly one of command or url"},
 	} {

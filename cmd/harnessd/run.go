@@ -114,9 +114,7 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	pr.observation("reset", last)
 	next := messageSource(f.msgs)
 	switch {
-	case sess.Config().User != nil:
-		// The simulated user writes every turn after the -m messages,
-		// until the episode is done (session.PlayKey's semantics).
+	case sess.Config().User != nil: // after the -m messages, the simulated user's turns until done
 		next = userTurns(f.msgs)
 	case f.taskDir != "" && len(f.msgs) == 0:
 		next = messageSource([]string{""}) // the task's instruction
@@ -139,18 +137,15 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	return last, nil
 }
 
-// userTurns yields the -m messages, then empty messages for ever: each
-// empty step's message is the simulated user's, and the episode ends when
-// the user says done, the harness does (episode.end_on_done), at
-// episode.max_turns, on a failure or at the episode's budget.
+// userTurns yields msgs, then empty messages (the simulated user's).
 func userTurns(msgs []string) func() (string, bool) {
-	i := 0
 	return func() (string, bool) {
-		if i < len(msgs) {
-			i++
-			return msgs[i-1], true
+		if len(msgs) == 0 {
+			return "", true
 		}
-		return "", true
+		m := msgs[0]
+		msgs = msgs[1:]
+		return m, true
 	}
 }
 

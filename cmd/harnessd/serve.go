@@ -122,19 +122,14 @@ func (f *serveFlags) serverOptions() (server.Options, error) {
 		MaxFrameBytes: int64(frame), Version: buildVersion()}, nil
 }
 
-// applyMode reconciles the server's mode and the configuration's: --mode
-// (or $OPENENV_MODE) wins and selects the mapped tool servers; without
-// either the configuration's mode: is the server's.
-func (f *serveFlags) applyMode(cfg *config.Config, opts *server.Options) error {
-	if f.mode == "" && os.Getenv("OPENENV_MODE") == "" {
-		mode, err := server.ParseMode(cfg.EffectiveMode())
-		if err != nil {
-			return err
-		}
-		opts.Mode = mode
-		return nil
+// applyMode: --mode (or $OPENENV_MODE) selects the mapped tool servers;
+// without either, the configuration's mode: is the server's.
+func (f *serveFlags) applyMode(cfg *config.Config, opts *server.Options) (err error) {
+	if f.mode != "" || os.Getenv("OPENENV_MODE") != "" {
+		return cfg.SetMode(string(opts.Mode))
 	}
-	return cfg.SetMode(string(opts.Mode))
+	opts.Mode, err = server.ParseMode(cfg.EffectiveMode())
+	return err
 }
 
 // drainTimeout is --drain-timeout.

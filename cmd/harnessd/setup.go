@@ -124,22 +124,9 @@ func (f *setupFlags) setup(ctx context.Context, log *slog.Logger, o setupOptions
 	if err != nil {
 		return nil, withCode(exitMissing, err)
 	}
-	if len(cfg.Mappings()) > 0 {
-		// Both servers of each mapped tool entry must serve the same
-		// tools; one that cannot be reached now (production from a
-		// training cluster) is not compared, and said so.
-		var ps problems
-		mismatches, unreachable := preflight.CheckMappings(ctx, cfg, sup, log)
-		for _, p := range mismatches {
-			ps = append(ps, fmt.Errorf("refusing to start: %s", p))
-		}
-		for _, p := range unreachable {
-			log.Warn("a mapped tool entry's servers were not compared: one cannot be reached", "problem", p.String())
-		}
-		if len(ps) > 0 {
-			sup.Close(context.Background(), 0)
-			return nil, withCode(exitUsage, ps)
-		}
+	if ps := preflight.CheckMappingsAtStart(ctx, cfg, sup, log); len(ps) > 0 {
+		sup.Close(context.Background(), 0)
+		return nil, withCode(exitUsage, problems(ps))
 	}
 	level, err := resolveIsolation(ctx, f.iso.level, cfg, log)
 	if err != nil {

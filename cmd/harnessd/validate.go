@@ -80,7 +80,7 @@ func runValidate(args []string) int {
 	for _, d := range cfg.SideDoors("") {
 		fmt.Printf("%s: side door: %s\n", path, d)
 	}
-	for _, line := range describeEnvironmentSide(cfg) {
+	for _, line := range cfg.DescribeEnvironmentSide() {
 		fmt.Printf("%s: %s\n", path, line)
 	}
 	return exitOK
@@ -128,21 +128,6 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 		out = append(out, p.String())
 	}
 	return cfg, out
-}
-
-// describeEnvironmentSide lists the mapped tool entries (both servers and
-// the one the configuration's mode serves; CheckMappings has compared
-// their tools) and the simulated user.
-func describeEnvironmentSide(cfg *config.Config) []string {
-	var out []string
-	for _, m := range cfg.Mappings() {
-		out = append(out, fmt.Sprintf("tool mapping %q: simulation %s; production %s; mode %s serves %s (same tool names and schemas)",
-			m.Name, m.Simulation.Describe(), m.Production.Describe(), cfg.EffectiveMode(), m.Selected))
-	}
-	if cfg.User != nil {
-		out = append(out, "simulated user: "+cfg.User.Describe())
-	}
-	return out
 }
 
 // configErrorLines splits a LoadConfig error (problems joined by newlines,

@@ -164,3 +164,25 @@ func listSide(ctx context.Context, tc config.ToolConfig, cfg *config.Config, sup
 	}
 	return tools, nil
 }
+
+// CheckMappingsAtStart is serve's and run's start-up check of the mapped
+// tool entries (CheckMappings): one "refusing to start" error per
+// difference; a side out of reach (production from a training cluster,
+// say) is logged as a warning and not compared.
+func CheckMappingsAtStart(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) []error {
+	if len(cfg.Mappings()) == 0 {
+		return nil
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	mismatches, unreachable := CheckMappings(ctx, cfg, sup, log)
+	for _, p := range unreachable {
+		log.Warn("a mapped tool entry's servers were not compared: one cannot be reached", "problem", p.String())
+	}
+	var out []error
+	for _, p := range mismatches {
+		out = append(out, fmt.Errorf("refusing to start: %s", p))
+	}
+	return out
+}
