@@ -125,15 +125,17 @@ func TestSimulatedUserStepByStepAndDialogueRubric(t *testing.T) {
 	}
 }
 
-// A user program that dies, or answers what is not an answer, ends the
-// episode at the next step with error_type user_failed, naming why.
+// A user program that dies, answers what is not an answer, or does not
+// answer in time ends the episode at the next step with error_type
+// user_failed, naming why.
 func TestSimulatedUserFailureEndsTheEpisode(t *testing.T) {
 	for _, c := range []struct{ flag, want string }{
 		{"--crash-at", "exited with code 3"},
 		{"--garbage-at", "this is not an answer"},
+		{"--silent-at", "no answer within user.timeout 1s"},
 	} {
 		t.Run(c.flag, func(t *testing.T) {
-			s := userSession(t, withUser(t, c.flag, "2"))
+			s := userSession(t, withUser(t, c.flag, "2"), func(c *config.Config) { c.User.Timeout = units.Duration(time.Second) })
 			reset(t, s)
 			// Question 1 is the opening; question 2 comes after turn 1,
 			// whose observation is whole: the failure ends the next step.
