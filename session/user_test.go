@@ -246,3 +246,17 @@ func TestSimulatedUserIsSandboxed(t *testing.T) {
 		t.Fatalf("the user program reports %q; want a non-root uid, the secret unreadable, its own program readable", r)
 	}
 }
+
+// A user that says done when asked to open ends the episode before any
+// turn: done, user_done, turn 0, and the harness never got a message.
+func TestSimulatedUserDoneBeforeTheFirstTurn(t *testing.T) {
+	s := userSession(t, withUser(t, "--turns", "0"))
+	reset(t, s)
+	obs := step(t, s, "")
+	if !obs.Done || !obs.Metadata.UserDone || obs.Metadata.TurnNumber != 0 || obs.Metadata.ErrorType != "" {
+		t.Fatalf("done=%v %+v", obs.Done, obs.Metadata)
+	}
+	if st := s.State(); st.StepCount != 0 || !st.Done {
+		t.Fatalf("state: %+v", st)
+	}
+}

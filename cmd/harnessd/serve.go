@@ -87,7 +87,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	f.setupFlags.register(fs)
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "`address` to listen on (a container passes :8000)")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound address to this `file` (for --listen with port 0); a regular file, replaced atomically")
-	fs.StringVar(&f.mode, "mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
+	fs.StringVar(&f.mode, "mode", "", "simulation or production, also selecting mapped tool servers (default: $OPENENV_MODE, else the configuration's mode:, else simulation)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 1, "concurrent sessions")
 	durationVar(fs, &f.idle, "idle-timeout", defaultIdleTimeout, "end sessions that no socket holds (HTTP, /mcp) after this long idle (0: never)")
 	fs.StringVar(&f.tokenFile, "api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
