@@ -39,8 +39,8 @@ type eventLog struct {
 	winSize int64        // the bytes of the ended turns in traj
 	omitted Omitted      // what fell out of the window
 	rec     *recorder
-	flusher *time.Timer // writes rec's buffer and the open run's text; nil until first armed
-	armed   bool        // the flusher is due
+	flusher *time.Timer  // writes rec's buffer and the open run's text; nil until first armed
+	armed   bool         // the flusher is due
 	turn    int          // the running turn, 0 between turns
 	events  []wire.Event // the running turn's events
 	emit    func(wire.Event)
