@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,6 +159,15 @@ func TestRecorderDropsACutLastLine(t *testing.T) {
 	}
 }
 
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkRecordEvent is the record's cost per kept event (an llm_chunk,
 // which is not coalesced) in a running turn: "buffered" is this package's
 // way (written to a buffer, the flusher writes it within
@@ -177,6 +187,7 @@ func BenchmarkRecordEvent(b *testing.B) {
 			l.beginTurn(turn, nil)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuTime(b)
 			for i := range b.N {
 				if i%10_000 == 9_999 { // stay within a turn's bounds
 					l.endTurn()
@@ -191,6 +202,8 @@ func BenchmarkRecordEvent(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			// The process's CPU: the flusher's writes included.
+			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/event")
 			l.endTurn()
 		})
 	}
