@@ -201,7 +201,7 @@ func (st *starter) initCommand(childEnd *os.File) *exec.Cmd {
 	}
 	cmd := &exec.Cmd{
 		Path:       initPath,
-		Args:       []string{initPath, initCommand},
+		Args:       []string{"harnessd-sandbox-init", initCommand},
 		Env:        []string{},
 		Dir:        "/",
 		ExtraFiles: append([]*os.File{childEnd}, st.bindFiles...),
