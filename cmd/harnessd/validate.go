@@ -80,6 +80,9 @@ func runValidate(args []string) int {
 	for _, d := range cfg.SideDoors("") {
 		fmt.Printf("%s: side door: %s\n", path, d)
 	}
+	for i := range cfg.Events {
+		fmt.Printf("%s: event %d: %s\n", path, i, cfg.Events[i].Describe())
+	}
 	return exitOK
 }
 
