@@ -112,6 +112,9 @@ type run struct {
 	budget   time.Duration // the task's episode budget, when it set deadline
 	graded   bool          // the task's tests have run
 	reported bool          // EpisodeEnded was sent
+	// queue is the episode's event queue (envqueue.go), made on first use.
+	queue     *eventQueue
+	queueOnce sync.Once
 }
 
 // adapter returns the run's harness adapter (nil before it started).
