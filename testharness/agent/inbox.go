@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 )
@@ -39,6 +40,10 @@ func (e *Executor) waitEvent(ctx context.Context, d time.Duration) (string, bool
 	defer t.Stop()
 	select {
 	case s := <-e.inbox.get():
+		// Like a user's message, it joins the model conversation: the
+		// next llm call's prompt holds it.
+		user, _ := json.Marshal(map[string]string{"role": "user", "content": s})
+		e.llm.messages = append(e.llm.messages, user)
 		return "event: " + s, true
 	case <-t.C:
 		return "no event", false
