@@ -16,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/session"
+	"github.com/harnessd/harnessd/testharness/fakellm"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -91,9 +92,11 @@ func ok(t *testing.T, obs *wire.Observation) {
 }
 
 func TestEventBeforeTurnTwoJoinsTurnTwosMessage(t *testing.T) {
-	s := newEventSession(t, eventConfig(t, []config.EventConfig{
+	cfg := eventConfig(t, []config.EventConfig{
 		{Name: "follow-up", BeforeTurn: 2, Message: "the user adds: also cover the empty input"},
-	}))
+	})
+	cfg.RecordDir = t.TempDir()
+	s := newEventSession(t, cfg)
 	reset(t, s)
 	o1 := step(t, s, "history")
 	ok(t, o1)
@@ -115,6 +118,18 @@ func TestEventBeforeTurnTwoJoinsTurnTwosMessage(t *testing.T) {
 	ok(t, o3)
 	if len(envEvents(o3.Metadata.TurnEvents)) != 0 || response(o3) != "turns: 3" {
 		t.Fatalf("turn 3: %q %+v", response(o3), envEvents(o3.Metadata.TurnEvents))
+	}
+	// The record file has it, as its own event type.
+	files, _ := filepath.Glob(filepath.Join(cfg.RecordDir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("record files: %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"type":"env_event"`); n != 1 || !strings.Contains(string(b), `"trigger":"before_turn"`) {
+		t.Fatalf("the record file has %d env_events:\n%s", n, b)
 	}
 }
 
@@ -369,5 +384,54 @@ func TestBadEventsAreRefused(t *testing.T) {
 	}
 	if cfg.Events[0].AfterTool.Name != "run_*" || cfg.Events[0].Describe() != "after a tool call matching run_*: deliver a message mid-turn (else with the next turn)" {
 		t.Fatalf("after_tool as a bare name: %+v %s", cfg.Events[0].AfterTool, cfg.Events[0].Describe())
+	}
+}
+
+// A mid-turn event's text enters the next model call's prompt: the
+// training export lists the event and marks that prompt span, whose tokens
+// hold the text.
+func TestMidTurnEventInTheExportsSpans(t *testing.T) {
+	_, url := engine(t)
+	cfg := engineConfig(t, url)
+	cfg.Events = []config.EventConfig{{Name: "ci", AfterTool: &config.ToolPattern{Name: "add"}, Deliver: "CI failed on main"}}
+	s := newEventSession(t, cfg)
+	reset(t, s)
+	o := step(t, s, `llm first question;;tool add {"a":1,"b":2};;waitevent 20s;;llm second question`)
+	ok(t, o)
+	if !strings.Contains(response(o), "event: CI failed on main") || strings.Contains(response(o), "llm error") {
+		t.Fatalf("turn: %q", response(o))
+	}
+	ex, err := s.Export("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Events) != 1 || ex.Events[0].Seq != 1 || ex.Events[0].Turn != 1 || ex.Events[0].AfterCall != 1 || ex.Events[0].CallIndex != 2 ||
+		ex.Events[0].Delivery != wire.DeliveryMidTurn || ex.Events[0].Text != "CI failed on main" {
+		t.Fatalf("export events: %+v", ex.Events)
+	}
+	if len(ex.Chains) != 1 {
+		t.Fatalf("chains: %+v", ex.Chains)
+	}
+	marked := 0
+	for _, sp := range ex.Chains[0].Spans {
+		if len(sp.Events) == 0 {
+			continue
+		}
+		marked++
+		if sp.Kind != "prompt" || sp.CallIndex != 2 || !reflect.DeepEqual(sp.Events, []int{1}) {
+			t.Fatalf("marked span: %+v", sp)
+		}
+		var text strings.Builder
+		for _, id := range ex.Chains[0].InputIDs[sp.Start:sp.End] {
+			if id >= fakellm.EngineByteBase {
+				text.WriteRune(rune(id - fakellm.EngineByteBase))
+			}
+		}
+		if !strings.Contains(text.String(), "CI failed on main") {
+			t.Fatalf("the marked span's tokens lack the event's text: %q", text.String())
+		}
+	}
+	if marked != 1 {
+		t.Fatalf("%d spans marked: %+v", marked, ex.Chains[0].Spans)
 	}
 }
