@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/acp"
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
+	"github.com/harnessd/harnessd/harness/adapter/streamjson"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/testharness/fakellm"
@@ -38,6 +39,15 @@ func acpConfig(t *testing.T, events []config.EventConfig, agentArgs ...string) *
 	return cfg
 }
 
+// claudeConfig runs the test agent over Claude Code's stream-json, taking
+// mid-turn input when midTurn is set (harness.options.mid_turn_input).
+func claudeConfig(t *testing.T, events []config.EventConfig, midTurn bool) *config.Config {
+	cfg := eventConfig(t, events, "--protocol", "stream-json", "--queue-mid-turn")
+	cfg.Harness.Adapter = streamjson.Name
+	cfg.Harness.Options = map[string]any{"mid_turn_input": midTurn}
+	return cfg
+}
+
 // newEventSession is newSession with the jsonl and acp adapters.
 func newEventSession(t *testing.T, cfg *config.Config) *session.Session {
 	t.Helper()
@@ -49,6 +59,9 @@ func newEventSession(t *testing.T, cfg *config.Config) *session.Session {
 		t.Fatal(err)
 	}
 	if err := r.Add(acp.Name, acp.Factory); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(streamjson.Name, streamjson.Factory); err != nil {
 		t.Fatal(err)
 	}
 	s, err := session.NewSession(session.Options{Config: cfg, Adapters: r, Supervisor: supervisor(t)})
@@ -144,6 +157,7 @@ func TestToolCallEventLandsMidTurn(t *testing.T) {
 	}{
 		{"line protocol", eventConfig(t, ev)},
 		{"acp", acpConfig(t, ev, "--acp-prompt-queueing")},
+		{"stream-json", claudeConfig(t, ev, true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newEventSession(t, tc.cfg)
@@ -207,6 +221,24 @@ func TestDeliverFallsBackToTheNextMessage(t *testing.T) {
 	ok(t, o)
 	if !strings.Contains(response(o), "| history\n\nCI failed on main") {
 		t.Fatalf("turn 2's message lacks the fallen-back text: %q", response(o))
+	}
+}
+
+// The stream-json adapter delivers mid-turn only when told to
+// (mid_turn_input): without it the text waits for the next message.
+func TestStreamJSONDeliversOnlyWhenAllowed(t *testing.T) {
+	s := newEventSession(t, claudeConfig(t, []config.EventConfig{{AfterTool: &config.ToolPattern{Name: "add"}, Deliver: "CI failed on main"}}, false))
+	reset(t, s)
+	o := step(t, s, `tool add {"a":1,"b":2};;waitevent 300ms`)
+	ok(t, o)
+	evs := envEvents(o.Metadata.TurnEvents)
+	if !strings.Contains(response(o), "no event") || len(evs) != 1 || evs[0].Delivery != wire.DeliveryNextMessage || evs[0].Fallback == "" {
+		t.Fatalf("delivered without mid_turn_input: %q %+v", response(o), evs)
+	}
+	o = step(t, s, "history")
+	ok(t, o)
+	if !strings.Contains(response(o), "history\n\nCI failed on main") {
+		t.Fatalf("turn 2's message: %q", response(o))
 	}
 }
 
