@@ -106,12 +106,22 @@ type FileEffect struct {
 }
 
 // ToolEffect is a call to the tool Name of the configured tool server
-// Server (tools[].name), with Arguments (a mapping).
+// Server (tools[].name), with Arguments (a mapping). With Result set the
+// tool server is the event's author: its result text, unless empty, is
+// then the event's text, appended to the next message (ResultMessage) or
+// delivered mid-turn (ResultDeliver).
 type ToolEffect struct {
 	Server    string         `yaml:"server" json:"server"`
 	Name      string         `yaml:"name" json:"name"`
 	Arguments map[string]any `yaml:"arguments" json:"arguments,omitempty"`
+	Result    string         `yaml:"result" json:"result,omitempty"`
 }
+
+// What becomes of a tool effect's result text (ToolEffect.Result).
+const (
+	ResultMessage = "message"
+	ResultDeliver = "deliver"
+)
 
 // ArgumentsJSON returns the call's arguments as a JSON object.
 func (t *ToolEffect) ArgumentsJSON() (json.RawMessage, error) {
@@ -192,6 +202,12 @@ func (e *EventConfig) Describe() string {
 		eff = "place workspace file " + e.File.Path
 	case e.Tool != nil:
 		eff = fmt.Sprintf("call tool %s/%s", e.Tool.Server, e.Tool.Name)
+		switch e.Tool.Result {
+		case ResultMessage:
+			eff += ", its result appended to the next turn"
+		case ResultDeliver:
+			eff += ", its result delivered mid-turn (else with the next turn)"
+		}
 	case e.Deliver != "":
 		eff = "deliver a message mid-turn (else with the next turn)"
 	}
@@ -278,6 +294,9 @@ func (c *Config) validateEvents() []error {
 			}
 			if t.Name == "" {
 				bad("tool.name is required")
+			}
+			if t.Result != "" && t.Result != ResultMessage && t.Result != ResultDeliver {
+				bad("tool.result must be %s or %s, not %q", ResultMessage, ResultDeliver, t.Result)
 			}
 			if _, err := t.ArgumentsJSON(); err != nil {
 				bad("tool.arguments: %v", err)

@@ -234,15 +234,17 @@ func (q *eventQueue) fire(ctx context.Context, i int, trigger, detail, notLive s
 	case e.Tool != nil:
 		ev.Effect, ev.Tool, ev.Delivery = wire.EffectTool, e.Tool.Server+"/"+e.Tool.Name, wire.DeliveryToolServer
 		args, err := e.Tool.ArgumentsJSON()
+		var text string
 		if err == nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), toolEffectTimeout)
-			var text string
 			text, err = q.r.ep.CallSourceTool(cctx, e.Tool.Server, e.Tool.Name, args)
 			cancel()
 			ev.Result = clipResult(text)
 		}
 		if err != nil {
 			ev.Error = err.Error()
+		} else if text = strings.TrimSpace(text); text != "" && e.Tool.Result != "" {
+			q.toolText(ctx, ev, e.Tool.Result, text, notLive)
 		}
 	}
 	if ev.Error != "" {
@@ -257,6 +259,25 @@ func (q *eventQueue) fire(ctx context.Context, i int, trigger, detail, notLive s
 	rec := wire.New(wire.OriginDaemon, ev)
 	rec.Timestamp = at
 	q.s.events.add(rec)
+}
+
+// toolText passes a tool effect's result text on as the event's text
+// (ToolEffect.Result): appended to the next message, or delivered as a
+// deliver effect is.
+func (q *eventQueue) toolText(ctx context.Context, ev *wire.EnvEvent, how, text, notLive string) {
+	ev.Text = text
+	if how == config.ResultDeliver && notLive == "" {
+		notLive = q.deliver(ctx, text)
+		if notLive == "" {
+			ev.Delivery = wire.DeliveryMidTurn
+			return
+		}
+	}
+	if how == config.ResultDeliver {
+		ev.Fallback = notLive
+	}
+	ev.Delivery = wire.DeliveryNextMessage
+	q.queueNext(text)
 }
 
 // deliver hands text to the running turn's harness; it returns "" once

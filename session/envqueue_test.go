@@ -401,6 +401,7 @@ func TestBadEventsAreRefused(t *testing.T) {
 		{"events: [{before_turn: 1, file: {path: /etc/x, content: y}}]", "file.path \"/etc/x\" must be relative to the workspace"},
 		{"events: [{before_turn: 1, tool: {server: nope, name: t}}]", "tool.server \"nope\" is not one of the configured tools"},
 		{"events: [{before_turn: 1, tool: {server: calc}}]", "tool.name is required"},
+		{"events: [{before_turn: 1, tool: {server: calc, name: t, result: reply}}]", `tool.result must be message or deliver, not "reply"`},
 		{"events: [{before_turn: 1, mesage: hi}]", "unknown key mesage"},
 		{"events: [{}, {before_turn: 2, message: ok}, {after: 1s}]", "events[2]: an effect is required"},
 	} {
@@ -465,5 +466,38 @@ func TestMidTurnEventInTheExportsSpans(t *testing.T) {
 	}
 	if marked != 1 {
 		t.Fatalf("%d spans marked: %+v", marked, ex.Chains[0].Spans)
+	}
+}
+
+// A tool server can author events: a tool effect with result: takes the
+// tool's result text as the event's text, delivered mid-turn or appended
+// to the next message; a stateful server decides what each says.
+func TestToolServerAuthorsEventText(t *testing.T) {
+	s := newEventSession(t, eventConfig(t, []config.EventConfig{
+		{Name: "ci", AfterTool: &config.ToolPattern{Name: "add"},
+			Tool: &config.ToolEffect{Server: "calc", Name: "echo", Arguments: map[string]any{"text": "CI: 2 tests failed"}, Result: config.ResultDeliver}},
+		{Name: "counter", ResponseMatches: `^hi`, Once: new(false),
+			Tool: &config.ToolEffect{Server: "calc", Name: "count", Result: config.ResultMessage}},
+	}))
+	reset(t, s)
+	o := step(t, s, `tool add {"a":1,"b":2};;waitevent 20s`)
+	ok(t, o)
+	if !strings.Contains(response(o), "event: CI: 2 tests failed") {
+		t.Fatalf("the tool's text was not delivered mid-turn: %q", response(o))
+	}
+	if evs := envEvents(o.Metadata.TurnEvents); len(evs) != 1 || evs[0].Delivery != wire.DeliveryMidTurn || evs[0].Text != "CI: 2 tests failed" || evs[0].Tool != "calc/echo" {
+		t.Fatalf("env_event: %+v", evs)
+	}
+	for n, want := range []string{"1", "2"} {
+		o = step(t, s, "reply hi")
+		ok(t, o)
+		if evs := envEvents(o.Metadata.TurnEvents); len(evs) != 1 || evs[0].Text != want || evs[0].Delivery != wire.DeliveryNextMessage {
+			t.Fatalf("reply %d: %+v", n, evs)
+		}
+	}
+	o = step(t, s, "history")
+	ok(t, o)
+	if !strings.Contains(response(o), "| reply hi | reply hi\n\n1 | history\n\n2") {
+		t.Fatalf("the counter's texts did not join the next messages: %q", response(o))
 	}
 }

@@ -51,7 +51,8 @@ type EnvEvent struct {
 	// Effect is what it does: message, file, tool or deliver.
 	Effect string `json:"effect" wire:"required"`
 	// Delivery is where the effect went: mid_turn, next_message,
-	// workspace or tool_server.
+	// workspace or tool_server (a tool effect whose result became the
+	// text says where that went instead).
 	Delivery string `json:"delivery,omitempty"`
 	// Fallback says why a deliver effect went to the next turn's message
 	// instead of mid-turn (the protocol cannot take it, the turn ended).
