@@ -302,7 +302,7 @@ func (t *Task) transferArtifacts(agentWS, ws string, step *Step) error {
 // (the agent made the workspace).
 func beneath(root, rel string) (string, error) {
 	p := root
-	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean("/"+rel))[1:], "/") {
+	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean("/" + rel))[1:], "/") {
 		if part == "" {
 			continue
 		}

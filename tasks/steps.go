@@ -321,7 +321,6 @@ func (t *Task) PrepareStep(workspace string, n int) error {
 	return nil
 }
 
-
 // allArtifacts are the task's artifacts and every step's.
 func (t *Task) allArtifacts() []string {
 	out := append([]string(nil), t.Artifacts...)
