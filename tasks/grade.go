@@ -491,10 +491,25 @@ func (t *Task) run(ctx context.Context, o RunOptions, sp runSpec) (*Result, erro
 	}
 	home := filepath.Join(o.Scratch, "home")
 	homeAt := sp.user.home()
+	homeBind := sandbox.Bind{Src: home, Dst: homeAt, Writable: true}
+	if !sp.user.Root() {
+		// /home/NAME has no mount point in the host's read-only root: the
+		// sandbox gets a /home of its own holding only the user's.
+		homes := filepath.Join(o.Scratch, "homes")
+		home = filepath.Join(homes, path.Base(homeAt))
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			return nil, fmt.Errorf("task %s: HOME: %w", t.ID, err)
+		}
+		homeBind = sandbox.Bind{Src: homes, Dst: "/home"}
+	}
 	// The workspace and HOME are binds rather than Config.Workspace and
 	// Home: those also appear at their host paths, whose parents (the
 	// daemon's private directories) the sandbox's ids cannot search.
-	binds = append([]sandbox.Bind{{Src: o.Workspace, Dst: t.WorkDir, Writable: true}, {Src: home, Dst: homeAt, Writable: true}}, binds...)
+	front := []sandbox.Bind{{Src: o.Workspace, Dst: t.WorkDir, Writable: true}, homeBind}
+	if !sp.user.Root() {
+		front = append(front, sandbox.Bind{Src: home, Dst: homeAt, Writable: true})
+	}
+	binds = append(front, binds...)
 	cfg := sandbox.Config{
 		Init: o.Init, Name: "task-" + t.ID, Hostname: "task",
 		Hide:  hideOutside(append(append([]string(nil), o.Hide...), t.hidden...), t.WorkDir),

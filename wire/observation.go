@@ -28,13 +28,19 @@ const (
 	// sandbox's cgroup (memory: the OOM killer ended it; pids: a fork was
 	// refused) and ended.
 	FailureResourceLimit FailureType = "resource_limit"
+	// FailureGraderNeedsNetwork: the task's tests install their tools at
+	// grading time (apt-get, pip install, curl … | sh, uv …) and could not
+	// reach the network; the task's reward is withheld (null), and
+	// metadata.grade.error names the command. The agent's turn itself
+	// ended normally.
+	FailureGraderNeedsNetwork FailureType = "grader_needs_network"
 )
 
 // FailureTypes lists every failure type (for schemas and metrics labels).
 var FailureTypes = []FailureType{
 	FailureStartupFailed, FailureTurnTimeout, FailureHarnessCrashed, FailureHarnessExited, FailureProtocol,
 	FailureOutputLimit, FailureEpisodeTimeout, FailureMaxTurns, FailureCancelled, FailureModelBudget,
-	FailureResourceLimit,
+	FailureResourceLimit, FailureGraderNeedsNetwork,
 }
 
 // ExitStatus is how a harness process ended.
