@@ -144,3 +144,72 @@ func TestTaskSourceByPath(t *testing.T) {
 		t.Errorf("a directory: %+v", s)
 	}
 }
+
+// Harbor's example tasks (tasks/testdata/harbor-examples: equivalents,
+// see its README) run offline with the oracle: those that can grade 1
+// and exit 0; hello-world's tests install uv at grading time and cannot,
+// which is error_type grader_needs_network naming the command, exit 1 —
+// not a reward of 0.
+func TestRunTaskOracleHarborExamples(t *testing.T) {
+	for _, id := range []string{"hello-workdir", "hello-user", "hello-mcp", "hello-multi-step-simple"} {
+		sum, errOut, code := runTask(t, "--task", testTasks+"/harbor-examples/"+id, "--oracle")
+		if code != exitOK || sum["reward"] != 1.0 || sum["error_type"] != nil {
+			t.Errorf("oracle %s: exit %d %v\n%s", id, code, sum, errOut)
+		}
+	}
+	sum, errOut, code := runTask(t, "--task", testTasks+"/harbor-examples/hello-world", "--oracle")
+	grade, _ := sum["grade"].(map[string]any)
+	if code != exitFailure || sum["reward"] != nil || sum["error_type"] != "grader_needs_network" || grade == nil ||
+		!strings.Contains(grade["error"].(string), "test.sh line 3: `apt-get update`") ||
+		!strings.Contains(errOut, "no reward (error_type grader_needs_network)") {
+		t.Errorf("oracle hello-world: exit %d %v\n%s", code, sum, errOut)
+	}
+	// The multi-step task's grade has one grade per step.
+	sum, _, _ = runTask(t, "--task", testTasks+"/harbor-examples/hello-multi-step-simple", "--oracle")
+	steps, _ := sum["grade"].(map[string]any)["steps"].([]any)
+	if len(steps) != 2 || steps[0].(map[string]any)["step"] != "create-file" || steps[1].(map[string]any)["reward"] != 1.0 {
+		t.Errorf("multi-step grade: %v", sum["grade"])
+	}
+}
+
+// validate refuses what harnessd cannot honour of a Harbor task, the key
+// named, one line per task.
+func TestValidateRefusesUnsupportedHarborKeys(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "tasks")
+	mk := func(id, toml string) {
+		d := filepath.Join(root, id)
+		for f, c := range map[string]string{"task.toml": toml, "instruction.md": "do it\n", "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n"} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(d, f)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, f), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("healthcheck", "[environment.healthcheck]\ncommand = \"true\"\n")
+	mk("windows", "[environment]\nos = \"windows\"\n")
+	mk("collect", "[[verifier.collect]]\ncommand = \"true\"\n")
+	mk("image", "[verifier.environment]\ndocker_image = \"grader:1\"\n")
+	mk("fine", "[environment]\nworkdir = \"/srv\"\nenv = { A = \"1\" }\n[agent]\nuser = \"agent\"\n")
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\ntasks:\n  dir: "+root+"\n")
+	_, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUsage, errOut)
+	}
+	for _, want := range []string{
+		"task healthcheck: task.toml environment.healthcheck is not supported",
+		"task windows: task.toml environment.os is not supported",
+		"task collect: task.toml verifier.collect is not supported",
+		"task image: task.toml verifier.environment.docker_image is not supported",
+		"4 problems",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "task fine") {
+		t.Errorf("a task harnessd honours is refused:\n%s", errOut)
+	}
+}
