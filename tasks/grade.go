@@ -464,6 +464,9 @@ const egressDoor = "egress"
 // leader is held until its pid is known.
 func (t *Task) run(ctx context.Context, o RunOptions, sp runSpec) (*Result, error) {
 	start := time.Now()
+	if err := mountable(t.WorkDir); err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.ID, err)
+	}
 	cmd, binds := sp.cmd, sp.binds
 	ids, err := t.identityFiles(filepath.Join(o.Scratch, "etc"))
 	if err != nil {
@@ -632,6 +635,22 @@ func (t *Task) run(ctx context.Context, o RunOptions, sp runSpec) (*Result, erro
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// mountable says why the workspace cannot be mounted at dir: the
+// sandbox's root is the host's, read-only, so a mount point can be made
+// only where the host has no directory yet at dir's parent (the sandbox's
+// own tmpfs root holds it) or at dir itself.
+func mountable(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	for p := path.Dir(dir); p != "/"; p = path.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("the workdir %s cannot be mounted: its parent %s is the host's (read-only in the sandbox) and has no %s; use a workdir at the top level (/app) or below a directory the host lacks", dir, p, path.Base(dir))
+		}
+	}
+	return nil
 }
 
 // hideOutside drops the paths below workDir: the workspace is bound over

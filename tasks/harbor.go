@@ -245,6 +245,9 @@ func loadHarbor(dir string) (*Task, error) {
 			t.WorkDir = w
 		}
 	}
+	if err := mountable(t.WorkDir); err != nil {
+		t.Warnings = append(t.Warnings, err.Error())
+	}
 	for _, c := range t.copies {
 		if !within(c.dst, t.WorkDir) && !(c.intoDir && within(path.Join(c.dst, filepath.Base(c.src)), t.WorkDir)) {
 			t.Warnings = append(t.Warnings, fmt.Sprintf("COPY to %s not honoured: it lies outside WORKDIR %s (only the workspace is the task's)", c.dst, t.WorkDir))

@@ -45,7 +45,7 @@ var networkFailure = regexp.MustCompile(`(?i)(` +
 	`failed to fetch|unable to locate package|unable to fetch some archives|` +
 	`no matching distribution found|could not find a version that satisfies|` +
 	`failed to (download|fetch|resolve)|dns error|error sending request|` +
-	`connect tunnel failed|proxy ?error|403 forbidden|` +
+	`connect tunnel failed|proxy ?error|403 forbidden|returned error: 40[37]|` +
 	`could not open lock file|are you root\?|read-only file system|` +
 	`(uv|uvx|pytest|pip|npm|npx): (command )?not found` +
 	`)`)
