@@ -538,16 +538,25 @@ func (t *Task) run(ctx context.Context, o RunOptions, sp runSpec) (*Result, erro
 	defer sb.Close()
 	huid, hgid := sb.HostIDs()
 	// The workspace keeps its owners across sandboxes (an id inside stays
-	// the same id inside); what the daemon made becomes root's. The
-	// agent's phase as a user other than root gets the workspace, as a
-	// harness does. HOME is the run's user's.
-	if sp.agent && uid != 0 {
-		err = chownTree(o.Workspace, huid, hgid)
-	} else {
-		err = remapTree(o.Workspace, huid-uid, hgid-uid)
+	// the same id inside); what the daemon made becomes root's, or in the
+	// agent's phase (oracle, setup.sh) the agent user's, as a harness gets
+	// its workspace. Afterwards the ids are put back in the range they
+	// came from: a harness between the steps of a task keeps its view.
+	daemonOwned := 0
+	if sp.agent {
+		daemonOwned = uid
 	}
-	if err != nil {
+	if from, ok := rangeBase(o.Workspace); ok {
+		defer remapTree(o.Workspace, from, from, -1)
+	}
+	if err := remapTree(o.Workspace, huid-uid, hgid-uid, daemonOwned); err != nil {
 		return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, o.Workspace, err)
+	}
+	if sp.agent && os.Geteuid() == 0 {
+		// The workspace itself is the agent's, whoever made its files.
+		if err := os.Chown(o.Workspace, huid, hgid); err != nil {
+			return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, o.Workspace, err)
+		}
 	}
 	if err := chownTree(home, huid, hgid); err != nil {
 		return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, home, err)
@@ -667,9 +676,10 @@ func hideOutside(paths []string, workDir string) []string {
 
 // remapTree gives every file of dir to the same id inside a sandbox
 // whose inside 0 is host uid0:gid0: a file a sandbox's id N owns (a host
-// id of one of the sandbox ranges, DefaultRanges) becomes uid0+N, any
-// other (the daemon's) uid0's. Symlinks are not followed.
-func remapTree(dir string, uid0, gid0 int) error {
+// id of one of the sandbox ranges, DefaultRanges) becomes uid0+N; any
+// other (the daemon's) becomes uid0+daemonOwned, or keeps its owner when
+// daemonOwned is negative. Symlinks are not followed.
+func remapTree(dir string, uid0, gid0, daemonOwned int) error {
 	if os.Geteuid() != 0 {
 		return nil // the single id map: the sandbox's root is our own uid
 	}
@@ -679,20 +689,46 @@ func remapTree(dir string, uid0, gid0 int) error {
 		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
 		if !ok {
-			return os.Lchown(p, uid0, gid0)
+			return nil
 		}
-		return os.Lchown(p, uid0+insideID(st.Uid), gid0+insideID(st.Gid))
+		u, uok := insideID(st.Uid)
+		g, gok := insideID(st.Gid)
+		if !uok || !gok {
+			if daemonOwned < 0 {
+				return nil
+			}
+			u, g = daemonOwned, daemonOwned
+		}
+		return os.Lchown(p, uid0+u, gid0+g)
 	})
 }
 
-// insideID is the id inside its sandbox of host id h: its offset in its
-// range when h lies in DefaultRanges, else 0 (root).
-func insideID(h uint32) int {
+// rangeBase is the host id of inside 0 of the sandbox range dir's owner
+// belongs to; false when dir's owner is no sandbox's.
+func rangeBase(dir string) (int, bool) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	in, ok := insideID(st.Uid)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid) - in, true
+}
+
+// insideID is the id inside its sandbox of host id h, when h lies in
+// DefaultRanges.
+func insideID(h uint32) (int, bool) {
 	base := uint64(sandbox.DefaultIDBase)
 	if uint64(h) < base || uint64(h) >= base+4096*sandbox.RangeSize {
-		return 0
+		return 0, false
 	}
-	return int((uint64(h) - base) % sandbox.RangeSize)
+	return int((uint64(h) - base) % sandbox.RangeSize), true
 }
 
 // chownTree gives dir and everything in it to uid:gid (not following

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -318,6 +319,15 @@ func (t *Task) PrepareStep(workspace string, n int) error {
 	if err := copyDir(s.workdirDir, workspace); err != nil {
 		return fmt.Errorf("task %s: step %s: upload workdir/: %w", t.ID, s.Name, err)
 	}
+	// A harness's sandbox owns the workspace between steps: the files
+	// uploaded become its, as the workspace's root is.
+	if fi, err := os.Stat(workspace); err == nil && os.Geteuid() == 0 {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+			if err := chownNew(s.workdirDir, workspace, int(st.Uid), int(st.Gid)); err != nil {
+				return fmt.Errorf("task %s: step %s: upload workdir/: %w", t.ID, s.Name, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -328,4 +338,19 @@ func (t *Task) allArtifacts() []string {
 		out = append(out, s.Artifacts...)
 	}
 	return out
+}
+
+// chownNew gives the files of workspace that src's tree names (what
+// PrepareStep copied) to uid:gid.
+func chownNew(src, workspace string, uid, gid int) error {
+	return filepath.Walk(src, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		return os.Lchown(filepath.Join(workspace, rel), uid, gid)
+	})
 }
