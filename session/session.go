@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -111,7 +112,11 @@ type run struct {
 	deadline time.Time     // zero: no episode budget
 	budget   time.Duration // the task's episode budget, when it set deadline
 	graded   bool          // the task's tests have run
-	reported bool          // EpisodeEnded was sent
+	// A multi-step task's steps graded so far, and why it stopped early.
+	stepResults []tasks.StepResult
+	stepGrades  []wire.TaskGrade
+	stepStopped string
+	reported    bool // EpisodeEnded was sent
 }
 
 // adapter returns the run's harness adapter (nil before it started).

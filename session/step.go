@@ -52,6 +52,9 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 // runStep runs turn n of r and builds its observation.
 func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig *turnSignal) *wire.Observation {
 	ep := r.ep
+	if obs := s.beginTaskStep(ctx, r, n); obs != nil {
+		return obs // the step's setup.sh failed: graded, done
+	}
 	b := s.turnBudget(r, a.Timeout)
 	started := time.Now()
 	in := harness.TurnInput{Number: n, Message: s.turnMessage(r, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}

@@ -537,27 +537,11 @@ func (t *Task) run(ctx context.Context, o RunOptions, sp runSpec) (*Result, erro
 	}
 	defer sb.Close()
 	huid, hgid := sb.HostIDs()
-	// The workspace keeps its owners across sandboxes (an id inside stays
-	// the same id inside); what the daemon made becomes root's, or in the
-	// agent's phase (oracle, setup.sh) the agent user's, as a harness gets
-	// its workspace. Afterwards the ids are put back in the range they
-	// came from: a harness between the steps of a task keeps its view.
-	daemonOwned := 0
-	if sp.agent {
-		daemonOwned = uid
-	}
-	if from, ok := rangeBase(o.Workspace); ok {
-		defer remapTree(o.Workspace, from, from, -1)
-	}
-	if err := remapTree(o.Workspace, huid-uid, hgid-uid, daemonOwned); err != nil {
+	restore, err := t.giveWorkspace(o.Workspace, sp, huid, hgid, uid)
+	if err != nil {
 		return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, o.Workspace, err)
 	}
-	if sp.agent && os.Geteuid() == 0 {
-		// The workspace itself is the agent's, whoever made its files.
-		if err := os.Chown(o.Workspace, huid, hgid); err != nil {
-			return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, o.Workspace, err)
-		}
-	}
+	defer restore()
 	if err := chownTree(home, huid, hgid); err != nil {
 		return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, home, err)
 	}
@@ -672,6 +656,56 @@ func hideOutside(paths []string, workDir string) []string {
 		}
 	}
 	return out
+}
+
+// giveWorkspace hands the workspace to the run's sandbox, whose process
+// (even its root: the sandbox drops every capability) can only use files
+// it owns or that their modes open to it. A task that names no user gets
+// the whole workspace given to the run's user, as before. A task that
+// names users keeps each file's owner across sandboxes (an id inside stays
+// the same id inside, so `ls -l` names the agent), what the daemon made
+// becoming root's — the agent user's in the agent's phase (oracle,
+// setup.sh), which also gets the workspace directory itself — and the
+// workspace directory is opened to all (0755 at least), as a container's
+// WORKDIR is: a file the agent made unreadable to others stays so to a
+// root verifier, which has no capabilities here. Afterwards the
+// workspace's ids are put back as they were when a harness's sandbox owns
+// it (a harness alive between the steps of a task keeps its view).
+func (t *Task) giveWorkspace(ws string, sp runSpec, huid, hgid, uid int) (func(), error) {
+	restore := func() {}
+	if os.Geteuid() != 0 {
+		return restore, nil // the single id map: the sandbox's root is our own uid
+	}
+	fi, err := os.Stat(ws)
+	if err != nil {
+		return restore, err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if len(t.users()) == 0 {
+		if st != nil {
+			if _, live := insideID(st.Uid); live {
+				ou, og := int(st.Uid), int(st.Gid)
+				restore = func() { chownTree(ws, ou, og) }
+			}
+		}
+		return restore, chownTree(ws, huid, hgid)
+	}
+	if from, ok := rangeBase(ws); ok {
+		restore = func() { remapTree(ws, from, from, -1) }
+	}
+	daemonOwned := 0
+	if sp.agent {
+		daemonOwned = uid
+	}
+	if err := remapTree(ws, huid-uid, hgid-uid, daemonOwned); err != nil {
+		return restore, err
+	}
+	if sp.agent {
+		if err := os.Chown(ws, huid, hgid); err != nil {
+			return restore, err
+		}
+	}
+	return restore, os.Chmod(ws, fi.Mode().Perm()|0o755)
 }
 
 // remapTree gives every file of dir to the same id inside a sandbox

@@ -111,7 +111,8 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	pr.observation("reset", last)
 	next := messageSource(f.msgs)
 	if f.taskDir != "" && len(f.msgs) == 0 {
-		next = messageSource([]string{""}) // the task's instruction
+		// The task's instruction; a multi-step task's, one per step.
+		next = messageSource(make([]string, taskTurns(f.taskDir)))
 	}
 	for !last.Done {
 		msg, ok := next()

@@ -143,9 +143,23 @@ func runOracle(ctx context.Context, dir string) int {
 func taskConfig(cfg *config.Config, dir string) error {
 	cfg.Tasks = tasks.Source{Task: dir}
 	if cfg.Episode.MaxTurns == 0 {
-		cfg.Episode.MaxTurns = 1
+		cfg.Episode.MaxTurns = taskTurns(dir)
 	}
 	return cfg.Normalize()
+}
+
+// taskTurns is how many turns the task in dir takes: one per step of a
+// multi-step task, else one (also when it does not load: the load's own
+// error is reported where the taskset is).
+func taskTurns(dir string) int {
+	set, err := tasks.Load(tasks.Source{Task: dir})
+	if err != nil {
+		return 1
+	}
+	if n := len(set.Tasks()[0].Steps); n > 0 {
+		return n
+	}
+	return 1
 }
 
 // taskResult summarizes the final observation of a run --task episode.

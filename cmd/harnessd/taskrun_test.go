@@ -213,3 +213,30 @@ func TestValidateRefusesUnsupportedHarborKeys(t *testing.T) {
 		t.Errorf("a task harnessd honours is refused:\n%s", errOut)
 	}
 }
+
+// A multi-step task with an agent: each step is one turn (its workdir/
+// uploaded first), graded by its own tests; the final summary has the
+// task's reward and each step's grade; a step below its min_reward ends
+// the episode there.
+func TestRunMultiStepTaskWithAnAgent(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	task := testTasks + "/harbor-examples/hello-multi-step-simple"
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", task, "-m", "echo Hello > greeting.txt", "-m", "cat name.txt >> greeting.txt")
+	grade, _ := sum["grade"].(map[string]any)
+	steps, _ := grade["steps"].([]any)
+	if code != exitOK || sum["reward"] != 1.0 || len(steps) != 2 || steps[1].(map[string]any)["step"] != "append-content" {
+		t.Errorf("solved: exit %d %v\n%s", code, sum, errOut)
+	}
+	sum, errOut, code = runTask(t, "--config", cfg, "--task", task, "-m", "true", "-m", "cat name.txt >> greeting.txt")
+	grade, _ = sum["grade"].(map[string]any)
+	steps, _ = grade["steps"].([]any)
+	if code != exitOK || sum["reward"] != 0.0 || len(steps) != 1 || !strings.Contains(grade["stopped"].(string), "reward=0 below min_reward 1") {
+		t.Errorf("first step failed: exit %d %v\n%s", code, sum, errOut)
+	}
+}
