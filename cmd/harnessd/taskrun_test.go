@@ -240,3 +240,29 @@ harness:
 		t.Errorf("first step failed: exit %d %v\n%s", code, sum, errOut)
 	}
 }
+
+// The harness runs as the task's [agent] user (hello-user's tests check
+// whoami and the owner of what it wrote, as root); in process isolation,
+// where the harness is the daemon's user, the task is refused by key.
+func TestRunTaskAsTheAgentUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("task users need a range of ids: a root daemon")
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	task := testTasks + "/harbor-examples/hello-user"
+	solve := `whoami > /app/whoami.txt; echo "Hello, world!" > /app/hello.txt`
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", task, "-m", solve)
+	if code != exitOK || sum["reward"] != 1.0 {
+		t.Errorf("as agent: exit %d %v\n%s", code, sum, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "run", "--config", cfg, "--isolation", "process", "--task", task, "-m", solve)
+	if code == exitOK || !strings.Contains(errOut, `task.toml agent.user = "agent" cannot be honoured in process isolation`) {
+		t.Errorf("process isolation: exit %d\n%s", code, errOut)
+	}
+}
