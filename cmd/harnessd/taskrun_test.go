@@ -266,3 +266,16 @@ harness:
 		t.Errorf("process isolation: exit %d\n%s", code, errOut)
 	}
 }
+
+// validate names the tasks whose tests install tools at grading time, with
+// the command, and what their grader will have.
+func TestValidateNotesGradersThatNeedTheNetwork(t *testing.T) {
+	dir := t.TempDir()
+	ex, _ := filepath.Abs(testTasks + "/harbor-examples")
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\ntasks:\n  dir: "+ex+"\n")
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	want := "task hello-world: the tests install tools at grading time (hello-world/tests/test.sh line 3: apt-get update): the grading sandbox has no network"
+	if code != exitOK || !strings.Contains(out, want) || strings.Count(out, "install tools at grading time") != 1 {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
