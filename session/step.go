@@ -55,7 +55,11 @@ func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig
 	if obs := s.beginTaskStep(ctx, r, n); obs != nil {
 		return obs // the step's setup.sh failed: graded, done
 	}
-	b := s.turnBudget(r, a.Timeout)
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = s.stepTimeout(r, n)
+	}
+	b := s.turnBudget(r, timeout)
 	started := time.Now()
 	in := harness.TurnInput{Number: n, Message: s.turnMessage(r, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
 	mctx, endModelTurn := ep.BeginModelTurn(ctx, n)

@@ -49,7 +49,9 @@ func (s *Session) taskStarted(r *run, md *wire.Metadata) {
 	if t == nil {
 		return
 	}
-	if t.AgentTimeout > 0 {
+	if t.AgentTimeout > 0 && !t.IsMultiStep() {
+		// A multi-step task's [agent] timeout_sec bounds each step's turn
+		// (stepTimeout), as Harbor bounds each step's agent run.
 		s.mu.Lock()
 		if dl := time.Now().Add(t.AgentTimeout); r.deadline.IsZero() || dl.Before(r.deadline) {
 			r.deadline = dl
@@ -357,4 +359,22 @@ func (s *Session) finalTaskGrade(r *run, obs *wire.Observation) {
 func lastStep(r *run, n int) bool {
 	t := r.ep.Task()
 	return t != nil && t.IsMultiStep() && n >= len(t.Steps)
+}
+
+// stepTimeout bounds turn n of a multi-step task: the step's [steps.agent]
+// timeout_sec, else the task's [agent] timeout_sec, never longer than the
+// environment's episode.turn_timeout; 0 for other turns (the defaults).
+func (s *Session) stepTimeout(r *run, n int) time.Duration {
+	t := r.ep.Task()
+	if t == nil || !t.IsMultiStep() || n > len(t.Steps) {
+		return 0
+	}
+	d := t.Steps[n-1].AgentTimeout
+	if d <= 0 {
+		d = t.AgentTimeout
+	}
+	if max := s.cfg.Episode.TurnTimeout.D(); max > 0 && (d <= 0 || max < d) {
+		d = max
+	}
+	return d
 }

@@ -279,3 +279,31 @@ func TestValidateNotesGradersThatNeedTheNetwork(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+// A step's [steps.agent] timeout_sec bounds its turn (Harbor bounds each
+// step's agent run, not the whole trial): the turn times out, its step is
+// graded, and the episode ends there.
+func TestRunMultiStepTaskStepTimeout(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	task := filepath.Join(dir, "task")
+	if err := os.CopyFS(task, os.DirFS(testTasks+"/harbor-examples/hello-multi-step-simple")); err != nil {
+		t.Fatal(err)
+	}
+	toml, _ := os.ReadFile(filepath.Join(task, "task.toml"))
+	toml = []byte(strings.Replace(string(toml), "min_reward = 1.0\n", "min_reward = 1.0\n[steps.agent]\ntimeout_sec = 1\n", 1))
+	if err := os.WriteFile(filepath.Join(task, "task.toml"), toml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, errOut, _ := runTask(t, "--config", cfg, "--task", task, "-m", "echo Hello > greeting.txt; sleep 30", "-m", "cat name.txt >> greeting.txt")
+	grade, _ := sum["grade"].(map[string]any)
+	steps, _ := grade["steps"].([]any)
+	if !strings.Contains(errOut, "turn_timeout") || len(steps) != 1 || sum["reward"] != 1.0 {
+		t.Errorf("step timeout: %v\n%s", sum, errOut)
+	}
+}
