@@ -165,6 +165,9 @@ func taskTurns(dir string) int {
 // taskResult summarizes the final observation of a run --task episode.
 func taskResult(obs *wire.Observation) int {
 	sum := taskSummary{TaskID: obs.Metadata.TaskID, Reward: obs.Reward, Grade: obs.Metadata.Grade}
+	if sum.Grade != nil {
+		sum.ErrorType = sum.Grade.ErrorType
+	}
 	if sum.Grade == nil {
 		sum.Error = "the episode ended without grading"
 		if obs.Metadata.ErrorType != "" {

@@ -307,3 +307,20 @@ harness:
 		t.Errorf("step timeout: %v\n%s", sum, errOut)
 	}
 }
+
+// An agent's episode whose tests need the network: the observation's
+// error_type is grader_needs_network and there is no reward (not 0).
+func TestRunTaskGraderNeedsNetwork(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", testTasks+"/harbor-examples/hello-world", "-m", `echo "Hello, world!" > hello.txt`)
+	if code != exitFailure || sum["reward"] != nil || sum["error_type"] != "grader_needs_network" ||
+		!strings.Contains(errOut, "turn 1 reward=null done=true") {
+		t.Errorf("exit %d %v\n%s", code, sum, errOut)
+	}
+}
