@@ -37,18 +37,26 @@ var installCommand = regexp.MustCompile(`(?i)(^|[\s;&|(])(` +
 	`(curl|wget)\s+\S*\s*https?://` +
 	`)`)
 
-// networkFailure matches what a fetch prints when the network is not
-// there (or the egress proxy refused the host).
-var networkFailure = regexp.MustCompile(`(?i)(` +
-	`could not resolve host|temporary failure (in name resolution|resolving)|name or service not known|` +
-	`network is unreachable|failed to establish a new connection|connection refused|` +
-	`failed to fetch|unable to locate package|unable to fetch some archives|` +
-	`no matching distribution found|could not find a version that satisfies|` +
-	`failed to (download|fetch|resolve)|dns error|error sending request|` +
-	`connect tunnel failed|proxy ?error|403 forbidden|returned error: 40[37]|` +
-	`could not open lock file|are you root\?|read-only file system|` +
-	`(uv|uvx|pytest|pip|npm|npx): (command )?not found` +
-	`)`)
+// networkFailures match what a fetch prints when the network is not
+// there (or the egress proxy refused the host), most telling first.
+var networkFailures = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)could not resolve host[^\n]*|temporary failure (in name resolution|resolving)[^\n]*|name or service not known|dns error[^\n]*`),
+	regexp.MustCompile(`(?i)connect tunnel failed[^\n]*|proxy ?error[^\n]*|403 forbidden|returned error: 40[37]`),
+	regexp.MustCompile(`(?i)network is unreachable|failed to establish a new connection|connection refused|error sending request[^\n]*`),
+	regexp.MustCompile(`(?i)failed to fetch[^\n]*|unable to locate package[^\n]*|unable to fetch some archives|no matching distribution found[^\n]*|could not find a version that satisfies[^\n]*|failed to (download|fetch|resolve)[^\n]*`),
+	regexp.MustCompile(`(?i)could not open lock file[^\n]*|are you root\?|read-only file system`),
+	regexp.MustCompile(`(?i)(uv|uvx|pytest|pip|npm|npx): (command )?not found`),
+}
+
+// networkFailure is the most telling fetch failure in out ("" for none).
+func networkFailure(out string) string {
+	for _, re := range networkFailures {
+		if m := re.FindString(out); m != "" {
+			return strings.TrimSpace(m)
+		}
+	}
+	return ""
+}
 
 // checkNetwork marks a result whose tests needed the network: the tests'
 // own script (test.sh in testsDir) has an install command, the reward is
@@ -62,18 +70,25 @@ func (t *Task) checkNetwork(testsDir string, res *Result, proxied bool) {
 	if t.grader == nil {
 		script = filepath.Join(testsDir, "test.sh")
 	}
-	cmd, line := installLine(script, t.grader)
-	if cmd == "" {
+	cmds := installLines(script, t.grader)
+	if len(cmds) == 0 {
 		return
 	}
-	out := res.Stdout + "\n" + res.Stderr
-	sign := networkFailure.FindString(out)
+	sign := networkFailure(res.Stdout + "\n" + res.Stderr)
 	if sign == "" {
 		return
 	}
-	where := "the grader"
-	if line > 0 {
-		where = fmt.Sprintf("test.sh line %d", line)
+	var where []string
+	for i, c := range cmds {
+		if i == 3 {
+			where = append(where, fmt.Sprintf("and %d more", len(cmds)-3))
+			break
+		}
+		if c.line > 0 {
+			where = append(where, fmt.Sprintf("test.sh line %d: `%s`", c.line, c.cmd))
+		} else {
+			where = append(where, fmt.Sprintf("the grader: `%s`", c.cmd))
+		}
 	}
 	how := "the grading sandbox has no network"
 	if proxied {
@@ -81,36 +96,46 @@ func (t *Task) checkNetwork(testsDir string, res *Result, proxied bool) {
 	}
 	res.ErrorType = FailureGraderNeedsNetwork
 	res.Reward, res.Scores = nil, nil
-	res.Error = strings.TrimPrefix(res.Error+"; ", "; ") + fmt.Sprintf("the tests install their tools at grading time and could not (%q): %s: `%s`; %s", sign, where, cmd, how)
+	res.Error = strings.TrimPrefix(res.Error+"; ", "; ") + fmt.Sprintf("the tests install their tools at grading time and could not (%q): %s; %s", sign, strings.Join(where, ", "), how)
 }
 
-// installLine finds the first install command of script (or of the JSONL
-// grader's argv) and its 1-based line.
-func installLine(script string, grader []string) (string, int) {
+// installCmd is one install command of a test script.
+type installCmd struct {
+	cmd  string
+	line int // 1-based; 0 for a JSONL grader
+}
+
+// installLines finds every install command of script (or of the JSONL
+// grader's argv).
+func installLines(script string, grader []string) []installCmd {
 	if script == "" {
-		s := strings.Join(grader, " ")
-		if installCommand.MatchString(s) {
-			return s, 0
+		if s := strings.Join(grader, " "); installCommand.MatchString(s) {
+			return []installCmd{{cmd: s}}
 		}
-		return "", 0
+		return nil
 	}
 	f, err := os.Open(script)
 	if err != nil {
-		return "", 0
+		return nil
 	}
 	defer f.Close()
+	var out []installCmd
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
+	for n := 1; sc.Scan(); n++ {
 		l := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(l, "#") {
-			continue
+		if !strings.HasPrefix(l, "#") && installCommand.MatchString(l) {
+			out = append(out, installCmd{cmd: l, line: n})
 		}
-		if installCommand.MatchString(l) {
-			return l, n
-		}
+	}
+	return out
+}
+
+// installLine is the first install command of script (or of the JSONL
+// grader's argv) and its 1-based line.
+func installLine(script string, grader []string) (string, int) {
+	if cs := installLines(script, grader); len(cs) > 0 {
+		return cs[0].cmd, cs[0].line
 	}
 	return "", 0
 }
