@@ -209,12 +209,15 @@ func (t *Task) loadVerifierMode(dir string, cfg taskTOML) []error {
 		if ve.DockerImage != "" {
 			errs = append(errs, errors.New("task.toml verifier.environment.docker_image is not supported: harnessd runs no images; the separate verifier runs on the host's files"))
 		}
-		for key, set := range map[string]bool{
-			"os": ve.OS != nil && !strings.EqualFold(*ve.OS, "linux"), "healthcheck": ve.Healthcheck != nil, "skills_dir": ve.SkillsDir != nil,
-			"tpu": ve.TPU != nil, "mcp_servers": len(ve.MCPServers) > 0, "workdir": ve.WorkDir != nil && path.Clean(*ve.WorkDir) != t.WorkDir,
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"os", ve.OS != nil && !strings.EqualFold(*ve.OS, "linux")}, {"healthcheck", ve.Healthcheck != nil}, {"skills_dir", ve.SkillsDir != nil},
+			{"tpu", ve.TPU != nil}, {"mcp_servers", len(ve.MCPServers) > 0}, {"workdir", ve.WorkDir != nil && path.Clean(*ve.WorkDir) != t.WorkDir},
 		} {
-			if set {
-				errs = append(errs, fmt.Errorf("task.toml verifier.environment.%s is not supported: the separate verifier runs at the task's workdir with the host's files", key))
+			if k.set {
+				errs = append(errs, fmt.Errorf("task.toml verifier.environment.%s is not supported: the separate verifier runs at the task's workdir with the host's files", k.key))
 			}
 		}
 		if ve.CPUs != nil && *ve.CPUs > 0 {

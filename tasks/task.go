@@ -57,8 +57,8 @@ type Task struct {
 	// allow_internet, the [agent] and [verifier] overrides). The grader
 	// gets the egress proxy only when VerifierNetwork allows it and the
 	// environment's egress policy does (RunOptions.Egress).
-	AgentNetwork    Network `json:"agent_network"`
-	VerifierNetwork Network `json:"verifier_network"`
+	AgentNetwork    Network `json:"agent_network,omitzero"`
+	VerifierNetwork Network `json:"verifier_network,omitzero"`
 	// AgentUser and VerifierUser are [agent] user and [verifier] user
 	// (nil: root, Harbor's default).
 	AgentUser    *User `json:"agent_user,omitempty"`
