@@ -206,3 +206,23 @@ func serveEgress(ln *net.TCPListener, o egress.Options, n Network) (func(), stri
 	}
 	return stop, ln.Addr().String(), nil
 }
+
+// GradingNetworkNote says, for a task whose tests install tools at
+// grading time (NeedsNetwork), the first such command and what its grader
+// will have: the egress proxy (proxy: the environment's network.egress is
+// allow, with the hosts allow) where the task's verifier policy lets it,
+// else nothing. "" for a task whose tests install nothing.
+func (t *Task) GradingNetworkNote(proxy bool, allow []string) string {
+	cmds := t.NeedsNetwork()
+	if len(cmds) == 0 {
+		return ""
+	}
+	how := "the grading sandbox has no network: preinstall the tools, or allow their hosts (network.egress: allow, network.allow), or the task ends as grader_needs_network"
+	switch {
+	case proxy && t.VerifierNetwork.Allows():
+		how = "its grader gets the egress proxy (network.allow: " + strings.Join(allow, ", ") + ")"
+	case proxy:
+		how = "its [verifier] network policy is no-network: no egress proxy; preinstall the tools, or the task ends as grader_needs_network"
+	}
+	return fmt.Sprintf("the tests install tools at grading time (%s): %s", cmds[0], how)
+}

@@ -354,3 +354,14 @@ func chownNew(src, workspace string, uid, gid int) error {
 		return os.Lchown(filepath.Join(workspace, rel), uid, gid)
 	})
 }
+
+// Turns is how many turns the Harbor task in dir takes: one per step of a
+// multi-step task, else one (also when it does not load: the load's own
+// error is reported where the taskset is).
+func Turns(dir string) int {
+	set, err := Load(Source{Task: dir})
+	if err != nil || len(set.Tasks()[0].Steps) == 0 {
+		return 1
+	}
+	return len(set.Tasks()[0].Steps)
+}

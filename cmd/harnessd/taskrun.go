@@ -148,19 +148,8 @@ func taskConfig(cfg *config.Config, dir string) error {
 	return cfg.Normalize()
 }
 
-// taskTurns is how many turns the task in dir takes: one per step of a
-// multi-step task, else one (also when it does not load: the load's own
-// error is reported where the taskset is).
-func taskTurns(dir string) int {
-	set, err := tasks.Load(tasks.Source{Task: dir})
-	if err != nil {
-		return 1
-	}
-	if n := len(set.Tasks()[0].Steps); n > 0 {
-		return n
-	}
-	return 1
-}
+// taskTurns is how many turns the task in dir takes (tasks.Turns).
+func taskTurns(dir string) int { return tasks.Turns(dir) }
 
 // taskResult summarizes the final observation of a run --task episode.
 func taskResult(obs *wire.Observation) int {

@@ -87,30 +87,16 @@ func runValidate(args []string) int {
 }
 
 // gradingNetworkNotes lists the tasks whose tests install tools at grading
-// time (a static look at test.sh, tasks.Task.NeedsNetwork) and what their
-// grader will have: the egress proxy where the environment allows it,
-// else nothing, when they end as grader_needs_network unless the tools are
-// already there.
+// time, the command, and what their grader will have
+// (tasks.Task.GradingNetworkNote).
 func gradingNetworkNotes(cfg *config.Config) []string {
-	set := cfg.Taskset()
-	if set == nil {
-		return nil
-	}
-	proxy := cfg.Network.EgressPolicy() == config.EgressAllow
 	var out []string
-	for _, t := range set.Tasks() {
-		cmds := t.NeedsNetwork()
-		if len(cmds) == 0 {
-			continue
+	if set := cfg.Taskset(); set != nil {
+		for _, t := range set.Tasks() {
+			if n := t.GradingNetworkNote(cfg.Network.EgressPolicy() == config.EgressAllow, cfg.Network.Allow); n != "" {
+				out = append(out, fmt.Sprintf("task %s: %s", t.ID, n))
+			}
 		}
-		how := "the grading sandbox has no network: preinstall the tools, or allow their hosts (network.egress: allow, network.allow), or the task ends as grader_needs_network"
-		switch {
-		case proxy && t.VerifierNetwork.Allows():
-			how = "its grader gets the egress proxy (network.allow: " + strings.Join(cfg.Network.Allow, ", ") + ")"
-		case proxy:
-			how = "its [verifier] network policy is no-network: no egress proxy; preinstall the tools, or the task ends as grader_needs_network"
-		}
-		out = append(out, fmt.Sprintf("task %s: the tests install tools at grading time (%s): %s", t.ID, cmds[0], how))
 	}
 	return out
 }
