@@ -112,11 +112,12 @@ type run struct {
 	deadline time.Time     // zero: no episode budget
 	budget   time.Duration // the task's episode budget, when it set deadline
 	graded   bool          // the task's tests have run
+	reported bool          // EpisodeEnded was sent
+	user     *userState    // the simulated user (user.go); nil without user:
 	// A multi-step task's steps graded so far, and why it stopped early.
 	stepResults []tasks.StepResult
 	stepGrades  []wire.TaskGrade
 	stepStopped string
-	reported    bool // EpisodeEnded was sent
 }
 
 // adapter returns the run's harness adapter (nil before it started).
