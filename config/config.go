@@ -59,6 +59,9 @@ type Config struct {
 	Tasks     tasks.Source `yaml:"tasks" json:"tasks,omitzero"`
 	taskset   *tasks.Set
 	tasksFrom tasks.Source
+	// Events is the environment's event queue (events.go): each a trigger
+	// and an effect. Empty (the default) is a static environment.
+	Events []EventConfig `yaml:"events" json:"events,omitempty"`
 	// RecordDir, when set, receives one JSONL trajectory file per episode.
 	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
 
@@ -406,6 +409,7 @@ func (c *Config) Normalize() error {
 			errs = append(errs, fmt.Errorf("tools[%d] %q: isolation and network apply to stdio servers (command), not url", i, t.Name))
 		}
 	}
+	errs = append(errs, c.validateEvents()...)
 	errs = append(errs, c.validateModel()...)
 	errs = append(errs, c.validateIsolation()...)
 	errs = append(errs, c.normalizeSandbox()...)

@@ -49,6 +49,7 @@ type eventLog struct {
 	run     textRun
 	budget  turnCaps
 	cut     *wire.Truncation // the last ended turn's truncation
+	tap     func(wire.Event) // sees every event added (setTap)
 }
 
 // The window of past turns an eventLog keeps in memory (the record file
@@ -76,10 +77,28 @@ func (l *eventLog) setLimits(e config.EpisodeConfig) {
 }
 
 // add records e: stamped with the turn, kept in time order within the
-// turn's bounds, streamed.
+// turn's bounds, streamed; then the tap, if set, sees it (outside the
+// log's lock, on the reporter's goroutine).
 func (l *eventLog) add(e wire.Event) {
 	l.mu.Lock()
+	tap := l.tap
+	l.record(e)
+	l.mu.Unlock()
+	if tap != nil {
+		tap(e)
+	}
+}
+
+// setTap sets (nil: clears) the function that sees every event added: the
+// event queue's trigger on tool calls during a turn.
+func (l *eventLog) setTap(f func(wire.Event)) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.tap = f
+}
+
+// record is add under the log's lock.
+func (l *eventLog) record(e wire.Event) {
 	if e.Timestamp == 0 {
 		e.Timestamp = wire.Now()
 	}

@@ -42,6 +42,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 		r.user.note(n, "assistant", "", res.Response)
 	}
 	limits := s.reachedLimits(r)
+	s.queueFor(r).afterResponse(ctx, res.Response)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))

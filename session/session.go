@@ -114,6 +114,9 @@ type run struct {
 	graded   bool          // the task's tests have run
 	reported bool          // EpisodeEnded was sent
 	user     *userState    // the simulated user (user.go); nil without user:
+	// queue is the episode's event queue (envqueue.go), made on first use.
+	queue     *eventQueue
+	queueOnce sync.Once
 	// A multi-step task's steps graded so far, and why it stopped early.
 	stepResults []tasks.StepResult
 	stepGrades  []wire.TaskGrade

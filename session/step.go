@@ -75,8 +75,12 @@ func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig
 	b := s.turnBudget(r, timeout)
 	started := time.Now()
 	in := harness.TurnInput{Number: n, Message: s.turnMessage(r, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
+	q := s.queueFor(r) // nil without events:
+	in.Message = q.beforeTurn(ctx, n, in.Message)
 	mctx, endModelTurn := ep.BeginModelTurn(ctx, n)
+	disarm := q.startTurn(mctx, n)
 	res, f := s.runTurn(mctx, r, b, in)
+	disarm()
 	endModelTurn()
 	if bf := ep.ModelBudgetFailure(); bf != nil {
 		f = bf // a refused model call ended the turn

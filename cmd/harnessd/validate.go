@@ -83,6 +83,9 @@ func runValidate(args []string) int {
 	for _, line := range cfg.DescribeEnvironmentSide() {
 		fmt.Printf("%s: %s\n", path, line)
 	}
+	for i := range cfg.Events {
+		fmt.Printf("%s: event %d: %s\n", path, i, cfg.Events[i].Describe())
+	}
 	for _, l := range gradingNetworkNotes(cfg) {
 		fmt.Printf("%s: %s\n", path, l)
 	}
