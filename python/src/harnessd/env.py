@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import websockets
 import websockets.exceptions
 
-from .errors import ProtocolError, ServerError, TransportError, server_error
+from .errors import ProtocolError, TransportError, server_error
 from .http import normalize_base_url
 from .types import Observation, State
 
@@ -295,6 +295,3 @@ class Env:
             self._thread.join()
             self._loop.close()
 
-
-# ServerError is re-exported for "except harnessd.env.ServerError".
-_ = ServerError
