@@ -237,8 +237,17 @@ class ResetGroup:
         return res
 
     async def __call__(self, pool: Pool, spec: GroupSpec) -> list[EpisodeResult]:
-        """See :class:`GroupStrategy`."""
-        return list(await asyncio.gather(*(self._one(pool, spec, i) for i in range(spec.size))))
+        """See :class:`GroupStrategy`. An error that is not retried (a
+        policy's bug) ends the whole group: the other episodes are cancelled
+        and their sessions closed before it propagates."""
+        tasks = [asyncio.ensure_future(self._one(pool, spec, i)) for i in range(spec.size)]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
 
 async def rollout_group(
