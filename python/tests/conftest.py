@@ -77,6 +77,22 @@ class Proc:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        self.killed = True
+
+    killed = False
+
+    def _unmount_leftovers(self) -> None:
+        # A daemon killed with SIGKILL cannot unmount its episodes'
+        # workspaces (the disk quota's loop mounts): the test that killed
+        # it does, so its directory can be removed.
+        try:
+            with open("/proc/self/mountinfo") as f:
+                points = [line.split()[4] for line in f]
+        except OSError:
+            return
+        prefix = str(self.dir) + "/"
+        for p in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+            subprocess.run(["umount", "-l", p], check=False, capture_output=True)
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 30 s."""
@@ -87,6 +103,8 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.killed:
+            self._unmount_leftovers()
         self._logf.close()
 
 
