@@ -6,7 +6,7 @@ missing binary skips the tests, and fails them under ``CI=true``.
 Each daemon serves ``testharness agent`` (harnessd's scriptable fake
 harness) in process isolation, behind a model gateway whose engine upstream
 is the fake LLM in engine mode (token ids and logprobs), with a rubric
-giving 1.0 to a turn whose response contains "5".
+giving 1.0 to a turn whose response contains "5", and no disk quota.
 """
 
 from __future__ import annotations
@@ -77,22 +77,6 @@ class Proc:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
-        self.killed = True
-
-    killed = False
-
-    def _unmount_leftovers(self) -> None:
-        # A daemon killed with SIGKILL cannot unmount its episodes'
-        # workspaces (the disk quota's loop mounts): the test that killed
-        # it does, so its directory can be removed.
-        try:
-            with open("/proc/self/mountinfo") as f:
-                points = [line.split()[4] for line in f]
-        except OSError:
-            return
-        prefix = str(self.dir) + "/"
-        for p in sorted((p for p in points if p.startswith(prefix)), reverse=True):
-            subprocess.run(["umount", "-l", p], check=False, capture_output=True)
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 30 s."""
@@ -103,8 +87,6 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.killed:
-            self._unmount_leftovers()
         self._logf.close()
 
 
@@ -124,6 +106,10 @@ def write_config(path: Path, llm_url: str | None, *, rubric: bool = True) -> Pat
     y = f"name: pytest\nharness:\n  command: [{th!r}, agent]\n".replace("'", '"')
     if llm_url:
         y += f'  model: {{url: "{llm_url}/v1", name: fake-engine, upstream: engine}}\n'
+    # No per-episode disk quota: its loop devices are a machine-wide
+    # resource the client's tests need not compete for (and a daemon killed
+    # with SIGKILL would leave its episodes' loop mounts behind).
+    y += "limits:\n  disk: 0\n"
     if rubric:
         y += "rubrics:\n  - name: five\n    type: match\n    contains: \"5\"\n"
     path.write_text(y)

@@ -203,3 +203,28 @@ def test_retries_run_out(daemons) -> None:
     e = g.failed[0]
     assert isinstance(e.error, harnessd.InfrastructureError) and e.trajectory is None
     assert len(e.attempts) == 2
+
+
+def test_a_full_daemon_is_waited_for_not_failed(daemons) -> None:
+    d = daemons.start(max_sessions=1)
+
+    async def go() -> tuple[harnessd.GroupResult, int]:
+        async with harnessd.Pool([d.url], wait_timeout=30) as pool:
+            # The pool saw room; another client takes it before the pool's
+            # reset, and gives it back once the pool has been refused.
+            other = harnessd.AsyncEnv(d.url)
+            await other.reset(episode_id="other")
+
+            async def release() -> None:
+                while pool.capacity_refusals == 0:
+                    await asyncio.sleep(0.01)
+                await other.close()
+
+            rel = asyncio.ensure_future(release())
+            g = await harnessd.rollout_group(pool, None, 1, policy, group_id="full")
+            await rel
+            return g, pool.capacity_refusals
+
+    g, refusals = asyncio.run(go())
+    assert refusals >= 1
+    assert not g.failed and g.episodes[0].attempts == [] and g.episodes[0].trajectory.episode_id == "full-0"

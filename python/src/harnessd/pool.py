@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .env import AsyncEnv
-from .errors import HarnessdError, InfrastructureError
+from .errors import CapacityError, HarnessdError, InfrastructureError
 from .http import DaemonHTTP, Health, normalize_base_url
 
 __all__ = ["Provider", "StaticProvider", "RetryPolicy", "Daemon", "Pool", "NoDaemonAvailable", "AttemptFailure"]
@@ -156,6 +156,9 @@ class Pool:
         self._cond: asyncio.Condition | None = None
         self._refreshing: asyncio.Task[None] | None = None
         self._refreshed = False
+        #: Sessions a daemon refused as full (CAPACITY_REACHED) and the
+        #: pool opened again once there was room.
+        self.capacity_refusals = 0
 
     async def __aenter__(self) -> "Pool":
         await self.refresh()
@@ -280,6 +283,12 @@ class Pool:
             try:
                 await env.connect()
                 yield env
+            except CapacityError as e:
+                # Full (others' sessions, or one of ours the daemon has not
+                # freed yet): not down, but no room until it says so.
+                active = e.active_sessions if e.active_sessions is not None else (d.health.max_sessions if d.health else 0)
+                d.foreign = max(d.foreign, active - (d.ours - 1))
+                raise
             except InfrastructureError as e:
                 d.failed += 1
                 self.mark_down(d.url, str(e))
@@ -299,15 +308,28 @@ class Pool:
         (another daemon when one has room), up to ``max_attempts`` times.
         ``fn`` is called with a new session each attempt, so it must start
         its episode itself (reset). ``on_failure`` hears each failed
-        attempt. The last error propagates."""
+        attempt. A session the daemon refused as full
+        (:class:`~harnessd.errors.CapacityError`) before ``fn`` could start
+        an episode is not an attempt: the pool waits for room (up to
+        ``wait_timeout``) and opens another. The last error propagates."""
         failures: list[AttemptFailure] = []
         avoid: set[str] = set()
+        deadline = time.monotonic() + self.wait_timeout
         while True:
             url = ""
             try:
                 async with self.session(avoid=avoid) as env:
                     url = env.base_url
                     return await fn(env)
+            except CapacityError:
+                # Refused before the episode began: not a failed attempt.
+                # Wait for room (re-probing) until wait_timeout.
+                if not issubclass(CapacityError, self.retry.retry_on) or time.monotonic() > deadline:
+                    raise
+                self.capacity_refusals += 1
+                await asyncio.sleep(self.retry.backoff)
+                await self.refresh()
+                continue
             except self.retry.retry_on as e:
                 f = AttemptFailure(url, e)
                 failures.append(f)
