@@ -228,3 +228,35 @@ def test_a_full_daemon_is_waited_for_not_failed(daemons) -> None:
     g, refusals = asyncio.run(go())
     assert refusals >= 1
     assert not g.failed and g.episodes[0].attempts == [] and g.episodes[0].trajectory.episode_id == "full-0"
+
+
+class SwitchingProvider:
+    """A provider whose list changes: first only a daemon that is gone,
+    then the live one too (a cluster handing out a new daemon)."""
+
+    def __init__(self, dead: str, live: str) -> None:
+        self.dead, self.live, self.calls = dead, live, 0
+
+    async def daemons(self) -> list[str]:
+        self.calls += 1
+        return [self.dead] if self.calls == 1 else [self.dead, self.live]
+
+
+def test_provider_list_changes(daemons) -> None:
+    live = daemons.start(max_sessions=2)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    s.close()
+    prov = SwitchingProvider(dead, live.url)
+    assert isinstance(prov, harnessd.Provider)
+
+    async def go() -> harnessd.GroupResult:
+        async with harnessd.Pool(prov, wait_timeout=30) as pool:
+            assert [d.url for d in pool.daemons] == [dead]
+            return await harnessd.rollout_group(pool, None, 2, policy)
+
+    g = asyncio.run(go())
+    # The first refresh found no room; a later one found the new daemon.
+    assert prov.calls >= 2 and not g.failed
+    assert {e.trajectory.daemon for e in g.episodes} == {live.url}

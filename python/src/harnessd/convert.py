@@ -92,10 +92,9 @@ def _fatal_chains(export: dict[str, Any]) -> set[int]:
     for iss in export.get("issues", []) or []:
         if not isinstance(iss, dict) or iss.get("severity") != "fatal":
             continue
-        if iss.get("chain"):
-            bad.add(int(iss["chain"]))
-        elif iss.get("call_index") and call_chain.get(iss["call_index"]):
-            bad.add(int(call_chain[iss["call_index"]]))
+        ch = iss.get("chain") or call_chain.get(iss.get("call_index"))
+        if isinstance(ch, int) and ch:
+            bad.add(ch)
     return bad
 
 
@@ -185,7 +184,7 @@ class SkyRLTrajectoryID:
 
 def _skyrl_trajectory_id_class() -> Any:
     try:
-        from skyrl_train.generators.base import TrajectoryID  # type: ignore[import-not-found]
+        from skyrl_train.generators.base import TrajectoryID  # type: ignore[import]
     except ImportError:
         return SkyRLTrajectoryID
     return TrajectoryID

@@ -102,11 +102,13 @@ class AsyncEnv:
         kw["additional_headers" if _WS_MAJOR >= 14 else "extra_headers"] = headers
         url = _ws_url(self.base_url)
         try:
-            self._ws = await websockets.connect(url, **kw)
-        except websockets.exceptions.InvalidStatusCode as e:  # websockets < 14
-            raise TransportError(f"connect {url}: HTTP {e.status_code}", url=self.base_url) from e
+            self._ws = await websockets.connect(url, **kw)  # type: ignore[attr-defined]
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as e:
-            raise TransportError(f"connect {url}: {e}", url=self.base_url) from e
+            # A refused upgrade: InvalidStatusCode.status_code (websockets
+            # < 14), InvalidStatus.response.status_code (newer).
+            status = getattr(e, "status_code", None) or getattr(getattr(e, "response", None), "status_code", None)
+            why = f"HTTP {status}" if status else str(e)
+            raise TransportError(f"connect {url}: {why}", url=self.base_url) from e
 
     def _closed(self, e: BaseException) -> TransportError:
         code = getattr(e, "code", None)
@@ -125,6 +127,8 @@ class AsyncEnv:
         text = json.dumps(frame, ensure_ascii=False)
         async with self._lock:
             ws = self._ws
+            if ws is None:
+                raise TransportError(f"{self.base_url}: the session is closed", url=self.base_url)
             try:
                 await ws.send(text)
             except websockets.exceptions.ConnectionClosed as e:

@@ -172,13 +172,15 @@ def server_error(data: Any, *, status: int | None = None, export: bool = False) 
     :class:`ExportUnavailable`, its reason parsed from the message."""
     if not isinstance(data, dict):
         return ServerError(str(data), status=status)
-    code = data.get("code") if isinstance(data.get("code"), str) else ""
+    c = data.get("code")
+    code: str = c if isinstance(c, str) else ""
     msg = data.get("message")
     if not isinstance(msg, str):
         detail = data.get("detail")
         msg = detail if isinstance(detail, str) else str(detail if detail is not None else data)
     if export and (code in ("", "EXECUTION_ERROR")):
-        reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
+        r = data.get("reason")
+        reason: str = r if isinstance(r, str) else ""
         if not reason:
             head = msg.split(":", 1)[0]
             reason = head if head in _EXPORT_REASONS else ""

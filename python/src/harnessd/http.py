@@ -103,7 +103,10 @@ class DaemonHTTP:
 
     def metadata(self) -> dict[str, Any]:
         """``GET /metadata``: the environment's name, harness and tasks."""
-        return self._get("/metadata")
+        d = self._get("/metadata")
+        if not isinstance(d, dict):
+            raise ProtocolError(f"{self.base_url}/metadata: not an object")
+        return d
 
     def tasks(self) -> Any:
         """``GET /tasks``: the served taskset."""
@@ -113,5 +116,9 @@ class DaemonHTTP:
         """``GET /episodes/{episode_id}/export``: the episode's training
         export, live or from ``record_dir``. An episode without training
         traffic raises :class:`~harnessd.errors.ExportUnavailable` with the
-        server's reason; an unknown one a ``ServerError`` with status 404."""
-        return self._get("/episodes/" + urllib.parse.quote(episode_id, safe="") + "/export", export=True)
+        server's reason and status 409; an unknown one ``ExportUnavailable``
+        without a reason and status 404."""
+        d = self._get("/episodes/" + urllib.parse.quote(episode_id, safe="") + "/export", export=True)
+        if not isinstance(d, dict):
+            raise ProtocolError(f"{self.base_url}: an export that is not an object")
+        return d
