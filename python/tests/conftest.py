@@ -11,6 +11,7 @@ giving 1.0 to a turn whose response contains "5", and no disk quota.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -99,7 +100,7 @@ class Daemon(Proc):
         return "http://" + self.addr
 
 
-def write_config(path: Path, llm_url: str | None, *, rubric: bool = True) -> Path:
+def write_config(path: Path, llm_url: str | None, *, rubric: bool = True, extra: str = "") -> Path:
     """A configuration serving testharness agent behind the model gateway
     (when ``llm_url``), with the "contains 5" rubric."""
     th = need_binary("testharness")
@@ -112,7 +113,7 @@ def write_config(path: Path, llm_url: str | None, *, rubric: bool = True) -> Pat
     y += "limits:\n  disk: 0\n"
     if rubric:
         y += "rubrics:\n  - name: five\n    type: match\n    contains: \"5\"\n"
-    path.write_text(y)
+    path.write_text(y + extra)
     return path
 
 
@@ -134,12 +135,17 @@ class DaemonFactory:
         self.llm_url = llm_url
         self.started: list[Daemon] = []
 
-    def start(self, *, max_sessions: int = 2, token: str | None = None, model: bool = True, flags: list[str] | None = None) -> Daemon:
-        """One more daemon."""
+    def start(self, *, max_sessions: int = 2, token: str | None = None, model: bool = True, flags: list[str] | None = None,
+              tasks: list[dict[str, object]] | None = None) -> Daemon:
+        """One more daemon; ``tasks`` are JSONL tasks (docs/tasks.md) it serves."""
         hd = need_binary("harnessd")
         d = self.tmp / f"d{len(self.started)}"
         d.mkdir()
-        cfg = write_config(d / "harnessd.yaml", self.llm_url if model else None)
+        extra = ""
+        if tasks:
+            (d / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+            extra = "tasks:\n  jsonl: ./tasks.jsonl\n"
+        cfg = write_config(d / "harnessd.yaml", self.llm_url if model else None, extra=extra)
         args = [hd, "serve", "--config", str(cfg), "--isolation", "process", "--listen", "127.0.0.1:0",
                 "--addr-file", str(d / "addr"), "--max-sessions", str(max_sessions), "--log-format", "json", *(flags or [])]
         env = {"TMPDIR": str(d)}

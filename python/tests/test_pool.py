@@ -260,3 +260,75 @@ def test_provider_list_changes(daemons) -> None:
     # The first refresh found no room; a later one found the new daemon.
     assert prov.calls >= 2 and not g.failed
     assert {e.trajectory.daemon for e in g.episodes} == {live.url}
+
+
+TASKS = [
+    {"id": "five", "instruction": "What is 2+3?", "grader": "true", "metadata": {"kind": "arith"}},
+    {"id": "six", "instruction": "What is 2+4?", "grader": "false"},
+]
+
+
+def test_group_of_a_task(daemons) -> None:
+    # Daemons serving a taskset: a group is G resets of one task; the
+    # task's grader scores each episode's end.
+    ds = [daemons.start(max_sessions=2, tasks=TASKS) for _ in range(2)]
+
+    def solve(obs: harnessd.Observation, traj: Trajectory) -> str | None:
+        if not traj.turns:
+            assert traj.reset.task_id == traj.task and traj.reset.task_instruction
+            return "llm " + traj.reset.task_instruction
+        return "done" if len(traj.turns) == 1 else None
+
+    async def go() -> list[harnessd.GroupResult]:
+        async with harnessd.Pool([d.url for d in ds]) as pool:
+            return [await harnessd.rollout_group(pool, t, 4, solve, seed=3) for t in ("five", "six")]
+
+    five, six = asyncio.run(go())
+    for g, want in ((five, 1.0), (six, 0.0)):
+        assert not g.failed and g.rewards == [want] * 4
+        for e in g.episodes:
+            assert e.trajectory.done and e.trajectory.last.task_id == g.task
+            assert e.trajectory.last.metadata["grade"]["reward"] == want
+    assert five.episodes[0].trajectory.reset.metadata["task_metadata"] == {"kind": "arith"}
+    samples = convert.samples_from_group(five, reward="final")
+    assert {s.group for s in samples} == {"five"} and [s.reward for s in samples] == [1.0] * 4
+    sky = convert.to_skyrl(samples)
+    assert [t.to_string() for t in sky["trajectory_ids"]] == [f"five_{i}" for i in range(4)]
+
+
+def test_a_draining_daemon_gets_no_new_sessions(daemons) -> None:
+    import signal
+    import threading
+    import time
+
+    a, b = daemons.start(max_sessions=4), daemons.start(max_sessions=4)
+    busy = harnessd.Env(a.url)
+    busy.reset(episode_id="busy")
+    marker = a.dir / "go-on"
+    turn = threading.Thread(target=lambda: busy.step(f"waitfor {marker}"))
+    turn.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not harnessd.DaemonHTTP(a.url).health().raw.get("active_sessions"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        a.proc.send_signal(signal.SIGTERM)  # drain: the running turn may finish
+        while not harnessd.DaemonHTTP(a.url).health().draining:
+            assert time.monotonic() < deadline, "the daemon never said it drains"
+            time.sleep(0.01)
+
+        async def go() -> tuple[harnessd.GroupResult, list[dict]]:
+            async with harnessd.Pool([a.url, b.url]) as pool:
+                st = pool.status()
+                return await harnessd.rollout_group(pool, None, 4, policy), st
+
+        g, st = asyncio.run(go())
+    finally:
+        marker.write_text("")
+        turn.join(30)
+        try:
+            busy.close()
+        except harnessd.HarnessdError:
+            pass
+    assert {x["url"]: x["down"] for x in st}[a.url] == "draining"
+    assert not g.failed and {e.trajectory.daemon for e in g.episodes} == {b.url}
