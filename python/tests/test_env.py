@@ -141,3 +141,12 @@ def test_unreachable_daemon_is_a_transport_error(tmp_path) -> None:
         assert ei.value.url == f"http://127.0.0.1:{port}"
     finally:
         env.close()
+
+
+def test_bad_url_leaves_no_thread() -> None:
+    import threading
+
+    before = threading.active_count()
+    with pytest.raises(ValueError):
+        harnessd.Env("ftp://example.invalid")
+    assert threading.active_count() == before

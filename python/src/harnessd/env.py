@@ -240,7 +240,11 @@ class Env:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="harnessd-env", daemon=True)
         self._thread.start()
-        self._env: AsyncEnv = self._run(self._make(base_url, options))
+        try:
+            self._env: AsyncEnv = self._run(self._make(base_url, options))
+        except BaseException:
+            self._stop_loop()
+            raise
 
     async def _make(self, base_url: str, options: dict[str, Any]) -> AsyncEnv:
         return AsyncEnv(base_url, **options)
@@ -295,7 +299,10 @@ class Env:
         try:
             self._run(self._env.close())
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-            self._loop.close()
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
 

@@ -131,7 +131,8 @@ class Pool:
     Use :meth:`run` to run a coroutine on a session with retries, or
     :meth:`session` for one session without them. Call :meth:`refresh` (or
     let the first session do it) before use; ``async with Pool(...)``
-    refreshes on entry.
+    refreshes on entry. A pool belongs to the event loop that first uses
+    it.
     """
 
     def __init__(
