@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -163,8 +165,11 @@ class SandboxClaimProvider:
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
         why = "the watch ended"
+        deadline = time.monotonic() + self.ready_timeout
         try:
-            with urllib.request.urlopen(req, timeout=self.ready_timeout, context=self._ssl) as resp:
+            # The server ends the watch at timeoutSeconds; the socket's own
+            # timeout is a backstop past it.
+            with urllib.request.urlopen(req, timeout=self.ready_timeout + 10, context=self._ssl) as resp:
                 for line in resp:
                     if not line.strip():
                         continue
@@ -177,6 +182,10 @@ class SandboxClaimProvider:
                     ok, ips, why = _ready(obj)
                     if ok:
                         return f"{self.scheme}://{ips[0]}:{self.port}"
+                    if time.monotonic() > deadline:
+                        break
+        except (TimeoutError, socket.timeout):
+            pass
         except (urllib.error.URLError, OSError, ValueError) as e:
             raise ClaimError(f"watch of claim {name}: {e}") from e
         raise ClaimError(f"claim {name} not Ready within {self.ready_timeout}s: {why}")
