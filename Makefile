@@ -9,7 +9,7 @@
 #   make agents  install the real CLI agents pinned in integration/agents (npm ci; needs Node)
 #   make chromium  install Debian's chromium for the web console's browser test
 #                (only with CI=true or INSTALL_CHROMIUM=1, as root with apt-get)
-#   make python-deps  install Debian's python3-websockets, -pytest, -mypy, -yaml for the
+#   make python-deps  install Debian's python3-websockets, -pytest, -mypy for the
 #                Python client's tests (only with CI=true or INSTALL_PYTHON_DEPS=1, as root)
 #   make test-python  the Python client's tests (python/tests, pytest, real daemons)
 
@@ -143,15 +143,15 @@ chromium:
 # The Python client (python/, package harnessd) is tested with Debian's
 # interpreter, /usr/bin/python3, whatever python3 PATH finds (a pyenv shim
 # lacks Debian's packages): it needs python3-websockets (10.4) and
-# python3-pytest, python3-mypy for its type check and python3-yaml for the
-# Kubernetes manifests' check (each skips without its package, and fails
-# under CI=true). python-deps installs them only when missing and asked for:
+# python3-pytest, and python3-mypy for its type check (which skips without
+# it, and fails under CI=true). python-deps installs them only when missing
+# and asked for:
 # under CI=true or with INSTALL_PYTHON_DEPS=1, as root with apt-get. Without
 # them test-python says so and skips; under CI=true it fails.
 PYTHON ?= /usr/bin/python3
-PYTHON_DEBS := python3-websockets python3-pytest python3-mypy python3-yaml
+PYTHON_DEBS := python3-websockets python3-pytest python3-mypy
 python-deps:
-	@if $(PYTHON) -c 'import websockets, pytest, mypy, yaml' >/dev/null 2>&1; then \
+	@if $(PYTHON) -c 'import websockets, pytest, mypy' >/dev/null 2>&1; then \
 		:; \
 	elif [ "$$CI" = true ] || [ "$(INSTALL_PYTHON_DEPS)" = 1 ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
