@@ -1,20 +1,23 @@
-"""SandboxClaimProvider against a local HTTP server that plays the
+"""KubernetesProvider against a local HTTP server that plays the
 Kubernetes API server and agent-sandbox's controller for SandboxClaims:
-create (the body checked against the fields of the CRD it uses), watch to
-Ready (status.sandbox.podIPs and a Ready condition, set by the "controller"
-after the create), delete. Untested against a real cluster.
+create (the body checked against the claim CRD's schema), watch to Ready
+(the "controller" sets the status of deploy/kubernetes/testdata/
+claim-ready.json after the create), delete. Untested against a real
+cluster.
 
-The claim schema's fields below are carried from agent-sandbox's
-k8s/crds/extensions.agents.x-k8s.io_sandboxclaims.yaml at commit
-2fd412d55ecae90861a101a5424a75473de97c36 (v1beta1, the storage version).
-The "pods" are real daemons on 127.0.0.2 and 127.0.0.3 (loopback
-addresses), the same port on each, as pods of one template would be.
+The schema is deploy/kubernetes/testdata/schemas.json: agent-sandbox's CRDs
+(commit 2fd412d55ecae90861a101a5424a75473de97c36, v1beta1) pruned to the
+fields deploy/kubernetes uses, which `go test ./deploy/kubernetes` keeps
+equal to the CRDs. The "pods" are real daemons on 127.0.0.2 and 127.0.0.3
+(loopback addresses), the same port on each, as pods of one template are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+import secrets
 import socket
 import threading
 import urllib.parse
@@ -24,14 +27,42 @@ from typing import Any
 import pytest
 
 import harnessd
-from harnessd.kubernetes import ClaimError, SandboxClaimProvider
+from conftest import REPO
+from harnessd.kubernetes import ClaimError, KubernetesProvider
 
-# v1beta1 SandboxClaim: the properties of spec, those required, and what
-# warmPoolRef requires (openAPIV3Schema).
-CLAIM_SPEC_PROPERTIES = {"additionalPodMetadata", "env", "lifecycle", "volumeClaimTemplates", "warmPoolRef"}
-CLAIM_SPEC_REQUIRED = {"warmPoolRef"}
-WARMPOOLREF_REQUIRED = {"name"}
+KDIR = REPO / "deploy" / "kubernetes"
+SCHEMAS = json.loads((KDIR / "testdata" / "schemas.json").read_text())
+CLAIM_READY = json.loads((KDIR / "testdata" / "claim-ready.json").read_text())
 TOKEN = "sa-token"
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
+
+
+def validate(v: Any, s: dict[str, Any], path: str, errs: list[str]) -> None:
+    """The openAPIV3Schema rules the pruned schema carries: type, enum,
+    required, and no field the schema does not have."""
+    t = s.get("type")
+    if t == "integer" and (not isinstance(v, int) or isinstance(v, bool)):
+        errs.append(f"{path}: {v!r} is not an integer")
+    elif t in TYPES and not isinstance(v, TYPES[t]):
+        errs.append(f"{path}: {type(v).__name__} is not {t}")
+        return
+    if "enum" in s and v not in s["enum"]:
+        errs.append(f"{path}: {v!r} not one of {s['enum']}")
+    if isinstance(v, dict):
+        for k in s.get("required", []):
+            if k not in v:
+                errs.append(f"{path}: required field {k} missing")
+        props, addl = s.get("properties"), s.get("additionalProperties")
+        for k, x in v.items():
+            if props is not None and k in props:
+                validate(x, props[k], f"{path}.{k}", errs)
+            elif isinstance(addl, dict):
+                validate(x, addl, f"{path}.{k}", errs)
+            elif props is not None:
+                errs.append(f"{path}.{k}: not a field of the CRD")
+    elif isinstance(v, list) and "items" in s:
+        for i, x in enumerate(v):
+            validate(x, s["items"], f"{path}[{i}]", errs)
 
 
 class FakeAPI:
@@ -64,30 +95,20 @@ class FakeAPI:
                 return
             pool = obj["spec"]["warmPoolRef"]["name"]
             if pool in self.pools and self.free:
-                obj["status"] = {"sandbox": {"name": name + "-sbx", "podIPs": [self.free.pop(0)]},
-                                 "conditions": [{"type": "Ready", "status": "True", "reason": "SandboxReady", "message": "",
-                                                 "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
+                # claim-ready.json's status, for this claim's sandbox.
+                obj["status"] = copy.deepcopy(CLAIM_READY["status"])
+                obj["status"]["sandbox"] = {"name": name, "podIPs": [self.free.pop(0)]}
             else:
                 obj["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "NoWarmSandbox",
                                                  "message": "the warm pool has no sandbox", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
         self.emit("MODIFIED", obj)
 
     def check(self, body: dict[str, Any]) -> list[str]:
-        errs = []
-        if body.get("apiVersion") != "extensions.agents.x-k8s.io/v1beta1" or body.get("kind") != "SandboxClaim":
-            errs.append(f"apiVersion/kind {body.get('apiVersion')}/{body.get('kind')}")
-        if set(body) - {"apiVersion", "kind", "metadata", "spec"}:
-            errs.append(f"unknown top-level fields {set(body) - {'apiVersion', 'kind', 'metadata', 'spec'}}")
-        spec = body.get("spec") or {}
-        if set(spec) - CLAIM_SPEC_PROPERTIES:
-            errs.append(f"spec fields not in the CRD: {set(spec) - CLAIM_SPEC_PROPERTIES}")
-        if CLAIM_SPEC_REQUIRED - set(spec):
-            errs.append(f"spec lacks {CLAIM_SPEC_REQUIRED - set(spec)}")
-        ref = spec.get("warmPoolRef") or {}
-        if WARMPOOLREF_REQUIRED - set(ref) or not isinstance(ref.get("name"), str):
-            errs.append("warmPoolRef.name missing or not a string")
-        if not isinstance((body.get("metadata") or {}).get("name"), str):
-            errs.append("metadata.name")
+        errs: list[str] = []
+        key = f"{body.get('apiVersion')}/{body.get('kind')}"
+        if key not in SCHEMAS:
+            return [f"no schema for {key}"]
+        validate(body, SCHEMAS[key], "SandboxClaim", errs)
         return errs
 
 
@@ -122,7 +143,9 @@ def serve(api: FakeAPI) -> ThreadingHTTPServer:
             if errs:
                 api.bad.extend(errs)
                 return self.reply(422, {"kind": "Status", "message": "; ".join(errs)})
-            name = body["metadata"]["name"]
+            md = body["metadata"]
+            name = md.get("name") or md["generateName"] + secrets.token_hex(3)[:5]
+            md["name"] = name
             with api.cond:
                 api.claims[name] = body
             api.emit("ADDED", body)
@@ -187,10 +210,10 @@ def test_claims_to_ready_daemons_and_back(daemons) -> None:
     port = free_port("127.0.0.2")
     pods = ["127.0.0.2", "127.0.0.3"]
     ds = [daemons.start(max_sessions=2, listen=f"{ip}:{port}") for ip in pods]
-    api = FakeAPI(pods, {"harnessd-warm"})
+    api = FakeAPI(pods, {"harnessd"})
     srv = serve(api)
     try:
-        prov = SandboxClaimProvider(2, warm_pool="harnessd-warm", namespace="rl", port=port,
+        prov = KubernetesProvider(2, warm_pool="harnessd", namespace="rl", port=port, address="pod_ip",
                                     server=f"http://127.0.0.1:{srv.server_port}", token=TOKEN, ready_timeout=30)
 
         async def go() -> harnessd.GroupResult:
@@ -215,7 +238,7 @@ def test_a_claim_that_is_never_ready() -> None:
     api = FakeAPI([], set())
     srv = serve(api)
     try:
-        prov = SandboxClaimProvider(1, warm_pool="empty", namespace="rl", server=f"http://127.0.0.1:{srv.server_port}",
+        prov = KubernetesProvider(1, warm_pool="empty", namespace="rl", server=f"http://127.0.0.1:{srv.server_port}",
                                     token=TOKEN, ready_timeout=2)
         with pytest.raises(ClaimError, match="NoWarmSandbox"):
             asyncio.run(prov.daemons())
@@ -225,13 +248,29 @@ def test_a_claim_that_is_never_ready() -> None:
     assert not api.claims and len(api.deleted) == 1
 
 
-def test_claim_objects_per_version() -> None:
-    beta = SandboxClaimProvider(1, warm_pool="wp", namespace="ns", server="http://127.0.0.1:1")
-    assert beta.claim_object("c")["spec"] == {"warmPoolRef": {"name": "wp"}}
-    assert beta.claim_object("c")["apiVersion"] == "extensions.agents.x-k8s.io/v1beta1"
-    alpha = SandboxClaimProvider(1, template="tpl", namespace="ns", server="http://127.0.0.1:1")
+def test_claim_objects() -> None:
+    beta = KubernetesProvider(1, warm_pool="harnessd", namespace="rl", server="http://127.0.0.1:1")
+    c = beta.claim_object()
+    errs: list[str] = []
+    validate(c, SCHEMAS["extensions.agents.x-k8s.io/v1beta1/SandboxClaim"], "SandboxClaim", errs)
+    assert not errs, errs
+    # What deploy/kubernetes/sandboxclaim.yaml says the provider creates.
+    assert c["spec"] == {"warmPoolRef": {"name": "harnessd"}, "lifecycle": {"shutdownPolicy": "Delete"}}
+    assert c["metadata"]["generateName"] == "harnessd-" and c["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "harnessd-python"
+    # The Ready claim of the manifests' tests: through the Sandbox's
+    # Service by default, or the pod's IP.
+    assert beta.base_url(CLAIM_READY) == "http://harnessd-x7k2p.rl.svc:8000"
+    ip = KubernetesProvider(1, warm_pool="harnessd", namespace="rl", server="http://127.0.0.1:1", address="pod_ip")
+    assert ip.base_url(CLAIM_READY) == "http://10.8.3.17:8000"
+    # The validator refuses what the schema does (a positive control).
+    for bad in ({**c, "spec": {"warmPoolRef": {}}}, {**c, "spec": {**c["spec"], "lifecycle": {"shutdownPolicy": "Sometimes"}}},
+                {**c, "spec": {**c["spec"], "warmpool": "x"}}):
+        errs = []
+        validate(bad, SCHEMAS["extensions.agents.x-k8s.io/v1beta1/SandboxClaim"], "SandboxClaim", errs)
+        assert errs
     # v1alpha1's claim names its template (spec.sandboxTemplateRef.name, required there).
-    assert alpha.claim_object("c")["spec"] == {"sandboxTemplateRef": {"name": "tpl"}}
-    assert alpha.claim_object("c")["apiVersion"] == "extensions.agents.x-k8s.io/v1alpha1"
+    alpha = KubernetesProvider(1, template="tpl", namespace="ns", server="http://127.0.0.1:1")
+    assert alpha.claim_object()["spec"]["sandboxTemplateRef"] == {"name": "tpl"}
+    assert alpha.claim_object()["apiVersion"] == "extensions.agents.x-k8s.io/v1alpha1"
     with pytest.raises(ValueError):
-        SandboxClaimProvider(1, warm_pool="a", template="b", server="http://x")
+        KubernetesProvider(1, warm_pool="a", template="b", server="http://x")

@@ -1,13 +1,17 @@
 """A :class:`~harnessd.pool.Provider` of daemons claimed on Kubernetes
-through kubernetes-sigs/agent-sandbox.
+through kubernetes-sigs/agent-sandbox, for the manifests of deploy/kubernetes
+(a SandboxWarmPool ``harnessd`` of harnessd pods).
 
-:class:`SandboxClaimProvider` creates ``SandboxClaim`` objects
+:class:`KubernetesProvider` creates ``SandboxClaim`` objects
 (``extensions.agents.x-k8s.io``; ``v1beta1`` claims from a
 ``SandboxWarmPool`` by ``spec.warmPoolRef.name``, ``v1alpha1`` claims from a
 ``SandboxTemplate`` by ``spec.sandboxTemplateRef.name``), waits on a watch —
-never by polling — until each claim is ``Ready`` and names its sandbox's pod
-IPs (``status.sandbox.podIPs``), and hands out ``http://POD_IP:PORT`` for
-each; :meth:`~SandboxClaimProvider.close` deletes the claims. It speaks the
+never by polling — until each claim is ``Ready`` and names its sandbox
+(``status.sandbox``), and hands out its daemon's base URL: through the
+Sandbox's Service (``http://NAME.NAMESPACE.svc:PORT``, the template's
+``spec.service: true``) or its pod's IP (``status.sandbox.podIPs``);
+:meth:`~KubernetesProvider.close` deletes the claims (``lifecycle.
+shutdownPolicy: Delete`` then deletes their sandboxes). It speaks the
 Kubernetes API over plain HTTPS with the pod's service account (token and CA
 under ``/var/run/secrets/kubernetes.io/serviceaccount``), or a server, token
 and CA given; the official ``kubernetes`` Python client is not used.
@@ -29,13 +33,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from .errors import InfrastructureError
 
-__all__ = ["SandboxClaimProvider", "ClaimError", "GROUP", "SERVICE_ACCOUNT_DIR"]
+__all__ = ["KubernetesProvider", "ClaimError", "GROUP", "SERVICE_ACCOUNT_DIR"]
 
 #: The API group of SandboxClaim.
 GROUP = "extensions.agents.x-k8s.io"
@@ -48,25 +51,24 @@ class ClaimError(InfrastructureError):
     Ready in time."""
 
 
-def _ready(obj: dict[str, Any]) -> tuple[bool, list[str], str]:
-    """(ready, pod IPs, why not) of a claim object."""
-    st = obj.get("status") or {}
-    ips = [str(ip) for ip in ((st.get("sandbox") or {}).get("podIPs") or [])]
-    for c in st.get("conditions") or []:
+def claim_ready(obj: dict[str, Any]) -> tuple[bool, str]:
+    """(ready, why not) of a claim object: its Ready condition."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
         if isinstance(c, dict) and c.get("type") == "Ready":
             if c.get("status") == "True":
-                return bool(ips), ips, "" if ips else "Ready without pod IPs"
-            return False, ips, f"{c.get('reason', '')}: {c.get('message', '')}"
-    return False, ips, "no Ready condition yet"
+                return True, ""
+            return False, f"{c.get('reason', '')}: {c.get('message', '')}"
+    return False, "no Ready condition yet"
 
 
-class SandboxClaimProvider:
+class KubernetesProvider:
     """``count`` daemons claimed from agent-sandbox.
 
-    ``warm_pool`` (``v1beta1``) or ``template`` (``v1alpha1``) names what
-    the claims come from, in ``namespace``. ``port`` is harnessd's port in
-    the sandbox's pod (the template's ``--listen``), ``scheme`` ``http`` or
-    ``https``. ``server`` (default: the in-cluster API server from
+    ``warm_pool`` (``v1beta1``; deploy/kubernetes's is ``harnessd``) or
+    ``template`` (``v1alpha1``) names what the claims come from, in
+    ``namespace``. ``address`` is ``service`` (the Sandbox's Service name,
+    ``NAME.NAMESPACE.svc``) or ``pod_ip``; ``port`` is harnessd's port
+    (the template's ``--listen``), ``scheme`` ``http`` or ``https``. ``server`` (default: the in-cluster API server from
     ``KUBERNETES_SERVICE_HOST``/``_PORT``), ``token`` and ``ca_file``
     (default: the service account's) reach the API. ``ready_timeout``
     bounds the wait for each claim. ``labels`` are put on the claims.
@@ -81,6 +83,7 @@ class SandboxClaimProvider:
         namespace: str | None = None,
         port: int = 8000,
         scheme: str = "http",
+        address: str = "service",
         server: str | None = None,
         token: str | None = None,
         ca_file: str | None = None,
@@ -96,7 +99,9 @@ class SandboxClaimProvider:
         self.warm_pool, self.template = warm_pool, template
         self.version = "v1beta1" if warm_pool is not None else "v1alpha1"
         self.namespace = namespace or self._read_sa("namespace") or "default"
-        self.port, self.scheme = port, scheme
+        if address not in ("service", "pod_ip"):
+            raise ValueError("address is 'service' or 'pod_ip'")
+        self.port, self.scheme, self.address = port, scheme, address
         if server is None:
             host, p = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
             if not host:
@@ -140,20 +145,34 @@ class SandboxClaimProvider:
         except (urllib.error.URLError, OSError, ValueError) as e:
             raise ClaimError(f"{method} {path}: {e}") from e
 
-    def claim_object(self, name: str) -> dict[str, Any]:
-        """The SandboxClaim this provider creates as ``name``."""
-        spec: dict[str, Any] = {"warmPoolRef": {"name": self.warm_pool}} if self.version == "v1beta1" else {"sandboxTemplateRef": {"name": self.template}}
+    def claim_object(self) -> dict[str, Any]:
+        """The SandboxClaim this provider creates (the API server names it
+        from ``generateName``), as deploy/kubernetes/sandboxclaim.yaml shows."""
+        ref: dict[str, Any] = {"warmPoolRef": {"name": self.warm_pool}} if self.version == "v1beta1" else {"sandboxTemplateRef": {"name": self.template}}
         return {
             "apiVersion": f"{GROUP}/{self.version}",
             "kind": "SandboxClaim",
-            "metadata": {"name": name, "namespace": self.namespace, "labels": dict(self.labels)},
-            "spec": spec,
+            "metadata": {"generateName": self.name_prefix, "namespace": self.namespace, "labels": dict(self.labels)},
+            "spec": {**ref, "lifecycle": {"shutdownPolicy": "Delete"}},
         }
 
+    def base_url(self, obj: dict[str, Any]) -> str | None:
+        """The daemon's base URL of a Ready claim object (None when its
+        status does not name the sandbox yet)."""
+        sbx = (obj.get("status") or {}).get("sandbox") or {}
+        if self.address == "service":
+            name = sbx.get("name")
+            return f"{self.scheme}://{name}.{self.namespace}.svc:{self.port}" if isinstance(name, str) and name else None
+        ips = sbx.get("podIPs") or []
+        return f"{self.scheme}://{ips[0]}:{self.port}" if ips and isinstance(ips[0], str) else None
+
     def _create(self) -> tuple[str, str]:
-        name = self.name_prefix + uuid.uuid4().hex[:10]
-        obj = self._call("POST", self._path(), self.claim_object(name))
-        return name, str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        obj = self._call("POST", self._path(), self.claim_object())
+        md = obj.get("metadata") or {}
+        name = md.get("name")
+        if not isinstance(name, str) or not name:
+            raise ClaimError(f"the API server's answer to the claim names no claim: {str(obj)[:300]}")
+        return name, str(md.get("resourceVersion", ""))
 
     def _wait_ready(self, name: str, rv: str) -> str:
         """Watch claim ``name`` from resourceVersion ``rv`` until it is
@@ -179,9 +198,12 @@ class SandboxClaimProvider:
                         raise ClaimError(f"claim {name} was deleted before it was Ready")
                     if ev.get("type") == "ERROR":
                         raise ClaimError(f"watch of claim {name}: {obj.get('message', obj)}")
-                    ok, ips, why = _ready(obj)
+                    ok, why = claim_ready(obj)
+                    url = self.base_url(obj) if ok else None
+                    if url:
+                        return url
                     if ok:
-                        return f"{self.scheme}://{ips[0]}:{self.port}"
+                        why = f"Ready without status.sandbox ({self.address})"
                     if time.monotonic() > deadline:
                         break
         except (TimeoutError, socket.timeout):
