@@ -33,7 +33,7 @@ all: build
 # built first and embedded in harnessd (build tag harnessd_embedinit), so a
 # sandbox's start does not pay for the daemon's package initialisation; a
 # harnessd built without the tag (go build, go test) re-executes itself.
-SANDBOXINIT := process/sandbox/harnessd-sandbox-init
+SANDBOXINIT := process/sandbox/initfile/harnessd-sandbox-init
 
 # harnessd is built with -buildvcs=auto (overriding a GOFLAGS of
 # -buildvcs=false) so that "harnessd version" names the git revision it was
