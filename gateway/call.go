@@ -164,6 +164,9 @@ func requestExtra(version int64, sm sampled) wire.Extra {
 	if len(sm.stripped) > 0 {
 		x["sampling_stripped"] = sm.stripped
 	}
+	if len(sm.overridden) > 0 {
+		x["sampling_overridden"] = sm.overridden
+	}
 	if len(sm.differs) > 0 {
 		x["sampling_differs"] = sm.differs
 	}

@@ -78,14 +78,16 @@ type ExportCall struct {
 	Sampling          json.RawMessage `json:"sampling,omitempty"`
 	EffectiveSampling json.RawMessage `json:"effective_sampling,omitempty"`
 	// SamplingPinned says the call was sent under a sampling pin;
-	// SamplingStripped lists the agent's fields the pin stripped, and
+	// SamplingStripped lists the agent's fields the pin stripped,
+	// SamplingOverridden those it replaced with the pinned values, and
 	// SamplingDiffers the fields whose value sent is not the pin's (a
 	// max_tokens lowered by a budget, an allowed field, a kept stop
 	// sequence). A pinned call without SamplingDiffers was sampled exactly
 	// as pinned.
-	SamplingPinned   bool     `json:"sampling_pinned,omitempty"`
-	SamplingStripped []string `json:"sampling_stripped,omitempty"`
-	SamplingDiffers  []string `json:"sampling_differs,omitempty"`
+	SamplingPinned     bool     `json:"sampling_pinned,omitempty"`
+	SamplingStripped   []string `json:"sampling_stripped,omitempty"`
+	SamplingOverridden []string `json:"sampling_overridden,omitempty"`
+	SamplingDiffers    []string `json:"sampling_differs,omitempty"`
 }
 
 // Chain is one trainable token sequence: the last call's prompt and
@@ -165,7 +167,8 @@ func (g *Gateway) Export() (*Export, error) {
 			FinishReason: c.finishReason, LatencyMS: c.latencyMS, Status: c.status, Error: c.err,
 			PolicyVersionSent: c.versionSent, PolicyVersion: c.versionAnswered, StraddlesUpdate: c.straddles,
 			Sampling: c.sampling, EffectiveSampling: c.sm.effective,
-			SamplingPinned: c.sm.pinned, SamplingStripped: c.sm.stripped, SamplingDiffers: c.sm.differs,
+			SamplingPinned: c.sm.pinned, SamplingStripped: c.sm.stripped,
+			SamplingOverridden: c.sm.overridden, SamplingDiffers: c.sm.differs,
 		})
 		ex.Issues = append(ex.Issues, c.issues...)
 		if c.err != "" {

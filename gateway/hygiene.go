@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"sort"
 	"strconv"
 
 	"github.com/harnessd/harnessd/gateway/dialect"
@@ -43,6 +44,7 @@ func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int, pin
 			delete(up, k)
 		}
 	}
+	agentAsked := asked > 0
 	if pin != nil && pin.MaxTokens != nil {
 		asked = *pin.MaxTokens
 	}
@@ -57,7 +59,11 @@ func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int, pin
 		up["model"] = b
 	}
 	if pin != nil {
-		sm.stripped = pin.pin(up)
+		sm.stripped, sm.overridden = pin.pin(up)
+		if agentAsked && pin.MaxTokens != nil {
+			sm.overridden = append(sm.overridden, "max_tokens")
+			sort.Strings(sm.overridden)
+		}
 		sm.differs, sm.pinned = pin.differs(up), true
 	}
 	up["return_token_ids"] = jsonTrue
@@ -72,10 +78,11 @@ func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int, pin
 
 // sampled is what the gateway did to one call's sampling.
 type sampled struct {
-	effective json.RawMessage // the sampling fields sent upstream
-	stripped  []string        // the agent's fields the pin stripped
-	differs   []string        // the fields sent otherwise than pinned
-	pinned    bool            // a pin applied
+	effective  json.RawMessage // the sampling fields sent upstream
+	stripped   []string        // the agent's fields the pin stripped
+	overridden []string        // the agent's fields the pin replaced
+	differs    []string        // the fields sent otherwise than pinned
+	pinned     bool            // a pin applied
 }
 
 // nonEmptyList reports whether raw is a JSON list with at least one item.

@@ -198,9 +198,9 @@ func (s *Sampling) Pinned() json.RawMessage {
 }
 
 // pin applies s to an engine request's fields (max_tokens already folded,
-// pinned and capped by engineBody) and returns the fields it stripped,
-// sorted.
-func (s *Sampling) pin(up map[string]json.RawMessage) (stripped []string) {
+// pinned and capped by engineBody) and returns the agent's fields it
+// stripped and those it replaced with pinned values, sorted.
+func (s *Sampling) pin(up map[string]json.RawMessage) (stripped, overridden []string) {
 	pinned := s.fields()
 	allowed := func(k string) bool { return slices.Contains(s.Allow, k) }
 	drop := func(k string) {
@@ -225,12 +225,17 @@ func (s *Sampling) pin(up map[string]json.RawMessage) (stripped []string) {
 		}
 	}
 	for k, v := range pinned {
-		if k != "max_tokens" {
-			up[k] = v
+		if k == "max_tokens" {
+			continue
 		}
+		if _, ok := up[k]; ok {
+			overridden = append(overridden, k)
+		}
+		up[k] = v
 	}
 	sort.Strings(stripped)
-	return stripped
+	sort.Strings(overridden)
+	return stripped, overridden
 }
 
 // differs lists the sampling fields of an engine request (up) whose value
