@@ -77,6 +77,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 			upBody, sm, bodyErr = g.engineBody(fields, adm.maxTokens, adm.pin)
 		}
 	}
+	countSampling(sm)
 	version, epoch := g.opts.Policy.Current()
 	g.emit(adm.turn, &wire.LLMRequest{
 		Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),

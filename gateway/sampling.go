@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Sampling is the sampling a trainer pins for an episode's engine calls, in
@@ -282,4 +283,29 @@ func sameJSON(a, b json.RawMessage) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return bytes.Equal(xb, yb)
+}
+
+// Calls of the process's gateways under a sampling pin (PinnedCalls).
+var pinnedCalls, strippedCalls, differingCalls atomic.Uint64
+
+// countSampling counts a call's sampling in the process's counters.
+func countSampling(sm sampled) {
+	if !sm.pinned {
+		return
+	}
+	pinnedCalls.Add(1)
+	if len(sm.stripped) > 0 {
+		strippedCalls.Add(1)
+	}
+	if len(sm.differs) > 0 {
+		differingCalls.Add(1)
+	}
+}
+
+// PinnedCalls returns how many engine calls of the process's gateways were
+// sent under a sampling pin, how many of them had fields of the agent's
+// stripped, and how many were sent sampling otherwise than pinned
+// (ExportCall.SamplingDiffers).
+func PinnedCalls() (pinned, stripped, differing uint64) {
+	return pinnedCalls.Load(), strippedCalls.Load(), differingCalls.Load()
 }
