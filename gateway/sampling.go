@@ -65,7 +65,7 @@ var DistortingFields = []string{
 	"typical_p", "min_tokens", "ignore_eos", "bad_words", "allowed_token_ids",
 	"response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
 	"guided_whitespace_pattern", "guided_decoding_backend", "structured_outputs",
-	"regex", "json_schema", "ebnf", "logits_processors", "top_logprobs",
+	"regex", "json_schema", "ebnf", "logits_processors",
 }
 
 // stopFields are the stop sequences StripStop strips.

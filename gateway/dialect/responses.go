@@ -92,8 +92,7 @@ func responsesText(raw json.RawMessage) (string, []Part, error) {
 
 // responsesParams maps the Responses fields passed on to their Chat
 // Completions names.
-var responsesParams = map[string]string{"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p",
-	"top_logprobs": "top_logprobs"}
+var responsesParams = map[string]string{"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
 
 // responsesFormat translates text.format, Responses' structured output
 // (guided decoding), to Chat Completions' response_format; nil for plain
