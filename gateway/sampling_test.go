@@ -56,7 +56,7 @@ func TestSamplingPinPerDialect(t *testing.T) {
 			[]string{"max_tokens", "min_p", "seed", "temperature", "top_k", "top_p"}},
 		{DialectResponses, "/v1/responses", map[string]any{"model": "gpt-5", "input": "hi", "temperature": 0.3, "top_p": 0.9,
 			"max_output_tokens": 9000,
-			"text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "x", "schema": map[string]any{"type": "object"}}}},
+			"text":              map[string]any{"format": map[string]any{"type": "json_schema", "name": "x", "schema": map[string]any{"type": "object"}}}},
 			[]string{"response_format"}, []string{"max_tokens", "temperature", "top_p"}},
 		{DialectAnthropic, "/v1/messages", map[string]any{"model": "claude", "max_tokens": 32000, "temperature": 0.7, "top_k": 5,
 			"top_p": 0.8, "messages": []any{user("hi")}},
