@@ -99,7 +99,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		return nil, err
 	}
 	ep.SetModelSampling(pin)
-	r := &run{ep: ep, id: id}
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r // visible to State and rubric tools from here
@@ -160,7 +160,7 @@ func (s *Session) handOver(ep *episode.Episode, t0 time.Time) (*wire.Observation
 		}
 	}
 	s.events.reset(rec)
-	r := &run{ep: ep, id: id}
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r
