@@ -148,8 +148,13 @@ func TestPolicyVersionAndSamplingOverTheWire(t *testing.T) {
 	}
 
 	// A session's version by episode, read back; the daemon's unchanged.
-	if code, v := call(t, "POST", ts.url+"/policy_version", `{"version":7,"episode_id":"ep-pv"}`); code != 200 || v["scope"] != "session" || v["session_id"] == "" {
+	code, v := call(t, "POST", ts.url+"/policy_version", `{"version":7,"episode_id":"ep-pv"}`)
+	sid, _ := v["session_id"].(string)
+	if code != 200 || v["scope"] != "session" || sid == "" || v["episode_id"] != "ep-pv" {
 		t.Fatalf("POST by episode: %d %v", code, v)
+	}
+	if code, v := call(t, "GET", ts.url+"/policy_version?session_id="+sid, ""); code != 200 || v["version"] != 7.0 || v["episode_id"] != "ep-pv" {
+		t.Errorf("GET by session: %d %v", code, v)
 	}
 	if code, v := call(t, "GET", ts.url+"/policy_version?episode_id=ep-pv", ""); code != 200 || v["version"] != 7.0 {
 		t.Errorf("GET by episode: %d %v", code, v)
