@@ -185,6 +185,13 @@ func Reply(data json.RawMessage, s Session, daemon *gateway.PolicyVersion) any {
 	return wire.Frame[*Version]{Type: FrameType, Data: v}
 }
 
+// CheckFrame returns what is wrong with a policy_version frame's data
+// (nil: nothing), as Frame would refuse it.
+func CheckFrame(data json.RawMessage) []wire.FieldError {
+	_, errs := parse(data, true)
+	return errs
+}
+
 // Frame answers a /ws policy_version frame of a connection whose session
 // is s: {"version": N} sets the session's version, {"version": N, "scope":
 // "daemon"} the daemon's, no version reads it. The answer is the frame's
