@@ -131,7 +131,9 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 // open opens the episode of spec up to its doors: from the spare the pool
 // prepared, when there is one (spare is then true), else from nothing.
 func (s *Session) open(ctx context.Context, spec episode.Spec) (ep *episode.Episode, spare bool, err error) {
-	if !s.standby {
+	// A spare's sandbox was made before its task was known: a task that
+	// names the agent's user needs one made as that user.
+	if !s.standby && (spec.Task == nil || spec.Task.AgentUser == nil) {
 		if ep := s.pool.Take(ctx); ep != nil {
 			if err := ep.Advance(ctx, spec, episode.LevelDoors); err != nil {
 				return nil, true, err

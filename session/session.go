@@ -19,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -122,6 +123,10 @@ type run struct {
 	// queue is the episode's event queue (envqueue.go), made on first use.
 	queue     *eventQueue
 	queueOnce sync.Once
+	// A multi-step task's steps graded so far, and why it stopped early.
+	stepResults []tasks.StepResult
+	stepGrades  []wire.TaskGrade
+	stepStopped string
 }
 
 // adapter returns the run's harness adapter (nil before it started).

@@ -65,7 +65,14 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 // runStep runs turn n of r and builds its observation.
 func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig *turnSignal) *wire.Observation {
 	ep := r.ep
-	b := s.turnBudget(r, a.Timeout)
+	if obs := s.beginTaskStep(ctx, r, n); obs != nil {
+		return obs // the step's setup.sh failed: graded, done
+	}
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = s.stepTimeout(r, n)
+	}
+	b := s.turnBudget(r, timeout)
 	started := time.Now()
 	in := harness.TurnInput{Number: n, Message: s.turnMessage(r, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
 	q := s.queueFor(r) // nil without events:

@@ -47,6 +47,9 @@ type taskSummary struct {
 	Reward *float64        `json:"reward"`
 	Grade  *wire.TaskGrade `json:"grade,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// ErrorType classifies a run that could not be graded here
+	// (grader_needs_network), or the episode's failure.
+	ErrorType wire.FailureType `json:"error_type,omitempty"`
 }
 
 // printTaskSummary prints the reward line on stderr and the summary as JSON
@@ -59,6 +62,8 @@ func printTaskSummary(s taskSummary) int {
 	case s.Reward != nil:
 		fmt.Fprintf(os.Stderr, "task %s: reward %g\n", s.TaskID, *s.Reward)
 		return exitOK
+	case s.ErrorType != "" && s.Grade != nil:
+		fmt.Fprintf(os.Stderr, "task %s: no reward (error_type %s): %s\n", s.TaskID, s.ErrorType, s.Grade.Error)
 	case s.Error != "":
 		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, s.Error)
 	case s.Grade != nil && s.Grade.Error != "":
@@ -71,8 +76,11 @@ func printTaskSummary(s taskSummary) int {
 
 // runOracle is run --task DIR --oracle: the task's workspace is prepared
 // in a temporary directory, solution/solve.sh runs in a sandbox with it at
-// the task's WORKDIR, then the tests grade it. It exits 0 only for a
-// reward of 1.
+// the task's working directory as the task's agent user, then the tests
+// grade it; a multi-step task runs each step's workdir/, setup.sh,
+// solve.sh and tests in order (tasks.Task.Oracle). It exits 0 only for a
+// reward of 1; tests that need the network print error_type
+// grader_needs_network and exit 1.
 func runOracle(ctx context.Context, dir string) int {
 	set, err := tasks.Load(tasks.Source{Task: dir})
 	if err != nil {
@@ -83,7 +91,7 @@ func runOracle(ctx context.Context, dir string) int {
 	for _, w := range t.Warnings {
 		fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, w)
 	}
-	if !t.HasSolution() {
+	if !t.HasSolution() && !t.IsMultiStep() {
 		fmt.Fprintf(os.Stderr, "harnessd run: --oracle: task %s has no solution/solve.sh\n", t.ID)
 		return exitUsage
 	}
@@ -98,28 +106,28 @@ func runOracle(ctx context.Context, dir string) int {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitFailure
 	}
-	if err := t.Prepare(ws); err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitFailure
-	}
 	sum := taskSummary{TaskID: t.ID, Oracle: true}
-	sol, err := t.Solve(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "solve")})
+	tr, err := t.Oracle(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "runs")})
 	if err != nil {
 		sum.Error = err.Error()
 		return printTaskSummary(sum)
 	}
-	if sol.ExitCode != 0 || sol.TimedOut {
-		fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", t.ID, sol.ExitCode, sol.TimedOut, sol.Stderr)
+	solves := []*tasks.Result{tr.Solve}
+	for _, s := range tr.Steps {
+		solves = append(solves, s.Solve)
+		if s.Error != "" {
+			fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, s.Error)
+		}
 	}
-	res, err := t.Grade(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "grade")})
-	if err != nil {
-		sum.Error = err.Error()
-		return printTaskSummary(sum)
+	for _, sol := range solves {
+		if sol != nil && (sol.ExitCode != 0 || sol.TimedOut) {
+			fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", t.ID, sol.ExitCode, sol.TimedOut, sol.Stderr)
+		}
 	}
-	sum.Reward = res.Reward
-	sum.Grade = &wire.TaskGrade{Reward: res.Reward, Scores: res.Scores, Exit: &wire.ExitStatus{Code: res.ExitCode, Signal: res.Signal},
-		TimedOut: res.TimedOut, Limit: res.Limit, StdoutTail: res.Stdout, StderrTail: res.Stderr,
-		DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
+	if tr.Stopped != "" {
+		fmt.Fprintf(os.Stderr, "task %s: stopped early: %s\n", t.ID, tr.Stopped)
+	}
+	sum.Reward, sum.Grade, sum.ErrorType = tr.Reward, tr.WireGrade(), wire.FailureType(tr.ErrorType)
 	code := printTaskSummary(sum)
 	if code == exitOK && *sum.Reward < 1 {
 		// The reference solution must solve its task: a task author's CI
@@ -135,14 +143,20 @@ func runOracle(ctx context.Context, dir string) int {
 func taskConfig(cfg *config.Config, dir string) error {
 	cfg.Tasks = tasks.Source{Task: dir}
 	if cfg.Episode.MaxTurns == 0 {
-		cfg.Episode.MaxTurns = 1
+		cfg.Episode.MaxTurns = taskTurns(dir)
 	}
 	return cfg.Normalize()
 }
 
+// taskTurns is how many turns the task in dir takes (tasks.Turns).
+func taskTurns(dir string) int { return tasks.Turns(dir) }
+
 // taskResult summarizes the final observation of a run --task episode.
 func taskResult(obs *wire.Observation) int {
 	sum := taskSummary{TaskID: obs.Metadata.TaskID, Reward: obs.Reward, Grade: obs.Metadata.Grade}
+	if sum.Grade != nil {
+		sum.ErrorType = sum.Grade.ErrorType
+	}
 	if sum.Grade == nil {
 		sum.Error = "the episode ended without grading"
 		if obs.Metadata.ErrorType != "" {
