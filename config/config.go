@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/rubric"
@@ -127,6 +128,12 @@ type ModelConfig struct {
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens,omitempty"`
 	// Timeout bounds one upstream call (default 10 minutes).
 	Timeout units.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Sampling pins the sampling of every engine call (temperature, top_p,
+	// top_k, min_p, seed, max_tokens) in place of the agent's own, and
+	// strips the fields that distort sampling unless allowed
+	// (gateway.Sampling); a reset may override it. nil: the agent's own
+	// parameters are sent.
+	Sampling *gateway.Sampling `yaml:"sampling" json:"sampling,omitempty"`
 
 	endpoint ModelEndpoint // URL parsed by Normalize
 }

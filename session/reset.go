@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -24,6 +25,13 @@ type ResetOptions struct {
 	// the taskset (at most one of them).
 	TaskID    string
 	TaskIndex *int
+	// Sampling overrides harness.model.sampling for this episode, field by
+	// field (gateway.Sampling.Merge); nil keeps the configured pin. It
+	// needs an engine upstream.
+	Sampling *gateway.Sampling
+	// PolicyVersion, when set, sets the session's policy version before
+	// the episode starts (SetPolicyVersion).
+	PolicyVersion *int64
 }
 
 // Reset ends any running episode (killing its tree and revoking its bridge
@@ -40,15 +48,23 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if err := CheckEpisodeID(opts.EpisodeID); err != nil {
 		return nil, err
 	}
+	pin, err := s.resetSampling(opts)
+	if err != nil {
+		return nil, err
+	}
 	ctx, _, end, err := s.beginOp(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
+	if opts.PolicyVersion != nil {
+		s.policy.Set(*opts.PolicyVersion)
+	}
 
 	t0 := time.Now()
 	if s.standby && opts.EpisodeID == "" {
 		if ep := s.pool.Take(ctx); ep != nil {
+			ep.SetModelSampling(pin)
 			return s.handOver(ep, t0)
 		}
 	}
@@ -82,6 +98,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.events.closeRecord()
 		return nil, err
 	}
+	ep.SetModelSampling(pin)
 	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.note(s.resetRecord(r))
 	s.mu.Lock()
