@@ -46,8 +46,8 @@ function renderSessions() {
   body.replaceChildren();
   for (const s of sessions.values()) {
     const tr = el("tr", { tabindex: "0", "data-session": s.id },
-      el("td", { title: s.id }, s.id.slice(0, 8) + (s.id === chat.session ? " (chat)" : "")),
-      el("td", {}, s.state), el("td", { title: s.episode_id || "" }, (s.episode_id || "").slice(0, 8)),
+      el("td", {}, s.id + (s.id === chat.session ? " (chat)" : "")),
+      el("td", {}, s.state), el("td", {}, s.episode_id ? episodeLink(s.episode_id) : ""),
       el("td", {}, s.turns), el("td", { class: "reward" }, s.last_reward === null ? "—" : fmtNum(s.last_reward)),
       el("td", {}, s.error_type || ""), el("td", {}, s.isolation));
     if (view && view.kind === "session" && view.id === s.id) tr.classList.add("selected");
@@ -324,12 +324,20 @@ async function chatCancel() {
   catch (e) { chatStatus(String(e.message || e)); }
 }
 
+// startLive opens the live view's feed and lists (once).
+let liveStarted = false;
+function startLive() {
+  if (liveStarted) return;
+  liveStarted = true;
+  renderSessions();
+  connectFeed();
+  loadRecords();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   $("chat-reset").addEventListener("click", chatReset);
   $("chat").addEventListener("submit", chatSend);
   $("chat-cancel").addEventListener("click", chatCancel);
   $("chat-input").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) $("chat").requestSubmit(); });
-  renderSessions();
-  connectFeed();
-  loadRecords();
+  route(); // pages.js
 });
