@@ -86,11 +86,13 @@ type episodeIndex struct {
 	entries map[string]*indexEntry // by record file name
 	exports map[string]bool        // episode file bases with an export
 	scanned time.Time
-	err     error // the last listing's failure
+	every   time.Duration // indexRefresh (tests: 0)
+	reads   int           // record files opened, for tests
+	err     error         // the last listing's failure
 }
 
 func newEpisodeIndex(dir string) *episodeIndex {
-	return &episodeIndex{dir: dir, entries: map[string]*indexEntry{}, exports: map[string]bool{}}
+	return &episodeIndex{dir: dir, entries: map[string]*indexEntry{}, exports: map[string]bool{}, every: indexRefresh}
 }
 
 // query brings the index up to date (when indexRefresh has passed) and
@@ -98,7 +100,7 @@ func newEpisodeIndex(dir string) *episodeIndex {
 func (x *episodeIndex) query(f func(entries []*indexEntry)) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.dir != "" && time.Since(x.scanned) >= indexRefresh {
+	if x.dir != "" && time.Since(x.scanned) >= x.every {
 		x.err = x.refresh()
 		x.scanned = time.Now()
 	}
@@ -174,6 +176,7 @@ func (x *episodeIndex) refresh() error {
 			}
 		}
 		e.size, e.mtime = f.info.Size(), f.info.ModTime()
+		x.reads++
 		if err := e.readFrom(root); err != nil {
 			continue // read again when it changes
 		}
@@ -197,7 +200,7 @@ func (e *indexEntry) readFrom(root *os.Root) error {
 	if _, err := f.Seek(e.offset, io.SeekStart); err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, 16<<10)
 	for {
 		line, n, err := readLine(r, maxRecordLine)
 		if err != nil {

@@ -364,3 +364,11 @@ async function loadOverview() {
   hist("ov-tokens", r.tokens, fmtTokens, "episodes with token counts");
   window.overviewDrawn = true;
 }
+
+// The header's links route in the page too.
+for (const a of document.querySelectorAll("nav a")) {
+  a.addEventListener("click", (e) => {
+    if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault(); go(a.getAttribute("href"));
+  });
+}
