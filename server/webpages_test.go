@@ -101,14 +101,14 @@ func waitPage(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
-// screenshot writes the page's viewport to docs/console/NAME.png when
+// screenshot writes the page's viewport (1280×900) to docs/console/NAME.png when
 // HARNESSD_SCREENSHOTS=1 (so make test leaves docs alone).
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	if os.Getenv("HARNESSD_SCREENSHOTS") != "1" {
 		return
 	}
-	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -116,7 +116,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".jpg"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
