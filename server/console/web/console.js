@@ -69,27 +69,18 @@ async function openSession(id) {
   } catch (e) { showError(e); }
 }
 
+// loadRecords lists the latest past episodes, each a link to its page.
 async function loadRecords() {
   try {
-    const r = await api("/web/api/records");
+    const r = await api("/web/api/episodes?limit=15");
     const ul = $("records");
     ul.replaceChildren();
-    if (!r.files.length) ul.append(el("li", { class: "hint" }, r.record_dir ? "no record files yet" : "record_dir is not configured"));
-    for (const f of r.files) {
-      const b = el("button", { type: "button" }, f.name);
-      b.addEventListener("click", () => openRecord(f.name));
-      ul.append(el("li", {}, b, el("span", { class: "label" }, " " + new Date(f.modified * 1000).toLocaleString())));
+    if (!r.episodes.length) ul.append(el("li", { class: "hint" }, r.record_dir ? "no record files yet" : "record_dir is not configured"));
+    for (const e of r.episodes) {
+      ul.append(el("li", {}, episodeLink(e.id), el("span", { class: "label" }, " " + [e.task, e.status, e.reward === null ? "" : "reward " + fmtNum(e.reward),
+        e.turns + " turns", new Date(e.started * 1000).toLocaleString()].filter(Boolean).join(" · "))));
     }
-  } catch (e) { showError(e); }
-}
-
-async function openRecord(name) {
-  view = { kind: "record", id: name, records: [] };
-  renderSessions();
-  try {
-    const r = await api("/web/api/records/" + encodeURIComponent(name));
-    view.records = r.records || [];
-    renderEpisode();
+    if (r.total > r.episodes.length) ul.append(el("li", {}, navLink("/web/episodes", "all " + r.total + " episodes…")));
   } catch (e) { showError(e); }
 }
 
