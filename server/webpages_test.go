@@ -240,13 +240,14 @@ func TestConsoleEpisodesTable(t *testing.T) {
 // TestConsoleEpisodePage opens an episode by its deep link and checks what
 // it shows: the task, the grade with the tests' output tails, one entry
 // per tool call joining the harness's and the bridge's events with both
-// timings, thinking collapsed, and the token view of its captured calls
+// timings, thinking collapsed, each turn's changed workspace paths, and the
+// token view of its captured calls
 // (masked and unmasked tokens, logprobs in the titles).
 func TestConsoleEpisodePage(t *testing.T) {
 	dir := t.TempDir()
 	e := fakeEpisode{id: "deep/link é", task: "fix-the-bug", agent: "claude", started: 1.7e9, turns: 2, turnSeconds: 3,
 		reward: ptr(1.0), done: true, message: "fix it <script>alert(1)</script>", modelMS: 40, tokens: 10, tools: true,
-		thinking: "let me think about <b>this</b>",
+		thinking: "let me think about <b>this</b>", changed: []string{"src/", "src/fix.go"},
 		grade: &wire.TaskGrade{Reward: ptr(1.0), Exit: &wire.ExitStatus{Code: 0}, DurationMS: 1234,
 			StdoutTail: "PASSED test_fix\n1 passed", StderrTail: "warning: slow"}}
 	e.write(t, dir)

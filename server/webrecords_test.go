@@ -30,6 +30,7 @@ type fakeEpisode struct {
 	tools           bool    // each turn calls add on both sides
 	thinking        string  // each turn's thought chunk
 	grade           *wire.TaskGrade
+	changed         []string // each turn's workspace record (nil: none)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -92,6 +93,10 @@ func (e fakeEpisode) write(t *testing.T, dir string) {
 			}
 		}
 		put(wire.Record{Kind: wire.RecordObservation, Time: start + e.turnSeconds, Turn: n, Observation: o})
+		if e.changed != nil {
+			put(wire.Record{Kind: wire.RecordWorkspace, Time: start + e.turnSeconds, Turn: n,
+				Workspace: &wire.WorkspaceChanges{Changed: e.changed, Walked: 12}})
+		}
 	}
 	if err := os.WriteFile(recordfile.Record(dir, e.id), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)

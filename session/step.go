@@ -36,12 +36,14 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	s.notify(TurnStarted{SessionID: s.id, EpisodeID: r.id, Turn: n, Action: a})
 
 	started := time.Now()
+	wallStart := started.Round(0) // file times are wall clock
 	var obs *wire.Observation
 	if f := s.betweenTurnsFailure(r); f != nil {
 		obs = s.terminal(ctx, r, n, f)
 	} else {
 		obs = s.runStep(ctx, r, a, n, sig)
 	}
+	s.noteWorkspace(r, n, wallStart)
 	s.notify(TurnEnded{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(started), Observation: obs})
 	if obs.Done {
 		s.episodeEnded(r, obs.Metadata.ErrorType)

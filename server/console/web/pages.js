@@ -283,6 +283,7 @@ function renderEpisodePage(r) {
     if (x.kind === "message") turn(x.turn).message = x.content;
     else if (x.kind === "event" && x.event) turn(x.event.turn || 0).events.push(x.event);
     else if (x.kind === "observation" && x.observation) turn(x.turn || (x.observation.metadata || {}).turn_number || 0).obs = x.observation;
+    else if (x.kind === "workspace" && x.workspace) turn(x.turn).workspace = x.workspace;
   }
   const box = $("ep-turns");
   const models = new Map(); // call_index -> llm_response data
@@ -308,9 +309,19 @@ function renderEpisodePage(r) {
       else if (e.type === "error") art.append(el("div", { class: "item error" }, el("span", { class: "label" }, "error (" + e.source + ")"), el("pre", {}, d.message || pretty(d))));
     }
     if (t.obs) art.append(obsItem(t.obs));
+    if (t.workspace) art.append(workspaceItem(t.workspace));
     box.append(art);
   }
   renderTokens(r.export, models, r.export_note);
+}
+
+// workspaceItem lists the workspace paths a turn changed.
+function workspaceItem(w) {
+  const ch = w.changed || [];
+  const item = el("div", { class: "item workspace" }, el("span", { class: "label" }, "workspace: " + (ch.length + (w.more || 0)) + " paths changed" +
+    (w.more ? " (" + w.more + " not listed)" : "") + " · " + w.walked + " entries walked" + (w.partial ? " (walk cut short: changes deeper may be missing)" : "")));
+  if (ch.length) item.append(el("ul", { class: "changed" }, ...ch.map((p) => el("li", {}, p))));
+  return item;
 }
 
 // renderTokens shows each model call's tokens from the training export:
