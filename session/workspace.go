@@ -44,7 +44,7 @@ func workspaceChanges(dir string, since time.Time) *wire.WorkspaceChanges {
 			return nil
 		}
 		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok || max(st.Ctim.Nano(), st.Mtim.Nano()) < from {
+		if !ok || st.Ctim.Nano() < from {
 			return nil
 		}
 		rel, err := filepath.Rel(dir, path)

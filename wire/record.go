@@ -28,7 +28,8 @@ const (
 // from which the episode's turns can be rebuilt. Kind says which of the other
 // fields are set. docs/configuration.md describes the file.
 type Record struct {
-	// Kind is one of RecordReset, RecordMessage, RecordEvent, RecordObservation.
+	// Kind is one of RecordReset, RecordMessage, RecordEvent, RecordObservation,
+	// RecordWorkspace.
 	Kind string `json:"kind"`
 	// Time is when it happened, in unix seconds.
 	Time float64 `json:"time"`
