@@ -18,7 +18,8 @@
 //
 // It also owns the side sandboxes (side.go): everything else the daemon
 // runs on an episode's data — a command rubric (Episode.RubricSandbox), a
-// stdio tool server of the environment or the task — runs in a sandbox of
+// stdio tool server of the environment or the task, the simulated user's
+// program (Episode.StartUser, user.go) — runs in a sandbox of
 // its own with the harness's restrictions or stricter, never on the host,
 // unless a tool entry says isolation: host (or the harness itself runs on
 // the host, in process isolation). Graders run in package tasks' own.
@@ -27,4 +28,9 @@
 // trainer's connection (package session), nor about any harness protocol
 // (the adapters): it starts a harness through the harness.Adapter
 // contract only.
+//
+// The package is bigger than 3,000 lines (by about 2%) since the
+// simulated user's side sandbox and the event queue's file and tool
+// effects landed; the hidden-path explanations (explain.go) are the next
+// to move out.
 package episode

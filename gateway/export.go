@@ -28,6 +28,10 @@ type Export struct {
 	Rewards []Reward `json:"rewards"`
 	// Issues are the problems found on ingest and export, graded.
 	Issues []Issue `json:"issues"`
+	// Events are the events of the environment's queue that fired, in
+	// order (absent without any): each names the first call after it,
+	// whose prompt span lists it (Span.Events).
+	Events []EnvEvent `json:"events,omitempty"`
 }
 
 // ExportCall summarises one call.
@@ -100,6 +104,11 @@ type Span struct {
 	// CallIndex is the call the tokens come from; Turn is its turn.
 	CallIndex int `json:"call_index"`
 	Turn      int `json:"turn"`
+	// Events lists, on a prompt span, the Seq of the environment's events
+	// that fired between the previous call and this one: their text (a
+	// mid-turn delivery, a message appended to the turn) or their effect
+	// (a file, a tool server's state) entered the context here.
+	Events []int `json:"events,omitempty"`
 }
 
 // Reward is the environment's reward for a turn.
@@ -118,6 +127,7 @@ func (g *Gateway) Export() (*Export, error) {
 	calls := byIndex(g.calls)
 	cands := slices.Clone(g.chains.cands)
 	par := parentPositions(cands)
+	envEvents := slices.Clone(g.events)
 	rewards := make([]Reward, 0, len(g.rewards))
 	for turn, r := range g.rewards {
 		rewards = append(rewards, Reward{Turn: turn, Reward: r})
@@ -143,6 +153,9 @@ func (g *Gateway) Export() (*Export, error) {
 		summary[ex.Calls[i].CallIndex] = &ex.Calls[i]
 	}
 	ex.Chains = buildChains(cands, par, summary, &ex.Issues)
+	if len(envEvents) > 0 {
+		ex.Events = placeEvents(envEvents, calls, ex.Chains)
+	}
 	if n := len(cands); n == 1 && cands[0].offersTools {
 		ex.Issues = append(ex.Issues, Issue{Severity: SeverityWarn, Code: IssueSingleCall, CallIndex: cands[0].index,
 			Message: "an agentic episode with a single model call"})

@@ -41,6 +41,7 @@ type Gateway struct {
 	turnUse usage           // per-turn counters
 	budget  *BudgetError
 	rewards map[int]float64
+	events  []EnvEvent // the environment's queue events noted (NoteEvent)
 
 	servers httpgroup.Group // its Serve loops
 

@@ -112,6 +112,10 @@ type run struct {
 	budget   time.Duration // the task's episode budget, when it set deadline
 	graded   bool          // the task's tests have run
 	reported bool          // EpisodeEnded was sent
+	user     *userState    // the simulated user (user.go); nil without user:
+	// queue is the episode's event queue (envqueue.go), made on first use.
+	queue     *eventQueue
+	queueOnce sync.Once
 }
 
 // adapter returns the run's harness adapter (nil before it started).

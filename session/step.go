@@ -20,6 +20,12 @@ import (
 // the adapter's turn and classifying its failure (turn.go), scoring and the
 // observation (observe.go).
 func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)) (*wire.Observation, error) {
+	if playRequested(a) {
+		if s.cfg.User == nil {
+			return nil, ErrNoUser
+		}
+		return s.play(ctx, a, emit) // user.go
+	}
 	ctx, sig, end, err := s.beginOp(ctx, true)
 	if err != nil {
 		return nil, err
@@ -31,17 +37,24 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 		return nil, err
 	}
 	n := r.steps + 1
-	s.events.note(messageRecord(n, a.Message))
+	a, source, uf, udone := s.userMessage(ctx, r, n, a) // the simulated user's turn, when it writes it (user.go)
+	s.events.note(messageRecord(n, a.Message, source))
 	s.events.beginTurn(n, s.streamTo(r, emit))
 	s.notify(TurnStarted{SessionID: s.id, EpisodeID: r.id, Turn: n, Action: a})
 
 	started := time.Now()
 	wallStart := started.Round(0) // file times are wall clock
 	var obs *wire.Observation
-	if f := s.betweenTurnsFailure(r); f != nil {
+	if f := s.betweenTurnsFailure(r); f != nil || uf != nil {
+		if f == nil {
+			f = uf
+		}
 		obs = s.terminal(ctx, r, n, f)
+	} else if udone != nil {
+		obs = s.userEnded(ctx, r, n, udone)
 	} else {
 		obs = s.runStep(ctx, r, a, n, sig)
+		obs.Metadata.MessageSource = source
 	}
 	s.noteWorkspace(r, n, wallStart)
 	s.notify(TurnEnded{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(started), Observation: obs})
@@ -57,8 +70,12 @@ func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig
 	b := s.turnBudget(r, a.Timeout)
 	started := time.Now()
 	in := harness.TurnInput{Number: n, Message: s.turnMessage(r, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
+	q := s.queueFor(r) // nil without events:
+	in.Message = q.beforeTurn(ctx, n, in.Message)
 	mctx, endModelTurn := ep.BeginModelTurn(ctx, n)
+	disarm := q.startTurn(mctx, n)
 	res, f := s.runTurn(mctx, r, b, in)
+	disarm()
 	endModelTurn()
 	if bf := ep.ModelBudgetFailure(); bf != nil {
 		f = bf // a refused model call ended the turn

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,6 +50,10 @@ type Record struct {
 	// Turn and Content are a message: the turn's number and its text.
 	Turn    int     `json:"turn,omitempty"`
 	Content *string `json:"content,omitempty"`
+	// Source says who wrote a message when it was not the trainer:
+	// SourceUser (the simulated user) or SourceTask (the task's
+	// instruction).
+	Source string `json:"source,omitempty"`
 
 	// Event is an event record's event.
 	Event *Event `json:"event,omitempty"`
@@ -77,19 +83,45 @@ type WorkspaceChanges struct {
 	Partial bool `json:"partial,omitempty"`
 }
 
-// ReadRecords decodes a record file, one Record per line.
+// CutError is ReadRecords' error when the last line of a record file is
+// cut short: no newline ends it and it does not decode, as a writer stopped
+// mid-line leaves it (a daemon killed while writing). The records before it
+// are whole and returned with it; a reader may go on with them, noting the
+// cut.
+type CutError struct {
+	Line  int // the cut line's number, from 1
+	Bytes int // its length
+}
+
+func (e *CutError) Error() string {
+	return fmt.Sprintf("record %d is cut short (%d bytes and no newline: its writer stopped mid-line, e.g. a daemon killed while writing it); the %d records before it are whole",
+		e.Line, e.Bytes, e.Line-1)
+}
+
+// ReadRecords decodes a record file, one Record per line (blank lines are
+// skipped). A line that does not decode is an error naming it; when it is
+// the last line and no newline ends it the error is a *CutError, returned
+// with the records before it.
 func ReadRecords(r io.Reader) ([]Record, error) {
-	dec := json.NewDecoder(r)
+	br := bufio.NewReader(r)
 	var out []Record
 	for line := 1; ; line++ {
-		var rec Record
-		err := dec.Decode(&rec)
-		if err == io.EOF {
+		b, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return out, fmt.Errorf("record %d: %w", line, rerr)
+		}
+		if t := bytes.TrimSpace(b); len(t) > 0 {
+			var rec Record
+			if err := json.Unmarshal(t, &rec); err != nil {
+				if rerr == io.EOF {
+					return out, &CutError{Line: line, Bytes: len(b)}
+				}
+				return out, fmt.Errorf("record %d: %w", line, err)
+			}
+			out = append(out, rec)
+		}
+		if rerr == io.EOF {
 			return out, nil
 		}
-		if err != nil {
-			return out, fmt.Errorf("record %d: %w", line, err)
-		}
-		out = append(out, rec)
 	}
 }

@@ -12,6 +12,10 @@
 // (adapters.go), exit codes and signals. Episodes are package session's,
 // the protocol package server's.
 //
+// The package is bigger than 3,000 lines: it is one file per command, each
+// with its flags and help text, and the command line is the one place
+// they can live (what they call is in the packages below).
+//
 // Exit codes (the same for every command; docs/deploy.md repeats them):
 //
 //	0  success; for serve, a drained shutdown after SIGTERM, SIGINT or SIGHUP

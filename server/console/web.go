@@ -209,7 +209,13 @@ func (c *Console) handleWebRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	recs, err := readRecordFile(c.o.Config.RecordDir, name)
+	var cut *wire.CutError
 	switch {
+	case errors.As(err, &cut):
+		// A daemon killed while writing leaves the last line cut: the
+		// records before it are whole.
+		writeJSON(w, http.StatusOK, map[string]any{"name": name, "records": recs, "note": cut.Error()})
+		return
 	case errors.Is(err, fs.ErrNotExist):
 		writeJSON(w, http.StatusNotFound, map[string]any{"detail": fmt.Sprintf("no record file %q", name)})
 		return

@@ -148,6 +148,10 @@ function renderTurn(n, t) {
       case "error": box.append(el("div", { class: "item error" }, el("span", { class: "label" }, "error (" + e.source + (d.recoverable ? ", recoverable" : "") + ")"), el("pre", {}, d.message || pretty(d)))); break;
       case "turn_complete": break;
       case "llm_chunk": break;
+      case "env_event": box.append(el("div", { class: "item env-event" }, el("span", { class: "label" }, "environment event" + (d.name ? " " + d.name : "")),
+        el("span", { class: "badge" }, d.trigger + (d.detail ? " " + d.detail : "") + " → " + d.effect + (d.delivery ? " (" + d.delivery + ")" : "")),
+        d.fallback ? el("span", { class: "label" }, " " + d.fallback) : null, d.error ? el("span", { class: "badge bad" }, "failed") : null,
+        el("pre", {}, d.error || d.text || d.path || d.tool || ""))); break;
       default: box.append(el("div", { class: "item" }, el("span", { class: "label" }, e.type), el("pre", {}, pretty(d))));
     }
   }
