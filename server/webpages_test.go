@@ -96,7 +96,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // waitPage polls js until it is truthy.
 func waitPage(t *testing.T, ctx context.Context, what, js string) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+js+")", chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+js+")", chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("waiting for %s (%s): %v", what, js, err)
 	}
 }
@@ -363,6 +363,8 @@ func TestConsoleLiveScreenshot(t *testing.T) {
 	if len(ep) < 32 || strings.Contains(ep, "…") {
 		t.Errorf("the sessions table shows episode id %q, want it whole", ep)
 	}
+	waitPage(t, ctx, "the turn's end in the lists", `document.querySelector("#sessions tbody td:nth-child(2)").textContent === "active" &&
+		document.querySelector("#records li .label") && document.querySelector("#records li .label").textContent.includes("1 turns")`)
 	screenshot(t, ctx, "live")
 	// The live episode is in the episodes table, as live.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`nav a[data-nav="episodes"]`))); err != nil {

@@ -69,6 +69,14 @@ async function openSession(id) {
   } catch (e) { showError(e); }
 }
 
+// loadRecordsSoon reloads the list at most once a second (the index is
+// refreshed as often).
+let recordsTimer = null;
+function loadRecordsSoon() {
+  if (recordsTimer) return;
+  recordsTimer = setTimeout(() => { recordsTimer = null; loadRecords(); }, 1000);
+}
+
 // loadRecords lists the latest past episodes, each a link to its page.
 async function loadRecords() {
   try {
@@ -230,7 +238,7 @@ function connectFeed() {
         loadRecords();
         break;
       case "record":
-        if (msg.record.kind === "reset") loadRecords(); // a new record file
+        if (msg.record.kind === "reset" || msg.record.kind === "observation") loadRecordsSoon(); // a new or grown record file
         if (view && view.kind === "session" && view.id === msg.session_id) {
           if (msg.record.kind === "reset") { view.records = []; view.omitted = null; }
           view.records.push(msg.record);
