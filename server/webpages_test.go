@@ -101,14 +101,14 @@ func waitPage(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
-// screenshot writes the page's viewport (1280×900) to docs/console/NAME.png when
+// screenshot writes the whole page (1280 wide) to docs/console/NAME.png when
 // HARNESSD_SCREENSHOTS=1 (so make test leaves docs alone).
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	if os.Getenv("HARNESSD_SCREENSHOTS") != "1" {
 		return
 	}
-	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
