@@ -240,6 +240,10 @@ type WorkspaceConfig struct {
 	// sandbox (e.g. /app, as task images expect) and makes it the
 	// harness's working directory; sandbox isolation only.
 	MountAt string `yaml:"mount_at" json:"mount_at,omitempty"`
+	// RecordChanges writes, after each turn, the workspace paths the turn
+	// changed to the record file (a bounded walk of the workspace at each
+	// turn's end; needs record_dir).
+	RecordChanges bool `yaml:"record_changes" json:"record_changes,omitempty"`
 }
 
 // EndsOnDone reports the effective EndOnDone.

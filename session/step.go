@@ -43,6 +43,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	s.notify(TurnStarted{SessionID: s.id, EpisodeID: r.id, Turn: n, Action: a})
 
 	started := time.Now()
+	wallStart := started.Round(0) // file times are wall clock
 	var obs *wire.Observation
 	if f := s.betweenTurnsFailure(r); f != nil || uf != nil {
 		if f == nil {
@@ -55,6 +56,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 		obs = s.runStep(ctx, r, a, n, sig)
 		obs.Metadata.MessageSource = source
 	}
+	s.noteWorkspace(r, n, wallStart)
 	s.notify(TurnEnded{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(started), Observation: obs})
 	if obs.Done {
 		s.episodeEnded(r, obs.Metadata.ErrorType)

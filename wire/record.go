@@ -20,6 +20,9 @@ const (
 	// reward and done, without turn_events (those are the event records of
 	// the turn before it).
 	RecordObservation = "observation"
+	// RecordWorkspace lists the workspace paths a turn changed, after the
+	// turn's observation (Workspace).
+	RecordWorkspace = "workspace"
 )
 
 // Record is one line of an episode's record file (harnessd's record_dir):
@@ -27,7 +30,8 @@ const (
 // from which the episode's turns can be rebuilt. Kind says which of the other
 // fields are set. docs/configuration.md describes the file.
 type Record struct {
-	// Kind is one of RecordReset, RecordMessage, RecordEvent, RecordObservation.
+	// Kind is one of RecordReset, RecordMessage, RecordEvent, RecordObservation,
+	// RecordWorkspace.
 	Kind string `json:"kind"`
 	// Time is when it happened, in unix seconds.
 	Time float64 `json:"time"`
@@ -56,6 +60,27 @@ type Record struct {
 
 	// Observation is an observation record's observation in its wire form.
 	Observation *Observation `json:"observation,omitempty"`
+
+	// Workspace is a workspace record's changes (with Turn).
+	Workspace *WorkspaceChanges `json:"workspace,omitempty"`
+}
+
+// WorkspaceChanges are the paths of the workspace a turn changed: the
+// files and directories whose status changed (ctime) since the turn began,
+// found by a bounded walk. A file's content or mode changed, or it was
+// created, renamed or linked; a directory in Changed had entries added,
+// removed or renamed (a removed file shows as its directory). Paths are
+// relative to the workspace, "/"-separated, a directory's ending in "/".
+type WorkspaceChanges struct {
+	// Changed are the changed paths in walk order, at most a bound of
+	// them and of their bytes.
+	Changed []string `json:"changed"`
+	// More counts changed paths left out of Changed by its bounds.
+	More int `json:"more,omitempty"`
+	// Walked counts the entries examined; Partial says the walk stopped at
+	// its bound, so changes deeper in the workspace may be missing.
+	Walked  int  `json:"walked"`
+	Partial bool `json:"partial,omitempty"`
 }
 
 // CutError is ReadRecords' error when the last line of a record file is

@@ -45,6 +45,12 @@ func (c *Console) Routes(mux *http.ServeMux) {
 	g := c.o.Guard
 	mux.Handle("GET /web", g(http.HandlerFunc(c.handleWebPage)))
 	mux.Handle("GET /web/{$}", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/episodes", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/episodes/{id}", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/overview", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/api/episodes", g(http.HandlerFunc(c.handleWebEpisodes)))
+	mux.Handle("GET /web/api/episodes/{id}", g(http.HandlerFunc(c.handleWebEpisodeByID)))
+	mux.Handle("GET /web/api/overview", g(http.HandlerFunc(c.handleWebOverview)))
 	mux.Handle("GET /web/assets/{name}", c.o.PeerOnly(http.HandlerFunc(c.handleWebAsset)))
 	mux.Handle("GET /web/api/sessions", g(http.HandlerFunc(c.handleWebSessions)))
 	mux.Handle("GET /web/api/sessions/{id}/episode", g(http.HandlerFunc(c.handleWebEpisode)))
