@@ -11,6 +11,8 @@ import asyncio
 import http.server
 import json
 import threading
+import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -155,6 +157,68 @@ def test_a_resets_sampling_pin_reaches_the_engine(tmp_path: Path, engine: Proc) 
                 with pytest.raises(errors.ValidationError) as vi:
                     env.reset(episode_id="ep-bad", sampling=bad)
                 assert any("sampling" in [str(x) for x in e.get("loc", [])] for e in vi.value.errors) or "sampling" in vi.value.message
+    finally:
+        f.stop_all()
+
+
+def wait_path(p: Path, t: threading.Thread) -> None:
+    """Wait until ``p`` exists (the agent wrote it) while ``t`` (the step)
+    runs: a condition polled with a deadline, as conftest waits for an
+    address file."""
+    deadline = time.monotonic() + WAIT
+    while not p.exists():
+        assert t.is_alive(), "the step ended before the agent wrote its file"
+        assert time.monotonic() < deadline, f"{p} never appeared"
+        time.sleep(0.01)
+
+
+def test_an_agents_own_sampling_is_replaced_by_the_pin(tmp_path: Path, engine: Proc) -> None:
+    # testharness agent's llm directive asks no sampling of its own, so the
+    # test plays an agent that does: during a turn (the agent waits for a
+    # file) it calls the episode's gateway with the episode's URL and key,
+    # which the agent's environment gave, asking what Copilot-like agents
+    # ask (temperature 0, top_p 0.95) and fields that distort sampling.
+    (tmp_path / "d").mkdir()
+    f = DaemonFactory(tmp_path / "d", engine.addr)
+    try:
+        d = f.start()
+        pin = {"temperature": 1.0, "top_p": 1.0, "seed": 7}
+        with harnessd.Env(d.url) as env:
+            env.reset(episode_id="ep-agent", sampling=pin)
+            o = env.step("env HARNESSD_MODEL_URL;;env HARNESSD_MODEL_API_KEY")
+            got = dict(line.split("=", 1) for line in (o.response or "").splitlines() if "=" in line)
+            url, key = got["HARNESSD_MODEL_URL"].rstrip("/"), got["HARNESSD_MODEL_API_KEY"]
+            started, gate = tmp_path / "started", tmp_path / "gate"
+            out: dict[str, Any] = {}
+            t = threading.Thread(target=lambda: out.update(obs=env.step(f"write {started} yes;;waitfor {gate};;reply done")))
+            t.start()
+            try:
+                wait_path(started, t)
+                asked = {"temperature": 0, "top_p": 0.95, "presence_penalty": 0.5, "logit_bias": {"5": 1}, "max_tokens": 100}
+                body = {"model": "any", "messages": [{"role": "user", "content": "what is 2+3?"}], **asked}
+                req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+                with urllib.request.urlopen(req, timeout=WAIT) as r:
+                    assert json.loads(r.read())["choices"]
+            finally:
+                gate.write_text("go")
+                t.join(WAIT)
+            assert (out["obs"].response or "").endswith("done")
+            ex = env.export()
+        # The engine got the pin and the agent's max_tokens (a length bound),
+        # none of the agent's temperature, top_p, penalty or bias.
+        [req_log] = engine_requests(engine.addr)
+        sent = req_log["body"]
+        assert {k: sent.get(k) for k in pin} == pin and sent.get("max_tokens") == 100
+        assert "presence_penalty" not in sent and "logit_bias" not in sent
+        [call] = ex["calls"]
+        assert call["sampling"] == asked  # what the agent asked, recorded
+        assert call["sampling_pinned"] is True
+        assert sorted(call["sampling_stripped"]) == ["logit_bias", "presence_penalty"]
+        assert sorted(call["sampling_overridden"]) == ["temperature", "top_p"]
+        assert "sampling_differs" not in call
+        [s] = convert.samples_from_export(ex)
+        assert s.sampling_pinned and s.sampling_differs_calls == []
     finally:
         f.stop_all()
 
