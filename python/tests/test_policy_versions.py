@@ -358,3 +358,30 @@ def test_a_version_change_mid_turn(tmp_path: Path, engine: Proc) -> None:
     finally:
         f.stop_all()
         proxy.close()
+
+
+def test_a_pinned_group_after_a_weight_sync(daemons: DaemonFactory) -> None:
+    # The trainer's loop in small: set the version on every daemon, play a
+    # pinned group, keep what is fresh. All of it is at the version set.
+    ds = [daemons.start(max_sessions=2) for _ in range(2)]
+    pin = {"temperature": 1.0, "top_p": 1.0, "seed": 3}
+
+    def policy(obs: harnessd.Observation, traj: harnessd.Trajectory) -> str | None:
+        return "llm what is 2+3?" if not traj.turns else None
+
+    async def go() -> list[convert.Sample]:
+        async with harnessd.Pool([d.url for d in ds]) as pool:
+            await pool.set_policy_version(2)
+            group = await harnessd.rollout_group(pool, None, 4, policy, group_id="step-2", reset_kwargs={"sampling": pin})
+        assert all(e.ok for e in group.episodes), [e.error for e in group.episodes]
+        assert len({t.daemon for t in group.trajectories if t}) == 2
+        return convert.samples_from_group(group)
+
+    samples = asyncio.run(go())
+    assert len(samples) == 4
+    assert all(s.policy_versions_sent == [2] and s.policy_versions == [2] and s.sampling_pinned for s in samples)
+    kept, dropped = filter_stale(samples, 2, 0)
+    assert kept == samples and not dropped
+    # One more weight sync with the samples unused: one step off policy.
+    kept, dropped = filter_stale(samples, 3, 0)
+    assert not kept and {d.reason for d in dropped} == {STALE}
