@@ -7,7 +7,9 @@
 - :func:`rollout_group`: G episodes of one task, with trajectories, rewards
   and training exports;
 - :mod:`harnessd.convert`: the export as token-level samples, SkyRL's
-  ``GeneratorOutput``, verifiers' and TRL's rollout shapes.
+  ``GeneratorOutput``, verifiers' and TRL's rollout shapes;
+- :func:`filter_stale` (:mod:`harnessd.policy`): samples too far behind the
+  trainer's policy version, or straddling a version change, left out.
 
 See docs/training.md for a worked example.
 """
@@ -29,15 +31,17 @@ from .errors import (
     ValidationError,
 )
 from .http import DaemonHTTP, Health
-from .pool import NoDaemonAvailable, Pool, Provider, RetryPolicy, StaticProvider
+from .policy import Dropped, StalenessResult, filter_stale
+from .pool import NoDaemonAvailable, PolicyVersionNotSet, Pool, Provider, RetryPolicy, StaticProvider
 from .rollout import EpisodeResult, GroupResult, Trajectory, Turn, rollout_group, rollout_group_sync, run_episode
-from .types import Event, Observation, State
+from .types import Event, Observation, PolicyVersion, State
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AsyncEnv", "Env", "Pool", "Provider", "StaticProvider", "RetryPolicy", "NoDaemonAvailable",
-    "DaemonHTTP", "Health", "Event", "Observation", "State",
+    "DaemonHTTP", "Health", "Event", "Observation", "State", "PolicyVersion", "PolicyVersionNotSet",
+    "filter_stale", "StalenessResult", "Dropped",
     "Trajectory", "Turn", "EpisodeResult", "GroupResult", "rollout_group", "rollout_group_sync", "run_episode",
     "HarnessdError", "InfrastructureError", "TransportError", "ProtocolError", "ServerError", "InvalidJSONError",
     "UnknownTypeError", "ValidationError", "ExecutionError", "ExportUnavailable", "CapacityError", "FactoryError",

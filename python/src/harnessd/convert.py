@@ -58,6 +58,16 @@ class Sample:
     it is 0 (TRL's convention for tokens not sampled). ``reward`` is the
     episode's. ``group`` and ``index`` place it in a group rollout (the
     task, and the episode's index in the group).
+
+    The policy versions are per call of the chain (aligned with
+    ``calls``): ``policy_versions_sent`` the version when the call went to
+    the engine, ``policy_versions`` when its answer came back;
+    ``straddling_calls`` the calls exported ``straddles_update`` (the
+    version changed while they were in flight). ``sampling_pinned`` says
+    every call of the chain was sent under a sampling pin, and
+    ``sampling_differs_calls`` lists the calls whose sampling sent was not
+    exactly the pin (the export's ``sampling_differs``). See
+    :func:`harnessd.policy.filter_stale`.
     """
 
     episode_id: str
@@ -74,6 +84,23 @@ class Sample:
     spans: list[dict[str, Any]] = field(default_factory=list)
     group: str = ""
     index: int = 0
+    policy_versions_sent: list[int] = field(default_factory=list)
+    policy_versions: list[int] = field(default_factory=list)
+    straddling_calls: list[int] = field(default_factory=list)
+    sampling_pinned: bool = False
+    sampling_differs_calls: list[int] = field(default_factory=list)
+
+    @property
+    def oldest_policy_version(self) -> int | None:
+        """The oldest version any call of the chain was sent under (None
+        for a chain without calls): the version the staleness filter
+        judges the sample by."""
+        return min(self.policy_versions_sent) if self.policy_versions_sent else None
+
+    @property
+    def straddles_update(self) -> bool:
+        """Some call of the chain was in flight across a version change."""
+        return bool(self.straddling_calls)
 
     @property
     def input_ids(self) -> list[int]:
@@ -117,6 +144,7 @@ def samples_from_export(export: dict[str, Any], reward: float | None = None, *, 
     r = export_reward(export) if reward is None else float(reward)
     bad = _fatal_chains(export) if drop_fatal else set()
     finish = {c.get("call_index"): c.get("finish_reason", "") for c in export.get("calls", []) if isinstance(c, dict)}
+    by_call = {c.get("call_index"): c for c in export.get("calls", []) if isinstance(c, dict)}
     out: list[Sample] = []
     for ch in export.get("chains", []) or []:
         cid = int(ch.get("id", 0))
@@ -141,6 +169,7 @@ def samples_from_export(export: dict[str, Any], reward: float | None = None, *, 
             else:
                 comp_lps.append(0.0)
         calls = [int(c) for c in ch.get("calls", [])]
+        cinfo = [by_call.get(c, {}) for c in calls]
         spans = [dict(s) for s in ch.get("spans", []) if isinstance(s, dict)]
         turns = sorted({int(s.get("turn", 0)) for s in spans if s.get("kind") == "completion"})
         out.append(Sample(
@@ -148,6 +177,12 @@ def samples_from_export(export: dict[str, Any], reward: float | None = None, *, 
             prompt_ids=ids[:p], completion_ids=ids[p:], loss_mask=mask[p:], logprobs=comp_lps, reward=r,
             calls=calls, turns=turns, branch_of=int(ch.get("branch_of", 0) or 0),
             finish_reason=str(finish.get(calls[-1], "") if calls else ""), spans=spans, group=group, index=index,
+            # Versions are 0 until a trainer sets one (docs/protocol.md).
+            policy_versions_sent=[int(c.get("policy_version_sent") or 0) for c in cinfo],
+            policy_versions=[int(c.get("policy_version") or 0) for c in cinfo],
+            straddling_calls=[ci for ci, c in zip(calls, cinfo) if c.get("straddles_update")],
+            sampling_pinned=bool(cinfo) and all(bool(c.get("sampling_pinned")) for c in cinfo),
+            sampling_differs_calls=[ci for ci, c in zip(calls, cinfo) if c.get("sampling_differs")],
         ))
     return out
 
@@ -198,7 +233,10 @@ def to_skyrl(samples: Sequence[Sample], *, rollout_metrics: dict[str, Any] | Non
     ``response_ids``; ``rewards`` one float per sample (sequence-level);
     ``stop_reasons`` the chain's last finish reason; ``trajectory_ids``
     ``TrajectoryID(instance_id=group, repetition_id=index)``;
-    ``rollout_metrics`` what the caller gives plus harnessd's counts;
+    ``rollout_metrics`` what the caller gives plus harnessd's counts (and
+    the batch's oldest and newest policy version, samples straddling an
+    update, samples not pinned: ``GeneratorOutput`` has no per-sample
+    place for them);
     ``is_last_step`` and ``sampling_masks`` (step-wise training, top-k
     sampling masks) None."""
     tid = _skyrl_trajectory_id_class()
@@ -208,6 +246,12 @@ def to_skyrl(samples: Sequence[Sample], *, rollout_metrics: dict[str, Any] | Non
         "harnessd/episodes": len({s.episode_id for s in samples}),
         "harnessd/mean_reward": (sum(rewards) / len(rewards)) if rewards else 0.0,
         "harnessd/trained_tokens": sum(sum(s.loss_mask) for s in samples),
+        # GeneratorOutput has no per-trajectory field for versions: the
+        # batch's range and counts go in its metrics.
+        "harnessd/min_policy_version": min((v for s in samples if (v := s.oldest_policy_version) is not None), default=0),
+        "harnessd/max_policy_version": max((max(s.policy_versions) for s in samples if s.policy_versions), default=0),
+        "harnessd/straddling_samples": sum(1 for s in samples if s.straddles_update),
+        "harnessd/unpinned_samples": sum(1 for s in samples if not s.sampling_pinned),
     }
     metrics.update(rollout_metrics or {})
     return {
@@ -256,7 +300,10 @@ def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None
     the call's prompt ids (``input_ids`` before its completion span) with
     ``prompt_mask`` 0, its sampled ids with ``completion_mask`` 1, and their
     logprobs (verifiers' ``parse_response_tokens`` convention); its
-    ``prompt`` and ``completion`` are the messages the gateway saw. Raises
+    ``prompt`` and ``completion`` are the messages the gateway saw; its
+    ``extras`` (verifiers' free-form dict) carry the call's
+    ``policy_version_sent``, ``policy_version``, ``straddles_update`` and
+    ``sampling_pinned``. Raises
     ValueError for an episode without a trajectory or an export."""
     traj, ex = result.trajectory, result.export
     if traj is None or ex is None:
@@ -266,6 +313,7 @@ def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None
     gw = _gateway_calls(traj)
     chains = {int(c.get("id", 0)): c for c in ex.get("chains", [])}
     finish = {c.get("call_index"): c.get("finish_reason", "") for c in ex.get("calls", []) if isinstance(c, dict)}
+    xcalls: dict[Any, dict[str, Any]] = {c.get("call_index"): c for c in ex.get("calls", []) if isinstance(c, dict)}
     steps: list[dict[str, Any]] = []
     for s in samples:
         ids = chains[s.chain_id]["input_ids"]
@@ -276,6 +324,7 @@ def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None
             a, b, ci = int(sp["start"]), int(sp["end"]), int(sp["call_index"])
             call = gw.get(ci, {})
             req, resp = call.get("request", {}), call.get("response", {})
+            xc = xcalls.get(ci, {})
             truncated = finish.get(ci) == "length"
             steps.append({
                 "prompt": list(req.get("messages") or []),
@@ -294,7 +343,9 @@ def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None
                 "advantage": None,
                 "is_truncated": truncated,
                 "trajectory_id": f"{s.episode_id}/chain-{s.chain_id}",
-                "extras": {"call_index": ci, "turn": int(sp.get("turn", 0)), "chain": s.chain_id, "episode_id": s.episode_id},
+                "extras": {"call_index": ci, "turn": int(sp.get("turn", 0)), "chain": s.chain_id, "episode_id": s.episode_id,
+                           "policy_version_sent": int(xc.get("policy_version_sent") or 0), "policy_version": int(xc.get("policy_version") or 0),
+                           "straddles_update": bool(xc.get("straddles_update")), "sampling_pinned": bool(xc.get("sampling_pinned"))},
             })
     prompt: list[dict[str, Any]] = []
     completion: list[dict[str, Any]] = []
@@ -332,7 +383,8 @@ def to_trl(samples: Iterable[Sample]) -> dict[str, list[Any]]:
     (1 on the model's tokens, 0 on the environment's: the loss mask), which
     TRL uses as its ``tool_mask``. Every other key is forwarded by TRL to
     the reward functions: ``harnessd_reward`` (the sample's reward, read by
-    :func:`trl_reward`), ``episode_id`` and ``chain_id``."""
+    :func:`trl_reward`), ``episode_id``, ``chain_id``, ``policy_version``
+    (the sample's oldest call's version sent) and ``straddles_update``."""
     ss = list(samples)
     return {
         "prompt_ids": [list(s.prompt_ids) for s in ss],
@@ -342,6 +394,8 @@ def to_trl(samples: Iterable[Sample]) -> dict[str, list[Any]]:
         "harnessd_reward": [float(s.reward) for s in ss],
         "episode_id": [s.episode_id for s in ss],
         "chain_id": [s.chain_id for s in ss],
+        "policy_version": [s.oldest_policy_version for s in ss],
+        "straddles_update": [s.straddles_update for s in ss],
     }
 
 

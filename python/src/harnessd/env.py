@@ -5,7 +5,8 @@ The protocol is OpenEnv's generic one as harnessd serves it
 (server/ws.go, docs/protocol.md): one session per connection, one reply
 frame per request — ``reset`` → ``observation``, ``step`` →
 ``observation``, ``state`` → ``state``, ``export`` (harnessd's extension,
-docs/gateway.md) → ``export``, ``close`` ends the session — and an
+docs/gateway.md) → ``export``, ``policy_version`` (the trainer's, docs/
+protocol.md "Policy versions") → ``policy_version``, ``close`` ends the session — and an
 ``error`` frame for a refused request, which never ends the session. The
 client holds no environment state of its own.
 """
@@ -22,10 +23,16 @@ import websockets
 import websockets.exceptions
 
 from .errors import ProtocolError, TransportError, server_error
-from .http import normalize_base_url
-from .types import Observation, State
+from .http import _check_version, normalize_base_url
+from .types import Observation, PolicyVersion, State
 
-__all__ = ["AsyncEnv", "Env", "DEFAULT_MAX_FRAME_BYTES"]
+__all__ = ["AsyncEnv", "Env", "DEFAULT_MAX_FRAME_BYTES", "SAMPLING_FIELDS"]
+
+#: The fields of a reset's ``sampling`` argument (docs/gateway.md,
+#: "Sampling fixed by the trainer"): the values pinned for every engine
+#: call of the episode, ``allow`` (agent fields let through) and
+#: ``strip_stop``.
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "allow", "strip_stop")
 
 #: The largest frame read from the server (as OpenEnv's client allows).
 DEFAULT_MAX_FRAME_BYTES = 100 << 20
@@ -169,13 +176,32 @@ class AsyncEnv:
         task_index: int | None = None,
         seed: int | None = None,
         episode_id: str | None = None,
+        sampling: dict[str, Any] | None = None,
+        policy_version: int | None = None,
         **extra: Any,
     ) -> Observation:
         """Start an episode: of task ``task_id`` (or the ``task_index``-th
         task) of the daemon's taskset, with ``seed`` and ``episode_id`` when
         given; ``extra`` keys are sent too (reset keyword arguments). A
         harness that fails to start gives an observation with ``done`` and
-        ``error_type == "startup_failed"``, not an exception."""
+        ``error_type == "startup_failed"``, not an exception.
+
+        ``sampling`` pins the sampling of every engine call of the episode,
+        overriding the daemon's ``harness.model.sampling`` field by field
+        (keys of :data:`SAMPLING_FIELDS`: ``{"temperature": 1.0, "top_p":
+        1.0, "seed": 7}``): the engine receives the pinned values whatever
+        the agent asked, and the export marks each call ``sampling_pinned``.
+        The daemon judges it: an unknown key or a value out of range is a
+        :class:`~harnessd.errors.ValidationError` naming ``sampling``, a pin
+        on a daemon without an engine upstream an
+        :class:`~harnessd.errors.ExecutionError`. ``policy_version`` sets
+        the session's policy version before the episode starts (as
+        :meth:`set_policy_version` does)."""
+        if sampling is not None:
+            extra["sampling"] = dict(sampling)
+        if policy_version is not None:
+            _check_version(policy_version)
+            extra["policy_version"] = policy_version
         data = await self._request("reset", _reset_data(task_id, task_index, seed, episode_id, extra), "observation")
         obs = Observation.from_wire(data if isinstance(data, dict) else {})
         self.episode_id = obs.episode_id or episode_id
@@ -204,6 +230,38 @@ class AsyncEnv:
         if not isinstance(data, dict):
             raise ProtocolError(f"{self.base_url}: an export that is not an object")
         return data
+
+    async def set_policy_version(self, version: int, scope: str = "session") -> PolicyVersion:
+        """Set the policy version (an integer >= 0) through the ``/ws``
+        ``policy_version`` frame: of this connection's session (``scope``
+        ``"session"``) or of the whole daemon (``"daemon"``). Whichever of a
+        session's and its daemon's versions was set last stamps the
+        session's model calls. The connection handles one frame at a time,
+        so this waits for a running step: to change the version *during* a
+        turn use :meth:`~harnessd.http.DaemonHTTP.set_policy_version` (or
+        :meth:`~harnessd.pool.Pool.set_policy_version`)."""
+        _check_version(version)
+        if scope not in ("session", "daemon"):
+            raise ValueError(f"scope is 'session' or 'daemon', not {scope!r}")
+        data: dict[str, Any] = {"version": version}
+        if scope == "daemon":
+            data["scope"] = "daemon"
+        return self._policy_version(await self._request("policy_version", data, "policy_version"))
+
+    async def policy_version(self, scope: str = "session") -> PolicyVersion:
+        """Read the policy version: this session's effective one
+        (``"session"``) or the daemon's (``"daemon"``)."""
+        if scope not in ("session", "daemon"):
+            raise ValueError(f"scope is 'session' or 'daemon', not {scope!r}")
+        return self._policy_version(await self._request("policy_version", {"scope": "daemon"} if scope == "daemon" else None, "policy_version"))
+
+    def _policy_version(self, data: Any) -> PolicyVersion:
+        if not isinstance(data, dict):
+            raise ProtocolError(f"{self.base_url}: a policy_version frame that is not an object")
+        try:
+            return PolicyVersion.from_wire(data)
+        except ValueError as e:
+            raise ProtocolError(f"{self.base_url}: {e}") from e
 
     async def _abort(self) -> None:
         ws, self._ws = self._ws, None
@@ -277,7 +335,8 @@ class Env:
         self._run(self._env.connect())
 
     def reset(self, **kw: Any) -> Observation:
-        """See :meth:`AsyncEnv.reset`."""
+        """See :meth:`AsyncEnv.reset` (``sampling``, ``policy_version`` and
+        the rest as keyword arguments)."""
         return self._run(self._env.reset(**kw))
 
     def step(self, message: str, metadata: dict[str, Any] | None = None) -> Observation:
@@ -291,6 +350,14 @@ class Env:
     def export(self, episode_id: str | None = None) -> dict[str, Any]:
         """See :meth:`AsyncEnv.export`."""
         return self._run(self._env.export(episode_id))
+
+    def set_policy_version(self, version: int, scope: str = "session") -> PolicyVersion:
+        """See :meth:`AsyncEnv.set_policy_version`."""
+        return self._run(self._env.set_policy_version(version, scope))
+
+    def policy_version(self, scope: str = "session") -> PolicyVersion:
+        """See :meth:`AsyncEnv.policy_version`."""
+        return self._run(self._env.policy_version(scope))
 
     def close(self) -> None:
         """End the session and stop the connection's thread."""

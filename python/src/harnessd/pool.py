@@ -10,8 +10,13 @@ sessions run at once. The daemons come from a :class:`Provider`: a fixed
 list of base URLs (:class:`StaticProvider`), or anything that hands them out
 (a cluster's claims).
 
+:meth:`Pool.set_policy_version` sets the trainer's policy version on every
+daemon (``POST /policy_version``), and on each daemon the provider adds
+later.
+
 The pool owns only its bookkeeping (which daemon holds how many of its
-sessions, which are down); sessions are :class:`~harnessd.env.AsyncEnv`.
+sessions, which are down, the policy version it set); sessions are
+:class:`~harnessd.env.AsyncEnv`.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .env import AsyncEnv
 from .errors import CapacityError, HarnessdError, InfrastructureError
-from .http import DaemonHTTP, Health, normalize_base_url
+from .http import DaemonHTTP, Health, _check_version, normalize_base_url
+from .types import PolicyVersion
 
-__all__ = ["Provider", "StaticProvider", "RetryPolicy", "Daemon", "Pool", "NoDaemonAvailable", "AttemptFailure"]
+__all__ = ["Provider", "StaticProvider", "RetryPolicy", "Daemon", "Pool", "NoDaemonAvailable", "AttemptFailure", "PolicyVersionNotSet"]
 
 T = TypeVar("T")
 
@@ -82,6 +88,19 @@ class RetryPolicy:
 
 class NoDaemonAvailable(InfrastructureError):
     """No daemon of the pool is up with free capacity within the wait."""
+
+
+class PolicyVersionNotSet(InfrastructureError):
+    """:meth:`Pool.set_policy_version` could not set the version on every
+    daemon: :attr:`failed` maps each daemon's URL to its error,
+    :attr:`done` each daemon that took it to its answer. The daemons that
+    failed are kept out of new sessions (their calls would be stamped with
+    an older version)."""
+
+    def __init__(self, message: str, *, failed: dict[str, BaseException], done: dict[str, PolicyVersion]) -> None:
+        super().__init__(message)
+        self.failed = failed
+        self.done = done
 
 
 @dataclass(frozen=True)
@@ -160,6 +179,9 @@ class Pool:
         #: Sessions a daemon refused as full (CAPACITY_REACHED) and the
         #: pool opened again once there was room.
         self.capacity_refusals = 0
+        #: The policy version :meth:`set_policy_version` last set (None:
+        #: never), given to each daemon the provider adds.
+        self.policy_version: int | None = None
 
     async def __aenter__(self) -> "Pool":
         await self.refresh()
@@ -200,6 +222,7 @@ class Pool:
         (concurrently). A daemon the provider no longer lists is dropped
         once the pool holds no session there."""
         urls = [normalize_base_url(u) for u in await self.provider.daemons()]
+        added = [u for u in urls if u not in self._daemons]
         for u in urls:
             self._daemons.setdefault(u, Daemon(u))
         for u in list(self._daemons):
@@ -209,6 +232,13 @@ class Pool:
         # A daemon marked down after a failure is probed only once its
         # down time has passed: it must not take work again at once.
         await asyncio.gather(*(self._probe(d) for d in self._daemons.values() if now >= d.down_until))
+        if self.policy_version is not None and added:
+            # A daemon joining after set_policy_version gets the version
+            # before it takes a session; one that refuses stays out.
+            v = self.policy_version
+            for url, r in await asyncio.gather(*(self._set_version(u, v) for u in added if self._daemons[u].health is not None)):
+                if isinstance(r, BaseException):
+                    self.mark_down(url, f"policy_version: {r}")
         self._refreshed = True
         cond = self._condition()
         async with cond:
@@ -341,6 +371,45 @@ class Pool:
                 if len(failures) >= self.retry.max_attempts:
                     raise
                 await asyncio.sleep(self.retry.delay(len(failures)))
+
+    async def _set_version(self, url: str, version: int) -> tuple[str, PolicyVersion | BaseException]:
+        http = DaemonHTTP(url, token=self.token, timeout=self.health_timeout)
+        try:
+            return url, await asyncio.to_thread(http.set_policy_version, version)
+        except HarnessdError as e:
+            return url, e
+
+    async def set_policy_version(self, version: int) -> dict[str, PolicyVersion]:
+        """Set the daemon-wide policy version ``version`` (an integer >= 0)
+        on every daemon the provider lists now, concurrently, over HTTP
+        (``POST /policy_version``), and remember it for daemons the provider
+        adds later. Returns each daemon's answer by URL. A session's own
+        version (a reset's ``policy_version``, :meth:`~harnessd.env.
+        AsyncEnv.set_policy_version`) set before this is overridden: the
+        last set applies. Raises :class:`PolicyVersionNotSet` when a daemon
+        did not take it (after trying all of them); those daemons are kept
+        out of new sessions for the retry policy's ``down_for``. A daemon
+        that restarts at the same URL starts again at version 0: set the
+        version again after a restart."""
+        _check_version(version)
+        urls = [normalize_base_url(u) for u in await self.provider.daemons()]
+        for u in urls:
+            self._daemons.setdefault(u, Daemon(u))
+        self.policy_version = version
+        done: dict[str, PolicyVersion] = {}
+        failed: dict[str, BaseException] = {}
+        for url, r in await asyncio.gather(*(self._set_version(u, version) for u in urls)):
+            if isinstance(r, PolicyVersion):
+                done[url] = r
+            else:
+                failed[url] = r
+                self.mark_down(url, f"policy_version: {r}")
+        if failed:
+            raise PolicyVersionNotSet(
+                f"policy version {version} not set on {len(failed)} of {len(urls)} daemons: "
+                + "; ".join(f"{u}: {e}" for u, e in failed.items()),
+                failed=failed, done=done)
+        return done
 
     def status(self) -> list[dict[str, Any]]:
         """Each daemon's view: url, free, ours, foreign, max, down reason,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "Observation", "State"]
+__all__ = ["Event", "Observation", "State", "PolicyVersion"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +134,25 @@ class State:
             tools=[str(t) for t in tools] if isinstance(tools, list) else [],
             raw=d,
         )
+
+
+@dataclass(frozen=True)
+class PolicyVersion:
+    """A daemon's answer to a policy version request (``POST`` or ``GET
+    /policy_version``, the ``/ws`` ``policy_version`` frame): the
+    ``version`` now in effect for the ``scope`` asked (``"daemon"`` or
+    ``"session"``), and for a session its ``session_id`` and
+    ``episode_id`` (``""`` when the answer names none)."""
+
+    version: int
+    scope: str
+    session_id: str = ""
+    episode_id: str = ""
+
+    @classmethod
+    def from_wire(cls, d: dict[str, Any]) -> "PolicyVersion":
+        """Read the answer's object."""
+        v = d.get("version")
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError(f"a policy version answer without an integer version: {d!r}")
+        return cls(version=v, scope=str(d.get("scope", "")), session_id=str(d.get("session_id") or ""), episode_id=str(d.get("episode_id") or ""))
