@@ -438,6 +438,65 @@ func TestWSMCPFrames(t *testing.T) {
 	obsData(t, w.request(map[string]any{"type": "reset"}))
 }
 
+// TestWSReconnectAfterSlowClose: the same with a harness that takes a
+// second to stop (it ignores SIGTERM; stop grace 1s), so the session's end
+// outlasts the close handshake unless the server holds the handshake until
+// the session is gone: reconnecting at once must find the slot free.
+func TestWSReconnectAfterSlowClose(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "env.yaml")
+	yaml := fmt.Sprintf("harness:\n  command: [%q, agent, --ignore-term]\n  stop_grace: 1s\n", testharnessBin(t))
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, spec{Flags: append([]string{"--max-sessions", "1", "--config", cfg}, isolationProcess...)})
+	ctx := context.Background()
+	for i := range 3 {
+		env, err := client.Dial(ctx, d.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+			t.Fatalf("client connection %d: %v", i, err)
+		}
+		if err := env.Close(); err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+	}
+}
+
+// TestWSReconnectAfterCloseMidTurn: a client that closes while its turn
+// runs (a step sent, then the close frame and the close handshake at once,
+// as a trainer abandoning an episode does) finds its slot free the moment
+// its close handshake completes: the server abandons the turn, frees the
+// slot and only then answers the handshake.
+func TestWSReconnectAfterCloseMidTurn(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, spec{Flags: []string{"--max-sessions", "1"}, Harness: agentCmd(t)})
+	ctx := context.Background()
+	for i := range 3 {
+		c, _, err := websocket.Dial(ctx, "ws://"+d.Addr+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(ctx, websocket.MessageText, []byte(`{"type":"reset"}`))
+		if _, b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), `"observation"`) {
+			t.Fatalf("reset %d: %s %v", i, b, err)
+		}
+		c.Write(ctx, websocket.MessageText, []byte(`{"type":"step","data":{"message":"sleep 30s"}}`))
+		c.Write(ctx, websocket.MessageText, []byte(`{"type":"close"}`))
+		c.Close(websocket.StatusNormalClosure, "")
+		env, err := client.Dial(ctx, d.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+			t.Fatalf("reconnect %d right after a close mid-turn: %v", i, err)
+		}
+		env.Close()
+	}
+}
+
 // TestWSReconnectAfterClose: a client that closes its session (close frame,
 // then the close handshake, as OpenEnv's client and the Go client do) can
 // reconnect at once, even with a single slot: the session is gone before

@@ -212,24 +212,36 @@ func (s *Server) create(kind string) (*managed, error) {
 
 // destroy closes a session and frees its slot.
 func (s *Server) destroy(m *managed, why string) {
-	// The session is among the closing ones before it leaves the registry,
-	// so that an export asked for in between waits for the file its close
-	// writes instead of finding the episode in neither place (a 409).
+	if finish := s.detach(m); finish != nil {
+		finish(why)
+	}
+}
+
+// detach frees m's slot at once (it stops counting against max_sessions)
+// and returns what ends the session, which may take as long as stopping
+// its harness; nil when m was already destroyed. Between the two the
+// session is among the closing ones, so that an export asked for in
+// between waits for the file its close writes instead of finding the
+// episode in neither place (a 409).
+func (s *Server) detach(m *managed) (finish func(why string)) {
 	if _, already := s.closing.LoadOrStore(m.id, m); already {
-		return
+		return nil
 	}
-	defer s.closing.Delete(m.id)
 	if s.reg.remove(m.id) == nil {
-		return
+		s.closing.Delete(m.id)
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := m.sess.Close(ctx); err != nil {
-		s.log.Warn("session close", "session_id", m.id, "err", err)
+	return func(why string) {
+		defer s.closing.Delete(m.id)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.sess.Close(ctx); err != nil {
+			s.log.Warn("session close", "session_id", m.id, "err", err)
+		}
+		s.metrics.SessionClosed(m.kind)
+		s.console.Closed(m.id)
+		s.log.Info("session ended", "session_id", m.id, "kind", m.kind, "why", why, "steps", m.steps.Load())
 	}
-	s.metrics.SessionClosed(m.kind)
-	s.console.Closed(m.id)
-	s.log.Info("session ended", "session_id", m.id, "kind", m.kind, "why", why, "steps", m.steps.Load())
 }
 
 // factoryError reports that an environment could not be built.

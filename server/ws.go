@@ -53,11 +53,22 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 			more := s.handleWSFrame(wc, m, in.data)
 			wc.release(in)
 			if !more {
-				// The session ends before the close handshake completes, so
-				// a client may reconnect at once and find its slot free.
+				// The session's slot is free before the close handshake
+				// completes (the reader holds the peer's close frame until
+				// then), so a client may reconnect at once; stopping its
+				// harness follows.
 				why = "client sent close"
-				end()
+				var finish func(string)
+				once.Do(func() {
+					m.attached.Store(false)
+					if attachID == "" || m.closing.Load() {
+						finish = s.detach(m)
+					}
+				})
 				wc.close(websocket.StatusNormalClosure, "session closed")
+				if finish != nil {
+					finish(why)
+				}
 				return
 			}
 			if wc.peerGone() {
@@ -112,7 +123,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		s.sendError(wc, werr)
 		return true
 	}
-	ctx := wc.ctx // a turn is abandoned when the client goes away
+	ctx := wc.turnCtx // a turn is abandoned when the client goes away or asks to close
 	switch f.Type {
 	case frameTypeClose:
 		return false

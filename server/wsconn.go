@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,14 @@ type wsConn struct {
 	queued atomic.Int64
 	ctx    context.Context // ends when the peer is gone
 	cancel context.CancelFunc
+	// turnCtx is the context of the turns the connection runs: ctx, ended
+	// also by a close request (holdAfterClose).
+	turnCtx    context.Context
+	cancelTurn context.CancelFunc
 	wmu    sync.Mutex
+	// holdAfterClose stops the reader after a close request until the
+	// connection is closed (the /ws surface).
+	holdAfterClose bool
 	// received and sent count the frames' bytes for /metrics.
 	received, sent prometheus.Counter
 }
@@ -86,7 +94,8 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, surface string) 
 	ctx, cancel := context.WithCancel(context.Background())
 	received, sent := s.metrics.Bytes(surface)
 	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel,
-		received: received, sent: sent}
+		received: received, sent: sent, holdAfterClose: surface == surfaceWS}
+	wc.turnCtx, wc.cancelTurn = context.WithCancel(ctx)
 	go wc.readLoop()
 	if s.opts.PingInterval > 0 {
 		go wc.pingLoop(s.opts.PingInterval)
@@ -113,7 +122,28 @@ func (wc *wsConn) readLoop() {
 		case <-wc.ctx.Done():
 			return
 		}
+		if wc.holdAfterClose && isCloseRequest(in.data) {
+			// A running turn is abandoned, as when the peer goes away;
+			// then nothing more is read — the peer's close frame
+			// included, which the library would answer at once — until
+			// the handler has ended the session and closed: the client's
+			// close handshake completes only once its session is gone, so
+			// it may reconnect at once to a free slot.
+			wc.cancelTurn()
+			<-wc.ctx.Done()
+			return
+		}
 	}
+}
+
+// isCloseRequest reports whether data is a /ws close frame
+// ({"type":"close"}).
+func isCloseRequest(data []byte) bool {
+	if !bytes.Contains(data, []byte(frameTypeClose)) {
+		return false
+	}
+	f, werr := parseWSFrame(data)
+	return werr == nil && f.Type == frameTypeClose
 }
 
 // readFrame reads one message, holding at most max bytes of it: the rest of
