@@ -73,7 +73,7 @@ type wsConn struct {
 	// also by a close request (holdAfterClose).
 	turnCtx    context.Context
 	cancelTurn context.CancelFunc
-	wmu    sync.Mutex
+	wmu        sync.Mutex
 	// holdAfterClose stops the reader after a close request until the
 	// connection is closed (the /ws surface).
 	holdAfterClose bool
