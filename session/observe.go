@@ -7,6 +7,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/session/simuser"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -31,7 +32,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	ep := r.ep
 	n := in.Number
 	done := s.endsEpisode(n, res) || submitted(r, a) || lastStep(r, n)
-	var udone *userAnswer
+	var udone *simuser.Answer
 	if !done {
 		// The simulated user sees the turn and answers the next message
 		// or done (user.go).
