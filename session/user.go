@@ -241,13 +241,13 @@ func (s *Session) askProgram(ctx context.Context, r *run, q simuser.Query) (*sim
 // userEnded ends the episode because the user said done before the
 // first turn: no turn runs.
 func (s *Session) userEnded(ctx context.Context, r *run, n int, ans *simuser.Answer) *wire.Observation {
-	s.events.endTurn()
+	s.events.EndTurn()
 	s.finish(ctx, r, "")
 	empty := ""
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n - 1, Response: &empty, UserDone: true, UserReason: ans.Reason,
 	}}
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	return obs
 }
 
