@@ -14,7 +14,8 @@
 //
 // Env is what a session's episodes share: the configuration, the
 // supervisor, the isolation, the persistent tool sources and the paths a
-// sandbox hides or exposes.
+// sandbox hides or exposes (computed by package episode/exposure, which also
+// explains a sandboxed harness's start-up failure: ExplainSandboxed).
 //
 // It also owns the side sandboxes (side.go): everything else the daemon
 // runs on an episode's data — a command rubric (Episode.RubricSandbox), a
@@ -28,9 +29,4 @@
 // trainer's connection (package session), nor about any harness protocol
 // (the adapters): it starts a harness through the harness.Adapter
 // contract only.
-//
-// The package is bigger than 3,000 lines (by about 2%) since the
-// simulated user's side sandbox and the event queue's file and tool
-// effects landed; the hidden-path explanations (explain.go) are the next
-// to move out.
 package episode

@@ -10,10 +10,10 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode/exposure"
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/process"
-	"github.com/harnessd/harnessd/process/sandbox"
 )
 
 // ListenFunc opens the listener an episode's model gateway serves on.
@@ -63,10 +63,8 @@ type Env struct {
 
 	diskMaker *quota.Maker // the episodes' quotas (disk.go), made at the first mount
 
-	exposeOnce  sync.Once
-	exposeBinds []sandbox.Bind
-	exposeHide  []string
-	exposeErr   error
+	exposeOnce sync.Once
+	expose     *exposure.View // view()
 }
 
 // Init checks the environment and sorts the configured tool servers into

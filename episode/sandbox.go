@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
@@ -75,7 +74,7 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 	if err := os.Chmod(dirs.Root, 0o711); err != nil {
 		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
 	}
-	exposed, hideMore, err := s.exposures()
+	exposed, hideMore, err := s.view().Binds()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +105,7 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 		Workspace:   dirs.Workspace,
 		Home:        dirs.Home,
 		WorkspaceAt: s.mountAt(t),
-		Hide:        append(s.hiddenPaths(), hideMore...),
+		Hide:        append(s.view().HiddenPaths(), hideMore...),
 		// The episode's directory (the MCP config) read-only, its TMPDIR
 		// writable; the workspace and HOME are bound by the sandbox.
 		Binds:       binds,
@@ -195,25 +194,4 @@ func (s *Env) limitValue(name string) string {
 		return fmt.Sprint(l.Pids)
 	}
 	return "?"
-}
-
-// hiddenPaths are covered inside every sandbox of the session: every
-// session's directories (this episode's own are bound back), the record
-// directory, the daemon's HOME and what the daemon adds (its token and
-// configuration files).
-func (s *Env) hiddenPaths() []string {
-	out := []string{s.Config.WorkspaceRoot()}
-	if s.Config.RecordDir != "" {
-		out = append(out, s.Config.RecordDir)
-	}
-	if h, err := os.UserHomeDir(); err == nil && h != "/" && h != "" {
-		out = append(out, h)
-	}
-	return append(out, s.Hide...)
-}
-
-// within reports whether p is dir or inside it.
-func within(p, dir string) bool {
-	dir = filepath.Clean(dir)
-	return p == dir || strings.HasPrefix(p, dir+"/")
 }

@@ -8,11 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/harnessd/harnessd/config"
-	"github.com/harnessd/harnessd/internal/environ"
+	"github.com/harnessd/harnessd/episode/exposure"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/rubric"
@@ -77,7 +76,7 @@ func (ep *Episode) workspaceInside() string {
 // sideConfig builds the sandbox configuration of sp for ep (nil: a
 // session-wide process, which sees no workspace).
 func (e *Env) sideConfig(ep *Episode, sp sideSpec) sandbox.Config {
-	binds, hides := e.sideExposures(sp.command)
+	binds, hides := e.view().ForCommand(sp.command)
 	binds = append(binds, e.sideDirs(sp.dirs)...)
 	cfg := sandbox.Config{
 		Init: e.SandboxInit, Name: sp.name, Hostname: sandboxHostname,
@@ -100,79 +99,10 @@ func (e *Env) sideConfig(ep *Episode, sp sideSpec) sandbox.Config {
 	if set := e.Config.Taskset(); set != nil {
 		hides = append(hides, set.HiddenPaths()...)
 	}
-	cfg.Hide = append(e.hiddenPaths(), hides...)
+	cfg.Hide = append(e.view().HiddenPaths(), hides...)
 	cfg.Binds = binds
 	cfg.Limits = e.sideLimits(t)
 	return cfg
-}
-
-// sideExposures is what a side process needs from the host that a hidden
-// or untraversable directory would keep from it: what the harness needs
-// (exposures: PATH, sandbox.read_only; a side process runs the same
-// host's programs), and its own program's directory and the absolute
-// paths among its arguments, under the same refusals (never what is,
-// holds or lies in what the sandbox hides).
-func (e *Env) sideExposures(command []string) ([]sandbox.Bind, []string) {
-	hb, hh, _ := e.exposures()
-	binds := append([]sandbox.Bind(nil), hb...)
-	hides := append([]string(nil), hh...)
-	if len(command) == 0 {
-		return binds, hides
-	}
-	prog := command[0]
-	if !strings.Contains(prog, "/") {
-		path, _ := environ.Lookup(e.harnessEnviron(), "PATH")
-		for _, d := range filepath.SplitList(path) {
-			if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
-				prog = filepath.Join(d, prog)
-				break
-			}
-		}
-	}
-	have := map[string]bool{}
-	for _, b := range binds {
-		have[b.Src] = true
-	}
-	covered := coveredPaths()
-	for _, a := range append([]string{prog}, command[1:]...) {
-		if !filepath.IsAbs(a) {
-			continue
-		}
-		fi, err := os.Stat(a)
-		if err != nil {
-			continue
-		}
-		dirs := []string{a}
-		if !fi.IsDir() {
-			dirs[0] = filepath.Dir(a)
-		}
-		if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
-			dirs = append(dirs, filepath.Dir(real))
-		}
-		for _, d := range dirs {
-			d = exposeRoot(filepath.Clean(d))
-			if have[d] || e.refusal(d) != "" {
-				continue
-			}
-			under := false
-			for _, c := range covered {
-				if within(d, filepath.Clean(c)) {
-					under = true
-				}
-			}
-			if u := untraversable(d); u != "" {
-				under = true
-				if !slices.Contains(hides, u) {
-					hides = append(hides, u)
-				}
-			}
-			if under {
-				have[d] = true
-				binds = append(binds, sandbox.Bind{Src: d})
-			}
-		}
-	}
-	return outermostBinds(binds), hides
 }
 
 // sideDirs binds each directory a side process works in (a tool server's
@@ -184,7 +114,7 @@ func (e *Env) sideExposures(command []string) ([]sandbox.Bind, []string) {
 // runs as none of the daemon's ids: a directory it may not search stays
 // out of its reach however it is mounted.
 func (e *Env) sideDirs(dirs []string) []sandbox.Bind {
-	hidden := e.hiddenPaths()
+	hidden := e.view().HiddenPaths()
 	if set := e.Config.Taskset(); set != nil {
 		hidden = append(hidden, set.HiddenPaths()...)
 	}
@@ -197,7 +127,7 @@ func (e *Env) sideDirs(dirs []string) []sandbox.Bind {
 		out = append(out, sandbox.Bind{Src: d})
 		for _, h := range hidden {
 			h = filepath.Clean(h)
-			if h == d || !within(h, d) {
+			if h == d || !exposure.Within(h, d) {
 				continue
 			}
 			fi, err := os.Lstat(h)

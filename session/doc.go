@@ -8,9 +8,8 @@
 // doors, tool servers, gateway): that is package episode's, reached only
 // through an Episode.
 //
-// The package is bigger than 3,000 lines: the turn loop's parts (event
-// queue, simulated user, limits, record) all read and write one run's
-// state under the session's lock, and were kept together when the event
-// queue and the simulated user landed at once; the simulated user's
-// protocol (user.go) is the first candidate to move out.
+// Two parts of the turn loop are packages of their own, which session
+// drives: the episode's event log, its per-turn bounds, trajectory window
+// and record file (session/eventlog), and the simulated user's protocol
+// and clients (session/simuser).
 package session

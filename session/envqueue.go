@@ -103,7 +103,7 @@ func (q *eventQueue) startTurn(ctx context.Context, n int) (stop func()) {
 	q.tctx, q.turnN = tctx, n
 	clear(q.args)
 	q.mu.Unlock()
-	q.s.events.setTap(q.observe)
+	q.s.events.SetTap(q.observe)
 	var wg sync.WaitGroup
 	if timers := q.timers(); len(timers) > 0 {
 		wg.Add(1)
@@ -113,7 +113,7 @@ func (q *eventQueue) startTurn(ctx context.Context, n int) (stop func()) {
 		}()
 	}
 	return func() {
-		q.s.events.setTap(nil)
+		q.s.events.SetTap(nil)
 		cancel()
 		wg.Wait()
 		q.mu.Lock()
@@ -258,7 +258,7 @@ func (q *eventQueue) fire(ctx context.Context, i int, trigger, detail, notLive s
 		Effect: ev.Effect, Delivery: ev.Delivery, Text: ev.Text})
 	rec := wire.New(wire.OriginDaemon, ev)
 	rec.Timestamp = at
-	q.s.events.add(rec)
+	q.s.events.Add(rec)
 }
 
 // toolText passes a tool effect's result text on as the event's text

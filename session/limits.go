@@ -21,7 +21,7 @@ func (s *Session) reachedLimits(r *run) []string {
 	msg := fmt.Sprintf("the episode's disk quota is full (%s, %s of the workspace, HOME and TMPDIR; %s free): the harness's writes fail with ENOSPC",
 		wire.LimitDisk, units.ByteSize(s.env.DiskQuota()), units.ByteSize(u.Avail))
 	ev := wire.New(wire.OriginDaemon, &wire.Error{Message: msg, Recoverable: true, Extra: wire.Extra{"limit": wire.LimitDisk}})
-	s.events.add(ev)
+	s.events.Add(ev)
 	r.ep.Log().Info("episode at its disk quota", "limit", wire.LimitDisk, "available_bytes", u.Avail, "free_inodes", u.FreeInodes)
 	return append(out, wire.LimitDisk)
 }
@@ -33,7 +33,7 @@ func (s *Session) fullMounts(r *run) []string {
 	for _, name := range full {
 		msg := fmt.Sprintf("the sandbox's %s is full (a tmpfs sized from limits.memory): the harness's writes there fail with ENOSPC",
 			strings.TrimPrefix(name, "sandbox:"))
-		s.events.add(wire.New(wire.OriginDaemon, &wire.Error{Message: msg, Recoverable: true, Extra: wire.Extra{"limit": name}}))
+		s.events.Add(wire.New(wire.OriginDaemon, &wire.Error{Message: msg, Recoverable: true, Extra: wire.Extra{"limit": name}}))
 	}
 	return full
 }

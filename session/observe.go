@@ -7,6 +7,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/session/simuser"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -31,7 +32,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	ep := r.ep
 	n := in.Number
 	done := s.endsEpisode(n, res) || submitted(r, a) || lastStep(r, n)
-	var udone *userAnswer
+	var udone *simuser.Answer
 	if !done {
 		// The simulated user sees the turn and answers the next message
 		// or done (user.go).
@@ -43,17 +44,17 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	}
 	limits := s.reachedLimits(r)
 	s.queueFor(r).afterResponse(ctx, res.Response)
-	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
+	s.events.Add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))
-	events := s.events.endTurn()
+	events := s.events.EndTurn()
 
 	s.mu.Lock()
 	r.steps = n
 	s.mu.Unlock()
 	resp := res.Response
 	obs := &wire.Observation{Done: done, Metadata: wire.Metadata{
-		EpisodeID: r.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.truncation(),
+		EpisodeID: r.id, TurnNumber: n, Response: &resp, TurnEvents: events, Truncated: s.events.Truncation(),
 		HarnessDone: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
@@ -66,7 +67,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	if obs.Reward != nil {
 		ep.RecordReward(n, *obs.Reward)
 	}
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	// At debug, not info: one line per turn was 6.3% of the daemon's CPU
 	// on a turn's hot path (issue 28), and what it says is in the
 	// observation and the record file already. Not sampled either: a
@@ -148,8 +149,8 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 		ep.ExplainSandboxed(f)
 	}
 	limits := s.reachedLimits(r)
-	s.events.add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
-	events := s.events.endTurn()
+	s.events.Add(wire.ErrorEvent(wire.OriginDaemon, f.Message, false))
+	events := s.events.EndTurn()
 	s.finish(tctx, r, f.Type)
 	s.mu.Lock()
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
@@ -157,12 +158,12 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 	ep.Log().Warn("episode ended by failure", append([]any{"turn", n, "error_type", f.Type, "error", f.Message}, exitAttr(f.Exit)...)...)
 	empty := ""
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
-		EpisodeID: r.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.truncation(),
+		EpisodeID: r.id, TurnNumber: n, Response: &empty, TurnEvents: events, Truncated: s.events.Truncation(),
 		ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
 	s.gradeTask(ctx, r, obs)
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	return obs
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/session/eventlog"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -85,22 +86,22 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if err != nil {
 		return nil, err
 	}
-	var rec *recorder
+	var rec *eventlog.Recorder
 	if s.cfg.RecordDir != "" {
-		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
+		if rec, err = eventlog.OpenRecorder(s.cfg.RecordDir, id); err != nil {
 			return nil, err
 		}
 	}
-	s.events.reset(rec)
+	s.events.Reset(rec)
 	start := time.Now()
-	ep, spare, err := s.open(ctx, episode.Spec{ID: id, Task: task, OnEvent: s.events.add})
+	ep, spare, err := s.open(ctx, episode.Spec{ID: id, Task: task, OnEvent: s.events.Add})
 	if err != nil {
-		s.events.closeRecord()
+		s.events.CloseRecord()
 		return nil, err
 	}
 	ep.SetModelSampling(pin)
 	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
-	s.events.note(s.resetRecord(r))
+	s.events.Note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r // visible to State and rubric tools from here
 	s.last = nil
@@ -123,7 +124,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.Tools(), Isolation: s.env.Isolation}}
 	s.taskStarted(r, &obs.Metadata)
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: id, Elapsed: time.Since(t0), Observation: obs})
 	return obs, nil
 }
@@ -153,26 +154,26 @@ func (s *Session) handOver(ep *episode.Episode, t0 time.Time) (*wire.Observation
 	s.endPrevious(context.Background(), true)
 	s.afterOp(s.pool.Fill)
 	id := ep.ID()
-	var rec *recorder
+	var rec *eventlog.Recorder
 	if s.cfg.RecordDir != "" {
 		var err error
-		if rec, err = openRecorder(s.cfg.RecordDir, id); err != nil {
+		if rec, err = eventlog.OpenRecorder(s.cfg.RecordDir, id); err != nil {
 			s.background(ep)
 			return nil, err
 		}
 	}
-	s.events.reset(rec)
+	s.events.Reset(rec)
 	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
-	s.events.note(s.resetRecord(r))
+	s.events.Note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r
 	s.last = nil
 	s.mu.Unlock()
-	ep.Bind(s.events.add)
+	ep.Bind(s.events.Add)
 	s.startClocks(r)
 	ep.Log().Info("episode started", "standby", true, "tools", ep.Tools(), "elapsed", time.Since(t0))
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.Tools(), Isolation: s.env.Isolation, Standby: true}}
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: id, Standby: true, Elapsed: time.Since(t0), Observation: obs})
 	return obs, nil
 }
@@ -190,7 +191,7 @@ func (s *Session) endPrevious(ctx context.Context, handover bool) {
 	if r == nil {
 		return
 	}
-	s.events.closeRecord()
+	s.events.CloseRecord()
 	s.episodeEnded(r, "")
 	ep := r.ep
 	ownAdapter := s.fixed == nil
@@ -250,8 +251,8 @@ func (s *Session) startupFailed(ctx context.Context, r *run, err error, t0 time.
 	}
 	ep.ExplainSandboxed(f)
 	ev := wire.ErrorEvent(wire.OriginDaemon, f.Message, false)
-	s.events.add(ev)
-	s.events.note(wire.Record{Kind: wire.RecordEvent, Time: ev.Timestamp, Event: &ev})
+	s.events.Add(ev)
+	s.events.Note(wire.Record{Kind: wire.RecordEvent, Time: ev.Timestamp, Event: &ev})
 	s.mu.Lock()
 	s.last = &wire.LastError{Type: f.Type, Message: f.Message}
 	s.mu.Unlock()
@@ -261,7 +262,7 @@ func (s *Session) startupFailed(ctx context.Context, r *run, err error, t0 time.
 		EpisodeID: r.id, ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 		TurnEvents: []wire.Event{ev},
 	}}
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(t0), Observation: obs})
 	s.episodeEnded(r, f.Type)
 	return obs

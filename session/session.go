@@ -19,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/session/eventlog"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -93,7 +94,7 @@ type Session struct {
 	observer Observer
 	policy   *gateway.PolicyVersion // the session's, under Options.Policy
 	ended    chan struct{}          // closed once Close has finished
-	events   eventLog
+	events   eventlog.Log
 
 	mu       sync.Mutex
 	closed   bool
@@ -164,7 +165,7 @@ func NewSession(opts Options) (*Session, error) {
 	if iso == config.IsolationProcess && (cfg.Limits.Any() || cfg.Network.EgressPolicy() == config.EgressAllow) {
 		return nil, errors.New("session: limits and network.egress: allow need isolation: sandbox, and this daemon runs harnesses in process isolation")
 	}
-	s.events.setLimits(cfg.Episode)
+	s.events.SetLimits(cfg.Episode)
 	if s.id == "" {
 		s.id = uuid.NewString()
 	}
@@ -350,26 +351,17 @@ func (s *Session) State() wire.State {
 // (the running one included). TrajectoryWindow also says what is left out.
 // The record file (record_dir) has every event of every turn.
 func (s *Session) Trajectory() []wire.Event {
-	evs, _ := s.events.trajectory()
+	evs, _ := s.events.Trajectory()
 	return evs
 }
 
 // TrajectoryWindow returns what Trajectory does and what of the episode is
 // no longer in it. The web console shows a live episode's records from it.
-func (s *Session) TrajectoryWindow() ([]wire.Event, Omitted) { return s.events.trajectory() }
+func (s *Session) TrajectoryWindow() ([]wire.Event, Omitted) { return s.events.Trajectory() }
 
 // Omitted is what of an episode's trajectory the session no longer keeps in
 // memory: its oldest turns, beyond the window of the latest ones.
-type Omitted struct {
-	// Turns and Events count the turns left out and their events.
-	Turns, Events int
-	// LastTurn is the latest turn left out (0 when none is): the window
-	// starts after it.
-	LastTurn int
-	// RecordFile names the episode's record file in the record directory,
-	// which has every turn; empty when the daemon keeps no records.
-	RecordFile string
-}
+type Omitted = eventlog.Omitted
 
 // WaitClosed waits until Close has finished (the episode's record and
 // export written, every process stopped), or ctx ends.
@@ -406,7 +398,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.pool.Close()
 	s.startHeld() // after-work a caller never released: retirements (the closed pool fills nothing)
 	if r := s.detach(); r != nil {
-		s.events.closeRecord()
+		s.events.CloseRecord()
 		errs = append(errs, r.ep.Close(ctx))
 		s.episodeEnded(r, "")
 	}

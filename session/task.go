@@ -121,13 +121,13 @@ func (s *Session) beginTaskStep(ctx context.Context, r *run, n int) *wire.Observ
 	tctx, cancel := teardown(ctx)
 	defer cancel()
 	r.ep.StopHarness(tctx)
-	s.events.add(wire.ErrorEvent(wire.OriginDaemon, fmt.Sprintf("task step %s: %v", name, err), false))
+	s.events.Add(wire.ErrorEvent(wire.OriginDaemon, fmt.Sprintf("task step %s: %v", name, err), false))
 	empty := ""
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{EpisodeID: r.id, TurnNumber: n, Response: &empty,
-		TurnEvents: s.events.endTurn(), Truncated: s.events.truncation()}}
+		TurnEvents: s.events.EndTurn(), Truncated: s.events.Truncation()}}
 	r.stepStopped = fmt.Sprintf("step %s failed", name)
 	s.finalTaskGrade(r, obs)
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	s.finish(tctx, r, "")
 	return obs
 }

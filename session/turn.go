@@ -14,7 +14,7 @@ import (
 func (s *Session) runTurn(ctx context.Context, r *run, b turnBudget, in harness.TurnInput) (harness.TurnResult, *harness.Failure) {
 	tctx, cancel := context.WithTimeout(ctx, b.d)
 	defer cancel()
-	res, err := r.adapter().Turn(tctx, in, s.events.add)
+	res, err := r.adapter().Turn(tctx, in, s.events.Add)
 	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	switch {
 	case timedOut:

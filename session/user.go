@@ -1,15 +1,9 @@
 package session
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +11,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/session/simuser"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -61,9 +56,6 @@ const (
 	maxDialogueBytes = 8 << 20
 )
 
-// maxUserAnswerBytes bounds a model user's HTTP answer.
-const maxUserAnswerBytes = 4 << 20
-
 // userState is an episode's simulated user: its program (started at the
 // first question), the message it wrote for the next turn, a failure to
 // report at the next step, and the dialogue.
@@ -76,39 +68,7 @@ type userState struct {
 	told     bool // the task has been sent
 	dialogue []rubric.DialogueEntry
 	bytes    int
-	history  []chatMessage // a model user's conversation, its roles swapped
-}
-
-// userQuery is one line the daemon writes to a user program.
-type userQuery struct {
-	// Type is "start" (before the first turn: write the opening message)
-	// or "observation" (a turn ended: write the next message or done).
-	Type      string `json:"type"`
-	EpisodeID string `json:"episode_id"`
-	// Turn is the turn that ended (0 for start).
-	Turn int `json:"turn"`
-	// Task is the episode's task, in the first query.
-	Task *userTask `json:"task,omitempty"`
-	// Message is what the harness was told in the turn; Response its
-	// answer; HarnessDone whether it said the task is complete.
-	Message     string  `json:"message,omitempty"`
-	Response    *string `json:"response,omitempty"`
-	HarnessDone bool    `json:"harness_done,omitempty"`
-}
-
-// userTask is the task as the user is told it.
-type userTask struct {
-	ID          string         `json:"id,omitempty"`
-	Instruction string         `json:"instruction"`
-	Metadata    map[string]any `json:"metadata,omitempty"`
-}
-
-// userAnswer is one line a user program writes: {"message": "..."} or
-// {"done": true, "reason": "..."}.
-type userAnswer struct {
-	Message *string `json:"message"`
-	Done    bool    `json:"done"`
-	Reason  string  `json:"reason"`
+	model    *simuser.Model // a model user's conversation (user.model)
 }
 
 // newUserState is a fresh episode's user (nil without user:).
@@ -116,7 +76,11 @@ func newUserState(cfg *config.Config) *userState {
 	if cfg.User == nil {
 		return nil
 	}
-	return &userState{cfg: cfg.User}
+	u := &userState{cfg: cfg.User}
+	if cfg.User.Model != nil {
+		u.model = simuser.NewModel(cfg.User.Model)
+	}
+	return u
 }
 
 // note adds an entry to the dialogue, dropping the oldest beyond the bounds.
@@ -147,7 +111,7 @@ func (u *userState) Dialogue() []rubric.DialogueEntry {
 // userMessage decides turn n's message: the step's own, or (empty, with a
 // user) the user's. A non-nil failure ends the episode before the turn
 // (user_failed); done says the user ended it before the first turn.
-func (s *Session) userMessage(ctx context.Context, r *run, n int, a wire.Action) (wire.Action, string, *harness.Failure, *userAnswer) {
+func (s *Session) userMessage(ctx context.Context, r *run, n int, a wire.Action) (wire.Action, string, *harness.Failure, *simuser.Answer) {
 	u := r.user
 	task := r.ep.Task()
 	if a.Message != "" || u == nil {
@@ -180,7 +144,7 @@ func (s *Session) userMessage(ctx context.Context, r *run, n int, a wire.Action)
 		u.note(n, "user", wire.SourceTask, task.Instruction)
 		return a, wire.SourceTask, nil, nil
 	}
-	ans, err := s.askUser(ctx, r, userQuery{Type: "start", EpisodeID: r.id, Turn: n - 1})
+	ans, err := s.askUser(ctx, r, simuser.Query{Type: "start", EpisodeID: r.id, Turn: n - 1})
 	if err != nil {
 		return a, "", harness.Wrap(wire.FailureUser, err, "simulated user"), nil
 	}
@@ -202,14 +166,14 @@ func orTrainer(src string) string {
 // afterTurn shows the user the completed turn n (which did not end the
 // episode by itself) and keeps its next message. It returns the user's
 // done, nil otherwise; a failure is kept for the next step.
-func (s *Session) afterTurn(ctx context.Context, r *run, n int, msg string, res harness.TurnResult) *userAnswer {
+func (s *Session) afterTurn(ctx context.Context, r *run, n int, msg string, res harness.TurnResult) *simuser.Answer {
 	u := r.user
 	if u == nil {
 		return nil
 	}
 	u.note(n, "assistant", "", res.Response)
 	resp := res.Response
-	ans, err := s.askUser(ctx, r, userQuery{Type: "observation", EpisodeID: r.id, Turn: n, Message: msg, Response: &resp, HarnessDone: res.Done})
+	ans, err := s.askUser(ctx, r, simuser.Query{Type: "observation", EpisodeID: r.id, Turn: n, Message: msg, Response: &resp, HarnessDone: res.Done})
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	switch {
@@ -224,7 +188,7 @@ func (s *Session) afterTurn(ctx context.Context, r *run, n int, msg string, res 
 }
 
 // askUser asks the user one question within user.timeout.
-func (s *Session) askUser(ctx context.Context, r *run, q userQuery) (*userAnswer, error) {
+func (s *Session) askUser(ctx context.Context, r *run, q simuser.Query) (*simuser.Answer, error) {
 	u := r.user
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout.D())
 	defer cancel()
@@ -232,14 +196,14 @@ func (s *Session) askUser(ctx context.Context, r *run, q userQuery) (*userAnswer
 	if !u.told {
 		u.told = true
 		if t := r.ep.Task(); t != nil {
-			q.Task = &userTask{ID: t.ID, Instruction: t.Instruction, Metadata: t.Metadata}
+			q.Task = &simuser.Task{ID: t.ID, Instruction: t.Instruction, Metadata: t.Metadata}
 		}
 	}
 	u.mu.Unlock()
-	var ans *userAnswer
+	var ans *simuser.Answer
 	var err error
-	if u.cfg.Model != nil {
-		ans, err = s.askModel(ctx, r, q)
+	if u.model != nil {
+		ans, err = u.model.Ask(ctx, q)
 	} else {
 		ans, err = s.askProgram(ctx, r, q)
 	}
@@ -256,9 +220,8 @@ func (s *Session) askUser(ctx context.Context, r *run, q userQuery) (*userAnswer
 	return ans, nil
 }
 
-// askProgram writes q to the user program (starting it at the first
-// question) and reads its answer line.
-func (s *Session) askProgram(ctx context.Context, r *run, q userQuery) (*userAnswer, error) {
+// askProgram asks the user program q, starting it at the first question.
+func (s *Session) askProgram(ctx context.Context, r *run, q simuser.Query) (*simuser.Answer, error) {
 	u := r.user
 	u.mu.Lock()
 	p := u.proc
@@ -272,164 +235,19 @@ func (s *Session) askProgram(ctx context.Context, r *run, q userQuery) (*userAns
 		u.proc = p
 		u.mu.Unlock()
 	}
-	b, _ := wire.MarshalNoEscape(q)
-	if err := p.WriteLine(ctx, b); err != nil {
-		return nil, fmt.Errorf("write to the user program: %w%s", err, stderrOf(p))
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case line, ok := <-p.Lines():
-			if !ok {
-				st, _ := p.Wait(context.WithoutCancel(ctx))
-				return nil, fmt.Errorf("the user program %s before answering%s", st, stderrOf(p))
-			}
-			if line.TooLong {
-				return nil, fmt.Errorf("the user program wrote a line over %d bytes", line.Size)
-			}
-			text := bytes.TrimSpace(line.Text)
-			if len(text) == 0 {
-				continue
-			}
-			return decodeAnswer(text)
-		}
-	}
-}
-
-// stderrOf is the user program's stderr tail for an error message.
-func stderrOf(p *process.Process) string {
-	if t := strings.TrimSpace(p.StderrTail()); t != "" {
-		return "; stderr: " + t
-	}
-	return ""
-}
-
-// decodeAnswer reads one answer line.
-func decodeAnswer(text []byte) (*userAnswer, error) {
-	var ans userAnswer
-	dec := json.NewDecoder(bytes.NewReader(text))
-	if err := dec.Decode(&ans); err != nil {
-		return nil, fmt.Errorf(`the user program wrote %q, not {"message": "..."} or {"done": true}: %w`, clip(string(text)), err)
-	}
-	if !ans.Done && (ans.Message == nil || *ans.Message == "") {
-		return nil, fmt.Errorf(`the user program answered %q: neither a non-empty "message" nor "done": true`, clip(string(text)))
-	}
-	return &ans, nil
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
-}
-
-// chatMessage is one OpenAI Chat Completions message.
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// askModel asks the model user: its prompt and the task as the system
-// message, then the conversation with the roles swapped (its own messages
-// are the assistant's, the harness's responses the user's).
-func (s *Session) askModel(ctx context.Context, r *run, q userQuery) (*userAnswer, error) {
-	u := r.user
-	m := u.cfg.Model
-	u.mu.Lock()
-	if len(u.history) == 0 {
-		sys := m.Prompt
-		if q.Task != nil {
-			sys = strings.TrimSpace(sys + "\n\nThe task you want done: " + q.Task.Instruction)
-		}
-		if sys == "" {
-			sys = "You are a user talking to an AI assistant."
-		}
-		sys += fmt.Sprintf("\n\nWrite only your next message to the assistant. When you are satisfied (or want to stop), answer %s followed by your reason.", m.DoneMarker)
-		u.history = append(u.history, chatMessage{Role: "system", Content: sys})
-	}
-	switch {
-	case q.Response != nil:
-		u.history = append(u.history, chatMessage{Role: "user", Content: *q.Response})
-	default:
-		u.history = append(u.history, chatMessage{Role: "user", Content: "(The conversation begins: write your first message.)"})
-	}
-	req := map[string]any{"messages": append([]chatMessage(nil), u.history...), "stream": false}
-	u.mu.Unlock()
-	if m.Name != "" {
-		req["model"] = m.Name
-	}
-	if m.MaxTokens > 0 {
-		req["max_tokens"] = m.MaxTokens
-	}
-	text, err := chatCompletion(ctx, m, req)
-	if err != nil {
-		return nil, err
-	}
-	text = strings.TrimSpace(text)
-	u.mu.Lock()
-	u.history = append(u.history, chatMessage{Role: "assistant", Content: text})
-	u.mu.Unlock()
-	if rest, ok := strings.CutPrefix(text, m.DoneMarker); ok {
-		return &userAnswer{Done: true, Reason: strings.TrimLeft(strings.TrimSpace(rest), ":.- ")}, nil
-	}
-	if text == "" {
-		return nil, errors.New("the user model answered an empty message")
-	}
-	return &userAnswer{Message: &text}, nil
-}
-
-// chatCompletion makes one non-streaming Chat Completions call to the model
-// user's endpoint and returns the first choice's text.
-func chatCompletion(ctx context.Context, m *config.UserModelConfig, req map[string]any) (string, error) {
-	body, _ := json.Marshal(req)
-	url := m.Endpoint().OpenAIBase() + "/chat/completions"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("user model request: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if m.APIKeyEnv != "" {
-		if key := os.Getenv(m.APIKeyEnv); key != "" {
-			hr.Header.Set("Authorization", "Bearer "+key)
-		}
-	}
-	resp, err := http.DefaultClient.Do(hr)
-	if err != nil {
-		return "", fmt.Errorf("user model call: %w", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxUserAnswerBytes))
-	if err != nil {
-		return "", fmt.Errorf("user model answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("user model call: %s: %s", resp.Status, clip(string(b)))
-	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
-		return "", fmt.Errorf("user model answer is not a chat completion: %s", clip(string(b)))
-	}
-	return out.Choices[0].Message.Content, nil
+	return simuser.AskProgram(ctx, p, q)
 }
 
 // userEnded ends the episode because the user said done before the
 // first turn: no turn runs.
-func (s *Session) userEnded(ctx context.Context, r *run, n int, ans *userAnswer) *wire.Observation {
-	s.events.endTurn()
+func (s *Session) userEnded(ctx context.Context, r *run, n int, ans *simuser.Answer) *wire.Observation {
+	s.events.EndTurn()
 	s.finish(ctx, r, "")
 	empty := ""
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n - 1, Response: &empty, UserDone: true, UserReason: ans.Reason,
 	}}
-	s.events.note(observationRecord(obs))
+	s.events.Note(observationRecord(obs))
 	return obs
 }
 

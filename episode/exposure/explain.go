@@ -1,4 +1,4 @@
-package episode
+package exposure
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ var pathInText = regexp.MustCompile(`(?:^|[\s"'(=\x60])(~?/[^\s"'():;,\x60]+)`)
 var envNotFound = regexp.MustCompile(`(?:env: [‘'"]?([^‘’'":/\s]+)[’'"]?: No such file or directory|(?:exec|\d+): ([^:/\s]+): not found|([^:/\s]+): command not found)`)
 
 // lookHarnessPath finds name in the harness's PATH on the host.
-func (s *Env) lookHarnessPath(name string) string {
-	for _, kv := range s.harnessEnviron() {
+func (s *View) lookHarnessPath(name string) string {
+	for _, kv := range s.HarnessEnviron() {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			for _, d := range filepath.SplitList(v) {
 				p := filepath.Join(d, name)
@@ -39,16 +39,15 @@ func (s *Env) lookHarnessPath(name string) string {
 	return ""
 }
 
-// ExplainSandboxed adds to a start-up failure of a sandboxed harness what
-// the sandbox keeps from it: each path its message or stderr tail names
-// that is hidden or unreadable inside, why, and the knobs that change it
-// (sandbox.read_only, --isolation process). It changes nothing outside a
-// sandbox or when no such path is named.
-func (ep *Episode) ExplainSandboxed(f *harness.Failure) {
-	if ep == nil || ep.sandbox == nil || f == nil {
+// Explain adds to a start-up failure of a harness sandboxed in the episode
+// directory root what the sandbox keeps from it: each path its message or
+// stderr tail names that is hidden or unreadable inside, why, and the
+// knobs that change it (sandbox.read_only, --isolation process). It
+// changes nothing when no such path is named.
+func (s *View) Explain(root string, f *harness.Failure) {
+	if f == nil {
 		return
 	}
-	s := ep.env
 	var notes []string
 	seen := map[string]bool{}
 	home, _ := os.UserHomeDir()
@@ -62,7 +61,7 @@ func (ep *Episode) ExplainSandboxed(f *harness.Failure) {
 			continue
 		}
 		seen[p] = true
-		if n := s.whyUnseen(ep.dirs.Root, p, ""); n != "" {
+		if n := s.whyUnseen(root, p, ""); n != "" {
 			notes = append(notes, n)
 			continue
 		}
@@ -70,7 +69,7 @@ func (ep *Episode) ExplainSandboxed(f *harness.Failure) {
 		// as "not found" too.
 		if interp := shebangInterpreter(p); interp != "" && !seen[interp] {
 			seen[interp] = true
-			if n := s.whyUnseen(ep.dirs.Root, interp, "the interpreter of "+p+", "); n != "" {
+			if n := s.whyUnseen(root, interp, "the interpreter of "+p+", "); n != "" {
 				notes = append(notes, n)
 			}
 		}
@@ -87,7 +86,7 @@ func (ep *Episode) ExplainSandboxed(f *harness.Failure) {
 			continue
 		}
 		seen[p] = true
-		if n := s.whyUnseen(ep.dirs.Root, p, name+" (found on the host's PATH as "+p+"): "); n != "" {
+		if n := s.whyUnseen(root, p, name+" (found on the host's PATH as "+p+"): "); n != "" {
 			notes = append(notes, n)
 		}
 	}
@@ -100,17 +99,17 @@ func (ep *Episode) ExplainSandboxed(f *harness.Failure) {
 // whyUnseen explains why the existing host path p is hidden or unreadable
 // inside a sandbox of the episode whose directory is root ("" when it is
 // not, or does not exist on the host either).
-func (s *Env) whyUnseen(root, p, what string) string {
+func (s *View) whyUnseen(root, p, what string) string {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return ""
 	}
-	if within(p, root) {
+	if Within(p, root) {
 		return ""
 	}
-	binds, hide, _ := s.exposures()
+	binds, hide, _ := s.Binds()
 	for _, b := range binds {
-		if within(p, b.Src) {
+		if Within(p, b.Src) {
 			if fi.Mode().Perm()&0o005 == 0 || (fi.IsDir() && fi.Mode().Perm()&0o001 == 0) {
 				return fmt.Sprintf("%s%s is visible but not readable by the harness's uid (mode %04o on the host); "+
 					"make it readable by others, or run with --isolation process", what, p, fi.Mode().Perm())
@@ -118,11 +117,11 @@ func (s *Env) whyUnseen(root, p, what string) string {
 			return ""
 		}
 	}
-	hidden := append(append(s.hiddenPaths(), coveredPaths()...), hide...)
+	hidden := append(append(s.HiddenPaths(), coveredPaths()...), hide...)
 	cover := ""
 	for _, h := range hidden {
 		h = filepath.Clean(h)
-		if within(p, h) && len(h) > len(cover) {
+		if Within(p, h) && len(h) > len(cover) {
 			cover = h
 		}
 	}

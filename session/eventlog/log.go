@@ -1,4 +1,4 @@
-package session
+package eventlog
 
 import (
 	"sync"
@@ -8,7 +8,7 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// eventLog collects an episode's events from the adapter and the bridge,
+// Log collects an episode's events from the adapter and the bridge,
 // which report from different goroutines, into one ordered trajectory, the
 // running turn's events, and the optional live stream of that turn.
 //
@@ -31,14 +31,14 @@ import (
 // recordFlushBound, with the text of a run still open (a run the flusher
 // finds open is written in pieces, split at line boundaries, which joined
 // by newlines are the run's event).
-type eventLog struct {
+type Log struct {
 	mu      sync.Mutex
 	limits  turnLimits
 	traj    []wire.Event // the window: the retained turns' events, in order
 	spans   []turnSpan   // the ended turns in traj, oldest first
 	winSize int64        // the bytes of the ended turns in traj
 	omitted Omitted      // what fell out of the window
-	rec     *recorder
+	rec     *Recorder
 	flusher *time.Timer  // writes rec's buffer and the open run's text; nil until first armed
 	armed   bool         // the flusher is due
 	turn    int          // the running turn, 0 between turns
@@ -49,10 +49,23 @@ type eventLog struct {
 	run     textRun
 	budget  turnCaps
 	cut     *wire.Truncation // the last ended turn's truncation
-	tap     func(wire.Event) // sees every event added (setTap)
+	tap     func(wire.Event) // sees every event added (SetTap)
 }
 
-// The window of past turns an eventLog keeps in memory (the record file
+// Omitted is what of an episode's trajectory a Log no longer keeps in
+// memory: its oldest turns, beyond the window of the latest ones.
+type Omitted struct {
+	// Turns and Events count the turns left out and their events.
+	Turns, Events int
+	// LastTurn is the latest turn left out (0 when none is): the window
+	// starts after it.
+	LastTurn int
+	// RecordFile names the episode's record file in the record directory,
+	// which has every turn; empty when the daemon keeps no records.
+	RecordFile string
+}
+
+// The window of past turns a Log keeps in memory (the record file
 // keeps every turn). windowTurns matches what the web console shows of a
 // live episode (server/console's maxWebTurns).
 const (
@@ -68,18 +81,18 @@ type turnSpan struct {
 	bytes  int64
 }
 
-// setLimits sets the per-turn bounds from an episode configuration (zero
+// SetLimits sets the per-turn bounds from an episode configuration (zero
 // fields take the defaults).
-func (l *eventLog) setLimits(e config.EpisodeConfig) {
+func (l *Log) SetLimits(e config.EpisodeConfig) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.limits = limitsOf(e)
 }
 
-// add records e: stamped with the turn, kept in time order within the
+// Add records e: stamped with the turn, kept in time order within the
 // turn's bounds, streamed; then the tap, if set, sees it (outside the
 // log's lock, on the reporter's goroutine).
-func (l *eventLog) add(e wire.Event) {
+func (l *Log) Add(e wire.Event) {
 	l.mu.Lock()
 	tap := l.tap
 	l.record(e)
@@ -89,16 +102,16 @@ func (l *eventLog) add(e wire.Event) {
 	}
 }
 
-// setTap sets (nil: clears) the function that sees every event added: the
+// SetTap sets (nil: clears) the function that sees every event added: the
 // event queue's trigger on tool calls during a turn.
-func (l *eventLog) setTap(f func(wire.Event)) {
+func (l *Log) SetTap(f func(wire.Event)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tap = f
 }
 
 // record is add under the log's lock.
-func (l *eventLog) record(e wire.Event) {
+func (l *Log) record(e wire.Event) {
 	if e.Timestamp == 0 {
 		e.Timestamp = wire.Now()
 	}
@@ -115,7 +128,7 @@ func (l *eventLog) record(e wire.Event) {
 }
 
 // take admits one event of the running turn.
-func (l *eventLog) take(e wire.Event) {
+func (l *Log) take(e wire.Event) {
 	joins := l.run.joins(e)
 	var size int64
 	if joins {
@@ -154,7 +167,7 @@ func (l *eventLog) take(e wire.Event) {
 
 // takeNotice keeps and streams the daemon's note that the turn's events are
 // cut short from here on.
-func (l *eventLog) takeNotice(reason string) {
+func (l *Log) takeNotice(reason string) {
 	n := wire.ErrorEvent(wire.OriginDaemon, truncationNotice(reason, l.limits), true)
 	n.Timestamp, n.Turn = l.lastTS, l.turn
 	l.budget.use(eventSize(n), true)
@@ -165,21 +178,21 @@ func (l *eventLog) takeNotice(reason string) {
 }
 
 // store keeps e in the trajectory, the record and the turn's events.
-func (l *eventLog) store(e wire.Event) {
+func (l *Log) store(e wire.Event) {
 	l.rec.write(e)
 	l.arm()
 	l.keep(e)
 }
 
 // keep keeps e in the trajectory and the turn's events.
-func (l *eventLog) keep(e wire.Event) {
+func (l *Log) keep(e wire.Event) {
 	l.traj = append(l.traj, e)
 	l.events = append(l.events, e)
 }
 
 // closeRun stores the open run of text, if any. A run the flusher wrote
 // pieces of has its last piece recorded, and is kept whole.
-func (l *eventLog) closeRun() {
+func (l *Log) closeRun() {
 	if !l.run.open {
 		return
 	}
@@ -197,7 +210,7 @@ func (l *eventLog) closeRun() {
 
 // recordRun writes the open run's text that is not in the record yet as
 // an event (a piece of the run).
-func (l *eventLog) recordRun() {
+func (l *Log) recordRun() {
 	if l.rec == nil {
 		return
 	}
@@ -208,7 +221,7 @@ func (l *eventLog) recordRun() {
 }
 
 // arm makes the flusher due, if there is a record and it is not due yet.
-func (l *eventLog) arm() {
+func (l *Log) arm() {
 	if l.rec == nil || l.armed {
 		return
 	}
@@ -222,7 +235,7 @@ func (l *eventLog) arm() {
 
 // flushDue is the flusher: it writes the open run's text and the record's
 // buffer to the file.
-func (l *eventLog) flushDue() {
+func (l *Log) flushDue() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.armed { // stopped, or flushed by a turn's end or a note
@@ -234,15 +247,15 @@ func (l *eventLog) flushDue() {
 }
 
 // flushed says the record's buffer was written: the flusher is not due.
-func (l *eventLog) flushed() {
+func (l *Log) flushed() {
 	l.armed = false
 	if l.flusher != nil {
 		l.flusher.Stop()
 	}
 }
 
-// beginTurn starts collecting turn n; events that arrived between turns open it.
-func (l *eventLog) beginTurn(n int, emit func(wire.Event)) {
+// BeginTurn starts collecting turn n; events that arrived between turns open it.
+func (l *Log) BeginTurn(n int, emit func(wire.Event)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.turn != 0 { // the previous turn never ended: its events stay a turn of the window
@@ -264,9 +277,9 @@ func (l *eventLog) beginTurn(n int, emit func(wire.Event)) {
 	}
 }
 
-// endTurn stops collecting and returns the turn's events; truncation then
+// EndTurn stops collecting and returns the turn's events; Truncation then
 // reports what the turn dropped.
-func (l *eventLog) endTurn() []wire.Event {
+func (l *Log) EndTurn() []wire.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closeRun()
@@ -281,7 +294,7 @@ func (l *eventLog) endTurn() []wire.Event {
 
 // endSpan counts the running turn's events as an ended turn of the window
 // and trims the window.
-func (l *eventLog) endSpan() {
+func (l *Log) endSpan() {
 	if l.turn == 0 {
 		return
 	}
@@ -294,7 +307,7 @@ func (l *eventLog) endSpan() {
 // than windowTurns turns or windowBytes, keeping the last ended turn. The
 // dropped events are cleared so that what they point to can be freed; the
 // array itself is reallocated at the window's size by a later append.
-func (l *eventLog) trim() {
+func (l *Log) trim() {
 	drop, events := 0, 0
 	for len(l.spans)-drop > 1 && (len(l.spans)-drop > windowTurns || l.winSize > windowBytes) {
 		sp := l.spans[drop]
@@ -314,9 +327,9 @@ func (l *eventLog) trim() {
 	l.spans = l.spans[drop:]
 }
 
-// truncation returns the marker of the last ended turn: nil when it kept
+// Truncation returns the marker of the last ended turn: nil when it kept
 // every event.
-func (l *eventLog) truncation() *wire.Truncation {
+func (l *Log) Truncation() *wire.Truncation {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cut == nil {
@@ -326,10 +339,10 @@ func (l *eventLog) truncation() *wire.Truncation {
 	return &c
 }
 
-// trajectory returns a copy of the window's events (the latest turns of
+// Trajectory returns a copy of the window's events (the latest turns of
 // the episode, the running one included) and what of the episode is no
 // longer in it.
-func (l *eventLog) trajectory() ([]wire.Event, Omitted) {
+func (l *Log) Trajectory() ([]wire.Event, Omitted) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	o := l.omitted
@@ -339,8 +352,8 @@ func (l *eventLog) trajectory() ([]wire.Event, Omitted) {
 	return append([]wire.Event(nil), l.traj...), o
 }
 
-// reset starts a new episode's log, writing to rec.
-func (l *eventLog) reset(rec *recorder) {
+// Reset starts a new episode's log, writing to rec.
+func (l *Log) Reset(rec *Recorder) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rec.close()
@@ -350,8 +363,8 @@ func (l *eventLog) reset(rec *recorder) {
 	l.pending, l.run, l.budget, l.cut = pendingEvents{}, textRun{}, turnCaps{}, nil
 }
 
-// closeRecord flushes and closes the episode's record file.
-func (l *eventLog) closeRecord() {
+// CloseRecord flushes and closes the episode's record file.
+func (l *Log) CloseRecord() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rec.close()
@@ -359,10 +372,10 @@ func (l *eventLog) closeRecord() {
 	l.rec = nil
 }
 
-// note writes a record that is not an event (reset, message, observation)
+// Note writes a record that is not an event (reset, message, observation)
 // to the record file, in order with the events, and flushes it (an open
 // run's text first).
-func (l *eventLog) note(r wire.Record) {
+func (l *Log) Note(r wire.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recordRun()

@@ -1,4 +1,4 @@
-package session
+package eventlog
 
 import (
 	"strings"
@@ -8,11 +8,11 @@ import (
 )
 
 // runTurn runs turn n of l with one text line of text and the turn's end.
-func runTurn(l *eventLog, n int, text string) []wire.Event {
-	l.beginTurn(n, nil)
-	l.add(wire.Text(wire.OriginHarness, text))
-	l.add(wire.New(wire.OriginHarness, &wire.TurnComplete{Response: "ok"}))
-	return l.endTurn()
+func runTurn(l *Log, n int, text string) []wire.Event {
+	l.BeginTurn(n, nil)
+	l.Add(wire.Text(wire.OriginHarness, text))
+	l.Add(wire.New(wire.OriginHarness, &wire.TurnComplete{Response: "ok"}))
+	return l.EndTurn()
 }
 
 // A long episode keeps a window of its latest windowTurns turns in memory,
@@ -29,7 +29,7 @@ func TestEventLogWindowOfTurns(t *testing.T) {
 			maxCap = max(maxCap, cap(l.traj))
 		}
 	}
-	traj, om := l.trajectory()
+	traj, om := l.Trajectory()
 	if len(traj) != 2*windowTurns {
 		t.Fatalf("window holds %d events, want %d (the last %d turns)", len(traj), 2*windowTurns, windowTurns)
 	}
@@ -45,17 +45,17 @@ func TestEventLogWindowOfTurns(t *testing.T) {
 		t.Errorf("the window's array grew to %d events for a window of %d", maxCap, 2*windowTurns)
 	}
 	// A running turn is in the window too.
-	l.beginTurn(turns+1, nil)
-	l.add(wire.Text(wire.OriginHarness, "running"))
-	l.add(wire.Text(wire.OriginBridge, "other"))
-	if traj, _ := l.trajectory(); traj[len(traj)-1].Turn != turns+1 {
+	l.BeginTurn(turns+1, nil)
+	l.Add(wire.Text(wire.OriginHarness, "running"))
+	l.Add(wire.Text(wire.OriginBridge, "other"))
+	if traj, _ := l.Trajectory(); traj[len(traj)-1].Turn != turns+1 {
 		t.Errorf("the running turn's events are not in the window: last %+v", traj[len(traj)-1])
 	}
-	l.endTurn()
+	l.EndTurn()
 
 	// A new episode starts an empty window.
-	l.reset(nil)
-	if traj, om := l.trajectory(); len(traj) != 0 || om != (Omitted{}) {
+	l.Reset(nil)
+	if traj, om := l.Trajectory(); len(traj) != 0 || om != (Omitted{}) {
 		t.Errorf("after reset: %d events, omitted %+v", len(traj), om)
 	}
 }
@@ -68,7 +68,7 @@ func TestEventLogWindowOfBytes(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		runTurn(l, n, big)
 	}
-	traj, om := l.trajectory()
+	traj, om := l.Trajectory()
 	var size int64
 	turns := map[int]bool{}
 	for _, e := range traj {
@@ -83,11 +83,11 @@ func TestEventLogWindowOfBytes(t *testing.T) {
 	}
 
 	huge := strings.Repeat("y", 7<<20)
-	l.reset(nil)
+	l.Reset(nil)
 	runTurn(l, 1, huge)
 	runTurn(l, 2, huge)
 	runTurn(l, 3, huge)
-	if traj, _ := l.trajectory(); len(traj) == 0 || traj[len(traj)-1].Turn != 3 {
+	if traj, _ := l.Trajectory(); len(traj) == 0 || traj[len(traj)-1].Turn != 3 {
 		t.Errorf("the last ended turn is not kept")
 	}
 }

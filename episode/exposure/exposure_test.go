@@ -1,4 +1,4 @@
-package episode
+package exposure
 
 import (
 	"os"
@@ -29,8 +29,8 @@ func TestExposuresBindBackWhatTheSandboxCovers(t *testing.T) {
 	homeBin := filepath.Join(home, "bin")
 	os.MkdirAll(homeBin, 0o755)
 	t.Setenv("HOME", home)
-	s := &Env{Config: &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{prog, script}, Env: map[string]string{"PATH": homeBin + ":" + home + ":/usr/bin"}}}}}
-	binds, _, err := s.exposures()
+	v := New(&config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{prog, script}, Env: map[string]string{"PATH": homeBin + ":" + home + ":/usr/bin"}}}}, nil, true, nil)
+	binds, _, err := v.Binds()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +78,15 @@ func TestExposuresBindResolvedSubtreesAndExpandPrivateDirectories(t *testing.T) 
 	defer os.RemoveAll(priv)
 	os.WriteFile(filepath.Join(priv, "agent"), []byte("#!/usr/bin/env python3\n"), 0o755)
 	os.WriteFile(filepath.Join(priv, "lib.py"), nil, 0o644)
-	s := &Env{Config: &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{filepath.Join(priv, "agent")}, Env: map[string]string{"PATH": filepath.Join(root, "shims") + ":/usr/bin:/bin"}}}}}
-	binds, hide, err := s.exposures()
+	v := New(&config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{filepath.Join(priv, "agent")}, Env: map[string]string{"PATH": filepath.Join(root, "shims") + ":/usr/bin:/bin"}}}}, nil, true, nil)
+	binds, hide, err := v.Binds()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
 	for _, b := range binds {
 		got[b.Src] = true
-		if b.Src == home || b.Src == root || within(home, b.Src) || b.Src == priv {
+		if b.Src == home || b.Src == root || Within(home, b.Src) || b.Src == priv {
 			t.Errorf("%s bound", b.Src)
 		}
 	}

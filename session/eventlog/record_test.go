@@ -1,4 +1,4 @@
-package session
+package eventlog
 
 import (
 	"os"
@@ -11,17 +11,17 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// recordedLog is an eventLog writing to a record file in a fresh directory.
-func recordedLog(t testing.TB) (*eventLog, string) {
+// recordedLog is an Log writing to a record file in a fresh directory.
+func recordedLog(t testing.TB) (*Log, string) {
 	t.Helper()
 	dir := t.TempDir()
-	rec, err := openRecorder(dir, "live")
+	rec, err := OpenRecorder(dir, "live")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := newTestLog(0, 0)
-	l.reset(rec)
-	t.Cleanup(l.closeRecord)
+	l.Reset(rec)
+	t.Cleanup(l.CloseRecord)
 	return l, filepath.Join(dir, "live.jsonl")
 }
 
@@ -64,8 +64,8 @@ func texts(evs []wire.Event) []string {
 // generous deadline: the test never orders by sleeping).
 func TestRecordFollowsTheRunningTurn(t *testing.T) {
 	l, path := recordedLog(t)
-	l.beginTurn(1, nil)
-	l.add(wire.Text(wire.OriginHarness, "first"))
+	l.BeginTurn(1, nil)
+	l.Add(wire.Text(wire.OriginHarness, "first"))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if got := texts(fileEvents(t, path)); len(got) == 1 && got[0] == "first" {
@@ -76,7 +76,7 @@ func TestRecordFollowsTheRunningTurn(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling the file: what is waited for is its content
 	}
-	l.add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "t"}))
+	l.Add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "t"}))
 	for {
 		if got := texts(fileEvents(t, path)); len(got) == 2 && got[1] == "tool_call" {
 			break
@@ -86,7 +86,7 @@ func TestRecordFollowsTheRunningTurn(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	l.endTurn()
+	l.EndTurn()
 }
 
 // A run the flusher finds open is recorded in pieces at line boundaries
@@ -96,19 +96,19 @@ func TestRecordPiecesOfAnOpenRun(t *testing.T) {
 	l, path := recordedLog(t)
 	// The timer fires a no-op: the test runs the flusher (flushDue) itself.
 	l.flusher = time.AfterFunc(time.Hour, func() {})
-	l.beginTurn(1, nil)
-	l.add(wire.Text(wire.OriginHarness, "a"))
+	l.BeginTurn(1, nil)
+	l.Add(wire.Text(wire.OriginHarness, "a"))
 	l.flushDue()
-	l.add(wire.Text(wire.OriginHarness, "b"))
-	l.add(wire.Text(wire.OriginHarness, "c"))
+	l.Add(wire.Text(wire.OriginHarness, "b"))
+	l.Add(wire.Text(wire.OriginHarness, "c"))
 	l.flushDue()
 	l.flushDue() // nothing new: no empty piece
-	l.add(wire.Text(wire.OriginHarness, "d"))
-	l.add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "t"}))
-	l.add(wire.Text(wire.OriginHarness, "e"))
-	l.add(wire.Text(wire.OriginHarness, "f"))
-	l.add(wire.New(wire.OriginHarness, &wire.TurnComplete{Response: "r"}))
-	evs := l.endTurn()
+	l.Add(wire.Text(wire.OriginHarness, "d"))
+	l.Add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "t"}))
+	l.Add(wire.Text(wire.OriginHarness, "e"))
+	l.Add(wire.Text(wire.OriginHarness, "f"))
+	l.Add(wire.New(wire.OriginHarness, &wire.TurnComplete{Response: "r"}))
+	evs := l.EndTurn()
 	if got, want := strings.Join(texts(evs), "|"), "a\nb\nc\nd|tool_call|e\nf|turn_complete"; got != want {
 		t.Fatalf("turn events %q, want %q", got, want)
 	}
@@ -121,7 +121,7 @@ func TestRecordPiecesOfAnOpenRun(t *testing.T) {
 			t.Fatalf("record event %d: %+v after %+v", i, rec[i], rec[i-1])
 		}
 	}
-	if traj, _ := l.trajectory(); len(traj) != len(evs) {
+	if traj, _ := l.Trajectory(); len(traj) != len(evs) {
 		t.Errorf("trajectory holds %d events, the turn kept %d", len(traj), len(evs))
 	}
 }
@@ -142,7 +142,7 @@ func TestRecorderDropsACutLastLine(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.before), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := openRecorder(dir, "again")
+		rec, err := OpenRecorder(dir, "again")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,24 +177,24 @@ func BenchmarkRecordEvent(b *testing.B) {
 	ev := wire.New(wire.OriginHarness, &wire.LLMChunk{Content: "a forty-byte piece of the model's answer", Index: 7, MessageID: "msg_0123456789"})
 	for _, mode := range []string{"none", "buffered", "write-per-event"} {
 		b.Run(mode, func(b *testing.B) {
-			var l *eventLog
+			var l *Log
 			if mode == "none" {
 				l = newTestLog(0, 0)
 			} else {
 				l, _ = recordedLog(b)
 			}
 			turn := 1
-			l.beginTurn(turn, nil)
+			l.BeginTurn(turn, nil)
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime(b)
 			for i := range b.N {
 				if i%10_000 == 9_999 { // stay within a turn's bounds
-					l.endTurn()
+					l.EndTurn()
 					turn++
-					l.beginTurn(turn, nil)
+					l.BeginTurn(turn, nil)
 				}
-				l.add(ev)
+				l.Add(ev)
 				if mode == "write-per-event" {
 					l.mu.Lock()
 					l.rec.flush()
@@ -204,7 +204,7 @@ func BenchmarkRecordEvent(b *testing.B) {
 			b.StopTimer()
 			// The process's CPU: the flusher's writes included.
 			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/event")
-			l.endTurn()
+			l.EndTurn()
 		})
 	}
 }

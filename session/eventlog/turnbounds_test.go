@@ -1,4 +1,4 @@
-package session
+package eventlog
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-func newTestLog(events int, bytes int64) *eventLog {
-	l := &eventLog{}
-	l.setLimits(config.EpisodeConfig{MaxTurnEvents: events, MaxTurnEventBytes: 0})
+func newTestLog(events int, bytes int64) *Log {
+	l := &Log{}
+	l.SetLimits(config.EpisodeConfig{MaxTurnEvents: events, MaxTurnEventBytes: 0})
 	if bytes > 0 {
 		l.limits.bytes = bytes
 	}
@@ -21,16 +21,16 @@ func newTestLog(events int, bytes int64) *eventLog {
 func TestEventLogCoalescesAdjacentText(t *testing.T) {
 	l := newTestLog(100, 1<<20)
 	var streamed int
-	l.beginTurn(1, func(wire.Event) { streamed++ })
-	l.add(wire.Text(wire.OriginHarness, "a"))
-	l.add(wire.Text(wire.OriginHarness, "b"))
-	l.add(wire.Text(wire.OriginBridge, "c"))
-	l.add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "x"}))
-	l.add(wire.Text(wire.OriginHarness, "d"))
-	l.add(wire.New(wire.OriginHarness, &wire.TextOutput{Text: "e", Extra: wire.Extra{"k": json.RawMessage(`1`)}}))
-	l.add(wire.Text(wire.OriginHarness, "f"))
-	l.add(wire.Text(wire.OriginHarness, "g"))
-	evs := l.endTurn()
+	l.BeginTurn(1, func(wire.Event) { streamed++ })
+	l.Add(wire.Text(wire.OriginHarness, "a"))
+	l.Add(wire.Text(wire.OriginHarness, "b"))
+	l.Add(wire.Text(wire.OriginBridge, "c"))
+	l.Add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "x"}))
+	l.Add(wire.Text(wire.OriginHarness, "d"))
+	l.Add(wire.New(wire.OriginHarness, &wire.TextOutput{Text: "e", Extra: wire.Extra{"k": json.RawMessage(`1`)}}))
+	l.Add(wire.Text(wire.OriginHarness, "f"))
+	l.Add(wire.Text(wire.OriginHarness, "g"))
+	evs := l.EndTurn()
 	var got []string
 	for _, e := range evs {
 		if to, ok := e.Data.(*wire.TextOutput); ok {
@@ -46,22 +46,22 @@ func TestEventLogCoalescesAdjacentText(t *testing.T) {
 	if streamed != 8 {
 		t.Errorf("streamed %d events, want all 8 as they happened", streamed)
 	}
-	if tr := l.truncation(); tr != nil {
+	if tr := l.Truncation(); tr != nil {
 		t.Errorf("truncation %+v for a turn within bounds", tr)
 	}
-	if traj, _ := l.trajectory(); len(traj) != len(evs) {
+	if traj, _ := l.Trajectory(); len(traj) != len(evs) {
 		t.Errorf("trajectory holds %d events, the turn kept %d", len(traj), len(evs))
 	}
 }
 
 func TestEventLogCoalescedRunIsBounded(t *testing.T) {
 	l := newTestLog(1000, 64<<20)
-	l.beginTurn(1, nil)
+	l.BeginTurn(1, nil)
 	line := strings.Repeat("x", 1000)
 	for range 200 {
-		l.add(wire.Text(wire.OriginHarness, line))
+		l.Add(wire.Text(wire.OriginHarness, line))
 	}
-	evs := l.endTurn()
+	evs := l.EndTurn()
 	total := 0
 	for _, e := range evs {
 		n := len(e.Data.(*wire.TextOutput).Text)
@@ -81,13 +81,13 @@ func TestEventLogCoalescedRunIsBounded(t *testing.T) {
 func TestEventLogEventCap(t *testing.T) {
 	l := newTestLog(10, 64<<20)
 	var streamed []wire.Event
-	l.beginTurn(1, func(e wire.Event) { streamed = append(streamed, e) })
+	l.BeginTurn(1, func(e wire.Event) { streamed = append(streamed, e) })
 	for range 25 {
-		l.add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "t"}))
+		l.Add(wire.New(wire.OriginHarness, &wire.ToolCall{ToolName: "t"}))
 	}
-	l.add(wire.New(wire.OriginHarness, &wire.TurnComplete{Response: "r"}))
-	evs := l.endTurn()
-	tr := l.truncation()
+	l.Add(wire.New(wire.OriginHarness, &wire.TurnComplete{Response: "r"}))
+	evs := l.EndTurn()
+	tr := l.Truncation()
 	if tr == nil || tr.EventsDropped != 15 || tr.Reason != wire.TruncatedMaxEvents || tr.BytesDropped <= 0 {
 		t.Fatalf("truncation %+v, want 15 events dropped by max_turn_events", tr)
 	}
@@ -105,23 +105,23 @@ func TestEventLogEventCap(t *testing.T) {
 	if len(streamed) != 12 {
 		t.Errorf("streamed %d events, want the 12 kept", len(streamed))
 	}
-	l.beginTurn(2, nil)
-	l.add(wire.Text(wire.OriginHarness, "next"))
-	l.endTurn()
-	if tr := l.truncation(); tr != nil {
+	l.BeginTurn(2, nil)
+	l.Add(wire.Text(wire.OriginHarness, "next"))
+	l.EndTurn()
+	if tr := l.Truncation(); tr != nil {
 		t.Errorf("the next turn inherited truncation %+v", tr)
 	}
 }
 
 func TestEventLogByteCap(t *testing.T) {
 	l := newTestLog(1000, 10_000)
-	l.beginTurn(1, nil)
+	l.BeginTurn(1, nil)
 	line := strings.Repeat("y", 99)
 	for range 1000 {
-		l.add(wire.Text(wire.OriginHarness, line))
+		l.Add(wire.Text(wire.OriginHarness, line))
 	}
-	evs := l.endTurn()
-	tr := l.truncation()
+	evs := l.EndTurn()
+	tr := l.Truncation()
 	if tr == nil || tr.Reason != wire.TruncatedMaxBytes {
 		t.Fatalf("truncation %+v, want max_turn_event_bytes", tr)
 	}
@@ -141,15 +141,15 @@ func TestEventLogByteCap(t *testing.T) {
 func TestEventLogPendingBounded(t *testing.T) {
 	l := newTestLog(5, 64<<20)
 	for range 20 {
-		l.add(wire.New(wire.OriginBridge, &wire.ToolCall{ToolName: "late"}))
+		l.Add(wire.New(wire.OriginBridge, &wire.ToolCall{ToolName: "late"}))
 	}
 	if n := len(l.pending.events); n != 5 {
 		t.Fatalf("%d events pending between turns, bound 5", n)
 	}
-	l.beginTurn(1, nil)
-	l.add(wire.New(wire.OriginHarness, &wire.TurnComplete{}))
-	evs := l.endTurn()
-	tr := l.truncation()
+	l.BeginTurn(1, nil)
+	l.Add(wire.New(wire.OriginHarness, &wire.TurnComplete{}))
+	evs := l.EndTurn()
+	tr := l.Truncation()
 	if tr == nil || tr.EventsDropped != 15 {
 		t.Fatalf("truncation %+v, want the 15 dropped between turns", tr)
 	}

@@ -1,0 +1,522 @@
+package exposure
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/environ"
+	"github.com/harnessd/harnessd/internal/execpath"
+	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox"
+)
+
+// Bounds of exposing a private directory entry by entry (see expand).
+const (
+	maxExpandEntries = 512
+	maxExpandDepth   = 4
+)
+
+// View is what the sandboxes of one session show of the host. Its
+// answers are computed once (the command and PATH do not change between
+// episodes); it is safe for concurrent use.
+type View struct {
+	cfg     *config.Config
+	hide    []string // further host paths every sandbox covers
+	resolve bool     // execpath's resolution of the command
+	log     *slog.Logger
+
+	once   sync.Once
+	binds  []sandbox.Bind
+	covers []string // the untraversable directories covered for the binds
+	err    error
+}
+
+// New returns the view of the environment cfg (normalized): hide lists
+// further host paths every sandbox covers (the daemon's token and
+// configuration files); resolve turns on package execpath's resolution of
+// the harness command for the binds; log, when set, is told of them.
+func New(cfg *config.Config, hide []string, resolve bool, log *slog.Logger) *View {
+	return &View{cfg: cfg, hide: hide, resolve: resolve, log: log}
+}
+
+// exposure is one host path the harness needs and why.
+type exposure struct {
+	path, why string
+	// asked: named by sandbox.read_only (refusing it is an error).
+	asked bool
+}
+
+// HarnessEnviron is the environment the harness command is resolved in:
+// the daemon's variables the harness inherits, its own on top. HOME stays
+// the daemon's: PATH and the managers' shims are written in its terms.
+func (s *View) HarnessEnviron() []string {
+	h := &s.cfg.Harness
+	allow := append(append([]string(nil), process.DefaultEnvAllowlist...), h.PassEnv...)
+	set := map[string]string{}
+	for k, v := range h.Env {
+		if k != "HOME" {
+			set[k] = v
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		set["HOME"] = home
+	}
+	return process.Environ(os.Environ(), allow, set)
+}
+
+// Binds lists what the harness needs from the host that a hidden or
+// untraversable directory would keep from it, as read-only binds, and the
+// untraversable directories to cover with an empty one so that the binds
+// have a way in. What it needs: the program's directory, the absolute
+// paths among its arguments, every PATH entry (a node_modules/.bin entry
+// brings its whole node_modules), what package execpath resolves the
+// command to execute (symlink chains, interpreters, version managers'
+// selected versions), and sandbox.read_only. Never bound: a path that is,
+// is inside or holds the workspace root, the record directory or a file
+// the daemon hides (its token and configuration files), nor one that
+// holds the daemon's HOME or TMPDIR (their subtrees may be). Computed once
+// per session: the command and PATH do not change between episodes.
+func (s *View) Binds() ([]sandbox.Bind, []string, error) {
+	s.once.Do(func() {
+		s.binds, s.covers, s.err = s.computeExposures()
+	})
+	return s.binds, s.covers, s.err
+}
+
+// HiddenPaths are covered inside every sandbox of the session: every
+// session's directories (this episode's own are bound back), the record
+// directory, the daemon's HOME and what the daemon adds (its token and
+// configuration files).
+func (s *View) HiddenPaths() []string {
+	out := []string{s.cfg.WorkspaceRoot()}
+	if s.cfg.RecordDir != "" {
+		out = append(out, s.cfg.RecordDir)
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "/" && h != "" {
+		out = append(out, h)
+	}
+	return append(out, s.hide...)
+}
+
+// Within reports whether p is dir or inside it.
+func Within(p, dir string) bool {
+	dir = filepath.Clean(dir)
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// secretPaths are never bound nor held by a bind.
+func (s *View) secretPaths() []string {
+	out := []string{s.cfg.WorkspaceRoot()}
+	if s.cfg.RecordDir != "" {
+		out = append(out, s.cfg.RecordDir)
+	}
+	return append(out, s.hide...)
+}
+
+// coveredPaths are hidden inside as a whole; subtrees may be bound back.
+func coveredPaths() []string {
+	out := []string{"/tmp", os.TempDir()}
+	if h, err := os.UserHomeDir(); err == nil && h != "/" && h != "" {
+		out = append(out, h)
+	}
+	return out
+}
+
+// refusal says why p is never bound ("" when it may be).
+func (s *View) refusal(p string) string {
+	for _, h := range s.secretPaths() {
+		h = filepath.Clean(h)
+		if Within(p, h) {
+			return "it is inside " + h + ", which the sandbox hides (" + s.hiddenWhy(h) + ")"
+		}
+		if Within(h, p) {
+			return "it holds " + h + ", which the sandbox hides (" + s.hiddenWhy(h) + ")"
+		}
+	}
+	for _, h := range coveredPaths() {
+		if Within(filepath.Clean(h), p) {
+			return "it holds " + h + ", which the sandbox hides as a whole (" + s.hiddenWhy(h) + "); name a directory inside it"
+		}
+	}
+	return ""
+}
+
+// hiddenWhy says why the sandbox hides h.
+func (s *View) hiddenWhy(h string) string {
+	h = filepath.Clean(h)
+	home, _ := os.UserHomeDir()
+	switch {
+	case h == filepath.Clean(s.cfg.WorkspaceRoot()):
+		return "the workspace root: every session's directories"
+	case s.cfg.RecordDir != "" && h == filepath.Clean(s.cfg.RecordDir):
+		return "record_dir: every episode's trajectory"
+	case home != "" && h == filepath.Clean(home):
+		return "the daemon's HOME: its credentials and configuration"
+	case h == "/tmp" || h == filepath.Clean(os.TempDir()):
+		return "the host's temporary directory: each sandbox has its own"
+	}
+	for _, x := range s.hide {
+		if filepath.Clean(x) == h {
+			return "a file the daemon keeps from every harness: its token or configuration"
+		}
+	}
+	for _, x := range s.covers {
+		if x == h {
+			return "a directory the harness's uid may not traverse"
+		}
+	}
+	return "hidden"
+}
+
+func (s *View) computeExposures() ([]sandbox.Bind, []string, error) {
+	h := &s.cfg.Harness
+	env := s.HarnessEnviron()
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	var want []exposure
+	if len(h.Command) > 0 {
+		// Version files (.python-version, .tool-versions, .nvmrc) are
+		// searched from where the harness starts: its workspace, seeded
+		// from workspace.template.
+		dir := s.cfg.Workspace.Template
+		if dir != "" {
+			dir, _ = filepath.Abs(dir)
+		}
+		res := execpath.Resolve(execpath.Request{Command: h.Command, Env: env, Dir: dir})
+		prog := h.Command[0]
+		if res.Program != "" {
+			prog = res.Program
+		}
+		// The program's directory and every absolute path among its
+		// arguments (a script run by an interpreter: node /…/cli.js),
+		// with their siblings.
+		for i, a := range append([]string{prog}, h.Command[1:]...) {
+			if !filepath.IsAbs(a) {
+				continue
+			}
+			fi, err := os.Stat(a)
+			if err != nil {
+				continue
+			}
+			why := "the harness program"
+			if i > 0 {
+				why = "an argument of the harness command"
+			}
+			dir := a
+			if !fi.IsDir() {
+				dir = filepath.Dir(a)
+			}
+			want = append(want, exposure{path: dir, why: why})
+			if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
+				want = append(want, exposure{path: filepath.Dir(real), why: why + " (its link's target)"})
+			}
+		}
+		if s.resolve {
+			for _, n := range res.Needs {
+				want = append(want, exposure{path: n.Path, why: n.Why})
+			}
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if filepath.IsAbs(d) {
+			want = append(want, exposure{path: d, why: "a PATH entry"})
+		}
+	}
+	for _, p := range s.cfg.Sandbox.ReadOnly {
+		want = append(want, exposure{path: p, why: "sandbox.read_only", asked: true})
+	}
+	covered := coveredPaths()
+	var (
+		binds   []sandbox.Bind
+		hide    []string
+		errs    []error
+		seen    = map[string]bool{}
+		hideSet = map[string]bool{}
+	)
+	for _, w := range want {
+		p := filepath.Clean(w.path)
+		fi, err := os.Stat(p)
+		if err != nil {
+			if w.asked {
+				errs = append(errs, fmt.Errorf("sandbox.read_only %s: %w", p, err))
+			}
+			continue
+		}
+		if fi.IsDir() {
+			p = exposeRoot(p)
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		split := false
+		// A bind follows a link at its source: what the link names must
+		// pass too.
+		why := s.refusal(p)
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p && why == "" {
+			if r := s.refusal(real); r != "" {
+				why = "it is a link to " + real + ": " + r
+			}
+		}
+		if why != "" {
+			// A PATH entry that is the daemon's HOME: never bound, the
+			// bind would show what the hiding covers. A harness program
+			// there is not found in the sandbox, which fails the reset
+			// with that reason. A directory that only holds a hidden file
+			// (the harness beside the configuration file that names it)
+			// is bound entry by entry, without it.
+			if w.asked {
+				errs = append(errs, fmt.Errorf("sandbox.read_only %s is refused: %s", p, why))
+				continue
+			}
+			if _, sp := s.entryPolicy(p); !sp || !fi.IsDir() {
+				continue
+			}
+			split = true
+		}
+		under := false
+		for _, c := range covered {
+			if Within(p, filepath.Clean(c)) {
+				under = true
+			}
+		}
+		if a := untraversable(filepath.Dir(p)); a != "" {
+			under = true
+			if !hideSet[a] {
+				hideSet[a] = true
+				hide = append(hide, a)
+			}
+		}
+		private := fi.IsDir() && fi.Mode().Perm()&0o001 == 0
+		if !under && !private && !w.asked {
+			continue // visible inside as on the host (what it holds hidden is covered)
+		}
+		if private || split {
+			if !hideSet[p] && !under {
+				hideSet[p] = true
+				hide = append(hide, p)
+			}
+			binds = append(binds, expand(p, 0, s.entryPolicy)...)
+			continue
+		}
+		binds = append(binds, sandbox.Bind{Src: p})
+	}
+	if len(errs) > 0 {
+		return nil, nil, fmt.Errorf("sandbox.read_only: %w", errors.Join(errs...))
+	}
+	s.covers = hide // hiddenWhy reads it
+	binds = outermostBinds(binds)
+	if s.log != nil {
+		srcs := make([]string, len(binds))
+		for i, b := range binds {
+			srcs[i] = b.Src
+		}
+		s.log.Debug("the sandbox binds back what the harness needs", "binds", srcs, "covered", hide)
+	}
+	return binds, hide, nil
+}
+
+// ForCommand is what a side process needs from the host that a hidden
+// or untraversable directory would keep from it: what the harness needs
+// (Binds: PATH, sandbox.read_only; a side process runs the same
+// host's programs), and its own program's directory and the absolute
+// paths among its arguments, under the same refusals (never what is,
+// holds or lies in what the sandbox hides).
+func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
+	hb, hh, _ := e.Binds()
+	binds := append([]sandbox.Bind(nil), hb...)
+	hides := append([]string(nil), hh...)
+	if len(command) == 0 {
+		return binds, hides
+	}
+	prog := command[0]
+	if !strings.Contains(prog, "/") {
+		path, _ := environ.Lookup(e.HarnessEnviron(), "PATH")
+		for _, d := range filepath.SplitList(path) {
+			if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
+				prog = filepath.Join(d, prog)
+				break
+			}
+		}
+	}
+	have := map[string]bool{}
+	for _, b := range binds {
+		have[b.Src] = true
+	}
+	covered := coveredPaths()
+	for _, a := range append([]string{prog}, command[1:]...) {
+		if !filepath.IsAbs(a) {
+			continue
+		}
+		fi, err := os.Stat(a)
+		if err != nil {
+			continue
+		}
+		dirs := []string{a}
+		if !fi.IsDir() {
+			dirs[0] = filepath.Dir(a)
+		}
+		if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+		for _, d := range dirs {
+			d = exposeRoot(filepath.Clean(d))
+			if have[d] || e.refusal(d) != "" {
+				continue
+			}
+			under := false
+			for _, c := range covered {
+				if Within(d, filepath.Clean(c)) {
+					under = true
+				}
+			}
+			if u := untraversable(d); u != "" {
+				under = true
+				if !slices.Contains(hides, u) {
+					hides = append(hides, u)
+				}
+			}
+			if under {
+				have[d] = true
+				binds = append(binds, sandbox.Bind{Src: d})
+			}
+		}
+	}
+	return outermostBinds(binds), hides
+}
+
+// entryPolicy says how a directory entry is bound by expand: skip it (it
+// is or lies inside a hidden path, or holds the daemon's HOME or TMPDIR),
+// split it (it holds a hidden path, which the split leaves out), or bind
+// it whole (neither).
+func (s *View) entryPolicy(p string) (skip, split bool) {
+	for _, c := range coveredPaths() {
+		if Within(filepath.Clean(c), p) {
+			return true, false
+		}
+	}
+	for _, h := range s.secretPaths() {
+		h = filepath.Clean(h)
+		if Within(p, h) {
+			return true, false
+		}
+		if Within(h, p) {
+			split = true
+		}
+	}
+	return false, split
+}
+
+// expand binds the entries of a directory one by one: one the harness's
+// uid may not traverse, or one that holds a hidden path. Inside the
+// sandbox the directory is a fresh mount point (mode 0755 in the cover's
+// tmpfs) and each entry keeps its own mode, so a 0700 directory's 0755
+// program runs without any change on the host, and a hidden entry is
+// simply absent. Entries that are private directories or hold a hidden
+// path are expanded in turn; the walk is bounded.
+func expand(dir string, depth int, policy func(string) (skip, split bool)) []sandbox.Bind {
+	ents, err := os.ReadDir(dir)
+	if err != nil || depth > maxExpandDepth {
+		return nil
+	}
+	var out []sandbox.Bind
+	for i, e := range ents {
+		if i >= maxExpandEntries {
+			break
+		}
+		p := filepath.Join(dir, e.Name())
+		skip, split := policy(p)
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			if rs, rsplit := policy(real); rs || rsplit {
+				skip = true // a link to what is, or holds, what the sandbox hides
+			}
+		}
+		if skip {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() && (split || fi.Mode().Perm()&0o001 == 0) {
+			out = append(out, expand(p, depth+1, policy)...)
+			continue
+		}
+		if fi.Mode().IsRegular() || fi.IsDir() {
+			out = append(out, sandbox.Bind{Src: p})
+		}
+	}
+	return out
+}
+
+// outermostBinds sorts binds by path and drops those inside another (a
+// bind's subtree comes with it; a later parent bind would cover it).
+func outermostBinds(binds []sandbox.Bind) []sandbox.Bind {
+	sort.Slice(binds, func(i, j int) bool { return binds[i].Src < binds[j].Src })
+	var out []sandbox.Bind
+	for _, b := range binds {
+		if n := len(out); n > 0 && Within(b.Src, out[n-1].Src) {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// exposeRoot widens a directory to what a program there needs: a
+// node_modules/.bin entry, or anything inside node_modules, to the
+// outermost node_modules.
+func exposeRoot(d string) string {
+	if i := strings.Index(d, "/node_modules"); i >= 0 {
+		rest := d[i+len("/node_modules"):]
+		if rest == "" || rest[0] == '/' {
+			return d[:i+len("/node_modules")]
+		}
+	}
+	return d
+}
+
+// untraversable returns the outermost ancestor of p (p included, / not)
+// that others may not search (no o+x), "" when every one is searchable.
+func untraversable(p string) string {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		cur += "/" + part
+		fi, err := os.Stat(cur)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return cur
+		}
+	}
+	return ""
+}
+
+// Sources lists what a sandbox of this environment binds back read-only
+// for the harness to run (sources of the binds, sorted) and the
+// untraversable directories it covers so that those binds have a way in:
+// what `harnessd check -- CMD` reports the harness needed.
+func (s *View) Sources() (binds, covers []string, err error) {
+	b, c, err := s.Binds()
+	for _, x := range b {
+		binds = append(binds, x.Src)
+	}
+	sort.Strings(binds)
+	covers = append(covers, c...)
+	sort.Strings(covers)
+	return binds, covers, err
+}
