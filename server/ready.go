@@ -1,15 +1,10 @@
 package server
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/harnessd/harnessd/config"
 )
 
 // handleHealth is the liveness probe: 200 {"status":"healthy"} whenever the
@@ -55,72 +50,21 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 
 // programsProblem checks that the harness program and every tool server's
 // program resolve, as each child's PATH would resolve them, to executable
-// regular files.
+// regular files (config.CheckProgram, as validate checks them).
 func (s *Server) programsProblem() error {
 	h := s.cfg.Harness
 	if len(h.Command) > 0 {
-		if err := checkProgram(h.Command[0], "", pathOf(h.Env)); err != nil {
-			return fmt.Errorf("the harness program cannot be started: %w", err)
+		if cause := config.CheckProgram(h.Command[0], h.Env, ""); cause != "" {
+			return fmt.Errorf("the harness program cannot be started: %s", cause)
 		}
 	}
 	for _, t := range s.cfg.Tools {
 		if len(t.Command) == 0 {
 			continue
 		}
-		if err := checkProgram(t.Command[0], t.Dir, pathOf(t.Env)); err != nil {
-			return fmt.Errorf("the program of tool server %q cannot be started: %w", t.Name, err)
+		if cause := config.CheckProgram(t.Command[0], t.Env, t.Dir); cause != "" {
+			return fmt.Errorf("the program of tool server %q cannot be started: %s", t.Name, cause)
 		}
-	}
-	return nil
-}
-
-// pathOf is the PATH a child gets: its own env's, else the daemon's.
-func pathOf(env map[string]string) string {
-	if p, ok := env["PATH"]; ok {
-		return p
-	}
-	return os.Getenv("PATH")
-}
-
-// checkProgram resolves name (relative to dir when it has a slash, else
-// through pathVar) and checks that it is an executable regular file.
-func checkProgram(name, dir, pathVar string) error {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		return executable(p)
-	}
-	var last error = fmt.Errorf("%s is not in PATH (%s)", name, pathVar)
-	for _, d := range filepath.SplitList(pathVar) {
-		if d == "" {
-			d = "."
-		}
-		err := executable(filepath.Join(d, name))
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			last = err
-		}
-	}
-	return last
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s does not exist: %w", p, fs.ErrNotExist)
-	}
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", p)
-	}
-	if err := unix.Access(p, unix.X_OK); err != nil {
-		return fmt.Errorf("%s: not executable: %w", p, err)
 	}
 	return nil
 }

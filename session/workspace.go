@@ -78,5 +78,5 @@ func (s *Session) noteWorkspace(r *run, n int, since time.Time) {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) || dir == "" {
 		return
 	}
-	s.events.note(wire.Record{Kind: wire.RecordWorkspace, Time: wire.Now(), Turn: n, Workspace: workspaceChanges(dir, since)})
+	s.events.Note(wire.Record{Kind: wire.RecordWorkspace, Time: wire.Now(), Turn: n, Workspace: workspaceChanges(dir, since)})
 }
