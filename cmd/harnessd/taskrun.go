@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/evaljob"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -93,33 +94,22 @@ func runOracle(ctx context.Context, dir string) int {
 		return exitFailure
 	}
 	defer os.RemoveAll(root)
-	ws := filepath.Join(root, "workspace")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitFailure
-	}
-	if err := t.Prepare(ws); err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run:", err)
-		return exitFailure
-	}
 	sum := taskSummary{TaskID: t.ID, Oracle: true}
-	sol, err := t.Solve(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "solve")})
-	if err != nil {
-		sum.Error = err.Error()
-		return printTaskSummary(sum)
+	run, err := evaljob.Oracle(ctx, t, root, nil)
+	var oe *evaljob.OracleError
+	if errors.As(err, &oe) && oe.Stage == "prepare" {
+		fmt.Fprintln(os.Stderr, "harnessd run:", err)
+		return exitFailure
 	}
-	if sol.ExitCode != 0 || sol.TimedOut {
+	if sol := run.Solve; sol != nil && (sol.ExitCode != 0 || sol.TimedOut) {
 		fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", t.ID, sol.ExitCode, sol.TimedOut, sol.Stderr)
 	}
-	res, err := t.Grade(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "grade")})
 	if err != nil {
 		sum.Error = err.Error()
 		return printTaskSummary(sum)
 	}
-	sum.Reward = res.Reward
-	sum.Grade = &wire.TaskGrade{Reward: res.Reward, Scores: res.Scores, Exit: &wire.ExitStatus{Code: res.ExitCode, Signal: res.Signal},
-		TimedOut: res.TimedOut, Limit: res.Limit, StdoutTail: res.Stdout, StderrTail: res.Stderr,
-		DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
+	sum.Grade = evaljob.TaskGrade(run.Grade)
+	sum.Reward = sum.Grade.Reward
 	code := printTaskSummary(sum)
 	if code == exitOK && *sum.Reward < 1 {
 		// The reference solution must solve its task: a task author's CI
