@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/evaljob"
@@ -137,8 +135,3 @@ func timeless(s *evaljob.Summary) *evaljob.Summary {
 	}
 	return &c
 }
-
-// lines counts the lines of s.
-func lines(s string) int { return strings.Count(s, "\n") }
-
-var _ = io.Discard

@@ -145,7 +145,7 @@ func TestInfrastructureFailuresAreRetriedAndTheExitStatusSaysSo(t *testing.T) {
 	dir = filepath.Join(t.TempDir(), "job")
 	crash := filepath.Join(t.TempDir(), "crash.jsonl")
 	os.WriteFile(crash, []byte(`{"id": "crash", "instruction": "crash 7", "grader": "false"}`+"\n"), 0o644)
-	code, stdout, stderr = eval(t, "--tasks", crash, "--agent", noopHarness(t), "--retry-include", "harness_crashed", "--job-dir", dir)
+	code, _, stderr = eval(t, "--tasks", crash, "--agent", noopHarness(t), "--retry-include", "harness_crashed", "--job-dir", dir)
 	res = readResults(t, dir)
 	if code != 0 || len(res) != 1 || res[0].ErrorType != "harness_crashed" || res[0].Retries != 0 || res[0].Reward == nil || *res[0].Reward != 0 {
 		t.Errorf("a crash mid-turn: exit %d, results %+v\n%s", code, res, stderr)

@@ -48,12 +48,12 @@ func (e *envFlags) register(fs *pflag.FlagSet) {
 // "--" (a jsonl harness unless an adapter is given), then the flags; the
 // agent preset and the defaults complete it.
 func (e *envFlags) build(command []string) (*config.Config, error) {
-	return e.buildAgent(command, "")
+	return e.buildAgent("", command)
 }
 
 // buildAgent is build for the agent preset named preset (when not ""),
 // which wins over the file's and the flags'.
-func (e *envFlags) buildAgent(command []string, preset string) (*config.Config, error) {
+func (e *envFlags) buildAgent(preset string, command []string) (*config.Config, error) {
 	cfg := &config.Config{}
 	if e.config != "" {
 		c, err := config.LoadConfig(e.config)

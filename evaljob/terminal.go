@@ -1,4 +1,4 @@
-package main
+package evaljob
 
 import (
 	"fmt"
@@ -8,31 +8,31 @@ import (
 	"time"
 
 	"golang.org/x/term"
-
-	"github.com/harnessd/harnessd/evaljob"
 )
 
-// progressPrinter shows an eval job's progress: on a terminal, one line
+// Terminal shows a job's progress: on a terminal, one line
 // redrawn in place (and every second, for the elapsed time); otherwise a
 // line on the log per finished trial.
-type progressPrinter struct {
+type Terminal struct {
 	tty  *os.File // stdout when it is a terminal
 	log  io.Writer
 	mu   sync.Mutex
-	last evaljob.Progress
+	last Progress
 	seen bool
 }
 
-func newProgressPrinter(stdout *os.File, log io.Writer) *progressPrinter {
-	p := &progressPrinter{log: log}
+// NewTerminal shows progress on stdout when it is a terminal, else a
+// line per finished trial on log.
+func NewTerminal(stdout *os.File, log io.Writer) *Terminal {
+	p := &Terminal{log: log}
 	if term.IsTerminal(int(stdout.Fd())) {
 		p.tty = stdout
 	}
 	return p
 }
 
-// update is evaljob.Options.Progress.
-func (p *progressPrinter) update(pr evaljob.Progress) {
+// Update is Options.Progress.
+func (p *Terminal) Update(pr Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last, p.seen = pr, true
@@ -50,16 +50,16 @@ func (p *progressPrinter) update(pr evaljob.Progress) {
 }
 
 // draw redraws the terminal line (p.mu held).
-func (p *progressPrinter) draw() {
+func (p *Terminal) draw() {
 	w, _, err := term.GetSize(int(p.tty.Fd()))
 	if err != nil || w <= 0 {
 		w = 80
 	}
-	fmt.Fprintf(p.tty, "\r%s\x1b[K", evaljob.ProgressLine(p.last, time.Now(), w-1))
+	fmt.Fprintf(p.tty, "\r%s\x1b[K", ProgressLine(p.last, time.Now(), w-1))
 }
 
-// tick redraws the line every second until the returned stop is called.
-func (p *progressPrinter) tick() (stop func()) {
+// Tick redraws the line every second until the returned stop is called.
+func (p *Terminal) Tick() (stop func()) {
 	if p.tty == nil {
 		return func() {}
 	}
@@ -86,8 +86,8 @@ func (p *progressPrinter) tick() (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// clear ends the progress line, leaving its last state on the terminal.
-func (p *progressPrinter) clear() {
+// Done ends the progress line, leaving its last state on the terminal.
+func (p *Terminal) Done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty != nil && p.seen {
