@@ -61,3 +61,21 @@ func validateATIF(t *testing.T, doc []byte) []string {
 	}
 	return problems
 }
+
+// The validator's positive control: what the spec forbids is caught, so
+// the trajectories' passing means something.
+func TestATIFValidatorRejectsWhatTheSpecForbids(t *testing.T) {
+	for name, doc := range map[string]string{
+		"no agent":          `{"schema_version": "ATIF-v1.7", "steps": [{"step_id": 1, "source": "user", "message": "hi"}]}`,
+		"step ids from 2":   `{"schema_version": "ATIF-v1.7", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 2, "source": "user", "message": "hi"}]}`,
+		"an unknown source": `{"schema_version": "ATIF-v1.7", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "robot", "message": "hi"}]}`,
+	} {
+		if len(validateATIF(t, []byte(doc))) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ok := `{"schema_version": "ATIF-v1.7", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "user", "message": "hi"}]}`
+	if p := validateATIF(t, []byte(ok)); len(p) > 0 {
+		t.Errorf("a valid trajectory refused: %v", p)
+	}
+}

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 // copy, not the tree itself: a task whose WORKDIR is /work cannot hide a
 // taskset under /work/... inside the agent's sandbox (the checkout lives
 // there on the machines this was written on; see docs/eval.md).
-func taskFixture(t *testing.T) (harbor, wrong string) {
+func taskFixture(t testing.TB) (harbor, wrong string) {
 	t.Helper()
 	root := t.TempDir()
 	harbor, wrong = filepath.Join(root, "harbor"), filepath.Join(root, "wrong")

@@ -79,7 +79,7 @@ func ProgressLine(p Progress, now time.Time, width int) string {
 	}
 	tail := fmt.Sprintf(" %d/%d  running %d  unrewarded %d  mean %s  %s", p.Done, p.Total, p.Running, p.Unrewarded, mean,
 		now.Sub(p.Started).Round(time.Second))
-	bar := max(10, min(40, width-len(tail)-2))
+	bar := max(10, min(30, width-len(tail)-2))
 	fill := 0
 	if p.Total > 0 {
 		fill = bar * p.Done / p.Total
