@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/evaljob"
@@ -21,7 +22,7 @@ func init() {
 // and the shared setup flags less --tasks and --agent (the job's).
 func newEvalCLI() (*cli, *evaljob.Flags, *setupFlags) {
 	c := newCLI("eval", "harnessd eval --tasks PATH... (--agent AGENT... | --oracle) [-k ATTEMPTS] [-n N] [flags] [-- HARNESS COMMAND ARGS...]\n"+
-		"harnessd eval --resume JOB_DIR [-n N]\n\n"+
+		"  harnessd eval --resume JOB_DIR [-n N]\n\n"+
 		"Runs every task of the tasksets with every agent, ATTEMPTS times each, N trials at once, each in an episode (and\n"+
 		"sandbox) of its own, graded by the task's tests; the job directory keeps every trial's record, trajectory and\n"+
 		"grade. Prints progress, then a table per agent and task (mean reward, pass@k, error types, durations, tokens;\n"+
@@ -93,8 +94,11 @@ func (f *setupFlags) evalSetup(ctx context.Context, log *slog.Logger, o *evaljob
 		if err == nil {
 			err = refuseUnrunnable(c, false)
 		}
+		if err != nil && !strings.Contains(err.Error(), "agent "+a.Name) {
+			err = fmt.Errorf("agent %s: %w", a.Name, err)
+		}
 		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("agent %s: %w", a.Name, err))
+			return withCode(exitUsage, err)
 		}
 		cfg = c
 	}
