@@ -125,3 +125,29 @@ func TestHarnessThatDoesNothingScoresZero(t *testing.T) {
 		}
 	}
 }
+
+// Several agents in one job: a row per agent and task, each agent's own
+// figures, the agents in the order given.
+func TestAgentsOfOneJobAreScoredApart(t *testing.T) {
+	harbor, _ := taskFixture(t)
+	dir := filepath.Join(t.TempDir(), "job")
+	noop := noopHarness(t)
+	code, stdout, stderr := eval(t, "--tasks", filepath.Join(harbor, "hello"), "--oracle", "--agent", noop, "--agent", noop,
+		"-k", "2", "-n", "3", "--job-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummary(t, dir)
+	var names []string
+	for _, a := range s.Agents {
+		names = append(names, a.Agent)
+	}
+	if want := []string{"oracle", "testharness", "testharness-2"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("agents %v, want %v", names, want)
+	}
+	for agent, want := range map[string]float64{"oracle": 1, "testharness": 0, "testharness-2": 0} {
+		if r := row(t, s, agent, "hello"); r.Rewarded != 2 || *r.MeanReward != want || r.PassAtK["2"] != want {
+			t.Errorf("%s: %+v, want mean and pass@2 %v", agent, r, want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package evaljob_test
 import (
 	"math"
 	"math/big"
+	"strings"
+	"time"
 	"testing"
 
 	"github.com/harnessd/harnessd/evaljob"
@@ -63,5 +65,18 @@ func TestSummarizeCountsOnlyRewardedTrialsInPassAtK(t *testing.T) {
 	}
 	if m := *s.Agents[0].MeanReward; m != 0.5 {
 		t.Errorf("agent mean = %v, want 0.5 (2 of 4 rewarded trials)", m)
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	line := evaljob.ProgressLine(evaljob.Progress{Total: 10, Done: 5, Running: 2, Unrewarded: 1, RewardSum: 2, Started: start}, start.Add(90*time.Second), 100)
+	for _, want := range []string{"[###############...............]", "5/10", "running 2", "unrewarded 1", "mean 0.5", "1m30s"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("%q lacks %q", line, want)
+		}
+	}
+	if l := evaljob.ProgressLine(evaljob.Progress{Total: 10, Started: start}, start, 30); len(l) > 30 {
+		t.Errorf("%q is wider than 30 columns", l)
 	}
 }

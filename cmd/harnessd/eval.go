@@ -106,6 +106,7 @@ func (f *setupFlags) evalSetup(ctx context.Context, log *slog.Logger, o *evaljob
 	if err != nil {
 		return err
 	}
+	sweepLeftovers(log, cfg) // what killed daemons (a killed job) left
 	o.Supervisor, o.Adapters, o.Isolation, o.Logger = d.sup, d.x.adapters, d.isolation, log
 	o.Hide, o.Version = daemonFiles(f.env.config), buildVersion()
 	return nil
