@@ -4,8 +4,8 @@ import (
 	"math"
 	"math/big"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/harnessd/harnessd/evaljob"
 )
