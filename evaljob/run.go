@@ -88,6 +88,7 @@ type runner struct {
 	mu       sync.Mutex
 	progress Progress
 	done     map[string]*Result
+	reportMu sync.Mutex // serializes Options.Progress
 }
 
 // Run runs the job: it plans every trial (tasks × agents × attempts),
@@ -129,7 +130,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	defer os.RemoveAll(r.scratch)
 	out := &Outcome{Skipped: len(r.done)}
 	out.Ran, err = r.runAll(ctx)
-	sum := Summarize(&r.o.Spec, r.results_())
+	sum := Summarize(&r.o.Spec, r.finishedInOrder())
 	out.Summary, out.Complete = sum, sum.Unrewarded == 0 && sum.Finished == sum.Trials
 	if werr := writeJSON(filepath.Join(o.Dir, summaryFile), sum); werr != nil {
 		err = errors.Join(err, werr)
@@ -249,8 +250,8 @@ func (r *runner) configure() error {
 // hide are the host paths covered inside every trial's sandboxes.
 func (r *runner) hide() []string { return append([]string{r.o.Dir}, r.o.Hide...) }
 
-// results_ are the job's finished trials' results, in plan order.
-func (r *runner) results_() []*Result {
+// finishedInOrder are the job's finished trials' results, in plan order.
+func (r *runner) finishedInOrder() []*Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*Result

@@ -27,7 +27,7 @@ func (r *runner) runAll(ctx context.Context) (int, error) {
 		r.progress.Resumed++
 		r.count(res)
 	}
-	r.report()
+	r.report(r.progress)
 	queue := make(chan trial)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -144,9 +144,9 @@ func (r *runner) keep(dir string, res *Result) error {
 func (r *runner) started(n int) {
 	r.mu.Lock()
 	r.progress.Running += n
-	r.progress.Finished = nil
+	p := r.progress
 	r.mu.Unlock()
-	r.report()
+	r.report(p)
 }
 
 // finished records a trial's result.
@@ -155,9 +155,10 @@ func (r *runner) finished(res *Result) {
 	r.done[res.Trial] = res
 	r.progress.Done++
 	r.count(res)
-	r.progress.Finished = res
+	p := r.progress
 	r.mu.Unlock()
-	r.report()
+	p.Finished = res
+	r.report(p)
 }
 
 // count adds res to the progress's reward figures (r.mu held).
@@ -169,13 +170,13 @@ func (r *runner) count(res *Result) {
 	}
 }
 
-// report calls Options.Progress with where the job stands; calls are
-// serialized by r.mu.
-func (r *runner) report() {
+// report calls Options.Progress with p, a snapshot of where the job
+// stood; calls are serialized.
+func (r *runner) report(p Progress) {
 	if r.o.Progress == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.o.Progress(r.progress)
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
+	r.o.Progress(p)
 }
