@@ -25,7 +25,8 @@ import (
 //	trials/TRIAL/result.json   the trial's Result; a trial without one has not finished
 //	trials/TRIAL/grade.json    the tests' grade (wire.TaskGrade)
 //	trials/TRIAL/record.jsonl  the episode's record (agent trials)
-//	trials/TRIAL/export.json   the model gateway's training export, when there was training traffic
+//	trials/TRIAL/record.export.json  the model gateway's training export, when there was training traffic
+//	                           (beside the record, where harnessd export --format atif looks for it)
 //	trials/TRIAL/trajectory.json  the ATIF trajectory made from the record and the export
 //	trials/TRIAL/solve.json    the oracle's run of solution/solve.sh (oracle trials)
 //

@@ -61,7 +61,7 @@ func TestModelTrialsKeepTheExportAndCountTokens(t *testing.T) {
 			continue
 		}
 		total += r.Tokens.Prompt + r.Tokens.Completion
-		if _, err := os.Stat(filepath.Join(tdir, "export.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(tdir, "record.export.json")); err != nil {
 			t.Errorf("trial %s: no training export: %v", r.Trial, err)
 		}
 		doc, err := os.ReadFile(filepath.Join(tdir, "trajectory.json"))
@@ -70,6 +70,11 @@ func TestModelTrialsKeepTheExportAndCountTokens(t *testing.T) {
 		}
 		if p := validateATIF(t, doc); len(p) > 0 {
 			t.Errorf("trial %s: %v", r.Trial, p)
+		}
+		// harnessd export makes the same trajectory from the trial's files.
+		out, err := exec.Command(testbin.Path(t, "harnessd"), "export", "--format", "atif", filepath.Join(tdir, "record.jsonl")).Output()
+		if err != nil || !bytes.Equal(out, doc) {
+			t.Errorf("trial %s: harnessd export --format atif gives another trajectory (%v):\n%s\nvs trajectory.json:\n%s", r.Trial, err, out, doc)
 		}
 		var tr struct {
 			Steps []struct {

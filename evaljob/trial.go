@@ -124,10 +124,10 @@ func (r *runner) keepEpisodeFiles(res *Result, recordDir, episode, dir string) e
 		return fmt.Errorf("keep the record: %w", err)
 	}
 	res.Files = append(res.Files, "record.jsonl")
-	export := filepath.Join(dir, "export.json")
+	export := filepath.Join(dir, "record.export.json")
 	switch err := os.Rename(recordfile.Export(recordDir, episode), export); {
 	case err == nil:
-		res.Files = append(res.Files, "export.json")
+		res.Files = append(res.Files, "record.export.json")
 	case errors.Is(err, fs.ErrNotExist):
 		export = "" // evaluation traffic, or no model calls: no export
 	default:
