@@ -117,13 +117,18 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := r.planTrials(); err != nil {
 		return nil, err
 	}
-	if err := r.openDir(); err != nil {
-		return nil, err
-	}
 	if err := r.configure(); err != nil {
 		return nil, err
 	}
+	if err := r.openDir(); err != nil {
+		return nil, err
+	}
 	defer r.results.close()
+	for _, cfg := range r.cfgs {
+		if err := os.MkdirAll(cfg.RecordDir, 0o755); err != nil {
+			return nil, fmt.Errorf("record directory: %w", err)
+		}
+	}
 	if r.scratch, err = os.MkdirTemp("", "harnessd-eval-"); err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
@@ -219,7 +224,8 @@ func (r *runner) openDir() error {
 
 // configure builds each agent's configuration for each taskset: the
 // agent's own, with the taskset, the agent's record directory in the job
-// directory and one turn per episode unless it says otherwise.
+// directory (made once the job directory is) and one turn per episode
+// unless it says otherwise.
 func (r *runner) configure() error {
 	for ai, a := range r.o.Spec.Agents {
 		if a.Oracle {
@@ -234,9 +240,6 @@ func (r *runner) configure() error {
 			cfg.RecordDir = filepath.Join(r.o.Dir, recordsDir, recordfile.FileName(a.Name))
 			if cfg.Episode.MaxTurns == 0 {
 				cfg.Episode.MaxTurns = 1
-			}
-			if err := os.MkdirAll(cfg.RecordDir, 0o755); err != nil {
-				return fmt.Errorf("agent %s: record directory: %w", a.Name, err)
 			}
 			if err := cfg.Normalize(); err != nil {
 				return fmt.Errorf("agent %s: %w", a.Name, err)

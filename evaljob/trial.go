@@ -66,7 +66,7 @@ func (r *runner) runAgent(ctx context.Context, t trial, cfg *config.Config, dir 
 	if err := r.keepEpisodeFiles(res, cfg.RecordDir, t.name, dir); err != nil && res.ErrorType == "" {
 		res.ErrorType, res.Error = ErrArtifacts, err.Error()
 	}
-	if closeErr != nil && res.ErrorType == "" {
+	if closeErr != nil {
 		r.o.Logger.Warn("trial session closed uncleanly", "trial", t.name, "err", closeErr)
 	}
 	return res
