@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/internal/recordfile"
@@ -85,8 +86,8 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// createJob makes a new job directory: dir must not exist or be empty.
-func createJob(dir string, jf *JobFile) error {
+// makeJobDir makes a new job directory: dir must not exist or be empty.
+func makeJobDir(dir string) error {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("job directory %s exists and is not empty (resume it with --resume %s, or give another --job-dir)", dir, dir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -95,7 +96,7 @@ func createJob(dir string, jf *JobFile) error {
 	if err := os.MkdirAll(filepath.Join(dir, trialsDir), 0o755); err != nil {
 		return fmt.Errorf("job directory: %w", err)
 	}
-	return writeJSON(filepath.Join(dir, jobFile), jf)
+	return nil
 }
 
 // openJob reads the job.json of an existing job directory.
@@ -198,3 +199,24 @@ func (l *resultLog) close() error { return l.f.Close() }
 
 // ReadJob reads the job.json of the job directory dir.
 func ReadJob(dir string) (*JobFile, error) { return openJob(dir) }
+
+// lockFile is held (flock) by the process running the job, so that two
+// cannot run one job directory at once; a killed process's lock goes with
+// it.
+const lockFile = ".lock"
+
+// lockJob takes dir's lock, failing when another process holds it.
+func lockJob(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("job directory lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("job directory %s is in use by another harnessd eval", dir)
+		}
+		return nil, fmt.Errorf("job directory lock: %w", err)
+	}
+	return f, nil
+}

@@ -106,6 +106,20 @@ func TestKilledJobResumesOnlyItsUnfinishedTrials(t *testing.T) {
 		}
 	}
 
+	// One job directory is run by one process at a time.
+	lock, err := os.Open(filepath.Join(dir, ".lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := eval(t, "--resume", dir); code != 2 || !strings.Contains(stderr, "in use") {
+		t.Errorf("resume of a job whose lock is held: exit %d, want 2 saying it is in use:\n%s", code, stderr)
+	}
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+
 	// The resumed job's summary is an uninterrupted job's, timings aside.
 	whole := filepath.Join(t.TempDir(), "whole")
 	if code, stdout, stderr := eval(t, append(args, "--job-dir", whole)...); code != 0 {

@@ -89,6 +89,7 @@ type runner struct {
 	progress Progress
 	done     map[string]*Result
 	reportMu sync.Mutex // serializes Options.Progress
+	lock     *os.File   // the job directory's lock, held until Run returns
 }
 
 // Run runs the job: it plans every trial (tasks × agents × attempts),
@@ -120,7 +121,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := r.configure(); err != nil {
 		return nil, err
 	}
-	if err := r.openDir(); err != nil {
+	err = r.openDir()
+	if r.lock != nil {
+		defer r.lock.Close()
+	}
+	if err != nil {
 		return nil, err
 	}
 	defer r.results.close()
@@ -193,31 +198,38 @@ func (r *runner) planTrials() error {
 }
 
 // openDir creates the job directory, or opens a resumed one: its job.json
-// must define the same job, and its finished trials are read.
+// must define the same job, and its finished trials are read. Either way
+// the directory's lock is taken first.
 func (r *runner) openDir() error {
 	o := r.o
 	jf := &JobFile{Spec: o.Spec, Concurrency: o.Concurrency, Retry: o.Retry, Harnessd: o.Version, Created: time.Now().UTC()}
-	if !o.Resume {
-		if err := createJob(o.Dir, jf); err != nil {
-			return err
-		}
+	var old *JobFile
+	var err error
+	if o.Resume {
+		old, err = openJob(o.Dir)
 	} else {
-		old, err := openJob(o.Dir)
-		if err != nil {
-			return err
-		}
+		err = makeJobDir(o.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	if r.lock, err = lockJob(o.Dir); err != nil {
+		return err
+	}
+	if old != nil {
 		if d := o.Spec.Diff(&old.Spec); d != "" {
 			return fmt.Errorf("--resume %s: the job's configuration differs from this command's, %s (resume with the job's own flags, or start a new job)", o.Dir, d)
 		}
 		jf.Created = old.Created
-		if err := writeJSON(filepath.Join(o.Dir, jobFile), jf); err != nil {
-			return err
-		}
 		if r.done, err = finishedResults(o.Dir, r.plan); err != nil {
 			return err
 		}
+	} else if _, err := os.Stat(filepath.Join(o.Dir, jobFile)); err == nil {
+		return fmt.Errorf("job directory %s was taken by another harnessd eval", o.Dir)
 	}
-	var err error
+	if err := writeJSON(filepath.Join(o.Dir, jobFile), jf); err != nil {
+		return err
+	}
 	r.results, err = openResultLog(o.Dir, r.done, r.plan)
 	return err
 }
