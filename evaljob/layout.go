@@ -20,6 +20,7 @@ import (
 // The job directory:
 //
 //	job.json                   the job's configuration (JobFile)
+//	.lock                      flock-ed by the process running the job
 //	results.jsonl              a line per finished trial (Result), in the order they finished
 //	summary.json               the summary (Summary), written at the end
 //	records/AGENT/             where the agent's episodes write their records (moved into the trials)
