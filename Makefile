@@ -26,13 +26,20 @@ LDFLAGS  := $(if $(VERSION),-X $(VERSIONPKG).version=$(VERSION)) $(if $(REVISION
 
 all: build
 
+# The sandbox's init is a small program of its own (cmd/harnessd-sandbox-init),
+# built first and embedded in harnessd (build tag harnessd_embedinit), so a
+# sandbox's start does not pay for the daemon's package initialisation; a
+# harnessd built without the tag (go build, go test) re-executes itself.
+SANDBOXINIT := process/sandbox/harnessd-sandbox-init
+
 # harnessd is built with -buildvcs=auto (overriding a GOFLAGS of
 # -buildvcs=false) so that "harnessd version" names the git revision it was
 # built from; outside a git clone (a worktree, a tarball) it says unknown.
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness ./integration/benchfloor
-	@if [ -d cmd/harnessd ]; then $(GO) build -buildvcs=auto -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/harnessd; fi
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(SANDBOXINIT) ./cmd/harnessd-sandbox-init
+	@if [ -d cmd/harnessd ]; then $(GO) build -tags harnessd_embedinit -buildvcs=auto -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/harnessd; fi
 
 vet:
 	$(GO) vet $(PKGS)
@@ -177,4 +184,4 @@ bench-agents: build agents
 	@echo; echo "== summary (median of 3 repeats, spread min–max) =="; $(GO) run ./integration/benchsummary $(BIN)/bench-agents.txt
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(SANDBOXINIT)

@@ -76,6 +76,13 @@ type Config struct {
 	// (sandbox, workspace, tools, bridge, gateway, harness started and
 	// ready), so that a reset hands one over; 0 (default) prepares none.
 	Warm int `yaml:"warm" json:"warm,omitempty"`
+	// Mode is simulation (default) or production: which server of each
+	// mapped tool entry serves (toolmap.go), and harnessd serve's default
+	// --mode.
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// User is the simulated user that writes the turns a trainer leaves
+	// empty (user.go); nil: none.
+	User *UserConfig `yaml:"user" json:"user,omitempty"`
 }
 
 // HarnessConfig says which harness runs and how it is driven (the fields
@@ -132,6 +139,15 @@ type ToolConfig struct {
 	CallTimeout units.Duration    `yaml:"call_timeout" json:"call_timeout"`
 	// PerEpisode restarts the tool server at every reset (fresh state).
 	PerEpisode bool `yaml:"per_episode" json:"per_episode,omitempty"`
+	// Simulation and Production map the entry's tools between modes: each
+	// names a server (command or url) serving the same tools under the
+	// same names and schemas; the configuration's mode selects which one
+	// serves (toolmap.go). A mapped entry sets neither command nor url
+	// itself.
+	Simulation *ToolServer `yaml:"simulation" json:"simulation,omitempty"`
+	Production *ToolServer `yaml:"production" json:"production,omitempty"`
+	selected   bool        // the mode's side is in the plain fields
+	baseDir    string      // dir before a side's was selected
 	// Isolation is where a stdio server runs: "sandbox" (the default: a
 	// sandbox of its own with the harness's restrictions, the workspace of
 	// a per-episode server at the path the harness sees) or "host" (the
@@ -283,10 +299,24 @@ func (c *Config) resolvePaths(base string) {
 	c.RecordDir = abs(c.RecordDir)
 	c.Tasks.Dir, c.Tasks.JSONL, c.Tasks.Task, c.Tasks.Parquet = abs(c.Tasks.Dir), abs(c.Tasks.JSONL), abs(c.Tasks.Task), abs(c.Tasks.Parquet)
 	for i := range c.Tools {
-		if c.Tools[i].Dir == "" {
-			c.Tools[i].Dir = base
+		t := &c.Tools[i]
+		if t.Dir == "" {
+			t.Dir = base
 		} else {
-			c.Tools[i].Dir = abs(c.Tools[i].Dir)
+			t.Dir = abs(t.Dir)
+		}
+		for _, s := range []*ToolServer{t.Simulation, t.Production} {
+			if s != nil && s.Dir != "" {
+				s.Dir = abs(s.Dir)
+			}
+		}
+	}
+	if u := c.User; u != nil {
+		if len(u.Command) > 0 && strings.Contains(u.Command[0], "/") {
+			u.Command[0] = abs(u.Command[0])
+		}
+		if u.Model != nil {
+			u.Model.PromptFile = abs(u.Model.PromptFile)
 		}
 	}
 }
@@ -342,6 +372,13 @@ func (c *Config) Normalize() error {
 	if h.Agent == "" && len(h.Command) == 0 {
 		errs = append(errs, errors.New("harness.command is required (or harness.agent naming a preset)"))
 	}
+	if err := c.validateMode(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.selectMapped(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, c.normalizeUser()...)
 	seen := map[string]bool{}
 	for i := range c.Tools {
 		t := &c.Tools[i]

@@ -53,6 +53,13 @@ func (c *Config) CheckPrograms() []Problem {
 			out = append(out, Problem{Key: fmt.Sprintf("tools[%d].command (tool server %q)", i, t.Name), Cause: cause})
 		}
 	}
+	if u := c.User; u != nil && len(u.Command) > 0 {
+		if prog := u.Command[0]; !strings.Contains(prog, "/") || filepath.IsAbs(prog) {
+			if cause := checkProgram(prog, pathOf(u.Env), ""); cause != "" {
+				out = append(out, Problem{Key: "user.command", Cause: cause})
+			}
+		}
+	}
 	for i, r := range c.Rubrics {
 		if r.Type != rubric.KindCommand || len(r.Command) == 0 {
 			continue

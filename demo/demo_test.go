@@ -30,12 +30,41 @@ func TestDemo(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(cfg), "../bin/testharness", th)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	example := exampleConfig(t, th)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := run(ctx, filepath.Dir(harnessd), path); err != nil {
+	if err := run(ctx, filepath.Dir(harnessd), path, example); err != nil {
 		for _, d := range running {
 			d.kill()
 		}
 		t.Fatal(err)
 	}
+}
+
+// exampleConfig copies the worked example's configuration next to its
+// customer, naming the freshly built test binary.
+func exampleConfig(t *testing.T, th string) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testbin.Missing(t, "the helpdesk example's customer and rubric run /usr/bin/python3: %v", err)
+	}
+	dir := filepath.Join("examples", "helpdesk")
+	b, err := os.ReadFile(filepath.Join(dir, "env.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "../../../bin/testharness") || !strings.Contains(string(b), "./customer.py") {
+		t.Fatal("examples/helpdesk/env.yaml no longer names ../../../bin/testharness and ./customer.py")
+	}
+	customer, err := filepath.Abs(filepath.Join(dir, "customer.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.ReplaceAll(string(b), "../../../bin/testharness", th)
+	y = strings.ReplaceAll(y, "./customer.py", customer)
+	path := filepath.Join(t.TempDir(), "helpdesk.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

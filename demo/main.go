@@ -36,10 +36,11 @@ var (
 func main() {
 	bin := flag.String("bin", "bin", "directory holding the harnessd and testharness binaries (make build)")
 	config := flag.String("config", filepath.Join("demo", "env.yaml"), "environment configuration")
+	example := flag.String("example", filepath.Join("demo", "examples", "helpdesk", "env.yaml"), "the worked example's configuration (a simulated user, mapped tools)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := run(ctx, *bin, *config); err != nil {
+	if err := run(ctx, *bin, *config, *example); err != nil {
 		for _, d := range running {
 			d.kill()
 		}
@@ -48,7 +49,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, bin, config string) error {
+func run(ctx context.Context, bin, config, example string) error {
 	harnessd, err := filepath.Abs(filepath.Join(bin, "harnessd"))
 	if err != nil {
 		return err
@@ -81,11 +82,23 @@ func run(ctx context.Context, bin, config string) error {
 		return err
 	}
 
-	heading("3. shutdown: SIGTERM drains each daemon")
+	heading("3. a simulated user plays whole episodes (demo/examples/helpdesk)")
+	user, err := startDaemon(ctx, harnessd, tmp, "helpdesk", "serve", "--config", example)
+	if err != nil {
+		return err
+	}
+	if err := userEpisodes(ctx, user); err != nil {
+		return err
+	}
+
+	heading("4. shutdown: SIGTERM drains each daemon")
 	if err := sim.shutdown(nil); err != nil {
 		return err
 	}
 	if err := prod.shutdown(h); err != nil {
+		return err
+	}
+	if err := user.shutdown(nil); err != nil {
 		return err
 	}
 	fmt.Println()

@@ -18,7 +18,8 @@
 //
 // It also owns the side sandboxes (side.go): everything else the daemon
 // runs on an episode's data — a command rubric (Episode.RubricSandbox), a
-// stdio tool server of the environment or the task — runs in a sandbox of
+// stdio tool server of the environment or the task, the simulated user's
+// program (Episode.StartUser, user.go) — runs in a sandbox of
 // its own with the harness's restrictions or stricter, never on the host,
 // unless a tool entry says isolation: host (or the harness itself runs on
 // the host, in process isolation). Graders run in package tasks' own.

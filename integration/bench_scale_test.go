@@ -3,7 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,101 +121,148 @@ func BenchmarkScale(b *testing.B) {
 // BenchmarkResetThroughput: resets/s with 16 sessions resetting at once
 // (b.N resets each) against bare spawn+kill at 16 at once: 16 goroutines,
 // each b.N times stopping its previous bare agent and spawning the same
-// agent binary until ready. The two phases alternate, repeats times, on a
-// fresh daemon each.
+// agent binary until ready. Three daemons are measured against the same
+// floor: the default sandbox isolation (its small embedded init), the
+// sandbox with the daemon itself re-executed as the init
+// (HARNESSD_SANDBOX_INIT=self, as before the small init), process
+// isolation, and both without the per-episode disk quota (limits.disk: 0),
+// to tell the quota's share. The phases alternate, repeats times, each daemon fresh; CPU
+// per reset (the daemon's and everything it started, by rusage: see
+// childrenCPU) is reported next to the floor's.
 func BenchmarkResetThroughput(b *testing.B) {
 	const conc = 16
-	var dRate, fRate, ratios []float64
-	for rep := 0; rep < repeats; rep++ {
-		d := startDaemon(b, spec{Flags: append([]string{"--max-sessions", fmt.Sprint(conc)}, infoLog...), Harness: agentCmd(b)})
-		envs := openSessions(b, d.URL, conc, false)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		var wg sync.WaitGroup
-		errs := make(chan error, conc)
-		start := time.Now()
-		for _, env := range envs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range b.N {
-					if obs, err := env.Reset(ctx, client.ResetOptions{}); err != nil || obs.Done {
-						errs <- fmt.Errorf("reset: %v", err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		dWall := time.Since(start)
-		cancel()
-		close(errs)
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
-		closeSessions(envs)
-		d.WaitSessions(0)
-		d.Stop()
-
-		start = time.Now()
-		for range conc {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				prev := startDirectAgent(b)
-				for range b.N {
-					prev.stop()
-					prev = startDirectAgent(b)
-				}
-				prev.stop()
-			}()
-		}
-		wg.Wait()
-		fWall := time.Since(start)
-		dr, fr := float64(conc*b.N)/dWall.Seconds(), float64(conc*b.N)/fWall.Seconds()
-		dRate, fRate, ratios = append(dRate, dr), append(fRate, fr), append(ratios, dr/fr)
+	type level struct {
+		name  string
+		flags []string
+		env   []string
 	}
-	ds, fs, rs := spreadOf(dRate), spreadOf(fRate), spreadOf(ratios)
+	noDisk := filepath.Join(b.TempDir(), "nodisk.yaml")
+	noDiskYAML := fmt.Sprintf("harness:\n  command: [%q, agent]\nlimits:\n  disk: 0\n", testharnessBin(b))
+	if err := os.WriteFile(noDisk, []byte(noDiskYAML), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	levels := []level{
+		{name: "sandbox"},
+		{name: "sandbox, self-init", env: []string{"HARNESSD_SANDBOX_INIT=self"}},
+		{name: "sandbox, limits.disk 0", flags: []string{"--config", noDisk}},
+		{name: "process", flags: isolationProcess},
+		{name: "process, limits.disk 0", flags: append([]string{"--config", noDisk}, isolationProcess...)},
+	}
+	rate, cpu, ratio, cpuRatio := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	for rep := 0; rep < repeats; rep++ {
+		fr, fc := bareResets(b, conc)
+		rate["bare"], cpu["bare"] = append(rate["bare"], fr), append(cpu["bare"], fc)
+		for _, l := range levels {
+			dr, dc := daemonResets(b, conc, append(append([]string{"--max-sessions", fmt.Sprint(conc)}, infoLog...), l.flags...), l.env)
+			rate[l.name], cpu[l.name] = append(rate[l.name], dr), append(cpu[l.name], dc)
+			ratio[l.name], cpuRatio[l.name] = append(ratio[l.name], dr/fr), append(cpuRatio[l.name], dc/fc)
+		}
+	}
+	ds, fs, rs := spreadOf(rate["sandbox"]), spreadOf(rate["bare"]), spreadOf(ratio["sandbox"])
 	b.ReportMetric(ds.Med, "resets/s")
 	b.ReportMetric(rs.Med, "ratio")
 	if b.N < 5 {
 		return
 	}
-	summary("reset throughput sessions=%d n=%d×%d each: %s resets/s vs bare kill+spawn-until-ready at %d at once %s/s → ratio %s (target ≥ 0.9)",
-		conc, repeats, b.N, ds.Format("%.0f"), conc, fs.Format("%.0f"), rs.Format("%.2f"))
-	row(fmt.Sprintf("resets/s, %d sessions at once, vs bare kill+spawn at %d", conc, conc), ds.Format("%.0f")+" /s", fs.Format("%.0f")+" /s",
-		rs.Format("%.2f"), "≥ 0.9×", verdict(rs, 0.9, false))
+	bc := spreadOf(cpu["bare"])
+	for _, l := range levels {
+		r, rr, c, cr := spreadOf(rate[l.name]), spreadOf(ratio[l.name]), spreadOf(cpu[l.name]), spreadOf(cpuRatio[l.name])
+		summary("reset throughput (%s) sessions=%d n=%d×%d each: %s resets/s vs bare kill+spawn-until-ready at %d at once %s/s → ratio %s (target ≥ 0.8); CPU per reset %s ms vs bare %s ms → %s× (target ≤ 2)",
+			l.name, conc, repeats, b.N, r.Format("%.0f"), conc, fs.Format("%.0f"), rr.Format("%.2f"), c.Format("%.1f"), bc.Format("%.1f"), cr.Format("%.2f"))
+		row(fmt.Sprintf("resets/s, %d sessions at once (%s), vs bare kill+spawn at %d", conc, l.name, conc), r.Format("%.0f")+" /s", fs.Format("%.0f")+" /s",
+			rr.Format("%.2f"), "≥ 0.8×", verdict(rr, 0.8, false))
+		row(fmt.Sprintf("CPU per reset (%s) vs bare kill+spawn", l.name), c.Format("%.1f")+" ms", bc.Format("%.1f")+" ms",
+			cr.Format("%.2f"), "≤ 2×", verdict(cr, 2, true))
+	}
 }
 
-// BenchmarkIdleMemory1024: the daemon's own RSS (harnesses are other
-// processes) with 1,024 idle /ws sessions, each reset and stepped once,
-// over the same daemon with none (after one warm-up session); also its
-// threads and fds per session, and how long opening the sessions took.
-// Measured once (memRepeats), not repeats times: opening 1,024 sessions
-// takes about 2 minutes on 2 cores, as every connect costs more the more
-// sessions are open (BenchmarkConnect); the scale curve gives the
-// repeated RSS up to 256 sessions.
-func BenchmarkIdleMemory1024(b *testing.B) {
-	const n, memRepeats = 1024, 1
-	var per, th, fd, open []float64
-	for rep := 0; rep < memRepeats; rep++ {
-		d := startDaemon(b, spec{Flags: append([]string{"--max-sessions", fmt.Sprint(n)}, infoLog...), Harness: agentCmd(b)})
-		closeSessions(openSessions(b, d.URL, 1, true))
-		d.WaitSessions(0)
-		rss0, threads0, fds0 := daemonCounts(b, d.Pid())
-		t0 := time.Now()
-		envs := openSessions(b, d.URL, n, true)
-		open = append(open, time.Since(t0).Seconds())
-		rss, threads, fds := daemonCounts(b, d.Pid())
-		per = append(per, float64(rss-rss0)/1024/n)
-		th, fd = append(th, float64(threads-threads0)/n), append(fd, float64(fds-fds0)/n)
-		closeSessions(envs)
-		d.WaitSessions(0)
-		d.Stop()
+// daemonResets runs b.N resets on each of conc sessions of a fresh daemon
+// at once and returns resets per second and machine CPU milliseconds per
+// reset.
+func daemonResets(b *testing.B, conc int, flags, env []string) (perSec, cpuMS float64) {
+	iso := "sandbox"
+	if slices.Contains(flags, "process") {
+		iso = "process"
 	}
-	ps, ts, fs, ops := spreadOf(per), spreadOf(th), spreadOf(fd), spreadOf(open)
-	b.ReportMetric(ps.Med, "MiB/session")
-	summary("idle memory sessions=%d (×%d): daemon RSS %s MiB per session (target < 0.5) | per session %s threads, %s fds | opening the sessions (8 at a time) took %ss",
-		n, memRepeats, ps.Format("%.3f"), ts.Format("%.3f"), fs.Format("%.2f"), ops.Format("%.0f"))
-	row(fmt.Sprintf("idle memory per session at %d sessions (daemon RSS, %d run)", n, memRepeats), ps.Format("%.3f")+" MiB", "", "",
-		"< 0.5 MiB", verdict(ps, 0.5, true))
+	cpu0 := childrenCPU(b)
+	harness := agentCmd(b)
+	if slices.Contains(flags, "--config") {
+		harness = nil // the configuration names it
+	}
+	d := startDaemon(b, spec{Flags: flags, Env: env, Harness: harness})
+	envs := openSessions(b, d.URL, conc, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	start := time.Now()
+	for _, env := range envs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range b.N {
+				obs, err := env.Reset(ctx, client.ResetOptions{})
+				if err != nil || obs.Done {
+					errs <- fmt.Errorf("reset: %v", err)
+					return
+				}
+				if got := obs.Metadata.Isolation; got != iso {
+					errs <- fmt.Errorf("reset in %s isolation, want %s", got, iso)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	closeSessions(envs)
+	d.WaitSessions(0)
+	d.Stop()
+	busy := childrenCPU(b) - cpu0 // the daemon's start and its sessions' opening included
+	n := float64(conc * b.N)
+	return n / wall.Seconds(), float64(busy.Milliseconds()) / n
+}
+
+// bareResets is the floor: conc goroutines each b.N times stopping its
+// bare agent and spawning the next until ready.
+func bareResets(b *testing.B, conc int) (perSec, cpuMS float64) {
+	var wg sync.WaitGroup
+	cpu0 := childrenCPU(b)
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prev := startDirectAgent(b)
+			for range b.N {
+				prev.stop()
+				prev = startDirectAgent(b)
+			}
+			prev.stop()
+		}()
+	}
+	wg.Wait()
+	wall, busy := time.Since(start), childrenCPU(b)-cpu0
+	n := float64(conc * b.N)
+	return n / wall.Seconds(), float64(busy.Milliseconds()) / n
+}
+
+// childrenCPU is the user and system CPU time of this process's children
+// that have ended and been waited for, and of their waited descendants
+// (getrusage RUSAGE_CHILDREN): a daemon counts once stopped, with every
+// sandbox init, harness and side process it reaped; a bare agent once
+// stopped. Unlike /proc/stat it ignores whatever else runs on the machine,
+// and it misses kernel workers' share (network namespaces are torn down
+// by one).
+func childrenCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -30,9 +30,28 @@ type Input struct {
 	// Workspace is the episode's working directory; a command rubric sees
 	// (and is told) the path the harness sees.
 	Workspace string `json:"workspace"`
+	// Dialogue is the episode's conversation so far, this turn's response
+	// included, when the environment has a simulated user (user:): a
+	// command rubric reads it from the JSON on its stdin to score the
+	// dialogue as a whole.
+	Dialogue []DialogueEntry `json:"dialogue,omitempty"`
 	// Sandbox starts the sandbox a command rubric runs in (given the
 	// rubric's command); a command rubric never runs without one.
 	Sandbox func(ctx context.Context, command []string) (*Sandbox, error) `json:"-"`
+}
+
+// DialogueEntry is one message of an episode's conversation.
+type DialogueEntry struct {
+	// Turn is the turn the message belongs to.
+	Turn int `json:"turn"`
+	// Role is "user" (the turn's message) or "assistant" (the harness's
+	// response).
+	Role string `json:"role"`
+	// Source says who wrote a user message: "user" (the simulated user),
+	// "task" (the task's instruction) or "trainer".
+	Source string `json:"source,omitempty"`
+	// Content is the message's text.
+	Content string `json:"content"`
 }
 
 // Sandbox is where one command rubric runs: a launcher into a sandbox

@@ -18,6 +18,9 @@ var (
 	ErrBusy = errors.New("session is busy with another turn or reset")
 	// ErrClosed: the session was closed.
 	ErrClosed = errors.New("session is closed")
+	// ErrNoUser: a step asked to play the episode to its end (PlayKey)
+	// in an environment without a simulated user (user:).
+	ErrNoUser = errors.New("playing an episode to its end needs a simulated user (user: in the configuration)")
 )
 
 // wireExit converts an exit status to its observation form: the one place

@@ -31,6 +31,16 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	ep := r.ep
 	n := in.Number
 	done := s.endsEpisode(n, res) || submitted(r, a)
+	var udone *userAnswer
+	if !done {
+		// The simulated user sees the turn and answers the next message
+		// or done (user.go).
+		if udone = s.afterTurn(ctx, r, n, in.Message, res); udone != nil {
+			done = true
+		}
+	} else {
+		r.user.note(n, "assistant", "", res.Response)
+	}
 	limits := s.reachedLimits(r)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
@@ -46,6 +56,9 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 		HarnessDone: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
+	if udone != nil {
+		obs.Metadata.UserDone, obs.Metadata.UserReason = true, udone.Reason
+	}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, r, a, res, obs)
 	s.gradeTask(ctx, r, obs)
 	if obs.Reward != nil {
@@ -94,7 +107,7 @@ func (s *Session) score(ctx context.Context, r *run, a wire.Action, res harness.
 	total, details := s.rubrics.Score(rctx, rubric.Input{
 		EpisodeID: r.id, TurnNumber: obs.Metadata.TurnNumber, Message: a.Message, Response: res.Response,
 		Done: obs.Done, HarnessDone: res.Done, Observation: mdJSON, Workspace: r.ep.Dirs().Workspace,
-		Sandbox: r.ep.RubricSandbox,
+		Sandbox: r.ep.RubricSandbox, Dialogue: r.user.Dialogue(),
 	})
 	for _, d := range details {
 		if d.Score != nil {

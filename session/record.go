@@ -21,8 +21,10 @@ func (s *Session) resetRecord(r *run) wire.Record {
 	}
 }
 
-func messageRecord(turn int, content string) wire.Record {
-	return wire.Record{Kind: wire.RecordMessage, Time: wire.Now(), Turn: turn, Content: &content}
+// messageRecord records turn's message; source says who wrote it when it
+// was not the trainer (wire.SourceUser, wire.SourceTask).
+func messageRecord(turn int, content, source string) wire.Record {
+	return wire.Record{Kind: wire.RecordMessage, Time: wire.Now(), Turn: turn, Content: &content, Source: source}
 }
 
 // observationRecord records o without its turn events, which the file holds

@@ -82,7 +82,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.events.closeRecord()
 		return nil, err
 	}
-	r := &run{ep: ep, id: id}
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r // visible to State and rubric tools from here
@@ -143,7 +143,7 @@ func (s *Session) handOver(ep *episode.Episode, t0 time.Time) (*wire.Observation
 		}
 	}
 	s.events.reset(rec)
-	r := &run{ep: ep, id: id}
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r

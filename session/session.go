@@ -112,6 +112,7 @@ type run struct {
 	budget   time.Duration // the task's episode budget, when it set deadline
 	graded   bool          // the task's tests have run
 	reported bool          // EpisodeEnded was sent
+	user     *userState    // the simulated user (user.go); nil without user:
 }
 
 // adapter returns the run's harness adapter (nil before it started).

@@ -20,6 +20,12 @@ import (
 // the adapter's turn and classifying its failure (turn.go), scoring and the
 // observation (observe.go).
 func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)) (*wire.Observation, error) {
+	if playRequested(a) {
+		if s.cfg.User == nil {
+			return nil, ErrNoUser
+		}
+		return s.play(ctx, a, emit) // user.go
+	}
 	ctx, sig, end, err := s.beginOp(ctx, true)
 	if err != nil {
 		return nil, err
@@ -31,16 +37,23 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 		return nil, err
 	}
 	n := r.steps + 1
-	s.events.note(messageRecord(n, a.Message))
+	a, source, uf, udone := s.userMessage(ctx, r, n, a) // the simulated user's turn, when it writes it (user.go)
+	s.events.note(messageRecord(n, a.Message, source))
 	s.events.beginTurn(n, s.streamTo(r, emit))
 	s.notify(TurnStarted{SessionID: s.id, EpisodeID: r.id, Turn: n, Action: a})
 
 	started := time.Now()
 	var obs *wire.Observation
-	if f := s.betweenTurnsFailure(r); f != nil {
+	if f := s.betweenTurnsFailure(r); f != nil || uf != nil {
+		if f == nil {
+			f = uf
+		}
 		obs = s.terminal(ctx, r, n, f)
+	} else if udone != nil {
+		obs = s.userEnded(ctx, r, n, udone)
 	} else {
 		obs = s.runStep(ctx, r, a, n, sig)
+		obs.Metadata.MessageSource = source
 	}
 	s.notify(TurnEnded{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(started), Observation: obs})
 	if obs.Done {

@@ -28,13 +28,17 @@ const (
 	// sandbox's cgroup (memory: the OOM killer ended it; pids: a fork was
 	// refused) and ended.
 	FailureResourceLimit FailureType = "resource_limit"
+	// FailureUser: the simulated user (user:) failed to answer: its
+	// program died, timed out or wrote what is not an answer, or its model
+	// call failed.
+	FailureUser FailureType = "user_failed"
 )
 
 // FailureTypes lists every failure type (for schemas and metrics labels).
 var FailureTypes = []FailureType{
 	FailureStartupFailed, FailureTurnTimeout, FailureHarnessCrashed, FailureHarnessExited, FailureProtocol,
 	FailureOutputLimit, FailureEpisodeTimeout, FailureMaxTurns, FailureCancelled, FailureModelBudget,
-	FailureResourceLimit,
+	FailureResourceLimit, FailureUser,
 }
 
 // ExitStatus is how a harness process ended.
@@ -125,7 +129,21 @@ type Metadata struct {
 	// Grade is how the task's tests graded the episode (the observation
 	// that ends it).
 	Grade *TaskGrade `json:"grade,omitempty"`
+	// MessageSource says who wrote the turn's message when it was not the
+	// trainer: "user" (the simulated user) or "task" (the task's
+	// instruction).
+	MessageSource string `json:"message_source,omitempty"`
+	// UserDone says the simulated user ended the episode after this turn;
+	// UserReason is the reason it gave.
+	UserDone   bool   `json:"user_done,omitempty"`
+	UserReason string `json:"user_reason,omitempty"`
 }
+
+// Message sources (Metadata.MessageSource, Record.Source).
+const (
+	SourceUser = "user"
+	SourceTask = "task"
+)
 
 // ModelIssue is one problem found in a captured model call, as the
 // gateway's training export grades it (docs/gateway.md).

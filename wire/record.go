@@ -44,6 +44,10 @@ type Record struct {
 	// Turn and Content are a message: the turn's number and its text.
 	Turn    int     `json:"turn,omitempty"`
 	Content *string `json:"content,omitempty"`
+	// Source says who wrote a message when it was not the trainer:
+	// SourceUser (the simulated user) or SourceTask (the task's
+	// instruction).
+	Source string `json:"source,omitempty"`
 
 	// Event is an event record's event.
 	Event *Event `json:"event,omitempty"`

@@ -32,6 +32,7 @@ func resolveIsolation(ctx context.Context, flag string, cfg *config.Config, log 
 	defer cancel()
 	res := sandbox.Probe(pctx, "")
 	if res.OK {
+		logSandboxInit(log)
 		return config.IsolationSandbox, nil
 	}
 	if want == config.IsolationSandbox {
@@ -57,4 +58,19 @@ func daemonFiles(paths ...string) []string {
 		}
 	}
 	return out
+}
+
+// logSandboxInit says which init sandboxes start: the small embedded one
+// (debug), or, when it could not be written, harnessd itself (a warning:
+// every sandbox then pays for the daemon's start-up).
+func logSandboxInit(log *slog.Logger) {
+	path, err := sandbox.EmbeddedInit()
+	switch {
+	case err != nil:
+		log.Warn("the small sandbox init could not be written; sandboxes re-execute harnessd as their init, which costs more per reset (TMPDIR chooses where it goes: a directory others can traverse, not mounted noexec)", "why", err)
+	case path != "":
+		log.Debug("sandbox init", "path", path)
+	default:
+		log.Debug("sandbox init", "path", "harnessd itself (built without the embedded init, or HARNESSD_SANDBOX_INIT=self)")
+	}
 }

@@ -18,6 +18,10 @@
 // runner already in package evaljob. Moving the shared plumbing into a
 // package of its own is the way back under it.
 //
+// The package is bigger than 3,000 lines: it is one file per command, each
+// with its flags and help text, and the command line is the one place
+// they can live (what they call is in the packages below).
+//
 // Exit codes (the same for every command; docs/deploy.md repeats them):
 //
 //	0  success; for serve, a drained shutdown after SIGTERM, SIGINT or SIGHUP

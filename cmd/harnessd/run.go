@@ -43,7 +43,10 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 
 func runRun(args []string) int {
 	c := newCLI("run", "harnessd run [flags] [-m MESSAGE]... [-- HARNESS COMMAND ARGS...]\n\n"+
-		"Runs one episode without a server: each -m (or each stdin line) is one turn. Events are printed\n"+
+		"Runs one episode without a server: each -m (or each stdin line) is one turn. With a simulated user\n"+
+		"(user: in the configuration) the user writes every turn after the -m messages (all of them without\n"+
+		"-m; stdin is not read) until the episode is done: the user says done, the harness does, max_turns,\n"+
+		"a failure or the episode's budget. Events are printed\n"+
 		"to stderr as they happen; the final observation is printed to stdout as one line of JSON,\n"+
 		"{\"reward\", \"done\", \"metadata\"} (OpenEnv's wire form without its second copy of the metadata).")
 	c.fs.SetInterspersed(false) // "run ./harness -x": -x is the harness's
@@ -110,7 +113,10 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	}
 	pr.observation("reset", last)
 	next := messageSource(f.msgs)
-	if f.taskDir != "" && len(f.msgs) == 0 {
+	switch {
+	case sess.Config().User != nil: // after the -m messages, the simulated user's turns until done
+		next = userTurns(f.msgs)
+	case f.taskDir != "" && len(f.msgs) == 0:
 		next = messageSource([]string{""}) // the task's instruction
 	}
 	for !last.Done {
@@ -123,9 +129,24 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 			return nil, fmt.Errorf("step: %w", err)
 		}
 		pr.observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
+		if obs.Metadata.UserDone {
+			fmt.Fprintf(os.Stderr, "the simulated user ended the episode: %s\n", obs.Metadata.UserReason)
+		}
 		last = obs
 	}
 	return last, nil
+}
+
+// userTurns yields msgs, then empty messages (the simulated user's).
+func userTurns(msgs []string) func() (string, bool) {
+	return func() (string, bool) {
+		if len(msgs) == 0 {
+			return "", true
+		}
+		m := msgs[0]
+		msgs = msgs[1:]
+		return m, true
+	}
 }
 
 // finalObservation is what run prints on stdout: the observation with its

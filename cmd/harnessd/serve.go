@@ -87,7 +87,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	f.setupFlags.register(fs)
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "`address` to listen on (a container passes :8000)")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the bound address to this `file` (for --listen with port 0); a regular file, replaced atomically")
-	fs.StringVar(&f.mode, "mode", "", "simulation or production (default: $OPENENV_MODE, else simulation)")
+	fs.StringVar(&f.mode, "mode", "", "simulation or production, also selecting mapped tool servers (default: $OPENENV_MODE, else the configuration's mode:, else simulation)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 1, "concurrent sessions")
 	durationVar(fs, &f.idle, "idle-timeout", defaultIdleTimeout, "end sessions that no socket holds (HTTP, /mcp) after this long idle (0: never)")
 	fs.StringVar(&f.tokenFile, "api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
@@ -120,6 +120,16 @@ func (f *serveFlags) serverOptions() (server.Options, error) {
 	}
 	return server.Options{Mode: mode, MaxSessions: f.maxSessions, IdleTimeout: idle.D(), APIToken: token,
 		MaxFrameBytes: int64(frame), Version: buildVersion()}, nil
+}
+
+// applyMode: --mode (or $OPENENV_MODE) selects the mapped tool servers;
+// without either, the configuration's mode: is the server's.
+func (f *serveFlags) applyMode(cfg *config.Config, opts *server.Options) (err error) {
+	if f.mode != "" || os.Getenv("OPENENV_MODE") != "" {
+		return cfg.SetMode(string(opts.Mode))
+	}
+	opts.Mode, err = server.ParseMode(cfg.EffectiveMode())
+	return err
 }
 
 // drainTimeout is --drain-timeout.
@@ -169,7 +179,8 @@ func serve(c *cli, log *slog.Logger, f *serveFlags, sigs <-chan os.Signal) int {
 	if err != nil {
 		return c.exit(withCode(exitUsage, err))
 	}
-	d, err := f.setup(context.Background(), log, setupOptions{args: c.fs.Args(), require: f.require})
+	d, err := f.setup(context.Background(), log, setupOptions{args: c.fs.Args(), require: f.require,
+		adjust: func(cfg *config.Config) error { return f.applyMode(cfg, &opts) }})
 	if err != nil {
 		return c.exit(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode/preflight"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -127,6 +128,10 @@ func (f *setupFlags) setup(ctx context.Context, log *slog.Logger, o setupOptions
 	sup, err := f.iso.supervisor(log)
 	if err != nil {
 		return nil, withCode(exitMissing, err)
+	}
+	if ps := preflight.CheckMappingsAtStart(ctx, cfg, sup, log); len(ps) > 0 {
+		sup.Close(context.Background(), 0)
+		return nil, withCode(exitUsage, problems(ps))
 	}
 	level, err := resolveIsolation(ctx, f.iso.level, cfg, log)
 	if err != nil {

@@ -80,6 +80,9 @@ func runValidate(args []string) int {
 	for _, d := range cfg.SideDoors("") {
 		fmt.Printf("%s: side door: %s\n", path, d)
 	}
+	for _, line := range cfg.DescribeEnvironmentSide() {
+		fmt.Printf("%s: %s\n", path, line)
+	}
 	return exitOK
 }
 
@@ -118,6 +121,10 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 		out = append(out, p.String())
 	}
 	for _, p := range preflight.CheckTools(ctx, cfg, sup, log) {
+		out = append(out, p.String())
+	}
+	mismatches, unreachable := preflight.CheckMappings(ctx, cfg, sup, log)
+	for _, p := range append(mismatches, unreachable...) {
 		out = append(out, p.String())
 	}
 	return cfg, out

@@ -107,3 +107,82 @@ func toolNames(cat *bridge.Catalog) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// CheckMappings starts both servers of every mapped tool entry of cfg
+// (simulation: and production:), lists their tools, and reports in
+// mismatches each entry whose two servers do not serve the same tools
+// under the same names and schemas: one problem per difference, naming the
+// tool and the field. A side that does not start or list its tools (a
+// production service out of reach of a training cluster, say) is reported
+// in unreachable instead, and that entry is not compared. Like CheckTools
+// it runs the servers as the operator's check, on no episode's data, and
+// stops everything it started before it returns.
+func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) (mismatches, unreachable []config.Problem) {
+	if log == nil {
+		log = slog.Default()
+	}
+	var out []config.Problem
+	for _, m := range cfg.Mappings() {
+		tc := cfg.Tools[m.Index]
+		key := fmt.Sprintf("tools[%d] (tool server %q)", m.Index, m.Name)
+		var lists [2][]bridge.Tool
+		ok := true
+		for i, side := range []string{config.ModeSimulation, config.ModeProduction} {
+			tools, err := listSide(ctx, tc.WithSide(side), cfg, sup, log)
+			if err != nil {
+				unreachable = append(unreachable, config.Problem{Key: key, Cause: fmt.Sprintf("%s server (%s): %v", side, tc.Side(side).Describe(), err)})
+				ok = false
+				continue
+			}
+			lists[i] = tools
+		}
+		if !ok {
+			continue
+		}
+		for _, d := range bridge.CompareTools(lists[0], lists[1]) {
+			out = append(out, config.Problem{Key: key, Cause: "simulation and production differ: " + d.Describe(config.ModeSimulation, config.ModeProduction)})
+		}
+	}
+	return out, unreachable
+}
+
+// listSide starts one server of a mapped entry, lists its tools and stops it.
+func listSide(ctx context.Context, tc config.ToolConfig, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) ([]bridge.Tool, error) {
+	if len(tc.Command) > 0 {
+		if cause := config.CheckProgram(tc.Command[0], tc.Env, tc.Dir); cause != "" {
+			return nil, fmt.Errorf("%s", cause)
+		}
+	}
+	src := episode.NewToolSource(tc, cfg.Harness.StopGrace.D(), sup, log, nil) // the operator's check, no episode data
+	defer src.Close(context.WithoutCancel(ctx))
+	if err := src.Start(ctx); err != nil {
+		return nil, fmt.Errorf("does not start: %w", err)
+	}
+	tools, err := src.Tools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("does not list its tools: %w", err)
+	}
+	return tools, nil
+}
+
+// CheckMappingsAtStart is serve's and run's start-up check of the mapped
+// tool entries (CheckMappings): one "refusing to start" error per
+// difference; a side out of reach (production from a training cluster,
+// say) is logged as a warning and not compared.
+func CheckMappingsAtStart(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) []error {
+	if len(cfg.Mappings()) == 0 {
+		return nil
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	mismatches, unreachable := CheckMappings(ctx, cfg, sup, log)
+	for _, p := range unreachable {
+		log.Warn("a mapped tool entry's servers were not compared: one cannot be reached", "problem", p.String())
+	}
+	var out []error
+	for _, p := range mismatches {
+		out = append(out, fmt.Errorf("refusing to start: %s", p))
+	}
+	return out
+}

@@ -72,10 +72,12 @@ type FS struct {
 }
 
 // mkfsFlags format a scratch file system: no journal (it never outlives a
-// crash), inode tables not zeroed (lazy_itable_init, with noinit_itable at
+// crash), no blocks reserved for growing it online (resize_inode: 4.1 MB
+// of a 10 GiB image's 4.3 MB of data, copied into every episode's image
+// from the template), inode tables not zeroed (lazy_itable_init, with noinit_itable at
 // mount: nothing ever writes them in the background), no discard pass over
 // a fresh sparse file, no blocks reserved for root.
-var mkfsFlags = []string{"-q", "-F", "-t", "ext4", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", "-m", "0"}
+var mkfsFlags = []string{"-q", "-F", "-t", "ext4", "-O", "^has_journal,^resize_inode", "-E", "lazy_itable_init=1,nodiscard", "-m", "0"}
 
 // mountOptions are the file system's mount data.
 const mountOptions = "noinit_itable"
@@ -292,6 +294,10 @@ func prepareRoot(dir string) error {
 	return nil
 }
 
+// attachMu makes finding a free loop device and binding it one step
+// within this process.
+var attachMu sync.Mutex
+
 // attach binds the image open as f to a free loop device, autoclearing; it
 // returns the device's path and an open descriptor of it.
 func attach(f *os.File) (string, *os.File, error) {
@@ -304,9 +310,13 @@ func attach(f *os.File) (string, *os.File, error) {
 	cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
 	copy(cfg.Info.File_name[:], f.Name())
 	// Another process may take the free device between the two calls:
-	// try the next one.
+	// try the next one. Within this process the two calls are one step
+	// (attachMu): every episode of a burst of resets would otherwise race
+	// for the same first free device, and all but one lose each round.
+	attachMu.Lock()
+	defer attachMu.Unlock()
 	var last error
-	for range 16 {
+	for range 64 {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
 			return "", nil, unsupported(fmt.Errorf("quota: find a free loop device: %w", err))

@@ -81,7 +81,16 @@ func Build(name string) (string, error) {
 		dir = d
 	}
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	args := []string{"build", "-o", out}
+	if name == "harnessd" {
+		// As the Makefile builds it: with the small sandbox init embedded.
+		if err := buildSandboxInit(root); err != nil {
+			errs[name] = err
+			return "", err
+		}
+		args = append(args, "-tags", "harnessd_embedinit")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
@@ -137,4 +146,22 @@ func Missing(tb testing.TB, format string, args ...any) {
 		tb.Fatalf("%s (CI=true: a missing prerequisite is a failure)", msg)
 	}
 	tb.Skip(msg)
+}
+
+// buildSandboxInit builds cmd/harnessd-sandbox-init where harnessd's
+// harnessd_embedinit build embeds it from (process/sandbox, ignored by
+// git), as the Makefile's build does: to a temporary name, then renamed,
+// so that test processes building at once never embed a partial file (the
+// build is reproducible: every one of them writes the same bytes).
+func buildSandboxInit(root string) error {
+	final := filepath.Join(root, "process", "sandbox", "harnessd-sandbox-init")
+	tmp := fmt.Sprintf("%s.%d", final, os.Getpid())
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", tmp, "./cmd/harnessd-sandbox-init")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("go build ./cmd/harnessd-sandbox-init: %v\n%s", err, b)
+	}
+	return os.Rename(tmp, final)
 }

@@ -1,11 +1,13 @@
 // Package sandbox runs one harness tree in fresh user, PID, mount, network,
-// IPC and UTS namespaces, under a small init that is the daemon's own binary
-// re-executed (as runc does), with the doors — the listeners the daemon
+// IPC and UTS namespaces, under a small init of its own (or the daemon's
+// binary re-executed, as runc does), with the doors — the listeners the daemon
 // serves the tool bridge and the model gateway on — opened inside the
 // sandbox's network namespace and passed to the daemon as file descriptors.
 //
-// Host side, Start re-executes the init binary (/proc/self/exe unless
-// Config.Init names another) with CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|
+// Host side, Start executes the init binary — Config.Init if set, else the
+// small init embedded in harnessd (cmd/harnessd-sandbox-init, written once
+// to a read-only file of the daemon's own, initbinary.go), else
+// /proc/self/exe — with CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|
 // CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS and Pdeathsig SIGKILL, maps a
 // private host id range per sandbox (as root) or the daemon's own uid (not
 // as root), places the init in a cgroup with the configured limits, and talks

@@ -190,7 +190,7 @@ func (st *starter) spawn(context.Context) (func(), error) {
 func (st *starter) initCommand(childEnd *os.File) *exec.Cmd {
 	initPath := st.cfg.Init
 	if initPath == "" {
-		initPath = "/proc/self/exe"
+		initPath = defaultInitPath()
 	}
 	uids, gids := st.ids.maps()
 	flags := uintptr(Cloneflags)

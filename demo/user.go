@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/harnessd/harnessd/client"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// userEpisodes plays the worked example twice: step by step, each step's
+// message empty ("ask the user": the simulated customer writes it after
+// seeing the last turn), and then a whole episode in one step
+// ({"play": true}). Each ends when the customer says done, and the done
+// rubric scores the dialogue.
+func userEpisodes(ctx context.Context, d *daemon) error {
+	env, err := client.Dial(ctx, d.url, nil)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	note("the customer (customer.py) runs in a sandbox of its own and answers each observation with")
+	note(`{"message": ...} or {"done": true, "reason": ...}; the desk tools are the simulation side of a mapping`)
+	obs, err := env.Reset(ctx, client.ResetOptions{EpisodeID: "helpdesk-1"})
+	if err != nil {
+		return err
+	}
+	out.Observation("reset", obs)
+	for n := 1; !obs.Done; n++ {
+		fmt.Printf("\n%s %s\n", out.Paint("1", fmt.Sprintf("step %d ▶", n)), `"" (the simulated user writes the message)`)
+		if obs, err = env.Step(ctx, ""); err != nil {
+			return err
+		}
+		for _, e := range obs.Metadata.TurnEvents {
+			out.Event(e)
+		}
+		out.Observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
+		if n > 3 {
+			return fmt.Errorf("the customer did not say done after turn 3: %+v", obs.Metadata)
+		}
+	}
+	if err := userDone(obs, 3); err != nil {
+		return err
+	}
+	note("the customer said done: %s", obs.Metadata.UserReason)
+
+	if _, err = env.Reset(ctx, client.ResetOptions{EpisodeID: "helpdesk-2"}); err != nil {
+		return err
+	}
+	fmt.Printf("\n%s %s\n", out.Paint("1", "step ▶"), `{"message": "", "metadata": {"play": true}} (one step plays to done)`)
+	obs, err = env.StepAction(ctx, wire.Action{Metadata: map[string]any{"play": true}})
+	if err != nil {
+		return err
+	}
+	out.Observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
+	if err := userDone(obs, 3); err != nil {
+		return err
+	}
+	note("one step, %d turns, each message the customer's (the record file marks them source \"user\")", obs.Metadata.TurnNumber)
+	return nil
+}
+
+// userDone checks an episode the customer ended, satisfied, after turns turns.
+func userDone(obs *wire.Observation, turns int) error {
+	md := obs.Metadata
+	if !obs.Done || !md.UserDone || md.TurnNumber != turns || md.ErrorType != "" || obs.Reward == nil || *obs.Reward != 1 {
+		return fmt.Errorf("want the customer's done after turn %d with reward 1, got done=%v reward=%v %+v", turns, obs.Done, obs.Reward, md)
+	}
+	return nil
+}
