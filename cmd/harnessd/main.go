@@ -12,12 +12,6 @@
 // (adapters.go), exit codes and signals. Episodes are package session's,
 // the protocol package server's, evaluation jobs package evaljob's.
 //
-// It is bigger than 3,000 lines (make pkgsize) because it holds every
-// command's flags and help, which share unexported plumbing (the knob
-// table, setup, exit codes); eval crossed the line with its flags and
-// runner already in package evaljob. Moving the shared plumbing into a
-// package of its own is the way back under it.
-//
 // The package is bigger than 3,000 lines: it is one file per command, each
 // with its flags and help text, and the command line is the one place
 // they can live (what they call is in the packages below).
