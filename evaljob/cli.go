@@ -21,14 +21,20 @@ import (
 // limits and isolation flags serve and run have) and hands the parsed
 // values to Options with the Env it builds agents from.
 type Flags struct {
-	Tasks        []string
-	Agents       []string
-	Oracle       bool
-	Attempts     int
-	Concurrency  int
-	JobDir       string
-	Resume       string
-	JSON         bool
+	// Tasks are the --tasks paths; Agents the --agent values (presets or
+	// command lines); Oracle is --oracle.
+	Tasks  []string
+	Agents []string
+	Oracle bool
+	// Attempts is --attempts (k), Concurrency -n.
+	Attempts    int
+	Concurrency int
+	// JobDir is --job-dir, Resume --resume's directory.
+	JobDir string
+	Resume string
+	// JSON is --json: summary.json instead of the table.
+	JSON bool
+	// RetryInclude, RetryExclude and MaxRetries make the RetryPolicy.
 	RetryInclude []string
 	RetryExclude []string
 	MaxRetries   int
