@@ -77,6 +77,9 @@ type Env struct {
 	AbsProgram func(command []string) []string
 	// SplitArgs splits an --agent command line.
 	SplitArgs func(line string) ([]string, error)
+	// FromConfig says a configuration file was given: without --agent,
+	// --oracle or a command, its harness is the job's one agent.
+	FromConfig bool
 }
 
 // Options are the job's options from the flags; command is the harness
@@ -132,6 +135,14 @@ func (f *Flags) Options(command []string, env Env) (*Options, error) {
 		args = env.AbsProgram(args)
 		add(Agent{Name: filepath.Base(args[0]), Command: args, Config: func() (*config.Config, error) { return env.Build("", args) }})
 	}
+	if len(o.Spec.Agents) == 0 && env.FromConfig {
+		build := func() (*config.Config, error) { return env.Build("", nil) }
+		cfg, err := build()
+		if err != nil {
+			return nil, err
+		}
+		add(Agent{Name: cfg.Name, Config: build}) // named as the environment is (name:, else its harness)
+	}
 	return o, nil
 }
 
@@ -156,9 +167,9 @@ func SavedArgs(dir string) ([]string, error) {
 			args = append(args, "--oracle")
 		case a.Preset != "":
 			args = append(args, "--agent="+a.Preset)
-		default:
+		case len(a.Command) > 0:
 			args = append(args, "--agent="+quoteArgs(a.Command))
-		}
+		} // else the configuration file's harness: its --config is in Settings
 	}
 	return args, nil
 }

@@ -151,3 +151,22 @@ func TestAgentsOfOneJobAreScoredApart(t *testing.T) {
 		}
 	}
 }
+
+// Without --agent, the --config file's harness is the job's agent, named
+// as the environment is; a bare --resume finds it again through --config.
+func TestConfigFileHarnessIsTheAgent(t *testing.T) {
+	harbor, _ := taskFixture(t)
+	bin := strings.TrimSuffix(noopHarness(t), " agent")
+	cfg := filepath.Join(t.TempDir(), "env.yaml")
+	os.WriteFile(cfg, []byte("name: noop-env\nharness:\n  command: ["+bin+", agent]\n"), 0o644)
+	dir := filepath.Join(t.TempDir(), "job")
+	if code, stdout, stderr := eval(t, "--config", cfg, "--tasks", filepath.Join(harbor, "hello"), "--job-dir", dir); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if r := row(t, readSummary(t, dir), "noop-env", "hello"); r.Rewarded != 1 || *r.MeanReward != 0 {
+		t.Errorf("row: %+v", r)
+	}
+	if code, _, stderr := eval(t, "--resume", dir); code != 0 || !strings.Contains(stderr, "ran 0 trials (1 finished before)") {
+		t.Errorf("resume: exit %d\n%s", code, stderr)
+	}
+}

@@ -29,7 +29,8 @@ type Spec struct {
 	Settings []string `json:"settings,omitempty"`
 }
 
-// Agent is one agent of a job: a preset, a harness command, or the oracle.
+// Agent is one agent of a job: a preset, a harness command, the
+// configuration file's harness (neither set), or the oracle.
 type Agent struct {
 	// Name labels the agent's trials and rows; unique within a job.
 	Name string `json:"name"`

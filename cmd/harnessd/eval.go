@@ -61,7 +61,7 @@ func runEval(args []string) int {
 	defer stop()
 	defer dumpStacksOnQuit(log)()
 	o, err := jf.Options(c.fs.Args(), evaljob.Env{Settings: evalSettings(c, sf), TaskSource: evalTaskSource, SplitArgs: splitArgs,
-		AbsProgram: absProgram, Build: sf.env.buildAgent, IsPreset: func(n string) bool { x, _ := linked(); _, ok := x.presets.Lookup(n); return ok }})
+		AbsProgram: absProgram, Build: sf.env.buildAgent, FromConfig: sf.env.config != "", IsPreset: func(n string) bool { x, _ := linked(); _, ok := x.presets.Lookup(n); return ok }})
 	if err != nil {
 		return c.exit(withCode(exitUsage, err))
 	}
