@@ -10,10 +10,14 @@
 // trajectory, grade and result.json, results.jsonl and summary.json; the
 // order trials run in; which failures are retried (retry.go); the summary
 // (mean reward, the unbiased pass@k estimator, error types, durations,
-// tokens) and its terminal rendering (table.go, progress.go).
+// tokens) and its terminal rendering (table.go, terminal.go); the job's own
+// flags of `harnessd eval`, the agents they name, and the exit status
+// (cli.go); the oracle's run of a task (oracle.go), which `harnessd run
+// --task --oracle` shares.
 //
 // It must not touch how a task is loaded, prepared or graded (package
 // tasks), how an episode runs (packages session and episode), how records
-// become trajectories (internal/atif), or the command line (cmd/harnessd
-// builds each agent's configuration and hands it over ready).
+// become trajectories (internal/atif), or the environment's command line
+// (cmd/harnessd builds each agent's configuration from its flags, starts
+// the process supervisor, and hands both over).
 package evaljob
