@@ -30,7 +30,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o process/sandbox/harnessd-sandbox-init ./cmd/harnessd-sandbox-init && \
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o process/sandbox/initfile/harnessd-sandbox-init ./cmd/harnessd-sandbox-init && \
     CGO_ENABLED=0 go build -tags harnessd_embedinit -trimpath -ldflags "-s -w -X github.com/harnessd/harnessd/internal/version.version=${VERSION}" -o /out/harnessd ./cmd/harnessd
 
 # ---- final ----

@@ -9,6 +9,9 @@
 #   make agents  install the real CLI agents pinned in integration/agents (npm ci; needs Node)
 #   make chromium  install Debian's chromium for the web console's browser test
 #                (only with CI=true or INSTALL_CHROMIUM=1, as root with apt-get)
+#   make python-deps  install Debian's python3-websockets, -pytest, -mypy for the
+#                Python client's tests (only with CI=true or INSTALL_PYTHON_DEPS=1, as root)
+#   make test-python  the Python client's tests (python/tests, pytest, real daemons)
 
 GO      ?= go
 BIN     := $(CURDIR)/bin
@@ -22,7 +25,7 @@ MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | gr
 VERSIONPKG := github.com/harnessd/harnessd/internal/version
 LDFLAGS  := $(if $(VERSION),-X $(VERSIONPKG).version=$(VERSION)) $(if $(REVISION),-X $(VERSIONPKG).revision=$(REVISION)) $(if $(MODIFIED),-X $(VERSIONPKG).modified=true)
 
-.PHONY: all build test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke
+.PHONY: all build test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke python-deps test-python bench-python
 
 all: build
 
@@ -30,7 +33,7 @@ all: build
 # built first and embedded in harnessd (build tag harnessd_embedinit), so a
 # sandbox's start does not pay for the daemon's package initialisation; a
 # harnessd built without the tag (go build, go test) re-executes itself.
-SANDBOXINIT := process/sandbox/harnessd-sandbox-init
+SANDBOXINIT := process/sandbox/initfile/harnessd-sandbox-init
 
 # harnessd is built with -buildvcs=auto (overriding a GOFLAGS of
 # -buildvcs=false) so that "harnessd version" names the git revision it was
@@ -68,7 +71,7 @@ tracked:
 		elif [ "$$(stat -c %s "$$f")" -gt 2000000 ]; then echo "$$f (over 2 MB)"; fi; \
 	done); if [ -n "$$bad" ]; then echo "tracked files that are build outputs or too large (git rm --cached them and ignore them):"; echo "$$bad"; exit 1; fi
 
-test: lint build agents chromium test-go fuzz-smoke
+test: lint build agents chromium python-deps test-go test-python fuzz-smoke
 
 test-go:
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -race -timeout 15m $(PKGS)
@@ -142,6 +145,46 @@ chromium:
 		fi; \
 	else \
 		echo "make chromium: chromium is not installed; the web console's browser test skips (INSTALL_CHROMIUM=1 make chromium installs it)"; \
+	fi
+
+# The Python client (python/, package harnessd) is tested with Debian's
+# interpreter, /usr/bin/python3, whatever python3 PATH finds (a pyenv shim
+# lacks Debian's packages): it needs python3-websockets (10.4) and
+# python3-pytest, and python3-mypy for its type check (which skips without
+# it, and fails under CI=true). python-deps installs them only when missing
+# and asked for:
+# under CI=true or with INSTALL_PYTHON_DEPS=1, as root with apt-get. Without
+# them test-python says so and skips; under CI=true it fails.
+PYTHON ?= /usr/bin/python3
+PYTHON_DEBS := python3-websockets python3-pytest python3-mypy
+python-deps:
+	@if $(PYTHON) -c 'import websockets, pytest, mypy' >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$CI" = true ] || [ "$(INSTALL_PYTHON_DEPS)" = 1 ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "make python-deps: installing Debian's $(PYTHON_DEBS) (apt-get)"; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y --no-install-recommends $(PYTHON_DEBS) || \
+				{ apt-get update && apt-get install -y --no-install-recommends $(PYTHON_DEBS); }; \
+		else \
+			echo "make python-deps: $(PYTHON_DEBS) are missing and cannot be installed here (needs root and apt-get); test-python fails under CI=true"; \
+		fi; \
+	else \
+		echo "make python-deps: $(PYTHON_DEBS) are not installed for $(PYTHON); the Python client's tests skip (INSTALL_PYTHON_DEPS=1 make python-deps installs them)"; \
+	fi
+
+# test-python runs python/tests against real daemons (bin/harnessd serve and
+# bin/testharness llm --engine subprocesses on 127.0.0.1), the package
+# imported from python/src, not installed.
+test-python: build
+	@if [ ! -x $(PYTHON) ]; then \
+		if [ "$$CI" = true ]; then echo "make test-python: $(PYTHON) is missing (CI=true: failing)"; exit 1; fi; \
+		echo "make test-python: $(PYTHON) is missing; skipping the Python client's tests"; \
+	elif ! $(PYTHON) -c 'import websockets, pytest' >/dev/null 2>&1; then \
+		if [ "$$CI" = true ]; then echo "make test-python: $(PYTHON) lacks $(PYTHON_DEBS) (CI=true: failing; make python-deps installs them)"; exit 1; fi; \
+		echo "make test-python: $(PYTHON) lacks $(PYTHON_DEBS); skipping the Python client's tests (INSTALL_PYTHON_DEPS=1 make python-deps)"; \
+	else \
+		cd python && HARNESSD_BIN_DIR=$(BIN) PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -p no:cacheprovider -q tests; \
 	fi
 
 demo: build

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/rubric"
@@ -59,6 +60,9 @@ type Config struct {
 	Tasks     tasks.Source `yaml:"tasks" json:"tasks,omitzero"`
 	taskset   *tasks.Set
 	tasksFrom tasks.Source
+	// Events is the environment's event queue (events.go): each a trigger
+	// and an effect. Empty (the default) is a static environment.
+	Events []EventConfig `yaml:"events" json:"events,omitempty"`
 	// RecordDir, when set, receives one JSONL trajectory file per episode.
 	RecordDir string `yaml:"record_dir" json:"record_dir,omitempty"`
 
@@ -124,6 +128,12 @@ type ModelConfig struct {
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens,omitempty"`
 	// Timeout bounds one upstream call (default 10 minutes).
 	Timeout units.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Sampling pins the sampling of every engine call (temperature, top_p,
+	// top_k, min_p, seed, max_tokens) in place of the agent's own, and
+	// strips the fields that distort sampling unless allowed
+	// (gateway.Sampling); a reset may override it. nil: the agent's own
+	// parameters are sent.
+	Sampling *gateway.Sampling `yaml:"sampling" json:"sampling,omitempty"`
 
 	endpoint ModelEndpoint // URL parsed by Normalize
 }
@@ -230,6 +240,10 @@ type WorkspaceConfig struct {
 	// sandbox (e.g. /app, as task images expect) and makes it the
 	// harness's working directory; sandbox isolation only.
 	MountAt string `yaml:"mount_at" json:"mount_at,omitempty"`
+	// RecordChanges writes, after each turn, the workspace paths the turn
+	// changed to the record file (a bounded walk of the workspace at each
+	// turn's end; needs record_dir).
+	RecordChanges bool `yaml:"record_changes" json:"record_changes,omitempty"`
 }
 
 // EndsOnDone reports the effective EndOnDone.
@@ -406,6 +420,7 @@ func (c *Config) Normalize() error {
 			errs = append(errs, fmt.Errorf("tools[%d] %q: isolation and network apply to stdio servers (command), not url", i, t.Name))
 		}
 	}
+	errs = append(errs, c.validateEvents()...)
 	errs = append(errs, c.validateModel()...)
 	errs = append(errs, c.validateIsolation()...)
 	errs = append(errs, c.normalizeSandbox()...)

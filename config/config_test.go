@@ -186,3 +186,29 @@ func TestParseConfigReportsEveryProblem(t *testing.T) {
 		t.Error("text that is not YAML accepted")
 	}
 }
+
+// harness.model.sampling is read from YAML into the gateway's pin and
+// checked: values in range, an engine upstream only.
+func TestModelSampling(t *testing.T) {
+	c, err := ParseConfig([]byte("harness:\n  command: [a]\n  model:\n    url: http://127.0.0.1:1\n    upstream: engine\n"+
+		"    sampling: {temperature: 1.0, top_p: 0.95, top_k: -1, min_p: 0, seed: 7, max_tokens: 512, allow: [logit_bias], strip_stop: true}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Harness.Model.Sampling
+	if s == nil || *s.Temperature != 1 || *s.TopP != 0.95 || *s.TopK != -1 || *s.MinP != 0 || *s.Seed != 7 || *s.MaxTokens != 512 ||
+		len(s.Allow) != 1 || !s.StripStop {
+		t.Fatalf("sampling %+v", s)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"    upstream: engine\n    sampling: {top_p: 2}\n", "top_p"},
+		{"    upstream: engine\n    sampling: {allow: [tools]}\n", "not a sampling field"},
+		{"    sampling: {temperature: 1}\n", "engine upstream only"},
+		{"    upstream: engine\n    sampling: {temprature: 1}\n", "temprature"},
+	} {
+		_, err := ParseConfig([]byte("harness:\n  command: [a]\n  model:\n    url: http://127.0.0.1:1\n"+bad.yaml), "")
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want an error about %s", bad.yaml, err, bad.want)
+		}
+	}
+}

@@ -165,6 +165,14 @@ func (c *Config) validateModel() []error {
 	if m.Timeout < 0 {
 		bad("harness.model.timeout must not be negative")
 	}
+	if m.Sampling != nil {
+		if err := m.Sampling.Validate(); err != nil {
+			bad("harness.model.sampling: %w", err)
+		}
+		if m.UpstreamKind() != ModelUpstreamEngine {
+			bad("harness.model.sampling applies to an engine upstream only (a passthrough request is forwarded as it is)")
+		}
+	}
 	if m.APIKeyEnv == OrchestrationTokenEnv {
 		bad("harness.model.api_key_env: %s is harnessd's own API token and never a model key", m.APIKeyEnv)
 	}

@@ -26,6 +26,7 @@ func userEpisodes(ctx context.Context, d *daemon) error {
 		return err
 	}
 	out.Observation("reset", obs)
+	sawEvent := 0 // the turn whose events hold the example's env_event
 	for n := 1; !obs.Done; n++ {
 		fmt.Printf("\n%s %s\n", out.Paint("1", fmt.Sprintf("step %d ▶", n)), `"" (the simulated user writes the message)`)
 		if obs, err = env.Step(ctx, ""); err != nil {
@@ -33,6 +34,9 @@ func userEpisodes(ctx context.Context, d *daemon) error {
 		}
 		for _, e := range obs.Metadata.TurnEvents {
 			out.Event(e)
+			if e.Type == wire.EventEnv {
+				sawEvent = obs.Metadata.TurnNumber
+			}
 		}
 		out.Observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
 		if n > 3 {
@@ -43,6 +47,10 @@ func userEpisodes(ctx context.Context, d *daemon) error {
 		return err
 	}
 	note("the customer said done: %s", obs.Metadata.UserReason)
+	if sawEvent != 2 {
+		return fmt.Errorf("the example's event (a ticket placed before turn 2) was not in turn 2's events (seen in turn %d)", sawEvent)
+	}
+	note("the environment's event queue placed inbox/T-5678.txt before turn 2 (an env_event in that turn)")
 
 	if _, err = env.Reset(ctx, client.ResetOptions{EpisodeID: "helpdesk-2"}); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
@@ -49,6 +50,9 @@ type Env struct {
 	// Trace, when set, is told of every resource an episode opens and
 	// closes (diagnostics and tests).
 	Trace func(TraceEvent)
+	// Policy is the session's policy version, which every episode's model
+	// gateway stamps its calls with (nil: always 0).
+	Policy *gateway.PolicyVersion
 
 	perEpisode []config.ToolConfig
 

@@ -82,6 +82,8 @@ func (ep *Episode) openModel() error {
 			MaxTurnModelCalls: e.MaxTurnModelCalls, MaxTurnOutputTokens: e.MaxTurnOutputTokens,
 			MaxTokens: m.MaxTokens,
 		},
+		Sampling: m.Sampling,
+		Policy:   s.Policy,
 		OnEvent:  ep.emit,
 		OnBudget: d.refuse,
 		Logger:   ep.Log(),
@@ -167,6 +169,15 @@ func (ep *Episode) ModelBudgetFailure() *harness.Failure {
 		return nil
 	}
 	return harness.Wrap(refused.FailureType(), refused, "the model gateway refused a call")
+}
+
+// SetModelSampling pins the sampling of the episode's later model calls
+// (a reset's own pin; nil: the agent's own). Without a gateway it does
+// nothing.
+func (ep *Episode) SetModelSampling(s *gateway.Sampling) {
+	if ep.model != nil {
+		ep.model.gw.SetSampling(s)
+	}
 }
 
 // RecordReward hands turn n's reward to the gateway, for the export.

@@ -115,6 +115,18 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 		Limits:      limits,
 		HostNetwork: s.Config.Network.EgressPolicy() == config.EgressHost,
 	}
+	if t != nil {
+		// The task's [agent] user: its id inside, named in the sandbox's
+		// /etc/passwd and /etc/group.
+		uid, ids, err := t.AgentIdentity(filepath.Join(dirs.Root, "etc"))
+		if err != nil {
+			return nil, err
+		}
+		if uid != nil {
+			cfg.UID, cfg.GID = uid, uid
+			cfg.Binds = append(cfg.Binds, ids...)
+		}
+	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start the episode's sandbox (isolation: sandbox): %w", err)

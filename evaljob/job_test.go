@@ -54,7 +54,7 @@ func TestOracleJobGivesTheTablePassAtKAndSummary(t *testing.T) {
 				t.Errorf("trial %s: %v", r.Trial, err)
 			}
 		}
-		if r.Grade == nil || r.Grade.Exit == nil || r.Solve == nil || r.Solve.Exit == nil || r.DurationMS <= 0 {
+		if r.Grade == nil || r.Grade.Exit == nil || len(r.Solve) != 1 || r.Solve[0].Exit == nil || r.DurationMS <= 0 {
 			t.Errorf("trial %s: grade %+v, solve %+v, duration %v", r.Trial, r.Grade, r.Solve, r.DurationMS)
 		}
 	}

@@ -22,9 +22,8 @@ const (
 	// ErrNoReward: the tests ran but gave no reward that could be read
 	// (the grade's error says why).
 	ErrNoReward = "no_reward"
-	// ErrGrade: the tests could not be run (no sandbox, a copy failed).
-	ErrGrade = "grade_error"
-	// ErrOracle: the oracle's solution/solve.sh could not be run.
+	// ErrOracle: the oracle's run of the task could not happen (its
+	// solve.sh or its tests could not be started).
 	ErrOracle = "oracle_error"
 	// ErrArtifacts: the trial ran and was graded, but its files (record,
 	// trajectory) could not be kept; its reward stands.
@@ -56,8 +55,9 @@ type Result struct {
 	// Grade is how the tests graded the trial (reward, scores, exit,
 	// output tails, duration).
 	Grade *wire.TaskGrade `json:"grade,omitempty"`
-	// Solve is the oracle's run of solution/solve.sh (oracle trials only).
-	Solve *RunSummary `json:"solve,omitempty"`
+	// Solve are the oracle's runs of solve.sh (oracle trials only): the
+	// task's, or one per step of a task of several.
+	Solve []*RunSummary `json:"solve,omitempty"`
 	// Tokens are the model's prompt and completion tokens, from the
 	// trajectory (absent when no model call was seen).
 	Tokens *Tokens `json:"tokens,omitempty"`
@@ -75,6 +75,8 @@ func (r *Result) Ran() bool { return r.Reward != nil }
 
 // RunSummary is a script's run: exit status, output tails, duration.
 type RunSummary struct {
+	// Step names the step of a task of several steps the run was for.
+	Step       string           `json:"step,omitempty"`
 	Exit       *wire.ExitStatus `json:"exit,omitempty"`
 	TimedOut   bool             `json:"timed_out,omitempty"`
 	StdoutTail string           `json:"stdout_tail,omitempty"`

@@ -53,13 +53,21 @@ func TestKilledJobResumesOnlyItsUnfinishedTrials(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "job")
 	killAfter(t, 5, 12, append(args, "--job-dir", dir)...)
 
+	// Finished: a result.json (a kill between it and its results.jsonl
+	// line leaves one more than the lines).
 	before := map[string][]byte{}
-	for _, r := range readResults(t, dir) {
-		b, err := os.ReadFile(filepath.Join(dir, "trials", r.Trial, "result.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, "trials", "*", "result.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatalf("trial %s is in results.jsonl without its result.json: %v", r.Trial, err)
+			t.Fatal(err)
 		}
-		before[r.Trial] = b
+		before[filepath.Base(filepath.Dir(f))] = b
+	}
+	for _, r := range readResults(t, dir) {
+		if before[r.Trial] == nil {
+			t.Fatalf("trial %s is in results.jsonl without its result.json", r.Trial)
+		}
 	}
 	if len(before) < 5 || len(before) >= 12 {
 		t.Fatalf("%d trials finished before the kill, want 5 to 11", len(before))

@@ -9,12 +9,12 @@ import (
 // DefaultRetryTypes are the error types retried unless the job says
 // otherwise: failures of the infrastructure around a trial, which say
 // nothing about the agent — its session or episode could not be made, its
-// harness did not start, its turn could not be run, the tests or the
-// oracle could not be started. A graded trial (one with a reward, even
-// after a harness crash or a timeout) is never retried, whatever the
-// policy: its failure is the agent's result.
+// harness did not start, its turn could not be run, the oracle's runs
+// could not be started. A graded trial (one with a reward, even after a
+// harness crash or a timeout) is never retried, whatever the policy: its
+// failure is the agent's result.
 var DefaultRetryTypes = []string{
-	ErrSetup, ErrReset, string(wire.FailureStartupFailed), ErrStep, ErrGrade, ErrOracle,
+	ErrSetup, ErrReset, string(wire.FailureStartupFailed), ErrStep, ErrOracle,
 	string(wire.FailureHarnessExited), string(wire.FailureCancelled),
 }
 

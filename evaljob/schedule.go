@@ -82,7 +82,7 @@ func (r *runner) runTrial(ctx context.Context, t trial) (ok bool, err error) {
 		start := time.Now()
 		var res *Result
 		if a := r.o.Spec.Agents[t.agent]; a.Oracle {
-			res = r.runOracle(ctx, t, dir)
+			res = r.runOracle(ctx, t)
 		} else {
 			res = r.runAgent(ctx, t, r.cfgs[[2]int{t.agent, t.source}], dir)
 		}

@@ -103,6 +103,8 @@ func classify(res *Result, obs *wire.Observation) {
 	switch g := md.Grade; {
 	case g != nil && g.Reward != nil:
 		res.Reward = g.Reward
+	case g != nil && g.ErrorType != "":
+		res.ErrorType, res.Error = string(g.ErrorType), g.Error // grader_needs_network
 	case g != nil:
 		res.ErrorType, res.Error = ErrNoReward, g.Error
 	case !obs.Done:
@@ -155,38 +157,4 @@ func (r *runner) keepEpisodeFiles(res *Result, recordDir, episode, dir string) e
 		}
 	}
 	return nil
-}
-
-// runOracle runs an oracle trial (Oracle) in a scratch directory of the
-// trial's own. It returns nil when ctx ended it first.
-func (r *runner) runOracle(ctx context.Context, t trial, dir string) *Result {
-	res := &Result{}
-	root, err := os.MkdirTemp(r.scratch, "oracle-")
-	if err != nil {
-		res.ErrorType, res.Error = ErrOracle, err.Error()
-		return res
-	}
-	defer os.RemoveAll(root)
-	run, err := Oracle(ctx, t.task, root, r.hide())
-	if ctx.Err() != nil {
-		return nil
-	}
-	if run != nil && run.Solve != nil {
-		res.Solve = runSummary(run.Solve)
-	}
-	if run != nil && run.Grade != nil {
-		res.Grade = TaskGrade(run.Grade)
-	}
-	var oe *OracleError
-	switch {
-	case errors.As(err, &oe) && oe.Stage == "grade":
-		res.ErrorType, res.Error = ErrGrade, err.Error()
-	case err != nil:
-		res.ErrorType, res.Error = ErrOracle, err.Error()
-	case res.Grade.Reward == nil:
-		res.ErrorType, res.Error = ErrNoReward, res.Grade.Error
-	default:
-		res.Reward = res.Grade.Reward
-	}
-	return res
 }

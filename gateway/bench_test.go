@@ -38,7 +38,7 @@ func benchBodies(b *testing.B) (agent, upstream []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	upstream, _, err = g.engineBody(fields, 0)
+	upstream, _, err = g.engineBody(fields, 0, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,10 +33,12 @@ func (e *BudgetError) Error() string {
 // FailureType is the terminal observation's error_type for a budget refusal.
 func (e *BudgetError) FailureType() wire.FailureType { return wire.FailureModelBudget }
 
-// admission is a call's place in the episode: its index and turn, and
-// either a refusal or the max_tokens cap it gets (0: none).
+// admission is a call's place in the episode: its index and turn, the
+// sampling pin it is sent under (nil: none), and either a refusal or the
+// max_tokens cap it gets (0: none).
 type admission struct {
 	index, turn int
+	pin         *Sampling
 	refused     *BudgetError
 	maxTokens   int
 }
@@ -48,7 +50,7 @@ func (g *Gateway) admit() admission {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.next++
-	a := admission{index: g.next, turn: g.turn}
+	a := admission{index: g.next, turn: g.turn, pin: g.sampling}
 	b := g.opts.Budgets
 	refuse := func(name string, limit, used int) bool {
 		if limit > 0 && used >= limit {

@@ -31,6 +31,16 @@ type call struct {
 	err           string // why the call failed
 	issues        []Issue
 
+	// sampling is what the agent asked (its dialect's names) and sm what
+	// was sent and why.
+	sampling json.RawMessage
+	sm       sampled
+	// versionSent and versionAnswered are the policy versions when the call
+	// went upstream and when its answer came back; straddles says the
+	// version changed in between.
+	versionSent, versionAnswered int64
+	straddles                    bool
+
 	// parent is the earlier call this one extends (nil: none) and children
 	// the calls extending it, in index order; set for trainable calls when
 	// recorded (prefixIndex), under the gateway's mutex.
@@ -59,19 +69,23 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	}
 	adm := g.admit()
 	var upBody []byte
-	var effective json.RawMessage
+	var sm sampled
 	var bodyErr error
 	if adm.refused == nil {
 		var fields map[string]json.RawMessage
 		if fields, bodyErr = req.Chat.Fields(); bodyErr == nil {
-			upBody, effective, bodyErr = g.engineBody(fields, adm.maxTokens)
+			upBody, sm, bodyErr = g.engineBody(fields, adm.maxTokens, adm.pin)
 		}
 	}
+	countSampling(sm)
+	version, epoch := g.opts.Policy.Current()
 	g.emit(adm.turn, &wire.LLMRequest{
 		Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
-		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: effective,
+		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: sm.effective,
+		Extra: requestExtra(version, sm),
 	})
-	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficTraining, offersTools: req.OffersTools()}
+	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficTraining, offersTools: req.OffersTools(),
+		sampling: req.Sampling, sm: sm, versionSent: version, versionAnswered: version}
 	fail := func(f failure) {
 		rec.status, rec.err = f.Status, f.Message
 		g.record(rec)
@@ -93,6 +107,11 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	start := time.Now()
 	c, f := g.callEngine(r.Context(), upBody)
 	rec.latencyMS = float64(time.Since(start).Microseconds()) / 1000
+	rec.versionAnswered = g.opts.Policy.Version()
+	rec.straddles = g.opts.Policy.ChangedSince(version, epoch)
+	if rec.straddles {
+		straddlingCalls.Add(1)
+	}
 	if f != nil {
 		g.log.Warn("gateway: upstream call failed", "call", adm.index, "turn", adm.turn, "status", f.Status, "err", f.Message)
 		fail(*f)
@@ -115,20 +134,44 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: &used,
 		CallIndex: adm.index, Dialect: string(d.Name()), Traffic: TrafficTraining,
 		PromptTokenIDs: c.PromptIDs, CompletionTokenIDs: c.CompletionIDs, Logprobs: c.Logprobs,
-		LatencyMS: &latency, Extra: issuesExtra(rec.issues),
+		LatencyMS: &latency, Extra: responseExtra(rec),
 	})
 	if err := d.Encode(w, &c.Completion); err != nil {
 		g.log.Debug("gateway: agent went away mid-answer", "call", adm.index, "err", err)
 	}
 }
 
-// issuesExtra carries a call's ingest issues on its llm_response.
-func issuesExtra(issues []Issue) wire.Extra {
-	if len(issues) == 0 {
-		return nil
+// responseExtra carries a call's policy versions and ingest issues on its
+// llm_response.
+func responseExtra(c *call) wire.Extra {
+	x := wire.Extra{"policy_version": c.versionAnswered, "policy_version_sent": c.versionSent}
+	if c.straddles {
+		x["straddles_update"] = true
 	}
-	b, _ := json.Marshal(issues)
-	return wire.Extra{"issues": json.RawMessage(b)}
+	if len(c.issues) > 0 {
+		b, _ := json.Marshal(c.issues)
+		x["issues"] = json.RawMessage(b)
+	}
+	return x
+}
+
+// requestExtra carries the policy version a call is sent under and what
+// the sampling pin did to it on its llm_request.
+func requestExtra(version int64, sm sampled) wire.Extra {
+	x := wire.Extra{"policy_version": version}
+	if sm.pinned {
+		x["sampling_pinned"] = true
+	}
+	if len(sm.stripped) > 0 {
+		x["sampling_stripped"] = sm.stripped
+	}
+	if len(sm.overridden) > 0 {
+		x["sampling_overridden"] = sm.overridden
+	}
+	if len(sm.differs) > 0 {
+		x["sampling_differs"] = sm.differs
+	}
+	return x
 }
 
 // responseContent is the answer as llm_response records it: its text, or

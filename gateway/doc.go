@@ -42,6 +42,15 @@
 //     refused in the dialect's error shape and reported (OnBudget,
 //     BudgetExhausted) as a *BudgetError whose FailureType is
 //     wire.FailureModelBudget.
+//   - the sampling pin (Sampling, SetSampling): the trainer's temperature,
+//     top_p, top_k, min_p, seed and max_tokens sent in place of the agent's,
+//     and the fields that distort sampling (DistortingFields) stripped unless
+//     allowed; what the agent asked, what was sent, stripped, overridden and
+//     where it differs from the pin are recorded per call.
+//   - policy versions (PolicyVersion, Options.Policy): the version the
+//     trainer set, daemon-wide or per session, read when a call goes
+//     upstream and when its answer is back; a call in flight across a change
+//     straddles the update.
 //   - the training export (Export): calls linked into chains by exact token
 //     prefix, with input_ids, loss_mask and logprobs per chain and the
 //     rewards the caller recorded (SetReward); documented in docs/gateway.md.

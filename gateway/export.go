@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -19,6 +20,12 @@ type Export struct {
 	EpisodeID string `json:"episode_id"`
 	// Traffic is TrafficTraining (an engine upstream).
 	Traffic string `json:"traffic"`
+	// PinnedSampling is the sampling pin of the episode's calls as the
+	// engine is sent it (Sampling.Pinned), with its allow list and
+	// strip_stop; absent without a pin.
+	PinnedSampling *Sampling `json:"pinned_sampling,omitempty"`
+	// PolicyVersion is the policy version when the export was made.
+	PolicyVersion int64 `json:"policy_version"`
 	// Calls lists every call in index order, failed and refused ones too.
 	Calls []ExportCall `json:"calls"`
 	// Chains are the trainable sequences (see Chain).
@@ -28,6 +35,10 @@ type Export struct {
 	Rewards []Reward `json:"rewards"`
 	// Issues are the problems found on ingest and export, graded.
 	Issues []Issue `json:"issues"`
+	// Events are the events of the environment's queue that fired, in
+	// order (absent without any): each names the first call after it,
+	// whose prompt span lists it (Span.Events).
+	Events []EnvEvent `json:"events,omitempty"`
 }
 
 // ExportCall summarises one call.
@@ -58,6 +69,29 @@ type ExportCall struct {
 	// Status and Error describe a failed or refused call.
 	Status int    `json:"status,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// PolicyVersionSent is the policy version when the call went upstream,
+	// PolicyVersion when its answer came back; StraddlesUpdate says the
+	// version changed while it was in flight (the completion may mix
+	// weights, or was sampled by other weights than the version says).
+	PolicyVersionSent int64 `json:"policy_version_sent"`
+	PolicyVersion     int64 `json:"policy_version"`
+	StraddlesUpdate   bool  `json:"straddles_update,omitempty"`
+	// Sampling is the sampling the agent asked for, in its dialect's
+	// names; EffectiveSampling what the engine was sent (Chat Completions
+	// names).
+	Sampling          json.RawMessage `json:"sampling,omitempty"`
+	EffectiveSampling json.RawMessage `json:"effective_sampling,omitempty"`
+	// SamplingPinned says the call was sent under a sampling pin;
+	// SamplingStripped lists the agent's fields the pin stripped,
+	// SamplingOverridden those it replaced with the pinned values, and
+	// SamplingDiffers the fields whose value sent is not the pin's (a
+	// max_tokens lowered by a budget, an allowed field, a kept stop
+	// sequence). A pinned call without SamplingDiffers was sampled exactly
+	// as pinned.
+	SamplingPinned     bool     `json:"sampling_pinned,omitempty"`
+	SamplingStripped   []string `json:"sampling_stripped,omitempty"`
+	SamplingOverridden []string `json:"sampling_overridden,omitempty"`
+	SamplingDiffers    []string `json:"sampling_differs,omitempty"`
 }
 
 // Chain is one trainable token sequence: the last call's prompt and
@@ -100,6 +134,11 @@ type Span struct {
 	// CallIndex is the call the tokens come from; Turn is its turn.
 	CallIndex int `json:"call_index"`
 	Turn      int `json:"turn"`
+	// Events lists, on a prompt span, the Seq of the environment's events
+	// that fired between the previous call and this one: their text (a
+	// mid-turn delivery, a message appended to the turn) or their effect
+	// (a file, a tool server's state) entered the context here.
+	Events []int `json:"events,omitempty"`
 }
 
 // Reward is the environment's reward for a turn.
@@ -118,6 +157,8 @@ func (g *Gateway) Export() (*Export, error) {
 	calls := byIndex(g.calls)
 	cands := slices.Clone(g.chains.cands)
 	par := parentPositions(cands)
+	pin := g.sampling
+	envEvents := slices.Clone(g.events)
 	rewards := make([]Reward, 0, len(g.rewards))
 	for turn, r := range g.rewards {
 		rewards = append(rewards, Reward{Turn: turn, Reward: r})
@@ -126,6 +167,7 @@ func (g *Gateway) Export() (*Export, error) {
 	sort.Slice(rewards, func(i, j int) bool { return rewards[i].Turn < rewards[j].Turn })
 
 	ex := &Export{Format: ExportFormat, EpisodeID: g.opts.EpisodeID, Traffic: TrafficTraining,
+		PinnedSampling: pin, PolicyVersion: g.opts.Policy.Version(),
 		Calls: []ExportCall{}, Chains: []Chain{}, Rewards: rewards, Issues: []Issue{}}
 	summary := map[int]*ExportCall{}
 	for _, c := range calls {
@@ -133,6 +175,10 @@ func (g *Gateway) Export() (*Export, error) {
 			CallIndex: c.index, Turn: c.turn, Dialect: c.dialect, Traffic: c.traffic,
 			PromptTokens: len(c.promptIDs), CompletionTokens: len(c.completionIDs),
 			FinishReason: c.finishReason, LatencyMS: c.latencyMS, Status: c.status, Error: c.err,
+			PolicyVersionSent: c.versionSent, PolicyVersion: c.versionAnswered, StraddlesUpdate: c.straddles,
+			Sampling: c.sampling, EffectiveSampling: c.sm.effective,
+			SamplingPinned: c.sm.pinned, SamplingStripped: c.sm.stripped,
+			SamplingOverridden: c.sm.overridden, SamplingDiffers: c.sm.differs,
 		})
 		ex.Issues = append(ex.Issues, c.issues...)
 		if c.err != "" {
@@ -143,6 +189,9 @@ func (g *Gateway) Export() (*Export, error) {
 		summary[ex.Calls[i].CallIndex] = &ex.Calls[i]
 	}
 	ex.Chains = buildChains(cands, par, summary, &ex.Issues)
+	if len(envEvents) > 0 {
+		ex.Events = placeEvents(envEvents, calls, ex.Chains)
+	}
 	if n := len(cands); n == 1 && cands[0].offersTools {
 		ex.Issues = append(ex.Issues, Issue{Severity: SeverityWarn, Code: IssueSingleCall, CallIndex: cands[0].index,
 			Message: "an agentic episode with a single model call"})

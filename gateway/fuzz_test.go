@@ -78,7 +78,7 @@ func decodeAll(t *testing.T, g *Gateway, body []byte) {
 			t.Errorf("%s: decoded request has no chat fields: %v", name, err)
 			continue
 		}
-		if _, _, err := g.engineBody(fields, 100); err != nil {
+		if _, _, err := g.engineBody(fields, 100, nil); err != nil {
 			t.Errorf("%s: decoded request gives no engine body: %v", name, err)
 		}
 	}

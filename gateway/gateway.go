@@ -31,16 +31,18 @@ type Gateway struct {
 	client   *http.Client
 	upstream string // the engine's chat completions URL
 
-	mu      sync.Mutex
-	turn    int
-	calls   []*call         // every recorded call, in the order they ended
-	byTurn  map[int][]*call // the recorded calls by turn
-	chains  prefixIndex     // the trainable calls and their parents
-	next    int             // the last call index handed out
-	usage   usage           // per-episode counters
-	turnUse usage           // per-turn counters
-	budget  *BudgetError
-	rewards map[int]float64
+	mu       sync.Mutex
+	turn     int
+	sampling *Sampling       // the pin of later calls (SetSampling), nil: none
+	calls    []*call         // every recorded call, in the order they ended
+	byTurn   map[int][]*call // the recorded calls by turn
+	chains   prefixIndex     // the trainable calls and their parents
+	next     int             // the last call index handed out
+	usage    usage           // per-episode counters
+	turnUse  usage           // per-turn counters
+	budget   *BudgetError
+	rewards  map[int]float64
+	events   []EnvEvent // the environment's queue events noted (NoteEvent)
 
 	servers httpgroup.Group // its Serve loops
 
@@ -96,6 +98,9 @@ func New(opts Options) (*Gateway, error) {
 		}
 		key = "sk-harnessd-" + hex.EncodeToString(raw[:])
 	}
+	if err := opts.Sampling.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: sampling: %w", err)
+	}
 	if opts.Upstream.APIKey != "" && key == opts.Upstream.APIKey {
 		return nil, errors.New("gateway: the agent's key must not be the upstream's key")
 	}
@@ -113,6 +118,7 @@ func New(opts Options) (*Gateway, error) {
 		key: []byte(key), client: client,
 		upstream: strings.TrimRight(opts.Upstream.URL, "/") + "/chat/completions",
 		turn:     1,
+		sampling: opts.Sampling,
 		servers:  httpgroup.Group{Closed: ErrClosed, Limit: doorcap.NewLimit(opts.Door, "model gateway", log)},
 	}, nil
 }
@@ -131,6 +137,15 @@ func (g *Gateway) SetTurn(n int) {
 		g.turnUse = usage{}
 	}
 	g.turn = n
+}
+
+// SetSampling pins the sampling of later calls (a reset's own pin): nil
+// sends the agent's own, as the gateway always did. It does not change
+// calls already admitted.
+func (g *Gateway) SetSampling(s *Sampling) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sampling = s
 }
 
 // SetReward records the environment's reward for turn n, for the export.

@@ -62,7 +62,7 @@ func BenchmarkGatewayGrowing(b *testing.B) {
 		if err := json.Unmarshal(agent, &fields); err != nil {
 			b.Fatal(err)
 		}
-		body, _, err := hyg.engineBody(fields, 0)
+		body, _, err := hyg.engineBody(fields, 0, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"sort"
 	"strconv"
 
 	"github.com/harnessd/harnessd/gateway/dialect"
@@ -15,9 +16,13 @@ var (
 // engineBody applies the gateway's request hygiene to an engine request
 // and returns its body and effective sampling parameters: non-streaming
 // (stream_options dropped), empty tools dropped with tool_choice and
-// parallel_tool_calls, one choice, max_tokens capped at maxTokens (0: no
-// cap), the upstream's model, and return_token_ids and logprobs injected.
-func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int) ([]byte, json.RawMessage, error) {
+// parallel_tool_calls, one choice, the sampling pin applied (pin, nil for
+// none: what it stripped and where the result differs from it are in the
+// returned sampled), max_tokens (the pin's, else the agent's) capped at
+// maxTokens (0: no cap), the upstream's model, and return_token_ids and
+// logprobs injected.
+func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int, pin *Sampling) ([]byte, sampled, error) {
+	var sm sampled
 	up := make(map[string]json.RawMessage, len(chat)+4)
 	for k, v := range chat {
 		up[k] = v
@@ -39,6 +44,10 @@ func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int) ([]
 			delete(up, k)
 		}
 	}
+	agentAsked := asked > 0
+	if pin != nil && pin.MaxTokens != nil {
+		asked = *pin.MaxTokens
+	}
 	if maxTokens > 0 && (asked == 0 || asked > maxTokens) {
 		asked = maxTokens
 	}
@@ -49,13 +58,31 @@ func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int) ([]
 		b, _ := json.Marshal(m)
 		up["model"] = b
 	}
+	if pin != nil {
+		sm.stripped, sm.overridden = pin.pin(up)
+		if agentAsked && pin.MaxTokens != nil {
+			sm.overridden = append(sm.overridden, "max_tokens")
+			sort.Strings(sm.overridden)
+		}
+		sm.differs, sm.pinned = pin.differs(up), true
+	}
 	up["return_token_ids"] = jsonTrue
 	up["logprobs"] = jsonTrue
 	body, err := json.Marshal(up)
 	if err != nil {
-		return nil, nil, err
+		return nil, sm, err
 	}
-	return body, dialect.PickSampling(up), nil
+	sm.effective = dialect.PickSampling(up)
+	return body, sm, nil
+}
+
+// sampled is what the gateway did to one call's sampling.
+type sampled struct {
+	effective  json.RawMessage // the sampling fields sent upstream
+	stripped   []string        // the agent's fields the pin stripped
+	overridden []string        // the agent's fields the pin replaced
+	differs    []string        // the fields sent otherwise than pinned
+	pinned     bool            // a pin applied
 }
 
 // nonEmptyList reports whether raw is a JSON list with at least one item.

@@ -76,6 +76,13 @@ type Options struct {
 	Upstream Upstream
 	// Budgets limit the episode's model use.
 	Budgets Budgets
+	// Sampling is the sampling pin of the episode's engine calls (nil:
+	// none, the agent's own parameters are sent); SetSampling changes it.
+	// A passthrough ignores it.
+	Sampling *Sampling
+	// Policy is the policy version the calls are stamped with (nil:
+	// always 0): the session's, whose parent is the daemon's.
+	Policy *PolicyVersion
 	// OnEvent receives an llm_request and an llm_response event (origin
 	// gateway, stamped with the running turn) for every model call. It is
 	// called from the request's goroutine, possibly concurrently for

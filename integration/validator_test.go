@@ -87,6 +87,15 @@ func TestOpenEnvValidator(t *testing.T) {
 				if p == "/ws" || p == "/harness" || p == "/mcp" || p == "/reset" || p == "/step" || p == "/close" {
 					continue
 				}
+				if strings.Contains(p, "{") {
+					// A templated path (an episode's export): served, for an
+					// unknown episode, with the route's own 404.
+					path := strings.ReplaceAll(p, "{episode_id}", "no-such-episode")
+					if code, body := d.DoRaw("GET", path, "", nil); code != http.StatusNotFound || !strings.Contains(string(body), "unknown episode") {
+						t.Errorf("documented path GET %s answers %d %s", path, code, body)
+					}
+					continue
+				}
 				if code, _ := d.DoRaw("GET", p, "", nil); code != http.StatusOK {
 					t.Errorf("documented path GET %s answers %d", p, code)
 				}

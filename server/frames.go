@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
+	"github.com/harnessd/harnessd/server/trainer"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -97,7 +98,7 @@ func parseWSFrame(b []byte) (frame, *wireError) {
 		}
 	}
 	switch f.Type {
-	case frameTypeReset, frameTypeStep, frameTypeState, frameTypeClose, frameTypeMCP, frameTypeExport:
+	case frameTypeReset, frameTypeStep, frameTypeState, frameTypeClose, frameTypeMCP, frameTypeExport, trainer.FrameType:
 	default:
 		return f, &wireError{Message: "Unknown message type: " + f.Type, Code: codeUnknownType}
 	}
@@ -189,7 +190,7 @@ func parseReset(data json.RawMessage) (session.ResetOptions, *wireError) {
 			errs = append(errs, *fe)
 		}
 	}
-	errs = append(errs, parseTaskKwargs(raw, &o)...)
+	errs = append(append(errs, parseTaskKwargs(raw, &o)...), trainer.ResetKwargs(raw, &o.Sampling, &o.PolicyVersion)...)
 	if len(errs) > 0 {
 		return o, invalid(errs...)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/internal/fuzzcheck"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/server/trainer"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -21,6 +22,10 @@ var frameSeeds = []string{
 	`{"type":"reset"}`,
 	`{"type":"reset","data":{"seed":7,"episode_id":"ep-1","task_id":"t1"}}`,
 	`{"type":"reset","data":{"seed":-1}}`,
+	`{"type":"reset","data":{"sampling":{"temperature":1,"top_p":0.9,"allow":["logit_bias"],"strip_stop":true},"policy_version":3}}`,
+	`{"type":"reset","data":{"sampling":{"top_p":7,"bogus":1},"policy_version":-2}}`,
+	`{"type":"policy_version","data":{"version":4,"scope":"daemon"}}`,
+	`{"type":"export","data":{"episode_id":"ep-1"}}`,
 	`{"type":"step","data":{"message":"fix the bug"}}`,
 	`{"type":"step","data":{"message":"hi","metadata":{"k":1}}}`,
 	`{"type":"step","data":{"message":null,"extra":1}}`,
@@ -89,7 +94,9 @@ func FuzzWSFrame(f *testing.F) {
 				return
 			}
 			checkAction(t, a)
-		case frameTypeState, frameTypeClose, frameTypeMCP:
+		case trainer.FrameType:
+			checkPolicyFrame(t, fr.Data)
+		case frameTypeState, frameTypeClose, frameTypeMCP, frameTypeExport:
 		default:
 			t.Fatalf("accepted a frame of type %q", fr.Type)
 		}
@@ -210,4 +217,15 @@ func FuzzMCPRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkPolicyFrame checks a policy_version frame's data as the frame's
+// answer would: valid, or refused with errors naming a field.
+func checkPolicyFrame(t *testing.T, data json.RawMessage) {
+	t.Helper()
+	for _, e := range trainer.CheckFrame(data) {
+		if e.Type == "" || len(e.Loc) == 0 || e.Msg == "" {
+			t.Fatalf("policy_version %s: an error without type, field or message: %+v", data, e)
+		}
+	}
 }

@@ -14,10 +14,12 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/server/console"
 	"github.com/harnessd/harnessd/server/metrics"
+	"github.com/harnessd/harnessd/server/trainer"
 	"github.com/harnessd/harnessd/session"
 )
 
@@ -112,6 +114,7 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics.Metrics
 	console *console.Console // the web console (simulation mode)
+	trainer trainer.Options  // policy versions (server/trainer)
 
 	draining atomic.Bool   // set when Shutdown starts: readiness false, no new work
 	quit     chan struct{} // closed when sockets must close (sessions ended)
@@ -170,7 +173,8 @@ func New(opts Options) (*Server, error) {
 		opts: opts, cfg: opts.Config, mode: opts.Mode, log: opts.Logger, token: opts.APIToken,
 		reg: newRegistry(opts.MaxSessions, opts.IdleTimeout), quit: make(chan struct{}),
 	}
-	s.metrics = metrics.New(metrics.Options{Version: opts.Version, MaxSessions: opts.MaxSessions, Live: opts.Supervisor.Live,
+	s.trainer = trainer.Options{Daemon: gateway.NewPolicyVersion(nil), Sessions: trainer.List(s.reg.list, func(m *managed) trainer.Session { return m.sess })}
+	s.metrics = metrics.New(metrics.Options{Version: opts.Version, MaxSessions: opts.MaxSessions, Live: opts.Supervisor.Live, Policy: s.trainer.Daemon,
 		Kinds: []string{kindWS, kindHTTP, kindHarness, kindMCP}, Surfaces: []string{surfaceWS, surfaceHarness, surfaceHTTP, surfaceMCP}})
 	s.console = console.New(console.Options{
 		Config: s.cfg, Isolation: s.isolation(), Guard: s.guard, PeerOnly: s.peerOnly, Quit: s.quit, WriteTimeout: writeTimeout,
@@ -229,6 +233,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET /state", orch(s.handleState))
 		mux.Handle("POST /close", orch(s.handleClose))
 		mux.Handle("GET /episodes/{episode_id}/export", orch(s.handleExport))
+		mux.Handle("/policy_version", orch(s.trainer.ServeHTTP))
 		s.console.Routes(mux)
 	} else {
 		mux.Handle("/harness", g(http.HandlerFunc(s.handleHarness)))
@@ -280,7 +285,7 @@ func (s *Server) newSession(id string, observe session.Observer) (*session.Sessi
 	}
 	return session.NewSession(session.Options{
 		Config: s.cfg, Adapters: s.opts.Adapters, Supervisor: s.opts.Supervisor, Logger: s.log, ExtraSources: extra, ID: id,
-		Isolation: s.opts.Isolation, Hide: s.opts.SandboxHide, Observer: observe,
+		Isolation: s.opts.Isolation, Hide: s.opts.SandboxHide, Observer: observe, Policy: s.trainer.Daemon,
 	})
 }
 

@@ -212,11 +212,16 @@ func (s *Server) create(kind string) (*managed, error) {
 
 // destroy closes a session and frees its slot.
 func (s *Server) destroy(m *managed, why string) {
+	// The session is among the closing ones before it leaves the registry,
+	// so that an export asked for in between waits for the file its close
+	// writes instead of finding the episode in neither place (a 409).
+	if _, already := s.closing.LoadOrStore(m.id, m); already {
+		return
+	}
+	defer s.closing.Delete(m.id)
 	if s.reg.remove(m.id) == nil {
 		return
 	}
-	s.closing.Store(m.id, m)
-	defer s.closing.Delete(m.id)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.sess.Close(ctx); err != nil {

@@ -132,7 +132,7 @@ func TestWebAPI(t *testing.T) {
 // TestWebProductionAbsent checks that production mode has no console.
 func TestWebProductionAbsent(t *testing.T) {
 	ts := start(t, Options{Mode: Production})
-	for _, path := range []string{"/web", "/web/api/sessions", "/web/api/events", "/web/assets/console.js"} {
+	for _, path := range []string{"/web", "/web/api/sessions", "/web/api/events", "/web/assets/console.js", "/web/episodes", "/web/api/episodes", "/web/api/overview"} {
 		if code := webGet(t, ts.url+path, "", nil); code != http.StatusNotFound {
 			t.Errorf("production GET %s: %d, want 404", path, code)
 		}
@@ -191,5 +191,51 @@ func TestWebEvents(t *testing.T) {
 	}
 	if got := strings.Join(seen[:4], ","); got != "reset:0,observation:0,message:1,event:1" {
 		t.Errorf("feed records %v", seen)
+	}
+}
+
+// TestWebPagesBehindToken: the console's new pages and APIs (episodes,
+// one episode, overview) answer 401 without the API token and 200 with it,
+// and the pages carry the Content-Security-Policy.
+func TestWebPagesBehindToken(t *testing.T) {
+	ts, records := webServer(t, "tok")
+	fakeEpisode{id: "e-1", task: "t", started: 1.7e9, turns: 1, turnSeconds: 1, reward: ptr(1.0), done: true, message: "m"}.write(t, records)
+	paths := []string{"/web/episodes", "/web/episodes/e-1", "/web/overview", "/web/api/episodes", "/web/api/episodes/e-1", "/web/api/overview"}
+	for _, path := range paths {
+		if code := webGet(t, ts.url+path, "", nil); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without the token: %d, want 401", path, code)
+		}
+		if code := webGet(t, ts.url+path, "wrong", nil); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with a wrong token: %d, want 401", path, code)
+		}
+		req, _ := http.NewRequest(http.MethodGet, ts.url+path, nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s with the token: %d", path, res.StatusCode)
+		}
+		if !strings.HasPrefix(path, "/web/api/") && !strings.Contains(res.Header.Get("Content-Security-Policy"), "script-src 'self'") {
+			t.Errorf("GET %s: Content-Security-Policy %q", path, res.Header.Get("Content-Security-Policy"))
+		}
+	}
+	var list struct {
+		Total    int
+		Episodes []console.EpisodeSummary
+	}
+	webGet(t, ts.url+"/web/api/episodes?task=t", "tok", &list)
+	if list.Total != 1 || list.Episodes[0].ID != "e-1" || list.Episodes[0].Status != "done" {
+		t.Errorf("episodes: %+v", list)
+	}
+	for _, q := range []string{"sort=nope", "reward_min=x", "offset=-1"} {
+		if code := webGet(t, ts.url+"/web/api/episodes?"+q, "tok", nil); code != http.StatusBadRequest {
+			t.Errorf("episodes?%s: %d, want 400", q, code)
+		}
+	}
+	if code := webGet(t, ts.url+"/web/api/episodes/nope", "tok", nil); code != http.StatusNotFound {
+		t.Errorf("an unknown episode: %d, want 404", code)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/harnessd/harnessd/server/trainer"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -157,6 +158,8 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	case frameTypeExport:
 		s.handleExportFrame(wc, m, f.Data)
+	case trainer.FrameType:
+		wc.send(trainer.Reply(f.Data, m.sess, s.trainer.Daemon))
 	}
 	return true
 }

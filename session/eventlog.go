@@ -2,6 +2,7 @@ package session
 
 import (
 	"sync"
+	"time"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/wire"
@@ -23,6 +24,13 @@ import (
 // and its observation carries the truncation marker. Adjacent text_output
 // events of one origin are kept as one (textRun); the live stream still
 // gets each event as it happened.
+//
+// The record follows the running turn: what is kept is written to the
+// record's buffer, and a flusher (a timer armed by the first unwritten
+// record, stopped with the record) writes it to the file within
+// recordFlushBound, with the text of a run still open (a run the flusher
+// finds open is written in pieces, split at line boundaries, which joined
+// by newlines are the run's event).
 type eventLog struct {
 	mu      sync.Mutex
 	limits  turnLimits
@@ -31,6 +39,8 @@ type eventLog struct {
 	winSize int64        // the bytes of the ended turns in traj
 	omitted Omitted      // what fell out of the window
 	rec     *recorder
+	flusher *time.Timer  // writes rec's buffer and the open run's text; nil until first armed
+	armed   bool         // the flusher is due
 	turn    int          // the running turn, 0 between turns
 	events  []wire.Event // the running turn's events
 	emit    func(wire.Event)
@@ -39,6 +49,7 @@ type eventLog struct {
 	run     textRun
 	budget  turnCaps
 	cut     *wire.Truncation // the last ended turn's truncation
+	tap     func(wire.Event) // sees every event added (setTap)
 }
 
 // The window of past turns an eventLog keeps in memory (the record file
@@ -66,10 +77,28 @@ func (l *eventLog) setLimits(e config.EpisodeConfig) {
 }
 
 // add records e: stamped with the turn, kept in time order within the
-// turn's bounds, streamed.
+// turn's bounds, streamed; then the tap, if set, sees it (outside the
+// log's lock, on the reporter's goroutine).
 func (l *eventLog) add(e wire.Event) {
 	l.mu.Lock()
+	tap := l.tap
+	l.record(e)
+	l.mu.Unlock()
+	if tap != nil {
+		tap(e)
+	}
+}
+
+// setTap sets (nil: clears) the function that sees every event added: the
+// event queue's trigger on tool calls during a turn.
+func (l *eventLog) setTap(f func(wire.Event)) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.tap = f
+}
+
+// record is add under the log's lock.
+func (l *eventLog) record(e wire.Event) {
 	if e.Timestamp == 0 {
 		e.Timestamp = wire.Now()
 	}
@@ -111,11 +140,13 @@ func (l *eventLog) take(e wire.Event) {
 	}
 	if joins {
 		l.run.join(e)
+		l.arm()
 		return
 	}
 	l.closeRun()
 	if coalescable(e) {
 		l.run.start(e)
+		l.arm()
 		return
 	}
 	l.store(e)
@@ -135,15 +166,78 @@ func (l *eventLog) takeNotice(reason string) {
 
 // store keeps e in the trajectory, the record and the turn's events.
 func (l *eventLog) store(e wire.Event) {
-	l.traj = append(l.traj, e)
 	l.rec.write(e)
+	l.arm()
+	l.keep(e)
+}
+
+// keep keeps e in the trajectory and the turn's events.
+func (l *eventLog) keep(e wire.Event) {
+	l.traj = append(l.traj, e)
 	l.events = append(l.events, e)
 }
 
-// closeRun stores the open run of text, if any.
+// closeRun stores the open run of text, if any. A run the flusher wrote
+// pieces of has its last piece recorded, and is kept whole.
 func (l *eventLog) closeRun() {
-	if e, ok := l.run.close(); ok {
+	if !l.run.open {
+		return
+	}
+	pieces := l.run.recorded
+	if pieces {
+		l.recordRun()
+	}
+	e, _ := l.run.close()
+	if pieces {
+		l.keep(e)
+	} else {
 		l.store(e)
+	}
+}
+
+// recordRun writes the open run's text that is not in the record yet as
+// an event (a piece of the run).
+func (l *eventLog) recordRun() {
+	if l.rec == nil {
+		return
+	}
+	if e, ok := l.run.piece(); ok {
+		l.rec.write(e)
+		l.arm()
+	}
+}
+
+// arm makes the flusher due, if there is a record and it is not due yet.
+func (l *eventLog) arm() {
+	if l.rec == nil || l.armed {
+		return
+	}
+	l.armed = true
+	if l.flusher == nil {
+		l.flusher = time.AfterFunc(recordFlushBound, l.flushDue)
+		return
+	}
+	l.flusher.Reset(recordFlushBound)
+}
+
+// flushDue is the flusher: it writes the open run's text and the record's
+// buffer to the file.
+func (l *eventLog) flushDue() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.armed { // stopped, or flushed by a turn's end or a note
+		return
+	}
+	l.recordRun()
+	l.rec.flush()
+	l.armed = false
+}
+
+// flushed says the record's buffer was written: the flusher is not due.
+func (l *eventLog) flushed() {
+	l.armed = false
+	if l.flusher != nil {
+		l.flusher.Stop()
 	}
 }
 
@@ -181,6 +275,7 @@ func (l *eventLog) endTurn() []wire.Event {
 	l.endSpan()
 	l.turn, l.emit, l.events, l.budget = 0, nil, nil, turnCaps{}
 	l.rec.flush()
+	l.flushed()
 	return evs
 }
 
@@ -249,6 +344,7 @@ func (l *eventLog) reset(rec *recorder) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rec.close()
+	l.flushed()
 	l.traj, l.rec, l.turn, l.events, l.emit, l.lastTS = nil, rec, 0, nil, nil, 0
 	l.spans, l.winSize, l.omitted = nil, 0, Omitted{}
 	l.pending, l.run, l.budget, l.cut = pendingEvents{}, textRun{}, turnCaps{}, nil
@@ -259,14 +355,18 @@ func (l *eventLog) closeRecord() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rec.close()
+	l.flushed()
 	l.rec = nil
 }
 
 // note writes a record that is not an event (reset, message, observation)
-// to the record file, in order with the events, and flushes it.
+// to the record file, in order with the events, and flushes it (an open
+// run's text first).
 func (l *eventLog) note(r wire.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.recordRun()
 	l.rec.note(r)
 	l.rec.flush()
+	l.flushed()
 }

@@ -30,7 +30,7 @@ func teardown(ctx context.Context) (context.Context, context.CancelFunc) {
 func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harness.TurnInput, res harness.TurnResult, started time.Time) *wire.Observation {
 	ep := r.ep
 	n := in.Number
-	done := s.endsEpisode(n, res) || submitted(r, a)
+	done := s.endsEpisode(n, res) || submitted(r, a) || lastStep(r, n)
 	var udone *userAnswer
 	if !done {
 		// The simulated user sees the turn and answers the next message
@@ -42,6 +42,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 		r.user.note(n, "assistant", "", res.Response)
 	}
 	limits := s.reachedLimits(r)
+	s.queueFor(r).afterResponse(ctx, res.Response)
 	s.events.add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
 	}))
@@ -61,6 +62,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	}
 	obs.Reward, obs.Metadata.RewardDetails = s.score(ctx, r, a, res, obs)
 	s.gradeTask(ctx, r, obs)
+	done = obs.Done // a multi-step task's step may have ended it
 	if obs.Reward != nil {
 		ep.RecordReward(n, *obs.Reward)
 	}

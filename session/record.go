@@ -2,6 +2,7 @@ package session
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,7 +36,17 @@ func observationRecord(o *wire.Observation) wire.Record {
 	return wire.Record{Kind: wire.RecordObservation, Time: wire.Now(), Turn: o.Metadata.TurnNumber, Observation: &c}
 }
 
-// recorder appends an episode's records to a JSONL file.
+// recordFlushBound bounds how long a kept event waits in the recorder's
+// buffer before it is written to the record file: the eventLog's flusher
+// writes it (and the text of an open run) at most this long after it was
+// kept, so the file follows a running turn, and a daemon killed mid-turn
+// leaves what the turn did up to then. The records of resets, messages and
+// observations are written at once. docs/benchmarks.md ("Record files
+// within a turn") measures this against a write per event.
+const recordFlushBound = 100 * time.Millisecond
+
+// recorder appends an episode's records to a JSONL file through a bounded
+// buffer (writes beyond it go straight through).
 type recorder struct {
 	f    *os.File
 	w    *bufio.Writer
@@ -47,11 +58,49 @@ func openRecorder(dir, episodeID string) (*recorder, error) {
 		return nil, fmt.Errorf("create record directory: %w", err)
 	}
 	name := filepath.Base(recordfile.Record(dir, episodeID))
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open trajectory record: %w", err)
 	}
+	if err := dropCutLine(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open trajectory record %s: %w", name, err)
+	}
 	return &recorder{f: f, w: bufio.NewWriterSize(f, 64<<10), name: name}, nil
+}
+
+// dropCutLine truncates f, a record file an episode appends to (its id was
+// used before), after its last newline: a daemon killed while writing a
+// line leaves that line cut short, and the next episode's reset must start
+// a line of its own.
+func dropCutLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := st.Size()
+	buf := make([]byte, 4096)
+	for end > 0 {
+		n := int64(len(buf))
+		if n > end {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return fmt.Errorf("read its end: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if end == st.Size() {
+		return nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return fmt.Errorf("drop its cut last line: %w", err)
+	}
+	return nil
 }
 
 // write appends an event record for e.

@@ -80,6 +80,10 @@ func TestRecordReplaysEpisode(t *testing.T) {
 				t.Fatalf("record %d: observation of turn %d unexpected", i+2, r.Turn)
 			}
 			turns[len(turns)-1].obs = r.Observation
+		case wire.RecordWorkspace:
+			if len(turns) == 0 || turns[len(turns)-1].obs == nil || r.Turn != len(turns) || r.Workspace == nil {
+				t.Fatalf("record %d: workspace record of turn %d unexpected", i+2, r.Turn)
+			}
 		default:
 			t.Fatalf("record %d: kind %q", i+2, r.Kind)
 		}

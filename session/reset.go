@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -24,6 +25,13 @@ type ResetOptions struct {
 	// the taskset (at most one of them).
 	TaskID    string
 	TaskIndex *int
+	// Sampling overrides harness.model.sampling for this episode, field by
+	// field (gateway.Sampling.Merge); nil keeps the configured pin. It
+	// needs an engine upstream.
+	Sampling *gateway.Sampling
+	// PolicyVersion, when set, sets the session's policy version before
+	// the episode starts (SetPolicyVersion).
+	PolicyVersion *int64
 }
 
 // Reset ends any running episode (killing its tree and revoking its bridge
@@ -40,15 +48,23 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if err := CheckEpisodeID(opts.EpisodeID); err != nil {
 		return nil, err
 	}
+	pin, err := s.resetSampling(opts)
+	if err != nil {
+		return nil, err
+	}
 	ctx, _, end, err := s.beginOp(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
+	if opts.PolicyVersion != nil {
+		s.policy.Set(*opts.PolicyVersion)
+	}
 
 	t0 := time.Now()
 	if s.standby && opts.EpisodeID == "" {
 		if ep := s.pool.Take(ctx); ep != nil {
+			ep.SetModelSampling(pin)
 			return s.handOver(ep, t0)
 		}
 	}
@@ -82,6 +98,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.events.closeRecord()
 		return nil, err
 	}
+	ep.SetModelSampling(pin)
 	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.note(s.resetRecord(r))
 	s.mu.Lock()
@@ -114,7 +131,9 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 // open opens the episode of spec up to its doors: from the spare the pool
 // prepared, when there is one (spare is then true), else from nothing.
 func (s *Session) open(ctx context.Context, spec episode.Spec) (ep *episode.Episode, spare bool, err error) {
-	if !s.standby {
+	// A spare's sandbox was made before its task was known: a task that
+	// names the agent's user needs one made as that user.
+	if !s.standby && (spec.Task == nil || spec.Task.AgentUser == nil) {
 		if ep := s.pool.Take(ctx); ep != nil {
 			if err := ep.Advance(ctx, spec, episode.LevelDoors); err != nil {
 				return nil, true, err

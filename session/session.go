@@ -15,9 +15,11 @@ import (
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/rubric"
+	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -69,6 +71,10 @@ type Options struct {
 	// Trace, when set, is told of every resource an episode opens and
 	// closes (episode.Env.Trace).
 	Trace func(episode.TraceEvent)
+	// Policy is the daemon's policy version; the session's own
+	// (SetPolicyVersion) overrides it until it is set again. nil: the
+	// session's alone.
+	Policy *gateway.PolicyVersion
 }
 
 // Session is one trainer's environment: at most one episode at a time.
@@ -85,7 +91,8 @@ type Session struct {
 	pool     *episode.Pool // spares or standbys; nil without
 	standby  bool          // the pool holds started harnesses
 	observer Observer
-	ended    chan struct{} // closed once Close has finished
+	policy   *gateway.PolicyVersion // the session's, under Options.Policy
+	ended    chan struct{}          // closed once Close has finished
 	events   eventLog
 
 	mu       sync.Mutex
@@ -113,6 +120,13 @@ type run struct {
 	graded   bool          // the task's tests have run
 	reported bool          // EpisodeEnded was sent
 	user     *userState    // the simulated user (user.go); nil without user:
+	// queue is the episode's event queue (envqueue.go), made on first use.
+	queue     *eventQueue
+	queueOnce sync.Once
+	// A multi-step task's steps graded so far, and why it stopped early.
+	stepResults []tasks.StepResult
+	stepGrades  []wire.TaskGrade
+	stepStopped string
 }
 
 // adapter returns the run's harness adapter (nil before it started).
@@ -129,7 +143,8 @@ func NewSession(opts Options) (*Session, error) {
 	if opts.Supervisor == nil {
 		return nil, errors.New("session: no process supervisor")
 	}
-	s := &Session{id: opts.ID, cfg: cfg, fixed: opts.Adapter, observer: opts.Observer, ended: make(chan struct{})}
+	s := &Session{id: opts.ID, cfg: cfg, fixed: opts.Adapter, observer: opts.Observer, ended: make(chan struct{}),
+		policy: gateway.NewPolicyVersion(opts.Policy)}
 	if s.fixed == nil {
 		s.adapters = opts.Adapters
 		if s.adapters == nil {
@@ -161,7 +176,7 @@ func NewSession(opts Options) (*Session, error) {
 	s.env = &episode.Env{
 		Config: cfg, Supervisor: opts.Supervisor, Isolation: iso, SandboxInit: opts.SandboxInit, Hide: opts.Hide,
 		ModelListener: opts.ModelListener, Dir: filepath.Join(cfg.WorkspaceRoot(), s.id), Logger: s.log,
-		Sources: opts.ExtraSources, Trace: opts.Trace,
+		Sources: opts.ExtraSources, Trace: opts.Trace, Policy: s.policy,
 	}
 	if err := s.env.Init(); err != nil {
 		return nil, err

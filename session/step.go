@@ -43,6 +43,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	s.notify(TurnStarted{SessionID: s.id, EpisodeID: r.id, Turn: n, Action: a})
 
 	started := time.Now()
+	wallStart := started.Round(0) // file times are wall clock
 	var obs *wire.Observation
 	if f := s.betweenTurnsFailure(r); f != nil || uf != nil {
 		if f == nil {
@@ -55,6 +56,7 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 		obs = s.runStep(ctx, r, a, n, sig)
 		obs.Metadata.MessageSource = source
 	}
+	s.noteWorkspace(r, n, wallStart)
 	s.notify(TurnEnded{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(started), Observation: obs})
 	if obs.Done {
 		s.episodeEnded(r, obs.Metadata.ErrorType)
@@ -65,11 +67,22 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 // runStep runs turn n of r and builds its observation.
 func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig *turnSignal) *wire.Observation {
 	ep := r.ep
-	b := s.turnBudget(r, a.Timeout)
+	if obs := s.beginTaskStep(ctx, r, n); obs != nil {
+		return obs // the step's setup.sh failed: graded, done
+	}
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = s.stepTimeout(r, n)
+	}
+	b := s.turnBudget(r, timeout)
 	started := time.Now()
 	in := harness.TurnInput{Number: n, Message: s.turnMessage(r, n, a.Message), OutputLimit: int64(s.cfg.Episode.OutputLimit), Live: sig.markLive}
+	q := s.queueFor(r) // nil without events:
+	in.Message = q.beforeTurn(ctx, n, in.Message)
 	mctx, endModelTurn := ep.BeginModelTurn(ctx, n)
+	disarm := q.startTurn(mctx, n)
 	res, f := s.runTurn(mctx, r, b, in)
+	disarm()
 	endModelTurn()
 	if bf := ep.ModelBudgetFailure(); bf != nil {
 		f = bf // a refused model call ended the turn

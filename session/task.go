@@ -3,11 +3,16 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/tasks"
@@ -28,7 +33,12 @@ func (s *Session) pickTask(opts ResetOptions) (*tasks.Task, error) {
 		}
 		return nil, nil
 	}
-	return set.Pick(tasks.Choice{ID: opts.TaskID, Index: opts.TaskIndex, Seed: opts.Seed})
+	t, err := set.Pick(tasks.Choice{ID: opts.TaskID, Index: opts.TaskIndex, Seed: opts.Seed})
+	if err == nil && !t.AgentUser.Root() && !s.env.Sandboxed() {
+		// In process isolation the harness runs as the daemon's user.
+		return nil, fmt.Errorf("task %s: task.toml agent.user = %q cannot be honoured in process isolation (the harness runs as the daemon's user); use isolation: sandbox", t.ID, t.AgentUser.String())
+	}
+	return t, err
 }
 
 // taskStarted applies the task's episode budget ([agent] timeout_sec,
@@ -39,7 +49,9 @@ func (s *Session) taskStarted(r *run, md *wire.Metadata) {
 	if t == nil {
 		return
 	}
-	if t.AgentTimeout > 0 {
+	if t.AgentTimeout > 0 && !t.IsMultiStep() {
+		// A multi-step task's [agent] timeout_sec bounds each step's turn
+		// (stepTimeout), as Harbor bounds each step's agent run.
 		s.mu.Lock()
 		if dl := time.Now().Add(t.AgentTimeout); r.deadline.IsZero() || dl.Before(r.deadline) {
 			r.deadline = dl
@@ -59,12 +71,65 @@ func (s *Session) episodeBudget(r *run) units.Duration {
 }
 
 // turnMessage is what turn n delivers: the trainer's message, or the
-// task's instruction when the first turn's message is empty.
+// task's instruction when the first turn's message is empty — for a
+// multi-step task, step n's instruction when turn n's message is empty.
 func (s *Session) turnMessage(r *run, n int, msg string) string {
-	if t := r.ep.Task(); msg == "" && n == 1 && t != nil {
+	t := r.ep.Task()
+	switch {
+	case msg != "" || t == nil:
+		return msg
+	case t.IsMultiStep() && n <= len(t.Steps):
+		return t.Steps[n-1].Instruction
+	case n == 1:
 		return t.Instruction
 	}
 	return msg
+}
+
+// beginTaskStep prepares turn n of a multi-step task, step n: its
+// workdir/ is uploaded into the workspace and its setup.sh runs (in a
+// sandbox of its own, as the step's agent user). A setup that fails ends
+// the episode as Harbor ends the trial: the step has no verifier result,
+// and the observation returned (nil otherwise) is graded from the steps
+// before it.
+func (s *Session) beginTaskStep(ctx context.Context, r *run, n int) *wire.Observation {
+	t := r.ep.Task()
+	if t == nil || !t.IsMultiStep() || n > len(t.Steps) {
+		return nil
+	}
+	ws := r.ep.Dirs().Workspace
+	err := t.PrepareStep(ws, n)
+	var res *tasks.Result
+	if err == nil {
+		scratch := filepath.Join(r.ep.Dirs().Root, fmt.Sprintf("step%d-setup", n))
+		defer os.RemoveAll(scratch)
+		res, err = t.Setup(ctx, tasks.RunOptions{Workspace: ws, Scratch: scratch, Hide: s.gradeHide(), Step: n})
+	}
+	switch {
+	case err != nil:
+	case res == nil:
+		return nil
+	case res.ExitCode != 0 || res.TimedOut:
+		err = fmt.Errorf("setup.sh exited with code %d (timed out: %v): %s", res.ExitCode, res.TimedOut, res.Stderr)
+	default:
+		return nil
+	}
+	name := t.Steps[n-1].Name
+	r.ep.Log().Warn("task step setup failed", "step", name, "err", err)
+	r.stepResults = append(r.stepResults, tasks.StepResult{Name: name, Failed: true})
+	r.stepGrades = append(r.stepGrades, wire.TaskGrade{Step: name, Error: fmt.Sprintf("step %s: %v", name, err)})
+	tctx, cancel := teardown(ctx)
+	defer cancel()
+	r.ep.StopHarness(tctx)
+	s.events.add(wire.ErrorEvent(wire.OriginDaemon, fmt.Sprintf("task step %s: %v", name, err), false))
+	empty := ""
+	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{EpisodeID: r.id, TurnNumber: n, Response: &empty,
+		TurnEvents: s.events.endTurn(), Truncated: s.events.truncation()}}
+	r.stepStopped = fmt.Sprintf("step %s failed", name)
+	s.finalTaskGrade(r, obs)
+	s.events.note(observationRecord(obs))
+	s.finish(tctx, r, "")
+	return obs
 }
 
 // SubmitKey is the action metadata key that ends a task episode after its
@@ -92,7 +157,14 @@ var gradedFailures = []wire.FailureType{
 func (s *Session) gradeTask(ctx context.Context, r *run, obs *wire.Observation) {
 	ep := r.ep
 	t := ep.Task()
-	if t == nil || !obs.Done || r.graded {
+	if t == nil || r.graded {
+		return
+	}
+	if t.IsMultiStep() {
+		s.gradeTaskStep(ctx, r, obs)
+		return
+	}
+	if !obs.Done {
 		return
 	}
 	if f := obs.Metadata.ErrorType; f != "" && !slices.Contains(gradedFailures, f) {
@@ -107,23 +179,11 @@ func (s *Session) gradeTask(ctx context.Context, r *run, obs *wire.Observation) 
 	start := time.Now()
 	l := s.cfg.Limits
 	res, err := t.Grade(ctx, tasks.RunOptions{Workspace: ep.Dirs().Workspace, Scratch: scratch, Hide: s.gradeHide(),
-		Limits: sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}})
-	g := &wire.TaskGrade{DurationMS: float64(time.Since(start).Microseconds()) / 1000}
-	if err != nil {
-		g.Error = err.Error()
-	} else {
-		g.Reward, g.Scores, g.TimedOut, g.Limit, g.Error = res.Reward, res.Scores, res.TimedOut, res.Limit, res.Error
-		g.Exit = &wire.ExitStatus{Code: res.ExitCode, Signal: res.Signal}
-		g.StdoutTail, g.StderrTail = res.Stdout, res.Stderr
-		g.RewardWatch = res.RewardWatch
-		for _, w := range res.Tampered {
-			g.Tampered = append(g.Tampered, wire.RewardWriter{File: w.File, Pid: w.Pid, Command: w.Command, Events: w.Events})
-		}
-		if len(g.Tampered) > 0 {
-			ep.Log().Warn("task reward withheld: written by a process other than the tests'", "writers", g.Tampered)
-		}
-	}
+		Limits: sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}, Egress: s.gradeEgress()})
+	g := s.wireGrade(r, res, err)
+	g.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	obs.Metadata.TaskID, obs.Metadata.Grade = t.ID, g
+	s.markNeedsNetwork(obs, g)
 	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})
 	if g.Reward != nil {
 		total := *g.Reward
@@ -142,4 +202,179 @@ func (s *Session) gradeHide() []string {
 		out = append(out, s.cfg.RecordDir)
 	}
 	return out
+}
+
+// wireGrade is a grading run as metadata.grade (err: it could not run).
+func (s *Session) wireGrade(r *run, res *tasks.Result, err error) *wire.TaskGrade {
+	if err != nil {
+		return &wire.TaskGrade{Error: err.Error()}
+	}
+	g := res.WireGrade()
+	if len(g.Tampered) > 0 {
+		r.ep.Log().Warn("task reward withheld: written by a process other than the tests'", "writers", g.Tampered)
+	}
+	return g
+}
+
+// markNeedsNetwork gives an episode whose tests needed the network the
+// error_type grader_needs_network (its turn ended normally: no other
+// error_type is replaced).
+func (s *Session) markNeedsNetwork(obs *wire.Observation, g *wire.TaskGrade) {
+	if g.ErrorType == wire.FailureGraderNeedsNetwork && obs.Metadata.ErrorType == "" {
+		obs.Metadata.ErrorType, obs.Metadata.Error = g.ErrorType, g.Error
+	}
+}
+
+// gradeEgress is the egress proxy a grader may use: the environment's
+// (network.egress: allow, its network.allow hosts), never the host's own
+// addresses; nil without one.
+func (s *Session) gradeEgress() *egress.Options {
+	n := s.cfg.Network
+	if n.EgressPolicy() != config.EgressAllow {
+		return nil
+	}
+	return &egress.Options{Policy: egress.Policy{Allow: n.Allow}, DenyAddrs: hostAddrs()}
+}
+
+// hostAddrs are the host's own interface addresses, which a grader's
+// proxy never reaches (the daemon may listen on any of them).
+func hostAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
+}
+
+// gradeTaskStep grades turn n of a multi-step task: step n's tests run
+// against the workspace (the harness stopped first when the episode ends
+// here; between steps it stays, idle, for the next turn), the
+// observation gets the step's grade and reward, and the episode ends
+// after the last step or when the step stops the task (a failure without
+// a verifier result, a min_reward it falls below). The observation that
+// ends the episode carries the task's reward as Harbor derives it from
+// the steps (tasks.Task.TrialRewards) and every step's grade.
+func (s *Session) gradeTaskStep(ctx context.Context, r *run, obs *wire.Observation) {
+	ep := r.ep
+	t := ep.Task()
+	n := obs.Metadata.TurnNumber
+	if f := obs.Metadata.ErrorType; f != "" && !slices.Contains(gradedFailures, f) {
+		if obs.Done && len(r.stepResults) > 0 {
+			s.finalTaskGrade(r, obs)
+		}
+		return
+	}
+	if n < 1 || n > len(t.Steps) || len(r.stepResults) >= n {
+		if obs.Done {
+			s.finalTaskGrade(r, obs)
+		}
+		return
+	}
+	if n == len(t.Steps) {
+		obs.Done = true
+	}
+	if obs.Done {
+		tctx, cancel := teardown(ctx)
+		ep.StopHarness(tctx)
+		cancel()
+	}
+	name := t.Steps[n-1].Name
+	scratch := filepath.Join(ep.Dirs().Root, fmt.Sprintf("step%d-grade", n))
+	defer os.RemoveAll(scratch)
+	start := time.Now()
+	l := s.cfg.Limits
+	res, err := t.Grade(ctx, tasks.RunOptions{Workspace: ep.Dirs().Workspace, Scratch: scratch, Hide: s.gradeHide(), Step: n,
+		Limits: sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}, Egress: s.gradeEgress()})
+	g := s.wireGrade(r, res, err)
+	g.Step, g.DurationMS = name, float64(time.Since(start).Microseconds())/1000
+	sr := tasks.StepResult{Name: name}
+	if err == nil {
+		sr.Rewards = res.Rewards()
+	}
+	sr.Failed = sr.Rewards == nil
+	r.stepResults, r.stepGrades = append(r.stepResults, sr), append(r.stepGrades, *g)
+	ep.Log().Info("task step graded", "step", name, "reward", rewardValue(g.Reward), "elapsed", time.Since(start), "error", g.Error)
+	if stop, why := t.StopAfter(n-1, sr); stop && !obs.Done {
+		obs.Done, r.stepStopped = true, why
+		tctx, cancel := teardown(ctx)
+		ep.StopHarness(tctx)
+		cancel()
+	}
+	if obs.Done {
+		s.finalTaskGrade(r, obs)
+		return
+	}
+	obs.Metadata.TaskID, obs.Metadata.Grade = t.ID, g
+	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})
+	if g.Reward != nil {
+		total := *g.Reward
+		if obs.Reward != nil {
+			total += *obs.Reward
+		}
+		obs.Reward = &total
+	}
+}
+
+// finalTaskGrade puts a multi-step task's grade on the observation that
+// ends its episode: the task's reward from the steps that ran, each
+// step's grade, why it stopped early.
+func (s *Session) finalTaskGrade(r *run, obs *wire.Observation) {
+	t := r.ep.Task()
+	r.graded = true
+	g := &wire.TaskGrade{Steps: r.stepGrades, Stopped: r.stepStopped}
+	for _, sg := range r.stepGrades {
+		g.DurationMS += sg.DurationMS
+		if sg.ErrorType != "" {
+			g.ErrorType, g.Error = sg.ErrorType, fmt.Sprintf("step %s: %s", sg.Step, sg.Error)
+		}
+	}
+	if g.ErrorType == "" {
+		g.Scores = t.TrialRewards(r.stepResults)
+		if v, ok := tasks.TrialReward(g.Scores); ok {
+			g.Reward = &v
+		} else {
+			g.Error = "no step produced a reward"
+		}
+	}
+	obs.Metadata.TaskID, obs.Metadata.Grade = t.ID, g
+	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})
+	if g.Reward != nil {
+		total := *g.Reward
+		if obs.Reward != nil {
+			total += *obs.Reward
+		}
+		obs.Reward = &total
+	}
+	s.markNeedsNetwork(obs, g)
+	r.ep.Log().Info("task graded", "reward", rewardValue(g.Reward), "steps", len(r.stepGrades), "stopped", r.stepStopped, "error", g.Error)
+}
+
+// lastStep reports whether turn n is a multi-step task's last step.
+func lastStep(r *run, n int) bool {
+	t := r.ep.Task()
+	return t != nil && t.IsMultiStep() && n >= len(t.Steps)
+}
+
+// stepTimeout bounds turn n of a multi-step task: the step's [steps.agent]
+// timeout_sec, else the task's [agent] timeout_sec, never longer than the
+// environment's episode.turn_timeout; 0 for other turns (the defaults).
+func (s *Session) stepTimeout(r *run, n int) time.Duration {
+	t := r.ep.Task()
+	if t == nil || !t.IsMultiStep() || n > len(t.Steps) {
+		return 0
+	}
+	d := t.Steps[n-1].AgentTimeout
+	if d <= 0 {
+		d = t.AgentTimeout
+	}
+	if max := s.cfg.Episode.TurnTimeout.D(); max > 0 && (d <= 0 || max < d) {
+		d = max
+	}
+	return d
 }

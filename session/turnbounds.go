@@ -123,6 +123,14 @@ type textRun struct {
 	buf   []byte     // the joined text once a second event joined (nil before)
 	size  int        // length of the joined text
 	open  bool
+
+	// What of the run the record holds: recorded says a piece of it was
+	// written (its first done bytes); pending says text joined since, the
+	// first of it at pendingTS.
+	recorded  bool
+	done      int
+	pending   bool
+	pendingTS float64
 }
 
 // joins reports whether e continues the open run.
@@ -135,6 +143,7 @@ func (r *textRun) joins(e wire.Event) bool {
 
 func (r *textRun) start(e wire.Event) {
 	r.first, r.buf, r.size, r.open = e, r.buf[:0], len(e.Data.(*wire.TextOutput).Text), true
+	r.recorded, r.done, r.pending, r.pendingTS = false, 0, true, e.Timestamp
 }
 
 func (r *textRun) join(e wire.Event) {
@@ -143,6 +152,31 @@ func (r *textRun) join(e wire.Event) {
 	}
 	r.buf = append(append(r.buf, '\n'), e.Data.(*wire.TextOutput).Text...)
 	r.size = len(r.buf)
+	if !r.pending {
+		r.pending, r.pendingTS = true, e.Timestamp
+	}
+}
+
+// piece returns the open run's text the record does not hold yet, as an
+// event of the run's origin and turn stamped with the time of its first
+// line, and counts it as recorded. Joined to the pieces before it by a
+// newline it continues the run's text.
+func (r *textRun) piece() (wire.Event, bool) {
+	if !r.open || !r.pending {
+		return wire.Event{}, false
+	}
+	text := r.first.Data.(*wire.TextOutput).Text
+	if len(r.buf) > 0 {
+		from := 0
+		if r.recorded {
+			from = r.done + 1 // after the newline that joined it
+		}
+		text = string(r.buf[from:])
+	}
+	e := r.first
+	e.Timestamp, e.Data = r.pendingTS, &wire.TextOutput{Text: text}
+	r.recorded, r.done, r.pending = true, r.size, false
+	return e, true
 }
 
 // close ends the run and returns its event.
@@ -157,6 +191,7 @@ func (r *textRun) close() (wire.Event, bool) {
 		e.Data = &wire.TextOutput{Text: string(r.buf)}
 	}
 	r.first, r.open, r.size = wire.Event{}, false, 0
+	r.recorded, r.done, r.pending = false, 0, false
 	r.buf = r.buf[:0]
 	if cap(r.buf) > 2*coalesceTextBytes {
 		r.buf = nil

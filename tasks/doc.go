@@ -18,6 +18,14 @@
 // that only their own sandbox sees, and only after the caller has stopped
 // the harness.
 //
+// The package is bigger than 3,000 lines: it reads three task formats
+// (Harbor's directories with the whole of Harbor's task.toml — users,
+// network policies, [[steps]], the separate verifier — JSONL lines and
+// Parquet rows) into one Task whose unexported parts (copies, tests and
+// solution directories, graders, steps' directories) its preparation and
+// grading use directly; splitting the formats out would export those parts
+// to every caller, whose tasks must stay opaque.
+//
 // docs/tasks.md describes the format, the Dockerfile subset and the
 // compatibility of every task.toml field.
 package tasks

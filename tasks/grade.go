@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
@@ -43,6 +46,16 @@ type RunOptions struct {
 	// Limits bound the run's sandbox: the harness's own limits, the task's
 	// memory and CPUs over them; a limit left zero is DefaultLimits'.
 	Limits sandbox.Limits
+
+	// Step is the step of a multi-step task to solve, set up or grade
+	// (1-based); 0 for a single-step task.
+	Step int
+	// Egress, when set, is the egress proxy the grader may use: the
+	// environment's egress policy (its Policy.Allow are the hosts). Grade
+	// opens a door for it in the grading sandbox and sets HTTP(S)_PROXY
+	// only when the task's verifier network policy allows the network
+	// (Task.VerifierNetwork); an allowlist there narrows the hosts.
+	Egress *egress.Options
 
 	leaderShells map[string]string // Grade: shell name -> its execute-only copy inside
 }
@@ -95,6 +108,9 @@ type Result struct {
 	Duration time.Duration `json:"duration"`
 	// Error says why there is no reward.
 	Error string `json:"error,omitempty"`
+	// ErrorType classifies a missing reward that is not the agent's doing:
+	// FailureGraderNeedsNetwork ("" otherwise).
+	ErrorType string `json:"error_type,omitempty"`
 	// Tampered lists the processes other than the tests' own leader that
 	// wrote the reward file: the reward is then withheld (Reward nil).
 	Tampered []Writer `json:"tampered,omitempty"`
@@ -109,30 +125,58 @@ type Result struct {
 // Grade runs the task's tests against workspace: tests/ is copied into
 // the scratch directory and bound read-only at /tests, /logs/verifier (and
 // /logs/agent) are writable, the workspace is at WorkDir, and
-// `bash /tests/test.sh` (or a JSONL task's grader) runs there as root of
-// the sandbox's user namespace (an unprivileged host id), with the task's
-// ENV and [verifier] env, the task's cgroup limits, no network but
-// loopback, and [verifier] timeout_sec. The reward is
-// /logs/verifier/reward.txt (one number) or reward.json ("reward", else the
-// mean of its numbers); a JSONL task without a reward file scores its
-// grader's exit status (0: 1.0, otherwise 0.0).
+// `bash /tests/test.sh` (or a JSONL task's grader) runs there as the
+// task's [verifier] user (root of the sandbox's user namespace, an
+// unprivileged host id, by default), with the task's ENV, [environment]
+// env and [verifier] env, the task's cgroup limits, no network but
+// loopback (or the egress proxy: RunOptions.Egress), and [verifier]
+// timeout_sec. The reward is /logs/verifier/reward.txt (one number) or
+// reward.json ("reward", else the mean of its numbers); a JSONL task
+// without a reward file scores its grader's exit status (0: 1.0,
+// otherwise 0.0).
+//
+// A multi-step task grades one step (RunOptions.Step): the task-level
+// tests/ first, the step's own tests/ over it, the step's timeout, env
+// and user over the task's. A separate verifier ([verifier]
+// environment_mode = "separate") sees a fresh workspace holding only the
+// declared artifacts copied from the agent's.
+//
+// Tests that need the network to install their tools and could not reach
+// it end with Result.ErrorType FailureGraderNeedsNetwork and no reward
+// (netcheck.go), not with the 0 such a test.sh writes.
 //
 // Grade must only be called once the harness has stopped. Its error is for
 // runs that could not happen (no sandbox on this host, a broken scratch
-// directory); tests that fail, time out or write no reward are a Result.
+// directory, a user this host cannot honour); tests that fail, time out or
+// write no reward are a Result.
 func (t *Task) Grade(ctx context.Context, o RunOptions) (*Result, error) {
-	if t.testsDir == "" && t.grader == nil {
+	if t.testsDir == "" && t.grader == nil && !t.IsMultiStep() {
 		return nil, fmt.Errorf("task %s has no tests", t.ID)
+	}
+	step, err := t.optStep(o.Step)
+	if err != nil {
+		return nil, err
 	}
 	logs, err := makeScratch(o.Scratch)
 	if err != nil {
 		return nil, err
 	}
 	var binds []sandbox.Bind
+	var testDirs []string
 	if t.testsDir != "" {
+		testDirs = append(testDirs, t.testsDir)
+	}
+	if step != nil && step.testsDir != "" {
+		testDirs = append(testDirs, step.testsDir)
+	}
+	if len(testDirs) > 0 {
 		tests := filepath.Join(o.Scratch, "tests")
-		if err := copyReadable(t.testsDir, tests); err != nil {
-			return nil, fmt.Errorf("task %s: copy tests: %w", t.ID, err)
+		for _, d := range testDirs {
+			// The step's files are copied after the task's: same-named
+			// files (its test.sh) win, as Harbor uploads them.
+			if err := copyReadable(d, tests); err != nil {
+				return nil, fmt.Errorf("task %s: copy tests: %w", t.ID, err)
+			}
 		}
 		binds = append(binds, sandbox.Bind{Src: tests, Dst: "/tests"})
 	}
@@ -148,8 +192,41 @@ func (t *Task) Grade(ctx context.Context, o RunOptions) (*Result, error) {
 	if cmd == nil {
 		cmd = []string{"bash", "/tests/test.sh"}
 	}
-	env := append(append([]string(nil), t.Env...), t.VerifierEnv...)
-	res, err := t.run(ctx, o, binds, cmd, env, t.VerifierTimeout, true)
+	env := mergeEnv(t.Env, t.VerifierEnv)
+	if t.Separate {
+		env = mergeEnv(t.separateEnv, t.VerifierEnv)
+	}
+	timeout, user, key := t.VerifierTimeout, t.VerifierUser, "verifier.user"
+	if step != nil {
+		env = mergeEnv(env, step.VerifierEnv)
+		if step.VerifierTimeout > 0 {
+			timeout = step.VerifierTimeout
+		}
+		if step.VerifierUser != nil {
+			user, key = step.VerifierUser, fmt.Sprintf("steps[%q].verifier.user", step.Name)
+		}
+	}
+	if err := canHonour(key, user); err != nil {
+		return nil, err
+	}
+	if t.Separate {
+		ws := filepath.Join(o.Scratch, "verifier-workspace")
+		if err := t.transferArtifacts(o.Workspace, ws, step); err != nil {
+			return nil, err
+		}
+		o.Workspace = ws
+		if m := t.VerifierLimits.MemoryBytes(); m > 0 {
+			o.Limits.MemoryBytes = m
+		}
+		if c := t.VerifierLimits.CPUs; c > 0 {
+			o.Limits.CPU = c
+		}
+	}
+	var egressOpts *egress.Options
+	if o.Egress != nil && t.VerifierNetwork.Allows() {
+		egressOpts = o.Egress
+	}
+	res, err := t.run(ctx, o, runSpec{binds: binds, cmd: cmd, env: env, timeout: timeout, guard: true, user: user, egress: egressOpts})
 	if err != nil {
 		return nil, err
 	}
@@ -168,16 +245,95 @@ func (t *Task) Grade(ctx context.Context, o RunOptions) (*Result, error) {
 		}
 	}
 	if res.TimedOut {
-		res.Error = strings.TrimPrefix(strings.Join([]string{res.Error, fmt.Sprintf("the tests exceeded %s", t.VerifierTimeout)}, "; "), "; ")
+		res.Error = strings.TrimPrefix(strings.Join([]string{res.Error, fmt.Sprintf("the tests exceeded %s", timeout)}, "; "), "; ")
 	}
+	t.checkNetwork(filepath.Join(o.Scratch, "tests"), res, egressOpts != nil)
 	return res, nil
+}
+
+// optStep is the step RunOptions.Step names (nil for a single-step task).
+func (t *Task) optStep(n int) (*Step, error) {
+	switch {
+	case !t.IsMultiStep() && n == 0:
+		return nil, nil
+	case !t.IsMultiStep():
+		return nil, fmt.Errorf("task %s has no [[steps]]: no step %d", t.ID, n)
+	case n == 0:
+		return nil, fmt.Errorf("task %s has %d steps: say which (RunOptions.Step)", t.ID, len(t.Steps))
+	}
+	return t.stepAt(n)
+}
+
+// transferArtifacts fills a separate verifier's fresh workspace ws with
+// the declared artifacts (the task's and the step's) found in the agent's
+// workspace, at the same paths.
+func (t *Task) transferArtifacts(agentWS, ws string, step *Step) error {
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("task %s: separate verifier workspace: %w", t.ID, err)
+	}
+	arts := append([]string(nil), t.Artifacts...)
+	if step != nil {
+		arts = append(arts, step.Artifacts...)
+	}
+	for _, a := range arts {
+		rel := strings.TrimPrefix(strings.TrimPrefix(a, t.WorkDir), "/")
+		src, err := beneath(agentWS, rel)
+		if err != nil {
+			continue // not there (or not inside): not transferred, as in Harbor
+		}
+		fi, err := os.Lstat(src)
+		if err != nil {
+			continue
+		}
+		dst := filepath.Join(ws, filepath.FromSlash(rel))
+		if fi.IsDir() {
+			err = copyDir(src, dst)
+		} else {
+			err = copyOne(src, dst)
+		}
+		if err != nil {
+			return fmt.Errorf("task %s: transfer artifact %s: %w", t.ID, a, err)
+		}
+	}
+	return nil
+}
+
+// beneath resolves rel inside root without following a symlink out of it
+// (the agent made the workspace).
+func beneath(root, rel string) (string, error) {
+	p := root
+	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean("/" + rel))[1:], "/") {
+		if part == "" {
+			continue
+		}
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return "", fmt.Errorf("%s is a symbolic link", p)
+		}
+	}
+	return p, nil
 }
 
 // Solve runs the task's reference solution (solution/solve.sh, bound
 // read-only at /solution) against workspace, in the same kind of sandbox
-// as Grade, with [agent] timeout_sec (DefaultSolveTimeout without one).
+// as Grade, as the task's [agent] user (Harbor's oracle runs as the
+// agent's user, in the workdir), with [agent] timeout_sec
+// (DefaultSolveTimeout without one). A multi-step task solves one step
+// (RunOptions.Step: steps/NAME/solution/solve.sh).
 func (t *Task) Solve(ctx context.Context, o RunOptions) (*Result, error) {
-	if t.solutionDir == "" {
+	step, err := t.optStep(o.Step)
+	if err != nil {
+		return nil, err
+	}
+	dir := t.solutionDir
+	if step != nil {
+		dir = step.solutionDir
+	}
+	if dir == "" {
 		return nil, fmt.Errorf("task %s has no solution/solve.sh", t.ID)
 	}
 	logs, err := makeScratch(o.Scratch)
@@ -185,16 +341,58 @@ func (t *Task) Solve(ctx context.Context, o RunOptions) (*Result, error) {
 		return nil, err
 	}
 	sol := filepath.Join(o.Scratch, "solution")
-	if err := copyReadable(t.solutionDir, sol); err != nil {
+	if err := copyReadable(dir, sol); err != nil {
 		return nil, fmt.Errorf("task %s: copy solution: %w", t.ID, err)
 	}
 	binds := []sandbox.Bind{{Src: sol, Dst: "/solution"}, {Src: logs, Dst: "/logs", Writable: true}}
-	d := t.AgentTimeout
+	user, key, d := t.agentPhase(step)
+	if err := canHonour(key, user); err != nil {
+		return nil, err
+	}
+	env := mergeEnv(t.Env, t.SolutionEnv)
+	return t.run(ctx, o, runSpec{binds: binds, cmd: []string{"bash", "/solution/solve.sh"}, env: env, timeout: d, user: user, agent: true})
+}
+
+// agentPhase is the user (and its task.toml key) and timeout of the
+// agent's phase of step (nil: the task's).
+func (t *Task) agentPhase(step *Step) (*User, string, time.Duration) {
+	user, key, d := t.AgentUser, "agent.user", t.AgentTimeout
+	if step != nil {
+		if step.AgentUser != nil {
+			user, key = step.AgentUser, fmt.Sprintf("steps[%q].agent.user", step.Name)
+		}
+		if step.AgentTimeout > 0 {
+			d = step.AgentTimeout
+		}
+	}
 	if d <= 0 {
 		d = DefaultSolveTimeout
 	}
-	env := append(append([]string(nil), t.Env...), t.SolutionEnv...)
-	return t.run(ctx, o, binds, []string{"bash", "/solution/solve.sh"}, env, d, false)
+	return user, key, d
+}
+
+// Setup runs step n's workdir/setup.sh (uploaded into the workspace by
+// PrepareStep) with `bash WORKDIR/setup.sh`, in the workdir, as the step's
+// agent user, before its agent runs. A step without one returns nil, nil;
+// a non-zero exit ends the step (and the task), as in Harbor.
+func (t *Task) Setup(ctx context.Context, o RunOptions) (*Result, error) {
+	step, err := t.optStep(o.Step)
+	if err != nil {
+		return nil, err
+	}
+	if step == nil || !step.HasSetup() {
+		return nil, nil
+	}
+	logs, err := makeScratch(o.Scratch)
+	if err != nil {
+		return nil, err
+	}
+	user, key, d := t.agentPhase(step)
+	if err := canHonour(key, user); err != nil {
+		return nil, err
+	}
+	binds := []sandbox.Bind{{Src: logs, Dst: "/logs", Writable: true}}
+	return t.run(ctx, o, runSpec{binds: binds, cmd: []string{"bash", path.Join(t.WorkDir, "setup.sh")}, env: t.Env, timeout: d, user: user, agent: true})
 }
 
 // makeScratch creates the scratch directory with logs/verifier and
@@ -239,12 +437,42 @@ func copyReadable(src, dst string) error {
 // has its pid (one line on stdin), then becomes cmd (same pid).
 const holdScript = `read -r go || exit 126; exec "$@"`
 
+// runSpec is one run of Task.run.
+type runSpec struct {
+	binds   []sandbox.Bind
+	cmd     []string
+	env     []string
+	timeout time.Duration
+	// guard watches /logs/verifier and holds the leader until its pid is
+	// known (grading).
+	guard bool
+	// user runs cmd (nil: root inside).
+	user *User
+	// agent says the run is the agent's phase (oracle, setup): the
+	// workspace is given to a non-root user as it is to a harness.
+	agent bool
+	// egress, when set, serves the egress proxy on a door of the sandbox.
+	egress *egress.Options
+}
+
+// egressDoor names the grading sandbox's egress door.
+const egressDoor = "egress"
+
 // run starts a sandbox with the workspace at WorkDir and binds, runs cmd
 // until it exits or timeout passes, and reports how it ended. With guard,
 // the sandbox's /logs/verifier mount is watched (watch.go) and cmd's
 // leader is held until its pid is known.
-func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd, env []string, timeout time.Duration, guard bool) (*Result, error) {
+func (t *Task) run(ctx context.Context, o RunOptions, sp runSpec) (*Result, error) {
 	start := time.Now()
+	if err := mountable(t.WorkDir); err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	cmd, binds := sp.cmd, sp.binds
+	ids, err := t.identityFiles(filepath.Join(o.Scratch, "etc"))
+	if err != nil {
+		return nil, err
+	}
+	binds = append(binds, ids...)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -260,20 +488,43 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 	wg.Add(2)
 	go func() { defer wg.Done(); io.Copy(stdout, outR); outR.Close() }()
 	go func() { defer wg.Done(); io.Copy(stderr, errR); errR.Close() }()
-	root := uid0()
+	uid := 0
+	if !sp.user.Root() {
+		uid = sp.user.UID
+	}
 	home := filepath.Join(o.Scratch, "home")
+	homeAt := sp.user.home()
+	homeBind := sandbox.Bind{Src: home, Dst: homeAt, Writable: true}
+	if !sp.user.Root() {
+		// /home/NAME has no mount point in the host's read-only root: the
+		// sandbox gets a /home of its own holding only the user's.
+		homes := filepath.Join(o.Scratch, "homes")
+		home = filepath.Join(homes, path.Base(homeAt))
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			return nil, fmt.Errorf("task %s: HOME: %w", t.ID, err)
+		}
+		homeBind = sandbox.Bind{Src: homes, Dst: "/home"}
+	}
 	// The workspace and HOME are binds rather than Config.Workspace and
 	// Home: those also appear at their host paths, whose parents (the
 	// daemon's private directories) the sandbox's ids cannot search.
-	binds = append([]sandbox.Bind{{Src: o.Workspace, Dst: t.WorkDir, Writable: true}, {Src: home, Dst: "/root", Writable: true}}, binds...)
+	front := []sandbox.Bind{{Src: o.Workspace, Dst: t.WorkDir, Writable: true}, homeBind}
+	if !sp.user.Root() {
+		front = append(front, sandbox.Bind{Src: home, Dst: homeAt, Writable: true})
+	}
+	binds = append(front, binds...)
 	cfg := sandbox.Config{
 		Init: o.Init, Name: "task-" + t.ID, Hostname: "task",
 		Hide:  hideOutside(append(append([]string(nil), o.Hide...), t.hidden...), t.WorkDir),
-		Binds: binds, UID: root, GID: root,
+		Binds: binds, UID: &uid, GID: &uid,
 		// The harness's restrictions: the seccomp filter, a cgroup of its
-		// own with memory, pids and CPU bounds, no network but loopback.
+		// own with memory, pids and CPU bounds, no network but loopback
+		// (and the egress door, when the grader may use the proxy).
 		Seccomp: true,
 		Limits:  t.limits(o),
+	}
+	if sp.egress != nil {
+		cfg.Doors = []sandbox.Door{{Name: egressDoor}}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	sb, err := sandbox.Start(sctx, cfg)
@@ -285,17 +536,33 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 		return nil, fmt.Errorf("task %s: start the grading sandbox: %w", t.ID, err)
 	}
 	defer sb.Close()
-	uid, gid := sb.HostIDs()
-	for _, d := range []string{o.Workspace, home} {
-		if err := chownTree(d, uid, gid); err != nil {
-			return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, d, err)
-		}
+	huid, hgid := sb.HostIDs()
+	restore, err := t.giveWorkspace(o.Workspace, sp, huid, hgid, uid)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, o.Workspace, err)
 	}
-	fullEnv := append([]string{"PATH=" + sandboxPath, "HOME=/root", "LANG=C.UTF-8", "TERM=dumb"}, env...)
+	defer restore()
+	if err := chownTree(home, huid, hgid); err != nil {
+		return nil, fmt.Errorf("task %s: give %s to the sandbox: %w", t.ID, home, err)
+	}
+	env := sp.env
+	if sp.egress != nil {
+		stop, addr, err := serveEgress(sb.Door(egressDoor), *sp.egress, t.VerifierNetwork)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: the grader's egress proxy: %w", t.ID, err)
+		}
+		defer stop()
+		env = mergeEnv(env, egress.Environ(addr))
+	}
+	user := "root"
+	if sp.user != nil && sp.user.Name != "" {
+		user = sp.user.Name
+	}
+	fullEnv := append([]string{"PATH=" + sandboxPath, "HOME=" + homeAt, "USER=" + user, "LOGNAME=" + user, "LANG=C.UTF-8", "TERM=dumb"}, env...)
 	res := &Result{}
 	var inR, inW *os.File
 	run := sandbox.Command{Path: cmd[0], Args: cmd[1:], Env: fullEnv, Dir: t.WorkDir, Stdout: outW, Stderr: errW}
-	if guard {
+	if sp.guard {
 		// The leader's shell is an execute-only copy (leaderShell): the
 		// tests' leader is then not dumpable, and the code under test,
 		// its child with its uid, cannot write its memory through
@@ -317,7 +584,7 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 			run.Stdin = inR
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(ctx, sp.timeout)
 	defer cancel()
 	// The run's stdio goes with its command: the pipes close when the run
 	// ends (every process it left is killed), not when the sandbox does.
@@ -363,6 +630,22 @@ func (t *Task) run(ctx context.Context, o RunOptions, binds []sandbox.Bind, cmd,
 	return res, nil
 }
 
+// mountable says why the workspace cannot be mounted at dir: the
+// sandbox's root is the host's, read-only, so a mount point can be made
+// only where the host has no directory yet at dir's parent (the sandbox's
+// own tmpfs root holds it) or at dir itself.
+func mountable(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	for p := path.Dir(dir); p != "/"; p = path.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("the workdir %s cannot be mounted: its parent %s is the host's (read-only in the sandbox) and has no %s; use a workdir at the top level (/app) or below a directory the host lacks", dir, p, path.Base(dir))
+		}
+	}
+	return nil
+}
+
 // hideOutside drops the paths below workDir: the workspace is bound over
 // workDir, which covers them, and the sandbox cannot hide below a bind.
 func hideOutside(paths []string, workDir string) []string {
@@ -375,7 +658,112 @@ func hideOutside(paths []string, workDir string) []string {
 	return out
 }
 
-func uid0() *int { z := 0; return &z }
+// giveWorkspace hands the workspace to the run's sandbox, whose process
+// (even its root: the sandbox drops every capability) can only use files
+// it owns or that their modes open to it. A task that names no user gets
+// the whole workspace given to the run's user, as before. A task that
+// names users keeps each file's owner across sandboxes (an id inside stays
+// the same id inside, so `ls -l` names the agent), what the daemon made
+// becoming root's — the agent user's in the agent's phase (oracle,
+// setup.sh), which also gets the workspace directory itself — and the
+// workspace directory is opened to all (0755 at least), as a container's
+// WORKDIR is: a file the agent made unreadable to others stays so to a
+// root verifier, which has no capabilities here. Afterwards the
+// workspace's ids are put back as they were when a harness's sandbox owns
+// it (a harness alive between the steps of a task keeps its view).
+func (t *Task) giveWorkspace(ws string, sp runSpec, huid, hgid, uid int) (func(), error) {
+	restore := func() {}
+	if os.Geteuid() != 0 {
+		return restore, nil // the single id map: the sandbox's root is our own uid
+	}
+	fi, err := os.Stat(ws)
+	if err != nil {
+		return restore, err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if len(t.users()) == 0 {
+		if st != nil {
+			if _, live := insideID(st.Uid); live {
+				ou, og := int(st.Uid), int(st.Gid)
+				restore = func() { chownTree(ws, ou, og) }
+			}
+		}
+		return restore, chownTree(ws, huid, hgid)
+	}
+	if from, ok := rangeBase(ws); ok {
+		restore = func() { remapTree(ws, from, from, -1) }
+	}
+	daemonOwned := 0
+	if sp.agent {
+		daemonOwned = uid
+	}
+	if err := remapTree(ws, huid-uid, hgid-uid, daemonOwned); err != nil {
+		return restore, err
+	}
+	if sp.agent {
+		if err := os.Chown(ws, huid, hgid); err != nil {
+			return restore, err
+		}
+	}
+	return restore, os.Chmod(ws, fi.Mode().Perm()|0o755)
+}
+
+// remapTree gives every file of dir to the same id inside a sandbox
+// whose inside 0 is host uid0:gid0: a file a sandbox's id N owns (a host
+// id of one of the sandbox ranges, DefaultRanges) becomes uid0+N; any
+// other (the daemon's) becomes uid0+daemonOwned, or keeps its owner when
+// daemonOwned is negative. Symlinks are not followed.
+func remapTree(dir string, uid0, gid0, daemonOwned int) error {
+	if os.Geteuid() != 0 {
+		return nil // the single id map: the sandbox's root is our own uid
+	}
+	return filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		u, uok := insideID(st.Uid)
+		g, gok := insideID(st.Gid)
+		if !uok || !gok {
+			if daemonOwned < 0 {
+				return nil
+			}
+			u, g = daemonOwned, daemonOwned
+		}
+		return os.Lchown(p, uid0+u, gid0+g)
+	})
+}
+
+// rangeBase is the host id of inside 0 of the sandbox range dir's owner
+// belongs to; false when dir's owner is no sandbox's.
+func rangeBase(dir string) (int, bool) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	in, ok := insideID(st.Uid)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid) - in, true
+}
+
+// insideID is the id inside its sandbox of host id h, when h lies in
+// DefaultRanges.
+func insideID(h uint32) (int, bool) {
+	base := uint64(sandbox.DefaultIDBase)
+	if uint64(h) < base || uint64(h) >= base+4096*sandbox.RangeSize {
+		return 0, false
+	}
+	return int((uint64(h) - base) % sandbox.RangeSize), true
+}
 
 // chownTree gives dir and everything in it to uid:gid (not following
 // symlinks), so that the sandbox's root may write there.

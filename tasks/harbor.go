@@ -17,40 +17,91 @@ import (
 // maxInstructionBytes bounds instruction.md.
 const maxInstructionBytes = 1 << 20
 
-// taskTOML is the part of Harbor's task.toml that harnessd reads; every
-// other key is reported as ignored.
+// taskTOML is Harbor's task.toml as harnessd reads it (Harbor's
+// TaskConfig, src/harbor/models/task/config.py): every key Harbor defines
+// is either honoured, mapped, recorded, warned about (a hint with no
+// effect here, such as build_timeout_sec) or refused with the key named
+// (refusals in loadHarbor); a key Harbor does not define is a warning, as
+// Harbor's own model ignores unknown keys.
 type taskTOML struct {
-	Version  string         `toml:"version"`
-	Task     taskSection    `toml:"task"`
-	Metadata map[string]any `toml:"metadata"`
-	Verifier struct {
-		TimeoutSec *float64          `toml:"timeout_sec"`
-		Env        map[string]string `toml:"env"`
-	} `toml:"verifier"`
-	Agent struct {
-		TimeoutSec *float64 `toml:"timeout_sec"`
+	Version                 string         `toml:"version"`
+	SchemaVersion           string         `toml:"schema_version"`
+	Source                  string         `toml:"source"`
+	Task                    taskSection    `toml:"task"`
+	Metadata                map[string]any `toml:"metadata"`
+	Verifier                verifierTOML   `toml:"verifier"`
+	Agent                   agentTOML      `toml:"agent"`
+	Solution                solutionTOML   `toml:"solution"`
+	Environment             envTOML        `toml:"environment"`
+	Artifacts               []any          `toml:"artifacts"`
+	MultiStepRewardStrategy *string        `toml:"multi_step_reward_strategy"`
+	Steps                   []stepTOML     `toml:"steps"`
+}
+
+type verifierTOML struct {
+	TimeoutSec      *float64          `toml:"timeout_sec"`
+	Env             map[string]string `toml:"env"`
+	User            any               `toml:"user"`
+	EnvironmentMode *string           `toml:"environment_mode"`
+	Environment     *envTOML          `toml:"environment"`
+	NetworkMode     *string           `toml:"network_mode"`
+	AllowedHosts    []string          `toml:"allowed_hosts"`
+	Collect         []map[string]any  `toml:"collect"`
+}
+
+type agentTOML struct {
+	TimeoutSec   *float64 `toml:"timeout_sec"`
+	User         any      `toml:"user"`
+	NetworkMode  *string  `toml:"network_mode"`
+	AllowedHosts []string `toml:"allowed_hosts"`
+}
+
+type solutionTOML struct {
+	Env map[string]string `toml:"env"`
+}
+
+type envTOML struct {
+	BuildTimeoutSec *float64          `toml:"build_timeout_sec"`
+	DockerImage     string            `toml:"docker_image"`
+	OS              *string           `toml:"os"`
+	CPUs            *float64          `toml:"cpus"`
+	MemoryMB        *int64            `toml:"memory_mb"`
+	Memory          string            `toml:"memory"`
+	StorageMB       *int64            `toml:"storage_mb"`
+	Storage         string            `toml:"storage"`
+	GPUs            *int64            `toml:"gpus"`
+	GPUTypes        []string          `toml:"gpu_types"`
+	TPU             map[string]any    `toml:"tpu"`
+	AllowInternet   *bool             `toml:"allow_internet"`
+	NetworkMode     *string           `toml:"network_mode"`
+	AllowedHosts    []string          `toml:"allowed_hosts"`
+	MCPServers      []MCPServer       `toml:"mcp_servers"`
+	Env             map[string]string `toml:"env"`
+	SkillsDir       *string           `toml:"skills_dir"`
+	Healthcheck     map[string]any    `toml:"healthcheck"`
+	WorkDir         *string           `toml:"workdir"`
+}
+
+type stepTOML struct {
+	Name      string `toml:"name"`
+	MinReward any    `toml:"min_reward"`
+	Agent     struct {
+		TimeoutSec   *float64 `toml:"timeout_sec"`
+		User         any      `toml:"user"`
+		NetworkMode  *string  `toml:"network_mode"`
+		AllowedHosts []string `toml:"allowed_hosts"`
 	} `toml:"agent"`
-	Solution struct {
-		Env map[string]string `toml:"env"`
-	} `toml:"solution"`
-	Environment struct {
-		BuildTimeoutSec *float64    `toml:"build_timeout_sec"`
-		DockerImage     string      `toml:"docker_image"`
-		CPUs            *float64    `toml:"cpus"`
-		MemoryMB        *int64      `toml:"memory_mb"`
-		Memory          string      `toml:"memory"`
-		StorageMB       *int64      `toml:"storage_mb"`
-		Storage         string      `toml:"storage"`
-		GPUs            *int64      `toml:"gpus"`
-		GPUTypes        []string    `toml:"gpu_types"`
-		AllowInternet   *bool       `toml:"allow_internet"`
-		MCPServers      []MCPServer `toml:"mcp_servers"`
-	} `toml:"environment"`
+	Verifier    verifierTOML   `toml:"verifier"`
+	Healthcheck map[string]any `toml:"healthcheck"`
+	Artifacts   []any          `toml:"artifacts"`
 }
 
 type taskSection struct {
-	Name        string `toml:"name"`
-	Description string `toml:"description"`
+	Name        string           `toml:"name"`
+	Description string           `toml:"description"`
+	Authors     []map[string]any `toml:"authors"`
+	Keywords    []string         `toml:"keywords"`
+	Version     string           `toml:"version"`
 }
 
 // loadHarbor reads the Harbor task directory dir.
@@ -68,6 +119,9 @@ func loadHarbor(dir string) (*Task, error) {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("task.toml %s ignored: harnessd does not know it", k))
 	}
 	var errs []error
+	refuse := func(key, why string) {
+		errs = append(errs, fmt.Errorf("task.toml %s is not supported: %s", key, why))
+	}
 	t.Name, t.Description, t.Metadata = cfg.Task.Name, cfg.Task.Description, cfg.Metadata
 	if d, err := seconds("verifier.timeout_sec", cfg.Verifier.TimeoutSec); err != nil {
 		errs = append(errs, err)
@@ -79,9 +133,13 @@ func loadHarbor(dir string) (*Task, error) {
 	} else {
 		t.AgentTimeout = d
 	}
-	t.VerifierEnv = sortedEnv(cfg.Verifier.Env)
-	t.SolutionEnv = sortedEnv(cfg.Solution.Env)
 	env := cfg.Environment
+	venv, err := resolveEnv("verifier.env", cfg.Verifier.Env)
+	errs = appendErr(errs, err)
+	t.VerifierEnv = venv
+	senv, err := resolveEnv("solution.env", cfg.Solution.Env)
+	errs = appendErr(errs, err)
+	t.SolutionEnv = senv
 	if env.CPUs != nil {
 		if *env.CPUs < 0 {
 			errs = append(errs, fmt.Errorf("environment.cpus %v is negative", *env.CPUs))
@@ -101,7 +159,6 @@ func loadHarbor(dir string) (*Task, error) {
 		}
 		t.Limits.MemoryMB = mb
 	}
-	t.AllowInternet = env.AllowInternet
 	for i, m := range env.MCPServers {
 		if m.Name == "" {
 			errs = append(errs, fmt.Errorf("environment.mcp_servers[%d]: no name", i))
@@ -128,25 +185,39 @@ func loadHarbor(dir string) (*Task, error) {
 			t.Warnings = append(t.Warnings, fmt.Sprintf("environment.mcp_servers %q ignored: only stdio commands and streamable-HTTP URLs are served (transport %q)", m.Name, m.Transport))
 		}
 	}
-
-	instr, err := os.ReadFile(filepath.Join(dir, "instruction.md"))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		errs = append(errs, errors.New("no instruction.md"))
-	case err != nil:
-		errs = append(errs, fmt.Errorf("instruction.md: %w", err))
-	case len(instr) > maxInstructionBytes:
-		errs = append(errs, fmt.Errorf("instruction.md is larger than %d bytes", maxInstructionBytes))
-	case !utf8.Valid(instr):
-		errs = append(errs, errors.New("instruction.md is not UTF-8"))
-	case strings.TrimSpace(string(instr)) == "":
-		errs = append(errs, errors.New("instruction.md is empty"))
-	default:
-		t.Instruction = strings.TrimSpace(string(instr))
+	// What harnessd cannot honour is refused, the key named: running the
+	// task without it would grade something other than what it says.
+	if env.OS != nil && !strings.EqualFold(*env.OS, "linux") {
+		refuse("environment.os", fmt.Sprintf("%q: only linux tasks run here", *env.OS))
+	}
+	if env.Healthcheck != nil {
+		refuse("environment.healthcheck", "harnessd runs no healthchecks before the agent")
+	}
+	if env.SkillsDir != nil {
+		refuse("environment.skills_dir", "skills are not copied into the agent's configuration")
+	}
+	if env.TPU != nil {
+		refuse("environment.tpu", "no devices are passed")
+	}
+	if len(cfg.Verifier.Collect) > 0 {
+		refuse("verifier.collect", "collect hooks (commands in compose services after the agent) are not run")
+	}
+	if cfg.MultiStepRewardStrategy != nil {
+		switch *cfg.MultiStepRewardStrategy {
+		case StrategyMean, StrategyFinal:
+			t.StepStrategy = *cfg.MultiStepRewardStrategy
+		default:
+			errs = append(errs, fmt.Errorf("multi_step_reward_strategy %q: want \"mean\" or \"final\"", *cfg.MultiStepRewardStrategy))
+		}
+	}
+	envDir := filepath.Join(dir, "environment")
+	for _, c := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
+		if exists(filepath.Join(envDir, c)) {
+			refuse("environment/"+c, "compose services (sidecars) are not run: only the task's own environment is")
+		}
 	}
 
 	t.WorkDir = DefaultWorkDir
-	envDir := filepath.Join(dir, "environment")
 	if df := filepath.Join(envDir, "Dockerfile"); exists(df) {
 		d, err := parseDockerfile(df, envDir)
 		if err != nil {
@@ -162,25 +233,116 @@ func loadHarbor(dir string) (*Task, error) {
 	} else {
 		t.Warnings = append(t.Warnings, "no environment/Dockerfile: the workspace starts empty")
 	}
+	if env.WorkDir != nil {
+		// Harbor: "Overrides the container's WORKDIR when set": the
+		// directory every command runs in, and so the workspace's path.
+		w := *env.WorkDir
+		if !path.IsAbs(w) || strings.ContainsRune(w, 0) {
+			errs = append(errs, fmt.Errorf("environment.workdir %q is not an absolute path", w))
+		} else if w = path.Clean(w); w == "/" {
+			errs = append(errs, errors.New("environment.workdir \"/\": the workspace cannot be the root"))
+		} else {
+			t.WorkDir = w
+		}
+	}
+	if err := mountable(t.WorkDir); err != nil {
+		t.Warnings = append(t.Warnings, err.Error())
+	}
 	for _, c := range t.copies {
 		if !within(c.dst, t.WorkDir) && !(c.intoDir && within(path.Join(c.dst, filepath.Base(c.src)), t.WorkDir)) {
 			t.Warnings = append(t.Warnings, fmt.Sprintf("COPY to %s not honoured: it lies outside WORKDIR %s (only the workspace is the task's)", c.dst, t.WorkDir))
 		}
 	}
-
-	tests := filepath.Join(dir, "tests")
-	if fi, err := os.Stat(filepath.Join(tests, "test.sh")); err != nil || !fi.Mode().IsRegular() {
-		errs = append(errs, errors.New("no tests/test.sh"))
-	} else {
-		t.testsDir = tests
+	// environment.env is the container's environment in Harbor: the
+	// agent's, the oracle's and a shared verifier's, over the image's ENV.
+	eenv, err := resolveEnv("environment.env", env.Env)
+	errs = appendErr(errs, err)
+	for _, kv := range eenv {
+		t.Env = setEnv(t.Env, kv)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "solution", "solve.sh")); err == nil && fi.Mode().IsRegular() {
-		t.solutionDir = filepath.Join(dir, "solution")
+	t.EnvironmentEnv = eenv
+	errs = append(errs, t.loadNetwork(cfg)...)
+	errs = append(errs, t.loadUsers(cfg)...)
+	errs = append(errs, t.loadVerifierMode(dir, cfg)...)
+	t.Artifacts, err = artifactPaths("artifacts", cfg.Artifacts)
+	errs = appendErr(errs, err)
+
+	if len(cfg.Steps) > 0 {
+		errs = append(errs, t.loadSteps(dir, cfg)...)
+	} else {
+		errs = append(errs, t.loadSingle(dir)...)
+		if cfg.MultiStepRewardStrategy != nil {
+			t.Warnings = append(t.Warnings, "multi_step_reward_strategy ignored: the task has no [[steps]]")
+		}
+	}
+	if err := t.assignIDs(); err != nil {
+		errs = append(errs, err)
+	}
+	if t.Separate {
+		for _, a := range t.allArtifacts() {
+			if !within(a, t.WorkDir) {
+				errs = append(errs, fmt.Errorf("task.toml artifacts entry %s is not supported with a separate verifier: only paths inside the workdir %s are transferred", a, t.WorkDir))
+			}
+		}
+	}
+	if len(t.Artifacts) > 0 && !t.Separate {
+		t.Warnings = append(t.Warnings, "artifacts not collected: the verifier shares the agent's workspace, and records keep no artifact copies")
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// loadSingle reads a single-step task's instruction.md, tests/ and
+// solution/.
+func (t *Task) loadSingle(dir string) []error {
+	var errs []error
+	instr, err := readInstruction(filepath.Join(dir, "instruction.md"), "instruction.md")
+	if err != nil {
+		errs = append(errs, err)
+	}
+	t.Instruction = instr
+	tests := filepath.Join(dir, "tests")
+	if fi, err := os.Stat(filepath.Join(tests, "test.sh")); err != nil || !fi.Mode().IsRegular() {
+		if !t.Separate || !exists(filepath.Join(tests, "Dockerfile")) {
+			errs = append(errs, errors.New("no tests/test.sh"))
+		}
+	} else {
+		t.testsDir = tests
+	}
+	if t.Separate && t.testsDir == "" {
+		errs = append(errs, errors.New("no tests/test.sh: a separate verifier environment's image must provide /tests/test.sh, and harnessd builds no image"))
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "solution", "solve.sh")); err == nil && fi.Mode().IsRegular() {
+		t.solutionDir = filepath.Join(dir, "solution")
+	}
+	return errs
+}
+
+// readInstruction reads an instruction.md (name is how errors call it).
+func readInstruction(p, name string) (string, error) {
+	instr, err := os.ReadFile(p)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("no %s", name)
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", name, err)
+	case len(instr) > maxInstructionBytes:
+		return "", fmt.Errorf("%s is larger than %d bytes", name, maxInstructionBytes)
+	case !utf8.Valid(instr):
+		return "", fmt.Errorf("%s is not UTF-8", name)
+	case strings.TrimSpace(string(instr)) == "":
+		return "", fmt.Errorf("%s is empty", name)
+	}
+	return strings.TrimSpace(string(instr)), nil
+}
+
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
 }
 
 func seconds(key string, v *float64) (time.Duration, error) {

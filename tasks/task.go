@@ -50,6 +50,31 @@ type Task struct {
 	AllowInternet *bool `json:"allow_internet,omitempty"`
 	// MCPServers are [environment] mcp_servers.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// EnvironmentEnv is [environment] env, resolved (part of Env too).
+	EnvironmentEnv []string `json:"environment_env,omitempty"`
+	// AgentNetwork and VerifierNetwork are the phases' network policies
+	// as the task states them ([environment] network_mode or
+	// allow_internet, the [agent] and [verifier] overrides). The grader
+	// gets the egress proxy only when VerifierNetwork allows it and the
+	// environment's egress policy does (RunOptions.Egress).
+	AgentNetwork    Network `json:"agent_network,omitzero"`
+	VerifierNetwork Network `json:"verifier_network,omitzero"`
+	// AgentUser and VerifierUser are [agent] user and [verifier] user
+	// (nil: root, Harbor's default).
+	AgentUser    *User `json:"agent_user,omitempty"`
+	VerifierUser *User `json:"verifier_user,omitempty"`
+	// Separate says the verifier runs in an environment of its own
+	// ([verifier] environment_mode = "separate"): a fresh workspace holding
+	// only the declared Artifacts, not the agent's.
+	Separate bool `json:"separate_verifier,omitempty"`
+	// VerifierLimits are [verifier.environment] cpus and memory_mb.
+	VerifierLimits Limits `json:"verifier_limits,omitzero"`
+	// Artifacts are the task's declared artifact paths (task-level).
+	Artifacts []string `json:"artifacts,omitempty"`
+	// Steps are a multi-step task's steps, in order (nil: one step).
+	Steps []Step `json:"steps,omitempty"`
+	// StepStrategy is multi_step_reward_strategy ("mean" by default).
+	StepStrategy string `json:"multi_step_reward_strategy,omitempty"`
 	// Warnings say what of the task is not honoured (ignored task.toml
 	// keys, Dockerfile instructions, copies outside WorkDir).
 	Warnings []string `json:"warnings,omitempty"`
@@ -68,6 +93,9 @@ type Task struct {
 	exitReward bool
 	// hidden are the host paths the harness must never see.
 	hidden []string
+	// separateEnv is a separate verifier's own environment (tests/
+	// Dockerfile ENV, [verifier.environment] env).
+	separateEnv []string
 }
 
 // Limits are a task's resource requests, applied as the grading sandbox's

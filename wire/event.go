@@ -29,15 +29,15 @@ const (
 // EventTypes lists every event type, in the order the documentation uses.
 var EventTypes = []EventType{
 	EventTextOutput, EventToolCall, EventToolResult, EventLLMRequest, EventLLMResponse,
-	EventLLMChunk, EventError, EventTurnComplete, EventEgress,
+	EventLLMChunk, EventError, EventTurnComplete, EventEgress, EventEnv,
 }
 
 // Valid reports whether t is one of the RFC 005 event types or harnessd's
-// egress.
+// egress and env_event.
 func (t EventType) Valid() bool {
 	switch t {
 	case EventLLMRequest, EventLLMResponse, EventLLMChunk, EventToolCall, EventToolResult,
-		EventTextOutput, EventError, EventTurnComplete, EventEgress:
+		EventTextOutput, EventError, EventTurnComplete, EventEgress, EventEnv:
 		return true
 	}
 	return false

@@ -32,13 +32,19 @@ const (
 	// program died, timed out or wrote what is not an answer, or its model
 	// call failed.
 	FailureUser FailureType = "user_failed"
+	// FailureGraderNeedsNetwork: the task's tests install their tools at
+	// grading time (apt-get, pip install, curl … | sh, uv …) and could not
+	// reach the network; the task's reward is withheld (null), and
+	// metadata.grade.error names the command. The agent's turn itself
+	// ended normally.
+	FailureGraderNeedsNetwork FailureType = "grader_needs_network"
 )
 
 // FailureTypes lists every failure type (for schemas and metrics labels).
 var FailureTypes = []FailureType{
 	FailureStartupFailed, FailureTurnTimeout, FailureHarnessCrashed, FailureHarnessExited, FailureProtocol,
 	FailureOutputLimit, FailureEpisodeTimeout, FailureMaxTurns, FailureCancelled, FailureModelBudget,
-	FailureResourceLimit, FailureUser,
+	FailureResourceLimit, FailureUser, FailureGraderNeedsNetwork,
 }
 
 // ExitStatus is how a harness process ended.

@@ -30,6 +30,8 @@ func NewPayload(t EventType) Payload {
 		return &TurnComplete{}
 	case EventEgress:
 		return &Egress{}
+	case EventEnv:
+		return &EnvEvent{}
 	}
 	return &Unknown{Type: t}
 }

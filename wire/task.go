@@ -28,6 +28,18 @@ type TaskGrade struct {
 	// RewardWatch says how the reward file's writers were watched
 	// ("fanotify", or "off: " and why: the reward is then unverified).
 	RewardWatch string `json:"reward_watch,omitempty"`
+	// ErrorType classifies a missing reward that is not the agent's doing
+	// (grader_needs_network).
+	ErrorType FailureType `json:"error_type,omitempty"`
+	// Step names the step of a multi-step task this grade is of.
+	Step string `json:"step,omitempty"`
+	// Steps are a multi-step task's grades, one per step that ran, in
+	// order; Reward and Scores are then the task's, derived from them as
+	// Harbor does (multi_step_reward_strategy).
+	Steps []TaskGrade `json:"steps,omitempty"`
+	// Stopped says why a multi-step task ended before its last step (a
+	// step that failed, a min_reward it fell below).
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // RewardWriter is one process that wrote a task's reward file other than

@@ -20,6 +20,7 @@ func TestEventRoundTripEveryType(t *testing.T) {
 		&LLMChunk{Content: "h", Index: 3, Thought: true, MessageID: "m1"},
 		&Error{Message: "bad", Recoverable: true},
 		&TurnComplete{Response: "done", Done: true, Cancelled: true, Extra: Extra{"stop_reason": "end_turn"}},
+		&EnvEvent{Index: 1, Name: "ci", Trigger: TriggerAfterTool, Detail: "run_ci", Effect: EffectDeliver, Delivery: DeliveryMidTurn, Text: "CI failed"},
 		&Egress{Method: "CONNECT", Host: "pypi.org", Port: 443, Allowed: true, Status: 200, Address: "151.101.0.223:443", BytesUp: 10, BytesDown: 20, DurationMS: 1.5},
 	}
 	seen := map[EventType]bool{}

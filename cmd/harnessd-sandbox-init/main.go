@@ -2,7 +2,7 @@
 // nothing else: a small program that links only package sandbox (and its
 // Linux helpers), so that starting a sandbox does not pay for the daemon's
 // package initialisation (its JSON Schema compiler, metrics, codecs). The
-// Makefile embeds it in harnessd (process/sandbox/embedinit.go, build tag
+// Makefile embeds it in harnessd (process/sandbox/initfile, build tag
 // harnessd_embedinit); it is never run by hand.
 package main
 

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 
 	"github.com/harnessd/harnessd/internal/atif"
+	"github.com/harnessd/harnessd/wire"
 )
 
 func init() {
@@ -38,7 +41,12 @@ func runExport(args []string) int {
 	}
 	record := c.fs.Arg(0)
 	recs, ex, err := atif.ReadFiles(record, *exportFile)
-	if err != nil {
+	var cut *wire.CutError
+	switch {
+	case errors.As(err, &cut):
+		// The records before the cut line are whole: convert them.
+		fmt.Fprintf(os.Stderr, "harnessd export: note: %v\n", err)
+	case err != nil:
 		return c.fail(exitFailure, "%v", err)
 	}
 	if eps := atif.Episodes(recs); *attempt > 0 && *attempt <= len(eps) {

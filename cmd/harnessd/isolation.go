@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/harnessd/harnessd/process/sandbox/initfile"
+
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
@@ -64,7 +66,7 @@ func daemonFiles(paths ...string) []string {
 // (debug), or, when it could not be written, harnessd itself (a warning:
 // every sandbox then pays for the daemon's start-up).
 func logSandboxInit(log *slog.Logger) {
-	path, err := sandbox.EmbeddedInit()
+	path, err := initfile.Status()
 	switch {
 	case err != nil:
 		log.Warn("the small sandbox init could not be written; sandboxes re-execute harnessd as their init, which costs more per reset (TMPDIR chooses where it goes: a directory others can traverse, not mounted noexec)", "why", err)

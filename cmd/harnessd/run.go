@@ -117,7 +117,8 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	case sess.Config().User != nil: // after the -m messages, the simulated user's turns until done
 		next = userTurns(f.msgs)
 	case f.taskDir != "" && len(f.msgs) == 0:
-		next = messageSource([]string{""}) // the task's instruction
+		// The task's instruction; a multi-step task's, one per step.
+		next = messageSource(make([]string, taskTurns(f.taskDir)))
 	}
 	for !last.Done {
 		msg, ok := next()

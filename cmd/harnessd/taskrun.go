@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
-	"github.com/harnessd/harnessd/evaljob"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -48,6 +47,9 @@ type taskSummary struct {
 	Reward *float64        `json:"reward"`
 	Grade  *wire.TaskGrade `json:"grade,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// ErrorType classifies a run that could not be graded here
+	// (grader_needs_network), or the episode's failure.
+	ErrorType wire.FailureType `json:"error_type,omitempty"`
 }
 
 // printTaskSummary prints the reward line on stderr and the summary as JSON
@@ -60,6 +62,8 @@ func printTaskSummary(s taskSummary) int {
 	case s.Reward != nil:
 		fmt.Fprintf(os.Stderr, "task %s: reward %g\n", s.TaskID, *s.Reward)
 		return exitOK
+	case s.ErrorType != "" && s.Grade != nil:
+		fmt.Fprintf(os.Stderr, "task %s: no reward (error_type %s): %s\n", s.TaskID, s.ErrorType, s.Grade.Error)
 	case s.Error != "":
 		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, s.Error)
 	case s.Grade != nil && s.Grade.Error != "":
@@ -72,8 +76,11 @@ func printTaskSummary(s taskSummary) int {
 
 // runOracle is run --task DIR --oracle: the task's workspace is prepared
 // in a temporary directory, solution/solve.sh runs in a sandbox with it at
-// the task's WORKDIR, then the tests grade it. It exits 0 only for a
-// reward of 1.
+// the task's working directory as the task's agent user, then the tests
+// grade it; a multi-step task runs each step's workdir/, setup.sh,
+// solve.sh and tests in order (tasks.Task.Oracle). It exits 0 only for a
+// reward of 1; tests that need the network print error_type
+// grader_needs_network and exit 1.
 func runOracle(ctx context.Context, dir string) int {
 	set, err := tasks.Load(tasks.Source{Task: dir})
 	if err != nil {
@@ -84,7 +91,7 @@ func runOracle(ctx context.Context, dir string) int {
 	for _, w := range t.Warnings {
 		fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, w)
 	}
-	if !t.HasSolution() {
+	if !t.HasSolution() && !t.IsMultiStep() {
 		fmt.Fprintf(os.Stderr, "harnessd run: --oracle: task %s has no solution/solve.sh\n", t.ID)
 		return exitUsage
 	}
@@ -94,22 +101,33 @@ func runOracle(ctx context.Context, dir string) int {
 		return exitFailure
 	}
 	defer os.RemoveAll(root)
-	sum := taskSummary{TaskID: t.ID, Oracle: true}
-	run, err := evaljob.Oracle(ctx, t, root, nil)
-	var oe *evaljob.OracleError
-	if errors.As(err, &oe) && oe.Stage == "prepare" {
+	ws := filepath.Join(root, "workspace")
+	if err := os.Mkdir(ws, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd run:", err)
 		return exitFailure
 	}
-	if sol := run.Solve; sol != nil && (sol.ExitCode != 0 || sol.TimedOut) {
-		fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", t.ID, sol.ExitCode, sol.TimedOut, sol.Stderr)
-	}
+	sum := taskSummary{TaskID: t.ID, Oracle: true}
+	tr, err := t.Oracle(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "runs")})
 	if err != nil {
 		sum.Error = err.Error()
 		return printTaskSummary(sum)
 	}
-	sum.Grade = evaljob.TaskGrade(run.Grade)
-	sum.Reward = sum.Grade.Reward
+	solves := []*tasks.Result{tr.Solve}
+	for _, s := range tr.Steps {
+		solves = append(solves, s.Solve)
+		if s.Error != "" {
+			fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, s.Error)
+		}
+	}
+	for _, sol := range solves {
+		if sol != nil && (sol.ExitCode != 0 || sol.TimedOut) {
+			fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", t.ID, sol.ExitCode, sol.TimedOut, sol.Stderr)
+		}
+	}
+	if tr.Stopped != "" {
+		fmt.Fprintf(os.Stderr, "task %s: stopped early: %s\n", t.ID, tr.Stopped)
+	}
+	sum.Reward, sum.Grade, sum.ErrorType = tr.Reward, tr.WireGrade(), wire.FailureType(tr.ErrorType)
 	code := printTaskSummary(sum)
 	if code == exitOK && *sum.Reward < 1 {
 		// The reference solution must solve its task: a task author's CI
@@ -125,14 +143,20 @@ func runOracle(ctx context.Context, dir string) int {
 func taskConfig(cfg *config.Config, dir string) error {
 	cfg.Tasks = tasks.Source{Task: dir}
 	if cfg.Episode.MaxTurns == 0 {
-		cfg.Episode.MaxTurns = 1
+		cfg.Episode.MaxTurns = taskTurns(dir)
 	}
 	return cfg.Normalize()
 }
 
+// taskTurns is how many turns the task in dir takes (tasks.Turns).
+func taskTurns(dir string) int { return tasks.Turns(dir) }
+
 // taskResult summarizes the final observation of a run --task episode.
 func taskResult(obs *wire.Observation) int {
 	sum := taskSummary{TaskID: obs.Metadata.TaskID, Reward: obs.Reward, Grade: obs.Metadata.Grade}
+	if sum.Grade != nil {
+		sum.ErrorType = sum.Grade.ErrorType
+	}
 	if sum.Grade == nil {
 		sum.Error = "the episode ended without grading"
 		if obs.Metadata.ErrorType != "" {

@@ -144,3 +144,183 @@ func TestTaskSourceByPath(t *testing.T) {
 		t.Errorf("a directory: %+v", s)
 	}
 }
+
+// Harbor's example tasks (tasks/testdata/harbor-examples: equivalents,
+// see its README) run offline with the oracle: those that can grade 1
+// and exit 0; hello-world's tests install uv at grading time and cannot,
+// which is error_type grader_needs_network naming the command, exit 1 —
+// not a reward of 0.
+func TestRunTaskOracleHarborExamples(t *testing.T) {
+	for _, id := range []string{"hello-workdir", "hello-user", "hello-mcp", "hello-multi-step-simple"} {
+		sum, errOut, code := runTask(t, "--task", testTasks+"/harbor-examples/"+id, "--oracle")
+		if code != exitOK || sum["reward"] != 1.0 || sum["error_type"] != nil {
+			t.Errorf("oracle %s: exit %d %v\n%s", id, code, sum, errOut)
+		}
+	}
+	sum, errOut, code := runTask(t, "--task", testTasks+"/harbor-examples/hello-world", "--oracle")
+	grade, _ := sum["grade"].(map[string]any)
+	if code != exitFailure || sum["reward"] != nil || sum["error_type"] != "grader_needs_network" || grade == nil ||
+		!strings.Contains(grade["error"].(string), "test.sh line 3: `apt-get update`") ||
+		!strings.Contains(errOut, "no reward (error_type grader_needs_network)") {
+		t.Errorf("oracle hello-world: exit %d %v\n%s", code, sum, errOut)
+	}
+	// The multi-step task's grade has one grade per step.
+	sum, _, _ = runTask(t, "--task", testTasks+"/harbor-examples/hello-multi-step-simple", "--oracle")
+	steps, _ := sum["grade"].(map[string]any)["steps"].([]any)
+	if len(steps) != 2 || steps[0].(map[string]any)["step"] != "create-file" || steps[1].(map[string]any)["reward"] != 1.0 {
+		t.Errorf("multi-step grade: %v", sum["grade"])
+	}
+}
+
+// validate refuses what harnessd cannot honour of a Harbor task, the key
+// named, one line per task.
+func TestValidateRefusesUnsupportedHarborKeys(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "tasks")
+	mk := func(id, toml string) {
+		d := filepath.Join(root, id)
+		for f, c := range map[string]string{"task.toml": toml, "instruction.md": "do it\n", "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n"} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(d, f)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, f), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("healthcheck", "[environment.healthcheck]\ncommand = \"true\"\n")
+	mk("windows", "[environment]\nos = \"windows\"\n")
+	mk("collect", "[[verifier.collect]]\ncommand = \"true\"\n")
+	mk("image", "[verifier.environment]\ndocker_image = \"grader:1\"\n")
+	mk("fine", "[environment]\nworkdir = \"/srv\"\nenv = { A = \"1\" }\n[agent]\nuser = \"agent\"\n")
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\ntasks:\n  dir: "+root+"\n")
+	_, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUsage, errOut)
+	}
+	for _, want := range []string{
+		"task healthcheck: task.toml environment.healthcheck is not supported",
+		"task windows: task.toml environment.os is not supported",
+		"task collect: task.toml verifier.collect is not supported",
+		"task image: task.toml verifier.environment.docker_image is not supported",
+		"4 problems",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "task fine") {
+		t.Errorf("a task harnessd honours is refused:\n%s", errOut)
+	}
+}
+
+// A multi-step task with an agent: each step is one turn (its workdir/
+// uploaded first), graded by its own tests; the final summary has the
+// task's reward and each step's grade; a step below its min_reward ends
+// the episode there.
+func TestRunMultiStepTaskWithAnAgent(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	task := testTasks + "/harbor-examples/hello-multi-step-simple"
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", task, "-m", "echo Hello > greeting.txt", "-m", "cat name.txt >> greeting.txt")
+	grade, _ := sum["grade"].(map[string]any)
+	steps, _ := grade["steps"].([]any)
+	if code != exitOK || sum["reward"] != 1.0 || len(steps) != 2 || steps[1].(map[string]any)["step"] != "append-content" {
+		t.Errorf("solved: exit %d %v\n%s", code, sum, errOut)
+	}
+	sum, errOut, code = runTask(t, "--config", cfg, "--task", task, "-m", "true", "-m", "cat name.txt >> greeting.txt")
+	grade, _ = sum["grade"].(map[string]any)
+	steps, _ = grade["steps"].([]any)
+	if code != exitOK || sum["reward"] != 0.0 || len(steps) != 1 || !strings.Contains(grade["stopped"].(string), "reward=0 below min_reward 1") {
+		t.Errorf("first step failed: exit %d %v\n%s", code, sum, errOut)
+	}
+}
+
+// The harness runs as the task's [agent] user (hello-user's tests check
+// whoami and the owner of what it wrote, as root); in process isolation,
+// where the harness is the daemon's user, the task is refused by key.
+func TestRunTaskAsTheAgentUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("task users need a range of ids: a root daemon")
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	task := testTasks + "/harbor-examples/hello-user"
+	solve := `whoami > /app/whoami.txt; echo "Hello, world!" > /app/hello.txt`
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", task, "-m", solve)
+	if code != exitOK || sum["reward"] != 1.0 {
+		t.Errorf("as agent: exit %d %v\n%s", code, sum, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "run", "--config", cfg, "--isolation", "process", "--task", task, "-m", solve)
+	if code == exitOK || !strings.Contains(errOut, `task.toml agent.user = "agent" cannot be honoured in process isolation`) {
+		t.Errorf("process isolation: exit %d\n%s", code, errOut)
+	}
+}
+
+// validate names the tasks whose tests install tools at grading time, with
+// the command, and what their grader will have.
+func TestValidateNotesGradersThatNeedTheNetwork(t *testing.T) {
+	dir := t.TempDir()
+	ex, _ := filepath.Abs(testTasks + "/harbor-examples")
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\ntasks:\n  dir: "+ex+"\n")
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	want := "task hello-world: the tests install tools at grading time (hello-world/tests/test.sh line 3: apt-get update): the grading sandbox has no network"
+	if code != exitOK || !strings.Contains(out, want) || strings.Count(out, "install tools at grading time") != 1 {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// A step's [steps.agent] timeout_sec bounds its turn (Harbor bounds each
+// step's agent run, not the whole trial): the turn times out, its step is
+// graded, and the episode ends there.
+func TestRunMultiStepTaskStepTimeout(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	task := filepath.Join(dir, "task")
+	if err := os.CopyFS(task, os.DirFS(testTasks+"/harbor-examples/hello-multi-step-simple")); err != nil {
+		t.Fatal(err)
+	}
+	toml, _ := os.ReadFile(filepath.Join(task, "task.toml"))
+	toml = []byte(strings.Replace(string(toml), "min_reward = 1.0\n", "min_reward = 1.0\n[steps.agent]\ntimeout_sec = 1\n", 1))
+	if err := os.WriteFile(filepath.Join(task, "task.toml"), toml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, errOut, _ := runTask(t, "--config", cfg, "--task", task, "-m", "echo Hello > greeting.txt; sleep 30", "-m", "cat name.txt >> greeting.txt")
+	grade, _ := sum["grade"].(map[string]any)
+	steps, _ := grade["steps"].([]any)
+	if !strings.Contains(errOut, "turn_timeout") || len(steps) != 1 || sum["reward"] != 1.0 {
+		t.Errorf("step timeout: %v\n%s", sum, errOut)
+	}
+}
+
+// An agent's episode whose tests need the network: the observation's
+// error_type is grader_needs_network and there is no reward (not 0).
+func TestRunTaskGraderNeedsNetwork(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "shell.yaml", `
+harness:
+  adapter: exec
+  command: [sh]
+  options: {command: [sh, -c, "{message}"], format: text, nonzero_ok: true}
+`)
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", testTasks+"/harbor-examples/hello-world", "-m", `echo "Hello, world!" > hello.txt`)
+	if code != exitFailure || sum["reward"] != nil || sum["error_type"] != "grader_needs_network" ||
+		!strings.Contains(errOut, "turn 1 reward=null done=true") {
+		t.Errorf("exit %d %v\n%s", code, sum, errOut)
+	}
+}

@@ -83,7 +83,28 @@ func runValidate(args []string) int {
 	for _, line := range cfg.DescribeEnvironmentSide() {
 		fmt.Printf("%s: %s\n", path, line)
 	}
+	for i := range cfg.Events {
+		fmt.Printf("%s: event %d: %s\n", path, i, cfg.Events[i].Describe())
+	}
+	for _, l := range gradingNetworkNotes(cfg) {
+		fmt.Printf("%s: %s\n", path, l)
+	}
 	return exitOK
+}
+
+// gradingNetworkNotes lists the tasks whose tests install tools at grading
+// time, the command, and what their grader will have
+// (tasks.Task.GradingNetworkNote).
+func gradingNetworkNotes(cfg *config.Config) []string {
+	var out []string
+	if set := cfg.Taskset(); set != nil {
+		for _, t := range set.Tasks() {
+			if n := t.GradingNetworkNote(cfg.Network.EgressPolicy() == config.EgressAllow, cfg.Network.Allow); n != "" {
+				out = append(out, fmt.Sprintf("task %s: %s", t.ID, n))
+			}
+		}
+	}
+	return out
 }
 
 // validateConfig loads the configuration at path as serve would and

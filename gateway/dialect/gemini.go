@@ -107,8 +107,13 @@ func functionOutput(raw json.RawMessage) string {
 }
 
 // geminiGeneration maps generationConfig's fields to Chat Completions'.
+// Its penalties and candidate count go on too, so that a sampling pin
+// strips them as it does a Chat Completions agent's (generationConfig's
+// responseSchema is Gemini's OpenAPI subset, not an engine's JSON Schema:
+// it is left out).
 var geminiGeneration = map[string]string{"temperature": "temperature", "topP": "top_p", "topK": "top_k",
-	"maxOutputTokens": "max_tokens", "stopSequences": "stop", "seed": "seed"}
+	"maxOutputTokens": "max_tokens", "stopSequences": "stop", "seed": "seed",
+	"presencePenalty": "presence_penalty", "frequencyPenalty": "frequency_penalty", "candidateCount": "n"}
 
 func (t *geminiTranslator) Decode(r *http.Request, body []byte) (*Request, error) {
 	model, method, _ := GeminiMethod(r.URL.Path)

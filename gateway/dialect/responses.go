@@ -94,6 +94,38 @@ func responsesText(raw json.RawMessage) (string, []Part, error) {
 // Completions names.
 var responsesParams = map[string]string{"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
 
+// responsesFormat translates text.format, Responses' structured output
+// (guided decoding), to Chat Completions' response_format; nil for plain
+// text or none.
+func responsesFormat(text json.RawMessage) json.RawMessage {
+	var t struct {
+		Format struct {
+			Type   string          `json:"type"`
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"format"`
+	}
+	if json.Unmarshal(text, &t) != nil {
+		return nil
+	}
+	var out any
+	switch f := t.Format; f.Type {
+	case "json_object":
+		out = map[string]any{"type": "json_object"}
+	case "json_schema":
+		js := map[string]any{"name": f.Name, "schema": f.Schema}
+		if f.Strict != nil {
+			js["strict"] = *f.Strict
+		}
+		out = map[string]any{"type": "json_schema", "json_schema": js}
+	default:
+		return nil
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
 func (t *responsesTranslator) Decode(_ *http.Request, body []byte) (*Request, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
@@ -145,9 +177,16 @@ func (t *responsesTranslator) Decode(_ *http.Request, body []byte) (*Request, er
 			chat.Params[to] = v
 		}
 	}
+	if rf := responsesFormat(fields["text"]); rf != nil {
+		chat.Params["response_format"] = rf
+	}
 	t.model, t.stream = in.Model, in.Stream
+	sampling := PickSampling(fields)
+	if rf := chat.Params["response_format"]; rf != nil {
+		sampling = withField(sampling, "text", fields["text"])
+	}
 	return &Request{Chat: chat, Model: in.Model, Stream: in.Stream, Messages: in.Input, Tools: fields["tools"],
-		Sampling: PickSampling(fields)}, nil
+		Sampling: sampling}, nil
 }
 
 // responsesItemMessages appends input item i's translation to out: a

@@ -120,10 +120,16 @@ func writeOpenAIError(w http.ResponseWriter, f Failure) {
 }
 
 // samplingKeys are the request fields recorded as sampling parameters.
+// They are every field a sampling pin decides (gateway.Sampling) in Chat
+// Completions' and the agents' dialects' names.
 var samplingKeys = []string{
 	"temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "max_output_tokens",
 	"presence_penalty", "frequency_penalty", "repetition_penalty", "seed", "stop", "stop_sequences", "n",
 	"logprobs", "top_logprobs", "return_token_ids",
+	"logit_bias", "best_of", "use_beam_search", "length_penalty", "typical_p", "min_tokens", "ignore_eos",
+	"bad_words", "allowed_token_ids", "stop_token_ids", "response_format", "guided_json", "guided_regex",
+	"guided_choice", "guided_grammar", "guided_whitespace_pattern", "guided_decoding_backend",
+	"structured_outputs", "regex", "json_schema", "ebnf", "logits_processors",
 }
 
 // PickSampling returns the sampling fields of a request object, or nil.
@@ -137,6 +143,15 @@ func PickSampling(fields map[string]json.RawMessage) json.RawMessage {
 	if len(out) == 0 {
 		return nil
 	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// withField adds field k = v to the JSON object sampling (nil: a new one).
+func withField(sampling json.RawMessage, k string, v json.RawMessage) json.RawMessage {
+	out := map[string]json.RawMessage{}
+	json.Unmarshal(sampling, &out)
+	out[k] = v
 	b, _ := json.Marshal(out)
 	return b
 }

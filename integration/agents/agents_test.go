@@ -230,7 +230,8 @@ func responseOf(obs *wire.Observation) string { return obs.ResponseText() }
 // episode's gateway: every call's captured ids must be the engine's, in its
 // turn, and the agent's tree and files must never hold the real key.
 func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
-	d := s.serve(t, p, "--model-upstream", "engine")
+	// Every /ws episode pins the sampling (sampling_test.go).
+	d := s.serve(t, p, "--model-upstream", "engine", "--config", s.pinConfig(t, p.Name))
 	since := s.lastSeq()
 	used := map[int]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -268,6 +269,7 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 	checkTurn(t, "tool turn", obs)
 	r.captures = append(r.captures, checkCapture(t, 1, obs.Metadata.TurnEvents, s.agentEntries(p.Name, since), used))
 	checkBridgeEcho(t, "tool turn", obs)
+	turnEvents := obs.Metadata.TurnEvents
 	for _, e := range obs.Metadata.TurnEvents {
 		if tc, ok := e.Data.(*wire.ToolCall); ok && e.Origin == wire.OriginHarness && r.toolName == "" {
 			r.toolName = tc.ToolName
@@ -303,6 +305,7 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 		t.Errorf("turn 2: the non-streamed %s replay was not captured: %v", dialect, r.captures[1].streamed)
 	}
 	checkAllMatched(t, s.agentEntries(p.Name, since), used)
+	r.sampling = checkPinned(t, p.Name, d.url, obs.Metadata.EpisodeID, append(turnEvents, obs.Metadata.TurnEvents...), s.agentEntries(p.Name, since))
 
 	st, err = env.State(ctx)
 	if err != nil {
@@ -518,6 +521,7 @@ type report struct {
 	afterCancelSeesHold                                       bool
 	requests                                                  map[string]int
 	captures                                                  []capture // per turn of the /ws episode
+	sampling                                                  string    // what the agent asked of sampling (the pin replaced it)
 	keyProcs, keyFiles                                        int       // checked for the real key
 }
 
@@ -542,10 +546,10 @@ func (l *reportLog) print(t *testing.T) {
 		for i, c := range r.captures {
 			calls = append(calls, fmt.Sprintf("turn %d: %d calls (%d tool)", i+1, c.calls, c.toolCalls))
 		}
-		t.Logf("%-12s %-8s %-7s reset %-6s tool turn %-6s second tool turn %-6s cancel %-6s | model %q tool %q | tree %s | held request %s, cancelled prompt in context %v | requests %v | gateway: %s, ids equal; agent requests %s; real key in none of %d processes, %d files | %s",
+		t.Logf("%-12s %-8s %-7s reset %-6s tool turn %-6s second tool turn %-6s cancel %-6s | model %q tool %q | tree %s | held request %s, cancelled prompt in context %v | requests %v | gateway: %s, ids equal; agent requests %s; real key in none of %d processes, %d files | sampling asked (pinned instead): %s | %s",
 			r.agent, r.version, r.isolation, round(r.startup), round(r.toolTurn), round(r.plainTurn), round(r.cancel),
 			r.model, r.toolName, r.tree, r.heldOutcome, r.afterCancelSeesHold, r.requests,
-			strings.Join(calls, ", "), streamSummary(r.captures...), r.keyProcs, r.keyFiles, r.quirk)
+			strings.Join(calls, ", "), streamSummary(r.captures...), r.keyProcs, r.keyFiles, r.sampling, r.quirk)
 	}
 }
 

@@ -32,6 +32,7 @@ package atif
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -592,7 +593,10 @@ func finite(lp []float64) []float64 {
 
 // ReadFiles reads a record file and the training export: the one named,
 // else the one beside the record (<episode>.export.json) when there is one
-// (an evaluation episode has none). ex is nil without an export.
+// (an evaluation episode has none). ex is nil without an export. A record
+// whose last line is cut short (a daemon killed while writing it) is read
+// up to that line: its records come back with the export and an error
+// wrapping the *wire.CutError, which a caller may take as a note.
 func ReadFiles(record, export string) (recs []wire.Record, ex *gateway.Export, err error) {
 	f, err := os.Open(record)
 	if err != nil {
@@ -600,9 +604,23 @@ func ReadFiles(record, export string) (recs []wire.Record, ex *gateway.Export, e
 	}
 	recs, err = wire.ReadRecords(f)
 	f.Close()
+	var cut *wire.CutError
+	if errors.As(err, &cut) {
+		cutErr := fmt.Errorf("atif: %s: %w", record, err)
+		recs, ex, err := readExport(recs, record, export)
+		if err != nil {
+			return nil, nil, err
+		}
+		return recs, ex, cutErr
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("atif: %s: %w", record, err)
 	}
+	return readExport(recs, record, export)
+}
+
+// readExport reads the export of ReadFiles, returned with recs.
+func readExport(recs []wire.Record, record, export string) ([]wire.Record, *gateway.Export, error) {
 	if def := strings.TrimSuffix(record, ".jsonl") + ".export.json"; export == "" && def != record {
 		if _, err := os.Stat(def); err != nil {
 			return recs, nil, nil
@@ -616,7 +634,8 @@ func ReadFiles(record, export string) (recs []wire.Record, ex *gateway.Export, e
 	if err != nil {
 		return nil, nil, fmt.Errorf("atif: reading the export: %w", err)
 	}
-	if ex, err = DecodeExport(b); err != nil {
+	ex, err := DecodeExport(b)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", export, err)
 	}
 	return recs, ex, nil

@@ -154,7 +154,7 @@ func Missing(tb testing.TB, format string, args ...any) {
 // so that test processes building at once never embed a partial file (the
 // build is reproducible: every one of them writes the same bytes).
 func buildSandboxInit(root string) error {
-	final := filepath.Join(root, "process", "sandbox", "harnessd-sandbox-init")
+	final := filepath.Join(root, "process", "sandbox", "initfile", "harnessd-sandbox-init")
 	tmp := fmt.Sprintf("%s.%d", final, os.Getpid())
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", tmp, "./cmd/harnessd-sandbox-init")
 	cmd.Dir = root

@@ -6,7 +6,7 @@
 //
 // Host side, Start executes the init binary — Config.Init if set, else the
 // small init embedded in harnessd (cmd/harnessd-sandbox-init, written once
-// to a read-only file of the daemon's own, initbinary.go), else
+// to a read-only file of the daemon's own: package initfile), else
 // /proc/self/exe — with CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|
 // CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS and Pdeathsig SIGKILL, maps a
 // private host id range per sandbox (as root) or the daemon's own uid (not

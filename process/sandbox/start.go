@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/harnessd/harnessd/process/sandbox/initfile"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/linux/procfs"
@@ -190,7 +192,7 @@ func (st *starter) spawn(context.Context) (func(), error) {
 func (st *starter) initCommand(childEnd *os.File) *exec.Cmd {
 	initPath := st.cfg.Init
 	if initPath == "" {
-		initPath = defaultInitPath()
+		initPath = initfile.Path()
 	}
 	uids, gids := st.ids.maps()
 	flags := uintptr(Cloneflags)
@@ -199,7 +201,7 @@ func (st *starter) initCommand(childEnd *os.File) *exec.Cmd {
 	}
 	cmd := &exec.Cmd{
 		Path:       initPath,
-		Args:       []string{initPath, initCommand},
+		Args:       []string{"harnessd-sandbox-init", initCommand},
 		Env:        []string{},
 		Dir:        "/",
 		ExtraFiles: append([]*os.File{childEnd}, st.bindFiles...),

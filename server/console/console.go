@@ -40,15 +40,18 @@ type Options struct {
 // Console is the web console: the page, its API over the live sessions and
 // record_dir, and the live feed, fed by the sessions' lifecycle (Observe).
 type Console struct {
-	o    Options
-	feed webFeed
+	o     Options
+	feed  webFeed
+	index *episodeIndex // record_dir's episodes
 
 	mu   sync.Mutex
 	logs map[string]*webLog // per live session
 }
 
 // New makes a console.
-func New(o Options) *Console { return &Console{o: o, logs: map[string]*webLog{}} }
+func New(o Options) *Console {
+	return &Console{o: o, logs: map[string]*webLog{}, index: newEpisodeIndex(o.Config.RecordDir)}
+}
 
 // log returns session id's log, making it on first use.
 func (c *Console) log(id string) *webLog {

@@ -45,6 +45,12 @@ func (c *Console) Routes(mux *http.ServeMux) {
 	g := c.o.Guard
 	mux.Handle("GET /web", g(http.HandlerFunc(c.handleWebPage)))
 	mux.Handle("GET /web/{$}", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/episodes", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/episodes/{id}", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/overview", g(http.HandlerFunc(c.handleWebPage)))
+	mux.Handle("GET /web/api/episodes", g(http.HandlerFunc(c.handleWebEpisodes)))
+	mux.Handle("GET /web/api/episodes/{id}", g(http.HandlerFunc(c.handleWebEpisodeByID)))
+	mux.Handle("GET /web/api/overview", g(http.HandlerFunc(c.handleWebOverview)))
 	mux.Handle("GET /web/assets/{name}", c.o.PeerOnly(http.HandlerFunc(c.handleWebAsset)))
 	mux.Handle("GET /web/api/sessions", g(http.HandlerFunc(c.handleWebSessions)))
 	mux.Handle("GET /web/api/sessions/{id}/episode", g(http.HandlerFunc(c.handleWebEpisode)))
@@ -203,7 +209,13 @@ func (c *Console) handleWebRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	recs, err := readRecordFile(c.o.Config.RecordDir, name)
+	var cut *wire.CutError
 	switch {
+	case errors.As(err, &cut):
+		// A daemon killed while writing leaves the last line cut: the
+		// records before it are whole.
+		writeJSON(w, http.StatusOK, map[string]any{"name": name, "records": recs, "note": cut.Error()})
+		return
 	case errors.Is(err, fs.ErrNotExist):
 		writeJSON(w, http.StatusNotFound, map[string]any{"detail": fmt.Sprintf("no record file %q", name)})
 		return

@@ -100,7 +100,16 @@ func (c *Console) webObserve(m Session, ev session.Event) {
 		rec := c.log(m.ID).stepped(e.Observation)
 		if c.feed.active() {
 			c.webRecord(m, rec)
-			c.webChanged(m)
+			// The session still holds its turn while it reports the end:
+			// what the viewer sees next is the session between turns.
+			s := c.webSummary(m)
+			if s.TurnRunning {
+				s.TurnRunning, s.State = false, "active"
+				if e.Observation.Done {
+					s.State = "done"
+				}
+			}
+			c.feed.publish(Message{Type: "session", SessionID: m.ID, Session: s})
 		}
 	case session.EpisodeEnded:
 		c.webChanged(m)

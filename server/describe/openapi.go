@@ -59,7 +59,7 @@ func OpenAPI(s Service) map[string]any {
 		"/metrics":      map[string]any{"get": map[string]any{"summary": "Prometheus metrics (text exposition format)", "responses": map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"text/plain": map[string]any{"schema": str}}}}}},
 		"/openapi.json": get("This document", map[string]any{"type": "object"}),
 		"/docs":         map[string]any{"get": map[string]any{"summary": "A page describing the surfaces", "responses": map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"text/html": map[string]any{"schema": str}}}}}},
-		"/ws":           wsPath("OpenEnv's generic WebSocket protocol: reset, step, state, close and mcp frames"),
+		"/ws":           wsPath("OpenEnv's generic WebSocket protocol: reset, step, state, close and mcp frames; harnessd's extensions export and policy_version (docs/protocol.md)"),
 		"/mcp": map[string]any{"post": map[string]any{"summary": "JSON-RPC 2.0: tools/list, tools/call, openenv/session/create, openenv/session/close",
 			"requestBody": jsonBody(map[string]any{"type": "object"}),
 			"responses":   map[string]any{"200": answer("a JSON-RPC response (errors included)", map[string]any{"type": "object"})}}},
@@ -84,6 +84,7 @@ func OpenAPI(s Service) map[string]any {
 			"requestBody": jsonBody(obj(map[string]any{"session_id": sid})),
 			"responses": map[string]any{"200": answer("closed (or closing, when a socket holds it)", map[string]any{"type": "object"}),
 				"404": answer("unknown session_id", detail)}}}
+		addTrainerPaths(paths, obj, answer, detail)
 	} else {
 		paths["/harness"] = wsPath("Streaming harness sessions: session_started, then every event of each turn")
 	}
@@ -134,7 +135,9 @@ func Docs(s Service) []byte {
 	if s.Simulation {
 		rows = append(rows,
 			[2]string{"POST /reset, POST /step, GET /state", "the same over HTTP, stateful: the answer carries <code>session_id</code>; pass it back (default: one HTTP session)"},
-			[2]string{"POST /close", "end an HTTP session (<code>{\"session_id\": ...}</code>, or the default one) and free its slot"})
+			[2]string{"POST /close", "end an HTTP session (<code>{\"session_id\": ...}</code>, or the default one) and free its slot"},
+			[2]string{"GET /episodes/{episode_id}/export", "an episode's training export (token ids, loss masks, logprobs, rewards, policy versions and sampling per call); over /ws the <code>export</code> frame"},
+			[2]string{"POST, GET /policy_version", "set or read the policy version (<code>{\"version\": N}</code>, daemon-wide, or with <code>session_id</code> or <code>episode_id</code>); over /ws the <code>policy_version</code> frame"})
 	} else {
 		rows = append(rows, [2]string{"WS /harness", "streaming sessions: <code>session_started</code>, then each turn's events up to <code>turn_complete</code>; <code>{\"type\":\"cancel\"}</code> interrupts"})
 	}

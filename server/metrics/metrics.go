@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -45,6 +46,8 @@ type Options struct {
 	Kinds []string
 	// Surfaces are the values of the byte counters' surface label.
 	Surfaces []string
+	// Policy is the daemon's policy version (harnessd_policy_version).
+	Policy *gateway.PolicyVersion
 }
 
 // Metrics are the server's Prometheus metrics, on a registry of their own
@@ -135,6 +138,7 @@ func New(o Options) *Metrics {
 	f(m.toolSeconds)
 
 	m.model = newModelMetrics(f)
+	f(policyCollector{o.Policy})
 
 	m.received = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harnessd_received_bytes_total", Help: "Bytes of WebSocket frames and HTTP bodies received, by surface (ws, harness, http, mcp).",

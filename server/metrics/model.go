@@ -95,3 +95,34 @@ func dialectLabel(d string) string {
 	}
 	return "other"
 }
+
+// The policy versions and sampling pins of the gateways' calls, read from
+// the gateway package's counters and the daemon's version.
+var (
+	policyVersionDesc = prometheus.NewDesc("harnessd_policy_version",
+		"The daemon-wide policy version the trainer set last (0 until it sets one; a session's own version is not shown).", nil, nil)
+	straddlingDesc = prometheus.NewDesc("harnessd_model_calls_straddling_update_total",
+		"Engine calls in flight while their session's policy version changed (straddles_update in the export).", nil, nil)
+	pinnedDesc = prometheus.NewDesc("harnessd_model_calls_sampling_pinned_total",
+		"Engine calls sent under a sampling pin, by what the pin found: all of them (pinned), those with fields of the agent's "+
+			"stripped (stripped), those sent sampling otherwise than pinned (differs).", []string{"kind"}, nil)
+)
+
+// policyCollector exports the daemon's policy version and the gateways'
+// straddling and pinned calls.
+type policyCollector struct{ daemon *gateway.PolicyVersion }
+
+func (policyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- policyVersionDesc
+	ch <- straddlingDesc
+	ch <- pinnedDesc
+}
+
+func (c policyCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(policyVersionDesc, prometheus.GaugeValue, float64(c.daemon.Version()))
+	ch <- prometheus.MustNewConstMetric(straddlingDesc, prometheus.CounterValue, float64(gateway.StraddlingCalls()))
+	pinned, stripped, differs := gateway.PinnedCalls()
+	ch <- prometheus.MustNewConstMetric(pinnedDesc, prometheus.CounterValue, float64(pinned), "pinned")
+	ch <- prometheus.MustNewConstMetric(pinnedDesc, prometheus.CounterValue, float64(stripped), "stripped")
+	ch <- prometheus.MustNewConstMetric(pinnedDesc, prometheus.CounterValue, float64(differs), "differs")
+}

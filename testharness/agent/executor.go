@@ -57,6 +57,7 @@ type Executor struct {
 	// Directives are the front end's own verbs, beyond the common grammar.
 	Directives map[string]DirectiveFunc
 	history    []string
+	inbox      inbox
 	llm        llmConversation
 	turns      int
 	callSeq    int
@@ -119,6 +120,23 @@ directives:
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
+				out.Cancelled = true
+			}
+		case "waitevent":
+			// waitevent [D]: block until the environment delivers text
+			// mid-turn (Deliver) and say it, or say "no event" after D.
+			dur := defaultEventWait
+			if d.Arg != "" {
+				v, err := parseDuration(d.Arg)
+				if err != nil {
+					sink.Error(err.Error(), true)
+					break
+				}
+				dur = v
+			}
+			if text, _ := e.waitEvent(ctx, dur); text != "" {
+				say(text)
+			} else if ctx.Err() != nil {
 				out.Cancelled = true
 			}
 		case "waitfor":

@@ -48,12 +48,19 @@ type Info struct {
 	// MCPTransport says how the bridge was injected: "http", "stdio", or
 	// empty without tools.
 	MCPTransport string `json:"mcp_transport,omitempty"`
+	// PromptQueueing says the agent takes a session/prompt during a turn
+	// into the running turn (agentCapabilities._meta.claudeCode.
+	// promptQueueing), so the adapter can deliver mid-turn (Deliver).
+	PromptQueueing bool `json:"prompt_queueing,omitempty"`
 }
 
 func (i Info) extra() map[string]any {
 	m := map[string]any{"protocol_version": i.ProtocolVersion, "session_id": i.SessionID}
 	if i.AgentInfo != nil {
 		m["agent_info"] = i.AgentInfo
+	}
+	if i.PromptQueueing {
+		m["prompt_queueing"] = true
 	}
 	for k, v := range map[string]string{"mode": i.Mode, "auth_method": i.AuthMethod, "mcp_transport": i.MCPTransport} {
 		if v != "" {
@@ -78,6 +85,11 @@ type Adapter struct {
 	promptSent bool
 	cancelReq  bool
 	cancelling atomic.Bool
+	// Mid-turn deliveries (deliver.go): accepting while the turn's prompt
+	// is out and unanswered; queued are the delivered prompts not yet
+	// answered.
+	accepting bool
+	queued    map[int64]bool
 
 	// Set by Start; read by the goroutine running Start or Turn, which is
 	// also the one that reads the agent's output and serves its requests.
@@ -175,7 +187,8 @@ func (a *Adapter) handshake(ctx context.Context, c *conn, l *harness.Launch, opt
 	if ir.ProtocolVersion != ProtocolVersion {
 		return Info{}, fmt.Errorf("agent speaks ACP protocol version %d; harnessd speaks %d", ir.ProtocolVersion, ProtocolVersion)
 	}
-	info := Info{ProtocolVersion: ir.ProtocolVersion, AgentInfo: ir.AgentInfo}
+	info := Info{ProtocolVersion: ir.ProtocolVersion, AgentInfo: ir.AgentInfo,
+		PromptQueueing: ir.AgentCapabilities.Meta.ClaudeCode.PromptQueueing}
 	var methods []string
 	for _, m := range ir.AuthMethods {
 		methods = append(methods, m.ID)
@@ -312,7 +325,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	defer func() {
 		a.cur = nil
 		a.mu.Lock()
-		a.turnActive = false
+		a.turnActive, a.accepting, a.queued = false, false, nil
 		a.mu.Unlock()
 		a.cancelling.Store(false)
 	}()
@@ -328,6 +341,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}
 	a.mu.Lock()
 	a.promptSent = true
+	a.accepting = info.PromptQueueing
 	pending := a.cancelReq
 	a.mu.Unlock()
 	if pending {
@@ -335,7 +349,11 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			a.log.Debug("acp: session/cancel not delivered", "err", err)
 		}
 	}
-	raw, err := c.await(ctx, id, watch{notify: t.notify, limit: in.OutputLimit, base: base})
+	w := watch{notify: t.notify, limit: in.OutputLimit, base: base, response: a.queuedAnswer}
+	raw, err := c.await(ctx, id, w)
+	if err == nil {
+		err = a.awaitQueued(ctx, c, w)
+	}
 	if err != nil {
 		var rerr *RPCError
 		if errors.As(err, &rerr) && a.cancelRequested() {

@@ -74,6 +74,9 @@ type watch struct {
 	notify func(method string, params json.RawMessage)
 	// limit bounds the agent's output from base (OutputBytes) on; 0: none.
 	limit, base int64
+	// response, when set, is offered the responses to other ids than the
+	// awaited one; it returns true for those it takes (queued prompts).
+	response func(m *message) bool
 }
 
 // conn is the JSON-RPC 2.0 connection over the agent's stdio. It has no
@@ -136,6 +139,16 @@ func (c *conn) request(ctx context.Context, method string, params any) (int64, e
 	id := c.nextID.Add(1)
 	err = c.write(ctx, &message{ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: raw})
 	return id, err
+}
+
+// requestAs sends a request with an id from c.nextID the caller took
+// (so that it can expect the response before the request is written).
+func (c *conn) requestAs(ctx context.Context, id int64, method string, params any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, &message{ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: raw})
 }
 
 // notify sends a notification.
@@ -211,6 +224,9 @@ func (c *conn) dispatch(text []byte, id int64, w watch) (json.RawMessage, bool, 
 				return nil, true, m.Error
 			}
 			return m.Result, true, nil
+		}
+		if w.response != nil && w.response(m) {
+			break
 		}
 		c.log.Warn("acp: response to an unknown request id", "id", clip.Bytes(m.ID))
 	case m.Method != "" && hasID(m.ID):

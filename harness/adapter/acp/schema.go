@@ -39,6 +39,14 @@ type initializeResult struct {
 			HTTP bool `json:"http"`
 			SSE  bool `json:"sse"`
 		} `json:"mcpCapabilities"`
+		// Meta holds vendor capabilities: claude-agent-acp's
+		// claudeCode.promptQueueing says a session/prompt sent during a
+		// turn is queued into it (harness.Deliverer).
+		Meta struct {
+			ClaudeCode struct {
+				PromptQueueing bool `json:"promptQueueing"`
+			} `json:"claudeCode"`
+		} `json:"_meta"`
 	} `json:"agentCapabilities"`
 	AuthMethods []struct {
 		ID   string `json:"id"`

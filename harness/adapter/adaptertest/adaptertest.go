@@ -1,7 +1,8 @@
 // Package adaptertest holds what the adapters' tests share: a Launch with a
 // real process supervisor and private directories, a probe of the harnessd
 // variables a harness receives, an event collector, a liveness check by
-// pid, and a bearer-checking MCP server over real HTTP.
+// pid, a bearer-checking MCP server over real HTTP, and a check that a
+// turn's events are emitted while it runs (LiveTurn).
 // It is imported by tests only.
 package adaptertest
 
@@ -210,4 +211,60 @@ func Data(tb testing.TB, e wire.Event) map[string]any {
 		tb.Fatalf("event %s does not decode: %v", b, err)
 	}
 	return w.Data
+}
+
+// LiveTurn runs turn 1 of a with a message that makes the
+// test agent (any protocol) say "first", then wait for a file, then say
+// "last", and fails tb unless an event saying "first" (a text_output or an
+// llm_chunk) is emitted while the turn runs: the file is created only once
+// that event was seen, so the turn cannot end before. It returns the turn's
+// result.
+func LiveTurn(tb testing.TB, a harness.Adapter) harness.TurnResult {
+	tb.Helper()
+	gate := tb.TempDir() + "/gate"
+	seen := make(chan struct{})
+	var once sync.Once
+	emit := func(e wire.Event) {
+		var said string
+		switch d := e.Data.(type) {
+		case *wire.TextOutput:
+			said = d.Text
+		case *wire.LLMChunk:
+			said = d.Content
+		}
+		for _, l := range strings.Split(said, "\n") {
+			if strings.TrimSpace(l) == "first" {
+				once.Do(func() { close(seen) })
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		res harness.TurnResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "reply first;;waitfor " + gate + ";;reply last", OutputLimit: 1 << 20}, emit)
+		done <- result{res, err}
+	}()
+	select {
+	case <-seen:
+	case r := <-done:
+		tb.Fatalf("the turn ended (%+v, %v) before an event said its first line", r.res, r.err)
+	case <-ctx.Done():
+		tb.Fatal("no event said the turn's first line within 60 s")
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		tb.Fatalf("the turn: %v", r.err)
+	}
+	if !strings.Contains(r.res.Response, "last") {
+		tb.Errorf("the turn's response %q does not end with its last line", r.res.Response)
+	}
+	return r.res
 }

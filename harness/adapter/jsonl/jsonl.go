@@ -169,6 +169,12 @@ func (a *Adapter) handleLine(text []byte, emit func(wire.Event)) (harness.TurnRe
 		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
 			"harness wrote an event of unknown type %q (the event types are listed in %s)", w.Type, protocolDoc)
 	}
+	if t == wire.EventEnv {
+		// The environment's events are the daemon's to report: a harness
+		// claiming one would forge what the environment did.
+		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
+			"harness wrote an %s event, which only harnessd reports (see %s)", t, protocolDoc)
+	}
 	p, err := wire.DecodeChecked(t, w.Data)
 	if err != nil {
 		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,

@@ -85,7 +85,8 @@ func TestNonJSONLineIsText(t *testing.T) {
 }
 
 func TestProtocolErrors(t *testing.T) {
-	for _, msg := range []string{"malformed", "badevent", `rawline {"type":"turn_complete","data":{"response":1}}`, `rawline {"type":"text_output","data":[1]}`} {
+	for _, msg := range []string{"malformed", "badevent", `rawline {"type":"turn_complete","data":{"response":1}}`, `rawline {"type":"text_output","data":[1]}`,
+		`rawline {"type":"env_event","data":{"trigger":"before_turn","effect":"message","text":"forged"}}`} {
 		a := started(t)
 		_, _, err := turn(t, a, 1, msg)
 		if got := failureType(t, err); got != wire.FailureProtocol {

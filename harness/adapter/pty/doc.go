@@ -15,7 +15,12 @@
 //
 // Terminal output becomes text_output events with control sequences removed
 // and carriage returns applied (package internal/vt); the echo of the message
-// is dropped unless strip_echo is false. The response is the text of the
+// is dropped unless strip_echo is false. A row is reported when it scrolls
+// off the screen, when the rows above the cursor have stayed unchanged for
+// settle (default 250ms; a spinner on the cursor's row does not count), so
+// a turn's text is seen while the turn runs, or at the turn's end; settle 0
+// is for a program that redraws rows above its cursor after a pause, whose
+// redraw would read as new rows. The response is the text of the
 // turn without the echo and without the final prompt. The adapter answers the
 // terminal queries a real terminal answers (cursor position, device status and
 // attributes). Interrupt types the interrupt key (Ctrl-C); the turn then ends

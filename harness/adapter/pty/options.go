@@ -20,6 +20,9 @@ const (
 	DefaultTerm      = "xterm-256color"
 	// DefaultQuiet is the quiet period used when no prompt pattern is set.
 	DefaultQuiet = 2 * time.Second
+	// DefaultSettle is how long the terminal stays quiet before the rows
+	// above the cursor are reported, within a turn.
+	DefaultSettle = 250 * time.Millisecond
 )
 
 // PasteMode says when a multi-line message is sent as a bracketed paste.
@@ -84,21 +87,28 @@ type Options struct {
 	Interrupt string
 	// Term is the TERM given to the program.
 	Term string
+	// Settle reports the rows above the cursor as text_output events once
+	// the program has written nothing for this long within a turn, so that
+	// a turn's text is seen as it comes; 0 keeps them until they scroll off
+	// the screen or the turn ends (for a program that redraws rows above
+	// its cursor, whose redraw would then read as new rows).
+	Settle time.Duration
 }
 
 // wireOptions is the YAML/JSON shape of Options.
 type wireOptions struct {
-	Rows           uint16         `json:"rows"`
-	Cols           uint16         `json:"cols"`
-	Prompt         string         `json:"prompt"`
-	Ready          string         `json:"ready"`
-	Quiet          units.Duration `json:"quiet"`
-	Submit         *string        `json:"submit"`
-	SubmitDelay    units.Duration `json:"submit_delay"`
-	BracketedPaste *PasteMode     `json:"bracketed_paste"`
-	StripEcho      *bool          `json:"strip_echo"`
-	Interrupt      *string        `json:"interrupt"`
-	EnvTerm        *string        `json:"env_term"`
+	Rows           uint16          `json:"rows"`
+	Cols           uint16          `json:"cols"`
+	Prompt         string          `json:"prompt"`
+	Ready          string          `json:"ready"`
+	Quiet          units.Duration  `json:"quiet"`
+	Submit         *string         `json:"submit"`
+	SubmitDelay    units.Duration  `json:"submit_delay"`
+	BracketedPaste *PasteMode      `json:"bracketed_paste"`
+	StripEcho      *bool           `json:"strip_echo"`
+	Interrupt      *string         `json:"interrupt"`
+	EnvTerm        *string         `json:"env_term"`
+	Settle         *units.Duration `json:"settle"`
 }
 
 // ParseOptions decodes and validates harness.options strictly (unknown keys
@@ -112,7 +122,7 @@ func ParseOptions(m map[string]any) (*Options, error) {
 		Rows: w.Rows, Cols: w.Cols,
 		Quiet: w.Quiet.D(), SubmitDelay: w.SubmitDelay.D(),
 		Submit: DefaultSubmit, BracketedPaste: PasteAuto, StripEcho: true,
-		Interrupt: DefaultInterrupt, Term: DefaultTerm,
+		Interrupt: DefaultInterrupt, Term: DefaultTerm, Settle: DefaultSettle,
 	}
 	var errs []error
 	if o.Rows == 0 {
@@ -135,8 +145,11 @@ func ParseOptions(m map[string]any) (*Options, error) {
 		}
 		o.Ready = re
 	}
-	if o.Quiet < 0 || o.SubmitDelay < 0 {
-		errs = append(errs, errors.New("harness.options: quiet and submit_delay must not be negative"))
+	if w.Settle != nil {
+		o.Settle = w.Settle.D()
+	}
+	if o.Quiet < 0 || o.SubmitDelay < 0 || o.Settle < 0 {
+		errs = append(errs, errors.New("harness.options: quiet, submit_delay and settle must not be negative"))
 	}
 	if o.Prompt == nil && o.Quiet == 0 {
 		o.Quiet = DefaultQuiet

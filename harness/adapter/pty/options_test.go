@@ -13,7 +13,7 @@ func TestParseOptions(t *testing.T) {
 	}
 	if o.Rows != DefaultRows || o.Cols != DefaultCols || o.Submit != "\r" || o.Interrupt != "\x03" ||
 		o.Term != "xterm-256color" || !o.StripEcho || o.BracketedPaste != PasteAuto || o.Prompt != nil ||
-		o.Quiet != DefaultQuiet {
+		o.Quiet != DefaultQuiet || o.Settle != DefaultSettle {
 		t.Fatalf("defaults %+v", o)
 	}
 	o, err = ParseOptions(map[string]any{
@@ -30,6 +30,9 @@ func TestParseOptions(t *testing.T) {
 	// The prompt must end the cursor's row up to the cursor.
 	if !o.Prompt.MatchString("user$ ") || o.Prompt.MatchString("user$ typed") || !o.Ready.MatchString("x Welcome y") {
 		t.Fatal("prompt not anchored at the end, or ready anchored")
+	}
+	if o, err := ParseOptions(map[string]any{"settle": 0}); err != nil || o.Settle != 0 {
+		t.Fatalf("settle 0: %+v %v", o, err)
 	}
 	// With a prompt, the quiet period is off unless set.
 	if o, _ := ParseOptions(map[string]any{"prompt": "> "}); o.Quiet != 0 {
@@ -51,6 +54,7 @@ func TestParseOptions(t *testing.T) {
 		{map[string]any{"ready": "["}, "harness.options.ready"},
 		{map[string]any{"quiet": "soon"}, "quiet"},
 		{map[string]any{"quiet": "-1s"}, "negative"},
+		{map[string]any{"settle": "-1s"}, "negative"},
 		{map[string]any{"bracketed_paste": "sometimes"}, "bracketed_paste"},
 		{map[string]any{"interrupt": ""}, "interrupt"},
 		{map[string]any{"strip_echo": "yes"}, "harness.options.strip_echo"},

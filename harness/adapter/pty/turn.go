@@ -3,6 +3,7 @@ package pty
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -155,6 +156,10 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
 	defer quiet.Stop()
+	settle := time.NewTimer(time.Hour) // the rows above the cursor are reported when it fires
+	settle.Stop()
+	defer settle.Stop()
+	var shown []string // the rows above the cursor when settle was last reset
 	for {
 		select {
 		case err := <-written:
@@ -197,6 +202,20 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			ts.arm(term.Window(), term.Pending(), newline)
 			if ts.armed && o.Quiet > 0 {
 				quiet.Reset(o.Quiet)
+			}
+			if o.Settle > 0 {
+				// Wait for the rows above the cursor to stay as they are
+				// (a spinner on the cursor's row does not count).
+				if w := term.Window(); len(w) > 0 && !slices.Equal(w, shown) {
+					shown = w
+					settle.Reset(o.Settle)
+				}
+			}
+		case <-settle.C:
+			shown = nil
+			term.Settle()
+			if out := ts.consume(term.TakeLines()); len(out) > 0 {
+				emit(textEvent(strings.Join(out, "\n")))
 			}
 		case <-quiet.C:
 			return a.finish(ts, term, "", EndQuiet, emit), nil

@@ -59,6 +59,7 @@ type Adapter struct {
 	turn      int    // the running turn, 0 between turns
 	interrupt string // request id of this turn's interrupt, if any
 	after     int    // bytes of interrupts written to stdin after the turn's message
+	extra     int    // user lines delivered mid-turn whose result is still due (deliver.go)
 }
 
 // New returns an idle adapter.
@@ -133,7 +134,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}
 	defer func() {
 		a.mu.Lock()
-		a.turn, a.interrupt = 0, ""
+		a.turn, a.interrupt, a.extra = 0, "", 0
 		a.mu.Unlock()
 	}()
 	if st, ok := p.ExitStatus(); ok {
@@ -179,6 +180,9 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		if res, done, err := a.turnLine(m, l, in, p, start, false); done || err != nil {
 			if ctx.Err() != nil && err != nil {
 				return harness.TurnResult{}, ctx.Err()
+			}
+			if err == nil && a.resultDue() {
+				continue // a delivered line's result is still to come
 			}
 			return res, err
 		}

@@ -56,11 +56,19 @@ type Options struct {
 	// for the initialize response; without one by then the adapter assumes
 	// an agent that does not answer it and, if the process is alive, is ready.
 	InitializeTimeout time.Duration
+	// MidTurnInput ("mid_turn_input", default false) lets the environment's
+	// events deliver text during a turn (harness.Deliverer) as further
+	// user lines, each answered by a result line of its own, the turn
+	// ending at the last. Off by default: whether a Claude Code version
+	// answers each user line so, or folds one written mid-turn into the
+	// running turn's single result, is not verified (with the latter the
+	// turn would wait for a result that never comes, until turn_timeout).
+	MidTurnInput bool
 }
 
 // optionKeys lists the accepted keys of harness.options.
 var optionKeys = []string{"extra_args", "include_partial_messages", "initialize", "initialize_timeout",
-	"mcp_config_style", "model", "permission_mode", "protocol_flags"}
+	"mcp_config_style", "mid_turn_input", "model", "permission_mode", "protocol_flags"}
 
 // ParseOptions decodes harness.options strictly: an unknown key or a value
 // of the wrong type is an error naming the key.
@@ -89,7 +97,7 @@ func ParseOptions(m map[string]any) (Options, error) {
 			default:
 				o.MCPConfigStyle = s
 			}
-		case "protocol_flags", "include_partial_messages", "initialize":
+		case "protocol_flags", "include_partial_messages", "initialize", "mid_turn_input":
 			b, ok := v.(bool)
 			if !ok {
 				bad(k, "a boolean", v)
@@ -100,6 +108,8 @@ func ParseOptions(m map[string]any) (Options, error) {
 				o.ProtocolFlags = b
 			case "include_partial_messages":
 				o.IncludePartialMessages = b
+			case "mid_turn_input":
+				o.MidTurnInput = b
 			default:
 				o.Initialize = b
 			}

@@ -46,8 +46,8 @@ function renderSessions() {
   body.replaceChildren();
   for (const s of sessions.values()) {
     const tr = el("tr", { tabindex: "0", "data-session": s.id },
-      el("td", { title: s.id }, s.id.slice(0, 8) + (s.id === chat.session ? " (chat)" : "")),
-      el("td", {}, s.state), el("td", { title: s.episode_id || "" }, (s.episode_id || "").slice(0, 8)),
+      el("td", {}, s.id + (s.id === chat.session ? " (chat)" : "")),
+      el("td", {}, s.state), el("td", {}, s.episode_id ? episodeLink(s.episode_id) : ""),
       el("td", {}, s.turns), el("td", { class: "reward" }, s.last_reward === null ? "—" : fmtNum(s.last_reward)),
       el("td", {}, s.error_type || ""), el("td", {}, s.isolation));
     if (view && view.kind === "session" && view.id === s.id) tr.classList.add("selected");
@@ -69,27 +69,26 @@ async function openSession(id) {
   } catch (e) { showError(e); }
 }
 
-async function loadRecords() {
-  try {
-    const r = await api("/web/api/records");
-    const ul = $("records");
-    ul.replaceChildren();
-    if (!r.files.length) ul.append(el("li", { class: "hint" }, r.record_dir ? "no record files yet" : "record_dir is not configured"));
-    for (const f of r.files) {
-      const b = el("button", { type: "button" }, f.name);
-      b.addEventListener("click", () => openRecord(f.name));
-      ul.append(el("li", {}, b, el("span", { class: "label" }, " " + new Date(f.modified * 1000).toLocaleString())));
-    }
-  } catch (e) { showError(e); }
+// loadRecordsSoon reloads the list at most once a second (the index is
+// refreshed as often).
+let recordsTimer = null;
+function loadRecordsSoon() {
+  if (recordsTimer) return;
+  recordsTimer = setTimeout(() => { recordsTimer = null; loadRecords(); }, 1000);
 }
 
-async function openRecord(name) {
-  view = { kind: "record", id: name, records: [] };
-  renderSessions();
+// loadRecords lists the latest past episodes, each a link to its page.
+async function loadRecords() {
   try {
-    const r = await api("/web/api/records/" + encodeURIComponent(name));
-    view.records = r.records || [];
-    renderEpisode();
+    const r = await api("/web/api/episodes?limit=15");
+    const ul = $("records");
+    ul.replaceChildren();
+    if (!r.episodes.length) ul.append(el("li", { class: "hint" }, r.record_dir ? "no record files yet" : "record_dir is not configured"));
+    for (const e of r.episodes) {
+      ul.append(el("li", {}, episodeLink(e.id), el("span", { class: "label" }, " " + [e.task, e.status, e.reward === null ? "" : "reward " + fmtNum(e.reward),
+        e.turns + " turns", new Date(e.started * 1000).toLocaleString()].filter(Boolean).join(" · "))));
+    }
+    if (r.total > r.episodes.length) ul.append(el("li", {}, navLink("/web/episodes", "all " + r.total + " episodes…")));
   } catch (e) { showError(e); }
 }
 
@@ -157,6 +156,10 @@ function renderTurn(n, t) {
       case "error": box.append(el("div", { class: "item error" }, el("span", { class: "label" }, "error (" + e.source + (d.recoverable ? ", recoverable" : "") + ")"), el("pre", {}, d.message || pretty(d)))); break;
       case "turn_complete": break;
       case "llm_chunk": break;
+      case "env_event": box.append(el("div", { class: "item env-event" }, el("span", { class: "label" }, "environment event" + (d.name ? " " + d.name : "")),
+        el("span", { class: "badge" }, d.trigger + (d.detail ? " " + d.detail : "") + " → " + d.effect + (d.delivery ? " (" + d.delivery + ")" : "")),
+        d.fallback ? el("span", { class: "label" }, " " + d.fallback) : null, d.error ? el("span", { class: "badge bad" }, "failed") : null,
+        el("pre", {}, d.error || d.text || d.path || d.tool || ""))); break;
       default: box.append(el("div", { class: "item" }, el("span", { class: "label" }, e.type), el("pre", {}, pretty(d))));
     }
   }
@@ -235,7 +238,7 @@ function connectFeed() {
         loadRecords();
         break;
       case "record":
-        if (msg.record.kind === "reset") loadRecords(); // a new record file
+        if (msg.record.kind === "reset" || msg.record.kind === "observation") loadRecordsSoon(); // a new or grown record file
         if (view && view.kind === "session" && view.id === msg.session_id) {
           if (msg.record.kind === "reset") { view.records = []; view.omitted = null; }
           view.records.push(msg.record);
@@ -324,12 +327,20 @@ async function chatCancel() {
   catch (e) { chatStatus(String(e.message || e)); }
 }
 
+// startLive opens the live view's feed and lists (once).
+let liveStarted = false;
+function startLive() {
+  if (liveStarted) return;
+  liveStarted = true;
+  renderSessions();
+  connectFeed();
+  loadRecords();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   $("chat-reset").addEventListener("click", chatReset);
   $("chat").addEventListener("submit", chatSend);
   $("chat-cancel").addEventListener("click", chatCancel);
   $("chat-input").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) $("chat").requestSubmit(); });
-  renderSessions();
-  connectFeed();
-  loadRecords();
+  route(); // pages.js
 });

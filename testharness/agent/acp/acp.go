@@ -36,6 +36,12 @@ type Options struct {
 	IgnoreEOF bool   // keep running after stdin ends
 	NoHTTP    bool   // advertise no http MCP support and refuse http servers
 	Auth      string // require authenticate with this method id before session/new
+	// PromptQueueing advertises agentCapabilities._meta.claudeCode.
+	// promptQueueing (as claude-agent-acp does) and takes a session/prompt
+	// that arrives during a turn into that turn: its text is delivered to
+	// the turn (the waitevent directive), and it is answered end_turn when
+	// the turn ends, before the turn's own prompt.
+	PromptQueueing bool
 }
 
 // acpMessage is one JSON-RPC 2.0 message of the Agent Client Protocol.
@@ -91,6 +97,8 @@ type acpAgent struct {
 	permSeq   int
 	pending   map[string]chan acpMessage
 	clientEOF bool
+	inTurn    bool              // a prompt is running (PromptQueueing)
+	queued    []json.RawMessage // ids of prompts taken into the running turn
 }
 
 // Run runs the agent as an Agent Client Protocol v1 agent: JSON-RPC 2.0,
@@ -158,6 +166,9 @@ func (a *acpAgent) read(stdin io.Reader, prompts chan<- acpMessage) {
 		case isNullID(m.ID):
 			a.notification(m)
 		case m.Method == "session/prompt":
+			if a.queueInto(m) {
+				continue
+			}
 			prompts <- m
 		default:
 			result, err := a.handle(m.Method, m.Params)
@@ -309,6 +320,7 @@ func (a *acpAgent) initialize(params json.RawMessage) (any, *acpError) {
 			"loadSession":        false,
 			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": false},
 			"mcpCapabilities":    map[string]any{"http": !a.opts.NoHTTP, "sse": false},
+			"_meta":              map[string]any{"claudeCode": map[string]any{"promptQueueing": a.opts.PromptQueueing}},
 		},
 		"authMethods": auth,
 		"agentInfo":   map[string]any{"name": "testharness", "title": "testharness fake agent", "version": "1"},
@@ -427,6 +439,7 @@ func (a *acpAgent) prompt(m acpMessage) *int {
 	a.turns++
 	turnNo := a.turns
 	a.cancel = cancel
+	a.inTurn = true
 	a.mu.Unlock()
 
 	var texts []string
@@ -441,7 +454,13 @@ func (a *acpAgent) prompt(m acpMessage) *int {
 	res := exe.RunTurn(ctx, msg, t)
 	a.mu.Lock()
 	a.cancel = nil
+	a.inTurn = false
+	queued := a.queued
+	a.queued = nil
 	a.mu.Unlock()
+	for _, id := range queued {
+		a.reply(id, map[string]any{"stopReason": "end_turn", "_meta": map[string]any{"testharness": map[string]any{"queued_into": turnNo}}}, nil)
+	}
 	cancelled := res.Cancelled || ctx.Err() != nil
 	if t.texts == 0 && !cancelled && res.Response != "" {
 		t.Text(res.Response) // "ok": the line protocol's response of a silent turn
@@ -664,3 +683,35 @@ func (t *acpTurn) Error(msg string, _ bool) { fmt.Fprintf(t.a.stderr, "error: %s
 func (t *acpTurn) Raw(line string) { t.a.out.Line([]byte(line)) }
 
 func (t *acpTurn) Stderr(s string) { io.WriteString(t.a.stderr, s) }
+
+// queueInto takes a session/prompt arriving during a running turn into it
+// (PromptQueueing): its text goes to the turn's executor, its answer waits
+// for the turn's end. It reports whether it took the prompt.
+func (a *acpAgent) queueInto(m acpMessage) bool {
+	if !a.opts.PromptQueueing {
+		return false
+	}
+	var p struct {
+		Prompt []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"prompt"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.inTurn || a.exe == nil {
+		return false
+	}
+	var texts []string
+	for _, b := range p.Prompt {
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		}
+	}
+	a.queued = append(a.queued, m.ID)
+	a.exe.Deliver(strings.Join(texts, "\n"))
+	return true
+}

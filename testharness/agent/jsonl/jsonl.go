@@ -121,6 +121,11 @@ func Run(opts frontend.Options, stdin io.Reader, stdout io.WriteCloser, stderr i
 			switch in.Type {
 			case "message":
 				msgs <- in
+			case "event":
+				// An environment event mid-turn: shown at once, and handed
+				// to the turn (the waitevent directive says it).
+				sink.Text("event received: " + in.Content)
+				exe.Deliver(in.Content)
 			case "cancel":
 				mu.Lock()
 				if cancelTurn != nil && (in.Turn == 0 || in.Turn == turnNo) {

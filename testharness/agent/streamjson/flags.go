@@ -26,6 +26,7 @@ type Flags struct {
 	IncludePartialMessages bool     // --include-partial-messages (adds stream_event lines)
 	SessionID              string   // --session-id
 	NoInitialize           bool     // --no-initialize: never answer the initialize control request
+	QueueMidTurn           bool     // fake only: take a user line written during a turn into it
 }
 
 // flagNames lists every flag RegisterFlags defines.
@@ -75,8 +76,9 @@ func RegisterFlags(fs *flag.FlagSet, f *Flags) {
 	fs.BoolVar(&f.IncludePartialMessages, "include-partial-messages", false, "Claude Code: emit stream_event lines")
 	fs.StringVar(&f.SessionID, "session-id", "", "Claude Code: session id")
 	fs.BoolVar(&f.NoInitialize, "no-initialize", false, "fake only: never answer the initialize control request")
+	fs.BoolVar(&f.QueueMidTurn, "queue-mid-turn", false, "fake only: a user line during a turn joins it (waitevent) and gets a result line of its own after the turn's")
 	for _, n := range []string{"verbose", "input-format", "output-format", "mcp-config", "strict-mcp-config",
-		"permission-mode", "approval-mode", "model", "include-partial-messages", "session-id", "no-initialize"} {
+		"permission-mode", "approval-mode", "model", "include-partial-messages", "session-id", "no-initialize", "queue-mid-turn"} {
 		def(n)
 	}
 	// Accepted and ignored.

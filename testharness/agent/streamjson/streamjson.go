@@ -54,6 +54,9 @@ type streamAgent struct {
 	reqSeq     int
 
 	turn *streamTurn // the running turn; touched by the turn goroutine only
+
+	exe    *agent.Executor
+	queued int // user lines taken into the running turn (--queue-mid-turn)
 }
 
 // streamTurn is what a turn accumulates for its result line.
@@ -131,6 +134,7 @@ func Run(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer)
 		a.mode = "default"
 	}
 	exe := &agent.Executor{Directives: a.directives()}
+	a.exe = exe
 	if len(servers) > 0 {
 		a.tools = newStreamTools(servers, opts.MCPProtocol, a)
 		defer a.tools.close()
@@ -149,6 +153,8 @@ func Run(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer)
 		res := exe.RunTurn(ctx, text, streamSink{a})
 		a.mu.Lock()
 		a.cancelTurn = nil
+		queued := a.queued
+		a.queued = 0
 		a.mu.Unlock()
 		cancel()
 		if a.turn.apiStatus != 0 {
@@ -162,6 +168,9 @@ func Run(opts Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer)
 		}
 		if !res.NoComplete {
 			a.result(text, res)
+			for range queued { // one result line per user line
+				a.result(text, res)
+			}
 		}
 		if res.ExitAfter != nil {
 			out.Close()
@@ -190,6 +199,9 @@ func (a *streamAgent) readInput(stdin io.Reader, msgs chan<- string) {
 			text, err := userText(in.Message)
 			if err != nil {
 				fmt.Fprintf(a.stderr, "error: bad user message: %v\n", err)
+				continue
+			}
+			if a.takeMidTurn(text) {
 				continue
 			}
 			msgs <- text
@@ -387,4 +399,22 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// takeMidTurn takes a user line written during a running turn into that
+// turn (--queue-mid-turn): the executor gets its text (waitevent), and the
+// turn answers it with a result line of its own. It reports whether it
+// took the line.
+func (a *streamAgent) takeMidTurn(text string) bool {
+	if !a.flags.QueueMidTurn {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancelTurn == nil {
+		return false
+	}
+	a.queued++
+	a.exe.Deliver(text)
+	return true
 }

@@ -87,6 +87,7 @@ func runAgent(args []string) int {
 	streamjson.RegisterFlags(fs, &f.streamJSON.Flags)
 	fs.BoolVar(&f.acp.IgnoreEOF, "ignore-eof", false, "acp: keep running after stdin ends")
 	fs.BoolVar(&f.acp.NoHTTP, "acp-no-http", false, "acp: advertise mcpCapabilities.http false")
+	fs.BoolVar(&f.acp.PromptQueueing, "acp-prompt-queueing", false, "acp: advertise promptQueueing and take a session/prompt sent during a turn into it")
 	fs.StringVar(&f.acp.Auth, "acp-auth", "", "acp: require authenticate with this method id before session/new")
 	fs.StringVar(&f.oneshot.SessionDir, "session-dir", "", "oneshot: directory of saved sessions (default $HOME/.testharness/sessions)")
 	fs.StringVar(&f.oneshot.Resume, "resume", "", "oneshot: continue this session id")

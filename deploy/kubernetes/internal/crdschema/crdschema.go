@@ -257,4 +257,3 @@ func join(path, k string) string {
 	}
 	return path + "." + k
 }
-

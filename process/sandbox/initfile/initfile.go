@@ -1,4 +1,8 @@
-package sandbox
+// Package initfile owns the small sandbox init embedded in harnessd
+// (cmd/harnessd-sandbox-init, with build tag harnessd_embedinit) and the
+// file it is written to for execution. It must not know what the init does
+// or how the sandbox talks to it: package sandbox asks it for a path.
+package initfile
 
 import (
 	"crypto/sha256"
@@ -32,8 +36,8 @@ var initFile struct {
 	err  error
 }
 
-// defaultInitPath is the init a Config without Init starts: the embedded
-// small init, written once to a file of the daemon's own (see
+// Path is the init a sandbox without a configured one starts: the
+// embedded small init, written once to a file of the daemon's own (see
 // writeInitFile), when there is one; else /proc/self/exe. A failure to
 // write it falls back to /proc/self/exe: slower, never wrong.
 //
@@ -41,7 +45,7 @@ var initFile struct {
 // the clone has switched to the sandbox's ids (as root: inside 0, a host id
 // of the private range), and a process whose ids changed is no longer
 // dumpable, so /proc/self/fd/N of the memfd is closed to it.
-func defaultInitPath() string {
+func Path() string {
 	if len(embeddedInit) == 0 || os.Getenv(InitEnv) == "self" {
 		return "/proc/self/exe"
 	}
@@ -61,14 +65,14 @@ func defaultInitPath() string {
 	return initFile.path
 }
 
-// EmbeddedInit reports the small init sandboxes start ("" when they
+// Status reports the small init sandboxes start ("" when they
 // re-execute this binary: built without it, or HARNESSD_SANDBOX_INIT=self)
 // and, when it exists but could not be written, why.
-func EmbeddedInit() (string, error) {
+func Status() (string, error) {
 	if len(embeddedInit) == 0 || os.Getenv(InitEnv) == "self" {
 		return "", nil
 	}
-	p := defaultInitPath()
+	p := Path()
 	initFile.mu.Lock()
 	defer initFile.mu.Unlock()
 	if initFile.err != nil {

@@ -1,6 +1,6 @@
 //go:build harnessd_embedinit
 
-package sandbox
+package initfile
 
 import _ "embed"
 

@@ -1,0 +1,375 @@
+"""One environment session over ``/ws``: :class:`AsyncEnv` and its
+blocking twin :class:`Env`.
+
+The protocol is OpenEnv's generic one as harnessd serves it
+(server/ws.go, docs/protocol.md): one session per connection, one reply
+frame per request — ``reset`` → ``observation``, ``step`` →
+``observation``, ``state`` → ``state``, ``export`` (harnessd's extension,
+docs/gateway.md) → ``export``, ``policy_version`` (the trainer's, docs/
+protocol.md "Policy versions") → ``policy_version``, ``close`` ends the session — and an
+``error`` frame for a refused request, which never ends the session. The
+client holds no environment state of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import websockets
+import websockets.exceptions
+
+from .errors import ProtocolError, TransportError, server_error
+from .http import _check_version, normalize_base_url
+from .types import Observation, PolicyVersion, State
+
+__all__ = ["AsyncEnv", "Env", "DEFAULT_MAX_FRAME_BYTES", "SAMPLING_FIELDS"]
+
+#: The fields of a reset's ``sampling`` argument (docs/gateway.md,
+#: "Sampling fixed by the trainer"): the values pinned for every engine
+#: call of the episode, ``allow`` (agent fields let through) and
+#: ``strip_stop``.
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "allow", "strip_stop")
+
+#: The largest frame read from the server (as OpenEnv's client allows).
+DEFAULT_MAX_FRAME_BYTES = 100 << 20
+
+_WS_MAJOR = int(str(getattr(websockets, "__version__", "10")).split(".")[0])
+
+T = TypeVar("T")
+
+
+def _ws_url(base_url: str) -> str:
+    b = normalize_base_url(base_url)
+    return ("wss" + b[5:] if b.startswith("https") else "ws" + b[4:]) + "/ws"
+
+
+def _reset_data(task_id: str | None, task_index: int | None, seed: int | None, episode_id: str | None, extra: dict[str, Any]) -> dict[str, Any]:
+    d: dict[str, Any] = dict(extra)
+    if task_id is not None:
+        d["task_id"] = task_id
+    if task_index is not None:
+        d["task_index"] = task_index
+    if seed is not None:
+        d["seed"] = seed
+    if episode_id is not None:
+        d["episode_id"] = episode_id
+    return d
+
+
+class AsyncEnv:
+    """An environment session on the daemon at ``base_url``
+    (``http://host:port``).
+
+    ``token`` is sent as ``Authorization: Bearer`` on the upgrade.
+    ``open_timeout`` bounds connecting; ``request_timeout`` (None: none)
+    bounds each request's reply — a step lasts as long as its turn, up to
+    the daemon's ``episode.turn_timeout``. Requests are strictly one at a
+    time. Use it as ``async with AsyncEnv(url) as env:`` or call
+    :meth:`connect` and :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        open_timeout: float = 30.0,
+        request_timeout: float | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.base_url = normalize_base_url(base_url)
+        self.token = token
+        self.open_timeout = open_timeout
+        self.request_timeout = request_timeout
+        self.max_frame_bytes = max_frame_bytes
+        self._ws: Any = None
+        self._lock = asyncio.Lock()
+        #: The id of the episode the last reset started.
+        self.episode_id: str | None = None
+
+    async def __aenter__(self) -> "AsyncEnv":
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open the WebSocket (the session). Raises
+        :class:`~harnessd.errors.TransportError` when the daemon cannot be
+        reached or refuses the upgrade (401 without the right token)."""
+        if self._ws is not None:
+            return
+        headers = {"Authorization": "Bearer " + self.token} if self.token else {}
+        kw: dict[str, Any] = {"max_size": self.max_frame_bytes, "open_timeout": self.open_timeout, "close_timeout": 5}
+        kw["additional_headers" if _WS_MAJOR >= 14 else "extra_headers"] = headers
+        url = _ws_url(self.base_url)
+        try:
+            self._ws = await websockets.connect(url, **kw)  # type: ignore[attr-defined]
+        except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as e:
+            # A refused upgrade: InvalidStatusCode.status_code (websockets
+            # < 14), InvalidStatus.response.status_code (newer).
+            status = getattr(e, "status_code", None) or getattr(getattr(e, "response", None), "status_code", None)
+            why = f"HTTP {status}" if status else str(e)
+            raise TransportError(f"connect {url}: {why}", url=self.base_url) from e
+
+    def _closed(self, e: BaseException) -> TransportError:
+        code = getattr(e, "code", None)
+        reason = getattr(e, "reason", "") or ""
+        rcvd = getattr(e, "rcvd", None)  # websockets >= 10: the close frame received
+        if rcvd is not None:
+            code, reason = rcvd.code, rcvd.reason
+        return TransportError(f"{self.base_url}: connection closed: {e}", url=self.base_url, close_code=code, close_reason=reason)
+
+    async def _request(self, typ: str, data: Any, want: str, *, export: bool = False) -> Any:
+        if self._ws is None:
+            await self.connect()
+        frame: dict[str, Any] = {"type": typ}
+        if data is not None:
+            frame["data"] = data
+        text = json.dumps(frame, ensure_ascii=False)
+        async with self._lock:
+            ws = self._ws
+            if ws is None:
+                raise TransportError(f"{self.base_url}: the session is closed", url=self.base_url)
+            try:
+                await ws.send(text)
+            except websockets.exceptions.ConnectionClosed as e:
+                # The server may have refused the session (capacity) and
+                # closed before our request: its error frame is still queued.
+                try:
+                    reply = await asyncio.wait_for(ws.recv(), 1.0)
+                except (websockets.exceptions.ConnectionClosed, asyncio.TimeoutError):
+                    raise self._closed(e) from e
+            else:
+                try:
+                    reply = await asyncio.wait_for(ws.recv(), self.request_timeout)
+                except websockets.exceptions.ConnectionClosed as e:
+                    raise self._closed(e) from e
+                except asyncio.TimeoutError as e:
+                    # The reply may still come: the session cannot be used
+                    # for another request, so end it.
+                    await self._abort()
+                    raise TransportError(f"{self.base_url}: no {want} reply within {self.request_timeout}s", url=self.base_url) from e
+                except OSError as e:
+                    raise TransportError(f"{self.base_url}: {e}", url=self.base_url) from e
+        try:
+            env = json.loads(reply)
+        except (ValueError, TypeError) as e:
+            raise ProtocolError(f"{self.base_url}: a frame that is not JSON: {e}") from e
+        if not isinstance(env, dict):
+            raise ProtocolError(f"{self.base_url}: a frame that is not an object")
+        if env.get("type") == "error":
+            raise server_error(env.get("data"), export=export)
+        if env.get("type") != want:
+            raise ProtocolError(f"{self.base_url}: expected a {want!r} frame, got {env.get('type')!r}")
+        return env.get("data")
+
+    async def reset(
+        self,
+        *,
+        task_id: str | None = None,
+        task_index: int | None = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        sampling: dict[str, Any] | None = None,
+        policy_version: int | None = None,
+        **extra: Any,
+    ) -> Observation:
+        """Start an episode: of task ``task_id`` (or the ``task_index``-th
+        task) of the daemon's taskset, with ``seed`` and ``episode_id`` when
+        given; ``extra`` keys are sent too (reset keyword arguments). A
+        harness that fails to start gives an observation with ``done`` and
+        ``error_type == "startup_failed"``, not an exception.
+
+        ``sampling`` pins the sampling of every engine call of the episode,
+        overriding the daemon's ``harness.model.sampling`` field by field
+        (keys of :data:`SAMPLING_FIELDS`: ``{"temperature": 1.0, "top_p":
+        1.0, "seed": 7}``): the engine receives the pinned values whatever
+        the agent asked, and the export marks each call ``sampling_pinned``.
+        The daemon judges it: an unknown key or a value out of range is a
+        :class:`~harnessd.errors.ValidationError` naming ``sampling``, a pin
+        on a daemon without an engine upstream an
+        :class:`~harnessd.errors.ExecutionError`. ``policy_version`` sets
+        the session's policy version before the episode starts (as
+        :meth:`set_policy_version` does)."""
+        if sampling is not None:
+            extra["sampling"] = dict(sampling)
+        if policy_version is not None:
+            _check_version(policy_version)
+            extra["policy_version"] = policy_version
+        data = await self._request("reset", _reset_data(task_id, task_index, seed, episode_id, extra), "observation")
+        obs = Observation.from_wire(data if isinstance(data, dict) else {})
+        self.episode_id = obs.episode_id or episode_id
+        return obs
+
+    async def step(self, message: str, metadata: dict[str, Any] | None = None) -> Observation:
+        """Run one turn with ``message`` (and the action's ``metadata``)."""
+        action: dict[str, Any] = {"message": message}
+        if metadata is not None:
+            action["metadata"] = metadata
+        data = await self._request("step", action, "observation")
+        return Observation.from_wire(data if isinstance(data, dict) else {})
+
+    async def state(self) -> State:
+        """The session's state."""
+        data = await self._request("state", None, "state")
+        return State.from_wire(data if isinstance(data, dict) else {})
+
+    async def export(self, episode_id: str | None = None) -> dict[str, Any]:
+        """The training export (``harnessd.gateway.export/v1``) of this
+        session's current or last episode, or of ``episode_id``, through the
+        ``/ws`` ``export`` frame. An episode without training traffic raises
+        :class:`~harnessd.errors.ExportUnavailable` with the server's
+        reason."""
+        data = await self._request("export", {"episode_id": episode_id} if episode_id else None, "export", export=True)
+        if not isinstance(data, dict):
+            raise ProtocolError(f"{self.base_url}: an export that is not an object")
+        return data
+
+    async def set_policy_version(self, version: int, scope: str = "session") -> PolicyVersion:
+        """Set the policy version (an integer >= 0) through the ``/ws``
+        ``policy_version`` frame: of this connection's session (``scope``
+        ``"session"``) or of the whole daemon (``"daemon"``). Whichever of a
+        session's and its daemon's versions was set last stamps the
+        session's model calls. The connection handles one frame at a time,
+        so this waits for a running step: to change the version *during* a
+        turn use :meth:`~harnessd.http.DaemonHTTP.set_policy_version` (or
+        :meth:`~harnessd.pool.Pool.set_policy_version`)."""
+        _check_version(version)
+        if scope not in ("session", "daemon"):
+            raise ValueError(f"scope is 'session' or 'daemon', not {scope!r}")
+        data: dict[str, Any] = {"version": version}
+        if scope == "daemon":
+            data["scope"] = "daemon"
+        return self._policy_version(await self._request("policy_version", data, "policy_version"))
+
+    async def policy_version(self, scope: str = "session") -> PolicyVersion:
+        """Read the policy version: this session's effective one
+        (``"session"``) or the daemon's (``"daemon"``)."""
+        if scope not in ("session", "daemon"):
+            raise ValueError(f"scope is 'session' or 'daemon', not {scope!r}")
+        return self._policy_version(await self._request("policy_version", {"scope": "daemon"} if scope == "daemon" else None, "policy_version"))
+
+    def _policy_version(self, data: Any) -> PolicyVersion:
+        if not isinstance(data, dict):
+            raise ProtocolError(f"{self.base_url}: a policy_version frame that is not an object")
+        try:
+            return PolicyVersion.from_wire(data)
+        except ValueError as e:
+            raise ProtocolError(f"{self.base_url}: {e}") from e
+
+    async def _abort(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                await ws.close()
+            except Exception:  # noqa: BLE001 - already failing
+                pass
+
+    async def close(self) -> None:
+        """End the session (a ``close`` frame, then the socket). Closing a
+        connection the server already closed is not an error."""
+        ws, self._ws = self._ws, None
+        if ws is None:
+            return
+        try:
+            await ws.send('{"type":"close"}')
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        try:
+            await ws.close()
+        except (OSError, websockets.exceptions.WebSocketException):
+            pass
+
+
+class Env:
+    """The blocking twin of :class:`AsyncEnv`, for scripts and trainers
+    without an event loop: the same methods, each waiting for its reply. It
+    runs the connection on an event loop in a thread of its own, stopped by
+    :meth:`close`. Use it as ``with Env(url) as env:``.
+    """
+
+    def __init__(self, base_url: str, **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="harnessd-env", daemon=True)
+        self._thread.start()
+        try:
+            self._env: AsyncEnv = self._run(self._make(base_url, options))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    async def _make(self, base_url: str, options: dict[str, Any]) -> AsyncEnv:
+        return AsyncEnv(base_url, **options)
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._loop.is_closed():
+            coro.close()
+            raise TransportError("the Env is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def __enter__(self) -> "Env":
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def base_url(self) -> str:
+        """The daemon's base URL."""
+        return self._env.base_url
+
+    @property
+    def episode_id(self) -> str | None:
+        """The id of the episode the last reset started."""
+        return self._env.episode_id
+
+    def connect(self) -> None:
+        """See :meth:`AsyncEnv.connect`."""
+        self._run(self._env.connect())
+
+    def reset(self, **kw: Any) -> Observation:
+        """See :meth:`AsyncEnv.reset` (``sampling``, ``policy_version`` and
+        the rest as keyword arguments)."""
+        return self._run(self._env.reset(**kw))
+
+    def step(self, message: str, metadata: dict[str, Any] | None = None) -> Observation:
+        """See :meth:`AsyncEnv.step`."""
+        return self._run(self._env.step(message, metadata))
+
+    def state(self) -> State:
+        """See :meth:`AsyncEnv.state`."""
+        return self._run(self._env.state())
+
+    def export(self, episode_id: str | None = None) -> dict[str, Any]:
+        """See :meth:`AsyncEnv.export`."""
+        return self._run(self._env.export(episode_id))
+
+    def set_policy_version(self, version: int, scope: str = "session") -> PolicyVersion:
+        """See :meth:`AsyncEnv.set_policy_version`."""
+        return self._run(self._env.set_policy_version(version, scope))
+
+    def policy_version(self, scope: str = "session") -> PolicyVersion:
+        """See :meth:`AsyncEnv.policy_version`."""
+        return self._run(self._env.policy_version(scope))
+
+    def close(self) -> None:
+        """End the session and stop the connection's thread."""
+        if self._loop.is_closed():
+            return
+        try:
+            self._run(self._env.close())
+        finally:
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+

@@ -1,0 +1,152 @@
+"""Env and AsyncEnv against a real daemon: the protocol's requests and its
+errors as typed exceptions carrying the server's message."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import harnessd
+from harnessd import errors
+
+
+def test_sync_env_reset_step_state_export_close(daemons) -> None:
+    d = daemons.start()
+    with harnessd.Env(d.url) as env:
+        obs = env.reset(episode_id="ep-sync", seed=7)
+        assert obs.episode_id == "ep-sync" and not obs.done and obs.reward is None
+        first = env.step("llm what is 2+3")
+        obs = first
+        assert obs.turn_number == 1 and obs.response is not None and obs.response.startswith("llm: ")
+        kinds = [(e.source, e.type) for e in obs.events]
+        assert ("gateway", "llm_request") in kinds and ("gateway", "llm_response") in kinds
+        obs = env.step("reply 5")
+        assert obs.reward == 1.0 and obs.response == "5"
+        st = env.state()
+        assert st.episode_id == "ep-sync" and st.step_count == 2 and st.active and not st.turn_running
+        ex = env.export()
+        assert ex["format"] == "harnessd.gateway.export/v1" and ex["episode_id"] == "ep-sync"
+        assert [r["reward"] for r in ex["rewards"]] == [0.0, 1.0]
+        # The chain's ids are the engine's, as the gateway's event of the
+        # call reported them.
+        assert ex["chains"][0]["input_ids"] == _event_ids(first, 1)
+        # The HTTP route serves the same export.
+        assert harnessd.DaemonHTTP(d.url).export("ep-sync") == ex
+    # The session is gone once closed.
+    h = harnessd.DaemonHTTP(d.url).health()
+    deadline = 50
+    while h.active_sessions and deadline:
+        asyncio.run(asyncio.sleep(0.05))
+        h = harnessd.DaemonHTTP(d.url).health()
+        deadline -= 1
+    assert h.active_sessions == 0 and h.max_sessions == 2
+
+
+def test_async_env(daemons) -> None:
+    d = daemons.start()
+
+    async def go() -> None:
+        async with harnessd.AsyncEnv(d.url) as env:
+            obs = await env.reset(episode_id="ep-async")
+            obs = await env.step("llm hello")
+            assert obs.events[0].data.get("call_index") == 1
+            ex = await env.export("ep-async")
+            assert len(ex["chains"]) == 1
+            assert ex["chains"][0]["input_ids"] == _event_ids(obs, 1)
+
+    asyncio.run(go())
+
+
+def _event_ids(obs: harnessd.Observation, call_index: int) -> list[int]:
+    """The engine's prompt + completion ids of a call, as the gateway's
+    llm_response event carries them."""
+    for e in obs.events:
+        if e.source == "gateway" and e.type == "llm_response" and e.data.get("call_index") == call_index:
+            return list(e.data["prompt_token_ids"]) + list(e.data["completion_token_ids"])
+    raise AssertionError(f"no llm_response of call {call_index}")
+
+
+def test_errors_carry_the_servers_message(daemons) -> None:
+    d = daemons.start(max_sessions=1)
+    with harnessd.Env(d.url) as env:
+        with pytest.raises(errors.ExecutionError) as ei:
+            env.step("too early")
+        assert "reset" in ei.value.message.lower() or "episode" in ei.value.message.lower()
+        env.reset(episode_id="ep-err")
+        with pytest.raises(errors.ValidationError) as vi:
+            env.step("a\x00b")
+        assert vi.value.code == "VALIDATION_ERROR" and vi.value.errors[0]["loc"] == ["message"]
+        with pytest.raises(errors.ValidationError):
+            env.reset(episode_id="x" * 300)
+        # The session survives refused requests.
+        assert env.step("reply 5").reward == 1.0
+        with pytest.raises(errors.ExportUnavailable) as xi:
+            env.export("no-such-episode")
+        assert "no-such-episode" in str(xi.value) or "unknown" in str(xi.value)
+        # A second session on a full daemon: CAPACITY_REACHED, an
+        # infrastructure error a pool retries elsewhere.
+        other = harnessd.Env(d.url)
+        try:
+            with pytest.raises(errors.CapacityError) as ci:
+                other.reset()
+            assert isinstance(ci.value, errors.InfrastructureError)
+            assert ci.value.max_sessions == 1 and ci.value.active_sessions == 1
+        finally:
+            other.close()
+
+
+def test_export_unavailable_reason(daemons) -> None:
+    d = daemons.start(model=False)
+    with harnessd.Env(d.url) as env:
+        env.reset(episode_id="ep-nomodel")
+        env.step("reply hi")
+        with pytest.raises(errors.ExportUnavailable) as ei:
+            env.export()
+        assert ei.value.reason == "no_model_gateway"
+    with pytest.raises(errors.ExportUnavailable) as hi:
+        harnessd.DaemonHTTP(d.url).export("ep-nomodel")
+    assert hi.value.status in (404, 409)
+
+
+def test_token(daemons) -> None:
+    d = daemons.start(token="s3cret")
+    anon = harnessd.Env(d.url)
+    try:
+        with pytest.raises(errors.TransportError) as ei:
+            anon.connect()
+    finally:
+        anon.close()
+    assert "401" in str(ei.value)
+    with harnessd.Env(d.url, token="s3cret") as env:
+        assert env.reset(episode_id="ep-tok").episode_id == "ep-tok"
+        env.step("llm hi")
+        assert harnessd.DaemonHTTP(d.url, token="s3cret").export("ep-tok") == env.export()
+    with pytest.raises(errors.ServerError) as hi:
+        harnessd.DaemonHTTP(d.url).export("ep-tok")
+    assert hi.value.status == 401
+
+
+def test_unreachable_daemon_is_a_transport_error(tmp_path) -> None:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    env = harnessd.Env(f"http://127.0.0.1:{port}", open_timeout=5)
+    try:
+        with pytest.raises(errors.TransportError) as ei:
+            env.connect()
+        assert ei.value.url == f"http://127.0.0.1:{port}"
+    finally:
+        env.close()
+
+
+def test_bad_url_leaves_no_thread() -> None:
+    import threading
+
+    before = threading.active_count()
+    with pytest.raises(ValueError):
+        harnessd.Env("ftp://example.invalid")
+    assert threading.active_count() == before

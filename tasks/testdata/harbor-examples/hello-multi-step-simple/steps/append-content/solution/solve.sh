@@ -1,0 +1,2 @@
+#!/bin/bash
+cat /app/name.txt >> /app/greeting.txt

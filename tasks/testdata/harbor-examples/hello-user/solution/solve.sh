@@ -1,0 +1,4 @@
+#!/bin/bash
+
+whoami > /app/whoami.txt
+echo "Hello, world!" > /app/hello.txt
