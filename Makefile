@@ -213,6 +213,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Scale|IdleMemory1024|IdleSessionMemory|ConcurrentSessions)$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkLongEpisodeMemory$$' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkEvalOracleThroughput$$' -benchtime 1x -timeout 20m ./evaljob/ | tee -a $(BIN)/bench.txt
 	@echo; echo "== BENCH lines (bin/bench.txt) =="; grep '^BENCH ' $(BIN)/bench.txt
 	@echo; echo "== summary (median of 3 repeats, spread min–max) =="; $(GO) run ./integration/benchsummary $(BIN)/bench.txt
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -30,18 +31,29 @@ type envFlags struct {
 	config    string
 	agentsDir string
 	knobs     knobSet
+	// omit are knobs a command registers its own way (eval's repeatable
+	// --tasks and --agent).
+	omit []string
 }
 
 func (e *envFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.config, "config", "", "environment configuration `file` (YAML)")
 	fs.StringVar(&e.agentsDir, "agents-dir", "", agentsDirUsage)
-	e.knobs = registerKnobs(fs, envKnobs())
+	ks := envKnobs()
+	ks = slices.DeleteFunc(ks, func(k knob) bool { return slices.Contains(e.omit, k.flag) })
+	e.knobs = registerKnobs(fs, ks)
 }
 
 // build assembles the configuration: the file (if any), the command after
 // "--" (a jsonl harness unless an adapter is given), then the flags; the
 // agent preset and the defaults complete it.
 func (e *envFlags) build(command []string) (*config.Config, error) {
+	return e.buildAgent("", command)
+}
+
+// buildAgent is build for the agent preset named preset (when not ""),
+// which wins over the file's and the flags'.
+func (e *envFlags) buildAgent(preset string, command []string) (*config.Config, error) {
 	cfg := &config.Config{}
 	if e.config != "" {
 		c, err := config.LoadConfig(e.config)
@@ -54,6 +66,9 @@ func (e *envFlags) build(command []string) (*config.Config, error) {
 		cfg.Harness.Command = absProgram(command)
 	}
 	e.knobs.apply(cfg)
+	if preset != "" {
+		cfg.Harness.Agent = preset
+	}
 	if e.config == "" && len(cfg.Harness.Command) == 0 && cfg.Harness.Agent == "" {
 		return nil, errors.New("no harness: give --config FILE, --agent NAME, or the harness command after --")
 	}

@@ -106,6 +106,7 @@ type knobValue struct {
 	k    knob
 	kind kind
 	vals []any
+	raw  []string // each use, as given
 	last string
 }
 
@@ -122,6 +123,7 @@ func (v *knobValue) Set(s string) error {
 		return err
 	}
 	v.vals = append(v.vals, x)
+	v.raw = append(v.raw, s)
 	v.last = s
 	return nil
 }

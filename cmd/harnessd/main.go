@@ -10,7 +10,7 @@
 // start-up serve and run share (setup.go: configuration, program check,
 // supervisor, isolation), which adapters and presets the binary links
 // (adapters.go), exit codes and signals. Episodes are package session's,
-// the protocol package server's.
+// the protocol package server's, evaluation jobs package evaljob's.
 //
 // The package is bigger than 3,000 lines: it is one file per command, each
 // with its flags and help text, and the command line is the one place
@@ -21,7 +21,8 @@
 //	0  success; for serve, a drained shutdown after SIGTERM, SIGINT or SIGHUP
 //	1  runtime failure: the listener failed, a drain overran --drain-timeout
 //	   or was cut short by a second signal, an episode of run failed, a
-//	   probe of check failed, a server was not healthy (health)
+//	   probe of check failed, a server was not healthy (health), a trial
+//	   of eval could not run to a reward or the job was interrupted
 //	2  usage or configuration error: bad flags, an invalid config file, a
 //	   harness program or tool server command that does not exist or is
 //	   not executable (serve and run refuse to start), a problem found by

@@ -96,6 +96,8 @@ type setupOptions struct {
 	adjust func(*config.Config) error
 	// require names the mechanisms that must be present (serve --require).
 	require []string
+	// cfg, when set, is the configuration, built already (eval's agents').
+	cfg *config.Config
 }
 
 // setup is serve's and run's shared start-up: it builds the configuration
@@ -103,7 +105,10 @@ type setupOptions struct {
 // checks the required mechanisms, starts the process supervisor and
 // resolves the isolation level. The caller closes d.sup.
 func (f *setupFlags) setup(ctx context.Context, log *slog.Logger, o setupOptions) (*daemon, error) {
-	cfg, err := f.env.build(o.args)
+	cfg, err := o.cfg, error(nil)
+	if cfg == nil {
+		cfg, err = f.env.build(o.args)
+	}
 	if err == nil && o.adjust != nil {
 		err = o.adjust(cfg)
 	}

@@ -1,0 +1,223 @@
+package evaljob
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/harnessd/harnessd/internal/recordfile"
+)
+
+// The job directory:
+//
+//	job.json                   the job's configuration (JobFile)
+//	.lock                      flock-ed by the process running the job
+//	results.jsonl              a line per finished trial (Result), in the order they finished
+//	summary.json               the summary (Summary), written at the end
+//	records/AGENT/             where the agent's episodes write their records (moved into the trials)
+//	trials/TRIAL/result.json   the trial's Result; a trial without one has not finished
+//	trials/TRIAL/grade.json    the tests' grade (wire.TaskGrade)
+//	trials/TRIAL/record.jsonl  the episode's record (agent trials)
+//	trials/TRIAL/record.export.json  the model gateway's training export, when there was training traffic
+//	                           (beside the record, where harnessd export --format atif looks for it)
+//	trials/TRIAL/trajectory.json  the ATIF trajectory made from the record and the export
+//	trials/TRIAL/solve.json    the oracle's run of solution/solve.sh (oracle trials)
+//
+// TRIAL is AGENT__TASK__ATTEMPT, the task id escaped as record file names
+// are (internal/recordfile).
+const (
+	jobFile     = "job.json"
+	resultsFile = "results.jsonl"
+	summaryFile = "summary.json"
+	trialsDir   = "trials"
+	recordsDir  = "records"
+	resultName  = "result.json"
+)
+
+// JobFile is job.json: the job's Spec and how it was run.
+type JobFile struct {
+	Spec
+	// Concurrency, Retry and Harnessd say how the job was (last) run; a
+	// resume may change them.
+	Concurrency int         `json:"concurrency"`
+	Retry       RetryPolicy `json:"retry"`
+	Harnessd    string      `json:"harnessd_version,omitempty"`
+	Created     time.Time   `json:"created"`
+}
+
+// trialName is the directory name of agent's attempt at task.
+func trialName(agent, task string, attempt int) string {
+	return recordfile.FileName(agent) + "__" + recordfile.FileName(task) + "__" + strconv.Itoa(attempt)
+}
+
+// writeJSON writes v to path atomically (a temporary file renamed over it).
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// readJSON decodes path into v.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// makeJobDir makes a new job directory: dir must not exist or be empty.
+func makeJobDir(dir string) error {
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("job directory %s exists and is not empty (resume it with --resume %s, or give another --job-dir)", dir, dir)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("job directory: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, trialsDir), 0o755); err != nil {
+		return fmt.Errorf("job directory: %w", err)
+	}
+	return nil
+}
+
+// openJob reads the job.json of an existing job directory.
+func openJob(dir string) (*JobFile, error) {
+	var jf JobFile
+	if err := readJSON(filepath.Join(dir, jobFile), &jf); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s is not a job directory: no %s", dir, jobFile)
+		}
+		return nil, fmt.Errorf("job directory: %w", err)
+	}
+	return &jf, nil
+}
+
+// finishedResults reads the result.json of every finished trial of plan,
+// by trial name.
+func finishedResults(dir string, plan []trial) (map[string]*Result, error) {
+	out := map[string]*Result{}
+	for _, t := range plan {
+		var r Result
+		err := readJSON(filepath.Join(dir, trialsDir, t.name, resultName), &r)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("trial %s: %w", t.name, err)
+		}
+		out[t.name] = &r
+	}
+	return out, nil
+}
+
+// resultLog is results.jsonl, appended a whole line per write.
+type resultLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// openResultLog opens dir's results.jsonl for appending. On a resumed job
+// it first rewrites it (atomically) to hold exactly the finished trials'
+// results: the lines already there in their order (a line torn by a crash
+// dropped), then those whose result.json was written but whose line was
+// not.
+func openResultLog(dir string, done map[string]*Result, order []trial) (*resultLog, error) {
+	path := filepath.Join(dir, resultsFile)
+	var keep bytes.Buffer
+	seen := map[string]bool{}
+	if b, err := os.ReadFile(path); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var r Result
+			if json.Unmarshal(sc.Bytes(), &r) != nil || done[r.Trial] == nil || seen[r.Trial] {
+				continue
+			}
+			seen[r.Trial] = true
+			keep.Write(sc.Bytes())
+			keep.WriteByte('\n')
+		}
+	}
+	for _, t := range order {
+		if r := done[t.name]; r != nil && !seen[t.name] {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return nil, fmt.Errorf("encode result: %w", err)
+			}
+			keep.Write(append(b, '\n'))
+		}
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, keep.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("write %s: %w", resultsFile, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("write %s: %w", resultsFile, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", resultsFile, err)
+	}
+	return &resultLog{f: f}, nil
+}
+
+// append writes r as one line, in one write (O_APPEND: whole lines, never
+// interleaved), and syncs it.
+func (l *resultLog) append(r *Result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("append to %s: %w", resultsFile, err)
+	}
+	return l.f.Sync()
+}
+
+func (l *resultLog) close() error { return l.f.Close() }
+
+// ReadJob reads the job.json of the job directory dir.
+func ReadJob(dir string) (*JobFile, error) { return openJob(dir) }
+
+// lockFile is held (flock) by the process running the job, so that two
+// cannot run one job directory at once; a killed process's lock goes with
+// it.
+const lockFile = ".lock"
+
+// lockJob takes dir's lock, failing when another process holds it.
+func lockJob(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("job directory lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("job directory %s is in use by another harnessd eval", dir)
+		}
+		return nil, fmt.Errorf("job directory lock: %w", err)
+	}
+	return f, nil
+}
