@@ -43,6 +43,12 @@ type Gateway struct {
 	budget   *BudgetError
 	rewards  map[int]float64
 	events   []EnvEvent // the environment's queue events noted (NoteEvent)
+	fullIDs  bool       // llm_responses carry full prompt ids (SetFullTokenIDs)
+
+	// emitMu orders the llm_responses of trainable calls: a call's event
+	// names its parent's as the base of its prompt ids only once the
+	// parent's is emitted (call.emitted, guarded by emitMu).
+	emitMu sync.Mutex
 
 	servers httpgroup.Group // its Serve loops
 
@@ -119,6 +125,7 @@ func New(opts Options) (*Gateway, error) {
 		upstream: strings.TrimRight(opts.Upstream.URL, "/") + "/chat/completions",
 		turn:     1,
 		sampling: opts.Sampling,
+		fullIDs:  opts.FullTokenIDs,
 		servers:  httpgroup.Group{Closed: ErrClosed, Limit: doorcap.NewLimit(opts.Door, "model gateway", log)},
 	}, nil
 }
@@ -146,6 +153,16 @@ func (g *Gateway) SetSampling(s *Sampling) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sampling = s
+}
+
+// SetFullTokenIDs makes the llm_responses of later calls carry every
+// prompt id (full true) instead of only those after the parent call's
+// prompt+completion ids (parent_call_index, prompt_token_ids_from). The
+// export always has the full chains.
+func (g *Gateway) SetFullTokenIDs(full bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fullIDs = full
 }
 
 // SetReward records the environment's reward for turn n, for the export.

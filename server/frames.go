@@ -161,7 +161,7 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 
 // parseReset validates reset data: seed (int >= 0 or null), episode_id
 // (string of at most 255 characters without control characters, or null),
-// task_id and task_index (tasks.go); other keys are accepted and ignored,
+// task_id and task_index (tasks.go), full_token_ids (bool or null); other keys are accepted and ignored,
 // as reset keyword arguments are.
 func parseReset(data json.RawMessage) (session.ResetOptions, *wireError) {
 	var o session.ResetOptions
@@ -188,6 +188,14 @@ func parseReset(data json.RawMessage) (session.ResetOptions, *wireError) {
 			errs = append(errs, fieldError{Type: "string_type", Loc: []any{"episode_id"}, Msg: "Input should be a valid string", Input: rawInput(e)})
 		} else if fe := textFieldError(o.EpisodeID, session.MaxEpisodeIDLength, false, "episode_id"); fe != nil {
 			errs = append(errs, *fe)
+		}
+	}
+	if f, ok := raw["full_token_ids"]; ok && !bytes.Equal(f, []byte("null")) {
+		var full bool
+		if err := json.Unmarshal(f, &full); err != nil {
+			errs = append(errs, fieldError{Type: "bool_type", Loc: []any{"full_token_ids"}, Msg: "Input should be a valid boolean", Input: rawInput(f)})
+		} else {
+			o.FullTokenIDs = &full
 		}
 	}
 	errs = append(append(errs, parseTaskKwargs(raw, &o)...), trainer.ResetKwargs(raw, &o.Sampling, &o.PolicyVersion)...)

@@ -32,6 +32,19 @@ type ResetOptions struct {
 	// PolicyVersion, when set, sets the session's policy version before
 	// the episode starts (SetPolicyVersion).
 	PolicyVersion *int64
+	// FullTokenIDs, when set, says whether the gateway's llm_response
+	// events of this episode carry full prompt ids (true) or only those
+	// after the parent call's (false); nil keeps episode.full_token_ids.
+	FullTokenIDs *bool
+}
+
+// fullTokenIDs is whether a reset's episode gets full prompt ids in its
+// llm_response events: its own choice, else the configuration's.
+func (s *Session) fullTokenIDs(opts ResetOptions) bool {
+	if opts.FullTokenIDs != nil {
+		return *opts.FullTokenIDs
+	}
+	return s.cfg.Episode.FullTokenIDs
 }
 
 // Reset ends any running episode (killing its tree and revoking its bridge
@@ -65,6 +78,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if s.standby && opts.EpisodeID == "" {
 		if ep := s.pool.Take(ctx); ep != nil {
 			ep.SetModelSampling(pin)
+			ep.SetModelFullTokenIDs(s.fullTokenIDs(opts))
 			return s.handOver(ep, t0)
 		}
 	}
@@ -99,6 +113,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		return nil, err
 	}
 	ep.SetModelSampling(pin)
+	ep.SetModelFullTokenIDs(s.fullTokenIDs(opts))
 	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.note(s.resetRecord(r))
 	s.mu.Lock()

@@ -142,8 +142,20 @@ type LLMResponse struct {
 	// "evaluation" for a provider's answer without them (gateway only).
 	Traffic string `json:"traffic,omitempty"`
 	// PromptTokenIDs is the engine's token ids of the prompt it conditioned
-	// on (gateway, engine upstream only).
+	// on (gateway, engine upstream only): all of them, or, when
+	// PromptTokenIDsFrom is above 0, only those from that position on (the
+	// ones before it are the parent call's prompt+completion ids;
+	// CallTokenIDs puts them back).
 	PromptTokenIDs []int `json:"prompt_token_ids,omitempty"`
+	// ParentCallIndex is the call whose prompt+completion ids are the
+	// longest exact prefix of this call's prompt ids, among the calls
+	// recorded before it (0: none; gateway, engine upstream only).
+	ParentCallIndex int `json:"parent_call_index,omitempty"`
+	// PromptTokenIDsFrom is how many leading prompt ids PromptTokenIDs
+	// leaves out: the parent's prompt+completion ids, which an earlier
+	// llm_response of the episode carries (0: PromptTokenIDs is the whole
+	// prompt, as when the client asks for full_token_ids).
+	PromptTokenIDsFrom int `json:"prompt_token_ids_from,omitempty"`
 	// CompletionTokenIDs is the engine's sampled token ids (gateway, engine
 	// upstream only).
 	CompletionTokenIDs []int `json:"completion_token_ids,omitempty"`

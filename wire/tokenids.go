@@ -1,0 +1,131 @@
+package wire
+
+import (
+	"fmt"
+	"slices"
+)
+
+// CallTokenIDs puts the gateway's llm_response events back together: an
+// event whose PromptTokenIDsFrom is above 0 carries only the prompt ids
+// after its parent's prompt+completion, and CallTokenIDs keeps, per call
+// index, each call's full prompt+completion ids so that its children's can
+// be rebuilt. Feed it an episode's gateway llm_responses in any order
+// (Add); a call whose parent has not been added yet waits for it. The zero
+// value is ready to use; it is not safe for concurrent use.
+type CallTokenIDs struct {
+	// seq is each resolved call's prompt+completion ids and plen the
+	// length of its prompt.
+	seq  map[int][]int
+	plen map[int]int
+	// waiting holds, per missing parent, the calls that wait for it.
+	waiting map[int][]*LLMResponse
+}
+
+// Add takes one llm_response; events of other kinds, or without token ids,
+// are ignored. It reports a call added twice with different ids and a
+// delta that does not fit its parent (prompt_token_ids_from beyond the
+// parent's ids).
+func (c *CallTokenIDs) Add(r *LLMResponse) error {
+	if r == nil || r.CallIndex <= 0 || (len(r.PromptTokenIDs) == 0 && len(r.CompletionTokenIDs) == 0 && r.PromptTokenIDsFrom == 0) {
+		return nil
+	}
+	if c.seq == nil {
+		c.seq, c.plen, c.waiting = map[int][]int{}, map[int]int{}, map[int][]*LLMResponse{}
+	}
+	if r.PromptTokenIDsFrom > 0 {
+		if _, ok := c.seq[r.ParentCallIndex]; !ok {
+			if r.ParentCallIndex <= 0 || r.ParentCallIndex >= r.CallIndex {
+				return fmt.Errorf("call %d: prompt_token_ids_from %d without a valid parent_call_index (%d)", r.CallIndex, r.PromptTokenIDsFrom, r.ParentCallIndex)
+			}
+			c.waiting[r.ParentCallIndex] = append(c.waiting[r.ParentCallIndex], r)
+			return nil
+		}
+	}
+	queue := []*LLMResponse{r}
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		var prompt []int
+		if r.PromptTokenIDsFrom > 0 {
+			parent := c.seq[r.ParentCallIndex]
+			if r.PromptTokenIDsFrom > len(parent) {
+				return fmt.Errorf("call %d: prompt_token_ids_from %d beyond parent call %d's %d ids", r.CallIndex, r.PromptTokenIDsFrom, r.ParentCallIndex, len(parent))
+			}
+			prompt = append(slices.Clone(parent[:r.PromptTokenIDsFrom]), r.PromptTokenIDs...)
+		} else {
+			prompt = slices.Clone(r.PromptTokenIDs)
+		}
+		seq := append(prompt, r.CompletionTokenIDs...)
+		if old, ok := c.seq[r.CallIndex]; ok {
+			if !slices.Equal(old, seq) || c.plen[r.CallIndex] != len(prompt) {
+				return fmt.Errorf("call %d added twice with different token ids", r.CallIndex)
+			}
+			continue
+		}
+		c.seq[r.CallIndex], c.plen[r.CallIndex] = seq, len(prompt)
+		queue = append(queue, c.waiting[r.CallIndex]...)
+		delete(c.waiting, r.CallIndex)
+	}
+	return nil
+}
+
+// AddEvents adds the gateway's llm_responses among events.
+func (c *CallTokenIDs) AddEvents(events []Event) error {
+	for _, e := range events {
+		if r, ok := e.Data.(*LLMResponse); ok && e.Type == EventLLMResponse && e.Origin == OriginGateway {
+			if err := c.Add(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Prompt returns call i's full prompt ids, and whether they are known (the
+// call and its ancestors were added).
+func (c *CallTokenIDs) Prompt(i int) ([]int, bool) {
+	s, ok := c.seq[i]
+	if !ok {
+		return nil, false
+	}
+	return s[:c.plen[i]:c.plen[i]], true
+}
+
+// Completion returns call i's completion ids, and whether they are known.
+func (c *CallTokenIDs) Completion(i int) ([]int, bool) {
+	s, ok := c.seq[i]
+	if !ok {
+		return nil, false
+	}
+	return s[c.plen[i]:], true
+}
+
+// Missing returns the parent call indices that calls wait for but that
+// were never added (their llm_response was dropped, e.g. by a turn's
+// event bound), in increasing order; the export has those calls' ids.
+func (c *CallTokenIDs) Missing() []int {
+	var out []int
+	for p := range c.waiting {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FullPromptIDs returns, per call index, the full prompt ids of the
+// gateway's llm_responses among events, rebuilt from their parents. It
+// fails when an event's parent is not among events.
+func FullPromptIDs(events []Event) (map[int][]int, error) {
+	var c CallTokenIDs
+	if err := c.AddEvents(events); err != nil {
+		return nil, err
+	}
+	if m := c.Missing(); len(m) > 0 {
+		return nil, fmt.Errorf("the llm_responses of parent calls %v are not among the events", m)
+	}
+	out := make(map[int][]int, len(c.seq))
+	for i := range c.seq {
+		out[i], _ = c.Prompt(i)
+	}
+	return out, nil
+}
