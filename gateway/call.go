@@ -82,7 +82,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	}
 	countSampling(sm)
 	version, epoch := g.opts.Policy.Current()
-	g.emit(adm.turn, &wire.LLMRequest{
+	g.emitRequest(adm.turn, &wire.LLMRequest{
 		Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
 		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: sm.effective,
 		Extra: requestExtra(version, sm),

@@ -49,6 +49,9 @@ type Gateway struct {
 	// names its parent's as the base of its prompt ids only once the
 	// parent's is emitted (call.emitted, guarded by emitMu).
 	emitMu sync.Mutex
+	// lastReq is the llm_request emitted last (guarded by emitMu): the
+	// base the next one's messages are sent as a delta from.
+	lastReq lastRequest
 
 	servers httpgroup.Group // its Serve loops
 

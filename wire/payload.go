@@ -101,11 +101,21 @@ type ToolResult struct {
 type LLMRequest struct {
 	// Model is the model asked for.
 	Model string `json:"model,omitempty"`
-	// Messages is the conversation sent, a JSON list in the caller's dialect.
+	// Messages is the conversation sent, a JSON list in the caller's
+	// dialect: all of it, or, when MessagesFrom is above 0, only the
+	// messages after the first MessagesFrom (CallMessages puts them back).
 	Messages json.RawMessage `json:"messages,omitempty"`
 	// CallIndex is the 1-based index of the call in its episode (gateway
 	// only); it pairs the request with its llm_response.
 	CallIndex int `json:"call_index,omitempty"`
+	// MessagesCallIndex is the call of the episode whose llm_request, the
+	// one the gateway emitted before this one, holds the leading messages
+	// Messages leaves out (gateway only; 0 when MessagesFrom is 0).
+	MessagesCallIndex int `json:"messages_call_index,omitempty"`
+	// MessagesFrom is how many leading messages Messages leaves out: all of
+	// call MessagesCallIndex's messages (0: Messages is the whole
+	// conversation, as when the client asks for full_token_ids).
+	MessagesFrom int `json:"messages_from,omitempty"`
 	// Dialect is the caller's wire API: openai-chat, openai-responses,
 	// anthropic or gemini (gateway only).
 	Dialect string `json:"dialect,omitempty"`

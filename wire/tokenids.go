@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -128,4 +129,105 @@ func FullPromptIDs(events []Event) (map[int][]int, error) {
 		out[i], _ = c.Prompt(i)
 	}
 	return out, nil
+}
+
+// CallMessages puts the gateway's llm_request events back together: an
+// event whose MessagesFrom is above 0 carries only the messages after
+// those of the request it names (MessagesCallIndex), which the gateway
+// emitted before it. Feed it an episode's gateway llm_requests (Add); a
+// request whose base has not been added yet waits for it. The zero value
+// is ready to use; it is not safe for concurrent use.
+type CallMessages struct {
+	msgs    map[int][]json.RawMessage
+	whole   map[int]json.RawMessage // a request's messages as they came, when whole
+	waiting map[int][]*LLMRequest
+}
+
+// Add takes one llm_request. It reports a delta whose messages are not a
+// JSON list or that names a base with fewer messages than it leaves out.
+func (c *CallMessages) Add(r *LLMRequest) error {
+	if r == nil || r.CallIndex <= 0 {
+		return nil
+	}
+	if c.msgs == nil {
+		c.msgs, c.whole, c.waiting = map[int][]json.RawMessage{}, map[int]json.RawMessage{}, map[int][]*LLMRequest{}
+	}
+	if r.MessagesFrom > 0 {
+		if _, ok := c.msgs[r.MessagesCallIndex]; !ok {
+			if r.MessagesCallIndex <= 0 || r.MessagesCallIndex == r.CallIndex {
+				return fmt.Errorf("call %d: messages_from %d without a valid messages_call_index (%d)", r.CallIndex, r.MessagesFrom, r.MessagesCallIndex)
+			}
+			c.waiting[r.MessagesCallIndex] = append(c.waiting[r.MessagesCallIndex], r)
+			return nil
+		}
+	}
+	queue := []*LLMRequest{r}
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		var own []json.RawMessage
+		if len(r.Messages) > 0 {
+			if err := json.Unmarshal(r.Messages, &own); err != nil {
+				if r.MessagesFrom > 0 {
+					return fmt.Errorf("call %d: messages after %d: %w", r.CallIndex, r.MessagesFrom, err)
+				}
+				own = nil // not a list (a Responses input string): kept whole by Messages
+			}
+		}
+		var all []json.RawMessage
+		if r.MessagesFrom > 0 {
+			base := c.msgs[r.MessagesCallIndex]
+			if r.MessagesFrom > len(base) {
+				return fmt.Errorf("call %d: messages_from %d beyond call %d's %d messages", r.CallIndex, r.MessagesFrom, r.MessagesCallIndex, len(base))
+			}
+			all = append(slices.Clone(base[:r.MessagesFrom]), own...)
+		} else {
+			all = own
+			c.whole[r.CallIndex] = r.Messages
+		}
+		c.msgs[r.CallIndex] = all
+		queue = append(queue, c.waiting[r.CallIndex]...)
+		delete(c.waiting, r.CallIndex)
+	}
+	return nil
+}
+
+// AddEvents adds the gateway's llm_requests among events.
+func (c *CallMessages) AddEvents(events []Event) error {
+	for _, e := range events {
+		if r, ok := e.Data.(*LLMRequest); ok && e.Type == EventLLMRequest && e.Origin == OriginGateway {
+			if err := c.Add(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Messages returns call i's whole conversation as a JSON list, and
+// whether it is known (the call and the requests it builds on were added).
+func (c *CallMessages) Messages(i int) (json.RawMessage, bool) {
+	m, ok := c.msgs[i]
+	if !ok {
+		return nil, false
+	}
+	if w, ok := c.whole[i]; ok {
+		return w, true
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+// Missing returns the calls whose llm_requests others build on but that
+// were never added, in increasing order.
+func (c *CallMessages) Missing() []int {
+	var out []int
+	for p := range c.waiting {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
