@@ -78,6 +78,8 @@ func TestModelGatewayCapturesEngineIDs(t *testing.T) {
 		"llm second question;;llm third question",
 	}
 	seen := 0
+	var ids wire.CallTokenIDs // the episode's calls: later ones carry deltas
+	deltas := 0
 	for i, msg := range turns {
 		n := i + 1
 		o := step(t, s, msg)
@@ -100,11 +102,18 @@ func TestModelGatewayCapturesEngineIDs(t *testing.T) {
 		if len(rs) != len(entries)-seen {
 			t.Fatalf("turn %d: %d gateway responses, %d engine requests", n, len(rs), len(entries)-seen)
 		}
+		if err := ids.AddEvents(o.Metadata.TurnEvents); err != nil {
+			t.Fatalf("turn %d: %v", n, err)
+		}
 		for j, r := range rs {
 			e := entries[seen+j]
 			prompt, completion, ok := e.EngineTokenIDs()
-			if !ok || r.Traffic != gateway.TrafficTraining || !slices.Equal(r.PromptTokenIDs, prompt) || !slices.Equal(r.CompletionTokenIDs, completion) {
-				t.Errorf("turn %d call %d: captured %d/%d ids (%s), engine %d/%d", n, r.CallIndex, len(r.PromptTokenIDs), len(r.CompletionTokenIDs), r.Traffic, len(prompt), len(completion))
+			if r.PromptTokenIDsFrom > 0 {
+				deltas++
+			}
+			full, _ := ids.Prompt(r.CallIndex)
+			if !ok || r.Traffic != gateway.TrafficTraining || !slices.Equal(full, prompt) || !slices.Equal(r.CompletionTokenIDs, completion) {
+				t.Errorf("turn %d call %d: captured %d/%d ids (%s), engine %d/%d", n, r.CallIndex, len(full), len(r.CompletionTokenIDs), r.Traffic, len(prompt), len(completion))
 			}
 			if e.Headers["Authorization"] != "Bearer "+realKey || e.Model != "engine-model" {
 				t.Errorf("upstream got %q for model %q", e.Headers["Authorization"], e.Model)
@@ -116,6 +125,11 @@ func TestModelGatewayCapturesEngineIDs(t *testing.T) {
 			}
 		}
 		seen = len(entries)
+	}
+	// Calls 2 and 3 extend call 1's conversation (call 3 in the next turn):
+	// their events carry only the new prompt ids.
+	if deltas != 2 {
+		t.Errorf("%d of 3 calls carry their prompt ids as a delta, want 2", deltas)
 	}
 
 	ex, err := s.Export("ep-model")
