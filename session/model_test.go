@@ -380,3 +380,35 @@ func TestModelListenerIsAParameter(t *testing.T) {
 		t.Fatalf("listeners asked for %v at %v", asked, addrs)
 	}
 }
+
+// episode.full_token_ids makes the gateway's events whole; a reset's
+// FullTokenIDs overrides it either way.
+func TestFullTokenIDsOption(t *testing.T) {
+	_, url := engine(t)
+	cfg := engineConfig(t, url)
+	cfg.Episode.FullTokenIDs = true
+	s := newSession(t, cfg)
+	no, yes := false, true
+	for _, c := range []struct {
+		opt   *bool
+		delta bool
+	}{{nil, false}, {&no, true}, {&yes, false}} {
+		if obs, err := s.Reset(context.Background(), session.ResetOptions{FullTokenIDs: c.opt}); err != nil || obs.Done {
+			t.Fatalf("reset: %v %+v", err, obs)
+		}
+		o := step(t, s, "llm first;;llm second")
+		var req *wire.LLMRequest
+		for _, e := range o.Metadata.TurnEvents {
+			if r, ok := e.Data.(*wire.LLMRequest); ok && r.CallIndex == 2 {
+				req = r
+			}
+		}
+		rs := gatewayResponses(o.Metadata.TurnEvents)
+		if len(rs) != 2 || req == nil {
+			t.Fatalf("option %v: %d responses, request %v", c.opt, len(rs), req)
+		}
+		if got := rs[1].PromptTokenIDsFrom > 0 && req.MessagesFrom > 0; got != c.delta || rs[1].ParentCallIndex != 1 {
+			t.Errorf("option %v: call 2 from %d (parent %d), messages from %d; want deltas %v", c.opt, rs[1].PromptTokenIDsFrom, rs[1].ParentCallIndex, req.MessagesFrom, c.delta)
+		}
+	}
+}
