@@ -51,7 +51,7 @@ type Gateway struct {
 	emitMu sync.Mutex
 	// lastReq is the llm_request emitted last (guarded by emitMu): the
 	// base the next one's messages are sent as a delta from.
-	lastReq lastRequest
+	lastReq wire.RequestDeltas
 
 	servers httpgroup.Group // its Serve loops
 

@@ -190,15 +190,7 @@ func parseReset(data json.RawMessage) (session.ResetOptions, *wireError) {
 			errs = append(errs, *fe)
 		}
 	}
-	if f, ok := raw["full_token_ids"]; ok && !bytes.Equal(f, []byte("null")) {
-		var full bool
-		if err := json.Unmarshal(f, &full); err != nil {
-			errs = append(errs, fieldError{Type: "bool_type", Loc: []any{"full_token_ids"}, Msg: "Input should be a valid boolean", Input: rawInput(f)})
-		} else {
-			o.FullTokenIDs = &full
-		}
-	}
-	errs = append(append(errs, parseTaskKwargs(raw, &o)...), trainer.ResetKwargs(raw, &o.Sampling, &o.PolicyVersion)...)
+	errs = append(append(append(errs, parseTaskKwargs(raw, &o)...), trainer.ResetKwargs(raw, &o.Sampling, &o.PolicyVersion)...), trainer.FullTokenIDsKwarg(raw, &o.FullTokenIDs)...)
 	if len(errs) > 0 {
 		return o, invalid(errs...)
 	}

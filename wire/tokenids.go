@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -230,4 +231,58 @@ func (c *CallMessages) Missing() []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// RequestDeltas is the producer's side of CallMessages: it turns each
+// llm_request it is given, in emission order, into a delta from the one
+// given before it when that one's messages are a prefix of its own (the
+// same bytes, then a comma and more messages). The zero value is ready to
+// use; it is not safe for concurrent use.
+type RequestDeltas struct {
+	index int
+	raw   json.RawMessage // the last request's whole messages
+	n     int             // how many they are; ≤ 0: no base for the next
+}
+
+// Next makes r, whose Messages are the whole conversation, a delta from the
+// request given before (MessagesCallIndex, MessagesFrom) when it can and
+// full is false; r becomes the base of the next either way.
+func (d *RequestDeltas) Next(r *LLMRequest, full bool) {
+	raw, n := r.Messages, -1
+	if rest, ok := listAfter(d.raw, raw); ok && d.n > 0 {
+		var own []json.RawMessage
+		if err := json.Unmarshal(rest, &own); err == nil {
+			n = d.n + len(own)
+			if !full {
+				r.Messages, r.MessagesFrom, r.MessagesCallIndex = rest, d.n, d.index
+			}
+		}
+	}
+	if n < 0 {
+		var all []json.RawMessage
+		if err := json.Unmarshal(raw, &all); err == nil {
+			n = len(all)
+		}
+	}
+	d.index, d.raw, d.n = r.CallIndex, raw, n
+}
+
+// listAfter returns, when JSON list a is a prefix of JSON list b (b is a's
+// bytes without its closing bracket, then a comma and more elements), the
+// list of b's elements after a's.
+func listAfter(a, b json.RawMessage) (json.RawMessage, bool) {
+	a, b = bytes.TrimSpace(a), bytes.TrimSpace(b)
+	if len(a) < 2 || a[0] != '[' || a[len(a)-1] != ']' || len(b) <= len(a) || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	head := bytes.TrimRight(a[:len(a)-1], " \t\r\n")
+	if !bytes.HasPrefix(b, head) {
+		return nil, false
+	}
+	tail := bytes.TrimLeft(b[len(head):], " \t\r\n")
+	if len(tail) == 0 || tail[0] != ',' {
+		return nil, false
+	}
+	out := make(json.RawMessage, 0, len(tail))
+	return append(append(out, '['), tail[1:]...), true
 }
