@@ -158,14 +158,21 @@ func (g *Gateway) SetSampling(s *Sampling) {
 	g.sampling = s
 }
 
-// SetFullTokenIDs makes the llm_responses of later calls carry every
-// prompt id (full true) instead of only those after the parent call's
-// prompt+completion ids (parent_call_index, prompt_token_ids_from). The
-// export always has the full chains.
+// SetFullTokenIDs makes the events of later calls whole (full true) or
+// deltas from the call before (delta.go), and starts the deltas afresh:
+// no event emitted before it is a base of a later one, so an episode
+// prepared ahead, whose events were dropped until it was taken, sends no
+// delta from them. The export always has the full chains.
 func (g *Gateway) SetFullTokenIDs(full bool) {
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.fullIDs = full
+	for _, c := range g.calls {
+		c.emitted = false
+	}
+	g.lastReq = wire.RequestDeltas{}
 }
 
 // SetReward records the environment's reward for turn n, for the export.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -382,19 +383,31 @@ func TestModelListenerIsAParameter(t *testing.T) {
 }
 
 // episode.full_token_ids makes the gateway's events whole; a reset's
-// FullTokenIDs overrides it either way.
+// FullTokenIDs overrides it either way, on a cold reset and on a warm
+// standby's handover alike.
 func TestFullTokenIDsOption(t *testing.T) {
+	for _, warm := range []int{0, 1} {
+		t.Run(fmt.Sprint("warm", warm), func(t *testing.T) { fullTokenIDsOption(t, warm) })
+	}
+}
+
+func fullTokenIDsOption(t *testing.T, warm int) {
 	_, url := engine(t)
 	cfg := engineConfig(t, url)
 	cfg.Episode.FullTokenIDs = true
+	cfg.Warm = warm
 	s := newSession(t, cfg)
 	no, yes := false, true
-	for _, c := range []struct {
+	for i, c := range []struct {
 		opt   *bool
 		delta bool
-	}{{nil, false}, {&no, true}, {&yes, false}} {
-		if obs, err := s.Reset(context.Background(), session.ResetOptions{FullTokenIDs: c.opt}); err != nil || obs.Done {
+	}{{nil, false}, {&no, true}, {&yes, false}, {&no, true}} {
+		obs, err := s.Reset(context.Background(), session.ResetOptions{FullTokenIDs: c.opt})
+		if err != nil || obs.Done {
 			t.Fatalf("reset: %v %+v", err, obs)
+		}
+		if warm > 0 && i > 0 && !obs.Metadata.Standby {
+			t.Fatalf("reset %d did not take the standby", i+1)
 		}
 		o := step(t, s, "llm first;;llm second")
 		var req *wire.LLMRequest

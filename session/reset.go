@@ -78,8 +78,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if s.standby && opts.EpisodeID == "" {
 		if ep := s.pool.Take(ctx); ep != nil {
 			ep.SetModelSampling(pin)
-			ep.SetModelFullTokenIDs(s.fullTokenIDs(opts))
-			return s.handOver(ep, t0)
+			return s.handOver(ep, t0, s.fullTokenIDs(opts))
 		}
 	}
 	s.endPrevious(ctx, false)
@@ -163,8 +162,8 @@ func (s *Session) open(ctx context.Context, spec episode.Spec) (ep *episode.Epis
 
 // handOver makes a standby the session's episode: its events are recorded
 // from now on, and the previous episode is retired once the reset has
-// returned.
-func (s *Session) handOver(ep *episode.Episode, t0 time.Time) (*wire.Observation, error) {
+// returned; fullIDs says whether its gateway's events are whole (SetModelFullTokenIDs).
+func (s *Session) handOver(ep *episode.Episode, t0 time.Time, fullIDs bool) (*wire.Observation, error) {
 	s.endPrevious(context.Background(), true)
 	s.afterOp(s.pool.Fill)
 	id := ep.ID()
@@ -184,6 +183,9 @@ func (s *Session) handOver(ep *episode.Episode, t0 time.Time) (*wire.Observation
 	s.last = nil
 	s.mu.Unlock()
 	ep.Bind(s.events.add)
+	// After Bind: no model call's event dropped while the episode was held
+	// is the base of a delta.
+	ep.SetModelFullTokenIDs(fullIDs)
 	s.startClocks(r)
 	ep.Log().Info("episode started", "standby", true, "tools", ep.Tools(), "elapsed", time.Since(t0))
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.Tools(), Isolation: s.env.Isolation, Standby: true}}
