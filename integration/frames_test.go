@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,20 +27,24 @@ type growingFrames struct {
 	events   []wire.Event   // the gateway's llm_responses, in frame order
 	requests []wire.Event   // the gateway's llm_requests, in frame order
 	export   gateway.Export // the episode's training export
+	record   int64          // the bytes of the episode's record file (0: no record_dir)
 }
 
 // growingDaemon starts a daemon whose harness is the test agent with the
-// fake engine as its model upstream.
-func growingDaemon(tb testing.TB, flags ...string) *daemon {
+// fake engine as its model upstream, recording to recordDir.
+func growingDaemon(tb testing.TB, recordDir string, flags ...string) *daemon {
 	tb.Helper()
-	y := fmt.Sprintf("name: frames\nharness:\n  command: [%q, agent]\n  model: {url: %q, name: frames-model, upstream: engine}\n",
-		testharnessBin(tb), fakeLLM(tb)+"/v1")
-	return startDaemon(tb, spec{Flags: append([]string{"--config", writeConfig(tb, y)}, flags...)})
+	y := fmt.Sprintf("name: frames\nrecord_dir: %q\nharness:\n  command: [%q, agent]\n  model: {url: %q, name: frames-model, upstream: engine}\n",
+		recordDir, testharnessBin(tb), fakeLLM(tb)+"/v1")
+	// Two sessions: the episode with deltas and the one with full ids, the
+	// first's session possibly still closing when the second connects.
+	return startDaemon(tb, spec{Flags: append([]string{"--config", writeConfig(tb, y), "--max-sessions", "2"}, flags...)})
 }
 
 // runGrowing runs one episode of turns llm turns on a fresh /ws
-// connection; reset is the reset's data (nil: none).
-func runGrowing(tb testing.TB, d *daemon, turns int, reset map[string]any) growingFrames {
+// connection; reset is the reset's data (nil: none). A last reset ends the
+// episode, which closes its record in recordDir.
+func runGrowing(tb testing.TB, d *daemon, recordDir string, turns int, reset map[string]any) growingFrames {
 	tb.Helper()
 	ctx := context.Background()
 	c, _, err := websocket.Dial(ctx, "ws://"+d.Addr+"/ws", nil)
@@ -48,8 +54,12 @@ func runGrowing(tb testing.TB, d *daemon, turns int, reset map[string]any) growi
 	defer c.CloseNow()
 	c.SetReadLimit(64 << 20)
 	frame, _ := json.Marshal(map[string]any{"type": "reset", "data": reset})
-	if r := wsRoundTrip(tb, ctx, c, frame); !strings.Contains(string(r), `"observation"`) {
-		tb.Fatalf("reset: %s", r)
+	r := wsRoundTrip(tb, ctx, c, frame)
+	var opened struct {
+		Data wire.Observation `json:"data"`
+	}
+	if err := json.Unmarshal(r, &opened); err != nil || opened.Data.Metadata.EpisodeID == "" {
+		tb.Fatalf("reset: %v: %s", err, r)
 	}
 	var g growingFrames
 	for i := range turns {
@@ -89,6 +99,14 @@ func runGrowing(tb testing.TB, d *daemon, turns int, reset map[string]any) growi
 		tb.Fatalf("export: %v: %.300s", err, reply)
 	}
 	g.export = ex.Data
+	if r := wsRoundTrip(tb, ctx, c, []byte(`{"type":"reset"}`)); !strings.Contains(string(r), `"observation"`) {
+		tb.Fatalf("last reset: %s", r)
+	}
+	st, err := os.Stat(filepath.Join(recordDir, opened.Data.Metadata.EpisodeID+".jsonl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g.record = st.Size()
 	return g
 }
 
@@ -167,9 +185,10 @@ func checkGrowing(tb testing.TB, run, full growingFrames) {
 func TestObservationFramesCarryDeltas(t *testing.T) {
 	t.Parallel()
 	const turns = 40
-	d := growingDaemon(t)
-	run := runGrowing(t, d, turns, nil)
-	full := runGrowing(t, d, turns, map[string]any{"full_token_ids": true})
+	dir := t.TempDir()
+	d := growingDaemon(t, dir)
+	run := runGrowing(t, d, dir, turns, nil)
+	full := runGrowing(t, d, dir, turns, map[string]any{"full_token_ids": true})
 	checkGrowing(t, run, full)
 	first, last := len(run.frames[0]), len(run.frames[turns-1])
 	ffirst, flast := len(full.frames[0]), len(full.frames[turns-1])
@@ -179,7 +198,10 @@ func TestObservationFramesCarryDeltas(t *testing.T) {
 	if flast < 3*ffirst {
 		t.Errorf("with full ids the frame at turn %d is %d B, turn 1's %d B: the conversation did not grow", turns, flast, ffirst)
 	}
-	t.Logf("frames: deltas %d → %d B, full ids %d → %d B", first, last, ffirst, flast)
+	t.Logf("frames: deltas %d → %d B, full ids %d → %d B; records %d B vs %d B", first, last, ffirst, flast, run.record, full.record)
+	if run.record == 0 || 2*run.record > full.record {
+		t.Errorf("the record with deltas is %d B, with full ids %d B: not under half", run.record, full.record)
+	}
 }
 
 // BenchmarkObservationFrames (issue 28, "observation frames at turn 300
@@ -195,23 +217,27 @@ func TestObservationFramesCarryDeltas(t *testing.T) {
 // -benchtime 1x.
 func BenchmarkObservationFrames(b *testing.B) {
 	const turns = 300
-	var first, last, ratio, ffirst, flast, fratio []float64
+	var first, last, ratio, ffirst, flast, fratio, rec, frec []float64
 	for range repeats {
-		d := growingDaemon(b, infoLog...)
-		run := runGrowing(b, d, turns, nil)
-		full := runGrowing(b, d, turns, map[string]any{"full_token_ids": true})
+		dir := b.TempDir()
+		d := growingDaemon(b, dir, infoLog...)
+		run := runGrowing(b, d, dir, turns, nil)
+		full := runGrowing(b, d, dir, turns, map[string]any{"full_token_ids": true})
 		checkGrowing(b, run, full)
 		f, l := float64(len(run.frames[0])), float64(len(run.frames[turns-1]))
 		ff, fl := float64(len(full.frames[0])), float64(len(full.frames[turns-1]))
 		first, last, ratio = append(first, f), append(last, l), append(ratio, l/f)
 		ffirst, flast, fratio = append(ffirst, ff), append(flast, fl), append(fratio, fl/ff)
+		rec, frec = append(rec, float64(run.record)/1e3), append(frec, float64(full.record)/1e3)
 		d.Stop()
 	}
 	fs, ls, rs := spreadOf(first), spreadOf(last), spreadOf(ratio)
 	ffs, fls, frs := spreadOf(ffirst), spreadOf(flast), spreadOf(fratio)
+	rs2, frs2 := spreadOf(rec), spreadOf(frec)
 	b.ReportMetric(rs.Med, "turn300/turn1")
-	summary("observation frames of a growing conversation (%d turns, one gateway call each): ids as deltas %s B at turn 1, %s B at turn %d → %s (target ≤ 2) | full_token_ids %s B at turn 1, %s B at turn %d → %s; %d episodes each",
-		turns, fs.Format("%.0f"), ls.Format("%.0f"), turns, rs.Format("%.2f"), ffs.Format("%.0f"), fls.Format("%.0f"), turns, frs.Format("%.2f"), repeats)
+	summary("observation frames of a growing conversation (%d turns, one gateway call each): ids as deltas %s B at turn 1, %s B at turn %d → %s (target ≤ 2) | full_token_ids %s B at turn 1, %s B at turn %d → %s; the episode's record file %s kB with deltas, %s kB with full_token_ids; %d episodes each",
+		turns, fs.Format("%.0f"), ls.Format("%.0f"), turns, rs.Format("%.2f"), ffs.Format("%.0f"), fls.Format("%.0f"), turns, frs.Format("%.2f"),
+		rs2.Format("%.0f"), frs2.Format("%.0f"), repeats)
 	row(fmt.Sprintf("observation frame at turn %d vs turn 1 of a growing conversation", turns),
 		ls.Format("%.0f")+" B", fs.Format("%.0f")+" B (turn 1, same run)", rs.Format("%.2f"), "≤ 2×", verdict(rs, 2, true))
 }
