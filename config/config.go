@@ -226,6 +226,11 @@ type EpisodeConfig struct {
 	// unlimited); MaxTurnOutputTokens those of one turn.
 	MaxOutputTokens     int `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
 	MaxTurnOutputTokens int `yaml:"max_turn_output_tokens" json:"max_turn_output_tokens,omitempty"`
+	// FullTokenIDs makes the gateway's llm_response events carry every
+	// prompt id; by default a call extending an earlier one carries only
+	// the ids after that parent's prompt+completion. A reset's
+	// full_token_ids overrides it.
+	FullTokenIDs bool `yaml:"full_token_ids" json:"full_token_ids,omitempty"`
 }
 
 // WorkspaceConfig shapes the per-episode working directory.

@@ -82,11 +82,12 @@ func (ep *Episode) openModel() error {
 			MaxTurnModelCalls: e.MaxTurnModelCalls, MaxTurnOutputTokens: e.MaxTurnOutputTokens,
 			MaxTokens: m.MaxTokens,
 		},
-		Sampling: m.Sampling,
-		Policy:   s.Policy,
-		OnEvent:  ep.emit,
-		OnBudget: d.refuse,
-		Logger:   ep.Log(),
+		Sampling:     m.Sampling,
+		FullTokenIDs: e.FullTokenIDs,
+		Policy:       s.Policy,
+		OnEvent:      ep.emit,
+		OnBudget:     d.refuse,
+		Logger:       ep.Log(),
 	})
 	if err != nil {
 		return fmt.Errorf("model gateway: %w", err)
@@ -177,6 +178,14 @@ func (ep *Episode) ModelBudgetFailure() *harness.Failure {
 func (ep *Episode) SetModelSampling(s *gateway.Sampling) {
 	if ep.model != nil {
 		ep.model.gw.SetSampling(s)
+	}
+}
+
+// SetModelFullTokenIDs says whether the gateway's llm_responses carry full
+// prompt ids (gateway.SetFullTokenIDs); without a gateway it does nothing.
+func (ep *Episode) SetModelFullTokenIDs(full bool) {
+	if ep.model != nil {
+		ep.model.gw.SetFullTokenIDs(full)
 	}
 }
 

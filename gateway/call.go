@@ -46,6 +46,9 @@ type call struct {
 	// recorded (prefixIndex), under the gateway's mutex.
 	parent   *call
 	children []*call
+	// emitted says the call's llm_response is out (guarded by the
+	// gateway's emitMu).
+	emitted bool
 	// key is the hash the prefix index files the call under: of its
 	// prompt+completion's first seqLen/blockSize blocks.
 	key uint64
@@ -79,7 +82,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	}
 	countSampling(sm)
 	version, epoch := g.opts.Policy.Current()
-	g.emit(adm.turn, &wire.LLMRequest{
+	g.emitRequest(adm.turn, &wire.LLMRequest{
 		Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
 		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: sm.effective,
 		Extra: requestExtra(version, sm),
@@ -130,7 +133,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	}
 	g.spend(adm.turn, spent)
 	latency, used := rec.latencyMS, c.Usage
-	g.emit(adm.turn, &wire.LLMResponse{
+	g.emitResponse(rec, &wire.LLMResponse{
 		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: &used,
 		CallIndex: adm.index, Dialect: string(d.Name()), Traffic: TrafficTraining,
 		PromptTokenIDs: c.PromptIDs, CompletionTokenIDs: c.CompletionIDs, Logprobs: c.Logprobs,
@@ -139,6 +142,29 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	if err := d.Encode(w, &c.Completion); err != nil {
 		g.log.Debug("gateway: agent went away mid-answer", "call", adm.index, "err", err)
 	}
+}
+
+// emitResponse emits recorded call c's llm_response ev. A call with a
+// parent names it (parent_call_index); unless the client asked for full
+// ids, and once the parent's own llm_response is out (so that a consumer
+// reading the events in order has it), ev carries only the prompt ids
+// after the parent's prompt+completion (prompt_token_ids_from): what an
+// observation frame carries per call stays the size of what is new, not
+// of the whole conversation.
+func (g *Gateway) emitResponse(c *call, ev *wire.LLMResponse) {
+	g.mu.Lock()
+	parent, full := c.parent, g.fullIDs
+	g.mu.Unlock()
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
+	if parent != nil {
+		ev.ParentCallIndex = parent.index
+		if n := parent.seqLen(); !full && parent.emitted && n <= len(ev.PromptTokenIDs) {
+			ev.PromptTokenIDs, ev.PromptTokenIDsFrom = ev.PromptTokenIDs[n:], n
+		}
+	}
+	g.emit(c.turn, ev)
+	c.emitted = true
 }
 
 // responseExtra carries a call's policy versions and ingest issues on its

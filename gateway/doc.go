@@ -33,7 +33,8 @@
 //   - capture: every call is numbered, stamped with the running turn
 //     (SetTurn) and emitted through Options.OnEvent as llm_request and
 //     llm_response events of origin gateway, carrying the engine's prompt
-//     and completion token ids, logprobs, finish reason, usage and latency;
+//     and completion token ids, logprobs, finish reason, usage and latency,
+//     each as a delta from the call before unless SetFullTokenIDs (delta.go);
 //     problems with them are graded on ingest (Issue, Severity).
 //   - refusals: a request with the key on any other path gets 404 in the
 //     dialect's shape, never reaches the upstream, is recorded as an error

@@ -43,6 +43,15 @@ type Gateway struct {
 	budget   *BudgetError
 	rewards  map[int]float64
 	events   []EnvEvent // the environment's queue events noted (NoteEvent)
+	fullIDs  bool       // llm_responses carry full prompt ids (SetFullTokenIDs)
+
+	// emitMu orders the llm_responses of trainable calls: a call's event
+	// names its parent's as the base of its prompt ids only once the
+	// parent's is emitted (call.emitted, guarded by emitMu).
+	emitMu sync.Mutex
+	// lastReq is the llm_request emitted last (guarded by emitMu): the
+	// base the next one's messages are sent as a delta from.
+	lastReq wire.RequestDeltas
 
 	servers httpgroup.Group // its Serve loops
 
@@ -119,6 +128,7 @@ func New(opts Options) (*Gateway, error) {
 		upstream: strings.TrimRight(opts.Upstream.URL, "/") + "/chat/completions",
 		turn:     1,
 		sampling: opts.Sampling,
+		fullIDs:  opts.FullTokenIDs,
 		servers:  httpgroup.Group{Closed: ErrClosed, Limit: doorcap.NewLimit(opts.Door, "model gateway", log)},
 	}, nil
 }
@@ -146,6 +156,23 @@ func (g *Gateway) SetSampling(s *Sampling) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sampling = s
+}
+
+// SetFullTokenIDs makes the events of later calls whole (full true) or
+// deltas from the call before (delta.go), and starts the deltas afresh:
+// no event emitted before it is a base of a later one, so an episode
+// prepared ahead, whose events were dropped until it was taken, sends no
+// delta from them. The export always has the full chains.
+func (g *Gateway) SetFullTokenIDs(full bool) {
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fullIDs = full
+	for _, c := range g.calls {
+		c.emitted = false
+	}
+	g.lastReq = wire.RequestDeltas{}
 }
 
 // SetReward records the environment's reward for turn n, for the export.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -55,12 +56,25 @@ func (e *events) list() []wire.Event {
 	return append([]wire.Event(nil), e.all...)
 }
 
-// responses returns the llm_response payloads, by call index.
+// responses returns the llm_response payloads, by call index, each with
+// its full prompt ids as a client rebuilds them (wire.CallTokenIDs) from
+// the deltas the gateway emits; a delta that cannot be rebuilt panics.
 func (e *events) responses() map[int]*wire.LLMResponse {
 	out := map[int]*wire.LLMResponse{}
-	for _, ev := range e.list() {
+	var ids wire.CallTokenIDs
+	evs := e.list()
+	if err := ids.AddEvents(evs); err != nil {
+		panic(err)
+	}
+	for _, ev := range evs {
 		if r, ok := ev.Data.(*wire.LLMResponse); ok {
-			out[r.CallIndex] = r
+			full := *r
+			if p, ok := ids.Prompt(r.CallIndex); ok && len(p) > 0 {
+				full.PromptTokenIDs, full.PromptTokenIDsFrom = p, 0
+			} else if r.PromptTokenIDsFrom > 0 {
+				panic(fmt.Sprintf("call %d: a delta from call %d that cannot be rebuilt", r.CallIndex, r.ParentCallIndex))
+			}
+			out[r.CallIndex] = &full
 		}
 	}
 	return out

@@ -83,6 +83,10 @@ type Options struct {
 	// Policy is the policy version the calls are stamped with (nil:
 	// always 0): the session's, whose parent is the daemon's.
 	Policy *PolicyVersion
+	// FullTokenIDs makes every llm_response carry the call's full prompt
+	// ids; by default a call extending an earlier one carries only the ids
+	// after that parent's prompt+completion (SetFullTokenIDs changes it).
+	FullTokenIDs bool
 	// OnEvent receives an llm_request and an llm_response event (origin
 	// gateway, stamped with the running turn) for every model call. It is
 	// called from the request's goroutine, possibly concurrently for

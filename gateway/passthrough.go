@@ -34,7 +34,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 		return
 	}
 	adm := g.admit()
-	g.emit(adm.turn, &wire.LLMRequest{Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
+	g.emitRequest(adm.turn, &wire.LLMRequest{Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
 		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: req.Sampling})
 	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficEvaluation, offersTools: req.OffersTools()}
 	fail := func(f failure) {

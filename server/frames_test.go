@@ -70,14 +70,20 @@ func TestParseAction(t *testing.T) {
 
 func TestParseReset(t *testing.T) {
 	o, err := parseReset(json.RawMessage(`{"seed":3,"episode_id":"ep","extra_kwarg":true}`))
-	if err != nil || *o.Seed != 3 || o.EpisodeID != "ep" {
+	if err != nil || *o.Seed != 3 || o.EpisodeID != "ep" || o.FullTokenIDs != nil {
 		t.Fatalf("%+v %v", o, err)
 	}
+	for in, want := range map[string]bool{`{"full_token_ids":true}`: true, `{"full_token_ids":false}`: false} {
+		if o, err := parseReset(json.RawMessage(in)); err != nil || o.FullTokenIDs == nil || *o.FullTokenIDs != want {
+			t.Errorf("%s: %+v %v", in, o, err)
+		}
+	}
 	for in, typ := range map[string]string{
-		`{"seed":-1}`:      "greater_than_equal",
-		`{"seed":"x"}`:     "int_type",
-		`{"seed":1.5}`:     "int_type",
-		`{"episode_id":5}`: "string_type",
+		`{"full_token_ids":"yes"}`: "bool_type",
+		`{"seed":-1}`:              "greater_than_equal",
+		`{"seed":"x"}`:             "int_type",
+		`{"seed":1.5}`:             "int_type",
+		`{"episode_id":5}`:         "string_type",
 		`{"episode_id":"` + strings.Repeat("x", 256) + `"}`: "string_too_long",
 	} {
 		_, err := parseReset(json.RawMessage(in))

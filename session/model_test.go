@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -78,6 +79,8 @@ func TestModelGatewayCapturesEngineIDs(t *testing.T) {
 		"llm second question;;llm third question",
 	}
 	seen := 0
+	var ids wire.CallTokenIDs // the episode's calls: later ones carry deltas
+	deltas := 0
 	for i, msg := range turns {
 		n := i + 1
 		o := step(t, s, msg)
@@ -100,11 +103,18 @@ func TestModelGatewayCapturesEngineIDs(t *testing.T) {
 		if len(rs) != len(entries)-seen {
 			t.Fatalf("turn %d: %d gateway responses, %d engine requests", n, len(rs), len(entries)-seen)
 		}
+		if err := ids.AddEvents(o.Metadata.TurnEvents); err != nil {
+			t.Fatalf("turn %d: %v", n, err)
+		}
 		for j, r := range rs {
 			e := entries[seen+j]
 			prompt, completion, ok := e.EngineTokenIDs()
-			if !ok || r.Traffic != gateway.TrafficTraining || !slices.Equal(r.PromptTokenIDs, prompt) || !slices.Equal(r.CompletionTokenIDs, completion) {
-				t.Errorf("turn %d call %d: captured %d/%d ids (%s), engine %d/%d", n, r.CallIndex, len(r.PromptTokenIDs), len(r.CompletionTokenIDs), r.Traffic, len(prompt), len(completion))
+			if r.PromptTokenIDsFrom > 0 {
+				deltas++
+			}
+			full, _ := ids.Prompt(r.CallIndex)
+			if !ok || r.Traffic != gateway.TrafficTraining || !slices.Equal(full, prompt) || !slices.Equal(r.CompletionTokenIDs, completion) {
+				t.Errorf("turn %d call %d: captured %d/%d ids (%s), engine %d/%d", n, r.CallIndex, len(full), len(r.CompletionTokenIDs), r.Traffic, len(prompt), len(completion))
 			}
 			if e.Headers["Authorization"] != "Bearer "+realKey || e.Model != "engine-model" {
 				t.Errorf("upstream got %q for model %q", e.Headers["Authorization"], e.Model)
@@ -116,6 +126,11 @@ func TestModelGatewayCapturesEngineIDs(t *testing.T) {
 			}
 		}
 		seen = len(entries)
+	}
+	// Calls 2 and 3 extend call 1's conversation (call 3 in the next turn):
+	// their events carry only the new prompt ids.
+	if deltas != 2 {
+		t.Errorf("%d of 3 calls carry their prompt ids as a delta, want 2", deltas)
 	}
 
 	ex, err := s.Export("ep-model")
@@ -364,5 +379,49 @@ func TestModelListenerIsAParameter(t *testing.T) {
 	}
 	if !slices.Equal(asked, []string{"ep-a", "ep-b"}) || addrs[0] == addrs[1] {
 		t.Fatalf("listeners asked for %v at %v", asked, addrs)
+	}
+}
+
+// episode.full_token_ids makes the gateway's events whole; a reset's
+// FullTokenIDs overrides it either way, on a cold reset and on a warm
+// standby's handover alike.
+func TestFullTokenIDsOption(t *testing.T) {
+	for _, warm := range []int{0, 1} {
+		t.Run(fmt.Sprint("warm", warm), func(t *testing.T) { fullTokenIDsOption(t, warm) })
+	}
+}
+
+func fullTokenIDsOption(t *testing.T, warm int) {
+	_, url := engine(t)
+	cfg := engineConfig(t, url)
+	cfg.Episode.FullTokenIDs = true
+	cfg.Warm = warm
+	s := newSession(t, cfg)
+	no, yes := false, true
+	for i, c := range []struct {
+		opt   *bool
+		delta bool
+	}{{nil, false}, {&no, true}, {&yes, false}, {&no, true}} {
+		obs, err := s.Reset(context.Background(), session.ResetOptions{FullTokenIDs: c.opt})
+		if err != nil || obs.Done {
+			t.Fatalf("reset: %v %+v", err, obs)
+		}
+		if warm > 0 && i > 0 && !obs.Metadata.Standby {
+			t.Fatalf("reset %d did not take the standby", i+1)
+		}
+		o := step(t, s, "llm first;;llm second")
+		var req *wire.LLMRequest
+		for _, e := range o.Metadata.TurnEvents {
+			if r, ok := e.Data.(*wire.LLMRequest); ok && r.CallIndex == 2 {
+				req = r
+			}
+		}
+		rs := gatewayResponses(o.Metadata.TurnEvents)
+		if len(rs) != 2 || req == nil {
+			t.Fatalf("option %v: %d responses, request %v", c.opt, len(rs), req)
+		}
+		if got := rs[1].PromptTokenIDsFrom > 0 && req.MessagesFrom > 0; got != c.delta || rs[1].ParentCallIndex != 1 {
+			t.Errorf("option %v: call 2 from %d (parent %d), messages from %d; want deltas %v", c.opt, rs[1].PromptTokenIDsFrom, rs[1].ParentCallIndex, req.MessagesFrom, c.delta)
+		}
 	}
 }

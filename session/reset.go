@@ -33,6 +33,19 @@ type ResetOptions struct {
 	// PolicyVersion, when set, sets the session's policy version before
 	// the episode starts (SetPolicyVersion).
 	PolicyVersion *int64
+	// FullTokenIDs, when set, says whether the gateway's llm_response
+	// events of this episode carry full prompt ids (true) or only those
+	// after the parent call's (false); nil keeps episode.full_token_ids.
+	FullTokenIDs *bool
+}
+
+// fullTokenIDs is whether a reset's episode gets full prompt ids in its
+// llm_response events: its own choice, else the configuration's.
+func (s *Session) fullTokenIDs(opts ResetOptions) bool {
+	if opts.FullTokenIDs != nil {
+		return *opts.FullTokenIDs
+	}
+	return s.cfg.Episode.FullTokenIDs
 }
 
 // Reset ends any running episode (killing its tree and revoking its bridge
@@ -66,7 +79,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if s.standby && opts.EpisodeID == "" {
 		if ep := s.pool.Take(ctx); ep != nil {
 			ep.SetModelSampling(pin)
-			return s.handOver(ep, t0)
+			return s.handOver(ep, t0, s.fullTokenIDs(opts))
 		}
 	}
 	s.endPrevious(ctx, false)
@@ -100,6 +113,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		return nil, err
 	}
 	ep.SetModelSampling(pin)
+	ep.SetModelFullTokenIDs(s.fullTokenIDs(opts))
 	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
 	s.events.Note(s.resetRecord(r))
 	s.mu.Lock()
@@ -149,8 +163,8 @@ func (s *Session) open(ctx context.Context, spec episode.Spec) (ep *episode.Epis
 
 // handOver makes a standby the session's episode: its events are recorded
 // from now on, and the previous episode is retired once the reset has
-// returned.
-func (s *Session) handOver(ep *episode.Episode, t0 time.Time) (*wire.Observation, error) {
+// returned; fullIDs says whether its gateway's events are whole (SetModelFullTokenIDs).
+func (s *Session) handOver(ep *episode.Episode, t0 time.Time, fullIDs bool) (*wire.Observation, error) {
 	s.endPrevious(context.Background(), true)
 	s.afterOp(s.pool.Fill)
 	id := ep.ID()
@@ -170,6 +184,9 @@ func (s *Session) handOver(ep *episode.Episode, t0 time.Time) (*wire.Observation
 	s.last = nil
 	s.mu.Unlock()
 	ep.Bind(s.events.Add)
+	// After Bind: no model call's event dropped while the episode was held
+	// is the base of a delta.
+	ep.SetModelFullTokenIDs(fullIDs)
 	s.startClocks(r)
 	ep.Log().Info("episode started", "standby", true, "tools", ep.Tools(), "elapsed", time.Since(t0))
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.Tools(), Isolation: s.env.Isolation, Standby: true}}

@@ -8,6 +8,9 @@
 // session) builds them through these types, and every consumer (the server,
 // client, printers) reads them through these types.
 //
+// The gateway's calls travel as deltas from the call before; CallTokenIDs
+// and CallMessages rebuild them whole, RequestDeltas makes the requests'.
+//
 // The package imports only the standard library. It must not know about
 // processes, MCP, HTTP or any harness protocol: it is the leaf that client
 // code and every producer share.

@@ -101,11 +101,21 @@ type ToolResult struct {
 type LLMRequest struct {
 	// Model is the model asked for.
 	Model string `json:"model,omitempty"`
-	// Messages is the conversation sent, a JSON list in the caller's dialect.
+	// Messages is the conversation sent, a JSON list in the caller's
+	// dialect: all of it, or, when MessagesFrom is above 0, only the
+	// messages after the first MessagesFrom (CallMessages puts them back).
 	Messages json.RawMessage `json:"messages,omitempty"`
 	// CallIndex is the 1-based index of the call in its episode (gateway
 	// only); it pairs the request with its llm_response.
 	CallIndex int `json:"call_index,omitempty"`
+	// MessagesCallIndex is the call of the episode whose llm_request, the
+	// one the gateway emitted before this one, holds the leading messages
+	// Messages leaves out (gateway only; 0 when MessagesFrom is 0).
+	MessagesCallIndex int `json:"messages_call_index,omitempty"`
+	// MessagesFrom is how many leading messages Messages leaves out: all of
+	// call MessagesCallIndex's messages (0: Messages is the whole
+	// conversation, as when the client asks for full_token_ids).
+	MessagesFrom int `json:"messages_from,omitempty"`
 	// Dialect is the caller's wire API: openai-chat, openai-responses,
 	// anthropic or gemini (gateway only).
 	Dialect string `json:"dialect,omitempty"`
@@ -142,8 +152,20 @@ type LLMResponse struct {
 	// "evaluation" for a provider's answer without them (gateway only).
 	Traffic string `json:"traffic,omitempty"`
 	// PromptTokenIDs is the engine's token ids of the prompt it conditioned
-	// on (gateway, engine upstream only).
+	// on (gateway, engine upstream only): all of them, or, when
+	// PromptTokenIDsFrom is above 0, only those from that position on (the
+	// ones before it are the parent call's prompt+completion ids;
+	// CallTokenIDs puts them back).
 	PromptTokenIDs []int `json:"prompt_token_ids,omitempty"`
+	// ParentCallIndex is the call whose prompt+completion ids are the
+	// longest exact prefix of this call's prompt ids, among the calls
+	// recorded before it (0: none; gateway, engine upstream only).
+	ParentCallIndex int `json:"parent_call_index,omitempty"`
+	// PromptTokenIDsFrom is how many leading prompt ids PromptTokenIDs
+	// leaves out: the parent's prompt+completion ids, which an earlier
+	// llm_response of the episode carries (0: PromptTokenIDs is the whole
+	// prompt, as when the client asks for full_token_ids).
+	PromptTokenIDsFrom int `json:"prompt_token_ids_from,omitempty"`
 	// CompletionTokenIDs is the engine's sampled token ids (gateway, engine
 	// upstream only).
 	CompletionTokenIDs []int `json:"completion_token_ids,omitempty"`

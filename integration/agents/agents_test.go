@@ -234,6 +234,7 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 	d := s.serve(t, p, "--model-upstream", "engine", "--config", s.pinConfig(t, p.Name))
 	since := s.lastSeq()
 	used := map[int]bool{}
+	var ids wire.CallTokenIDs // the episode's calls, across its turns
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env, err := client.Dial(ctx, d.url, nil)
@@ -267,7 +268,7 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 	}
 	r.toolTurn = time.Since(t0)
 	checkTurn(t, "tool turn", obs)
-	r.captures = append(r.captures, checkCapture(t, 1, obs.Metadata.TurnEvents, s.agentEntries(p.Name, since), used))
+	r.captures = append(r.captures, checkCapture(t, 1, obs.Metadata.TurnEvents, s.agentEntries(p.Name, since), used, &ids))
 	checkBridgeEcho(t, "tool turn", obs)
 	turnEvents := obs.Metadata.TurnEvents
 	for _, e := range obs.Metadata.TurnEvents {
@@ -291,7 +292,7 @@ func (s *suite) wsEpisode(t *testing.T, p *presets.Preset, r *report) {
 	}
 	r.plainTurn = time.Since(t0)
 	checkTurn(t, "second turn", obs)
-	r.captures = append(r.captures, checkCapture(t, 2, obs.Metadata.TurnEvents, s.agentEntries(p.Name, since), used))
+	r.captures = append(r.captures, checkCapture(t, 2, obs.Metadata.TurnEvents, s.agentEntries(p.Name, since), used, &ids))
 	checkBridgeEcho(t, "second turn", obs)
 	if resp := responseOf(obs); !strings.Contains(resp, "TOOL-DONE") || !strings.Contains(resp, msgTool) || !strings.Contains(resp, msgSecond) {
 		t.Errorf("second turn: response %q, want TOOL-DONE and HISTORY: with both user messages", resp)

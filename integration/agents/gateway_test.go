@@ -65,9 +65,15 @@ func (s *suite) lastSeq() int {
 // the engine produced for a distinct request of this agent made since the
 // turn began (entries, which checkCapture marks used), it is stamped with
 // turn n, and no call failed.
-func checkCapture(t *testing.T, n int, evs []wire.Event, entries []fakellm.Entry, used map[int]bool) capture {
+//
+// ids holds the episode's calls so far: a call's prompt ids may be a delta
+// from an earlier turn's call, which ids rebuilds.
+func checkCapture(t *testing.T, n int, evs []wire.Event, entries []fakellm.Entry, used map[int]bool, ids *wire.CallTokenIDs) capture {
 	t.Helper()
 	c := capture{streamed: map[string]bool{}, dialects: map[string]int{}}
+	if err := ids.AddEvents(evs); err != nil {
+		t.Errorf("turn %d: the gateway's token ids: %v", n, err)
+	}
 	reqs := map[int]*wire.LLMRequest{}
 	for _, e := range evs {
 		if e.Origin != wire.OriginGateway {
@@ -83,6 +89,11 @@ func checkCapture(t *testing.T, n int, evs []wire.Event, entries []fakellm.Entry
 			if d.Status != 0 || d.Error != "" {
 				t.Errorf("turn %d: call %d failed: %d %s", n, d.CallIndex, d.Status, d.Error)
 				continue
+			}
+			if p, ok := ids.Prompt(d.CallIndex); ok {
+				full := *d
+				full.PromptTokenIDs = p
+				d = &full
 			}
 			if d.Traffic != "training" || len(d.PromptTokenIDs) == 0 || len(d.CompletionTokenIDs) == 0 || len(d.Logprobs) != len(d.CompletionTokenIDs) {
 				t.Errorf("turn %d: call %d: traffic %q, %d prompt ids, %d completion ids, %d logprobs", n, d.CallIndex,
@@ -230,6 +241,20 @@ func replayNonStreaming(t *testing.T, pid int, evs []wire.Event) string {
 	if last == nil {
 		t.Fatal("no gateway llm_request offering tools to replay")
 	}
+	// Its messages may be a delta from an earlier request's (all of this
+	// episode's calls so far are in the turn's events): the whole
+	// conversation again.
+	var msgs wire.CallMessages
+	if err := msgs.AddEvents(evs); err != nil {
+		t.Fatal(err)
+	}
+	whole, ok := msgs.Messages(last.CallIndex)
+	if !ok {
+		t.Fatalf("call %d's messages cannot be rebuilt from the turn's events (missing %v)", last.CallIndex, msgs.Missing())
+	}
+	full := *last
+	full.Messages = whole
+	last = &full
 	var path string
 	body := map[string]any{"model": last.Model}
 	hdr := http.Header{"Content-Type": {"application/json"}}

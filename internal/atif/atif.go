@@ -152,6 +152,9 @@ type converter struct {
 	// gateway says the record has model calls the gateway saw; without
 	// any, the harness's own account of its model calls is used.
 	gateway bool
+	// ids rebuilds the gateway's calls' full prompt ids from the deltas
+	// their llm_responses carry (parent_call_index, prompt_token_ids_from).
+	ids wire.CallTokenIDs
 }
 
 type pendingCall struct {
@@ -388,6 +391,17 @@ func (c *converter) llm(e wire.Event, d *wire.LLMResponse) {
 		m.PromptTokens, m.CompletionTokens = &p, &q
 	}
 	m.PromptTokenIDs, m.CompletionTokenIDs, m.Logprobs = d.PromptTokenIDs, d.CompletionTokenIDs, finite(d.Logprobs)
+	if e.Origin == wire.OriginGateway && d.CallIndex > 0 {
+		// A delta's prompt is its parent's ids and the new ones; a parent
+		// the record lost (a turn's event bound) leaves the prompt to the
+		// export.
+		m.PromptTokenIDs = nil
+		if err := c.ids.Add(d); err == nil {
+			if p, ok := c.ids.Prompt(d.CallIndex); ok && len(p) > 0 {
+				m.PromptTokenIDs = p
+			}
+		}
+	}
 	if d.LatencyMS != nil {
 		m.Extra["latency_ms"] = *d.LatencyMS
 		c.llmMS += *d.LatencyMS

@@ -156,7 +156,17 @@ func checkRoundTrip(t *testing.T, recs []wire.Record, tr docTrajectory) {
 			}
 		}
 	}
-	var nCalls, nResults, nLLM int
+	var nCalls, nResults, nLLM, deltas int
+	var events []wire.Event
+	for _, r := range recs {
+		if r.Kind == wire.RecordEvent && r.Event != nil {
+			events = append(events, *r.Event)
+		}
+	}
+	prompts, err := wire.FullPromptIDs(events)
+	if err != nil {
+		t.Fatalf("the record's llm_responses: %v", err)
+	}
 	for _, r := range recs {
 		if r.Kind != wire.RecordEvent || r.Event == nil {
 			continue
@@ -208,7 +218,10 @@ func checkRoundTrip(t *testing.T, recs []wire.Record, tr docTrajectory) {
 				continue
 			}
 			m := s.Metrics
-			if !reflect.DeepEqual(m.PromptTokenIDs, d.PromptTokenIDs) || !reflect.DeepEqual(m.CompletionTokenIDs, d.CompletionTokenIDs) ||
+			if d.PromptTokenIDsFrom > 0 {
+				deltas++
+			}
+			if !reflect.DeepEqual(m.PromptTokenIDs, prompts[d.CallIndex]) || !reflect.DeepEqual(m.CompletionTokenIDs, d.CompletionTokenIDs) ||
 				!reflect.DeepEqual(m.Logprobs, d.Logprobs) {
 				t.Errorf("model call %d: token ids or logprobs differ from the record", d.CallIndex)
 			}
@@ -217,8 +230,13 @@ func checkRoundTrip(t *testing.T, recs []wire.Record, tr docTrajectory) {
 			}
 		}
 	}
-	// The episode made three environment tool calls and two model calls; a
-	// record without them would make this test pass without testing.
+	// The episode made three environment tool calls and two model calls,
+	// the second extending the first (its record carries a delta the
+	// trajectory rebuilt); a record without them would make this test pass
+	// without testing.
+	if deltas != 1 {
+		t.Errorf("%d model calls carry their prompt as a delta from their parent, want 1", deltas)
+	}
 	if nCalls != 3 || nResults != 3 || nLLM != 2 {
 		t.Errorf("the record holds %d bridge tool calls, %d results, %d model calls; want 3, 3, 2", nCalls, nResults, nLLM)
 	}

@@ -59,12 +59,12 @@ def test_async_env(daemons) -> None:
 
 
 def _event_ids(obs: harnessd.Observation, call_index: int) -> list[int]:
-    """The engine's prompt + completion ids of a call, as the gateway's
-    llm_response event carries them."""
-    for e in obs.events:
-        if e.source == "gateway" and e.type == "llm_response" and e.data.get("call_index") == call_index:
-            return list(e.data["prompt_token_ids"]) + list(e.data["completion_token_ids"])
-    raise AssertionError(f"no llm_response of call {call_index}")
+    """The engine's prompt + completion ids of a call, rebuilt from the
+    gateway's llm_response events (harnessd.CallIDs)."""
+    try:
+        return harnessd.CallIDs().add_events(obs.events).ids(call_index)
+    except KeyError:
+        raise AssertionError(f"no llm_response of call {call_index}") from None
 
 
 def test_errors_carry_the_servers_message(daemons) -> None:
@@ -150,3 +150,39 @@ def test_bad_url_leaves_no_thread() -> None:
     with pytest.raises(ValueError):
         harnessd.Env("ftp://example.invalid")
     assert threading.active_count() == before
+
+
+def test_calls_rebuild_whole_events(daemons) -> None:
+    """A growing conversation's gateway events are deltas by default; the
+    helper rebuilds exactly what a reset with full_token_ids gets, and the
+    export's chain."""
+    d = daemons.start()
+    runs = []
+    with harnessd.Env(d.url) as env:
+        for full in (False, True):
+            env.reset(full_token_ids=full)
+            evs: list[harnessd.Event] = []
+            for i in range(6):
+                evs += env.step(f"llm step {i}: fix the bug").events
+            runs.append((evs, env.export()))
+    (delta, ex), (whole, _) = runs
+    resp = [e.data for e in delta if e.source == "gateway" and e.type == "llm_response"]
+    req = [e.data for e in delta if e.source == "gateway" and e.type == "llm_request"]
+    assert len(resp) == 6 and len(req) == 6
+    # The frames carry deltas: each call after the first names the call
+    # before as its base.
+    for i in range(1, 6):
+        assert resp[i]["parent_call_index"] == i and resp[i]["prompt_token_ids_from"] > 0
+        assert req[i]["messages_call_index"] == i and req[i]["messages_from"] == 2 * i - 1
+    assert not any("prompt_token_ids_from" in e.data or "messages_from" in e.data for e in whole)
+    a, b = harnessd.full_calls(delta), harnessd.full_calls(whole)
+    assert sorted(a) == sorted(b) == [1, 2, 3, 4, 5, 6]
+    for ci in a:
+        for k in ("prompt_token_ids", "completion_token_ids"):
+            assert a[ci]["response"][k] == b[ci]["response"][k], (ci, k)
+        assert a[ci]["request"]["messages"] == b[ci]["request"]["messages"], ci
+    last = a[6]["response"]
+    assert ex["chains"][0]["input_ids"] == last["prompt_token_ids"] + last["completion_token_ids"]
+    # Without the base a delta cannot be rebuilt, and says so.
+    with pytest.raises(harnessd.MissingBase):
+        harnessd.full_calls([e for e in delta if not (e.type == "llm_response" and e.data.get("call_index") == 3)])

@@ -34,14 +34,12 @@ def episode_index(episode_id: str) -> int:
 
 
 def gateway_ids(traj: Trajectory) -> dict[int, list[int]]:
-    """call_index -> the engine's prompt + completion ids, from the
-    gateway's llm_response events of the trajectory."""
-    out: dict[int, list[int]] = {}
-    for t in traj.turns:
-        for e in t.observation.events:
-            if e.source == "gateway" and e.type == "llm_response":
-                out[e.data["call_index"]] = list(e.data["prompt_token_ids"]) + list(e.data["completion_token_ids"])
-    return out
+    """call_index -> the engine's prompt + completion ids, rebuilt from
+    the gateway's llm_response events of the trajectory (their prompt ids
+    are deltas from the parent call's: harnessd.full_calls)."""
+    calls = harnessd.full_calls(e for t in traj.turns for e in t.observation.events)
+    return {ci: list(c["response"]["prompt_token_ids"]) + list(c["response"]["completion_token_ids"])
+            for ci, c in calls.items() if "response" in c}
 
 
 def check_samples_equal_exports(group: harnessd.GroupResult) -> list[convert.Sample]:

@@ -51,6 +51,8 @@ func addTrainerPaths(paths map[string]any, obj objFunc, answer answerFunc, detai
 			props["sampling"] = map[string]any{"type": []string{"object", "null"}, "description": "override harness.model.sampling for this episode: " +
 				"temperature, top_p, top_k, min_p, seed, max_tokens, allow, strip_stop (docs/gateway.md)"}
 			props["policy_version"] = map[string]any{"type": []string{"integer", "null"}, "minimum": 0, "description": "set the session's policy version from this reset on"}
+			props["full_token_ids"] = map[string]any{"type": []string{"boolean", "null"}, "description": "the gateway's llm_request and llm_response events whole " +
+				"instead of deltas from the call before (default episode.full_token_ids; docs/protocol.md, calls as deltas)"}
 		}
 	}
 }

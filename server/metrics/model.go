@@ -78,7 +78,7 @@ func (m *modelMetrics) observe(obs *wire.Observation) {
 		if r.LatencyMS != nil {
 			m.seconds.WithLabelValues(dialect, traffic).Observe(*r.LatencyMS / 1000)
 		}
-		prompt, completion := len(r.PromptTokenIDs), len(r.CompletionTokenIDs)
+		prompt, completion := r.PromptTokenIDsFrom+len(r.PromptTokenIDs), len(r.CompletionTokenIDs)
 		if prompt == 0 && completion == 0 && r.Usage != nil {
 			prompt, completion = r.Usage.PromptTokens, r.Usage.CompletionTokens
 		}

@@ -247,6 +247,22 @@ func ResetKwargs(raw map[string]json.RawMessage, pin **gateway.Sampling, version
 	return errs
 }
 
+// FullTokenIDsKwarg reads a reset's "full_token_ids" (a boolean: the
+// gateway's events of the episode whole instead of deltas from the call
+// before) into full; absent or null leaves it.
+func FullTokenIDsKwarg(raw map[string]json.RawMessage, full **bool) []wire.FieldError {
+	v, ok := raw["full_token_ids"]
+	if !ok || string(v) == "null" {
+		return nil
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		return []wire.FieldError{{Type: "bool_type", Loc: []any{"full_token_ids"}, Msg: "Input should be a valid boolean", Input: string(v)}}
+	}
+	*full = &b
+	return nil
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")

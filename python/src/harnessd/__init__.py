@@ -6,6 +6,8 @@
   with retries of infrastructure failures and bounded concurrency;
 - :func:`rollout_group`: G episodes of one task, with trajectories, rewards
   and training exports;
+- :class:`CallIDs`, :func:`full_calls`: the gateway's model calls rebuilt
+  whole from the deltas its events carry;
 - :mod:`harnessd.convert`: the export as token-level samples, SkyRL's
   ``GeneratorOutput``, verifiers' and TRL's rollout shapes;
 - :func:`filter_stale` (:mod:`harnessd.policy`): samples too far behind the
@@ -14,6 +16,7 @@
 See docs/training.md for a worked example.
 """
 
+from .calls import CallIDs, MissingBase, full_calls
 from .env import AsyncEnv, Env
 from .errors import (
     CapacityError,
@@ -45,5 +48,5 @@ __all__ = [
     "Trajectory", "Turn", "EpisodeResult", "GroupResult", "rollout_group", "rollout_group_sync", "run_episode",
     "HarnessdError", "InfrastructureError", "TransportError", "ProtocolError", "ServerError", "InvalidJSONError",
     "UnknownTypeError", "ValidationError", "ExecutionError", "ExportUnavailable", "CapacityError", "FactoryError",
-    "SessionError",
+    "SessionError", "CallIDs", "MissingBase", "full_calls",
 ]

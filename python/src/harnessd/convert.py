@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .calls import full_calls
 from .rollout import EpisodeResult, GroupResult, Trajectory
 
 __all__ = [
@@ -270,16 +271,9 @@ def to_skyrl(samples: Sequence[Sample], *, rollout_metrics: dict[str, Any] | Non
 
 def _gateway_calls(traj: Trajectory) -> dict[int, dict[str, Any]]:
     """call_index -> {"request": llm_request data, "response": llm_response
-    data} from the trajectory's gateway events."""
-    calls: dict[int, dict[str, Any]] = {}
-    for t in traj.turns:
-        for ev in t.observation.events:
-            if ev.source != "gateway" or ev.type not in ("llm_request", "llm_response"):
-                continue
-            ci = ev.data.get("call_index")
-            if isinstance(ci, int):
-                calls.setdefault(ci, {})["request" if ev.type == "llm_request" else "response"] = ev.data
-    return calls
+    data} from the trajectory's gateway events, each whole again
+    (:func:`harnessd.calls.full_calls`)."""
+    return full_calls((ev for t in traj.turns for ev in t.observation.events), strict=False)
 
 
 def _assistant(content: Any) -> list[dict[str, Any]]:
