@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/harnessd/harnessd/internal/linux/cgroups"
 )
@@ -20,9 +21,17 @@ const cgroupPrefix = "harnessd-sandbox-"
 // killed with SIGKILL cannot remove its sandboxes' cgroups; their
 // processes died with their PID namespaces). It only removes directories
 // (rmdir fails on a cgroup that still has tasks), never signals, and
-// skips a cgroup whose daemon pid is alive. It returns how many it
-// removed.
-func SweepCgroups() int {
+// skips a cgroup whose daemon pid is alive, and one made in the last
+// sweepMinAge: a daemon in another PID namespace (a container's, a test's)
+// cannot see this one's pid, and must not remove the empty cgroup a live
+// sandbox has just made and not yet moved its init into. It returns how
+// many it removed.
+func SweepCgroups() int { return sweepCgroups(sweepMinAge) }
+
+// sweepMinAge is how old an empty sandbox cgroup must be to be swept.
+const sweepMinAge = 10 * time.Second
+
+func sweepCgroups(minAge time.Duration) int {
 	layout, err := cgroups.Find()
 	if err != nil {
 		return 0
@@ -50,7 +59,7 @@ func SweepCgroups() int {
 		}
 		for _, e := range ents {
 			pid, ok := sandboxCgroupPid(e.Name())
-			if !ok || !e.IsDir() || pidAlive(pid) {
+			if !ok || !e.IsDir() || pidAlive(pid) || younger(e, minAge) {
 				continue
 			}
 			if os.Remove(filepath.Join(p, e.Name())) == nil {
@@ -77,4 +86,14 @@ func sandboxCgroupPid(name string) (int, bool) {
 func pidAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// younger reports whether the directory e was made (or changed) less than
+// age ago; one whose age cannot be read counts as young (kept).
+func younger(e os.DirEntry, age time.Duration) bool {
+	if age <= 0 {
+		return false
+	}
+	fi, err := e.Info()
+	return err != nil || time.Since(fi.ModTime()) < age
 }

@@ -41,7 +41,13 @@ func TestSweepCgroupsRemovesOnlyDeadDaemonsEmptyCgroups(t *testing.T) {
 	}
 	defer os.Remove(kept)
 	defer os.Remove(gone)
+	// A fresh one is kept, whatever its pid: a daemon in another PID
+	// namespace cannot tell a live daemon's pid from a dead one's.
 	SweepCgroups()
+	if _, err := os.Stat(gone); err != nil {
+		t.Errorf("an empty sandbox cgroup made just now was removed: %v", err)
+	}
+	sweepCgroups(0) // as if it were older than sweepMinAge
 	if _, err := os.Stat(gone); err == nil {
 		t.Errorf("the dead daemon's empty sandbox cgroup %s was not removed", gone)
 	}
