@@ -288,3 +288,17 @@ func (cmd *Command) validate() error {
 	}
 	return nil
 }
+
+// coveredByWorkspace refuses a program under WorkspaceAt: the workspace is
+// mounted there, over the host's directory, so the program would not be
+// found (a task's WORKDIR /work over a checkout under /work).
+func (c *Config) coveredByWorkspace(prog string) error {
+	at := filepath.Clean(c.WorkspaceAt)
+	if c.WorkspaceAt == "" || !filepath.IsAbs(prog) || at == "/" {
+		return nil
+	}
+	if p := filepath.Clean(prog); p == at || strings.HasPrefix(p, at+"/") {
+		return fmt.Errorf("%w: the program %s is under %s, where the episode's workspace is mounted (the task's WORKDIR), which covers it inside the sandbox: install it outside %s or give the task another WORKDIR", ErrInvalidConfig, prog, at, at)
+	}
+	return nil
+}

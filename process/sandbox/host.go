@@ -274,6 +274,9 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (*Run, error) {
 	if err := cmd.validate(); err != nil {
 		return nil, err
 	}
+	if err := s.cfg.coveredByWorkspace(cmd.Path); err != nil {
+		return nil, err
+	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	if prev := s.cur.Load(); prev != nil {

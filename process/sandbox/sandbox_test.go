@@ -723,3 +723,38 @@ func TestProbe(t *testing.T) {
 	}
 	t.Logf("probe: %+v", r)
 }
+
+// TestRunRefusesAProgramTheWorkspaceCovers: with the workspace mounted at
+// the directory the harness program lives in (a task's WORKDIR over it),
+// Run says so instead of failing to find the program; the control is the
+// same program with the workspace at /app.
+func TestRunRefusesAProgramTheWorkspaceCovers(t *testing.T) {
+	need(t)
+	root := hostDir(t)
+	ws := filepath.Join(root, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ at, want string }{
+		{filepath.Dir(agentPath), "where the episode's workspace is mounted"},
+		{"/app", ""},
+	} {
+		cfg := baseConfig(t)
+		cfg.Workspace, cfg.WorkspaceAt, cfg.Hide = ws, tc.at, []string{root}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sb, err := sandbox.Start(ctx, cfg)
+		if err != nil {
+			cancel()
+			t.Fatalf("start with the workspace at %s: %v", tc.at, err)
+		}
+		_, err = sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand}})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("control (workspace at %s): %v", tc.at, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("workspace at %s over the program: %v, want an error saying %q", tc.at, err, tc.want)
+		}
+		sb.Close()
+		cancel()
+	}
+}
