@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/internal/testbin"
+
 	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
@@ -199,7 +201,7 @@ func TestWorkdirAndEnvironmentEnv(t *testing.T) {
 func TestUsersAreMappedOntoTheSandboxIDs(t *testing.T) {
 	needSandbox(t)
 	if os.Geteuid() != 0 {
-		t.Skip("task users need a range of ids: a root daemon")
+		testbin.Missing(t, "task users need a range of ids: a root daemon")
 	}
 	task := mustTask(t, map[string]string{
 		"task.toml":         "[agent]\nuser = \"agent\"\n[verifier]\nuser = \"grader\"\n",

@@ -246,7 +246,7 @@ harness:
 // where the harness is the daemon's user, the task is refused by key.
 func TestRunTaskAsTheAgentUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("task users need a range of ids: a root daemon")
+		testbin.Missing(t, "task users need a range of ids: a root daemon")
 	}
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "shell.yaml", `

@@ -189,7 +189,7 @@ func TestUnmountBelowSweepsWhatAGoneOwnerLeft(t *testing.T) {
 // device, mount, and their undoing.
 func BenchmarkMountUnmount(b *testing.B) {
 	if err := quota.Probe(context.Background(), b.TempDir()); err != nil {
-		b.Skip(err)
+		testbin.Missing(b, "disk quota: %v", err)
 	}
 	for _, c := range []struct {
 		sz       int64

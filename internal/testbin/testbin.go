@@ -149,7 +149,7 @@ func Missing(tb testing.TB, format string, args ...any) {
 }
 
 // buildSandboxInit builds cmd/harnessd-sandbox-init where harnessd's
-// harnessd_embedinit build embeds it from (process/sandbox, ignored by
+// harnessd_embedinit build embeds it from (process/sandbox/initfile, ignored by
 // git), as the Makefile's build does: to a temporary name, then renamed,
 // so that test processes building at once never embed a partial file (the
 // build is reproducible: every one of them writes the same bytes).

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 func TestWriteInitFileMakesAReadOnlyFileAndReusesIt(t *testing.T) {
@@ -70,7 +72,7 @@ func TestWriteInitFileRefusesADirectoryItDoesNotOwnAlone(t *testing.T) {
 		}, "not what harnessd made"},
 		{"another uid's", func(t *testing.T, dir string) {
 			if os.Geteuid() != 0 {
-				t.Skip("chown to another uid needs root")
+				testbin.Missing(t, "chown to another uid needs root")
 			}
 			os.Mkdir(dir, 0o711)
 			os.Chown(dir, 4242, 4242)
@@ -92,13 +94,14 @@ func TestWriteInitFileRefusesADirectoryItDoesNotOwnAlone(t *testing.T) {
 
 func TestPlaceInitFileSkipsDirectoriesTheSandboxCannotReach(t *testing.T) {
 	private := t.TempDir() // 0700, as a test's (or a user's) $TMPDIR often is
-	shared := t.TempDir()
-	os.Chmod(shared, 0o755)
-	for d := filepath.Dir(shared); d != "/"; d = filepath.Dir(d) {
-		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm()&0o001 == 0 {
-			t.Skipf("%s above the test's temporary directory is not traversable", d)
-		}
+	// Under /tmp itself, not $TMPDIR (which may be private): every uid
+	// may traverse /tmp.
+	shared, err := os.MkdirTemp("/tmp", "harnessd-initfile-test-")
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer os.RemoveAll(shared)
+	os.Chmod(shared, 0o755)
 	p, err := placeInitFile([]byte("init"), []string{private, shared})
 	if err != nil {
 		t.Fatal(err)
