@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"net"
 	"net/netip"
 )
 
@@ -93,4 +94,21 @@ func (g guard) check(addr netip.Addr) string {
 		return "one of the daemon's own addresses"
 	}
 	return deniedBy(g.prefixes, addr)
+}
+
+// HostAddrs are this host's own interface addresses, for Options.DenyAddrs:
+// a daemon may listen on any of them, so no proxy it runs may reach them.
+// nil when they cannot be listed.
+func HostAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
 }

@@ -3,8 +3,6 @@ package episode
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/egress"
@@ -24,7 +22,7 @@ func (ep *Episode) openEgress() error {
 	}
 	p, err := egress.New(egress.Options{
 		Policy:       egress.Policy{Allow: ep.env.Config.Network.Allow},
-		DenyAddrs:    hostAddrs(),
+		DenyAddrs:    egress.HostAddrs(),
 		OnConnection: ep.onEgress,
 		Logger:       ep.Log(),
 	})
@@ -53,22 +51,4 @@ func (ep *Episode) onEgress(c egress.Connection) {
 		e.Address = c.Addr.String()
 	}
 	ep.emit(wire.New(wire.OriginDaemon, e))
-}
-
-// hostAddrs are the host's own interface addresses, which the proxy never
-// lets a harness reach (the daemon may listen on any of them).
-func hostAddrs() []netip.Addr {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-	var out []netip.Addr
-	for _, a := range addrs {
-		p, err := netip.ParsePrefix(a.String())
-		if err != nil {
-			continue
-		}
-		out = append(out, p.Addr())
-	}
-	return out
 }

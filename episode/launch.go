@@ -7,6 +7,7 @@ import (
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/environ"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/tasks"
@@ -53,23 +54,11 @@ func (ep *Episode) Launch() *harness.Launch {
 	}
 	if t := ep.Task(); t != nil {
 		for _, kv := range t.Env {
-			l.Env = setEnv(l.Env, kv)
+			l.Env = environ.Set(l.Env, kv)
 		}
 	}
 	ep.modelLaunch(l)
 	return l
-}
-
-// setEnv replaces or appends one KEY=VALUE.
-func setEnv(env []string, kv string) []string {
-	k, _, _ := strings.Cut(kv, "=")
-	for i, e := range env {
-		if ek, _, _ := strings.Cut(e, "="); ek == k {
-			env[i] = kv
-			return env
-		}
-	}
-	return append(env, kv)
 }
 
 // taskTools maps a task's mcp_servers onto per-episode tool sources run

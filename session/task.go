@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,16 +180,8 @@ func (s *Session) gradeTask(ctx context.Context, r *run, obs *wire.Observation) 
 		Limits: sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}, Egress: s.gradeEgress()})
 	g := s.wireGrade(r, res, err)
 	g.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	obs.Metadata.TaskID, obs.Metadata.Grade = t.ID, g
+	addTaskGrade(obs, t.ID, g)
 	s.markNeedsNetwork(obs, g)
-	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})
-	if g.Reward != nil {
-		total := *g.Reward
-		if obs.Reward != nil {
-			total += *obs.Reward
-		}
-		obs.Reward = &total
-	}
 	ep.Log().Info("task graded", "reward", rewardValue(g.Reward), "elapsed", time.Since(start), "error", g.Error)
 }
 
@@ -225,6 +215,20 @@ func (s *Session) markNeedsNetwork(obs *wire.Observation, g *wire.TaskGrade) {
 	}
 }
 
+// addTaskGrade puts task id's grade g on obs: the grade, a "tests" reward
+// detail, and its reward added to the observation's.
+func addTaskGrade(obs *wire.Observation, id string, g *wire.TaskGrade) {
+	obs.Metadata.TaskID, obs.Metadata.Grade = id, g
+	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})
+	if g.Reward != nil {
+		total := *g.Reward
+		if obs.Reward != nil {
+			total += *obs.Reward
+		}
+		obs.Reward = &total
+	}
+}
+
 // gradeEgress is the egress proxy a grader may use: the environment's
 // (network.egress: allow, its network.allow hosts), never the host's own
 // addresses; nil without one.
@@ -233,23 +237,7 @@ func (s *Session) gradeEgress() *egress.Options {
 	if n.EgressPolicy() != config.EgressAllow {
 		return nil
 	}
-	return &egress.Options{Policy: egress.Policy{Allow: n.Allow}, DenyAddrs: hostAddrs()}
-}
-
-// hostAddrs are the host's own interface addresses, which a grader's
-// proxy never reaches (the daemon may listen on any of them).
-func hostAddrs() []netip.Addr {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-	var out []netip.Addr
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr())
-		}
-	}
-	return out
+	return &egress.Options{Policy: egress.Policy{Allow: n.Allow}, DenyAddrs: egress.HostAddrs()}
 }
 
 // gradeTaskStep grades turn n of a multi-step task: step n's tests run
@@ -310,15 +298,7 @@ func (s *Session) gradeTaskStep(ctx context.Context, r *run, obs *wire.Observati
 		s.finalTaskGrade(r, obs)
 		return
 	}
-	obs.Metadata.TaskID, obs.Metadata.Grade = t.ID, g
-	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})
-	if g.Reward != nil {
-		total := *g.Reward
-		if obs.Reward != nil {
-			total += *obs.Reward
-		}
-		obs.Reward = &total
-	}
+	addTaskGrade(obs, t.ID, g)
 }
 
 // finalTaskGrade puts a multi-step task's grade on the observation that
@@ -342,15 +322,7 @@ func (s *Session) finalTaskGrade(r *run, obs *wire.Observation) {
 			g.Error = "no step produced a reward"
 		}
 	}
-	obs.Metadata.TaskID, obs.Metadata.Grade = t.ID, g
-	obs.Metadata.RewardDetails = append(obs.Metadata.RewardDetails, wire.RewardDetail{Name: "tests", Type: "task", Weight: 1, Score: g.Reward, Error: g.Error})
-	if g.Reward != nil {
-		total := *g.Reward
-		if obs.Reward != nil {
-			total += *obs.Reward
-		}
-		obs.Reward = &total
-	}
+	addTaskGrade(obs, t.ID, g)
 	s.markNeedsNetwork(obs, g)
 	r.ep.Log().Info("task graded", "reward", rewardValue(g.Reward), "steps", len(r.stepGrades), "stopped", r.stepStopped, "error", g.Error)
 }

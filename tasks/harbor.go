@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+	"github.com/harnessd/harnessd/internal/environ"
 )
 
 // maxInstructionBytes bounds instruction.md.
@@ -258,7 +259,7 @@ func loadHarbor(dir string) (*Task, error) {
 	eenv, err := resolveEnv("environment.env", env.Env)
 	errs = appendErr(errs, err)
 	for _, kv := range eenv {
-		t.Env = setEnv(t.Env, kv)
+		t.Env = environ.Set(t.Env, kv)
 	}
 	t.EnvironmentEnv = eenv
 	errs = append(errs, t.loadNetwork(cfg)...)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/harnessd/harnessd/internal/environ"
 )
 
 // envTemplate is Harbor's ${VAR} / ${VAR:-default} value form
@@ -50,24 +52,12 @@ func resolveEnv(section string, m map[string]string) ([]string, error) {
 	return sortedEnv(out), errors.Join(errs...)
 }
 
-// setEnv replaces or appends one KEY=VALUE.
-func setEnv(env []string, kv string) []string {
-	k, _, _ := strings.Cut(kv, "=")
-	for i, e := range env {
-		if ek, _, _ := strings.Cut(e, "="); ek == k {
-			env[i] = kv
-			return env
-		}
-	}
-	return append(env, kv)
-}
-
 // mergeEnv is base with each of over set on top (a later value wins).
 func mergeEnv(base []string, over ...[]string) []string {
 	out := append([]string(nil), base...)
 	for _, o := range over {
 		for _, kv := range o {
-			out = setEnv(out, kv)
+			out = environ.Set(out, kv)
 		}
 	}
 	return out
