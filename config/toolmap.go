@@ -102,14 +102,7 @@ func (c *Config) selectMapped() error {
 				errs = append(errs, fmt.Errorf("tools[%d] %q: %s: exactly one of command or url is required", i, t.Name, side.name))
 			}
 		}
-		s := t.Side(c.EffectiveMode())
-		t.Command, t.Env, t.URL, t.Headers = s.Command, s.Env, s.URL, s.Headers
-		t.Isolation, t.Network = s.Isolation, s.Network
-		if s.Dir != "" {
-			t.Dir = s.Dir
-		} else {
-			t.Dir = t.baseDir
-		}
+		*t = t.WithSide(c.EffectiveMode())
 		t.selected = true
 	}
 	return errors.Join(errs...)
