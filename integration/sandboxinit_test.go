@@ -69,6 +69,9 @@ func sandboxInitExe(daemon int) (string, error) {
 			args := strings.Split(string(cmdline), "\x00")
 			seen = append(seen, strings.Join(args, " "))
 			if len(args) > 1 && args[1] == "__sandbox-init" {
+				if args[0] != "harnessd-sandbox-init" {
+					return "", fmt.Errorf("the sandbox init's argv[0] is %q, want harnessd-sandbox-init", args[0])
+				}
 				return os.Readlink("/proc/" + pid + "/exe")
 			}
 		}
