@@ -215,8 +215,15 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkLongEpisodeMemory$$' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkEvalOracleThroughput$$' -benchtime 1x -timeout 20m ./evaljob/ | tee -a $(BIN)/bench.txt
+	@if $(PYTHON) -c 'import websockets' 2>/dev/null; then $(MAKE) --no-print-directory bench-python; else echo "bench-python: skipped: $(PYTHON) has no websockets (make python-deps)"; fi
 	@echo; echo "== BENCH lines (bin/bench.txt) =="; grep '^BENCH ' $(BIN)/bench.txt
 	@echo; echo "== summary (median of 3 repeats, spread min–max) =="; $(GO) run ./integration/benchsummary $(BIN)/bench.txt
+
+# bench-python: episodes per second through the Python client's Pool vs
+# the Go client over 1, 2 and 4 local daemons (python/bench/bench_pool.py;
+# needs python3-websockets: make python-deps). Also run by make bench.
+bench-python: build
+	$(PYTHON) python/bench/bench_pool.py --bin $(BIN) | tee $(BIN)/bench-python.txt
 
 # bench-agents: the reset of every real agent preset that integration/agents
 # can start against the fake LLM (needs Node and `make agents`).
