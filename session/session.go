@@ -95,6 +95,8 @@ type Session struct {
 	policy   *gateway.PolicyVersion // the session's, under Options.Policy
 	ended    chan struct{}          // closed once Close has finished
 	events   eventlog.Log
+	opts     Options   // what made the session: a fork's siblings are made alike
+	forked   forkOrigin // where a sibling came from (fork.go); zero otherwise
 
 	mu       sync.Mutex
 	closed   bool
@@ -145,7 +147,7 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, errors.New("session: no process supervisor")
 	}
 	s := &Session{id: opts.ID, cfg: cfg, fixed: opts.Adapter, observer: opts.Observer, ended: make(chan struct{}),
-		policy: gateway.NewPolicyVersion(opts.Policy)}
+		policy: gateway.NewPolicyVersion(opts.Policy), opts: opts}
 	if s.fixed == nil {
 		s.adapters = opts.Adapters
 		if s.adapters == nil {

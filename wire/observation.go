@@ -102,6 +102,9 @@ type Metadata struct {
 	// Standby says the reset handed over an episode prepared in advance
 	// (warm: N): its harness was already started and ready.
 	Standby bool `json:"standby,omitempty"`
+	// Fork says where a forked episode came from (a sibling's first
+	// observation); nil for an episode that was not forked.
+	Fork *ForkOrigin `json:"fork,omitempty"`
 	// RewardDetails are the rubrics' scores behind the reward.
 	RewardDetails []RewardDetail `json:"reward_details,omitempty"`
 	// ErrorType classifies a terminal failure ("" when none).
@@ -335,3 +338,19 @@ type Action struct {
 
 // String describes the failure for logs.
 func (l LastError) String() string { return fmt.Sprintf("%s: %s", l.Type, l.Message) }
+
+// ForkOrigin is where a forked episode came from.
+type ForkOrigin struct {
+	// ParentSessionID and ParentEpisodeID name the episode forked.
+	ParentSessionID string `json:"parent_session_id"`
+	ParentEpisodeID string `json:"parent_episode_id"`
+	// AtTurn is the parent's turn the sibling continues after.
+	AtTurn int `json:"at_turn"`
+	// Mechanism is how the sibling's harness reached the parent's state:
+	// "resume", "line" or "replay".
+	Mechanism string `json:"mechanism"`
+	// ReplayedCalls and ReplayedToolCalls count what the doors answered
+	// from the parent's records (replay only).
+	ReplayedCalls     int `json:"replayed_calls,omitempty"`
+	ReplayedToolCalls int `json:"replayed_tool_calls,omitempty"`
+}
