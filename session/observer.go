@@ -13,7 +13,7 @@ import (
 type Observer func(Event)
 
 // Event is one lifecycle event: EpisodeOpened, TurnStarted, TurnEvent,
-// TurnEnded or EpisodeEnded.
+// TurnEnded, EpisodeEnded or Forked.
 type Event interface{ lifecycle() }
 
 // EpisodeOpened: a reset started an episode (its reset observation says
@@ -58,7 +58,22 @@ type EpisodeEnded struct {
 	ErrorType            wire.FailureType
 }
 
+// Forked: a fork of the session's episode made its siblings (each
+// sibling's own session reports its EpisodeOpened to its own observer).
+type Forked struct {
+	SessionID, EpisodeID string
+	// AtTurn is the parent's turn the siblings continue after.
+	AtTurn int
+	// Mechanism is how the siblings' harnesses reached the parent's state.
+	Mechanism string
+	// Siblings are the fork's results, failed ones included.
+	Siblings []Sibling
+	// Elapsed is the whole fork's duration.
+	Elapsed time.Duration
+}
+
 func (EpisodeOpened) lifecycle() {}
+func (Forked) lifecycle()        {}
 func (TurnStarted) lifecycle()   {}
 func (TurnEvent) lifecycle()     {}
 func (TurnEnded) lifecycle()     {}
