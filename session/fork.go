@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/harness"
 
 	"github.com/harnessd/harnessd/wire"
 )
@@ -119,6 +125,116 @@ func (s *Session) Fork(ctx context.Context, opts ForkOptions) ([]Sibling, error)
 	if opts.AtTurn > r.steps {
 		return nil, fmt.Errorf("fork: at_turn %d is after the episode's last turn (%d)", opts.AtTurn, r.steps)
 	}
-	_ = ctx
-	return nil, fmt.Errorf("%w: this build cannot fork yet", ErrForkUnavailable)
+	t0 := time.Now()
+	src, err := s.forkSourceOf(ctx, r, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer src.release()
+	sibs := make([]Sibling, opts.Count)
+	var wg sync.WaitGroup
+	for i := range sibs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sibs[i] = s.openSibling(ctx, src, opts)
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for _, sb := range sibs {
+		if sb.Err != nil {
+			failed++
+		}
+	}
+	r.ep.Log().Info("episode forked", "siblings", opts.Count, "failed", failed, "at_turn", src.at,
+		"mechanism", src.mechanism, "elapsed", time.Since(t0))
+	s.notify(Forked{SessionID: s.id, EpisodeID: r.id, AtTurn: src.at, Mechanism: src.mechanism,
+		Siblings: sibs, Elapsed: time.Since(t0)})
+	return sibs, nil
+}
+
+// divergences collects what the doors of a replaying sibling report.
+type divergences struct {
+	mu  sync.Mutex
+	err error
+}
+
+func newDivergences() *divergences { return &divergences{} }
+
+// add keeps the first divergence.
+func (d *divergences) add(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+// first returns the first divergence, nil without.
+func (d *divergences) first() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// noteTurnForFork keeps what a later fork of r needs after turn n, whose
+// message the harness got as msg: the message (for replay), the bridge's
+// record count, and a checkpoint of the directories when configured.
+func (s *Session) noteTurnForFork(ctx context.Context, r *run, n int, msg string) {
+	s.mu.Lock()
+	if !r.messagesLost && len(r.messages) == n-1 {
+		if r.messageBytes+len(msg) > maxReplayMessageBytes {
+			r.messagesLost, r.messages = true, nil
+		} else {
+			r.messages = append(r.messages, msg)
+			r.messageBytes += len(msg)
+		}
+	}
+	if len(r.toolMarks) == 0 {
+		r.toolMarks = append(r.toolMarks, 0)
+	}
+	r.toolMarks = append(r.toolMarks, r.ep.ToolRecordCount())
+	s.mu.Unlock()
+	s.checkpoint(ctx, r, n)
+}
+
+// checkpoint snapshots r's directories after turn n when
+// episode.checkpoints is every_turn, with the harness's state when its
+// adapter hands one over (a line-protocol harness's state at turn n). A
+// failed snapshot is logged: the episode goes on, a fork from that turn
+// needs replay.
+func (s *Session) checkpoint(ctx context.Context, r *run, n int) {
+	if s.cfg.Episode.Checkpoints != config.CheckpointsEveryTurn {
+		return
+	}
+	if r.checkpoints == nil {
+		r.checkpoints = episode.NewCheckpoints(s.cfg.Episode.MaxCheckpoints, int64(s.cfg.Episode.MaxCheckpointBytes))
+		r.states = map[int]*harness.ForkState{}
+	}
+	var st *harness.ForkState
+	if f, ok := r.adapter().(harness.Forker); ok {
+		st, _ = f.ForkState(ctx) // without one, a fork from turn n replays
+	}
+	snap, err := r.ep.Snapshot(ctx)
+	if err != nil {
+		r.ep.Log().Warn("no checkpoint after this turn: a fork from it needs replay", "turn", n, "err", err)
+		return
+	}
+	r.checkpoints.Add(n, snap)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.states[n] = st
+	for k := range r.states {
+		if _, ok := r.checkpoints.At(k); !ok {
+			delete(r.states, k) // its checkpoint was dropped
+		}
+	}
+}
+
+// dropCheckpoints frees r's checkpoints once its episode has ended.
+func dropCheckpoints(r *run) {
+	if r.checkpoints != nil {
+		r.checkpoints.Close()
+	}
 }

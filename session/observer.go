@@ -93,6 +93,7 @@ func (s *Session) episodeEnded(r *run, errType wire.FailureType) {
 	r.reported = true
 	s.mu.Unlock()
 	if first {
+		dropCheckpoints(r)
 		s.notify(EpisodeEnded{SessionID: s.id, EpisodeID: r.id, ErrorType: errType})
 	}
 }

@@ -130,6 +130,16 @@ type run struct {
 	stepResults []tasks.StepResult
 	stepGrades  []wire.TaskGrade
 	stepStopped string
+	// What a fork of the episode needs (fork.go): each turn's message as
+	// the harness got it (for replay; dropped past maxReplayMessageBytes),
+	// the bridge's record count after each turn (toolMarks[0] is 0), and
+	// the directories' checkpoints (episode.checkpoints; nil without).
+	messages     []string
+	messageBytes int
+	messagesLost bool
+	toolMarks    []int
+	checkpoints  *episode.Checkpoints
+	states       map[int]*harness.ForkState // the harness's, per checkpoint
 }
 
 // adapter returns the run's harness adapter (nil before it started).
@@ -138,7 +148,11 @@ func (r *run) adapter() harness.Adapter { return r.ep.Adapter() }
 // NewSession prepares a session. It starts nothing (processes and tool
 // servers start at Reset) unless warm is set: then it begins preparing the
 // standby episodes at once.
-func NewSession(opts Options) (*Session, error) {
+func NewSession(opts Options) (*Session, error) { return newSession(opts, forkOrigin{}) }
+
+// newSession makes a session; a fork's sibling (origin set) prepares no
+// standby at once: its first episode is the fork's.
+func newSession(opts Options, origin forkOrigin) (*Session, error) {
 	cfg := opts.Config
 	if cfg == nil {
 		return nil, errors.New("session: no configuration")
@@ -147,7 +161,7 @@ func NewSession(opts Options) (*Session, error) {
 		return nil, errors.New("session: no process supervisor")
 	}
 	s := &Session{id: opts.ID, cfg: cfg, fixed: opts.Adapter, observer: opts.Observer, ended: make(chan struct{}),
-		policy: gateway.NewPolicyVersion(opts.Policy), opts: opts}
+		policy: gateway.NewPolicyVersion(opts.Policy), opts: opts, forked: origin}
 	if s.fixed == nil {
 		s.adapters = opts.Adapters
 		if s.adapters == nil {
@@ -195,7 +209,7 @@ func NewSession(opts Options) (*Session, error) {
 	}
 	s.rubrics = rs
 	s.makePool(opts.Warm)
-	if s.standby {
+	if s.standby && origin.sessionID == "" {
 		// With warm: N the first reset can already be handed a standby.
 		if err := s.env.LockDir(); err != nil {
 			s.log.Warn("no standby episodes: the session directory is not usable", "err", err)

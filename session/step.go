@@ -90,6 +90,7 @@ func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig
 	if f != nil {
 		return s.terminal(ctx, r, n, f)
 	}
+	s.noteTurnForFork(ctx, r, n, in.Message)
 	return s.completed(ctx, r, a, in, res, started)
 }
 

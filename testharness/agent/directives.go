@@ -20,7 +20,7 @@ var verbs = map[string]bool{
 	"garbage": true, "malformed": true, "badevent": true, "ignore-term": true,
 	"spawn": true, "escape": true, "orphan": true, "done": true, "history": true,
 	"count": true, "env": true, "pwd": true, "write": true, "error": true,
-	"closeout": true, "nocomplete": true, "think": true, "rawline": true, "waitfor": true, "waitevent": true, "llm": true,
+	"closeout": true, "nocomplete": true, "think": true, "rawline": true, "waitfor": true, "waitevent": true, "llm": true, "llmenv": true, "cat": true,
 	"attack": true,
 }
 

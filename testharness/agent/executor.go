@@ -98,6 +98,15 @@ directives:
 			say(e.callTool(ctx, sink, name, strings.TrimSpace(args)))
 		case "llm":
 			say(e.callLLM(ctx, sink, d.Arg))
+		case "llmenv":
+			say(e.callLLM(ctx, sink, os.Getenv(d.Arg)))
+		case "cat":
+			b, err := os.ReadFile(d.Arg)
+			if err != nil {
+				sink.Error("cat: "+err.Error(), true)
+				break
+			}
+			say(d.Arg + ": " + string(b))
 		case "tools":
 			if e.Tools == nil {
 				sink.Error("no MCP bridge configured", true)
