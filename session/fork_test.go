@@ -1,0 +1,182 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/session"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// forkSiblings forks s into count siblings with mechanism m at turn at,
+// failing on any sibling's error, and closes them at the test's end.
+func forkSiblings(t *testing.T, s *session.Session, count, at int, m string) []session.Sibling {
+	t.Helper()
+	sibs, err := s.Fork(context.Background(), session.ForkOptions{Count: count, AtTurn: at, Mechanism: m})
+	if err != nil {
+		t.Fatalf("fork: %v", err)
+	}
+	if len(sibs) != count {
+		t.Fatalf("%d siblings, want %d", len(sibs), count)
+	}
+	for i, sb := range sibs {
+		if sb.Session != nil {
+			t.Cleanup(func() { sb.Session.Close(context.Background()) })
+		}
+		if sb.Err != nil {
+			t.Fatalf("sibling %d: %v", i, sb.Err)
+		}
+		if sb.Mechanism != m || sb.Observation.Metadata.Fork == nil || sb.Observation.Metadata.Fork.Mechanism != m {
+			t.Fatalf("sibling %d: mechanism %q, fork %+v, want %q", i, sb.Mechanism, sb.Observation.Metadata.Fork, m)
+		}
+		if sb.Session.ID() == s.ID() || sb.EpisodeID == s.EpisodeID() {
+			t.Fatalf("sibling %d shares the parent's ids", i)
+		}
+		if pid, _, k := sb.Session.ForkedFrom(); pid != s.ID() || k != at && at != 0 {
+			t.Fatalf("sibling %d: forked from %q at %d", i, pid, k)
+		}
+	}
+	return sibs
+}
+
+// forkTwoTurns runs the parent's two turns: a file written, the
+// conversation's messages kept in the agent's memory.
+func forkTwoTurns(t *testing.T, s *session.Session) {
+	t.Helper()
+	reset(t, s)
+	for _, msg := range []string{"write notes.txt parent-wrote", "reply second"} {
+		if o := step(t, s, msg); o.Done || o.Metadata.ErrorType != "" {
+			t.Fatalf("parent %q: %+v", msg, o.Metadata)
+		}
+	}
+}
+
+// checkSiblings asserts that each sibling continues the parent's memory
+// and files, that their writes are their own, and that the parent goes on.
+func checkSiblings(t *testing.T, parent *session.Session, sibs []session.Sibling) {
+	t.Helper()
+	for i, sb := range sibs {
+		got := responseText(t, sb.Session, fmt.Sprintf("history;;count;;cat notes.txt;;write mine.txt sibling-%d", i))
+		for _, want := range []string{"write notes.txt parent-wrote | reply second | history", "turns: 3", "notes.txt: parent-wrote"} {
+			if !strings.Contains(got, want) {
+				t.Fatalf("sibling %d's turn 3: %q lacks %q", i, got, want)
+			}
+		}
+	}
+	for i, sb := range sibs {
+		b, err := os.ReadFile(filepath.Join(session.WorkspaceOf(sb.Session), "mine.txt"))
+		if want := fmt.Sprintf("sibling-%d", i); err != nil || string(b) != want {
+			t.Errorf("sibling %d's mine.txt: %q %v, want %q (another sibling's write reached it)", i, b, err, want)
+		}
+	}
+	got := responseText(t, parent, "count;;cat mine.txt")
+	if !strings.Contains(got, "turns: 3") || strings.Contains(got, "sibling-") {
+		t.Errorf("the parent after the fork: %q (it must count on alone and see no sibling's file)", got)
+	}
+}
+
+// TestForkByLineProtocol forks a test agent ×4 by the line protocol's fork
+// message: each sibling's next turn has the parent's memory and files.
+func TestForkByLineProtocol(t *testing.T) {
+	s := newSession(t, testConfig(t))
+	forkTwoTurns(t, s)
+	checkSiblings(t, s, forkSiblings(t, s, 4, 0, session.ForkLine))
+}
+
+// TestForkByReplay forks ×4 by replay (the agent's own fork message
+// refused): a fresh agent is driven through the parent's two turns.
+func TestForkByReplay(t *testing.T) {
+	s := newSession(t, testConfig(t, "--no-fork"))
+	forkTwoTurns(t, s)
+	if _, err := s.Fork(context.Background(), session.ForkOptions{Count: 1, Mechanism: session.ForkLine}); !errors.Is(err, session.ErrForkUnavailable) {
+		t.Fatalf("a line fork of an agent that refuses fork: %v", err)
+	}
+	checkSiblings(t, s, forkSiblings(t, s, 4, 0, session.ForkReplay))
+}
+
+// TestForkAutoPicksLine: without a mechanism the agent's fork message is
+// used where it answers, replay where it does not.
+func TestForkAutoPicks(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{nil, session.ForkLine}, {[]string{"--no-fork"}, session.ForkReplay}} {
+		s := newSession(t, testConfig(t, c.args...))
+		forkTwoTurns(t, s)
+		sibs, err := s.Fork(context.Background(), session.ForkOptions{Count: 1})
+		if err != nil || sibs[0].Err != nil {
+			t.Fatalf("%v: %v %+v", c.args, err, sibs)
+		}
+		sibs[0].Session.Close(context.Background())
+		if sibs[0].Mechanism != c.want {
+			t.Errorf("%v: mechanism %q, want %q", c.args, sibs[0].Mechanism, c.want)
+		}
+	}
+}
+
+// TestForkRefusals: bad options and a running turn are refused, and the
+// parent stays usable.
+func TestForkRefusals(t *testing.T) {
+	s := newSession(t, testConfig(t))
+	ctx := context.Background()
+	if _, err := s.Fork(ctx, session.ForkOptions{Count: 1}); !errors.Is(err, session.ErrNoEpisode) {
+		t.Errorf("fork before reset: %v", err)
+	}
+	forkTwoTurns(t, s)
+	for _, o := range []session.ForkOptions{{Count: 0}, {Count: 65}, {Count: 1, AtTurn: 3}, {Count: 1, AtTurn: -1}, {Count: 1, Mechanism: "criu?"}} {
+		if _, err := s.Fork(ctx, o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	done := make(chan error, 1)
+	live := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_, err := s.Step(ctx, wire.Action{Message: "reply waiting;;waitfor go"}, func(wire.Event) { once.Do(func() { close(live) }) })
+		done <- err
+	}()
+	<-live // the turn is running: its first event is out
+	if _, err := s.Fork(ctx, session.ForkOptions{Count: 1}); !errors.Is(err, session.ErrForkBusy) {
+		t.Errorf("fork during a turn: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(session.WorkspaceOf(s), "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := responseText(t, s, "count"); !strings.Contains(got, "turns: 4") {
+		t.Errorf("the parent after the refusals: %q", got)
+	}
+}
+
+// TestForkAtEarlierTurnFromCheckpoints: with a checkpoint per turn, a fork
+// at turn 1 of 3 starts from the workspace after turn 1.
+func TestForkAtEarlierTurnFromCheckpoints(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Episode.Checkpoints = config.CheckpointsEveryTurn
+	s := newSession(t, cfg)
+	reset(t, s)
+	for _, msg := range []string{"write a.txt one", "write a.txt two;;write b.txt two", "write a.txt three"} {
+		step(t, s, msg)
+	}
+	for _, m := range []string{session.ForkLine, session.ForkReplay} {
+		sibs := forkSiblings(t, s, 2, 1, m)
+		for i, sb := range sibs {
+			got := responseText(t, sb.Session, "count;;cat a.txt;;history")
+			if !strings.Contains(got, "turns: 2") || !strings.Contains(got, "a.txt: one") || strings.Contains(got, "write a.txt two") {
+				t.Errorf("%s sibling %d at turn 1: %q", m, i, got)
+			}
+			if _, err := os.Stat(filepath.Join(session.WorkspaceOf(sb.Session), "b.txt")); !os.IsNotExist(err) {
+				t.Errorf("%s sibling %d has turn 2's b.txt: %v", m, i, err)
+			}
+		}
+	}
+}
