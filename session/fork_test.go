@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -178,5 +179,86 @@ func TestForkAtEarlierTurnFromCheckpoints(t *testing.T) {
 				t.Errorf("%s sibling %d has turn 2's b.txt: %v", m, i, err)
 			}
 		}
+	}
+}
+
+// TestForkReplayAnswersFromTheRecord: a replay sibling's model calls are
+// answered from the parent's record (the engine sees none of them); its
+// next call extends the parent's chain, and its export holds the parent's
+// calls as its prefix.
+func TestForkReplayAnswersFromTheRecord(t *testing.T) {
+	llm, url := engine(t)
+	cfg := engineConfig(t, url)
+	s := newSession(t, cfg)
+	reset(t, s)
+	step(t, s, "llm first question;;write notes.txt parent-wrote")
+	step(t, s, "llm second question")
+	before := len(llm.Requests())
+	sibs := forkSiblings(t, s, 4, 0, session.ForkReplay)
+	if got := len(llm.Requests()); got != before {
+		t.Fatalf("the replay reached the engine: %d requests, %d before the fork", got, before)
+	}
+	for i, sb := range sibs {
+		if f := sb.Observation.Metadata.Fork; f.ReplayedCalls != 2 {
+			t.Errorf("sibling %d: %d calls replayed, want 2", i, f.ReplayedCalls)
+		}
+		o := step(t, sb.Session, fmt.Sprintf("llm sibling %d asks", i))
+		rs := gatewayResponses(o.Metadata.TurnEvents)
+		if len(rs) != 1 || rs[0].CallIndex != 2 {
+			t.Fatalf("sibling %d's turn 3: responses %+v", i, rs)
+		}
+		ex, err := sb.Session.Export(sb.EpisodeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent, err := s.Export(s.EpisodeID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkExport(t, ex, 3)
+		pc, sc := parent.Chains[0], ex.Chains[0]
+		if len(sc.TokenIDs) <= len(pc.TokenIDs) || !slices.Equal(sc.TokenIDs[:len(pc.TokenIDs)], pc.TokenIDs) {
+			t.Errorf("sibling %d's chain (%d ids) does not start with the parent's (%d ids)", i, len(sc.TokenIDs), len(pc.TokenIDs))
+		}
+	}
+	if got := len(llm.Requests()); got != before+4 {
+		t.Errorf("the siblings' own calls: %d engine requests, want %d", got-before, 4)
+	}
+}
+
+// TestForkReplayDivergence: a replayed turn whose model request differs
+// from the recorded one (the agent sends its own episode id) fails that
+// sibling, naming the divergence; the same turn with a request that does
+// not differ replays (the positive control).
+func TestForkReplayDivergence(t *testing.T) {
+	llm, url := engine(t)
+	cfg := engineConfig(t, url)
+	cfg.Harness.Env = map[string]string{"FORK_SAME": "the same in every episode"}
+	s := newSession(t, cfg)
+	reset(t, s)
+	step(t, s, "llmenv FORK_SAME")
+	sibs := forkSiblings(t, s, 1, 0, session.ForkReplay)
+	if n := len(llm.Requests()); n != 1 {
+		t.Fatalf("the control's replay reached the engine: %d requests", n)
+	}
+	_ = sibs
+	step(t, s, "llmenv HARNESSD_EPISODE_ID")
+	got, err := s.Fork(context.Background(), session.ForkOptions{Count: 2, Mechanism: session.ForkReplay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sb := range got {
+		if sb.Session != nil {
+			t.Cleanup(func() { sb.Session.Close(context.Background()) })
+		}
+		if sb.Err == nil || !strings.Contains(sb.Err.Error(), "diverged") {
+			t.Errorf("sibling %d of a diverging replay: %v", i, sb.Err)
+		}
+	}
+	if n := len(llm.Requests()); n != 2 {
+		t.Errorf("a diverging replay reached the engine: %d requests, want the parent's 2", n)
+	}
+	if got := responseText(t, s, "count"); !strings.Contains(got, "turns: 3") {
+		t.Errorf("the parent after a failed fork: %q", got)
 	}
 }

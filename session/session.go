@@ -95,7 +95,7 @@ type Session struct {
 	policy   *gateway.PolicyVersion // the session's, under Options.Policy
 	ended    chan struct{}          // closed once Close has finished
 	events   eventlog.Log
-	opts     Options   // what made the session: a fork's siblings are made alike
+	opts     Options    // what made the session: a fork's siblings are made alike
 	forked   forkOrigin // where a sibling came from (fork.go); zero otherwise
 
 	mu       sync.Mutex
