@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/egress"
+	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/process/sandbox"
@@ -48,6 +49,19 @@ type Spec struct {
 	// Held starts the episode held (a prepared episode nobody has taken):
 	// its doors' events are dropped until Hold(false).
 	Held bool
+
+	// A fork's sibling (all zero otherwise). From restores the directories
+	// from a snapshot of the parent's instead of the template (the task's
+	// files are in it). ModelHistory is the parent's model calls, which the
+	// gateway holds as its own; with ModelReplay it answers the harness's
+	// next calls from them, and the bridge its tool calls from ToolReplay;
+	// OnDivergence hears of the first request unlike the recorded one (a
+	// *wire.Divergence).
+	From         *Snapshot
+	ModelHistory *gateway.History
+	ModelReplay  bool
+	ToolReplay   []bridge.ToolRecord
+	OnDivergence func(error)
 }
 
 // Episode is one episode's resources. Its methods are safe for concurrent
@@ -78,6 +92,7 @@ type Episode struct {
 	egress     *egress.Proxy
 	egressAddr string
 	adapter    harness.Adapter
+	fork       forkDoors // a fork's sibling's doors (fork.go)
 }
 
 // Open builds the episode of spec up to level. On error whatever it opened
@@ -99,6 +114,8 @@ func (ep *Episode) assign(spec Spec) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	ep.id, ep.task, ep.onEvent = spec.ID, spec.Task, spec.OnEvent
+	ep.fork = forkDoors{history: spec.ModelHistory, modelReplay: spec.ModelReplay, toolReplay: spec.ToolReplay,
+		onDivergence: spec.OnDivergence}
 	ep.log = spec.Env.Logger
 	if ep.id != "" {
 		ep.log = ep.log.With("episode_id", ep.id)

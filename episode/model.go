@@ -88,6 +88,9 @@ func (ep *Episode) openModel() error {
 		OnEvent:      ep.emit,
 		OnBudget:     d.refuse,
 		Logger:       ep.Log(),
+		History:      ep.fork.history,
+		Replay:       ep.fork.modelReplay,
+		OnDivergence: ep.fork.divergence,
 	})
 	if err != nil {
 		return fmt.Errorf("model gateway: %w", err)

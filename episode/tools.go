@@ -130,9 +130,12 @@ func (ep *Episode) openTools(ctx context.Context) error {
 	}
 	srv, err := bridge.Serve(ep.catalog, bridge.ServerOptions{
 		OnCall:   ep.onToolCall,
-		OnResult: ep.onToolResult,
-		Logger:   ep.Log(),
-		Listener: ep.door(doorMCP),
+		OnResult:     ep.onToolResult,
+		Logger:       ep.Log(),
+		Listener:     ep.door(doorMCP),
+		Record:       true,
+		Replay:       ep.fork.toolReplay,
+		OnDivergence: ep.fork.divergence,
 	})
 	if err != nil {
 		return fmt.Errorf("start tool bridge: %w", err)
