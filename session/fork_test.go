@@ -262,3 +262,31 @@ func TestForkReplayDivergence(t *testing.T) {
 		t.Errorf("the parent after a failed fork: %q", got)
 	}
 }
+
+// TestResetAtTurn: a reset to turn 1 of 3 continues from the episode's own
+// state after turn 1 (its checkpoint and the agent's memory of then).
+func TestResetAtTurn(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Episode.Checkpoints = config.CheckpointsEveryTurn
+	s := newSession(t, cfg)
+	reset(t, s)
+	for _, msg := range []string{"write a.txt one", "write a.txt two", "write a.txt three"} {
+		step(t, s, msg)
+	}
+	old := s.EpisodeID()
+	one := 1
+	obs, err := s.Reset(context.Background(), session.ResetOptions{AtTurn: &one})
+	if err != nil || obs.Done {
+		t.Fatalf("reset at turn 1: %v %+v", err, obs)
+	}
+	if f := obs.Metadata.Fork; f == nil || f.ParentEpisodeID != old || f.AtTurn != 1 || s.EpisodeID() == old {
+		t.Fatalf("reset at turn 1: fork %+v, episode %s (was %s)", obs.Metadata.Fork, s.EpisodeID(), old)
+	}
+	if got := responseText(t, s, "count;;cat a.txt"); !strings.Contains(got, "turns: 2") || !strings.Contains(got, "a.txt: one") {
+		t.Errorf("after the reset to turn 1: %q", got)
+	}
+	four := 4
+	if _, err := s.Reset(context.Background(), session.ResetOptions{AtTurn: &four}); err == nil {
+		t.Error("a reset past the last turn: no error")
+	}
+}

@@ -50,6 +50,12 @@ func (s *Session) openForked(ctx context.Context, src *forkSource) (*wire.Observ
 		return nil, err
 	}
 	defer end()
+	return s.openFrom(ctx, src)
+}
+
+// openFrom is openForked within the caller's operation.
+func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observation, error) {
+	var err error
 	if err := s.env.LockDir(); err != nil {
 		return nil, err
 	}

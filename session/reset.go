@@ -33,6 +33,11 @@ type ResetOptions struct {
 	// PolicyVersion, when set, sets the session's policy version before
 	// the episode starts (SetPolicyVersion).
 	PolicyVersion *int64
+	// AtTurn, when set, resets the session's episode to its own state
+	// after that turn (1 to the last turn): the new episode continues from
+	// there as a fork's sibling would (from episode.checkpoints, or by
+	// replay); its observation's metadata.fork names the old episode.
+	AtTurn *int
 	// FullTokenIDs, when set, says whether the gateway's llm_response
 	// events of this episode carry full prompt ids (true) or only those
 	// after the parent call's (false); nil keeps episode.full_token_ids.
@@ -75,6 +80,9 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 		s.policy.Set(*opts.PolicyVersion)
 	}
 
+	if opts.AtTurn != nil {
+		return s.rewind(ctx, *opts.AtTurn)
+	}
 	t0 := time.Now()
 	if s.standby && opts.EpisodeID == "" {
 		if ep := s.pool.Take(ctx); ep != nil {
