@@ -161,7 +161,7 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 
 // parseReset validates reset data: seed (int >= 0 or null), episode_id
 // (string of at most 255 characters without control characters, or null),
-// task_id and task_index (tasks.go), full_token_ids (bool or null); other keys are accepted and ignored,
+// task_id and task_index (tasks.go), full_token_ids (bool or null), at_turn (int >= 1 or null: reset to the episode's state after that turn); other keys are accepted and ignored,
 // as reset keyword arguments are.
 func parseReset(data json.RawMessage) (session.ResetOptions, *wireError) {
 	var o session.ResetOptions
@@ -191,6 +191,7 @@ func parseReset(data json.RawMessage) (session.ResetOptions, *wireError) {
 		}
 	}
 	errs = append(append(append(errs, parseTaskKwargs(raw, &o)...), trainer.ResetKwargs(raw, &o.Sampling, &o.PolicyVersion)...), trainer.FullTokenIDsKwarg(raw, &o.FullTokenIDs)...)
+	errs = append(errs, trainer.AtTurnKwarg(raw, &o.AtTurn)...)
 	if len(errs) > 0 {
 		return o, invalid(errs...)
 	}

@@ -271,3 +271,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// AtTurnKwarg parses the reset keyword at_turn (an integer of at least 1,
+// or null): reset the episode to its own state after that turn.
+func AtTurnKwarg(raw map[string]json.RawMessage, at **int) []wire.FieldError {
+	v, ok := raw["at_turn"]
+	if !ok || string(v) == "null" {
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(v, &n); err != nil {
+		return []wire.FieldError{{Type: "int_type", Loc: []any{"at_turn"}, Msg: "Input should be a valid integer", Input: string(v)}}
+	}
+	if n < 1 {
+		return []wire.FieldError{{Type: "greater_than_equal", Loc: []any{"at_turn"}, Msg: "Input should be greater than or equal to 1", Input: n}}
+	}
+	*at = &n
+	return nil
+}
