@@ -23,6 +23,11 @@
 //     at most ServerOptions.Door.MaxConns connections, closes idle ones,
 //     and closes the connection after answering a request without the
 //     token (package doorcap; its serve loop is package httpgroup's).
+//   - Records and replays, for forks of an episode (record.go): a Server
+//     can keep every served call (ServerOptions.Record, bounded; Records),
+//     and answer a fork's calls from such a record without calling the
+//     tools (ServerOptions.Replay) until it is used up or a call differs
+//     from the recorded one (a wire.Divergence, ServerOptions.OnDivergence).
 //
 // The package knows nothing of harnesses, sessions, turns or rewards: callers
 // decide which sources to start, which names are the harness's built-ins,

@@ -23,27 +23,39 @@ func (s *Server) toolHandler(e Entry) server.ToolHandlerFunc {
 		}
 		start := CallStart{ID: s.nextID(), Served: e.Served, Upstream: e.Upstream, Source: e.Source,
 			Arguments: args, Time: time.Now()}
+		res, replayed, err := s.rec.fromRecord(e.Served, args)
+		start.Replayed = replayed
 		if s.opts.OnCall != nil {
 			s.opts.OnCall(start)
 		}
-		cctx, cancel := withTimeout(ctx, s.timeout)
-		defer cancel()
-		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			cctx = WithProgress(cctx, s.relayProgress(ctx, req.Params.Meta.ProgressToken))
+		if res == nil {
+			res, err = s.callTool(ctx, e, args, req)
 		}
-		res, err := s.cat.call(cctx, e, args)
-		if err != nil {
-			if ctx.Err() == nil && cctx.Err() != nil {
-				// The bridge's own per-call timeout: say so in its terms.
-				err = opErr(ErrTimeout, err, "tool '%s' timed out after %s", e.Served, s.timeout)
-			}
-			res = mcp.NewToolResultError(err.Error())
-		}
+		s.rec.keep(e.Served, args, res)
 		if s.opts.OnResult != nil {
 			s.opts.OnResult(CallEnd{CallStart: start, Result: res, Err: err, Duration: time.Since(start.Time)})
 		}
 		return res, nil
 	}
+}
+
+// callTool calls entry e's tool with args, bounded by the per-call
+// timeout, relaying progress; a failure becomes an error result (and err).
+func (s *Server) callTool(ctx context.Context, e Entry, args json.RawMessage, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	cctx, cancel := withTimeout(ctx, s.timeout)
+	defer cancel()
+	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+		cctx = WithProgress(cctx, s.relayProgress(ctx, req.Params.Meta.ProgressToken))
+	}
+	res, err := s.cat.call(cctx, e, args)
+	if err != nil {
+		if ctx.Err() == nil && cctx.Err() != nil {
+			// The bridge's own per-call timeout: say so in its terms.
+			err = opErr(ErrTimeout, err, "tool '%s' timed out after %s", e.Served, s.timeout)
+		}
+		res = mcp.NewToolResultError(err.Error())
+	}
+	return res, err
 }
 
 // relayProgress returns a ProgressFunc that forwards progress to the client

@@ -22,6 +22,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/doorcap"
 	"github.com/harnessd/harnessd/internal/httpgroup"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Defaults for ServerOptions fields left zero.
@@ -60,6 +61,21 @@ type ServerOptions struct {
 	// mean doorcap's defaults (256 connections, 2 minutes idle, 10 s to
 	// send a header).
 	Door doorcap.Bounds
+
+	// Record keeps every served call's ToolRecord for Records (record.go),
+	// up to MaxRecordBytes (zero means DefaultMaxRecordBytes) of names,
+	// arguments and results as JSON.
+	Record         bool
+	MaxRecordBytes int64
+	// Replay, when not empty, answers the Server's next calls from these
+	// records in order, without calling the tools, while each call has the
+	// recorded name and arguments (decoded JSON equality); then calls go
+	// to the tools. A call unlike the recorded one gets an error result,
+	// and so does every call after it.
+	Replay []ToolRecord
+	// OnDivergence is called once, on the replay's first divergence, from
+	// the call's goroutine.
+	OnDivergence func(wire.Divergence)
 }
 
 // CallStart describes a tool call as it starts.
@@ -72,6 +88,9 @@ type CallStart struct {
 	Arguments json.RawMessage
 	// Time is when the call started.
 	Time time.Time
+	// Replayed says the call was answered from ServerOptions.Replay: no
+	// tool ran.
+	Replayed bool
 }
 
 // CallEnd describes a finished tool call.
@@ -107,6 +126,7 @@ type Server struct {
 	seq        atomic.Int64
 	closeOnce  sync.Once
 	closeErr   error
+	rec        *callRecord
 }
 
 // Serve starts a Server for cat on 127.0.0.1 with an OS-chosen port (or
@@ -118,7 +138,7 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	}
 	log := orDefault(opts.Logger).With("component", "bridge")
 	s := &Server{cat: cat, opts: opts, log: log, timeout: callTimeout(opts.CallTimeout),
-		maxBody: opts.MaxBodyBytes}
+		maxBody: opts.MaxBodyBytes, rec: newCallRecord(opts)}
 	s.servers.Limit = doorcap.NewLimit(opts.Door, "bridge", log)
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes

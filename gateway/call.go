@@ -52,6 +52,20 @@ type call struct {
 	// key is the hash the prefix index files the call under: of its
 	// prompt+completion's first seqLen/blockSize blocks.
 	key uint64
+
+	// inherited marks a call of the History the gateway was opened with.
+	inherited bool
+	// refused says a budget refused the call (it was not counted); spent
+	// is the completion tokens it counted against the output budgets.
+	refused bool
+	spent   int
+	// print is what a replay matches the request on; answer what the agent
+	// received (set under the gateway's mutex once written), or
+	// answerDropped when it was not kept, under the cap answerCap.
+	print         *requestPrint
+	answer        *answer
+	answerDropped bool
+	answerCap     int64
 }
 
 // trainable reports whether the call can enter a chain.
@@ -66,8 +80,23 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: malformed request: " + err.Error()})
 		return
 	}
+	rp := g.printOf(d.Name(), req)
+	if g.replay != nil && g.replayCall(w, d, req, rp) {
+		return
+	}
+	// The agent's answer is kept as it is written (history.go).
+	tee := g.tee(w)
+	if tee != nil {
+		w = tee
+	}
+	var rec *call
+	defer func() {
+		if rec != nil {
+			g.keepAnswer(rec, tee)
+		}
+	}()
 	if g.opts.Upstream.Kind == UpstreamPassthrough {
-		g.passthrough(w, r, d, rt, req, body)
+		rec = g.passthrough(w, r, d, rt, req, body, rp)
 		return
 	}
 	adm := g.admit()
@@ -87,8 +116,8 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: sm.effective,
 		Extra: requestExtra(version, sm),
 	})
-	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficTraining, offersTools: req.OffersTools(),
-		sampling: req.Sampling, sm: sm, versionSent: version, versionAnswered: version}
+	rec = &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficTraining, offersTools: req.OffersTools(),
+		sampling: req.Sampling, sm: sm, versionSent: version, versionAnswered: version, print: rp, refused: adm.refused != nil}
 	fail := func(f failure) {
 		rec.status, rec.err = f.Status, f.Message
 		g.record(rec)
@@ -126,12 +155,12 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	for i := range rec.issues {
 		rec.issues[i].CallIndex = adm.index
 	}
-	g.record(rec)
-	spent := c.Usage.CompletionTokens
+	rec.spent = c.Usage.CompletionTokens
 	if len(c.CompletionIDs) > 0 {
-		spent = len(c.CompletionIDs)
+		rec.spent = len(c.CompletionIDs)
 	}
-	g.spend(adm.turn, spent)
+	g.record(rec)
+	g.spend(adm.turn, rec.spent)
 	latency, used := rec.latencyMS, c.Usage
 	g.emitResponse(rec, &wire.LLMResponse{
 		Content: responseContent(c), Model: c.Model, FinishReason: c.FinishReason, Usage: &used,

@@ -55,6 +55,13 @@
 //   - the training export (Export): calls linked into chains by exact token
 //     prefix, with input_ids, loss_mask and logprobs per chain and the
 //     rewards the caller recorded (SetReward); documented in docs/gateway.md.
+//   - history and replay, for forks of an episode (history.go, replay.go):
+//     each call keeps its answer as the agent received it (bounded,
+//     Options.MaxRecordedAnswerBytes); History copies the calls, a gateway
+//     opened with one (Options.History) holds them as its own, inherited,
+//     and with Options.Replay answers its next calls from the recorded
+//     answers, in order and without the upstream, until they are used up or
+//     a request differs from the recorded one (a Divergence).
 //
 // The package knows nothing of harnesses, processes, sessions or rewards'
 // meaning: the daemon creates one Gateway per episode, hands it listeners
@@ -62,4 +69,9 @@
 // the turn, and collects its events and export. It must not start processes,
 // read the daemon's environment or files, or log either key; it never
 // tokenises locally and never synthesises rewards.
+//
+// The package is bigger than 3,000 lines: history and replay work on the
+// recorded calls, the prefix index and the dialects' answers, which are
+// this package's internals; a package of their own would need them
+// exported.
 package gateway

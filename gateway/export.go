@@ -55,6 +55,10 @@ type ExportCall struct {
 	Chain int `json:"chain,omitempty"`
 	// Parent is the call it extends (0: a chain's root or not chained).
 	Parent int `json:"parent,omitempty"`
+	// Inherited marks a call of the parent episode this one was forked
+	// from (Options.History): it was made there, and is in this export as
+	// the prefix the fork's own calls continue.
+	Inherited bool `json:"inherited,omitempty"`
 	// Auxiliary marks a side call (a title, a probe): it offers no tools
 	// while the episode's other calls do, and extends or is extended by
 	// none; it is kept out of the chains.
@@ -134,6 +138,10 @@ type Span struct {
 	// CallIndex is the call the tokens come from; Turn is its turn.
 	CallIndex int `json:"call_index"`
 	Turn      int `json:"turn"`
+	// Inherited marks the tokens of a call inherited from the parent
+	// episode of a fork (ExportCall.Inherited): a trainer that trains the
+	// parent's export too can mask them in the fork's.
+	Inherited bool `json:"inherited,omitempty"`
 	// Events lists, on a prompt span, the Seq of the environment's events
 	// that fired between the previous call and this one: their text (a
 	// mid-turn delivery, a message appended to the turn) or their effect
@@ -172,7 +180,7 @@ func (g *Gateway) Export() (*Export, error) {
 	summary := map[int]*ExportCall{}
 	for _, c := range calls {
 		ex.Calls = append(ex.Calls, ExportCall{
-			CallIndex: c.index, Turn: c.turn, Dialect: c.dialect, Traffic: c.traffic,
+			CallIndex: c.index, Turn: c.turn, Dialect: c.dialect, Traffic: c.traffic, Inherited: c.inherited,
 			PromptTokens: len(c.promptIDs), CompletionTokens: len(c.completionIDs),
 			FinishReason: c.finishReason, LatencyMS: c.latencyMS, Status: c.status, Error: c.err,
 			PolicyVersionSent: c.versionSent, PolicyVersion: c.versionAnswered, StraddlesUpdate: c.straddles,
@@ -277,7 +285,7 @@ func buildChains(cands []*call, par []int, summary map[int]*ExportCall, issues *
 			ch.InputIDs = append(append(ch.InputIDs, parent.promptIDs...), parent.completionIDs...)
 			ch.LossMask = make([]int, n)
 			ch.Logprobs = make([]*float64, n)
-			ch.Spans = []Span{{Start: 0, End: n, Kind: SpanContext, CallIndex: parent.index, Turn: parent.turn}}
+			ch.Spans = []Span{{Start: 0, End: n, Kind: SpanContext, CallIndex: parent.index, Turn: parent.turn, Inherited: parent.inherited}}
 			appendCall(&ch, c, n)
 			chains = append(chains, ch)
 			chainOf[i], tail[ch.ID] = ch.ID, i
@@ -304,7 +312,7 @@ func appendCall(ch *Chain, c *call, have int) {
 	}
 	ch.Calls = append(ch.Calls, c.index)
 	if have < len(c.promptIDs) {
-		ch.Spans = append(ch.Spans, Span{Start: have, End: len(c.promptIDs), Kind: SpanPrompt, CallIndex: c.index, Turn: c.turn})
+		ch.Spans = append(ch.Spans, Span{Start: have, End: len(c.promptIDs), Kind: SpanPrompt, CallIndex: c.index, Turn: c.turn, Inherited: c.inherited})
 		for _, id := range c.promptIDs[have:] {
 			ch.InputIDs = append(ch.InputIDs, id)
 			ch.LossMask = append(ch.LossMask, 0)
@@ -318,7 +326,7 @@ func appendCall(ch *Chain, c *call, have int) {
 		ch.LossMask = append(ch.LossMask, 1)
 		ch.Logprobs = append(ch.Logprobs, &lp)
 	}
-	ch.Spans = append(ch.Spans, Span{Start: start, End: len(ch.InputIDs), Kind: SpanCompletion, CallIndex: c.index, Turn: c.turn})
+	ch.Spans = append(ch.Spans, Span{Start: start, End: len(ch.InputIDs), Kind: SpanCompletion, CallIndex: c.index, Turn: c.turn, Inherited: c.inherited})
 }
 
 // Validate checks the export's chains line up: input_ids, loss_mask and

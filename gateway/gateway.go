@@ -45,6 +45,18 @@ type Gateway struct {
 	events   []EnvEvent // the environment's queue events noted (NoteEvent)
 	fullIDs  bool       // llm_responses carry full prompt ids (SetFullTokenIDs)
 
+	// answerBytes is what the kept answers hold (inherited ones too);
+	// answersFull says the cap was passed and no more are kept.
+	answerBytes int64
+	answersFull bool
+	// replay is the inherited calls a replay answers from (nil: no
+	// replay), replayPos the next one, diverged the replay's divergence.
+	replay    []*call
+	replayPos int
+	diverged  *Divergence
+	// toolsCanon caches the canonical hash of tool lists (replay.go).
+	toolsCanon map[uint64]uint64
+
 	// emitMu orders the llm_responses of trainable calls: a call's event
 	// names its parent's as the base of its prompt ids only once the
 	// parent's is emitted (call.emitted, guarded by emitMu).
@@ -113,6 +125,17 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Upstream.APIKey != "" && key == opts.Upstream.APIKey {
 		return nil, errors.New("gateway: the agent's key must not be the upstream's key")
 	}
+	if opts.MaxRecordedAnswerBytes == 0 {
+		opts.MaxRecordedAnswerBytes = defaultMaxRecordedAnswerBytes
+	}
+	if opts.Replay {
+		if opts.History == nil {
+			return nil, errors.New("gateway: a replay needs a History")
+		}
+		if err := opts.History.Replayable(); err != nil {
+			return nil, fmt.Errorf("gateway: cannot replay: %w", err)
+		}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -122,7 +145,7 @@ func New(opts Options) (*Gateway, error) {
 		client = sharedClient
 	}
 	log = log.With("component", "gateway", "episode_id", opts.EpisodeID)
-	return &Gateway{
+	g := &Gateway{
 		opts: opts, log: log,
 		key: []byte(key), client: client,
 		upstream: strings.TrimRight(opts.Upstream.URL, "/") + "/chat/completions",
@@ -130,7 +153,9 @@ func New(opts Options) (*Gateway, error) {
 		sampling: opts.Sampling,
 		fullIDs:  opts.FullTokenIDs,
 		servers:  httpgroup.Group{Closed: ErrClosed, Limit: doorcap.NewLimit(opts.Door, "model gateway", log)},
-	}, nil
+	}
+	g.adopt(opts.History)
+	return g, nil
 }
 
 // Key returns the per-episode key the agent is given: as a bearer token,

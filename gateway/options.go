@@ -111,6 +111,37 @@ type Options struct {
 	// listeners: zero fields mean doorcap's defaults (256 connections, 2
 	// minutes idle, 10 s to send a header).
 	Door doorcap.Bounds
+
+	// History, when set, makes the new gateway (a fork's) start with these
+	// calls as its own: the same call indices (its own continue after
+	// them), filed in the prefix index so that a later call extending one
+	// of them gets it as parent, and in the Export, whose calls and chain
+	// spans mark them inherited. Their llm_request and llm_response events
+	// are not emitted again (a later call's llm_response names its
+	// inherited parent but carries its full prompt ids, since this
+	// gateway's consumer never got the parent's). They count against the
+	// per-episode budgets (MaxModelCalls, MaxOutputTokens) as they did in
+	// the parent, because a fork continues the parent's trajectory, and a
+	// budget bounds a trajectory: forking must not be a way around it. The
+	// per-turn budgets start afresh at the next SetTurn, as in any turn.
+	// The History's rewards and the environment's events are carried too.
+	History *History
+	// Replay, with History, answers the next calls from History's
+	// recorded answers in order, byte for byte as the parent's agent got
+	// them, without an upstream call; see replay.go for what a request is
+	// matched on. A request unlike the recorded one is a divergence
+	// (OnDivergence, Diverged). Once the answers are used up the gateway
+	// goes live. New refuses a replay of a History whose answers were not
+	// all kept (History.Replayable).
+	Replay bool
+	// OnDivergence is called once, on the first divergence of a replay,
+	// from the request's goroutine.
+	OnDivergence func(Divergence)
+	// MaxRecordedAnswerBytes caps the answers the gateway keeps for a
+	// later replay (History), inherited ones included; default 64 MiB,
+	// negative keeps none. Past it, History still holds every call for the
+	// chains, but a replay of the calls after the cap is refused.
+	MaxRecordedAnswerBytes int64
 }
 
 const (

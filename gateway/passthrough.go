@@ -28,15 +28,16 @@ var forwardedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "
 // passthrough forwards a request of the provider's own dialect to the
 // provider's root + the route's path, with the real key swapped in, streams the answer back as it comes, and records
 // the call as evaluation traffic.
-func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.Translator, rt dialect.Route, req *dialect.Request, body []byte) {
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.Translator, rt dialect.Route, req *dialect.Request, body []byte, rp *requestPrint) *call {
 	if d.Name() != g.opts.Upstream.Dialect {
 		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: fmt.Sprintf("gateway: this episode's model speaks %s, not %s", g.opts.Upstream.Dialect, d.Name())})
-		return
+		return nil
 	}
 	adm := g.admit()
 	g.emitRequest(adm.turn, &wire.LLMRequest{Model: req.Model, Messages: req.Messages, CallIndex: adm.index, Dialect: string(d.Name()),
 		Stream: req.Stream, Tools: req.Tools, Sampling: req.Sampling, EffectiveSampling: req.Sampling})
-	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficEvaluation, offersTools: req.OffersTools()}
+	rec := &call{index: adm.index, turn: adm.turn, dialect: d.Name(), traffic: TrafficEvaluation, offersTools: req.OffersTools(),
+		print: rp, refused: adm.refused != nil}
 	fail := func(f failure) {
 		rec.status, rec.err = f.Status, f.Message
 		g.record(rec)
@@ -49,7 +50,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 		if g.opts.OnBudget != nil {
 			g.opts.OnBudget(adm.refused)
 		}
-		return
+		return rec
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.opts.Upstream.Timeout)
 	defer cancel()
@@ -62,7 +63,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		fail(failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream request: " + err.Error()})
-		return
+		return rec
 	}
 	for _, h := range forwardedHeaders {
 		if v := r.Header.Get(h); v != "" {
@@ -84,7 +85,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 	resp, err := g.client.Do(up)
 	if err != nil {
 		fail(*transportFailure(ctx, err))
-		return
+		return rec
 	}
 	defer resp.Body.Close()
 	for _, h := range []string{"Content-Type", "Retry-After", "Request-Id", "X-Request-Id"} {
@@ -134,10 +135,11 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 		ev.Content = passthroughContent(kept.Bytes())
 	}
 	u := passthroughUsage(kept.Bytes())
-	rec.usage, ev.Usage = u, &u
+	rec.usage, ev.Usage, rec.spent = u, &u, u.CompletionTokens
 	g.record(rec)
 	g.spend(adm.turn, u.CompletionTokens)
 	g.emit(adm.turn, ev)
+	return rec
 }
 
 // passthroughContent is a provider's answer as recorded: the JSON body, or

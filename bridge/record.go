@@ -1,0 +1,209 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/harnessd/harnessd/wire"
+)
+
+// Records and replays of tool calls, for forks of an episode. A Server
+// with ServerOptions.Record keeps every served call (its served name, its
+// arguments as received and the result the harness got), bounded by
+// ServerOptions.MaxRecordBytes; Records hands them over between turns. A
+// Server with ServerOptions.Replay answers its next calls from such a
+// record, in order, without calling the tool, as long as each call has the
+// recorded call's name and arguments (compared as decoded JSON: key order
+// and spacing do not matter). A call unlike the recorded one is a
+// divergence: it gets an error result, OnDivergence is called, and no
+// later call is answered, from the record or live (the fork has failed).
+// Once the record is used up, calls go to the tools.
+
+// ToolRecord is one served tool call as a replay answers it.
+type ToolRecord struct {
+	// Served is the name the harness called.
+	Served string
+	// Arguments are the raw JSON arguments as received (empty for none).
+	Arguments json.RawMessage
+	// Result is what the harness received.
+	Result *mcp.CallToolResult
+}
+
+// DefaultMaxRecordBytes is ServerOptions.MaxRecordBytes's default.
+const DefaultMaxRecordBytes = 16 << 20
+
+var (
+	// ErrRecordFull: the record of served calls passed
+	// ServerOptions.MaxRecordBytes; the calls after were not kept.
+	ErrRecordFull = errors.New("bridge: the record of tool calls is full")
+	// ErrNotRecording: Records on a Server without ServerOptions.Record.
+	ErrNotRecording = errors.New("bridge: the server does not record its calls (ServerOptions.Record)")
+)
+
+// callRecord holds a Server's record and replay.
+type callRecord struct {
+	mu     sync.Mutex
+	on     bool
+	max    int64
+	bytes  int64
+	recs   []ToolRecord
+	full   bool
+	replay []ToolRecord
+	pos    int
+	div    *wire.Divergence
+	onDiv  func(wire.Divergence)
+}
+
+func newCallRecord(opts ServerOptions) *callRecord {
+	r := &callRecord{on: opts.Record, max: opts.MaxRecordBytes, onDiv: opts.OnDivergence, replay: slices.Clone(opts.Replay)}
+	if r.max <= 0 {
+		r.max = DefaultMaxRecordBytes
+	}
+	return r
+}
+
+// keep records a served call, while the record has room.
+func (r *callRecord) keep(served string, args json.RawMessage, res *mcp.CallToolResult) {
+	if !r.on {
+		return
+	}
+	n := int64(len(served) + len(args))
+	if b, err := json.Marshal(res); err == nil {
+		n += int64(len(b))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.full || r.bytes+n > r.max {
+		r.full = true
+		return
+	}
+	r.bytes += n
+	r.recs = append(r.recs, ToolRecord{Served: served, Arguments: bytes.Clone(args), Result: res})
+}
+
+// Records returns the calls served so far, in the order they ended, when
+// ServerOptions.Record is set. Past ServerOptions.MaxRecordBytes it
+// returns the calls kept until then with ErrRecordFull (wrapped): a replay
+// of them cannot go past them.
+func (s *Server) Records() ([]ToolRecord, error) {
+	r := s.rec
+	if !r.on {
+		return nil, ErrNotRecording
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.recs)
+	if r.full {
+		return out, fmt.Errorf("%w: over %d bytes (ServerOptions.MaxRecordBytes); %d calls kept", ErrRecordFull, r.max, len(out))
+	}
+	return out, nil
+}
+
+// Replaying reports whether recorded calls remain to be replayed (false
+// too once the replay diverged).
+func (s *Server) Replaying() bool {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	return s.rec.div == nil && s.rec.pos < len(s.rec.replay)
+}
+
+// Diverged returns the replay's divergence, or nil.
+func (s *Server) Diverged() *wire.Divergence {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	if s.rec.div == nil {
+		return nil
+	}
+	d := *s.rec.div
+	return &d
+}
+
+// fromRecord answers a call of served with args from the replay: the
+// recorded result (replayed), an error result after a divergence (err is
+// the divergence), or nothing (live: the call goes to the tool).
+func (r *callRecord) fromRecord(served string, args json.RawMessage) (res *mcp.CallToolResult, replayed bool, err error) {
+	r.mu.Lock()
+	if r.div != nil {
+		d := *r.div
+		r.mu.Unlock()
+		return divergenceResult(&d), false, &d
+	}
+	if r.pos >= len(r.replay) {
+		r.mu.Unlock()
+		return nil, false, nil
+	}
+	want := r.replay[r.pos]
+	var d *wire.Divergence
+	switch {
+	case want.Served != served:
+		d = &wire.Divergence{Door: wire.DoorTool, Index: r.pos + 1, Field: "name", Want: want.Served, Got: served}
+	case !sameArguments(want.Arguments, args):
+		d = &wire.Divergence{Door: wire.DoorTool, Index: r.pos + 1, Field: "arguments",
+			Want: excerpt(string(want.Arguments)), Got: excerpt(string(args))}
+	}
+	if d == nil {
+		r.pos++
+		r.mu.Unlock()
+		out := *want.Result
+		return &out, true, nil
+	}
+	r.div, r.pos = d, len(r.replay)
+	r.mu.Unlock()
+	if r.onDiv != nil {
+		r.onDiv(*d)
+	}
+	return divergenceResult(d), false, d
+}
+
+// divergenceResult is the error result of a diverged replay's calls.
+func divergenceResult(d *wire.Divergence) *mcp.CallToolResult {
+	return mcp.NewToolResultError("bridge: this fork's replay diverged from its parent's record (" + d.Error() + "); no more tool calls are answered")
+}
+
+// sameArguments compares two calls' arguments as decoded JSON; no
+// arguments, null and {} are the same. Arguments that do not decode are
+// compared as bytes.
+func sameArguments(a, b json.RawMessage) bool {
+	va, erra := decodeArgs(a)
+	vb, errb := decodeArgs(b)
+	if erra != nil || errb != nil {
+		return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func decodeArgs(raw json.RawMessage) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{}, nil
+	}
+	var v any
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
+
+// excerptLen bounds what a divergence quotes of arguments.
+const excerptLen = 120
+
+func excerpt(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) > excerptLen {
+		cut := excerptLen
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	if s == "" {
+		return "no arguments"
+	}
+	return s
+}

@@ -1,0 +1,278 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/harnessd/harnessd/gateway/dialect"
+	"github.com/harnessd/harnessd/wire"
+)
+
+// Divergence is a replayed call unlike the recorded one (wire.Divergence,
+// Door wire.DoorModel).
+type Divergence = wire.Divergence
+
+// A replay (Options.Replay) answers an opened gateway's next calls from its
+// History's recorded answers, in order, matching each request to the
+// recorded one on what the model sees: the typed chat request of the
+// middle format (its messages, system prompt included, their text, parts,
+// reasoning and tool calls; the tools offered, canonical JSON; tool_choice
+// and parallel_tool_calls; the sampling fields; the model asked for), and
+// the dialect and whether it streams, which the recorded bytes depend on.
+// Headers, ids (request, tool call and tool result ids) and JSON key order
+// are not compared. Every call keeps a print of its request for this: a
+// hash per message and one per other part, so that a long conversation
+// keeps a few bytes per message, not its text.
+
+// printSeed keys the prints' hashes; histories live in one process.
+var printSeed = maphash.MakeSeed()
+
+// requestPrint is what a replay compares of a call's request.
+type requestPrint struct {
+	dialect  Dialect
+	stream   bool
+	model    string
+	tools    uint64 // canonical JSON of the typed tools
+	nTools   int
+	choice   uint64 // tool_choice and parallel_tool_calls, canonical
+	sampling string // the sampling fields, canonical JSON (small)
+	msgs     []uint64
+}
+
+// printOf returns the print of a decoded request of dialect d. tools
+// caches the canonical hash of tool lists by the hash of their bytes
+// (tools rarely change between calls, and canonicalising a large list on
+// every call would cost).
+func (g *Gateway) printOf(d Dialect, req *dialect.Request) *requestPrint {
+	p := &requestPrint{dialect: d, stream: req.Stream, model: req.Chat.Model, nTools: len(req.Chat.Tools)}
+	var h maphash.Hash
+	h.SetSeed(printSeed)
+	if len(req.Chat.Tools) > 0 {
+		b, _ := json.Marshal(req.Chat.Tools)
+		raw := maphash.Bytes(printSeed, b)
+		g.mu.Lock()
+		canon, ok := g.toolsCanon[raw]
+		g.mu.Unlock()
+		if !ok {
+			canon = maphash.Bytes(printSeed, canonicalJSON(b))
+			g.mu.Lock()
+			if g.toolsCanon == nil || len(g.toolsCanon) >= 64 {
+				g.toolsCanon = map[uint64]uint64{}
+			}
+			g.toolsCanon[raw] = canon
+			g.mu.Unlock()
+		}
+		p.tools = canon
+	}
+	h.Write(canonicalJSON(req.Chat.ToolChoice))
+	h.WriteByte(0)
+	h.Write(canonicalJSON(req.Chat.ParallelToolCalls))
+	p.choice = h.Sum64()
+	if s := dialect.PickSampling(req.Chat.Params); s != nil {
+		p.sampling = string(canonicalJSON(s))
+	}
+	p.msgs = make([]uint64, len(req.Chat.Messages))
+	for i := range req.Chat.Messages {
+		p.msgs[i] = messageHash(&h, &req.Chat.Messages[i])
+	}
+	return p
+}
+
+// messageHash hashes what the model sees of m: not its ids.
+func messageHash(h *maphash.Hash, m *dialect.Message) uint64 {
+	h.Reset()
+	str := func(s string) {
+		h.WriteString(strconv.Itoa(len(s)))
+		h.WriteByte(':')
+		h.WriteString(s)
+	}
+	str(m.Role)
+	switch {
+	case m.Parts != nil:
+		h.WriteByte('p')
+		for _, pt := range m.Parts {
+			str(pt.Type)
+			str(pt.Text)
+			str(pt.ImageURL)
+		}
+	case m.Content != nil:
+		h.WriteByte('c')
+		str(*m.Content)
+	default:
+		h.WriteByte('n')
+	}
+	str(m.Reasoning)
+	for _, tc := range m.ToolCalls {
+		str(tc.Name)
+		str(tc.Arguments)
+	}
+	return h.Sum64()
+}
+
+// canonicalJSON returns raw with object keys sorted and insignificant
+// space removed (raw itself when it is not JSON; nil for nothing or null).
+func canonicalJSON(raw []byte) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// diff returns what differs between recorded print want and got (the new
+// request, req): the field and the two sides, or ok.
+func diff(want, got *requestPrint, req *dialect.Request) (field, w, g string, ok bool) {
+	switch {
+	case want.dialect != got.dialect:
+		return "dialect", string(want.dialect), string(got.dialect), false
+	case want.stream != got.stream:
+		return "stream", strconv.FormatBool(want.stream), strconv.FormatBool(got.stream), false
+	case want.model != got.model:
+		return "model", strconv.Quote(want.model), strconv.Quote(got.model), false
+	case want.tools != got.tools:
+		return "tools", fmt.Sprintf("%d tools (digest %016x)", want.nTools, want.tools), fmt.Sprintf("%d tools (digest %016x)", got.nTools, got.tools), false
+	case want.choice != got.choice:
+		return "tool_choice", "another tool_choice or parallel_tool_calls", excerpt(string(req.Chat.ToolChoice)), false
+	case want.sampling != got.sampling:
+		return "sampling", excerpt(orNone(want.sampling)), excerpt(orNone(got.sampling)), false
+	}
+	n := min(len(want.msgs), len(got.msgs))
+	for i := range n {
+		if want.msgs[i] != got.msgs[i] {
+			return fmt.Sprintf("messages[%d]", i), fmt.Sprintf("another message (digest %016x)", want.msgs[i]), messageExcerpt(&req.Chat.Messages[i]), false
+		}
+	}
+	if len(want.msgs) != len(got.msgs) {
+		g := fmt.Sprintf("%d messages", len(got.msgs))
+		if len(got.msgs) > n {
+			g += ", the first new one " + messageExcerpt(&req.Chat.Messages[n])
+		}
+		return "messages", fmt.Sprintf("%d messages", len(want.msgs)), g, false
+	}
+	return "", "", "", true
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// excerptLen bounds the text a divergence quotes.
+const excerptLen = 120
+
+func excerpt(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) > excerptLen {
+		cut := excerptLen
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// messageExcerpt quotes the start of a message, for a divergence.
+func messageExcerpt(m *dialect.Message) string {
+	text := ""
+	switch {
+	case m.Content != nil:
+		text = *m.Content
+	case len(m.Parts) > 0:
+		text = m.Parts[0].Text
+	case len(m.ToolCalls) > 0:
+		text = m.ToolCalls[0].Name + " " + m.ToolCalls[0].Arguments
+	}
+	return m.Role + ": " + strconv.Quote(excerpt(text))
+}
+
+// replayCall answers a request from the record while a replay has answers
+// left, and reports whether it did (false: the call goes live). The next
+// recorded call must match the request (diff); a call unlike it is a
+// divergence: it gets an error answer in its dialect, OnDivergence is
+// called, and from then on every call gets that error (the fork has failed:
+// no engine tokens are spent on it). A replayed call is the inherited one:
+// it is not recorded again, counted against a budget, or emitted as
+// events.
+func (g *Gateway) replayCall(w http.ResponseWriter, d dialect.Translator, req *dialect.Request, p *requestPrint) bool {
+	g.mu.Lock()
+	if g.diverged != nil {
+		div := *g.diverged
+		g.mu.Unlock()
+		d.WriteError(w, divergenceFailure(&div))
+		return true
+	}
+	if g.replayPos >= len(g.replay) {
+		g.mu.Unlock()
+		return false
+	}
+	rec := g.replay[g.replayPos]
+	field, want, got, ok := diff(rec.print, p, req)
+	if !ok {
+		div := &Divergence{Door: wire.DoorModel, Index: rec.index, Turn: rec.turn, Field: field, Want: want, Got: got}
+		g.diverged, g.replayPos = div, len(g.replay)
+		g.mu.Unlock()
+		g.log.Warn("gateway: replay diverged", "call", rec.index, "turn", rec.turn, "field", field)
+		if g.opts.OnDivergence != nil {
+			g.opts.OnDivergence(*div)
+		}
+		d.WriteError(w, divergenceFailure(div))
+		return true
+	}
+	g.replayPos++
+	g.mu.Unlock()
+	a := rec.answer
+	h := w.Header()
+	for k, vs := range a.header {
+		h[k] = append([]string(nil), vs...)
+	}
+	w.WriteHeader(a.status)
+	if _, err := w.Write(a.body); err != nil {
+		g.log.Debug("gateway: agent went away mid-replay", "call", rec.index, "err", err)
+		return true
+	}
+	http.NewResponseController(w).Flush()
+	return true
+}
+
+// divergenceFailure is the error answer of a diverged replay's calls.
+func divergenceFailure(div *Divergence) failure {
+	return failure{Status: http.StatusBadRequest, Kind: failInvalid,
+		Message: "gateway: this fork's replay diverged from its parent's record (" + div.Error() + "); no more calls are answered"}
+}
+
+// Replaying reports whether recorded answers remain to be replayed (false
+// too once the replay diverged).
+func (g *Gateway) Replaying() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.diverged == nil && g.replayPos < len(g.replay)
+}
+
+// Diverged returns the replay's divergence, or nil.
+func (g *Gateway) Diverged() *Divergence {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.diverged == nil {
+		return nil
+	}
+	d := *g.diverged
+	return &d
+}
