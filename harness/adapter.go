@@ -90,6 +90,15 @@ type Launch struct {
 	WorkDir string
 	// Logger carries session and episode attributes.
 	Logger *slog.Logger
+	// Fork, when set, makes Start continue the harness from a parent's
+	// state (a ForkState the parent's adapter, of the same kind, returned
+	// from Forker.ForkState): the claude adapter resumes the parent's
+	// session (--resume ID --fork-session), the jsonl adapter sends the
+	// restore message after ready. Start then returns once the harness is
+	// ready and restored; a harness that refuses the state is a
+	// startup_failed *Failure carrying its reason. An adapter that cannot
+	// take the state's mechanism fails Start so, too. Nil starts fresh.
+	Fork *ForkState
 }
 
 // Dir returns the harness's working directory: WorkDir, else Workspace.

@@ -6,9 +6,11 @@
 // returns (TurnInput and TurnResult, events through the session's sink),
 // Failure (how an adapter classifies what ended an episode: a
 // wire.Failure* type and a message), the optional Deliverer (input during
-// a turn), Config (the harness section of an environment's configuration),
-// and the Registry a program fills with the adapters it links (no adapter
-// registers itself).
+// a turn), the optional Forker (a harness's state handed to a forked
+// sibling: ForkState, Launch.Fork, the ForkResume/ForkLine/ForkReplay
+// mechanisms, ErrForkUnsupported), Config (the harness section of an
+// environment's configuration), and the Registry a program fills with the
+// adapters it links (no adapter registers itself).
 //
 // The adapters live in subpackages of harness/adapter (jsonl, pty, acp,
 // streamjson, oneshot, on the base of adapterkit), the agent presets in

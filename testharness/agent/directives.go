@@ -21,7 +21,7 @@ var verbs = map[string]bool{
 	"spawn": true, "escape": true, "orphan": true, "done": true, "history": true,
 	"count": true, "env": true, "pwd": true, "write": true, "error": true,
 	"closeout": true, "nocomplete": true, "think": true, "rawline": true, "waitfor": true, "waitevent": true, "llm": true, "llmenv": true, "cat": true,
-	"attack": true,
+	"attack": true, "remember": true, "recall": true,
 }
 
 // Parse splits a message into directives. Directives are separated by

@@ -61,6 +61,7 @@ type Executor struct {
 	llm        llmConversation
 	turns      int
 	callSeq    int
+	remembered *string // the remember directive's text
 }
 
 // RunTurn executes msg. A cancelled ctx interrupts interruptible directives
@@ -232,6 +233,16 @@ directives:
 			say("history: " + strings.Join(e.history, " | "))
 		case "count":
 			say(fmt.Sprintf("turns: %d", e.turns))
+		case "remember":
+			text := d.Arg
+			e.remembered = &text
+			say("remembered: " + text)
+		case "recall":
+			if e.remembered == nil {
+				say("recall: nothing remembered")
+			} else {
+				say("recall: " + *e.remembered)
+			}
 		case "env":
 			v, ok := os.LookupEnv(d.Arg)
 			if !ok {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 
@@ -29,44 +30,76 @@ import (
 // Name is the adapter's name in configurations (harness.adapter).
 const Name = "jsonl"
 
-// Factory makes a jsonl adapter for a configuration; the adapter takes no
-// options.
-func Factory(*harness.Config) (harness.Adapter, error) { return New(), nil }
+// Factory makes a jsonl adapter for a configuration, checking its options
+// (see Options).
+func Factory(cfg *harness.Config) (harness.Adapter, error) {
+	if _, err := ParseOptions(cfg.Options); err != nil {
+		return nil, err
+	}
+	return New(), nil
+}
 
 // Adapter drives a line-protocol harness. The embedded Base starts it and
-// provides Stop, Alive and Diagnostics.
+// provides Stop, Alive and Diagnostics. It is a harness.Forker (fork.go):
+// the line protocol's fork and restore messages.
 type Adapter struct {
 	adapterkit.Base
 
-	mu    sync.Mutex
-	turn  int // the running turn, 0 between turns
-	after int // bytes written to stdin after the turn's message (cancels)
-	early []wire.Event
+	mu      sync.Mutex
+	opts    Options
+	logger  *slog.Logger
+	turn    int // the running turn, 0 between turns
+	after   int // bytes written to stdin after the turn's message (cancels)
+	early   []wire.Event
+	pending [][]byte // lines written between turns (during a fork or restore), handled in the next turn
+	stale   int      // fork requests that timed out: their late fork_state answers are dropped
+	forkSeq int      // numbers the fork requests
 }
 
 // New returns an idle adapter.
-func New() *Adapter { return &Adapter{} }
+func New() *Adapter { return &Adapter{logger: slog.Default()} }
 
 // protocolEnv is what the line protocol adds to the harnessd variables.
 var protocolEnv = []string{"HARNESSD_PROTOCOL=1"}
 
-// Start runs the command and waits for {"type":"ready"}.
+// Start runs the command and waits for {"type":"ready"}. With l.Fork (of
+// mechanism harness.ForkLine) it then sends {"type":"restore","state":...}
+// and waits, within the startup timeout, for {"type":"restored"}; an error
+// event instead is a startup_failed Failure carrying the harness's reason.
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
-	var early [][]byte
-	_, err := a.Base.Start(ctx, l, adapterkit.Spec{Env: protocolEnv}, func(ctx context.Context, p *process.Process) error {
+	o, err := ParseOptions(l.Options)
+	if err != nil {
+		return harness.Wrap(wire.FailureStartupFailed, err, "bad harness options")
+	}
+	if fs := l.Fork; fs != nil && (fs.Mechanism != harness.ForkLine || !json.Valid(fs.Data)) {
+		return harness.Fail(wire.FailureStartupFailed,
+			"the jsonl adapter continues only from a %q fork state with JSON data, not %q", harness.ForkLine, fs.Mechanism)
+	}
+	logger := l.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var early, pending [][]byte
+	_, err = a.Base.Start(ctx, l, adapterkit.Spec{Env: protocolEnv}, func(ctx context.Context, p *process.Process) error {
 		var err error
 		early, err = p.WaitReady(ctx, isReady)
+		if err != nil || l.Fork == nil {
+			return err
+		}
+		pending, err = a.restore(ctx, p, l.Fork, adapterkit.MaxLineBytes(l))
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
-	a.turn = 0
+	a.opts, a.logger = o, logger
+	a.turn, a.stale = 0, 0
 	a.early = a.early[:0]
 	for _, line := range early {
 		a.early = append(a.early, textEvent(line))
 	}
+	a.pending = pending
 	a.mu.Unlock()
 	return nil
 }
@@ -98,8 +131,8 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		return harness.TurnResult{}, harness.Fail(wire.FailureHarnessExited, "harness is not started")
 	}
 	a.mu.Lock()
-	early := a.early
-	a.early = nil
+	early, pending := a.early, a.pending
+	a.early, a.pending = nil, nil
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
@@ -124,6 +157,13 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	in.MarkLive()
 	start := p.OutputBytes()
 	answered := false // the harness wrote a line of this turn
+	// Lines written between turns (while asked to fork or restore) come
+	// first, as they would have without the question.
+	for _, text := range pending {
+		if res, done, err := a.handleLine(text, emit); err != nil || done {
+			return res, err
+		}
+	}
 	for {
 		var line process.Line
 		var ok bool
@@ -162,6 +202,11 @@ func (a *Adapter) handleLine(text []byte, emit func(wire.Event)) (harness.TurnRe
 			"harness wrote malformed JSON: %v: %s", err, clip.Bytes(trimmed))
 	}
 	if w.Type == "ready" {
+		return harness.TurnResult{}, false, nil
+	}
+	if w.Type == "fork_state" && a.dropLate() {
+		// The late answer of a fork request that timed out.
+		a.logger.Debug("dropped a late fork_state line")
 		return harness.TurnResult{}, false, nil
 	}
 	t := wire.EventType(w.Type)

@@ -73,14 +73,33 @@ func (s Sink) Stderr(t string) { io.WriteString(s.stderr, t) }
 
 // inbound is one line from the daemon.
 type inbound struct {
-	Type    string `json:"type"`
-	Turn    int    `json:"turn"`
-	Content string `json:"content"`
+	Type    string          `json:"type"`
+	Turn    int             `json:"turn"`
+	Content string          `json:"content"`
+	ID      string          `json:"id"`    // fork: echoed in the answer
+	State   json.RawMessage `json:"state"` // restore
+}
+
+// Options are the line protocol front end's flags beyond the shared ones.
+type Options struct {
+	frontend.Options
+	// NoFork ignores fork messages (no answer at all), as a harness that
+	// cannot hand over its state and says nothing.
+	NoFork bool
+	// ForkRefuse answers fork and restore with an error event, as a
+	// harness that does not know the messages does.
+	ForkRefuse bool
 }
 
 // Run runs the agent over harnessd's line protocol v1 until stdin ends.
-// It returns the process exit code.
-func Run(opts frontend.Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+// It returns the process exit code. Besides messages, events and cancels
+// it answers {"type":"fork"} between turns with
+// {"type":"fork_state","state":STATE} (STATE: agent.State, the executor's
+// whole memory; the fork's id echoed) and {"type":"restore","state":STATE}
+// with {"type":"restored"} once the executor continues from it, or an
+// error event when the state is not one it made.
+func Run(jo Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
+	opts := jo.Options
 	if code, exit := frontend.Start(opts, stderr); exit {
 		return code
 	}
@@ -119,7 +138,9 @@ func Run(opts frontend.Options, stdin io.Reader, stdout io.WriteCloser, stderr i
 				continue
 			}
 			switch in.Type {
-			case "message":
+			case "message", "fork", "restore":
+				// Fork and restore queue behind the turns, so that they
+				// see the executor between turns.
 				msgs <- in
 			case "event":
 				// An environment event mid-turn: shown at once, and handed
@@ -142,6 +163,10 @@ func Run(opts frontend.Options, stdin io.Reader, stdout io.WriteCloser, stderr i
 
 	out.JSON(map[string]any{"type": "ready", "data": map[string]any{"agent": "testharness", "pid": os.Getpid()}})
 	for in := range msgs {
+		if in.Type != "message" {
+			forkMessage(jo, exe, sink, out, in)
+			continue
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		mu.Lock()
 		cancelTurn, turnNo = cancel, in.Turn
@@ -171,4 +196,28 @@ func Run(opts frontend.Options, stdin io.Reader, stdout io.WriteCloser, stderr i
 	}
 	out.Close()
 	return 0
+}
+
+// forkMessage answers a fork or restore line between turns.
+func forkMessage(jo Options, exe *agent.Executor, sink Sink, out *frontend.LineWriter, in inbound) {
+	switch {
+	case jo.NoFork && in.Type == "fork":
+		return // says nothing: the daemon's wait for an answer runs out
+	case jo.ForkRefuse:
+		sink.Error("unknown input type: "+in.Type, true)
+	case in.Type == "fork":
+		answer := map[string]any{"type": "fork_state", "state": exe.Snapshot()}
+		if in.ID != "" {
+			answer["id"] = in.ID
+		}
+		out.JSON(answer)
+	case len(in.State) == 0:
+		sink.Error("restore: no state", false)
+	default:
+		if err := exe.Restore(in.State); err != nil {
+			sink.Error(err.Error(), false)
+			return
+		}
+		out.JSON(map[string]any{"type": "restored"})
+	}
 }

@@ -29,6 +29,7 @@ func init() {
 // ones, which are refused elsewhere.
 type agentFlags struct {
 	common     frontend.Options
+	jsonl      jsonl.Options
 	acp        acp.Options
 	streamJSON streamjson.Options
 	tui        tui.Options
@@ -42,7 +43,8 @@ type frontEnd func(f *agentFlags, stdin io.Reader, stdout io.WriteCloser, stderr
 // protocols maps --protocol names to the front ends.
 var protocols = map[string]frontEnd{
 	"jsonl": func(f *agentFlags, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
-		return jsonl.Run(f.common, stdin, stdout, stderr)
+		f.jsonl.Options = f.common
+		return jsonl.Run(f.jsonl, stdin, stdout, stderr)
 	},
 	"acp": func(f *agentFlags, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) int {
 		f.acp.Options = f.common
@@ -84,6 +86,8 @@ func runAgent(args []string) int {
 	fs.StringVar(&o.StartupStderr, "stderr", "", "write this line to stderr at start")
 	fs.BoolVar(&o.NoisyStart, "noisy-start", false, "print a non-JSON line before ready")
 	fs.StringVar(&o.MCPProtocol, "mcp-protocol", "", "MCP protocol version for tool calls")
+	fs.BoolVar(&f.jsonl.NoFork, "no-fork", false, "jsonl: ignore fork messages (answer nothing)")
+	fs.BoolVar(&f.jsonl.ForkRefuse, "fork-refuse", false, "jsonl: answer fork and restore with an error event")
 	streamjson.RegisterFlags(fs, &f.streamJSON.Flags)
 	fs.BoolVar(&f.acp.IgnoreEOF, "ignore-eof", false, "acp: keep running after stdin ends")
 	fs.BoolVar(&f.acp.NoHTTP, "acp-no-http", false, "acp: advertise mcpCapabilities.http false")
