@@ -2,6 +2,7 @@ package episode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -48,6 +49,11 @@ type Spec struct {
 	// Held starts the episode held (a prepared episode nobody has taken):
 	// its doors' events are dropped until Hold(false).
 	Held bool
+	// From, when set, is the snapshot (Episode.Snapshot) the episode's
+	// directories are restored from instead of the workspace template;
+	// the task's Prepare is skipped (its files are already there). The
+	// caller keeps its handle; the snapshot stays usable for more.
+	From *Snapshot
 }
 
 // Episode is one episode's resources. Its methods are safe for concurrent
@@ -64,7 +70,8 @@ type Episode struct {
 	level   Level
 	held    atomic.Bool
 	undo    closers
-	keep    int // undos below this index (the directories) survive Stop
+	keep    int       // undos below this index (the directories) survive Stop
+	from    *Snapshot // Spec.From: the directories' snapshot
 
 	dirs       Dirs
 	disk       *quota.FS // the directories' quota, nil without
@@ -99,6 +106,9 @@ func (ep *Episode) assign(spec Spec) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	ep.id, ep.task, ep.onEvent = spec.ID, spec.Task, spec.OnEvent
+	if spec.From != nil {
+		ep.from = spec.From
+	}
 	ep.log = spec.Env.Logger
 	if ep.id != "" {
 		ep.log = ep.log.With("episode_id", ep.id)
@@ -114,6 +124,10 @@ func (ep *Episode) assign(spec Spec) {
 // closed.
 func (ep *Episode) Advance(ctx context.Context, spec Spec, level Level) error {
 	spec.Env = ep.env
+	if spec.From != nil && ep.level >= LevelDirectories {
+		ep.Close(context.WithoutCancel(ctx))
+		return errors.New("episode: a prepared episode's directories are made already; open one from a snapshot with Open")
+	}
 	ep.assign(spec)
 	if err := ep.openTo(ctx, level); err != nil {
 		ep.Close(context.WithoutCancel(ctx))
@@ -161,6 +175,11 @@ func (ep *Episode) openDirectories(ctx context.Context) error {
 		}
 		return nil
 	})
+	if ep.from != nil {
+		err := ep.restoreDirectories(ctx, d, ep.from)
+		ep.keep = ep.undo.size()
+		return err
+	}
 	if err := ep.openDisk(ctx, d.Root); err != nil {
 		ep.keep = ep.undo.size()
 		return err
@@ -169,10 +188,11 @@ func (ep *Episode) openDirectories(ctx context.Context) error {
 	return makeDirs(d, e.Config.Workspace.Template)
 }
 
-// openDoors prepares the task's files and opens what serves the harness:
+// openDoors prepares the task's files (unless restored from a snapshot)
+// and opens what serves the harness:
 // tools and bridge, the MCP injection, the gateway, the egress proxy.
 func (ep *Episode) openDoors(ctx context.Context) error {
-	if t := ep.Task(); t != nil {
+	if t := ep.Task(); t != nil && ep.from == nil {
 		if err := t.Prepare(ep.dirs.Workspace); err != nil {
 			return err
 		}
