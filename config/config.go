@@ -231,7 +231,33 @@ type EpisodeConfig struct {
 	// the ids after that parent's prompt+completion. A reset's
 	// full_token_ids overrides it.
 	FullTokenIDs bool `yaml:"full_token_ids" json:"full_token_ids,omitempty"`
+	// Checkpoints is CheckpointsEveryTurn (a snapshot of the episode's
+	// directories after each turn and at reset, so a fork can start at an
+	// earlier turn) or CheckpointsOff (the default, also for "").
+	Checkpoints string `yaml:"checkpoints" json:"checkpoints,omitempty"`
+	// MaxCheckpoints bounds how many checkpoints an episode keeps (the
+	// oldest are dropped); 0 means DefaultMaxCheckpoints.
+	MaxCheckpoints int `yaml:"max_checkpoints" json:"max_checkpoints,omitempty"`
+	// MaxCheckpointBytes bounds what an episode's checkpoints occupy on
+	// the host in all (the oldest are dropped); 0 means
+	// DefaultMaxCheckpointBytes.
+	MaxCheckpointBytes units.ByteSize `yaml:"max_checkpoint_bytes" json:"max_checkpoint_bytes,omitempty"`
 }
+
+// Values of episode.checkpoints.
+const (
+	CheckpointsOff       = "off"
+	CheckpointsEveryTurn = "every_turn"
+)
+
+// Defaults of the checkpoint bounds.
+const (
+	DefaultMaxCheckpoints     = 16
+	DefaultMaxCheckpointBytes = units.ByteSize(1 << 30)
+)
+
+// CheckpointsEnabled reports episode.checkpoints: every_turn.
+func (e *EpisodeConfig) CheckpointsEnabled() bool { return e.Checkpoints == CheckpointsEveryTurn }
 
 // WorkspaceConfig shapes the per-episode working directory.
 type WorkspaceConfig struct {
@@ -368,6 +394,15 @@ func (c *Config) Normalize() error {
 	if c.Episode.MaxTurnEventBytes == 0 {
 		c.Episode.MaxTurnEventBytes = DefaultMaxTurnEventBytes
 	}
+	if c.Episode.Checkpoints == "" {
+		c.Episode.Checkpoints = CheckpointsOff
+	}
+	if c.Episode.MaxCheckpoints == 0 {
+		c.Episode.MaxCheckpoints = DefaultMaxCheckpoints
+	}
+	if c.Episode.MaxCheckpointBytes == 0 {
+		c.Episode.MaxCheckpointBytes = DefaultMaxCheckpointBytes
+	}
 	if c.Name == "" {
 		switch {
 		case h.Agent != "":
@@ -387,6 +422,17 @@ func (c *Config) Normalize() error {
 	}
 	if c.Episode.MaxTurnEventBytes < 0 {
 		errs = append(errs, errors.New("episode.max_turn_event_bytes must not be negative"))
+	}
+	switch c.Episode.Checkpoints {
+	case CheckpointsOff, CheckpointsEveryTurn:
+	default:
+		errs = append(errs, fmt.Errorf("episode.checkpoints %q: want %s or %s", c.Episode.Checkpoints, CheckpointsEveryTurn, CheckpointsOff))
+	}
+	if c.Episode.MaxCheckpoints < 0 {
+		errs = append(errs, fmt.Errorf("episode.max_checkpoints %d must not be negative (0 means the default, %d)", c.Episode.MaxCheckpoints, DefaultMaxCheckpoints))
+	}
+	if c.Episode.MaxCheckpointBytes < 0 {
+		errs = append(errs, fmt.Errorf("episode.max_checkpoint_bytes %d must not be negative (0 means the default, %s)", c.Episode.MaxCheckpointBytes, DefaultMaxCheckpointBytes))
 	}
 	if h.Agent == "" && len(h.Command) == 0 {
 		errs = append(errs, errors.New("harness.command is required (or harness.agent naming a preset)"))

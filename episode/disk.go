@@ -69,23 +69,27 @@ func (e *Env) mountDisk(ctx context.Context, root string) (*quota.FS, error) {
 }
 
 // openDisk mounts the episode's quota on its directory (sandbox or process
-// isolation alike) and pushes its undo: the unmount, which with
-// workspace.keep first copies what the episode wrote out to the host's
-// directory.
+// isolation alike) and pushes its undo (pushDisk).
 func (ep *Episode) openDisk(ctx context.Context, root string) error {
-	e := ep.env
-	fs, err := e.mountDisk(ctx, root)
+	fs, err := ep.env.mountDisk(ctx, root)
 	if err != nil || fs == nil {
 		return err
 	}
+	ep.pushDisk(fs)
+	return nil
+}
+
+// pushDisk makes fs the episode's quota and pushes its undo: the unmount,
+// which with workspace.keep first copies what the episode wrote out to the
+// host's directory.
+func (ep *Episode) pushDisk(fs *quota.FS) {
 	ep.disk = fs
 	ep.undo.push(ResourceDisk, func(context.Context) error {
-		if e.Config.Workspace.Keep {
+		if ep.env.Config.Workspace.Keep {
 			return keepAndUnmount(fs)
 		}
 		return fs.Unmount()
 	})
-	return nil
 }
 
 // keepAndUnmount copies the file system's tree beside its mount point,
@@ -138,6 +142,7 @@ func clearLeftover(root string) {
 	if _, err := os.Lstat(root); err != nil {
 		return
 	}
+	quota.ThawBelow(root) // a snapshot's freeze the daemon did not live to undo
 	quota.UnmountBelow(root)
 	os.RemoveAll(root)
 	os.Remove(root + ".img")

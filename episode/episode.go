@@ -2,6 +2,7 @@ package episode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -49,15 +50,17 @@ type Spec struct {
 	// Held starts the episode held (a prepared episode nobody has taken):
 	// its doors' events are dropped until Hold(false).
 	Held bool
+	// From, when set, is the snapshot (Episode.Snapshot) the episode's
+	// directories are restored from instead of the workspace template;
+	// the task's Prepare is skipped (its files are already there). The
+	// caller keeps its handle; the snapshot stays usable for more.
+	From *Snapshot
 
-	// A fork's sibling (all zero otherwise). From restores the directories
-	// from a snapshot of the parent's instead of the template (the task's
-	// files are in it). ModelHistory is the parent's model calls, which the
-	// gateway holds as its own; with ModelReplay it answers the harness's
-	// next calls from them, and the bridge its tool calls from ToolReplay;
-	// OnDivergence hears of the first request unlike the recorded one (a
-	// *wire.Divergence).
-	From         *Snapshot
+	// A fork's sibling's doors (all zero otherwise). ModelHistory is the
+	// parent's model calls, which the gateway holds as its own; with
+	// ModelReplay it answers the harness's next calls from them, and the
+	// bridge its tool calls from ToolReplay; OnDivergence hears of the
+	// first request unlike the recorded one (a *wire.Divergence).
 	ModelHistory *gateway.History
 	ModelReplay  bool
 	ToolReplay   []bridge.ToolRecord
@@ -78,7 +81,8 @@ type Episode struct {
 	level   Level
 	held    atomic.Bool
 	undo    closers
-	keep    int // undos below this index (the directories) survive Stop
+	keep    int       // undos below this index (the directories) survive Stop
+	from    *Snapshot // Spec.From: the directories' snapshot
 
 	dirs       Dirs
 	disk       *quota.FS // the directories' quota, nil without
@@ -116,6 +120,9 @@ func (ep *Episode) assign(spec Spec) {
 	ep.id, ep.task, ep.onEvent = spec.ID, spec.Task, spec.OnEvent
 	ep.fork = forkDoors{history: spec.ModelHistory, modelReplay: spec.ModelReplay, toolReplay: spec.ToolReplay,
 		onDivergence: spec.OnDivergence}
+	if spec.From != nil {
+		ep.from = spec.From
+	}
 	ep.log = spec.Env.Logger
 	if ep.id != "" {
 		ep.log = ep.log.With("episode_id", ep.id)
@@ -131,6 +138,10 @@ func (ep *Episode) assign(spec Spec) {
 // closed.
 func (ep *Episode) Advance(ctx context.Context, spec Spec, level Level) error {
 	spec.Env = ep.env
+	if spec.From != nil && ep.level >= LevelDirectories {
+		ep.Close(context.WithoutCancel(ctx))
+		return errors.New("episode: a prepared episode's directories are made already; open one from a snapshot with Open")
+	}
 	ep.assign(spec)
 	if err := ep.openTo(ctx, level); err != nil {
 		ep.Close(context.WithoutCancel(ctx))
@@ -178,6 +189,11 @@ func (ep *Episode) openDirectories(ctx context.Context) error {
 		}
 		return nil
 	})
+	if ep.from != nil {
+		err := ep.restoreDirectories(ctx, d, ep.from)
+		ep.keep = ep.undo.size()
+		return err
+	}
 	if err := ep.openDisk(ctx, d.Root); err != nil {
 		ep.keep = ep.undo.size()
 		return err
@@ -186,10 +202,11 @@ func (ep *Episode) openDirectories(ctx context.Context) error {
 	return makeDirs(d, e.Config.Workspace.Template)
 }
 
-// openDoors prepares the task's files and opens what serves the harness:
+// openDoors prepares the task's files (unless restored from a snapshot)
+// and opens what serves the harness:
 // tools and bridge, the MCP injection, the gateway, the egress proxy.
 func (ep *Episode) openDoors(ctx context.Context) error {
-	if t := ep.Task(); t != nil {
+	if t := ep.Task(); t != nil && ep.from == nil {
 		if err := t.Prepare(ep.dirs.Workspace); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 // mounted in them (sessiondir.Sweep).
 func SweepWorkspaces(root string, log *slog.Logger) ([]string, error) {
 	return sessiondir.Sweep(root, log, func(dir string) error {
+		quota.ThawBelow(dir) // a snapshot's freeze the daemon did not live to undo
 		_, err := quota.UnmountBelow(dir)
 		return err
 	})

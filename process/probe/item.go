@@ -28,10 +28,11 @@ const (
 	Userns        = "userns"
 	Sandbox       = "sandbox"
 	DiskQuota     = "disk_quota"
+	CRIU          = "criu"
 )
 
 // Names lists every mechanism in report order.
-var Names = []string{ProcessGroups, Pdeathsig, Subreaper, Cgroup, Kill, PTY, PID1, Userns, Sandbox, DiskQuota}
+var Names = []string{ProcessGroups, Pdeathsig, Subreaper, Cgroup, Kill, PTY, PID1, Userns, Sandbox, DiskQuota, CRIU}
 
 // Help says what each mechanism is for (check -h and docs/deploy.md).
 var Help = map[string]string{
@@ -45,6 +46,7 @@ var Help = map[string]string{
 	Userns:        "unprivileged user namespaces (a non-root daemon's sandboxes need them)",
 	Sandbox:       "a harness tree in its own user, PID, mount, network, IPC and UTS namespaces (process/sandbox; not yet used by sessions)",
 	DiskQuota:     "a size-limited file system per episode for limits.disk (internal/quota: root, loop devices, mke2fs)",
+	CRIU:          "process checkpoint/restore (criu check passes); optional, never required: forks go without it",
 }
 
 // Item is the finding for one mechanism.

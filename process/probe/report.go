@@ -140,6 +140,9 @@ func Run(cfg Config) (*Report, error) {
 	if want(DiskQuota) {
 		rep.Checks[DiskQuota] = runProbe(probeTimeout, probeDiskQuota)
 	}
+	if want(CRIU) {
+		rep.Checks[CRIU] = runProbe(probeTimeout, probeCRIU)
+	}
 	if cfg.All {
 		rep.Agents, rep.AgentsNote = listAgents(cfg.ListAgents)
 	}
