@@ -204,8 +204,8 @@ func TestForkReplayAnswersFromTheRecord(t *testing.T) {
 		}
 		o := step(t, sb.Session, fmt.Sprintf("llm sibling %d asks", i))
 		rs := gatewayResponses(o.Metadata.TurnEvents)
-		if len(rs) != 1 || rs[0].CallIndex != 2 {
-			t.Fatalf("sibling %d's turn 3: responses %+v", i, rs)
+		if len(rs) != 1 || rs[0].CallIndex != 3 || rs[0].ParentCallIndex != 2 {
+			t.Fatalf("sibling %d's turn 3: %d responses, first %+v", i, len(rs), *rs[0])
 		}
 		ex, err := sb.Session.Export(sb.EpisodeID)
 		if err != nil {
@@ -217,8 +217,11 @@ func TestForkReplayAnswersFromTheRecord(t *testing.T) {
 		}
 		checkExport(t, ex, 3)
 		pc, sc := parent.Chains[0], ex.Chains[0]
-		if len(sc.TokenIDs) <= len(pc.TokenIDs) || !slices.Equal(sc.TokenIDs[:len(pc.TokenIDs)], pc.TokenIDs) {
-			t.Errorf("sibling %d's chain (%d ids) does not start with the parent's (%d ids)", i, len(sc.TokenIDs), len(pc.TokenIDs))
+		if p := rs[0].PromptTokenIDs; rs[0].PromptTokenIDsFrom != 0 || len(p) <= len(pc.InputIDs) || !slices.Equal(p[:len(pc.InputIDs)], pc.InputIDs) {
+			t.Errorf("sibling %d's first call: its prompt (%d ids from %d) does not extend the parent's last prompt+completion (%d ids)", i, len(p), rs[0].PromptTokenIDsFrom, len(pc.InputIDs))
+		}
+		if len(sc.InputIDs) <= len(pc.InputIDs) || !slices.Equal(sc.InputIDs[:len(pc.InputIDs)], pc.InputIDs) {
+			t.Errorf("sibling %d's chain (%d ids) does not start with the parent's (%d ids)", i, len(sc.InputIDs), len(pc.InputIDs))
 		}
 	}
 	if got := len(llm.Requests()); got != before+4 {
@@ -288,5 +291,18 @@ func TestResetAtTurn(t *testing.T) {
 	four := 4
 	if _, err := s.Reset(context.Background(), session.ResetOptions{AtTurn: &four}); err == nil {
 		t.Error("a reset past the last turn: no error")
+	}
+}
+
+// TestForkSandboxed: the same fork in sandbox isolation (the directories
+// on their disk quota, copied by a snapshot of its image), by the line
+// protocol and by replay.
+func TestForkSandboxed(t *testing.T) {
+	for _, m := range []string{session.ForkLine, session.ForkReplay} {
+		t.Run(m, func(t *testing.T) {
+			s := sandboxed(t, nil)
+			forkTwoTurns(t, s)
+			checkSiblings(t, s, forkSiblings(t, s, 4, 0, m))
+		})
 	}
 }

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -135,10 +134,10 @@ func (s *Session) replayTurns(ctx context.Context, r *run, src *forkSource, div 
 		cancel()
 		endModelTurn()
 		if d := div.first(); d != nil {
-			return harness.Wrap(wire.FailureStartupFailed, d, fmt.Sprintf("replay diverged at turn %d", n))
+			return harness.Wrap(wire.FailureStartupFailed, d, "replay diverged at turn %d", n)
 		}
 		if err != nil {
-			return harness.Wrap(wire.FailureStartupFailed, err, fmt.Sprintf("replay: turn %d of %d did not complete", n, len(src.messages)))
+			return harness.Wrap(wire.FailureStartupFailed, err, "replay: turn %d of %d did not complete", n, len(src.messages))
 		}
 	}
 	if left := r.ep.ReplayLeft(); left != "" {
