@@ -70,6 +70,9 @@ func parseFork(data json.RawMessage, http bool) (forkRequest, *wireError) {
 		dec := json.NewDecoder(bytes.NewReader(v))
 		dec.UseNumber()
 		i, err := int64(0), dec.Decode(&n)
+		if err == nil && v[0] == '"' {
+			err = errors.New("a string") // json.Number takes a quoted number too
+		}
 		if err == nil {
 			i, err = n.Int64()
 		}
