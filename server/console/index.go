@@ -67,8 +67,8 @@ type EpisodeSummary struct {
 	// forks down from an episode of the same list it is (the list puts an
 	// episode's forks right after it).
 	ForkedFrom *wire.ForkOrigin `json:"forked_from,omitempty"`
-	Forks      int         `json:"forks,omitempty"`
-	Depth      int         `json:"depth,omitempty"`
+	Forks      int              `json:"forks,omitempty"`
+	Depth      int              `json:"depth,omitempty"`
 }
 
 // indexEntry is one record file in the index.
