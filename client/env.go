@@ -14,6 +14,13 @@ import (
 type Env struct {
 	cn *conn
 	mu sync.Mutex
+	// base and opts are what Dial was given, so that a fork's siblings can
+	// be attached with the same server and credentials.
+	base string
+	opts *Options
+	// sessionID is the server's session id, when known (an attached Env,
+	// or after a fork named the parent).
+	sessionID string
 }
 
 // Dial connects to a harnessd (or any OpenEnv) server at baseURL
@@ -27,7 +34,7 @@ func Dial(ctx context.Context, baseURL string, opts *Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{cn: cn}, nil
+	return &Env{cn: cn, base: baseURL, opts: opts}, nil
 }
 
 // envelope is a server frame with its data still encoded.

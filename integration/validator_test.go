@@ -87,6 +87,13 @@ func TestOpenEnvValidator(t *testing.T) {
 				if p == "/ws" || p == "/harness" || p == "/mcp" || p == "/reset" || p == "/step" || p == "/close" {
 					continue
 				}
+				if p == "/fork" {
+					// POST only: served, a body without count is refused.
+					if code, body := d.DoRaw("POST", p, "{}", nil); code != http.StatusUnprocessableEntity || !strings.Contains(string(body), "count") {
+						t.Errorf("documented path POST %s {} answers %d %s", p, code, body)
+					}
+					continue
+				}
 				if strings.Contains(p, "{") {
 					// A templated path (an episode's export): served, for an
 					// unknown episode, with the route's own 404.

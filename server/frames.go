@@ -98,7 +98,7 @@ func parseWSFrame(b []byte) (frame, *wireError) {
 		}
 	}
 	switch f.Type {
-	case frameTypeReset, frameTypeStep, frameTypeState, frameTypeClose, frameTypeMCP, frameTypeExport, trainer.FrameType:
+	case frameTypeReset, frameTypeStep, frameTypeState, frameTypeClose, frameTypeMCP, frameTypeExport, trainer.FrameType, wire.FrameFork:
 	default:
 		return f, &wireError{Message: "Unknown message type: " + f.Type, Code: codeUnknownType}
 	}

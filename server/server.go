@@ -175,9 +175,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.trainer = trainer.Options{Daemon: gateway.NewPolicyVersion(nil), Sessions: trainer.List(s.reg.list, func(m *managed) trainer.Session { return m.sess })}
 	s.metrics = metrics.New(metrics.Options{Version: opts.Version, MaxSessions: opts.MaxSessions, Live: opts.Supervisor.Live, Policy: s.trainer.Daemon,
-		Kinds: []string{kindWS, kindHTTP, kindHarness, kindMCP}, Surfaces: []string{surfaceWS, surfaceHarness, surfaceHTTP, surfaceMCP}})
+		Kinds: []string{kindWS, kindHTTP, kindHarness, kindMCP, kindFork}, Surfaces: []string{surfaceWS, surfaceHarness, surfaceHTTP, surfaceMCP}})
 	s.console = console.New(console.Options{
-		Config: s.cfg, Isolation: s.isolation(), Guard: s.guard, PeerOnly: s.peerOnly, Quit: s.quit, WriteTimeout: writeTimeout,
+		Config: s.cfg, Isolation: s.isolation(), Guard: s.guard, PeerOnly: s.peerOnly, Quit: s.quit, WriteTimeout: writeTimeout, Forks: s.reg.forkLinks,
 		Sessions: func() []console.Session {
 			list := s.reg.list()
 			out := make([]console.Session, 0, len(list))
@@ -233,6 +233,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("GET /state", orch(s.handleState))
 		mux.Handle("POST /close", orch(s.handleClose))
 		mux.Handle("GET /episodes/{episode_id}/export", orch(s.handleExport))
+		mux.Handle("POST /fork", orch(s.handleFork))
 		mux.Handle("/policy_version", orch(s.trainer.ServeHTTP))
 		s.console.Routes(mux)
 	} else {

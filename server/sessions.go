@@ -12,6 +12,7 @@ import (
 
 	"github.com/harnessd/harnessd/server/console"
 	"github.com/harnessd/harnessd/session"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Surfaces, the values of the surface label of the byte counters.
@@ -41,11 +42,16 @@ type managed struct {
 	steps    atomic.Int64
 	closing  atomic.Bool  // an HTTP close was requested while attached
 	ops      atomic.Int32 // resets and steps running through the server
+	// forkedFrom is where a fork's sibling came from (nil otherwise);
+	// registered says sess and forkedFrom are set (a sibling's session
+	// reports events before the server has registered it: fork.go).
+	forkedFrom *wire.ForkOrigin
+	registered atomic.Bool
 }
 
 // view is m as the console sees it.
 func (m *managed) view() console.Session {
-	return console.Session{ID: m.id, Kind: m.kind, Created: m.created, Session: m.sess}
+	return console.Session{ID: m.id, Kind: m.kind, Created: m.created, Session: m.sess, ForkedFrom: m.forkedFrom}
 }
 
 func (m *managed) touch() { m.active.Store(time.Now().UnixNano()) }
@@ -59,9 +65,16 @@ type CapacityError struct {
 	Active, Max int
 	// Idle is the idle timeout of sessions no socket holds (0: none).
 	Idle time.Duration
+	// Want is how many slots were asked for at once (a fork of Want
+	// siblings; 0 or 1: one session).
+	Want int
 }
 
 func (e *CapacityError) Error() string {
+	if e.Want > 1 {
+		return fmt.Sprintf("Server at capacity: a fork of %d siblings needs %d free session slots, and %d of %d are in use; no sibling was made. "+
+			"Close sessions (POST /close with their session_id, or a close frame), fork fewer, or raise --max-sessions.", e.Want, e.Want, e.Active, e.Max)
+	}
 	wait := "set --idle-timeout so that abandoned HTTP sessions are ended"
 	if e.Idle > 0 {
 		wait = fmt.Sprintf("wait for an abandoned HTTP session's idle timeout (%s)", e.Idle)
@@ -81,6 +94,7 @@ type registry struct {
 	sessions map[string]*managed
 	reserved int
 	draining bool
+	forks    []console.Fork // which sibling was forked from which episode (fork.go)
 }
 
 func newRegistry(max int, idle time.Duration) *registry {

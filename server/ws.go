@@ -13,7 +13,8 @@ import (
 )
 
 // handleWS serves OpenEnv's generic protocol: one session per connection
-// (or, with ?session_id=, the HTTP MCP session created earlier), one reply
+// (or, with ?session_id=, the HTTP MCP session created earlier or a fork's
+// sibling), one reply
 // frame per request, and a bad frame never ends the session.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	attachID := r.URL.Query().Get("session_id")
@@ -61,7 +62,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 				var finish func(string)
 				once.Do(func() {
 					m.attached.Store(false)
-					if attachID == "" || m.closing.Load() {
+					if closeEnds(m, attachID) {
 						finish = s.detach(m)
 					}
 				})
@@ -104,7 +105,7 @@ func (s *Server) wsSession(attachID string) (*managed, *wireError) {
 	switch {
 	case m == nil:
 		return nil, &wireError{Message: "Unknown session_id: " + attachID, Code: codeSession}
-	case m.kind != kindMCP:
+	case !attachable(m.kind):
 		return nil, &wireError{Message: "Session " + attachID + " cannot be attached", Code: codeSession}
 	case !m.attached.CompareAndSwap(false, true):
 		return nil, &wireError{Message: "Session " + attachID + " is already attached", Code: codeSession}
@@ -171,6 +172,8 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		s.handleExportFrame(wc, m, f.Data)
 	case trainer.FrameType:
 		wc.send(trainer.Reply(f.Data, m.sess, s.trainer.Daemon))
+	case wire.FrameFork:
+		s.handleForkFrame(ctx, wc, m, f.Data)
 	}
 	return true
 }

@@ -16,6 +16,9 @@ type Session struct {
 	Kind    string // the surface that created it (ws, http, harness, mcp)
 	Created time.Time
 	Session *session.Session
+	// ForkedFrom says where a fork's sibling came from (nil for a session
+	// not forked).
+	ForkedFrom *wire.ForkOrigin
 }
 
 // Options wire the console to the server that hosts it.
@@ -35,6 +38,9 @@ type Options struct {
 	Quit <-chan struct{}
 	// WriteTimeout bounds one write of the live feed.
 	WriteTimeout time.Duration
+	// Forks lists the links of the daemon's forks: each sibling to the
+	// episode it was forked from (nil: none).
+	Forks func() []Fork
 }
 
 // Console is the web console: the page, its API over the live sessions and

@@ -235,6 +235,7 @@ func (c *Console) handleWebEpisodes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := map[string]any{"record_dir": c.o.Config.RecordDir}
+	links := c.forkLinks()
 	err = c.withLive(func(all []*indexEntry) {
 		var hits []*indexEntry
 		for _, e := range all {
@@ -253,9 +254,13 @@ func (c *Console) handleWebEpisodes(w http.ResponseWriter, r *http.Request) {
 			}
 			return d < 0
 		})
+		hits, depth := links.branchOrder(hits)
 		page := make([]EpisodeSummary, 0, q.limit)
-		for _, e := range hits[min(q.offset, len(hits)):min(q.offset+q.limit, len(hits))] {
-			page = append(page, e.sum)
+		from, to := min(q.offset, len(hits)), min(q.offset+q.limit, len(hits))
+		for i, e := range hits[from:to] {
+			sum := e.sum
+			sum.ForkedFrom, sum.Forks, sum.Depth = links.origin(sum.ID), len(links.children[sum.ID]), depth[from+i]
+			page = append(page, sum)
 		}
 		out["total"], out["indexed"], out["offset"], out["limit"], out["episodes"] = len(hits), len(all), q.offset, q.limit, page
 		out["facets"] = map[string][]Facet{
@@ -275,6 +280,11 @@ func (c *Console) handleWebEpisodes(w http.ResponseWriter, r *http.Request) {
 func (c *Console) handleWebEpisodeByID(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	out := map[string]any{"episode_id": id}
+	links := c.forkLinks()
+	if o := links.origin(id); o != nil {
+		out["forked_from"] = o
+	}
+	out["forks"] = links.forksOf(id, func(sid string) bool { _, ok := c.o.Lookup(sid); return ok })
 	for _, m := range c.o.Sessions() {
 		st := m.Session.State()
 		if st.EpisodeID == nil || *st.EpisodeID != id {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/harnessd/harnessd/wire"
 )
 
 // The episode index: one summary per record file of record_dir, kept in
@@ -60,6 +62,13 @@ type EpisodeSummary struct {
 	Export bool   `json:"export,omitempty"`
 	// Live says a live session holds the episode.
 	Live bool `json:"live,omitempty"`
+	// ForkedFrom says which episode, at which turn, this one was forked
+	// from; Forks counts the siblings forked from it; Depth is how many
+	// forks down from an episode of the same list it is (the list puts an
+	// episode's forks right after it).
+	ForkedFrom *wire.ForkOrigin `json:"forked_from,omitempty"`
+	Forks      int              `json:"forks,omitempty"`
+	Depth      int              `json:"depth,omitempty"`
 }
 
 // indexEntry is one record file in the index.

@@ -36,6 +36,9 @@ type SessionSummary struct {
 	Isolation   string           `json:"isolation"`
 	Created     float64          `json:"created"`
 	TurnRunning bool             `json:"turn_running"`
+	// ForkedFrom says which session's episode, at which turn, this
+	// session was forked from.
+	ForkedFrom *wire.ForkOrigin `json:"forked_from,omitempty"`
 }
 
 // webSummary describes m for the console.
@@ -47,6 +50,9 @@ func (c *Console) webSummary(m Session) *SessionSummary {
 	}
 	if st.EpisodeID != nil {
 		ws.EpisodeID = *st.EpisodeID
+	}
+	if m.ForkedFrom != nil {
+		ws.ForkedFrom = m.ForkedFrom
 	}
 	ws.LastReward, ws.ErrorType = c.log(m.ID).summary()
 	if ws.ErrorType == "" && st.LastError != nil {
@@ -67,7 +73,9 @@ func (c *Console) webSummary(m Session) *SessionSummary {
 
 // webChanged publishes m's summary.
 func (c *Console) webChanged(m Session) {
-	if c.feed.active() {
+	// A fork's sibling reports its episode's start before the server has
+	// registered its session: what is published of it waits for that.
+	if c.feed.active() && m.Session != nil {
 		c.feed.publish(Message{Type: "session", SessionID: m.ID, Session: c.webSummary(m)})
 	}
 }

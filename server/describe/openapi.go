@@ -59,7 +59,7 @@ func OpenAPI(s Service) map[string]any {
 		"/metrics":      map[string]any{"get": map[string]any{"summary": "Prometheus metrics (text exposition format)", "responses": map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"text/plain": map[string]any{"schema": str}}}}}},
 		"/openapi.json": get("This document", map[string]any{"type": "object"}),
 		"/docs":         map[string]any{"get": map[string]any{"summary": "A page describing the surfaces", "responses": map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"text/html": map[string]any{"schema": str}}}}}},
-		"/ws":           wsPath("OpenEnv's generic WebSocket protocol: reset, step, state, close and mcp frames; harnessd's extensions export and policy_version (docs/protocol.md)"),
+		"/ws":           wsPath("OpenEnv's generic WebSocket protocol: reset, step, state, close and mcp frames; harnessd's extensions export, policy_version and fork (docs/protocol.md); ?session_id= attaches to a fork's sibling or an /mcp session"),
 		"/mcp": map[string]any{"post": map[string]any{"summary": "JSON-RPC 2.0: tools/list, tools/call, openenv/session/create, openenv/session/close",
 			"requestBody": jsonBody(map[string]any{"type": "object"}),
 			"responses":   map[string]any{"200": answer("a JSON-RPC response (errors included)", map[string]any{"type": "object"})}}},
@@ -89,6 +89,16 @@ func OpenAPI(s Service) map[string]any {
 		paths["/harness"] = wsPath("Streaming harness sessions: session_started, then every event of each turn")
 	}
 	addTaskPaths(paths, s.Simulation)
+	schemas := map[string]any{
+		"Action":      Schemas["action"],
+		"Observation": Schemas["observation"],
+		"State":       Schemas["state"],
+		"Metadata": obj(map[string]any{"name": str, "description": str, "version": str,
+			"harness": map[string]any{"type": "object"}}, "name", "description"),
+	}
+	if s.Simulation {
+		addForkPath(paths, schemas, answer, detail)
+	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -96,16 +106,8 @@ func OpenAPI(s Service) map[string]any {
 			"version":     s.Version,
 			"description": fmt.Sprintf("harnessd serving the %s environment in %s mode.", s.Name, s.Mode),
 		},
-		"paths": paths,
-		"components": map[string]any{
-			"schemas": map[string]any{
-				"Action":      Schemas["action"],
-				"Observation": Schemas["observation"],
-				"State":       Schemas["state"],
-				"Metadata": obj(map[string]any{"name": str, "description": str, "version": str,
-					"harness": map[string]any{"type": "object"}}, "name", "description"),
-			},
-		},
+		"paths":      paths,
+		"components": map[string]any{"schemas": schemas},
 	}
 	if s.Auth {
 		doc["components"].(map[string]any)["securitySchemes"] = map[string]any{
@@ -137,6 +139,7 @@ func Docs(s Service) []byte {
 			[2]string{"POST /reset, POST /step, GET /state", "the same over HTTP, stateful: the answer carries <code>session_id</code>; pass it back (default: one HTTP session)"},
 			[2]string{"POST /close", "end an HTTP session (<code>{\"session_id\": ...}</code>, or the default one) and free its slot"},
 			[2]string{"GET /episodes/{episode_id}/export", "an episode's training export (token ids, loss masks, logprobs, rewards, policy versions and sampling per call); over /ws the <code>export</code> frame"},
+			[2]string{"POST /fork", "fork a live episode between turns into <code>count</code> sibling sessions (<code>{\"session_id\",\"count\",\"at_turn\"?,\"mechanism\"?}</code>); each sibling is attached by <code>/ws?session_id=</code> or named in HTTP routes; over /ws the <code>fork</code> frame"},
 			[2]string{"POST, GET /policy_version", "set or read the policy version (<code>{\"version\": N}</code>, daemon-wide, or with <code>session_id</code> or <code>episode_id</code>); over /ws the <code>policy_version</code> frame"})
 	} else {
 		rows = append(rows, [2]string{"WS /harness", "streaming sessions: <code>session_started</code>, then each turn's events up to <code>turn_complete</code>; <code>{\"type\":\"cancel\"}</code> interrupts"})

@@ -7,8 +7,8 @@ type (
 )
 
 // addTrainerPaths adds the extensions only a trainer uses (simulation
-// mode): the training export of an episode and the policy version. There
-// is no fork route (yet): none is described.
+// mode): the training export of an episode and the policy version (the
+// fork route is fork.go's).
 func addTrainerPaths(paths map[string]any, obj objFunc, answer answerFunc, detail map[string]any) {
 	str := map[string]any{"type": "string"}
 	integer := map[string]any{"type": "integer", "minimum": 0}

@@ -68,6 +68,7 @@ type Metrics struct {
 	draining        prometheus.Gauge
 
 	model *modelMetrics // calls, tokens and durations of model calls (modelmetrics.go)
+	fork  *forkMetrics  // forks of live episodes and their siblings (fork.go)
 
 	toolMu    sync.Mutex
 	toolNames map[string]bool
@@ -138,6 +139,7 @@ func New(o Options) *Metrics {
 	f(m.toolSeconds)
 
 	m.model = newModelMetrics(f)
+	m.fork = newForkMetrics(f)
 	f(policyCollector{o.Policy})
 
 	m.received = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -184,7 +186,7 @@ func (m *Metrics) Draining() { m.draining.Set(1) }
 
 // Observe counts a session's lifecycle events: episodes started (with the
 // reset's duration) and ended (by error type), turns (their duration, tool
-// calls and model calls).
+// calls and model calls), forks (their siblings and duration).
 func (m *Metrics) Observe(ev session.Event) {
 	switch e := ev.(type) {
 	case session.EpisodeOpened:
@@ -196,6 +198,8 @@ func (m *Metrics) Observe(ev session.Event) {
 		m.model.observe(e.Observation)
 	case session.EpisodeEnded:
 		m.endEpisode(e.ErrorType)
+	case session.Forked:
+		m.fork.forked(e)
 	}
 }
 

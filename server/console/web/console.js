@@ -46,7 +46,8 @@ function renderSessions() {
   body.replaceChildren();
   for (const s of sessions.values()) {
     const tr = el("tr", { tabindex: "0", "data-session": s.id },
-      el("td", {}, s.id + (s.id === chat.session ? " (chat)" : "")),
+      el("td", {}, s.forked_from ? el("span", { class: "branch-marker", title: "forked from session " + s.forked_from.parent_session_id + " at turn " + s.forked_from.at_turn }, "↳ ") : "",
+        s.id + (s.id === chat.session ? " (chat)" : "")),
       el("td", {}, s.state), el("td", {}, s.episode_id ? episodeLink(s.episode_id) : ""),
       el("td", {}, s.turns), el("td", { class: "reward" }, s.last_reward === null ? "—" : fmtNum(s.last_reward)),
       el("td", {}, s.error_type || ""), el("td", {}, s.isolation));

@@ -116,8 +116,8 @@ function renderEpisodes(r) {
     b.classList.toggle("desc", b.dataset.sort === key && desc);
   }
   const body = $("episodes").tBodies[0];
-  const rows = r.episodes.map((e) => el("tr", { "data-episode": e.id },
-    el("td", { class: "ep-id" }, episodeLink(e.id)), el("td", { class: "ep-task" }, e.task || ""), el("td", {}, e.agent || ""),
+  const rows = r.episodes.map((e) => el("tr", { "data-episode": e.id, class: e.depth ? "branch" : "" },
+    idCell(e), el("td", { class: "ep-task" }, e.task || ""), el("td", {}, e.agent || ""),
     el("td", { class: "ep-status status-" + e.status }, e.status + (e.live ? " (live)" : "")),
     el("td", { class: "num ep-reward" }, e.reward === null ? "—" : fmtNum(e.reward)), el("td", { class: "num ep-turns" }, e.turns),
     el("td", { class: "num" }, fmtDur(e.duration_ms)), el("td", { class: "num ep-tokens" }, e.tokens || ""),
@@ -129,6 +129,38 @@ function renderEpisodes(r) {
   $("ep-prev").disabled = r.offset === 0;
   $("ep-next").disabled = to >= r.total;
   if (window.firstEpisodesRender === undefined) window.firstEpisodesRender = performance.now();
+}
+
+// idCell is an episodes row's id: a fork's sibling indented under its
+// parent with a branch marker and "forked from … at turn k", a parent with
+// the count of its forks.
+function idCell(e) {
+  const td = el("td", { class: "ep-id" });
+  if (e.depth) td.style.paddingLeft = (0.4 + 1.2 * e.depth) + "em";
+  if (e.forked_from) td.append(el("span", { class: "branch-marker", title: "a fork's sibling" }, "↳ "));
+  td.append(episodeLink(e.id));
+  if (e.forked_from) {
+    td.append(el("div", { class: "forked-from hint" }, "forked from ", episodeLink(e.forked_from.parent_episode_id), " at turn " + e.forked_from.at_turn +
+      (e.forked_from.mechanism ? " (" + e.forked_from.mechanism + ")" : "")));
+  }
+  if (e.forks) td.append(el("span", { class: "badge forks" }, e.forks + (e.forks === 1 ? " fork" : " forks")));
+  return td;
+}
+
+// lineage shows where an episode was forked from and the siblings forked
+// from it, each a link to its episode page.
+function lineage(r) {
+  const box = el("div", { id: "ep-lineage" });
+  const o = r.forked_from;
+  if (o) box.append(el("p", { class: "forked-from" }, el("span", { class: "branch-marker" }, "↳ "), "forked from ", episodeLink(o.parent_episode_id),
+    " at turn " + o.at_turn + (o.mechanism ? " (" + o.mechanism + ")" : "") + " · session " + o.parent_session_id));
+  const forks = r.forks || [];
+  if (forks.length) {
+    box.append(el("p", { class: "label" }, forks.length + (forks.length === 1 ? " sibling" : " siblings") + " forked from this episode:"),
+      el("ul", { class: "forks" }, ...forks.map((f) => el("li", { "data-episode": f.episode_id }, episodeLink(f.episode_id),
+        " at turn " + f.at_turn + (f.mechanism ? " (" + f.mechanism + ")" : "") + (f.live ? " · live in session " + f.session_id : "")))));
+  }
+  return box;
 }
 
 // ---- one episode ----
@@ -241,7 +273,7 @@ function renderEpisodePage(r) {
     reset.agent && "agent " + reset.agent, reset.adapter && "adapter " + reset.adapter, reset.isolation && "isolation " + reset.isolation,
     "tools: " + ((reset.tools || []).join(", ") || "none"), reset.time && "started " + fmtTime(reset.time),
     recs.length > 1 && reset.time ? "duration " + fmtDur((recs[recs.length - 1].time - reset.time) * 1000) : ""].filter(Boolean);
-  $("ep-summary").append(el("p", { class: "label" }, sumBits.join(" · ")));
+  $("ep-summary").append(el("p", { class: "label" }, sumBits.join(" · ")), lineage(r));
   if (r.omitted) $("ep-summary").append(el("p", { class: "hint" }, "Turns 1–" + r.omitted.last_turn + " are no longer kept by the session" + (r.omitted.record_file ? ": see the record file " + r.omitted.record_file : "") + "."));
   if (r.error) $("ep-summary").append(el("p", { class: "item error" }, r.error));
 
