@@ -42,8 +42,8 @@ func BenchmarkFork(b *testing.B) {
 					rss = append(rss, r.rssKiB/float64(g)/1024)
 					disk = append(disk, r.diskKiB/float64(g)/1024)
 				}
-				b.ReportMetric(spreadOf(p50).Median, "fork-p50-ms")
-				b.ReportMetric(spreadOf(ratio).Median, "fork/floor")
+				b.ReportMetric(spreadOf(p50).Med, "fork-p50-ms")
+				b.ReportMetric(spreadOf(ratio).Med, "fork/floor")
 				summary("fork %s G=%d: p50 %s ms, worst %s ms; floor (G cold resets + %d turns each) %s ms; ratio %s; per sibling daemon RSS %s MiB, disk %s MiB",
 					mech, g, spreadOf(p50), spreadOf(worst), len(forkTurns), spreadOf(floor), spreadOf(ratio), spreadOf(rss), spreadOf(disk))
 			})

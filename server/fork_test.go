@@ -358,7 +358,7 @@ func TestForkSiblingsAreSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := turnOf(obs); got != "turn 3: reply first | reply second | history" {
+	if got := turnOf(obs); got != "turn 3: history: reply first | reply second | history" {
 		t.Errorf("sibling 0's first turn: %q (want its turn 3 to remember the parent's turns)", got)
 	}
 	if _, err := client.Attach(ctx, ts.url, sibs[0].SessionID, nil); err == nil || !strings.Contains(err.Error(), "already attached") {
@@ -382,7 +382,7 @@ func TestForkSiblingsAreSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := turnOf(obs); got != "turn 3: reply first | reply second | history" {
+	if got := turnOf(obs); got != "turn 3: history: reply first | reply second | history" {
 		t.Errorf("the parent after the fork: %q", got)
 	}
 
