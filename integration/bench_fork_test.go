@@ -44,8 +44,11 @@ func BenchmarkFork(b *testing.B) {
 				}
 				b.ReportMetric(spreadOf(p50).Med, "fork-p50-ms")
 				b.ReportMetric(spreadOf(ratio).Med, "fork/floor")
+				f := func(xs []float64, verb string) string { return spreadOf(xs).Format(verb) }
 				summary("fork %s G=%d: p50 %s ms, worst %s ms; floor (G cold resets + %d turns each) %s ms; ratio %s; per sibling daemon RSS %s MiB, disk %s MiB",
-					mech, g, spreadOf(p50), spreadOf(worst), len(forkTurns), spreadOf(floor), spreadOf(ratio), spreadOf(rss), spreadOf(disk))
+					mech, g, f(p50, "%.0f"), f(worst, "%.0f"), len(forkTurns), f(floor, "%.0f"), f(ratio, "%.2f"), f(rss, "%.2f"), f(disk, "%.2f"))
+				row(fmt.Sprintf("fork ×%d (%s), test agent, sandbox", g, mech), f(p50, "%.0f")+" ms", f(floor, "%.0f")+" ms cold resets + turns",
+					f(ratio, "%.2f"), "—", "—")
 			})
 		}
 	}
@@ -99,14 +102,22 @@ func forkRepeat(b *testing.B, ctx context.Context, mech string, g int) forkRun {
 // forkParent resets env and runs the parent's turns.
 func forkParent(b *testing.B, ctx context.Context, env *client.Env) {
 	b.Helper()
+	if err := runParent(ctx, env); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// runParent resets env and runs the parent's turns.
+func runParent(ctx context.Context, env *client.Env) error {
 	if obs, err := env.Reset(ctx, client.ResetOptions{}); err != nil || obs.Done {
-		b.Fatalf("reset: %v %+v", err, obs)
+		return fmt.Errorf("reset: %v %+v", err, obs)
 	}
 	for _, m := range forkTurns {
 		if obs, err := env.Step(ctx, m); err != nil || obs.Done {
-			b.Fatalf("step %q: %v %+v", m, err, obs)
+			return fmt.Errorf("step %q: %v %+v", m, err, obs)
 		}
 	}
+	return nil
 }
 
 // closeSiblings attaches to each sibling and closes its session.
@@ -146,7 +157,9 @@ func coldReplays(b *testing.B, ctx context.Context, d *daemon, g int) time.Durat
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			forkParent(b, ctx, e)
+			if err := runParent(ctx, e); err != nil {
+				b.Error(err)
+			}
 		}()
 	}
 	wg.Wait()
