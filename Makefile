@@ -214,6 +214,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Scale|IdleMemory1024|IdleSessionMemory|ConcurrentSessions)$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkLongEpisodeMemory$$' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkFork$$' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkEvalOracleThroughput$$' -benchtime 1x -timeout 20m ./evaljob/ | tee -a $(BIN)/bench.txt
 	@if $(PYTHON) -c 'import websockets' 2>/dev/null; then $(MAKE) --no-print-directory bench-python; else echo "bench-python: skipped: $(PYTHON) has no websockets (make python-deps)"; fi
 	@echo; echo "== BENCH lines (bin/bench.txt) =="; grep '^BENCH ' $(BIN)/bench.txt
