@@ -96,6 +96,59 @@ func missing(t testing.TB, format string, args ...any) {
 // agent's whole process tree must be gone.
 func TestRealAgents(t *testing.T) {
 	deps := pinned(t)
+	s := newSuite(t)
+	var reports reportLog
+	t.Cleanup(func() { reports.print(t) })
+
+	// The presets cmd/harnessd links (adapters.go), by name.
+	shipped := []*presets.Preset{presets.ClaudeACP(), presets.ClaudeCode(), presets.Codex(), presets.Copilot(),
+		presets.Gemini(), presets.Goose(), presets.OpenCode(), presets.Qwen()}
+	for _, p := range shipped {
+		t.Run(p.Name, func(t *testing.T) {
+			in := s.require(t, deps, p)
+			t.Parallel()
+			r := &report{agent: p.Name, version: in.Version}
+			defer reports.add(r)
+			t.Run("ws", func(t *testing.T) { s.wsEpisode(t, p, r) })
+			t.Run("cancel", func(t *testing.T) { s.cancelEpisode(t, p, r) })
+			s.sideTraffic(p, r)
+		})
+	}
+}
+
+// require returns the installed agent of preset p, skipping a preset that
+// is not on npm and failing (skipping outside CI) where it is not
+// installed as package.json pins it.
+func (s *suite) require(t *testing.T, deps map[string]string, p *presets.Preset) presets.Install {
+	t.Helper()
+	pin, ok := deps[p.Package]
+	if p.Package == "" || !ok {
+		if p.Verified {
+			t.Fatalf("preset %s says verified, but package.json does not pin %q", p.Name, p.Package)
+		}
+		t.Skipf("%s (%s) is not on npm, so not pinned in package.json: the preset is unverified", p.Name, p.Title)
+	}
+	if pin != p.Version || !p.Verified {
+		t.Errorf("package.json pins %s@%s; the preset says %s (verified %v)", p.Package, pin, p.Version, p.Verified)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		missing(t, "node is not on PATH: the npm-installed agents cannot run")
+	}
+	in, ok := presets.Locate(p, s.agentsDir, string(filepath.ListSeparator))
+	if !ok {
+		missing(t, "%s is not installed in %s: run `make agents` (npm ci in integration/agents)", p.Program, s.agentsDir)
+	}
+	if in.Version != pin {
+		t.Fatalf("%s %s is installed in %s, package.json pins %s: run `make agents`", p.Package, in.Version, s.agentsDir, pin)
+	}
+	return in
+}
+
+// newSuite starts the fake LLM (engine mode: the gateway's engine calls,
+// the /ws episodes, get token ids; the passthrough calls of the /harness
+// episodes are answered in the agent's own dialect) and finds the agents.
+func newSuite(t *testing.T) *suite {
+	t.Helper()
 	s := &suite{harnessd: testbin.Path(t, "harnessd"), tools: testbin.Path(t, "testharness")}
 	s.agentsDir = os.Getenv(presets.DirEnvVar)
 	if s.agentsDir == "" {
@@ -109,50 +162,12 @@ func TestRealAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Engine mode: the gateway's engine calls (the /ws episodes) get token
-	// ids; the passthrough calls (the /harness episodes) are answered in the
-	// agent's own dialect as before.
 	s.llm = fakellm.New(fakellm.Options{Script: sc, Engine: true})
 	if s.llmURL, err = s.llm.Start(""); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.llm.Close() })
-	var reports reportLog
-	t.Cleanup(func() { reports.print(t) })
-
-	// The presets cmd/harnessd links (adapters.go), by name.
-	shipped := []*presets.Preset{presets.ClaudeACP(), presets.ClaudeCode(), presets.Codex(), presets.Copilot(),
-		presets.Gemini(), presets.Goose(), presets.OpenCode(), presets.Qwen()}
-	for _, p := range shipped {
-		t.Run(p.Name, func(t *testing.T) {
-			pin, ok := deps[p.Package]
-			if p.Package == "" || !ok {
-				if p.Verified {
-					t.Fatalf("preset %s says verified, but package.json does not pin %q", p.Name, p.Package)
-				}
-				t.Skipf("%s (%s) is not on npm, so not pinned in package.json: the preset is unverified", p.Name, p.Title)
-			}
-			if pin != p.Version || !p.Verified {
-				t.Errorf("package.json pins %s@%s; the preset says %s (verified %v)", p.Package, pin, p.Version, p.Verified)
-			}
-			if _, err := exec.LookPath("node"); err != nil {
-				missing(t, "node is not on PATH: the npm-installed agents cannot run")
-			}
-			in, ok := presets.Locate(p, s.agentsDir, string(filepath.ListSeparator))
-			if !ok {
-				missing(t, "%s is not installed in %s: run `make agents` (npm ci in integration/agents)", p.Program, s.agentsDir)
-			}
-			if in.Version != pin {
-				t.Fatalf("%s %s is installed in %s, package.json pins %s: run `make agents`", p.Package, in.Version, s.agentsDir, pin)
-			}
-			t.Parallel()
-			r := &report{agent: p.Name, version: in.Version}
-			defer reports.add(r)
-			t.Run("ws", func(t *testing.T) { s.wsEpisode(t, p, r) })
-			t.Run("cancel", func(t *testing.T) { s.cancelEpisode(t, p, r) })
-			s.sideTraffic(p, r)
-		})
-	}
+	return s
 }
 
 // daemon is a running `harnessd serve`.
