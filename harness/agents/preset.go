@@ -70,7 +70,7 @@ type Preset struct {
 	// agent (harness.ForkReplay, which the session drives for any harness).
 	Fork string
 	// ForkNote says what the agent offers to fork with and whether it is
-	// built and verified at Version (harnessd agents shows it).
+	// built and verified at Version.
 	ForkNote string
 	// Setup prepares one episode: settings files under the private HOME,
 	// environment variables and extra arguments. It runs before the
