@@ -170,6 +170,28 @@ func mergeEnv(env []string, add map[string]string, keep map[string]bool) []strin
 	return process.Environ(env, []string{"*"}, set)
 }
 
+// ForkState implements harness.Forker: with a preset that builds a fork
+// mechanism (Preset.Fork) it asks the inner adapter; otherwise it returns
+// an error wrapping harness.ErrForkUnsupported that says what the agent
+// would offer (Preset.ForkNote).
+func (a *Adapter) ForkState(ctx context.Context) (*harness.ForkState, error) {
+	f, ok := a.inner.(harness.Forker)
+	if a.preset.Fork == "" || !ok {
+		note := a.preset.ForkNote
+		if note == "" {
+			note = "no fork mechanism of its own is built"
+		}
+		return nil, fmt.Errorf("agent %s: %s: %w", a.preset.Name, note, harness.ErrForkUnsupported)
+	}
+	fs, err := f.ForkState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", a.preset.Name, err)
+	}
+	return fs, nil
+}
+
+var _ harness.Forker = (*Adapter)(nil)
+
 // Turn delegates to the inner adapter.
 func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	return a.inner.Turn(ctx, in, emit)

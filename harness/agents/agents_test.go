@@ -166,8 +166,17 @@ func TestApplyUserSettingsWin(t *testing.T) {
 	if !reflect.DeepEqual(h.BuiltinTools, []string{"mine"}) {
 		t.Errorf("builtin tools %v", h.BuiltinTools)
 	}
-	if h.Options["permission_mode"] != "default" || h.Options["include_partial_messages"] != true || h.Options["extra_args"] == nil {
+	if h.Options["permission_mode"] != "default" || h.Options["include_partial_messages"] != true {
 		t.Errorf("options %v", h.Options)
+	}
+	// A key the configuration leaves out is the preset's.
+	under := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: "claude-code",
+		Options: map[string]any{"include_partial_messages": true}}}}
+	if err := apply(under, ApplyOptions{Dir: dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if o := under.Harness.Options; o["permission_mode"] != "bypassPermissions" || o["include_partial_messages"] != true {
+		t.Errorf("options %v: the preset's are not filled in under the configuration's", o)
 	}
 	p, _ := testCatalog.Lookup("claude-code")
 	if p.Options["permission_mode"] != "bypassPermissions" {

@@ -20,6 +20,7 @@ func ClaudeACP() *Preset {
 		Verified:     true,
 		BuiltinTools: claudeTools,
 		ToolPrefix:   "mcp__S__",
+		ForkNote:     "would resume by ACP session/load or session/resume; not built (the session drives replay)",
 		Setup:        claudeSetup,
 	}
 }

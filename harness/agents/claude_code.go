@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/streamjson"
 )
 
@@ -14,13 +15,17 @@ func ClaudeCode() *Preset {
 		Dialect: "anthropic",
 		Program: "claude",
 		// Permissions are bypassed (the claude adapter adds IS_SANDBOX=1 as
-		// root, which Claude Code requires for that); no session files.
-		Options:      map[string]any{"permission_mode": "bypassPermissions", "extra_args": []any{"--no-session-persistence"}},
+		// root, which Claude Code requires for that). Session files are
+		// kept (under the episode's CLAUDE_CONFIG_DIR, so within its HOME
+		// and its quota): a fork resumes from them.
+		Options:      map[string]any{"permission_mode": "bypassPermissions"},
 		Package:      "@anthropic-ai/claude-code",
 		Version:      "2.1.197",
 		Verified:     true,
 		BuiltinTools: claudeTools,
 		ToolPrefix:   "mcp__S__",
+		Fork:         harness.ForkResume,
+		ForkNote:     "resume: --resume ID --fork-session against the sibling's copy of HOME (built; verified with 2.1.197)",
 		Setup:        claudeSetup,
 	}
 }

@@ -27,6 +27,7 @@ func Codex() *Preset {
 		// warning.
 		DefaultModel: "gpt-5.4",
 		ToolPrefix:   "mcp__S (namespace) ",
+		ForkNote:     "would resume by ACP session/load (codex-acp) or codex exec resume; not built (the session drives replay)",
 		Setup:        codexSetup,
 	}
 }

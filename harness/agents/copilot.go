@@ -19,6 +19,7 @@ func Copilot() *Preset {
 			"write_bash"},
 		DefaultModel: "gpt-4.1",
 		ToolPrefix:   "S-",
+		ForkNote:     "would resume by ACP session/load or --resume; not built (the session drives replay)",
 		Setup:        copilotSetup,
 	}
 }

@@ -30,6 +30,15 @@
 // Variables the configuration sets (harness.env, or passed with
 // harness.pass_env) win over the preset's.
 //
+// # Forking
+//
+// Each preset says how the agent's state reaches a forked sibling
+// (Preset.Fork, Preset.ForkNote): Claude Code by its own resume (built:
+// the claude adapter's harness.Forker, which the wrapping adapter's
+// ForkState reaches); the others would resume through ACP session/load
+// or their CLI's resume flag, which is not built, so their ForkState
+// returns harness.ErrForkUnsupported and the session forks them by replay.
+//
 // # Finding the programs
 //
 // Locate looks for a preset's program in the agents directory first (the

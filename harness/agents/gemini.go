@@ -26,6 +26,7 @@ func Gemini() *Preset {
 			"write_file", "write_todos"},
 		DefaultModel: "gemini-2.5-flash",
 		ToolPrefix:   "mcp_S_",
+		ForkNote:     "would resume by ACP session/load or --resume; not built (the session drives replay)",
 		Setup:        geminiSetup,
 	}
 }

@@ -15,6 +15,7 @@ func Goose() *Preset {
 		BuiltinTools: []string{"developer__shell", "developer__text_editor"},
 		DefaultModel: "gpt-4o",
 		ToolPrefix:   "S__",
+		ForkNote:     "would resume by ACP session/load or goose session --resume; not built, and Goose is unverified (the session drives replay)",
 		Setup:        gooseSetup,
 	}
 }

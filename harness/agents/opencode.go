@@ -20,6 +20,7 @@ func OpenCode() *Preset {
 			"todoread", "todowrite", "webfetch", "websearch", "write"},
 		DefaultModel: "default",
 		ToolPrefix:   "S_",
+		ForkNote:     "would resume by ACP session/load or --session; not built (the session drives replay)",
 		Setup:        opencodeSetup,
 	}
 }

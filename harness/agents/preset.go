@@ -64,6 +64,14 @@ type Preset struct {
 	// ToolPrefix is how the agent names the bridge's tools to the model,
 	// with S for the MCP server name (e.g. "mcp__S__"): for documentation.
 	ToolPrefix string
+	// Fork is how the agent's own state reaches a forked sibling when the
+	// preset builds it: harness.ForkResume (the agent's resume, through the
+	// inner adapter's harness.Forker). Empty when only replay can fork the
+	// agent (harness.ForkReplay, which the session drives for any harness).
+	Fork string
+	// ForkNote says what the agent offers to fork with and whether it is
+	// built and verified at Version.
+	ForkNote string
 	// Setup prepares one episode: settings files under the private HOME,
 	// environment variables and extra arguments. It runs before the
 	// agent starts, in the daemon.

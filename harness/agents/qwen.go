@@ -21,6 +21,7 @@ func Qwen() *Preset {
 			"write_file"},
 		DefaultModel: "qwen3-coder-plus",
 		ToolPrefix:   "mcp__S__",
+		ForkNote:     "would resume by ACP session/load or --resume; not built (the session drives replay)",
 		Setup:        qwenSetup,
 	}
 }

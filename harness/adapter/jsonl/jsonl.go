@@ -8,6 +8,13 @@
 // "done":false}}. A stdout line that is not JSON becomes a text_output event;
 // a malformed JSON object, an unknown event type or a bad turn_complete is a
 // protocol error.
+//
+// Between turns the adapter can ask the harness for its state (ForkState,
+// the optional {"type":"fork"} message answered by fork_state), and it
+// starts a forked sibling's harness from such a state (Launch.Fork: the
+// restore message after ready, answered by restored). Options has the one
+// knob, fork_timeout. The adapter must not touch anything beyond the
+// harness's process tree: it never decides rewards or sees the trainer.
 package jsonl
 
 import (

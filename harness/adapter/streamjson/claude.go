@@ -60,6 +60,10 @@ type Adapter struct {
 	interrupt string // request id of this turn's interrupt, if any
 	after     int    // bytes of interrupts written to stdin after the turn's message
 	extra     int    // user lines delivered mid-turn whose result is still due (deliver.go)
+	noResume  string // why this agent cannot be resumed ("" when it can; fork.go)
+	configDir string // the agent's config dir (CLAUDE_CONFIG_DIR), which holds its session files
+	project   string // the project directory name of the agent's working directory
+	lastUUID  string // the uuid of the last top-level transcript message the agent printed (fork.go)
 }
 
 // New returns an idle adapter.
@@ -79,6 +83,16 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if err != nil {
 		removeConfig(inv.cfgPath)
 		return harness.Wrap(wire.FailureStartupFailed, err, "prepare harness")
+	}
+	session := ""
+	if l.Fork != nil {
+		var resume []string
+		resume, session, err = resumeArgs(l, o)
+		if err != nil {
+			removeConfig(inv.cfgPath)
+			return harness.Wrap(wire.FailureStartupFailed, err, "resume the parent's session")
+		}
+		inv.args = append(inv.args, resume...)
 	}
 	log := l.Logger
 	if log == nil {
@@ -107,7 +121,11 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	}
 	a.mu.Lock()
 	a.opts, a.server, a.cfgPath = o, server, inv.cfgPath
-	a.early, a.session, a.turn, a.interrupt = early, "", 0, ""
+	// A resumed sibling's session is its parent's until its first turn's
+	// system/init names the forked one.
+	a.early, a.session, a.turn, a.interrupt = early, session, 0, ""
+	a.noResume = resumable(o, append(append([]string(nil), l.Command...), inv.args...))
+	a.configDir, a.project, a.lastUUID = configDir(l), launchProject(l), ""
 	a.mu.Unlock()
 	return nil
 }

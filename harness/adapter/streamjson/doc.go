@@ -21,12 +21,20 @@
 //	result                          -> the turn's end; usage, cost, durations into Extra
 //	a stdout line that is not JSON  -> text_output
 //
+// Forks (fork.go) use Claude Code's own resume: ForkState names the
+// agent's session (mechanism harness.ForkResume) once its session file
+// under CLAUDE_CONFIG_DIR/projects holds the turn's last message, and a
+// Start with Launch.Fork adds --resume ID --fork-session after linking the
+// session file, found in the sibling's copy of HOME, into the project
+// directory of the sibling's working directory (ProjectDirName).
+//
 // Subagent lines keep their parent_tool_use_id in the event data. The final
 // text of a turn is result.result. See Adapter for how each result subtype
 // ends a turn.
 //
-// The adapter must not touch anything outside the agent's process tree and
-// the MCP config file it writes under the episode's HOME: it never decides
+// The adapter must not touch anything outside the agent's process tree,
+// the MCP config file it writes under the episode's HOME and, for a forked
+// sibling, the session file it links within that HOME: it never decides
 // rewards, never sees the trainer's connection, and starts the agent only
 // through package process.
 package streamjson

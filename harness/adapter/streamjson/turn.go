@@ -71,8 +71,10 @@ func (m *mapper) handle(text []byte, replay bool) (harness.TurnResult, bool, err
 		}
 	case "assistant":
 		err = m.assistant(l)
+		m.a.noteMessage(l)
 	case "user":
 		err = m.user(l)
+		m.a.noteMessage(l)
 	case "stream_event":
 		m.streamEvent(l)
 	case "control_response":

@@ -19,6 +19,9 @@ type line struct {
 	Request         json.RawMessage `json:"request"`
 	Error           json.RawMessage `json:"error"`
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	// UUID names a transcript message (assistant and user lines) as the
+	// agent's session file does.
+	UUID string `json:"uuid"`
 }
 
 // message is an Anthropic message as carried by assistant and user lines.
