@@ -80,7 +80,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: malformed request: " + err.Error()})
 		return
 	}
-	rp := g.printOf(d.Name(), req)
+	rp := g.printOf(d.Name(), rt, req)
 	if g.replay != nil && g.replayCall(w, d, req, rp) {
 		return
 	}

@@ -56,15 +56,26 @@ type convo struct {
 }
 
 func (c convo) path() string {
-	if c.dialect == DialectAnthropic {
+	switch c.dialect {
+	case DialectAnthropic:
 		return "/v1/messages"
+	case DialectResponses:
+		return "/v1/responses"
+	case DialectGemini:
+		if c.stream {
+			return "/v1beta/models/m:streamGenerateContent?alt=sse"
+		}
+		return "/v1beta/models/m:generateContent"
 	}
 	return "/v1/chat/completions"
 }
 
 func (c convo) headers(g *testGateway) map[string]string {
-	if c.dialect == DialectAnthropic {
+	switch c.dialect {
+	case DialectAnthropic:
 		return g.anthropicHeaders()
+	case DialectGemini:
+		return g.geminiHeaders()
 	}
 	return g.bearer()
 }
@@ -75,27 +86,47 @@ func userText(i int) string { return fmt.Sprintf("step %d: look at the code", i)
 // request returns request i's body, its fields in the order given by
 // reversed (the same request either way: key order is not what the model
 // sees), with the user's text of step i replaced by last when not "".
+// Fields the model does not see (user, metadata) differ with reversed.
 func (c convo) request(i int, reversed bool, last string) []byte {
+	const system = "You are a coder."
 	var msgs []any
 	if c.dialect == DialectChat {
-		msgs = append(msgs, map[string]any{"role": "system", "content": "You are a coder."})
+		msgs = append(msgs, map[string]any{"role": "system", "content": system})
 	}
 	for j := 0; j <= i; j++ {
 		text := userText(j)
 		if j == i && last != "" {
 			text = last
 		}
+		reply := "MOCK-REPLY: " + text
+		if c.dialect == DialectGemini {
+			msgs = append(msgs, map[string]any{"role": "user", "parts": []any{map[string]any{"text": text}}})
+			if j < i {
+				msgs = append(msgs, map[string]any{"role": "model", "parts": []any{map[string]any{"text": reply}}})
+			}
+			continue
+		}
 		msgs = append(msgs, map[string]any{"role": "user", "content": text})
 		if j < i {
-			msgs = append(msgs, map[string]any{"role": "assistant", "content": "MOCK-REPLY: " + text})
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": reply})
 		}
 	}
-	fields := [][2]any{{"model", "m"}, {"messages", msgs}, {"stream", c.stream}, {"temperature", 0.5}}
-	if c.dialect == DialectAnthropic {
-		fields = append(fields, [2]any{"system", "You are a coder."}, [2]any{"tools", claudeTools}, [2]any{"max_tokens", 1024},
-			[2]any{"metadata", map[string]any{"user_id": fmt.Sprintf("session-%v", reversed)}})
-	} else {
-		fields = append(fields, [2]any{"tools", addTools}, [2]any{"user", fmt.Sprintf("session-%v", reversed)})
+	noise := fmt.Sprintf("session-%v", reversed)
+	var fields [][2]any
+	switch c.dialect {
+	case DialectAnthropic:
+		fields = [][2]any{{"model", "m"}, {"messages", msgs}, {"stream", c.stream}, {"temperature", 0.5},
+			{"system", system}, {"tools", claudeTools}, {"max_tokens", 1024}, {"metadata", map[string]any{"user_id": noise}}}
+	case DialectResponses:
+		fields = [][2]any{{"model", "m"}, {"input", msgs}, {"stream", c.stream}, {"temperature", 0.5}, {"instructions", system},
+			{"tools", []any{map[string]any{"type": "function", "name": "add", "description": "adds", "parameters": map[string]any{"type": "object"}}}},
+			{"user", noise}}
+	case DialectGemini:
+		fields = [][2]any{{"contents", msgs}, {"tools", geminiCLITools}, {"generationConfig", map[string]any{"temperature": 0.5}},
+			{"systemInstruction", map[string]any{"parts": []any{map[string]any{"text": system}}}}}
+	default:
+		fields = [][2]any{{"model", "m"}, {"messages", msgs}, {"stream", c.stream}, {"temperature", 0.5},
+			{"tools", addTools}, {"user", noise}}
 	}
 	if reversed {
 		slices.Reverse(fields)
@@ -242,12 +273,15 @@ func TestHistoryForkExtendsParentChain(t *testing.T) {
 
 // TestReplayAnswersFromRecord: a fork replaying a three-call conversation
 // answers every call byte for byte as the parent's agent got it, without
-// an engine call, for Chat Completions and Anthropic Messages, streamed
-// and not; requests that differ only in key order and non-model fields
+// an engine call, in every dialect, streamed and not; requests that differ only in key order and non-model fields
 // (user, metadata, headers) match. Once the record is used up the next
 // call reaches the engine and extends the replayed chain.
 func TestReplayAnswersFromRecord(t *testing.T) {
-	for _, c := range []convo{{DialectChat, false}, {DialectChat, true}, {DialectAnthropic, false}, {DialectAnthropic, true}} {
+	var all []convo
+	for _, d := range []Dialect{DialectChat, DialectAnthropic, DialectResponses, DialectGemini} {
+		all = append(all, convo{d, false}, convo{d, true})
+	}
+	for _, c := range all {
 		t.Run(fmt.Sprintf("%s/stream=%v", c.dialect, c.stream), func(t *testing.T) {
 			llm := engine(t, fakellm.Options{})
 			a := startGateway(t, llm.URL(), Options{})
@@ -423,5 +457,42 @@ func TestReplayRefusedOverAnswerCap(t *testing.T) {
 	off.send(t, c.path(), c.headers(off), c.request(0, false, ""))
 	if err := off.History().Replayable(); !errors.Is(err, ErrAnswersNotRecorded) {
 		t.Fatalf("recording off: %v", err)
+	}
+}
+
+// TestReplayPassthrough: a fork of an episode behind a hosted provider
+// (passthrough, evaluation traffic) replays the provider's streamed
+// answers byte for byte without a request to the provider, then goes
+// live.
+func TestReplayPassthrough(t *testing.T) {
+	provider := fakellm.New(fakellm.Options{})
+	if _, err := provider.Start(""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { provider.Close() })
+	opts := Options{Upstream: Upstream{Kind: UpstreamPassthrough, URL: provider.URL(), Dialect: DialectAnthropic}}
+	c := convo{DialectAnthropic, true}
+	a := startGateway(t, "", opts)
+	var recorded []answerOf
+	for i := range 2 {
+		ans := a.send(t, c.path(), c.headers(a), c.request(i, false, ""))
+		if ans.status != 200 || !strings.Contains(string(ans.body), "message_stop") {
+			t.Fatalf("call %d: %d %s", i+1, ans.status, ans.body)
+		}
+		recorded = append(recorded, ans)
+	}
+	before := len(provider.Requests())
+	opts.History, opts.Replay = a.History(), true
+	b := startGateway(t, "", opts)
+	for i := range 2 {
+		if got := b.send(t, c.path(), c.headers(b), c.request(i, true, "")); !bytes.Equal(got.body, recorded[i].body) || got.contentType != recorded[i].contentType {
+			t.Fatalf("replayed call %d differs: %s", i+1, got.body)
+		}
+	}
+	if n := len(provider.Requests()); n != before {
+		t.Fatalf("the replay sent %d requests to the provider", n-before)
+	}
+	if ans := b.send(t, c.path(), c.headers(b), c.request(2, false, "")); ans.status != 200 || len(provider.Requests()) != before+1 {
+		t.Fatalf("after the record: %d, %d provider requests", ans.status, len(provider.Requests())-before)
 	}
 }

@@ -23,7 +23,9 @@ type Divergence = wire.Divergence
 // middle format (its messages, system prompt included, their text, parts,
 // reasoning and tool calls; the tools offered, canonical JSON; tool_choice
 // and parallel_tool_calls; the sampling fields; the model asked for), and
-// the dialect and whether it streams, which the recorded bytes depend on.
+// the dialect, the route (Gemini's model and method are in its path, its
+// stream format in its query) and whether it streams, which the recorded
+// bytes depend on.
 // Headers, ids (request, tool call and tool result ids) and JSON key order
 // are not compared. Every call keeps a print of its request for this: a
 // hash per message and one per other part, so that a long conversation
@@ -35,6 +37,7 @@ var printSeed = maphash.MakeSeed()
 // requestPrint is what a replay compares of a call's request.
 type requestPrint struct {
 	dialect  Dialect
+	route    string // the route's path and the query its dialect reads (Gemini's model, method and alt=sse)
 	stream   bool
 	model    string
 	tools    uint64 // canonical JSON of the typed tools
@@ -48,8 +51,11 @@ type requestPrint struct {
 // caches the canonical hash of tool lists by the hash of their bytes
 // (tools rarely change between calls, and canonicalising a large list on
 // every call would cost).
-func (g *Gateway) printOf(d Dialect, req *dialect.Request) *requestPrint {
-	p := &requestPrint{dialect: d, stream: req.Stream, model: req.Chat.Model, nTools: len(req.Chat.Tools)}
+func (g *Gateway) printOf(d Dialect, rt dialect.Route, req *dialect.Request) *requestPrint {
+	p := &requestPrint{dialect: d, route: rt.Path, stream: req.Stream, model: req.Chat.Model, nTools: len(req.Chat.Tools)}
+	if q := rt.Query.Encode(); q != "" {
+		p.route += "?" + q
+	}
 	var h maphash.Hash
 	h.SetSeed(printSeed)
 	if len(req.Chat.Tools) > 0 {
@@ -140,6 +146,8 @@ func diff(want, got *requestPrint, req *dialect.Request) (field, w, g string, ok
 	switch {
 	case want.dialect != got.dialect:
 		return "dialect", string(want.dialect), string(got.dialect), false
+	case want.route != got.route:
+		return "route", excerpt(want.route), excerpt(got.route), false
 	case want.stream != got.stream:
 		return "stream", strconv.FormatBool(want.stream), strconv.FormatBool(got.stream), false
 	case want.model != got.model:
