@@ -19,7 +19,8 @@ import (
 // xfs loop file system with reflinks. It reports the two times apart
 // (snapshot-ms, open-ms) and the host bytes of the snapshot
 // (snapshot-bytes, Snapshot.Bytes) and of the sibling's directories
-// (sibling-bytes: its image's st_blocks, or its trees').
+// (sibling-bytes: its image's st_blocks, or its trees'), beside the floor
+// of a fresh episode's directories (fresh-open-ms: from the template).
 func BenchmarkSnapshot(b *testing.B) {
 	type host struct {
 		name string
@@ -64,7 +65,7 @@ func benchSnapshot(b *testing.B, dir string, disk int64, size int) {
 		}
 	}
 	syscall.Sync()
-	var snapT, openT time.Duration
+	var snapT, openT, freshT time.Duration
 	var snapBytes, sibBytes int64
 	var method string
 	b.ResetTimer()
@@ -94,10 +95,20 @@ func benchSnapshot(b *testing.B, dir string, disk int64, size int) {
 		}
 		sib.Close(context.Background())
 		s.Close()
+		// The floor: a fresh episode's directories (the quota image from
+		// its template, no files).
+		t3 := time.Now()
+		fresh, err := Open(context.Background(), Spec{Env: e, ID: "fresh"}, LevelDirectories)
+		if err != nil {
+			b.Fatal(err)
+		}
+		freshT += time.Since(t3)
+		fresh.Close(context.Background())
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(snapT.Microseconds())/1e3/float64(b.N), "snapshot-ms")
 	b.ReportMetric(float64(openT.Microseconds())/1e3/float64(b.N), "open-ms")
+	b.ReportMetric(float64(freshT.Microseconds())/1e3/float64(b.N), "fresh-open-ms")
 	b.ReportMetric(float64(snapBytes), "snapshot-bytes")
 	b.ReportMetric(float64(sibBytes), "sibling-bytes")
 	b.Logf("method %s", method)
