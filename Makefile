@@ -12,6 +12,8 @@
 #   make python-deps  install Debian's python3-websockets, -pytest, -mypy for the
 #                Python client's tests (only with CI=true or INSTALL_PYTHON_DEPS=1, as root)
 #   make test-python  the Python client's tests (python/tests, pytest, real daemons)
+#   make xfsprogs  install Debian's xfsprogs for the snapshot tests' reflink file system
+#                (only with CI=true or INSTALL_XFSPROGS=1, as root with apt-get)
 
 GO      ?= go
 BIN     := $(CURDIR)/bin
@@ -25,7 +27,7 @@ MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | gr
 VERSIONPKG := github.com/harnessd/harnessd/internal/version
 LDFLAGS  := $(if $(VERSION),-X $(VERSIONPKG).version=$(VERSION)) $(if $(REVISION),-X $(VERSIONPKG).revision=$(REVISION)) $(if $(MODIFIED),-X $(VERSIONPKG).modified=true)
 
-.PHONY: all build test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke python-deps test-python bench-python
+.PHONY: all build test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke python-deps test-python bench-python xfsprogs
 
 all: build
 
@@ -71,7 +73,7 @@ tracked:
 		elif [ "$$(stat -c %s "$$f")" -gt 2000000 ]; then echo "$$f (over 2 MB)"; fi; \
 	done); if [ -n "$$bad" ]; then echo "tracked files that are build outputs or too large (git rm --cached them and ignore them):"; echo "$$bad"; exit 1; fi
 
-test: lint build agents chromium python-deps test-go test-python fuzz-smoke
+test: lint build agents chromium python-deps xfsprogs test-go test-python fuzz-smoke
 
 test-go:
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -race -timeout 15m $(PKGS)
@@ -145,6 +147,27 @@ chromium:
 		fi; \
 	else \
 		echo "make chromium: chromium is not installed; the web console's browser test skips (INSTALL_CHROMIUM=1 make chromium installs it)"; \
+	fi
+
+# xfsprogs (mkfs.xfs) lets the episode snapshot tests make an xfs loop file
+# system with reflinks (episode.TestSnapshotReflinks, BenchmarkSnapshot's
+# xfs-reflink rows): this host's ext4 has none. Installed only when missing
+# and asked for: under CI=true or with INSTALL_XFSPROGS=1, as root with
+# apt-get. Without it those tests skip, and fail with CI=true.
+xfsprogs:
+	@if command -v mkfs.xfs >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ]; then \
+		:; \
+	elif [ "$$CI" = true ] || [ "$(INSTALL_XFSPROGS)" = 1 ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "make xfsprogs: installing Debian's xfsprogs (apt-get)"; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y --no-install-recommends xfsprogs || \
+				{ apt-get update && apt-get install -y --no-install-recommends xfsprogs; }; \
+		else \
+			echo "make xfsprogs: mkfs.xfs is missing and cannot be installed here (needs root and apt-get); the reflink tests fail under CI=true"; \
+		fi; \
+	else \
+		echo "make xfsprogs: mkfs.xfs is not installed; the reflink snapshot tests skip (INSTALL_XFSPROGS=1 make xfsprogs installs it)"; \
 	fi
 
 # The Python client (python/, package harnessd) is tested with Debian's

@@ -384,35 +384,7 @@ func tail(s string) string {
 // clones its files.
 func TestSnapshotReflinks(t *testing.T) {
 	needQuota(t)
-	mkfs, err := exec.LookPath("mkfs.xfs")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/mkfs.xfs", "/sbin/mkfs.xfs"} {
-			if _, e := os.Stat(p); e == nil {
-				mkfs, err = p, nil
-			}
-		}
-	}
-	if err != nil {
-		testbin.Missing(t, "mkfs.xfs (xfsprogs) is not installed: the reflink path is not exercised")
-	}
-	dir := t.TempDir()
-	img := filepath.Join(dir, "xfs.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 1<<30); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, "-q", "-m", "reflink=1", img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.xfs: %v: %s", err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o700)
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount the xfs image: %v: %s", err, out)
-	}
-	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
-
+	mnt := reflinkDir(t)
 	for _, c := range []struct {
 		name   string
 		disk   int64
@@ -452,6 +424,42 @@ func TestSnapshotReflinks(t *testing.T) {
 			t.Logf("snapshot + sibling took %d KiB of the host file system", used>>10)
 		})
 	}
+}
+
+// reflinkDir mounts an xfs file system with reflinks (a loop image the
+// test makes) and returns its mount point; it skips (fails under CI=true)
+// without mkfs.xfs.
+func reflinkDir(tb testing.TB) string {
+	tb.Helper()
+	mkfs, err := exec.LookPath("mkfs.xfs")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/mkfs.xfs", "/sbin/mkfs.xfs"} {
+			if _, e := os.Stat(p); e == nil {
+				mkfs, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		testbin.Missing(tb, "mkfs.xfs (xfsprogs) is not installed: the reflink path is not exercised")
+	}
+	dir := tb.TempDir()
+	img := filepath.Join(dir, "xfs.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Truncate(img, 2<<30); err != nil {
+		tb.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, "-q", "-m", "reflink=1", img).CombinedOutput(); err != nil {
+		tb.Fatalf("mkfs.xfs: %v: %s", err, out)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o700)
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		tb.Fatalf("mount the xfs image: %v: %s", err, out)
+	}
+	tb.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	return mnt
 }
 
 func syncAndStatfs(t *testing.T, dir string, st *unix.Statfs_t) {

@@ -2,8 +2,10 @@ package quota
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -179,7 +181,65 @@ func (f *FS) Snapshot(ctx context.Context, image string) (method string, err err
 	if err != nil {
 		return "", fmt.Errorf("quota: snapshot %s: %w", f.Dir, err)
 	}
+	if err := markClean(dst); err != nil {
+		return "", fmt.Errorf("quota: snapshot %s: %w", f.Dir, err)
+	}
 	return method, nil
+}
+
+// ext4 superblock layout (linux/fs/ext4/ext4.h): at byte 1024 of the
+// image, its fields at these offsets.
+const (
+	sbOffset       = 1024
+	sbSize         = 1024
+	sbMagic        = 0x38 // le16, 0xEF53
+	sbState        = 0x3A // le16
+	sbFeatureRO    = 0x64 // le32
+	sbChecksumType = 0x175
+	sbChecksum     = 0x3FC // le32: crc32c of the bytes before it
+
+	ext4Magic        = 0xEF53
+	ext4ValidFS      = 0x0001 // s_state: cleanly unmounted
+	ext4ErrorFS      = 0x0002
+	ext4MetadataCsum = 0x400 // ro_compat
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ext4Checksum is the superblock checksum as the kernel computes it:
+// crc32c seeded with ~0, without the final inversion.
+func ext4Checksum(sb []byte) uint32 { return ^crc32.Checksum(sb[:sbChecksum], castagnoli) }
+
+// markClean marks the ext4 file system in the image f as cleanly
+// unmounted (s_state's VALID_FS, the superblock's checksum updated). A
+// file system mounted without a journal is marked not clean while
+// mounted, and its frozen copy says so; but a frozen file system is
+// consistent (freezing wrote everything out), so the copy may say it is
+// clean, and each episode mounted from it does not log "mounting unchecked
+// fs" to the kernel log. A superblock it does not recognise (not ext4, an
+// error recorded, a checksum it cannot reproduce) is left as it is.
+func markClean(f *os.File) error {
+	sb := make([]byte, sbSize)
+	if _, err := f.ReadAt(sb, sbOffset); err != nil {
+		return fmt.Errorf("read the superblock: %w", err)
+	}
+	le := binary.LittleEndian
+	state := le.Uint16(sb[sbState:])
+	if le.Uint16(sb[sbMagic:]) != ext4Magic || state&ext4ErrorFS != 0 || state&ext4ValidFS != 0 {
+		return nil
+	}
+	csum := le.Uint32(sb[sbFeatureRO:])&ext4MetadataCsum != 0
+	if csum && (sb[sbChecksumType] != 1 || ext4Checksum(sb) != le.Uint32(sb[sbChecksum:])) {
+		return nil
+	}
+	le.PutUint16(sb[sbState:], state|ext4ValidFS)
+	if csum {
+		le.PutUint32(sb[sbChecksum:], ext4Checksum(sb))
+	}
+	if _, err := f.WriteAt(sb, sbOffset); err != nil {
+		return fmt.Errorf("write the superblock: %w", err)
+	}
+	return nil
 }
 
 // MountImage mounts a copy of the image from (one FS.Snapshot wrote) on
