@@ -49,6 +49,12 @@ func claudeSetup(e *Episode) error {
 	e.Setenv("DISABLE_TELEMETRY", "1")
 	e.Setenv("DISABLE_AUTOUPDATER", "1")
 	e.Setenv("DISABLE_ERROR_REPORTING", "1")
+	// Connect the MCP servers before the first model call instead of in
+	// the background: otherwise the first request's tools depend on how
+	// fast the bridge answered (a replay then diverges on them, and the
+	// first turn may run without the environment's tools). Claude Code
+	// reads the variable as a boolean; "0" turns its nonblocking mode off.
+	e.Setenv("MCP_CONNECTION_NONBLOCKING", "0")
 	if e.Root {
 		// Bypassing permissions as root needs it (verified with 2.1.197;
 		// the same gate applies in claude-agent-acp).
