@@ -121,9 +121,14 @@ type Config struct {
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
 
-	// Workspace and Home are host directories bound read-write at the same
-	// path inside (empty: none).
+	// Workspace and Home are host directories bound read-write inside
+	// (empty: none): at WorkspaceDst and HomeDst, or at their own paths
+	// when those are empty.
 	Workspace, Home string
+	// WorkspaceDst and HomeDst are where Workspace and Home are inside
+	// (absolute; empty: their host paths). A launched command's host paths
+	// below them are translated (Launcher).
+	WorkspaceDst, HomeDst string
 	// WorkspaceAt also binds Workspace read-write at this fixed path inside
 	// (e.g. "/app").
 	WorkspaceAt string
@@ -172,7 +177,8 @@ type Config struct {
 	TTY                   bool
 }
 
-// Command is what Run executes inside the sandbox.
+// Command is what Run executes inside the sandbox: its paths are the
+// sandbox's (Launcher translates the daemon's host paths into them).
 type Command struct {
 	// Path is the program; without a slash it is looked up in Env's PATH.
 	Path string `json:"path"`
@@ -180,7 +186,8 @@ type Command struct {
 	Args []string `json:"args,omitempty"`
 	// Env is the harness's complete environment (never the daemon's).
 	Env []string `json:"env,omitempty"`
-	// Dir is the working directory inside; empty means Workspace or "/".
+	// Dir is the working directory inside; empty means where the workspace
+	// is inside (WorkspaceAt, WorkspaceDst or Workspace), or "/".
 	Dir string `json:"dir,omitempty"`
 	// TTY says Stdin is a terminal that becomes the harness's controlling
 	// terminal (Config.TTY says the same for the init's own stdio).
@@ -218,15 +225,19 @@ func checkPath(what, p string) error {
 }
 
 func (c *Config) validate() error {
-	for _, p := range []struct{ what, path string }{{"workspace", c.Workspace}, {"home", c.Home}, {"workspace_at", c.WorkspaceAt}} {
+	for _, p := range []struct{ what, path string }{{"workspace", c.Workspace}, {"home", c.Home}, {"workspace_at", c.WorkspaceAt},
+		{"workspace_dst", c.WorkspaceDst}, {"home_dst", c.HomeDst}} {
 		if p.path != "" {
 			if err := checkPath(p.what, p.path); err != nil {
 				return err
 			}
 		}
 	}
-	if c.WorkspaceAt != "" && c.Workspace == "" {
+	if (c.WorkspaceAt != "" || c.WorkspaceDst != "") && c.Workspace == "" {
 		return fmt.Errorf("%w: workspace_at without a workspace", ErrInvalidConfig)
+	}
+	if c.HomeDst != "" && c.Home == "" {
+		return fmt.Errorf("%w: home_dst without a home", ErrInvalidConfig)
 	}
 	for _, h := range c.Hide {
 		if err := checkPath("hidden path", h); err != nil {
@@ -291,7 +302,9 @@ func (cmd *Command) validate() error {
 
 // coveredByWorkspace refuses a program under WorkspaceAt: the workspace is
 // mounted there, over the host's directory, so the program would not be
-// found (a task's WORKDIR /work over a checkout under /work).
+// found (a task's WORKDIR /work over a checkout under /work). Launcher
+// asks it of the host path, before translating it (a program in the
+// workspace itself is found).
 func (c *Config) coveredByWorkspace(prog string) error {
 	at := filepath.Clean(c.WorkspaceAt)
 	if c.WorkspaceAt == "" || !filepath.IsAbs(prog) || at == "/" {

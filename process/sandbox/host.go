@@ -52,6 +52,8 @@ type Sandbox struct {
 	doors   map[string]*net.TCPListener
 	initPid int
 	pidNS   string
+	// maps translate host paths to the sandbox's (Inside, Launcher).
+	maps []pathMap
 
 	sendMu sync.Mutex
 	runMu  sync.Mutex // serialises Run: one harness at a time
@@ -271,10 +273,16 @@ func (s *Sandbox) Door(name string) *net.TCPListener { return s.doors[name] }
 // failed). Serve on the doors first. A sandbox runs one harness at a time:
 // Run waits for the previous run to end (or ctx).
 func (s *Sandbox) Run(ctx context.Context, cmd Command) (*Run, error) {
-	if err := cmd.validate(); err != nil {
+	if err := s.cfg.coveredByWorkspace(cmd.Path); err != nil {
 		return nil, err
 	}
-	if err := s.cfg.coveredByWorkspace(cmd.Path); err != nil {
+	return s.run(ctx, cmd)
+}
+
+// run is Run without the check of the program's path (Launcher checks the
+// host path it translates).
+func (s *Sandbox) run(ctx context.Context, cmd Command) (*Run, error) {
+	if err := cmd.validate(); err != nil {
 		return nil, err
 	}
 	s.runMu.Lock()

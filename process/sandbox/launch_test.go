@@ -220,3 +220,59 @@ func leftOf(sb *sandbox.Sandbox) []string {
 	}
 	return out
 }
+
+// TestLauncherTranslatesHostPaths: with the workspace and HOME shown at
+// fixed paths inside, a command the daemon builds from their host paths
+// (directory, environment, arguments) runs with the inside paths, and what
+// it writes there lands in the host directories. The control: the host
+// directory above them (not translated) is not there inside.
+func TestLauncherTranslatesHostPaths(t *testing.T) {
+	need(t)
+	root := hostDir(t)
+	ws, home := root+"/ep-1/workspace", root+"/ep-1/home"
+	for _, d := range []string{ws, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := baseConfig(t)
+	cfg.Workspace, cfg.WorkspaceDst, cfg.Home, cfg.HomeDst = ws, "/run/ep/workspace", home, "/run/ep/home"
+	cfg.Hide = []string{root}
+	sup, err := process.NewSupervisor(process.Options{Cgroup: process.ModeOff, Subreaper: process.ModeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start sandbox: %v", err)
+	}
+	defer sb.Close()
+	if got := sb.Inside(home + "/.config/x"); got != "/run/ep/home/.config/x" {
+		t.Errorf("Inside(home/.config/x) = %q", got)
+	}
+	script := `pwd; echo "$HOME"; echo "$1"; echo "$2"; echo hi > "$HOME/h"; echo ws > w; test -e "$3" && echo visible || echo absent`
+	p, err := sup.Start(process.Spec{Name: "sh", Path: "/bin/sh", Launcher: sb.Launcher(), Dir: ws,
+		Args: []string{"-c", script, "sh", "--config=" + home + "/c.json", ws + "/sub", root + "/ep-1"},
+		Env:  []string{"PATH=/usr/bin:/bin", "HOME=" + home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for l := range p.Lines() {
+		lines = append(lines, string(l.Text))
+	}
+	if st, err := p.Wait(ctx); err != nil || st.Code != 0 {
+		t.Fatalf("sh: %v %v; stderr %s", st, err, p.StderrTail())
+	}
+	want := []string{"/run/ep/workspace", "/run/ep/home", "--config=/run/ep/home/c.json", "/run/ep/workspace/sub", "absent"}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("inside the sandbox the command saw %q, want %q", lines, want)
+	}
+	for p, want := range map[string]string{home + "/h": "hi\n", ws + "/w": "ws\n"} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s on the host: %q %v, want %q", p, b, err, want)
+		}
+	}
+}

@@ -64,6 +64,9 @@ func (c *Config) initSpec(ids idPlan) initSpec {
 	s.Mounts.Keep = append(s.Mounts.Keep, keptThrough...)
 	if c.Workspace != "" {
 		s.DefaultDir = c.Workspace
+		if c.WorkspaceDst != "" {
+			s.DefaultDir = c.WorkspaceDst
+		}
 		if c.WorkspaceAt != "" {
 			s.DefaultDir = c.WorkspaceAt
 		}
@@ -71,7 +74,8 @@ func (c *Config) initSpec(ids idPlan) initSpec {
 	return s
 }
 
-// binds lists every bind of c: workspace (and its fixed path), HOME,
+// binds lists every bind of c: workspace (at WorkspaceDst or its own
+// path, and at WorkspaceAt), HOME (at HomeDst or its own path),
 // extras, parents before children (a read-only bind of a directory never
 // covers a writable one inside it), otherwise in that order.
 func (c *Config) binds() []Bind {
@@ -92,13 +96,13 @@ func (b Bind) dst() string {
 func (c *Config) allBinds() []Bind {
 	var out []Bind
 	if c.Workspace != "" {
-		out = append(out, Bind{Src: c.Workspace, Writable: true})
+		out = append(out, Bind{Src: c.Workspace, Dst: c.WorkspaceDst, Writable: true})
 		if c.WorkspaceAt != "" {
 			out = append(out, Bind{Src: c.Workspace, Dst: c.WorkspaceAt, Writable: true})
 		}
 	}
 	if c.Home != "" {
-		out = append(out, Bind{Src: c.Home, Writable: true})
+		out = append(out, Bind{Src: c.Home, Dst: c.HomeDst, Writable: true})
 	}
 	return append(out, c.Binds...)
 }

@@ -167,7 +167,7 @@ func (st *starter) spawn(context.Context) (func(), error) {
 	pid := cmd.Process.Pid
 	st.ctl, st.cmd = ctl, cmd
 	st.s = &Sandbox{
-		cfg: st.cfg, ids: st.ids, cmd: cmd, ctl: ctl, cg: st.cg, doors: map[string]*net.TCPListener{},
+		cfg: st.cfg, ids: st.ids, cmd: cmd, ctl: ctl, cg: st.cg, doors: map[string]*net.TCPListener{}, maps: st.cfg.pathMaps(),
 		initPid: pid, pidNS: procfs.PIDNamespace(pid), done: make(chan struct{}),
 	}
 	undo := func() {
