@@ -49,8 +49,12 @@ func (ep *Episode) Launch() *harness.Launch {
 		Logger:         ep.Log(),
 	}
 	if ep.sandbox != nil {
+		// The harness's paths inside are fixed (SandboxDir): the working
+		// directory is given as the harness sees it; the host paths of
+		// HOME, TMPDIR, the MCP config and whatever an adapter builds from
+		// Workspace and Home are translated by the sandbox's launcher.
 		l.Launcher = ep.sandbox.Launcher()
-		l.WorkDir = e.mountAt(ep.Task())
+		l.WorkDir = ep.workspaceInside()
 	}
 	if t := ep.Task(); t != nil {
 		for _, kv := range t.Env {

@@ -24,6 +24,24 @@ const (
 // sandboxHostname is the harness's hostname inside.
 const sandboxHostname = "harnessd"
 
+// In sandbox isolation every episode's directory is at SandboxDir inside
+// its sandbox, whatever its host path (which names the session and the
+// episode): its workspace at SandboxWorkspace (and at workspace.mount_at
+// or the task's WORKDIR when set), its HOME at SandboxHome, its TMPDIR at
+// SandboxTmp. So every episode's harness sees the same paths — an agent
+// that prints its working directory or HOME into its prompt sends the
+// same prompt in every session, which a fork's shared token prefix needs.
+// The daemon writes the files through the host paths; the sandbox's
+// launcher translates every host path it is given into these (see
+// sandbox.Sandbox.Inside). /run is covered by an empty tmpfs in every
+// sandbox, so nothing of the host's is hidden by the binds.
+const (
+	SandboxDir       = "/run/harnessd"
+	SandboxWorkspace = SandboxDir + "/workspace"
+	SandboxHome      = SandboxDir + "/home"
+	SandboxTmp       = SandboxDir + "/tmp"
+)
+
 // openSandbox gives the episode its sandbox (sandbox isolation only): its
 // doors carry the bridge, the model gateway and the egress proxy, and the
 // harness is launched into it.
@@ -67,10 +85,10 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 	if s.Config.Network.EgressPolicy() == config.EgressAllow {
 		doors = append(doors, sandbox.Door{Name: doorEgress})
 	}
-	// The episode's directory is bound read-only with the workspace, HOME
-	// and TMPDIR inside it bound on top: its mode lets the sandbox's init
-	// (not the daemon's uid) reach their mount points; listing it is not
-	// needed.
+	// The episode's directory is bound read-only at SandboxDir with the
+	// workspace, HOME and TMPDIR inside it bound on top: its mode lets the
+	// sandbox's init (not the daemon's uid) reach their mount points;
+	// listing it is not needed.
 	if err := os.Chmod(dirs.Root, 0o711); err != nil {
 		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
 	}
@@ -78,7 +96,7 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 	if err != nil {
 		return nil, err
 	}
-	binds := append([]sandbox.Bind{{Src: dirs.Root}, {Src: dirs.Tmp, Writable: true}}, exposed...)
+	binds := append([]sandbox.Bind{{Src: dirs.Root, Dst: SandboxDir}, {Src: dirs.Tmp, Dst: SandboxTmp, Writable: true}}, exposed...)
 	l := s.Config.Limits
 	limits := sandbox.Limits{MemoryBytes: int64(l.Memory), Pids: l.Pids, CPU: l.CPU}
 	if set := s.Config.Taskset(); set != nil {
@@ -99,13 +117,15 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 		}
 	}
 	cfg := sandbox.Config{
-		Init:        s.SandboxInit,
-		Name:        "episode",
-		Hostname:    sandboxHostname,
-		Workspace:   dirs.Workspace,
-		Home:        dirs.Home,
-		WorkspaceAt: s.mountAt(t),
-		Hide:        append(s.view().HiddenPaths(), hideMore...),
+		Init:         s.SandboxInit,
+		Name:         "episode",
+		Hostname:     sandboxHostname,
+		Workspace:    dirs.Workspace,
+		WorkspaceDst: SandboxWorkspace,
+		Home:         dirs.Home,
+		HomeDst:      SandboxHome,
+		WorkspaceAt:  s.mountAt(t),
+		Hide:         append(s.view().HiddenPaths(), hideMore...),
 		// The episode's directory (the MCP config) read-only, its TMPDIR
 		// writable; the workspace and HOME are bound by the sandbox.
 		Binds:       binds,

@@ -65,10 +65,16 @@ func (e *Env) sideLimits(t *tasks.Task) sandbox.Limits {
 	return out
 }
 
-// workspaceInside is where the harness sees the episode's workspace.
+// workspaceInside is where the harness sees the episode's workspace (and
+// side sandboxes show it): its mount_at (or the task's WORKDIR), else
+// SandboxWorkspace in sandbox isolation and the host path in process
+// isolation.
 func (ep *Episode) workspaceInside() string {
 	if at := ep.env.mountAt(ep.Task()); at != "" {
 		return at
+	}
+	if ep.env.Sandboxed() {
+		return SandboxWorkspace
 	}
 	return ep.dirs.Workspace
 }

@@ -38,7 +38,7 @@ func runIn(t *testing.T, ep *Episode, script string) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	r, err := ep.sandbox.Run(context.Background(), sandbox.Command{Path: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + ep.Dirs().Home}, Stdout: out, Stderr: out})
+	r, err := ep.sandbox.Run(context.Background(), sandbox.Command{Path: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + ep.sandbox.Inside(ep.Dirs().Home)}, Stdout: out, Stderr: out})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func (ep *Episode) openTools(ctx context.Context) error {
 		return nil
 	}
 	srv, err := bridge.Serve(ep.catalog, bridge.ServerOptions{
-		OnCall:   ep.onToolCall,
+		OnCall:       ep.onToolCall,
 		OnResult:     ep.onToolResult,
 		Logger:       ep.Log(),
 		Listener:     ep.door(doorMCP),

@@ -90,7 +90,7 @@ func TestDiskQuotaStopsAFill(t *testing.T) {
 				s = newSession(t, cfg)
 			}
 			reset(t, s)
-			ws := responseText(t, s, "pwd")
+			ws := episodeDir(t, s, "workspace") // its host path (inside a sandbox: episode.SandboxWorkspace)
 			epDir := filepath.Dir(ws)
 			if ok, err := quota.Mounted(epDir); err != nil || !ok {
 				t.Fatalf("the episode's directory %s is no mount point: %v", epDir, err)
@@ -163,7 +163,7 @@ func assertNoQuotaLeft(t *testing.T, root string) {
 func TestDiskQuotaOffLetsTheFillThrough(t *testing.T) {
 	s := sandboxed(t, func(c *config.Config) { diskLimited(c, 0) })
 	reset(t, s)
-	ws := responseText(t, s, "pwd")
+	ws := episodeDir(t, s, "workspace")
 	if ok, _ := quota.Mounted(filepath.Dir(ws)); ok {
 		t.Fatal("limits.disk: 0 still mounted a quota")
 	}

@@ -57,8 +57,10 @@ func TestCommandRubricRunningAgentCodeIsSandboxed(t *testing.T) {
 	if ans.Score == nil || *ans.Score != 1 {
 		t.Errorf("honest rubric: %+v, want 1", ans)
 	}
-	// Without mount_at the harness sees its workspace at its host path.
-	ws := strings.TrimSpace(responseText(t, s, "pwd"))
+	ws := episodeDir(t, s, "workspace") // its host path
+	if _, err := os.Stat(filepath.Join(ws, "answer.txt")); err != nil {
+		t.Fatalf("the agent's answer is not in the workspace %s on the host: %v", ws, err)
+	}
 	if _, err := os.Stat(filepath.Join(ws, "rubric-was-here")); err == nil {
 		t.Errorf("the rubric wrote into the workspace %s", ws)
 	}
@@ -163,13 +165,17 @@ func TestToolServerDoesNotFollowAgentLinksOutOfTheWorkspace(t *testing.T) {
 				cfg = c
 			})
 			reset(t, s)
-			// Without mount_at the harness sees its workspace at its host path.
-			ws := strings.TrimSpace(responseText(t, s, "pwd"))
+			// The harness sees its workspace at its fixed path, as does a
+			// sandboxed tool server; one on the host sees the host path.
+			ws := episodeDir(t, s, "workspace")
 			if err := os.Symlink("/etc/shadow", filepath.Join(ws, "notes2.txt")); err != nil {
 				t.Fatal(err)
 			}
 			os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("plain"), 0o644)
-			inside := ws
+			inside := strings.TrimSpace(responseText(t, s, "pwd"))
+			if iso == config.ToolIsolationHost {
+				inside = ws
+			}
 			got := responseText(t, s, fmt.Sprintf(`tool peek {"path":%q}`, inside+"/notes2.txt"))
 			plain := responseText(t, s, fmt.Sprintf(`tool peek {"path":%q}`, inside+"/notes.txt"))
 			if !strings.Contains(plain, "content: plain") {

@@ -118,7 +118,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "invalid harness.options")
 	}
-	cwd, err := filepath.Abs(l.Workspace)
+	cwd, err := filepath.Abs(l.Dir())
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "workspace path")
 	}
