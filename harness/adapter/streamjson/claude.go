@@ -64,6 +64,7 @@ type Adapter struct {
 	configDir string // the agent's config dir (CLAUDE_CONFIG_DIR), which holds its session files
 	project   string // the project directory name of the agent's working directory
 	lastUUID  string // the uuid of the last top-level transcript message the agent printed (fork.go)
+	model     string // the model of the session (system/init's), which a resumed sibling is started with (fork.go)
 }
 
 // New returns an idle adapter.
@@ -123,7 +124,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	a.opts, a.server, a.cfgPath = o, server, inv.cfgPath
 	// A resumed sibling's session is its parent's until its first turn's
 	// system/init names the forked one.
-	a.early, a.session, a.turn, a.interrupt = early, session, 0, ""
+	a.early, a.session, a.turn, a.interrupt, a.model = early, session, 0, "", ""
 	a.noResume = resumable(o, append(append([]string(nil), l.Command...), inv.args...))
 	a.configDir, a.project, a.lastUUID = configDir(l), launchProject(l), ""
 	a.mu.Unlock()
@@ -249,12 +250,12 @@ func (a *Adapter) interruptSent() bool {
 	return a.interrupt != ""
 }
 
-func (a *Adapter) setSession(id string) {
+func (a *Adapter) setSession(id, model string) {
 	if id == "" {
 		return
 	}
 	a.mu.Lock()
-	a.session = id
+	a.session, a.model = id, model
 	a.mu.Unlock()
 }
 

@@ -43,7 +43,18 @@ type forkData struct {
 	// Project is the directory under the config dir's projects/ that held
 	// the parent's session file.
 	Project string `json:"project,omitempty"`
+	// Model is the parent's model as its system/init named it (the
+	// alias's resolved id, "claude-opus-4-8[1m]"). The sibling is resumed
+	// with --model set to it: Claude Code resumes a session with the
+	// session's stripped model id otherwise ("claude-opus-4-8", 2.1.197),
+	// whose system prompt differs from the parent's, so the sibling's
+	// first call would not extend the parent's chain.
+	Model string `json:"model,omitempty"`
 }
+
+// modelPattern is the shape of a model id passed on as --model (no
+// option, no spaces or control characters).
+var modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,199}$`)
 
 // sessionIDPattern is the shape of Claude Code's session ids (UUIDs); an id
 // of any other shape never reaches the command line.
@@ -122,7 +133,7 @@ func resumable(o Options, args []string) string {
 
 // ForkState implements harness.Forker: between turns it returns the
 // agent's session, mechanism harness.ForkResume with Data
-// {"session_id":ID,"project":DIR}, once the session file is in the
+// {"session_id":ID,"project":DIR,"model":MODEL}, once the session file is in the
 // episode's config dir. Before the first turn (no session yet), with
 // --no-session-persistence, for Qwen Code, or without the session file it
 // returns an error wrapping harness.ErrForkUnsupported. It asks the agent
@@ -133,7 +144,7 @@ func (a *Adapter) ForkState(ctx context.Context) (*harness.ForkState, error) {
 	}
 	p := a.Process()
 	a.mu.Lock()
-	turn, session, why, cfg, project, last := a.turn, a.session, a.noResume, a.configDir, a.project, a.lastUUID
+	turn, session, why, cfg, project, last, model := a.turn, a.session, a.noResume, a.configDir, a.project, a.lastUUID, a.model
 	a.mu.Unlock()
 	switch {
 	case p == nil || !p.Alive():
@@ -151,7 +162,7 @@ func (a *Adapter) ForkState(ctx context.Context) (*harness.ForkState, error) {
 	if err := waitWritten(ctx, file, last); err != nil {
 		return nil, err
 	}
-	data, _ := json.Marshal(forkData{SessionID: session, Project: project})
+	data, _ := json.Marshal(forkData{SessionID: session, Project: project, Model: model})
 	return &harness.ForkState{Mechanism: harness.ForkResume, Data: data}, nil
 }
 
@@ -223,6 +234,13 @@ func resumeArgs(l *harness.Launch, o Options) ([]string, string, error) {
 	if !sessionIDPattern.MatchString(d.SessionID) {
 		return nil, "", fmt.Errorf("the fork state's session id %q is not a Claude Code session id", d.SessionID)
 	}
+	flags := []string{"--resume", d.SessionID, "--fork-session"}
+	if d.Model != "" && !slices.Contains(l.Command, "--model") && o.Model == "" && !slices.Contains(o.ExtraArgs, "--model") {
+		if !modelPattern.MatchString(d.Model) {
+			return nil, "", fmt.Errorf("the fork state's model %q is not a model id", d.Model)
+		}
+		flags = append(flags, "--model", d.Model)
+	}
 	cfg := configDir(l)
 	if cfg == "" {
 		return nil, "", errors.New("no config dir (no HOME) to find the parent's session in")
@@ -230,7 +248,7 @@ func resumeArgs(l *harness.Launch, o Options) ([]string, string, error) {
 	projects := filepath.Join(cfg, "projects")
 	want := filepath.Join(projects, launchProject(l), d.SessionID+".jsonl")
 	if _, err := os.Stat(want); err == nil {
-		return []string{"--resume", d.SessionID, "--fork-session"}, d.SessionID, nil
+		return flags, d.SessionID, nil
 	}
 	src := ""
 	if d.Project != "" && filepath.IsLocal(d.Project) {
@@ -247,7 +265,7 @@ func resumeArgs(l *harness.Launch, o Options) ([]string, string, error) {
 	if err := linkOrCopy(src, want); err != nil {
 		return nil, "", fmt.Errorf("put the parent's session where the sibling's working directory looks: %w", err)
 	}
-	return []string{"--resume", d.SessionID, "--fork-session"}, d.SessionID, nil
+	return flags, d.SessionID, nil
 }
 
 // linkOrCopy makes dst (in a new private directory if need be) a hard link

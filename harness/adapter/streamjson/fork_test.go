@@ -135,11 +135,29 @@ func TestResumeArgs(t *testing.T) {
 			t.Fatalf("the session where the sibling looks: %q %v", b, err)
 		}
 	}
+	// The parent's model goes on the sibling's command line (Claude Code
+	// would resume with the session's stripped id), unless the
+	// configuration names one.
+	data, _ := json.Marshal(forkData{SessionID: sessionID, Project: parentProject, Model: "claude-opus-4-8[1m]"})
+	l.Fork = &harness.ForkState{Mechanism: harness.ForkResume, Data: data}
+	for _, c := range []struct {
+		o    Options
+		want []string
+	}{
+		{Options{MCPConfigStyle: StyleClaude}, []string{"--resume", sessionID, "--fork-session", "--model", "claude-opus-4-8[1m]"}},
+		{Options{MCPConfigStyle: StyleClaude, Model: "sonnet"}, []string{"--resume", sessionID, "--fork-session"}},
+		{Options{MCPConfigStyle: StyleClaude, ExtraArgs: []string{"--model", "haiku"}}, []string{"--resume", sessionID, "--fork-session"}},
+	} {
+		if args, _, err := resumeArgs(l, c.o); err != nil || !reflect.DeepEqual(args, c.want) {
+			t.Errorf("model %q, options %+v: %q %v, want %q", "claude-opus-4-8[1m]", c.o, args, err, c.want)
+		}
+	}
 	for _, c := range []struct {
 		fs   harness.ForkState
 		o    Options
 		want string
 	}{
+		{harness.ForkState{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"` + sessionID + `","model":"--dangerously-skip-permissions"}`)}, Options{MCPConfigStyle: StyleClaude}, "not a model id"},
 		{harness.ForkState{Mechanism: harness.ForkLine, Data: json.RawMessage(`{}`)}, Options{MCPConfigStyle: StyleClaude}, `not "line"`},
 		{harness.ForkState{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"--dangerously"}`)}, Options{MCPConfigStyle: StyleClaude}, "not a Claude Code session id"},
 		{harness.ForkState{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"11111111-2222-3333-4444-555555555555"}`)}, Options{MCPConfigStyle: StyleClaude}, "is not in"},

@@ -124,7 +124,7 @@ func (m *mapper) init(raw []byte) {
 		}
 		m.extra["mcp_servers"] = servers
 	}
-	m.a.setSession(in.SessionID)
+	m.a.setSession(in.SessionID, in.Model)
 }
 
 // assistant maps the content blocks of an assistant message.
