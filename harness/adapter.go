@@ -55,10 +55,15 @@ type Launch struct {
 	EpisodeID string
 	// Command is the harness's argv (from configuration or a preset).
 	Command []string
-	// Workspace is the episode's private working directory.
+	// Workspace is the episode's private working directory, as the daemon
+	// sees it (a host path).
 	Workspace string
-	// Home is the episode's private HOME; config files the adapter writes
-	// for the harness go here.
+	// Home is the episode's private HOME, as the daemon sees it; config
+	// files the adapter writes for the harness go here. In a sandbox the
+	// harness sees both at other paths: the Launcher rewrites every host
+	// path in a command's arguments, environment and directory, so an
+	// adapter passes these as they are (a path the harness gets by another
+	// way, such as a protocol message, is Dir() or WorkDir-based instead).
 	Home string
 	// Env is the harness's environment: the allowlisted daemon variables,
 	// the configured ones, HOME and TMPDIR. Adapters give the harness this
@@ -85,8 +90,8 @@ type Launch struct {
 	// runs inside. Nil in process isolation.
 	Launcher process.Launcher
 	// WorkDir is the harness's working directory as the harness sees it;
-	// empty means Workspace (a sandbox may mount the workspace elsewhere,
-	// workspace.mount_at).
+	// empty means Workspace (process isolation). A sandbox shows the
+	// workspace at a fixed path, or at workspace.mount_at.
 	WorkDir string
 	// Logger carries session and episode attributes.
 	Logger *slog.Logger

@@ -79,7 +79,7 @@ func TestAdversaryDiskFill(t *testing.T) {
 		t.Run(iso, func(t *testing.T) {
 			d := diskDaemon(t, iso, diskQuota)
 			s := openSession(t, d, iso)
-			ws := s.say("pwd")
+			ws, _ := s.hostWorkspace()
 			r, md := s.fill(2 * diskQuota)
 			if r.OK || r.Errno != "ENOSPC" || r.Count >= diskQuota {
 				t.Fatalf("FINDING: a fill of %d bytes under limits.disk %d: %s", 2*diskQuota, diskQuota, r)
@@ -96,7 +96,7 @@ func TestAdversaryDiskFill(t *testing.T) {
 
 			ctl := diskDaemon(t, iso, 0)
 			cs := openSession(t, ctl, iso)
-			cws := cs.say("pwd")
+			cws, _ := cs.hostWorkspace()
 			r, md = cs.fill(2 * diskQuota)
 			if !r.OK || r.Count != 2*diskQuota || md["limits_reached"] != nil {
 				t.Fatalf("control: without the quota the fill should go through: %s", r)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/testharness/fakellm"
@@ -130,6 +131,24 @@ func (s *advSession) env(name string) string {
 		s.t.Fatalf("the harness has no %s: %q", name, r)
 	}
 	return v
+}
+
+// hostWorkspace returns the host paths of the session's workspace and
+// HOME: the harness sees them at fixed paths inside a sandbox, so they are
+// found by a marker it writes into its workspace (under the daemon's
+// default workspace root, $TMPDIR/harnessd).
+func (s *advSession) hostWorkspace() (workspace, home string) {
+	s.t.Helper()
+	name := fmt.Sprintf(".where-%d", time.Now().UnixNano())
+	if got := s.say("write " + name + " here"); !strings.Contains(got, "wrote") {
+		s.t.Fatalf("write a marker into the workspace: %q", got)
+	}
+	found, _ := filepath.Glob(filepath.Join(s.d.Dir, "harnessd", "*", "ep-*", "workspace", name))
+	if len(found) != 1 {
+		s.t.Fatalf("the workspace's marker is in %d places under %s", len(found), s.d.Dir)
+	}
+	ws := filepath.Dir(found[0])
+	return ws, filepath.Join(filepath.Dir(ws), "home")
 }
 
 // harnessPid is the host pid state reports (the sandbox's init in sandbox
@@ -371,7 +390,9 @@ func TestAdversaryWrites(t *testing.T) {
 			d := advDaemon(t, iso, "", "--max-sessions", "2")
 			a := openSession(t, d, iso)
 			b := openSession(t, d, iso)
-			bWork, bHome := b.env("HARNESSD_WORKSPACE"), b.env("HOME")
+			// b's host paths: what an attacker who knew them would try (in
+			// the sandbox b itself sees other, fixed paths).
+			bWork, bHome := b.hostWorkspace()
 			bPid := strconv.Itoa(b.harnessPid())
 			targets := []string{
 				filepath.Join(bWork, "pwned-"+d.Marker),

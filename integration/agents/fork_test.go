@@ -13,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/client"
 	"github.com/harnessd/harnessd/gateway"
 	presets "github.com/harnessd/harnessd/harness/agents"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -40,8 +41,15 @@ func TestClaudeCodeFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Close()
-	if obs, err := env.Reset(ctx, client.ResetOptions{}); err != nil || obs.Done {
+	obs, err := env.Reset(ctx, client.ResetOptions{})
+	if err != nil || obs.Done {
 		t.Fatalf("reset: %v %+v", err, obs)
+	}
+	if iso := obs.Metadata.Isolation; iso != "sandbox" {
+		// Claude Code writes its working directory and HOME into its
+		// system prompt: only sandbox isolation shows every episode the
+		// same paths, so that a sibling's prompt extends its parent's.
+		testbin.Missing(t, "a fork's shared token prefix with Claude Code needs sandbox isolation (this daemon runs %q)", iso)
 	}
 	for _, m := range []string{msgTool, msgSecond} {
 		obs, err := env.Step(ctx, m)

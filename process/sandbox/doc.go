@@ -17,7 +17,9 @@
 // its command, environment (which may name the doors' addresses) and stdio
 // (passed with the command, SCM_RIGHTS). A sandbox runs one harness at a
 // time and may run several in turn (one per turn of a one-shot CLI, then a
-// grader); Launcher adapts Run to process.Spec.Launcher.
+// grader); Launcher adapts Run to process.Spec.Launcher, translating the
+// daemon's host paths in the command into where the binds show them inside
+// (Inside; paths.go).
 //
 // Inside, Init (called first thing by main, and by tests from TestMain)
 // brings lo up, opens the doors on 127.0.0.1, builds the new root (the
