@@ -122,13 +122,8 @@ type Config struct {
 	Hostname string
 
 	// Workspace and Home are host directories bound read-write inside
-	// (empty: none): at WorkspaceDst and HomeDst, or at their own paths
-	// when those are empty.
-	Workspace, Home string
-	// WorkspaceDst and HomeDst are where Workspace and Home are inside
-	// (absolute; empty: their host paths). A launched command's host paths
-	// below them are translated (Launcher).
-	WorkspaceDst, HomeDst string
+	// (empty: none) at WorkspaceDst and HomeDst (empty: their own paths).
+	Workspace, Home, WorkspaceDst, HomeDst string
 	// WorkspaceAt also binds Workspace read-write at this fixed path inside
 	// (e.g. "/app").
 	WorkspaceAt string
@@ -177,8 +172,7 @@ type Config struct {
 	TTY                   bool
 }
 
-// Command is what Run executes inside the sandbox: its paths are the
-// sandbox's (Launcher translates the daemon's host paths into them).
+// Command is what Run executes inside the sandbox (its paths inside).
 type Command struct {
 	// Path is the program; without a slash it is looked up in Env's PATH.
 	Path string `json:"path"`
@@ -186,8 +180,7 @@ type Command struct {
 	Args []string `json:"args,omitempty"`
 	// Env is the harness's complete environment (never the daemon's).
 	Env []string `json:"env,omitempty"`
-	// Dir is the working directory inside; empty means where the workspace
-	// is inside (WorkspaceAt, WorkspaceDst or Workspace), or "/".
+	// Dir is the working directory inside; empty: the workspace's, or "/".
 	Dir string `json:"dir,omitempty"`
 	// TTY says Stdin is a terminal that becomes the harness's controlling
 	// terminal (Config.TTY says the same for the init's own stdio).
@@ -235,9 +228,6 @@ func (c *Config) validate() error {
 	}
 	if (c.WorkspaceAt != "" || c.WorkspaceDst != "") && c.Workspace == "" {
 		return fmt.Errorf("%w: workspace_at without a workspace", ErrInvalidConfig)
-	}
-	if c.HomeDst != "" && c.Home == "" {
-		return fmt.Errorf("%w: home_dst without a home", ErrInvalidConfig)
 	}
 	for _, h := range c.Hide {
 		if err := checkPath("hidden path", h); err != nil {
@@ -302,9 +292,7 @@ func (cmd *Command) validate() error {
 
 // coveredByWorkspace refuses a program under WorkspaceAt: the workspace is
 // mounted there, over the host's directory, so the program would not be
-// found (a task's WORKDIR /work over a checkout under /work). Launcher
-// asks it of the host path, before translating it (a program in the
-// workspace itself is found).
+// found (a task's WORKDIR /work over a checkout under /work).
 func (c *Config) coveredByWorkspace(prog string) error {
 	at := filepath.Clean(c.WorkspaceAt)
 	if c.WorkspaceAt == "" || !filepath.IsAbs(prog) || at == "/" {

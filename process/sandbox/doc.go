@@ -19,7 +19,7 @@
 // time and may run several in turn (one per turn of a one-shot CLI, then a
 // grader); Launcher adapts Run to process.Spec.Launcher, translating the
 // daemon's host paths in the command into where the binds show them inside
-// (Inside; paths.go).
+// (Inside).
 //
 // Inside, Init (called first thing by main, and by tests from TestMain)
 // brings lo up, opens the doors on 127.0.0.1, builds the new root (the

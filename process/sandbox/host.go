@@ -21,6 +21,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/linux/cgroups"
 	"github.com/harnessd/harnessd/internal/linux/procfs"
+	"github.com/harnessd/harnessd/internal/pathmap"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -52,8 +53,7 @@ type Sandbox struct {
 	doors   map[string]*net.TCPListener
 	initPid int
 	pidNS   string
-	// maps translate host paths to the sandbox's (Inside, Launcher).
-	maps []pathMap
+	maps    pathmap.Table // host paths to the sandbox's (Inside, Launcher)
 
 	sendMu sync.Mutex
 	runMu  sync.Mutex // serialises Run: one harness at a time
@@ -279,8 +279,7 @@ func (s *Sandbox) Run(ctx context.Context, cmd Command) (*Run, error) {
 	return s.run(ctx, cmd)
 }
 
-// run is Run without the check of the program's path (Launcher checks the
-// host path it translates).
+// run is Run but for the program's check (Launcher's is on the host path).
 func (s *Sandbox) run(ctx context.Context, cmd Command) (*Run, error) {
 	if err := cmd.validate(); err != nil {
 		return nil, err

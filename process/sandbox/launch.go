@@ -4,6 +4,7 @@ import (
 	"context"
 	"syscall"
 
+	"github.com/harnessd/harnessd/internal/pathmap"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -11,30 +12,42 @@ import (
 // Run of s:
 // set it as process.Spec.Launcher, so package process keeps the pipes,
 // readiness and Stop while the harness runs inside the sandbox. The
-// command is the daemon's view: every host path in its program, arguments,
-// environment values and directory that lies below a bind's source is
-// rewritten to the bind's destination (Inside), so a harness is told the
-// paths it can open, whatever host paths the daemon wrote its files by.
+// command is the daemon's view (host paths, through which it writes the
+// harness's files): every host path in its program, arguments, variables'
+// values and directory below a bind's source becomes the bind's
+// destination (Inside). The sandbox alone knows both views.
 func (s *Sandbox) Launcher() process.Launcher { return launcher{s} }
 
 type launcher struct{ s *Sandbox }
 
 func (l launcher) Launch(ctx context.Context, c process.LaunchCommand) (process.LaunchedTree, error) {
-	if insidePath(l.s.maps, c.Path) == c.Path {
-		// A host program the workspace's mount point covers (one below a
-		// bind's source, the workspace's own included, is found there).
+	m := l.s.maps
+	if m.Path(c.Path) == c.Path { // a program below a bind's source is found there
 		if err := l.s.cfg.coveredByWorkspace(c.Path); err != nil {
 			return nil, err
 		}
 	}
-	r, err := l.s.run(ctx, insideCommand(l.s.maps, Command{
-		Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, TTY: c.TTY,
+	r, err := l.s.run(ctx, Command{
+		Path: m.Rewrite(c.Path), Args: m.Strings(c.Args), Env: m.Environ(c.Env), Dir: m.Rewrite(c.Dir), TTY: c.TTY,
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr,
-	}))
+	})
 	if err != nil {
 		return nil, err
 	}
 	return tree{r}, nil
+}
+
+// Inside returns host path p as the sandbox's processes see it: below a
+// bind's source, the same place below its destination (a source bound
+// twice: its last bind, the workspace's WorkspaceAt); others unchanged.
+func (s *Sandbox) Inside(p string) string { return s.maps.Path(p) }
+
+func (c *Config) pathMaps() pathmap.Table {
+	var dirs []pathmap.Dir
+	for _, b := range c.allBinds() {
+		dirs = append(dirs, pathmap.Dir{From: b.Src, To: b.dst()})
+	}
+	return pathmap.New(dirs)
 }
 
 // tree is one run seen as a process.LaunchedTree: signals go to the init

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -63,10 +64,7 @@ func (c *Config) initSpec(ids idPlan) initSpec {
 	s.Mounts.Storage = c.Storage.resolved(c.Limits)
 	s.Mounts.Keep = append(s.Mounts.Keep, keptThrough...)
 	if c.Workspace != "" {
-		s.DefaultDir = c.Workspace
-		if c.WorkspaceDst != "" {
-			s.DefaultDir = c.WorkspaceDst
-		}
+		s.DefaultDir = cmp.Or(c.WorkspaceDst, c.Workspace)
 		if c.WorkspaceAt != "" {
 			s.DefaultDir = c.WorkspaceAt
 		}
@@ -74,8 +72,7 @@ func (c *Config) initSpec(ids idPlan) initSpec {
 	return s
 }
 
-// binds lists every bind of c: workspace (at WorkspaceDst or its own
-// path, and at WorkspaceAt), HOME (at HomeDst or its own path),
+// binds lists every bind of c: workspace (and at WorkspaceAt), HOME,
 // extras, parents before children (a read-only bind of a directory never
 // covers a writable one inside it), otherwise in that order.
 func (c *Config) binds() []Bind {
