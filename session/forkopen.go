@@ -80,8 +80,9 @@ func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observat
 		s.events.CloseRecord()
 		return nil, err
 	}
-	ep.SetModelFullTokenIDs(s.cfg.Episode.FullTokenIDs)
-	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
+	ep.SetModelSampling(src.sampling)
+	ep.SetModelFullTokenIDs(src.fullIDs)
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg), sampling: src.sampling, fullIDs: src.fullIDs}
 	s.events.Note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r

@@ -31,6 +31,8 @@ type forkSource struct {
 	history  *gateway.History
 	tools    []bridge.ToolRecord // the bridge's answers to replay
 	messages []string            // turns 1..at, for replay
+	sampling *gateway.Sampling   // the parent's sampling pin
+	fullIDs  bool                // and its full_token_ids
 }
 
 // release frees what the fork took for itself.
@@ -51,7 +53,7 @@ func (s *Session) forkSourceOf(ctx context.Context, r *run, opts ForkOptions) (*
 		return nil, err
 	}
 	src := &forkSource{parentSession: s.id, parentEpisode: r.id, at: at, task: r.ep.Task(),
-		history: r.ep.ModelHistory()}
+		history: r.ep.ModelHistory(), sampling: r.sampling, fullIDs: r.fullIDs}
 	if src.history != nil {
 		src.history = src.history.UpTo(at)
 	}
