@@ -256,7 +256,7 @@ bench-agents: SHELL := /bin/bash
 bench-agents: .SHELLFLAGS := -o pipefail -c
 bench-agents: build agents
 	@rm -f $(BIN)/bench-agents.txt
-	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/agents/ | tee -a $(BIN)/bench-agents.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./integration/agents/ | tee -a $(BIN)/bench-agents.txt
 	@echo; echo "== summary (median of 3 repeats, spread min–max) =="; $(GO) run ./integration/benchsummary $(BIN)/bench-agents.txt
 
 clean:
