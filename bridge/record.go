@@ -67,6 +67,9 @@ func newCallRecord(opts ServerOptions) *callRecord {
 	if r.max <= 0 {
 		r.max = DefaultMaxRecordBytes
 	}
+	for _, rec := range opts.Inherit {
+		r.keep(rec.Served, rec.Arguments, rec.Result)
+	}
 	return r
 }
 

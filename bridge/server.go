@@ -76,6 +76,10 @@ type ServerOptions struct {
 	// OnDivergence is called once, on the replay's first divergence, from
 	// the call's goroutine.
 	OnDivergence func(wire.Divergence)
+	// Inherit, with Record, starts the record with these calls, served
+	// elsewhere (a fork's sibling that did not replay them carries its
+	// parent's record, so that a later replay fork of it has them).
+	Inherit []ToolRecord
 }
 
 // CallStart describes a tool call as it starts.

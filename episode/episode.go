@@ -65,6 +65,9 @@ type Spec struct {
 	ModelReplay  bool
 	ToolReplay   []bridge.ToolRecord
 	OnDivergence func(error)
+	// ToolInherit starts the bridge's record with the parent's calls (a
+	// sibling that does not replay them), for a later fork of the sibling.
+	ToolInherit []bridge.ToolRecord
 }
 
 // Episode is one episode's resources. Its methods are safe for concurrent
@@ -119,7 +122,7 @@ func (ep *Episode) assign(spec Spec) {
 	defer ep.mu.Unlock()
 	ep.id, ep.task, ep.onEvent = spec.ID, spec.Task, spec.OnEvent
 	ep.fork = forkDoors{history: spec.ModelHistory, modelReplay: spec.ModelReplay, toolReplay: spec.ToolReplay,
-		onDivergence: spec.OnDivergence}
+		toolInherit: spec.ToolInherit, onDivergence: spec.OnDivergence}
 	if spec.From != nil {
 		ep.from = spec.From
 	}

@@ -16,6 +16,7 @@ type forkDoors struct {
 	history      *gateway.History
 	modelReplay  bool
 	toolReplay   []bridge.ToolRecord
+	toolInherit  []bridge.ToolRecord
 	onDivergence func(error)
 }
 

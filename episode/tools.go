@@ -129,12 +129,13 @@ func (ep *Episode) openTools(ctx context.Context) error {
 		return nil
 	}
 	srv, err := bridge.Serve(ep.catalog, bridge.ServerOptions{
-		OnCall:   ep.onToolCall,
+		OnCall:       ep.onToolCall,
 		OnResult:     ep.onToolResult,
 		Logger:       ep.Log(),
 		Listener:     ep.door(doorMCP),
 		Record:       true,
 		Replay:       ep.fork.toolReplay,
+		Inherit:      ep.fork.toolInherit,
 		OnDivergence: ep.fork.divergence,
 	})
 	if err != nil {

@@ -306,3 +306,26 @@ func TestForkSandboxed(t *testing.T) {
 		})
 	}
 }
+
+// TestForkOfAFork: a sibling made by the line protocol forks again by
+// replay: it carries the parent's turns' messages and tool record, so the
+// grandchild replays all four turns (the parent's two, the sibling's own)
+// and answers the tool call from the record.
+func TestForkOfAFork(t *testing.T) {
+	s := newSession(t, testConfig(t))
+	reset(t, s)
+	step(t, s, "write notes.txt parent-wrote")
+	step(t, s, `tool add {"a":2,"b":3}`)
+	child := forkSiblings(t, s, 1, 0, session.ForkLine)[0].Session
+	step(t, child, "write child.txt child-wrote")
+	grand := forkSiblings(t, child, 2, 0, session.ForkReplay)
+	for i, g := range grand {
+		if f := g.Observation.Metadata.Fork; f.ReplayedToolCalls != 1 || f.AtTurn != 3 {
+			t.Errorf("grandchild %d: fork %+v (want 1 tool call replayed, at turn 3)", i, f)
+		}
+		got := responseText(t, g.Session, "count;;cat notes.txt;;cat child.txt")
+		if !strings.Contains(got, "turns: 4") || !strings.Contains(got, "notes.txt: parent-wrote") || !strings.Contains(got, "child.txt: child-wrote") {
+			t.Errorf("grandchild %d: %q", i, got)
+		}
+	}
+}

@@ -73,6 +73,8 @@ func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observat
 		ModelHistory: src.history, ModelReplay: replay, OnDivergence: div.add}
 	if replay {
 		spec.ToolReplay = src.tools
+	} else {
+		spec.ToolInherit = src.tools
 	}
 	spec.Env = s.env
 	ep, err := episode.Open(ctx, spec, episode.LevelDoors)
@@ -110,6 +112,8 @@ func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observat
 	s.mu.Lock()
 	r.steps = src.at
 	r.messages = append([]string(nil), src.messages...)
+	r.messagesLost = len(r.messages) < src.at // a replay fork of it is refused, saying so
+	r.toolMarks = append([]int(nil), src.toolMarks...)
 	s.mu.Unlock()
 	s.startClocks(r)
 	ep.Log().Info("episode forked", "parent_episode_id", src.parentEpisode, "at_turn", src.at,
