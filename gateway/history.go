@@ -44,7 +44,10 @@ const defaultMaxRecordedAnswerBytes = 64 << 20
 // History returns a copy of every call recorded so far, with their
 // answers. Take it between turns: a call still in flight is not in it, and
 // one whose answer is still being written is in it without its answer (a
-// replay of it is refused). The copy shares no state with the gateway.
+// replay of it is refused). A gateway opened with a History holds all of
+// its calls from the start, so its own History has them all even while
+// it is still replaying them: fork a fork once its replay is done. The
+// copy shares no state with the gateway.
 func (g *Gateway) History() *History {
 	g.mu.Lock()
 	defer g.mu.Unlock()
