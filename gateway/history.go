@@ -165,6 +165,7 @@ func (g *Gateway) adopt(h *History) {
 	g.events = slices.Clone(h.events)
 	if g.opts.Replay {
 		g.replay = slices.Clone(g.calls)
+		g.replayed = make([]bool, len(g.replay))
 	}
 }
 
