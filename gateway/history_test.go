@@ -317,7 +317,7 @@ func TestReplayAnswersFromRecord(t *testing.T) {
 			if n := generations(llm); n != before {
 				t.Fatalf("the replay made %d engine calls", n-before)
 			}
-			if b.Replaying() || b.Diverged() != nil || len(divs) != 0 {
+			if b.Replaying() || b.Diverged() != nil || len(divs) != 0 || b.EndReplay() != nil {
 				t.Fatalf("after the record: replaying %v, diverged %v", b.Replaying(), b.Diverged())
 			}
 			if reqs, resps := callEvents(b.events.list()); len(reqs)+len(resps) != 0 {
@@ -359,11 +359,16 @@ func TestReplayDivergence(t *testing.T) {
 	before := generations(llm)
 
 	// The control: call 2 unchanged replays.
-	ctl := startGateway(t, llm.URL(), Options{History: h, Replay: true})
+	var ended []Divergence
+	ctl := startGateway(t, llm.URL(), Options{History: h, Replay: true, OnDivergence: func(d Divergence) { ended = append(ended, d) }})
 	for i := range 2 {
 		if ans := ctl.send(t, c.path(), c.headers(ctl), c.request(i, false, "")); ans.status != 200 || ctl.Diverged() != nil {
 			t.Fatalf("control call %d: %d %s", i+1, ans.status, ans.body)
 		}
+	}
+	// Ending the replay with call 3 unanswered: fewer calls than the parent made.
+	if d := ctl.EndReplay(); d == nil || d.Field != "calls" || d.Index != 3 || len(ended) != 1 || ctl.Replaying() {
+		t.Fatalf("ending the replay with a call left: %+v (%d reported)", d, len(ended))
 	}
 
 	for _, tc := range []struct {

@@ -302,3 +302,40 @@ func (g *Gateway) Diverged() *Divergence {
 	d := *g.diverged
 	return &d
 }
+
+// EndReplay ends a replay when the fork's replayed turns are over: recorded
+// calls still unanswered mean the fork made fewer calls than its parent,
+// which is a divergence too (field "calls"; OnDivergence is called and it
+// is returned). Without one it returns nil, and later calls go live. It
+// returns the replay's divergence if it had diverged already; nil for a
+// gateway without a replay.
+func (g *Gateway) EndReplay() *Divergence {
+	g.mu.Lock()
+	if g.diverged != nil {
+		d := *g.diverged
+		g.mu.Unlock()
+		return &d
+	}
+	left := 0
+	for i := g.replayPos; i < len(g.replay); i++ {
+		if !g.replayed[i] {
+			left++
+		}
+	}
+	if left == 0 {
+		g.replayPos = len(g.replay)
+		g.mu.Unlock()
+		return nil
+	}
+	next := g.replay[g.replayPos]
+	div := &Divergence{Door: wire.DoorModel, Index: next.index, Turn: next.turn, Field: "calls",
+		Want: fmt.Sprintf("%d more calls", left), Got: "none: the replayed turns ended"}
+	g.diverged, g.replayPos = div, len(g.replay)
+	g.mu.Unlock()
+	g.log.Warn("gateway: replay ended with recorded calls left", "call", next.index, "left", left)
+	if g.opts.OnDivergence != nil {
+		g.opts.OnDivergence(*div)
+	}
+	d := *div
+	return &d
+}
