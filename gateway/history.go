@@ -248,7 +248,7 @@ func (g *Gateway) keepAnswer(c *call, t *answerTee) {
 		c.answerDropped = true
 		return
 	}
-	a := &answer{status: t.status, header: t.header, body: bytes.Clone(t.body.Bytes())}
+	a := &answer{status: t.status, header: t.header, body: t.body.Bytes()} // the tee is done with its buffer
 	if a.status == 0 {
 		a.status = http.StatusOK
 	}
