@@ -145,8 +145,8 @@ func (s *Session) replayTurns(ctx context.Context, r *run, src *forkSource, div 
 			return harness.Wrap(wire.FailureStartupFailed, err, "replay: turn %d of %d did not complete", n, len(src.messages))
 		}
 	}
-	if left := r.ep.ReplayLeft(); left != "" {
-		return harness.Wrap(wire.FailureStartupFailed, errors.New(left), "replay diverged: the harness made fewer calls than the parent")
+	if err := r.ep.EndReplay(); err != nil {
+		return harness.Wrap(wire.FailureStartupFailed, err, "replay diverged after turn %d", len(src.messages))
 	}
 	return nil
 }
