@@ -136,22 +136,26 @@ func (s *Session) takeHarnessState(ctx context.Context, r *run, src *forkSource)
 
 // takeCheckpointState is takeHarnessState for a turn before the current.
 func (s *Session) takeCheckpointState(ctx context.Context, r *run, f harness.Forker, src *forkSource) error {
-	snap, ok := r.checkpoints.At(src.at)
+	if r.checkpoints == nil {
+		return fmt.Errorf("no checkpoints: a fork at an earlier turn than the current needs episode.checkpoints: every_turn, or replay")
+	}
+	snap, ok := r.checkpoints.At(src.at) // a handle of its own, closed with src
 	if !ok {
 		return fmt.Errorf("no checkpoint after turn %d (episode.checkpoints: every_turn keeps the last %d)", src.at, s.cfg.Episode.MaxCheckpoints)
 	}
 	st := r.states[src.at]
 	if st == nil {
 		cur, err := f.ForkState(ctx)
-		if err != nil {
-			return err
+		if err == nil && cur.Mechanism != harness.ForkResume {
+			err = fmt.Errorf("the harness's %s state was not kept after turn %d", cur.Mechanism, src.at)
 		}
-		if cur.Mechanism != harness.ForkResume {
-			return fmt.Errorf("the harness's %s state was not kept after turn %d", cur.Mechanism, src.at)
+		if err != nil {
+			snap.Close()
+			return err
 		}
 		st = cur
 	}
-	src.snapshot, src.state, src.mechanism = snap, st, st.Mechanism
+	src.snapshot, src.ownSnap, src.state, src.mechanism = snap, true, st, st.Mechanism
 	return nil
 }
 
