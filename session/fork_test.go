@@ -329,3 +329,19 @@ func TestForkOfAFork(t *testing.T) {
 		}
 	}
 }
+
+// TestForkEarlierTurnWithoutCheckpoints: a line fork at an earlier turn
+// without checkpoints is refused with the reason; the best-available
+// mechanism replays instead.
+func TestForkEarlierTurnWithoutCheckpoints(t *testing.T) {
+	s := newSession(t, testConfig(t))
+	forkTwoTurns(t, s)
+	_, err := s.Fork(context.Background(), session.ForkOptions{Count: 1, AtTurn: 1, Mechanism: session.ForkLine})
+	if !errors.Is(err, session.ErrForkUnavailable) || !strings.Contains(err.Error(), "checkpoints") {
+		t.Fatalf("a line fork at turn 1 without checkpoints: %v", err)
+	}
+	sib := forkSiblings(t, s, 1, 1, session.ForkReplay)[0]
+	if got := responseText(t, sib.Session, "count;;history"); !strings.Contains(got, "turns: 2") || strings.Contains(got, "reply second") {
+		t.Errorf("the replayed sibling at turn 1: %q", got)
+	}
+}
