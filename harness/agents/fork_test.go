@@ -249,3 +249,83 @@ func TestClaudeCodeForkByResume(t *testing.T) {
 		t.Fatalf("parent's turn 3: %q", r)
 	}
 }
+
+// forkByLoad runs the ACP fork of preset p: two turns, ForkState, a sibling
+// against a copy of HOME in a workspace at another path, a third turn there
+// that must see the parent's two messages.
+func forkByLoad(t *testing.T, p *Preset) {
+	program := realAgent(t, p)
+	sc, err := fakellm.ParseScript([]byte(`{"rules": [{"name": "aux", "when": {"no_tools": true}, "reply": {"text": "MOCK-AUX"}},
+		{"name": "history", "when": {}, "reply": {"text": "HISTORY: {{user_messages}}"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := fakellm.New(fakellm.Options{Script: sc})
+	url, err := llm.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { llm.Close() })
+	sup, err := process.NewSupervisor(process.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sup.Close(context.Background(), 0) })
+	reg := testAdapters
+	newAdapter := func() harness.Adapter {
+		a, err := Factory(p, reg)(&harness.Config{Command: p.Command(program)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Stop(context.Background()) })
+		return a
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	dirs := func(name string) (string, string) {
+		ws, home := filepath.Join(root, name, "workspace"), filepath.Join(root, name, "home")
+		if err := os.MkdirAll(ws, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return ws, home
+	}
+	ws1, home1 := dirs("parent")
+	if err := os.MkdirAll(home1, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	parent := newAdapter()
+	if err := parent.Start(ctx, agentLaunch(t, sup, p.Command(program), ws1, home1, url, "parent")); err != nil {
+		t.Fatal(err)
+	}
+	agentTurn(t, parent, 1, "first PARENT-ONE")
+	agentTurn(t, parent, 2, "second PARENT-TWO")
+	fs, err := parent.(harness.Forker).ForkState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws2, home2 := dirs("sibling")
+	if err := copyTree(home1, home2); err != nil {
+		t.Fatal(err)
+	}
+	sl := agentLaunch(t, sup, p.Command(program), ws2, home2, url, "sibling")
+	sl.Fork = fs
+	sibling := newAdapter()
+	begin := time.Now()
+	if err := sibling.Start(ctx, sl); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the sibling loaded its parent's session in %s", time.Since(begin))
+	r := agentTurn(t, sibling, 3, "third SIBLING")
+	for _, m := range []string{"first PARENT-ONE", "second PARENT-TWO", "third SIBLING"} {
+		if !strings.Contains(r, m) {
+			t.Errorf("the sibling's turn 3 lacks %q: %q", m, r)
+		}
+	}
+}
+
+func TestACPForkBySessionLoad(t *testing.T) {
+	for _, p := range []*Preset{Qwen()} {
+		t.Run(p.Name, func(t *testing.T) { forkByLoad(t, p) })
+	}
+}

@@ -1,0 +1,200 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+	"unicode/utf16"
+
+	"github.com/harnessd/harnessd/harness"
+)
+
+// forkSession is the session id a resume fork state carries (the claude
+// and acp adapters both spell it so).
+type forkSession struct {
+	SessionID string `json:"session_id"`
+}
+
+// safeSessionID is the shape of a session id that may name a file.
+var safeSessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// sessionOf returns the session id of a resume fork state.
+func sessionOf(state *harness.ForkState) (string, error) {
+	if state.Mechanism != harness.ForkResume {
+		return "", fmt.Errorf("a %q fork state cannot be resumed", state.Mechanism)
+	}
+	var d forkSession
+	if err := json.Unmarshal(state.Data, &d); err != nil {
+		return "", fmt.Errorf("the fork state holds no session: %w", err)
+	}
+	if !safeSessionID.MatchString(d.SessionID) {
+		return "", fmt.Errorf("the fork state's session id %q is not one an agent makes", d.SessionID)
+	}
+	return d.SessionID, nil
+}
+
+// sanitizePath is how Claude Code and Qwen Code make a working directory a
+// directory name: every UTF-16 code unit but an ASCII letter or digit
+// becomes "-".
+func sanitizePath(dir string) string {
+	units := utf16.Encode([]rune(dir))
+	out := make([]byte, len(units))
+	for i, u := range units {
+		switch {
+		case u >= 'a' && u <= 'z', u >= 'A' && u <= 'Z', u >= '0' && u <= '9':
+			out[i] = byte(u)
+		default:
+			out[i] = '-'
+		}
+	}
+	return string(out)
+}
+
+// relinkSession finds file (a session's file name) under any project
+// directory of projects (pattern: projects/*/sub/file) and links it (or
+// copies it) into projects/project/sub/, where the agent looks from its
+// working directory. Everything is within the sibling's own HOME.
+func relinkSession(projects, project, sub, file string) error {
+	want := filepath.Join(projects, project, sub, file)
+	if _, err := os.Stat(want); err == nil {
+		return nil
+	}
+	found, _ := filepath.Glob(filepath.Join(projects, "*", sub, file))
+	if len(found) == 0 {
+		return fmt.Errorf("no %s under %s: the sibling's HOME must be a copy of the parent's", file, projects)
+	}
+	if err := os.MkdirAll(filepath.Dir(want), 0o700); err != nil {
+		return err
+	}
+	if err := os.Link(found[0], want); err == nil {
+		return nil
+	}
+	return copyFile(found[0], want)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
+}
+
+// qwenResume puts the parent's session where Qwen Code (0.15.10) looks for
+// it from the sibling's working directory:
+// ~/.qwen/projects/<the directory, sanitized>/chats/<session id>.jsonl.
+// Qwen Code loads a session only if its records' cwd hashes to the
+// project's, so when the sibling's directory differs the copy's records
+// get its cwd (the conversation itself is left as it was).
+func qwenResume(e *Episode, state *harness.ForkState) error {
+	id, err := sessionOf(state)
+	if err != nil {
+		return err
+	}
+	projects := e.Path(".qwen", "projects")
+	want := filepath.Join(projects, sanitizePath(e.Dir), "chats", id+".jsonl")
+	if _, err := os.Stat(want); err == nil {
+		return nil
+	}
+	found, _ := filepath.Glob(filepath.Join(projects, "*", "chats", id+".jsonl"))
+	if len(found) == 0 {
+		return fmt.Errorf("no session %s under %s: the sibling's HOME must be a copy of the parent's", id, projects)
+	}
+	b, err := os.ReadFile(found[0])
+	if err != nil {
+		return err
+	}
+	out, err := withCwd(b, e.Dir)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(want), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(want, out, 0o600)
+}
+
+// withCwd returns the JSONL records of b with every string "cwd" field set
+// to dir; other fields keep their bytes.
+func withCwd(b []byte, dir string) ([]byte, error) {
+	cwd, _ := json.Marshal(dir)
+	var out bytes.Buffer
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec map[string]json.RawMessage
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return nil, fmt.Errorf("record %d is not a JSON object: %w", i+1, err)
+		}
+		if v, ok := rec["cwd"]; ok && len(v) > 0 && v[0] == '"' {
+			rec["cwd"] = cwd
+			line, _ = json.Marshal(rec)
+		}
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	return out.Bytes(), nil
+}
+
+// SettleTimeout bounds how long a fork waits for an agent to write its
+// session file down (Preset.ForkSettle).
+const SettleTimeout = 10 * time.Second
+
+// qwenSettle waits until Qwen Code's session file holds the last turn: a
+// record carrying its message, followed by an assistant record. Qwen Code
+// (0.15.10) writes a turn's records a while after answering it.
+func qwenSettle(ctx context.Context, e *Episode, state *harness.ForkState, last string) error {
+	id, err := sessionOf(state)
+	if err != nil {
+		return err
+	}
+	file := e.Path(".qwen", "projects", sanitizePath(e.Dir), "chats", id+".jsonl")
+	var msg bytes.Buffer
+	enc := json.NewEncoder(&msg)
+	enc.SetEscapeHTML(false) // as JSON.stringify writes it
+	enc.Encode(last)
+	needle := bytes.TrimSuffix(msg.Bytes(), []byte("\n"))
+	return waitFile(ctx, file, func(b []byte) bool {
+		if last == "" {
+			return true
+		}
+		i := bytes.LastIndex(b, needle)
+		return i >= 0 && bytes.Contains(b[i:], []byte(`"type":"assistant"`))
+	})
+}
+
+// waitFile polls file until done holds for its content, for up to
+// SettleTimeout; then the fork cannot use the agent's resume (the error
+// wraps harness.ErrForkUnsupported).
+func waitFile(ctx context.Context, file string, done func([]byte) bool) error {
+	deadline := time.NewTimer(SettleTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(file); err == nil && done(b) {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return fmt.Errorf("the agent's session file %s does not hold its last turn after %s: %w", file, SettleTimeout, harness.ErrForkUnsupported)
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the agent's session file: %w", ctx.Err())
+		}
+	}
+}
