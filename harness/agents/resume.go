@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,42 +53,6 @@ func sanitizePath(dir string) string {
 		}
 	}
 	return string(out)
-}
-
-// relinkSession finds file (a session's file name) under any project
-// directory of projects (pattern: projects/*/sub/file) and links it (or
-// copies it) into projects/project/sub/, where the agent looks from its
-// working directory. Everything is within the sibling's own HOME.
-func relinkSession(projects, project, sub, file string) error {
-	want := filepath.Join(projects, project, sub, file)
-	if _, err := os.Stat(want); err == nil {
-		return nil
-	}
-	found, _ := filepath.Glob(filepath.Join(projects, "*", sub, file))
-	if len(found) == 0 {
-		return fmt.Errorf("no %s under %s: the sibling's HOME must be a copy of the parent's", file, projects)
-	}
-	if err := os.MkdirAll(filepath.Dir(want), 0o700); err != nil {
-		return err
-	}
-	if err := os.Link(found[0], want); err == nil {
-		return nil
-	}
-	return copyFile(found[0], want)
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
 }
 
 // qwenResume puts the parent's session where Qwen Code (0.15.10) looks for
