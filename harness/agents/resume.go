@@ -79,7 +79,7 @@ func qwenResume(e *Episode, state *harness.ForkState) error {
 	if err != nil {
 		return err
 	}
-	out, err := withCwd(b, e.Dir)
+	out, err := withField(b, "cwd", e.Dir)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
@@ -89,10 +89,10 @@ func qwenResume(e *Episode, state *harness.ForkState) error {
 	return os.WriteFile(want, out, 0o600)
 }
 
-// withCwd returns the JSONL records of b with every string "cwd" field set
-// to dir; other fields keep their bytes.
-func withCwd(b []byte, dir string) ([]byte, error) {
-	cwd, _ := json.Marshal(dir)
+// withField returns the JSONL records of b with every string field name
+// set to value; other fields keep their bytes.
+func withField(b []byte, name, value string) ([]byte, error) {
+	v, _ := json.Marshal(value)
 	var out bytes.Buffer
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -102,8 +102,8 @@ func withCwd(b []byte, dir string) ([]byte, error) {
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, fmt.Errorf("record %d is not a JSON object: %w", i+1, err)
 		}
-		if v, ok := rec["cwd"]; ok && len(v) > 0 && v[0] == '"' {
-			rec["cwd"] = cwd
+		if old, ok := rec[name]; ok && len(old) > 0 && old[0] == '"' {
+			rec[name] = v
 			line, _ = json.Marshal(rec)
 		}
 		out.Write(line)
@@ -125,18 +125,25 @@ func qwenSettle(ctx context.Context, e *Episode, state *harness.ForkState, last 
 		return err
 	}
 	file := e.Path(".qwen", "projects", sanitizePath(e.Dir), "chats", id+".jsonl")
+	return waitFile(ctx, file, turnWritten(last, `"type":"assistant"`))
+}
+
+// turnWritten reports a session file that holds the turn of message last
+// (JSON-encoded as JavaScript writes it) followed by a record with answer
+// (e.g. `"type":"assistant"`). Without a turn yet any file will do.
+func turnWritten(last, answer string) func([]byte) bool {
 	var msg bytes.Buffer
 	enc := json.NewEncoder(&msg)
 	enc.SetEscapeHTML(false) // as JSON.stringify writes it
 	enc.Encode(last)
 	needle := bytes.TrimSuffix(msg.Bytes(), []byte("\n"))
-	return waitFile(ctx, file, func(b []byte) bool {
+	return func(b []byte) bool {
 		if last == "" {
 			return true
 		}
 		i := bytes.LastIndex(b, needle)
-		return i >= 0 && bytes.Contains(b[i:], []byte(`"type":"assistant"`))
-	})
+		return i >= 0 && bytes.Contains(b[i:], []byte(answer))
+	}
 }
 
 // waitFile polls file until done holds for its content, for up to
