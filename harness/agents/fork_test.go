@@ -329,3 +329,48 @@ func TestACPForkBySessionLoad(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) { forkByLoad(t, p) })
 	}
 }
+
+// The Qwen Code resume hook copies the parent's session into the project
+// directory of the sibling's working directory with the records' cwd made
+// the sibling's, keeping every other byte of a record; a state without a
+// session it can find fails.
+func TestQwenResumeRelocates(t *testing.T) {
+	home := t.TempDir()
+	parentDir, siblingDir := "/work/parent ws", "/work/sibling ws"
+	id := "58ef4ee3-205c-49c8-b58d-cb409113680f"
+	src := filepath.Join(home, ".qwen", "projects", sanitizePath(parentDir), "chats", id+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(src), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	records := `{"uuid":"a","type":"user","cwd":"/work/parent ws","message":{"parts":[{"text":"hi <b>"}]}}` + "\n" +
+		`{"uuid":"b","type":"assistant","cwd":"/work/parent ws"}` + "\n" + `{"uuid":"c","type":"system"}` + "\n"
+	if err := os.WriteFile(src, []byte(records), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &Episode{Home: home, Dir: siblingDir}
+	state := &harness.ForkState{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"` + id + `"}`)}
+	if err := qwenResume(e, state); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(home, ".qwen", "projects", "-work-sibling-ws", "chats", id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"cwd":"/work/sibling ws","message":{"parts":[{"text":"hi <b>"}]},"type":"user","uuid":"a"}` + "\n" +
+		`{"cwd":"/work/sibling ws","type":"assistant","uuid":"b"}` + "\n" + `{"uuid":"c","type":"system"}` + "\n"
+	if string(got) != want {
+		t.Fatalf("relocated session:\n%s\nwant\n%s", got, want)
+	}
+	if b, _ := os.ReadFile(src); string(b) != records {
+		t.Errorf("the parent's copy changed: %s", b)
+	}
+	for _, bad := range []*harness.ForkState{
+		{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"11111111-2222-3333-4444-555555555555"}`)},
+		{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"../../etc/passwd"}`)},
+		{Mechanism: harness.ForkLine, Data: json.RawMessage(`{}`)},
+	} {
+		if err := qwenResume(e, bad); err == nil {
+			t.Errorf("%s %s: resumed", bad.Mechanism, bad.Data)
+		}
+	}
+}

@@ -90,7 +90,8 @@ func qwenResume(e *Episode, state *harness.ForkState) error {
 }
 
 // withField returns the JSONL records of b with every string field name
-// set to value; other fields keep their bytes.
+// set to value. A record without the field keeps its bytes; one with it is
+// written again with its keys sorted, every other value as it was.
 func withField(b []byte, name, value string) ([]byte, error) {
 	v, _ := json.Marshal(value)
 	var out bytes.Buffer
@@ -104,7 +105,13 @@ func withField(b []byte, name, value string) ([]byte, error) {
 		}
 		if old, ok := rec[name]; ok && len(old) > 0 && old[0] == '"' {
 			rec[name] = v
-			line, _ = json.Marshal(rec)
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false) // keeps "<" as the agent wrote it
+			if err := enc.Encode(rec); err != nil {
+				return nil, fmt.Errorf("record %d: %w", i+1, err)
+			}
+			line = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		}
 		out.Write(line)
 		out.WriteByte('\n')
