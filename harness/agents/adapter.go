@@ -69,8 +69,12 @@ func (a *Adapter) Preset() *Preset { return a.preset }
 func (a *Adapter) Inner() harness.Adapter { return a.inner }
 
 // Start prepares the episode (Prepare) and starts the agent through the
-// inner adapter. A preparation failure is a startup_failed Failure.
+// inner adapter. A preparation failure is a startup_failed Failure, and so
+// is a Launch.Fork for a preset without a fork mechanism (Preset.Fork).
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
+	if l.Fork != nil && a.preset.Fork == "" {
+		return harness.Fail(wire.FailureStartupFailed, "agent %s cannot continue from a fork state: %s", a.preset.Name, a.preset.ForkNote)
+	}
 	ll, e, err := a.prepare(l)
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "agent %s: prepare the episode", a.preset.Name)

@@ -374,3 +374,23 @@ func TestQwenResumeRelocates(t *testing.T) {
 		}
 	}
 }
+
+// A preset without a fork mechanism refuses to start from a fork state
+// (its agent would otherwise start fresh, or load unverified), and its
+// ForkState says what the agent would offer.
+func TestPresetWithoutForkRefuses(t *testing.T) {
+	p := Gemini()
+	a, err := Factory(p, testAdapters)(&harness.Config{Command: []string{"/nonexistent/gemini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &harness.Launch{Command: []string{"/nonexistent/gemini"}, Home: t.TempDir(), Workspace: t.TempDir(),
+		Fork: &harness.ForkState{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"s"}`)}}
+	err = a.Start(context.Background(), l)
+	if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "session/load") {
+		t.Fatalf("start from a fork state: %v", err)
+	}
+	if _, err := a.(harness.Forker).ForkState(context.Background()); !errors.Is(err, harness.ErrForkUnsupported) || !strings.Contains(err.Error(), "not built") {
+		t.Fatalf("fork state: %v", err)
+	}
+}

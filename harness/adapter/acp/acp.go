@@ -69,7 +69,7 @@ func (i Info) extra() map[string]any {
 	if i.PromptQueueing {
 		m["prompt_queueing"] = true
 	}
-	for k, v := range map[string]string{"mode": i.Mode, "auth_method": i.AuthMethod, "mcp_transport": i.MCPTransport} {
+	for k, v := range map[string]string{"mode": i.Mode, "auth_method": i.AuthMethod, "mcp_transport": i.MCPTransport, "loaded_from": i.LoadedFrom} {
 		if v != "" {
 			m[k] = v
 		}
