@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/treecopy"
 )
 
 // BenchmarkSnapshot times one fork's storage: Snapshot of an episode whose
@@ -109,7 +111,7 @@ func benchSnapshot(b *testing.B, dir string, disk int64, size int, private bool)
 			syscall.Stat(sib.disk.Image, &st)
 			sibBytes = st.Blocks * 512
 		} else {
-			sibBytes, _ = diskBytes(sib.Dirs().Root)
+			sibBytes, _ = treecopy.Bytes(sib.Dirs().Root)
 		}
 		sib.Close(context.Background())
 		s.Close()
