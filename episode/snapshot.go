@@ -78,6 +78,9 @@ func (ep *Episode) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if ep.level < LevelDirectories || ep.dirs.Root == "" {
 		return nil, errors.New("snapshot: the episode has no directories yet")
 	}
+	// One at a time: a second freeze of a frozen file system fails.
+	ep.snapMu.Lock()
+	defer ep.snapMu.Unlock()
 	dir, err := os.MkdirTemp(ep.env.Dir, ".snapshot-")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -135,11 +138,17 @@ func (s *Snapshot) Bytes() int64 { return s.d.bytes }
 // Retain returns another handle of the same snapshot (nil when s is
 // closed): the snapshot stays until every handle is closed.
 func (s *Snapshot) Retain() *Snapshot {
-	if s.closed.Load() {
-		return nil
+	for !s.closed.Load() {
+		// Never from 0: the last Close may be removing it meanwhile.
+		n := s.d.refs.Load()
+		if n <= 0 {
+			break
+		}
+		if s.d.refs.CompareAndSwap(n, n+1) {
+			return &Snapshot{d: s.d}
+		}
 	}
-	s.d.refs.Add(1)
-	return &Snapshot{d: s.d}
+	return nil
 }
 
 // Close drops this handle (idempotent); the last handle's Close removes

@@ -469,3 +469,27 @@ func syncAndStatfs(t *testing.T, dir string, st *unix.Statfs_t) {
 		t.Fatal(err)
 	}
 }
+
+// Snapshots of one episode taken at once all succeed (one freeze at a
+// time: a second FIFREEZE of a frozen file system fails with EBUSY).
+func TestConcurrentSnapshots(t *testing.T) {
+	needQuota(t)
+	e := testEnv(t, filepath.Join(t.TempDir(), "session"), 64<<20)
+	ep := openDirs(t, e, nil)
+	write(t, filepath.Join(ep.Dirs().Workspace, "f"), "x")
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := ep.Snapshot(context.Background())
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
