@@ -136,3 +136,64 @@ func benchSnapshot(b *testing.B, dir string, disk int64, size int, private bool)
 	}
 	b.Logf("method %s", method)
 }
+
+// BenchmarkForkStorage is the storage share of a fork of G = 8 siblings:
+// one Snapshot of an episode whose workspace holds 1 MiB (and a HOME of
+// 256 KiB, an agent's session files), then 8 episodes opened from it at
+// once (LevelDirectories), with the default 10 GiB quota image and
+// without a quota, on this host's file system. total-ms is the snapshot
+// plus the slowest open.
+func BenchmarkForkStorage(b *testing.B) {
+	for _, st := range []struct {
+		name string
+		disk int64
+	}{{"quota", 10 << 30}, {"noquota", 0}} {
+		b.Run(st.name, func(b *testing.B) {
+			if st.disk > 0 {
+				needQuota(b)
+			}
+			e := testEnv(b, filepath.Join(b.TempDir(), "session"), st.disk)
+			ep := openDirs(b, e, nil)
+			buf := make([]byte, 64<<10)
+			for i := range 16 {
+				rand.Read(buf)
+				os.WriteFile(filepath.Join(ep.Dirs().Workspace, fmt.Sprintf("f%d", i)), buf, 0o644)
+			}
+			for i := range 4 {
+				os.WriteFile(filepath.Join(ep.Dirs().Home, fmt.Sprintf("s%d.jsonl", i)), buf, 0o600)
+			}
+			const g = 8
+			var total time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				s, err := ep.Snapshot(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				sibs := make([]*Episode, g)
+				errs := make(chan error, g)
+				for i := range g {
+					go func() {
+						var err error
+						sibs[i], err = Open(context.Background(), Spec{Env: e, ID: fmt.Sprintf("sib-%d", i), From: s}, LevelDirectories)
+						errs <- err
+					}()
+				}
+				for range g {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				total += time.Since(t0)
+				b.StopTimer()
+				for _, x := range sibs {
+					x.Close(context.Background())
+				}
+				s.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(total.Microseconds())/1e3/float64(b.N), "total-ms")
+		})
+	}
+}
