@@ -217,9 +217,16 @@ func TestSnapshotForksTheDirectories(t *testing.T) {
 			// The parent goes on after the snapshot: not seen by siblings.
 			write(t, filepath.Join(parent.Dirs().Workspace, "notes.txt"), "parent changed it later")
 
+			// Siblings are sessions of their own: half of them open in
+			// another session's directory.
+			other := testEnv(t, filepath.Join(t.TempDir(), "session2"), c.disk)
 			var sibs []*Episode
-			for range 4 {
-				sibs = append(sibs, openDirs(t, e, snap))
+			for i := range 4 {
+				env := e
+				if i%2 == 1 {
+					env = other
+				}
+				sibs = append(sibs, openDirs(t, env, snap))
 			}
 			for i, s := range sibs {
 				if (s.disk != nil) != (c.disk > 0) {
