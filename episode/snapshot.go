@@ -119,7 +119,7 @@ func (ep *Episode) snapshotInto(ctx context.Context, d *snapshotData) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := treecopy.Copy(src, filepath.Join(d.dir, dirNames[i]), true); err != nil {
+		if err := treecopy.Copy(ctx, src, filepath.Join(d.dir, dirNames[i]), true); err != nil {
 			return fmt.Errorf("snapshot %s: %w", src, err)
 		}
 	}
@@ -203,7 +203,7 @@ func (ep *Episode) restoreDirectories(ctx context.Context, d Dirs, s *Snapshot) 
 		return err
 	}
 	for i, dst := range []string{d.Workspace, d.Home, d.Tmp} {
-		if err := treecopy.Copy(filepath.Join(s.d.dir, dirNames[i]), dst, false); err != nil {
+		if err := treecopy.Copy(ctx, filepath.Join(s.d.dir, dirNames[i]), dst, false); err != nil {
 			return fmt.Errorf("restore %s from a snapshot: %w", dst, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -498,5 +499,41 @@ func TestConcurrentSnapshots(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A cancelled snapshot fails, leaves nothing behind and the file system
+// thawed: the episode writes on.
+func TestCancelledSnapshotThaws(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		disk int64
+	}{{"quota-image", 64 << 20}, {"tree", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.disk > 0 {
+				needQuota(t)
+			}
+			dir := filepath.Join(t.TempDir(), "session")
+			e := testEnv(t, dir, c.disk)
+			ep := openDirs(t, e, nil)
+			write(t, filepath.Join(ep.Dirs().Workspace, "f"), "x")
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if s, err := ep.Snapshot(ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("a cancelled snapshot: %v, %v", s, err)
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, en := range ents {
+				if strings.HasPrefix(en.Name(), ".snapshot-") {
+					t.Errorf("left %s", en.Name())
+				}
+			}
+			write(t, filepath.Join(ep.Dirs().Workspace, "g"), "the file system is not frozen")
+			if s, err := ep.Snapshot(context.Background()); err != nil {
+				t.Errorf("the next snapshot: %v", err)
+			} else {
+				s.Close()
+			}
+		})
 	}
 }

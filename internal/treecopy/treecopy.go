@@ -10,6 +10,7 @@
 package treecopy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,23 +42,23 @@ func Bytes(dir string) (int64, error) {
 	return n, err
 }
 
-// Copy copies the tree src into dst (created; it may exist as an
-// empty directory): directories, regular files (cloned where the host
-// allows, else their data extents copied), symlinks and hard links, with
-// their permission bits (set-uid and set-gid dropped, the sticky bit kept)
-// and timestamps, and with owners when owners is set (else the daemon
-// owns the copy). Sockets, FIFOs and devices are skipped. src is read
-// through os.Root: a link swapped in by someone writing src meanwhile
-// cannot lead the copy outside it; a file that vanishes meanwhile is
-// skipped. dst is the caller's private directory (nobody else writes it),
-// written by path.
-func Copy(src, dst string, owners bool) error {
+// Copy copies the tree src into dst (created; it may exist as an empty
+// directory): directories, regular files (cloned where the host allows,
+// else their data extents copied), symlinks and hard links, with their
+// permission bits (set-uid and set-gid dropped, the sticky bit kept) and
+// timestamps, and with owners when owners is set (else the caller owns
+// the copy). Sockets, FIFOs and devices are skipped. src is read through
+// os.Root: a link swapped in by someone writing src meanwhile cannot lead
+// the copy outside it; a file that vanishes meanwhile is skipped. A
+// cancelled ctx ends the copy (dst is left partial). dst is the caller's
+// private directory (nobody else writes it), written by path.
+func Copy(ctx context.Context, src, dst string, owners bool) error {
 	root, err := os.OpenRoot(src)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	c := &treeCopy{root: root, dst: dst, owners: owners, links: map[[2]uint64]string{}}
+	c := &treeCopy{ctx: ctx, root: root, dst: dst, owners: owners, links: map[[2]uint64]string{}}
 	if err := fs.WalkDir(root.FS(), ".", c.visit); err != nil {
 		return err
 	}
@@ -73,6 +74,7 @@ func Copy(src, dst string, owners bool) error {
 
 // treeCopy is one Copy.
 type treeCopy struct {
+	ctx    context.Context
 	root   *os.Root
 	dst    string
 	owners bool
@@ -86,6 +88,9 @@ type dirCopy struct {
 }
 
 func (c *treeCopy) visit(rel string, de fs.DirEntry, err error) error {
+	if cerr := c.ctx.Err(); cerr != nil {
+		return cerr
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && rel != "." {
 			return nil
@@ -163,7 +168,7 @@ func (c *treeCopy) copyFile(rel, target string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := quota.CloneFile(in, out); err != nil {
+	if _, err := quota.CloneFile(c.ctx, in, out); err != nil {
 		out.Close()
 		return err
 	}

@@ -1,6 +1,7 @@
 package treecopy
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,7 +26,7 @@ func TestCopyFollowsNoLinkOut(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(src, "suid")); fi.Mode()&os.ModeSetuid == 0 {
 		t.Fatal("positive control: the source is not set-uid")
 	}
-	if err := Copy(src, dst, false); err != nil {
+	if err := Copy(context.Background(), src, dst, false); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Lstat(filepath.Join(dst, "out"))
