@@ -84,8 +84,9 @@ type Episode struct {
 	level   Level
 	held    atomic.Bool
 	undo    closers
-	keep    int       // undos below this index (the directories) survive Stop
-	from    *Snapshot // Spec.From: the directories' snapshot
+	keep    int        // undos below this index (the directories) survive Stop
+	from    *Snapshot  // Spec.From: the directories' snapshot
+	snapMu  sync.Mutex // one Snapshot at a time
 
 	dirs       Dirs
 	disk       *quota.FS // the directories' quota, nil without
