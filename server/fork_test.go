@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -325,6 +327,10 @@ func TestForkSiblingsAreSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A console viewer watches the live feed throughout: the siblings'
+	// sessions report their episodes (and, by replay, turns) before the
+	// server registers them.
+	feed := watchFeed(t, ts)
 	sibs, err := parent.Fork(ctx, client.ForkOptions{Count: 2})
 	if err != nil {
 		t.Fatalf("fork: %v", err)
@@ -472,6 +478,19 @@ func TestForkSiblingsAreSessions(t *testing.T) {
 		t.Errorf("the parent's episode page lists its forks as %+v", page.Forks)
 	}
 
+	// The feed told the viewer of each sibling's session and its origin.
+	for _, sib := range sibs {
+		want := `"session":{"id":"` + sib.SessionID + `"`
+		waitFor(t, "the feed to show sibling "+sib.SessionID, func() bool {
+			for _, line := range feed() {
+				if strings.Contains(line, want) && strings.Contains(line, `"forked_from":{"parent_session_id":"`+parentID+`"`) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+
 	// A close frame ends an attached sibling (sibling 1 now).
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -521,5 +540,37 @@ func TestForkReservesEverySlot(t *testing.T) {
 	}
 	if ts.reg.count() != 2 {
 		t.Errorf("%d sessions after closing a sibling, want 2", ts.reg.count())
+	}
+}
+
+// watchFeed reads the console's live feed until the test ends and returns
+// what it has read so far.
+func watchFeed(t *testing.T, ts *testServer) func() []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.url+"/web/api/events", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); res.Body.Close(); <-done })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), lines...)
 	}
 }

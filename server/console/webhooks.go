@@ -108,6 +108,9 @@ func (c *Console) webObserve(m Session, ev session.Event) {
 		rec := c.log(m.ID).stepped(e.Observation)
 		if c.feed.active() {
 			c.webRecord(m, rec)
+			if m.Session == nil {
+				break // a fork's sibling not registered yet (webChanged)
+			}
 			// The session still holds its turn while it reports the end:
 			// what the viewer sees next is the session between turns.
 			s := c.webSummary(m)
