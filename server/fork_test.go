@@ -22,6 +22,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -572,5 +573,46 @@ func watchFeed(t *testing.T, ts *testServer) func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), lines...)
+	}
+}
+
+// TestForkRouteIsGuarded: POST /fork is an orchestration route like
+// /step: it needs the API token, and a harness's process tree is refused
+// even with it (the test process, with the token, reaches the route: no
+// episode yet, 409). In production mode there is no route, and the /ws
+// frame is refused.
+func TestForkRouteIsGuarded(t *testing.T) {
+	ts := start(t, Options{APIToken: "fork-token"})
+	if code, _ := post(t, ts.url+"/fork", `{"count":1}`); code != http.StatusUnauthorized {
+		t.Errorf("POST /fork without the token: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("POST", ts.url+"/fork", strings.NewReader(`{"count":1}`))
+	req.Header.Set("Authorization", "Bearer fork-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("POST /fork with the token and no episode: %d, want 409", resp.StatusCode)
+	}
+	prod := start(t, Options{Mode: Production})
+	if code, _ := post(t, prod.url+"/fork", `{"count":1}`); code != http.StatusNotFound {
+		t.Errorf("POST /fork in production mode: %d, want 404", code)
+	}
+	c := prod.ws(t, "/ws", nil)
+	if r := roundTrip(t, c, `{"type":"fork","data":{"count":1}}`); r["type"] != "error" || !strings.Contains(fmt.Sprint(data(r)["message"]), "simulation mode only") {
+		t.Errorf("a fork frame in production mode: %v", r)
+	}
+
+	if m := ts.sup.Mechanisms(); m.PeerCheck == process.PeerCheckCgroup {
+		// With the token: the peer check refuses it all the same.
+		body := `{"count":1}`
+		got := requestFromTree(t, ts, "REQUEST", "POST", "/fork?token=fork-token", body)
+		if got != "HTTP/1.1 403 Forbidden" {
+			t.Errorf("a harness tree's POST /fork with the token: %q, want 403", got)
+		}
+	} else {
+		testbin.Missing(t, "peer check by cgroup unavailable: %v", m.Notes)
 	}
 }
