@@ -254,6 +254,9 @@ func (s *Server) fork(ctx context.Context, m *managed, req forkRequest) (*wire.F
 			reply.Siblings = append(reply.Siblings, ws)
 			continue
 		}
+		if ready == 0 {
+			reply.AtTurn = sm.forkedFrom.AtTurn // the session's word on the turn forked
+		}
 		ready++
 		reply.Siblings = append(reply.Siblings, ws)
 	}
