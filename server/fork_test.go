@@ -93,7 +93,7 @@ func TestParseFork(t *testing.T) {
 }
 
 // metricValue reads one sample of /metrics ("" when absent).
-func metricValue(t *testing.T, ts *testServer, token, sample string) string {
+func metricValue(t testing.TB, ts *testServer, token, sample string) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", ts.url+"/metrics", nil)
 	if token != "" {
@@ -126,7 +126,7 @@ func wsSessionID(t *testing.T, ts *testServer) string {
 }
 
 // post sends a JSON body without a token and decodes the answer.
-func post(t *testing.T, url, body string) (int, map[string]any) {
+func post(t testing.TB, url, body string) (int, map[string]any) {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -279,7 +279,7 @@ func TestForkRefusalsKeepTheConnection(t *testing.T) {
 
 // forkServer runs the test agent with record files, room for a parent and
 // its siblings.
-func forkServer(t *testing.T, max int) *testServer {
+func forkServer(t testing.TB, max int) *testServer {
 	t.Helper()
 	bin := testbin.Path(t, "testharness")
 	cfg := &config.Config{
