@@ -51,9 +51,7 @@ func (c *Console) webSummary(m Session) *SessionSummary {
 	if st.EpisodeID != nil {
 		ws.EpisodeID = *st.EpisodeID
 	}
-	if m.ForkedFrom != nil {
-		ws.ForkedFrom = m.ForkedFrom
-	}
+	ws.ForkedFrom = m.ForkedFrom
 	ws.LastReward, ws.ErrorType = c.log(m.ID).summary()
 	if ws.ErrorType == "" && st.LastError != nil {
 		ws.ErrorType = st.LastError.Type
