@@ -227,6 +227,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'GatewayGrowing|CaptureGrowing' -benchtime 1x ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'GatewayReplay' -benchtime 1x ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Accept' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench 'ForkSurfaces' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'SandboxStart' -benchtime 1x ./process/sandbox/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 1000x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkObservationFrames$$' -benchtime 1x ./integration/ | tee -a $(BIN)/bench.txt

@@ -16,4 +16,11 @@
 // limit, limitread.go; no observation sent over it, obsfit.go), and
 // graceful drain. It must not know how harnesses are driven: everything
 // about an episode goes through session.Session.
+//
+// A fork's siblings (fork.go: the /ws fork frame, POST /fork) are sessions
+// of the same registry: their slots, attaching and lifetime are the
+// server's like every other session's, and so is which sibling was forked
+// from which episode. That keeps the package bigger than 3,000 lines: every
+// surface's handlers work on that one registry, and the parts that stand
+// alone are packages of their own (console, metrics, describe, trainer).
 package server

@@ -14,8 +14,8 @@ import (
 
 // handleWS serves OpenEnv's generic protocol: one session per connection
 // (or, with ?session_id=, the HTTP MCP session created earlier or a fork's
-// sibling), one reply
-// frame per request, and a bad frame never ends the session.
+// sibling), one reply frame per request, and a bad frame never ends the
+// session.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	attachID := r.URL.Query().Get("session_id")
 	wc, err := s.accept(w, r, surfaceWS)
