@@ -136,8 +136,9 @@ class DaemonFactory:
         self.started: list[Daemon] = []
 
     def start(self, *, max_sessions: int = 2, token: str | None = None, model: bool = True, flags: list[str] | None = None,
-              tasks: list[dict[str, object]] | None = None, listen: str = "127.0.0.1:0") -> Daemon:
-        """One more daemon; ``tasks`` are JSONL tasks (docs/tasks.md) it serves."""
+              tasks: list[dict[str, object]] | None = None, listen: str = "127.0.0.1:0", config: str = "") -> Daemon:
+        """One more daemon; ``tasks`` are JSONL tasks (docs/tasks.md) it
+        serves; ``config`` is YAML added to its configuration."""
         hd = need_binary("harnessd")
         d = self.tmp / f"d{len(self.started)}"
         d.mkdir()
@@ -145,7 +146,7 @@ class DaemonFactory:
         if tasks:
             (d / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
             extra = "tasks:\n  jsonl: ./tasks.jsonl\n"
-        cfg = write_config(d / "harnessd.yaml", self.llm_url if model else None, extra=extra)
+        cfg = write_config(d / "harnessd.yaml", self.llm_url if model else None, extra=extra + config)
         args = [hd, "serve", "--config", str(cfg), "--isolation", "process", "--listen", listen,
                 "--addr-file", str(d / "addr"), "--max-sessions", str(max_sessions), "--log-format", "json", *(flags or [])]
         env = {"TMPDIR": str(d)}
