@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 import threading
 import time
 import urllib.request
@@ -113,3 +115,184 @@ def test_sync_env_fork_attach_and_reset_at_turn(daemons) -> None:
         with pytest.raises(errors.ExecutionError) as xi:
             env.reset(at_turn=9)
         assert "at_turn 9" in xi.value.message
+
+
+def test_fork_refusals_are_typed_errors(daemons, tmp_path: Path) -> None:
+    """Each refusal as the server's code maps it — a bad count, at_turn or
+    mechanism VALIDATION_ERROR (ValidationError naming the field), no
+    episode EXECUTION_ERROR, no room for every sibling CAPACITY_REACHED
+    (CapacityError; none made), a turn running BUSY (BusyError, over /ws and
+    over POST /fork) — and after each the session steps on."""
+    d = daemons.start(max_sessions=3)
+    http = harnessd.DaemonHTTP(d.url)
+    with harnessd.Env(d.url) as env:
+        with pytest.raises(errors.ExecutionError) as ei:
+            env.fork(2)
+        assert "reset first" in ei.value.message
+        env.reset(episode_id="fk-refused")
+        env.step("reply one")
+        for kw, loc, msg in (
+            ({"count": 0}, "count", "greater than or equal to 1"),
+            ({"count": 65}, "count", "less than or equal to 64"),
+            ({"count": 1, "at_turn": 7}, "at_turn", "at_turn 7 is past episode fk-refused's current turn"),
+            ({"count": 1, "mechanism": "criu"}, "mechanism", "'replay'"),
+        ):
+            with pytest.raises(errors.ValidationError) as vi:
+                env.fork(**kw)  # type: ignore[arg-type]
+            assert vi.value.errors and vi.value.errors[0]["loc"] == [loc] and msg in vi.value.errors[0]["msg"], (kw, vi.value.data)
+            assert env.step("count").response is not None
+        # Capacity: 1 of 3 slots is held; a fork of 3 needs 3 and makes none.
+        with pytest.raises(errors.CapacityError) as ci:
+            env.fork(3)
+        assert ci.value.max_sessions == 3 and ci.value.active_sessions == 1
+        assert "a fork of 3 siblings needs 3 free session slots" in ci.value.message
+        assert http.health().active_sessions == 1
+        # A fork of one names the session (the parent's id), for HTTP.
+        (s,) = env.fork(1)
+        with env.attach_sibling(s) as sib:
+            assert sib.step("count").turn_number == env.state().step_count + 1
+        sid = env.session_id
+        assert sid
+        with pytest.raises(errors.ValidationError) as hv:
+            http.fork(sid, 65)
+        assert hv.value.status == 422 and hv.value.errors[0]["loc"] == ["count"]
+        with pytest.raises(errors.ServerError) as hn:
+            http.fork("no-such-session", 1)
+        assert hn.value.status == 404
+
+        # Busy: a turn started over HTTP on this session waits for a file;
+        # a fork meanwhile is refused and the turn is not disturbed.
+        gates = Path(tempfile.mkdtemp(prefix="harnessd-gate-", dir="/tmp"))
+        try:
+            gates.chmod(0o755)
+            gate = gates / "gate"
+            answer: dict[str, Any] = {}
+
+            def held_step() -> None:
+                body = json.dumps({"session_id": sid, "action": {"message": f"waitfor {gate};;reply held turn done"}}).encode()
+                req = urllib.request.Request(d.url + "/step", data=body, method="POST", headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    answer.update(json.loads(r.read()))
+
+            t = threading.Thread(target=held_step)
+            t.start()
+            try:
+                deadline = time.monotonic() + 30
+                while not env.state().turn_running:
+                    assert time.monotonic() < deadline, "the held turn did not start"
+                    time.sleep(0.02)
+                with pytest.raises(errors.BusyError) as bi:
+                    env.fork(1)
+                assert bi.value.code == "BUSY" and "between turns" in bi.value.message
+                with pytest.raises(errors.BusyError) as bh:
+                    http.fork(sid, 1)
+                assert bh.value.status == 409
+                assert env.state().turn_running
+            finally:
+                gate.write_text("")
+                t.join(60)
+        finally:
+            shutil.rmtree(gates, ignore_errors=True)
+        md = answer["observation"]["metadata"]
+        assert md["response"] == "held turn done" and not md.get("error_type"), answer
+        n = env.state().step_count
+        assert env.step("count").response == f"turns: {n + 1}"
+
+
+def _group_policy(obs: harnessd.Observation, traj: harnessd.Trajectory) -> str | None:
+    """Two prefix turns calling the model, then a turn whose prompt differs
+    per episode (its id), then the rubric's "5"."""
+    script = ["llm what is 2+3?", "remember the-prefix;;llm are you sure?", f"recall;;llm branch {traj.episode_id}", "reply 5"]
+    return script[len(traj.turns)] if len(traj.turns) < len(script) else None
+
+
+def test_fork_group_of_4_shares_the_prefix(daemons) -> None:
+    """rollout_group with ForkGroup(prefix_turns=2), G=4: one episode is
+    played two turns and forked; each sibling is played on to its end.
+    Every sibling's trajectory starts with the parent's two turns and its
+    export with the parent's calls (inherited), its chain with the parent's
+    last call's prompt + completion exactly; its own call extends that
+    call. The converters leave the inherited tokens untrained by default,
+    move them into the prompt with inherited="prompt", and train them as
+    exported with "train"."""
+    d = daemons.start(max_sessions=5)
+    strategy = harnessd.ForkGroup(prefix_turns=2)
+
+    async def go() -> harnessd.GroupResult:
+        async with harnessd.Pool([d.url]) as pool:
+            return await harnessd.rollout_group(pool, None, 4, _group_policy, group_id="fg", strategy=strategy)
+
+    g = asyncio.run(go())
+    assert not g.failed, [(e.index, e.error) for e in g.episodes]
+    assert g.rewards == [1.0] * 4
+    assert strategy.fork_seconds is not None and strategy.fork_seconds > 0
+    trajs = [t for t in g.trajectories if t]
+    prefix_turns = trajs[0].turns[:2]
+    prefix_events = [ev for t in prefix_turns for ev in t.observation.events]
+    prefix_ids = harnessd.CallIDs().add_events(prefix_events).ids(2)
+    assert len({t.episode_id for t in trajs}) == 4 and "fg-prefix" not in {t.episode_id for t in trajs}
+    for t in trajs:
+        assert t.parent_episode_id == "fg-prefix" and t.forked_at == 2 and t.mechanism == "line"
+        assert t.turns[:2] == prefix_turns and len(t.own_turns) == 2 and t.reset.episode_id == "fg-prefix"
+        assert t.own_turns[0].observation.turn_number == 3
+        assert _text(t.own_turns[0].observation).startswith("recall: the-prefix\nllm: ")
+    own: list[list[int]] = []
+    for ep in g.episodes:
+        ex = ep.export
+        assert ex is not None, ep.export_error
+        calls = {c["call_index"]: c for c in ex["calls"]}
+        assert sorted(calls) == [1, 2, 3]
+        assert calls[1].get("inherited") and calls[2].get("inherited") and not calls[3].get("inherited")
+        assert calls[3]["parent"] == 2
+        (ch,) = ex["chains"]
+        assert ch["input_ids"][:len(prefix_ids)] == prefix_ids
+        inh = [sp for sp in ch["spans"] if sp.get("inherited")]
+        assert {sp["call_index"] for sp in inh} == {1, 2} and max(sp["end"] for sp in inh) == len(prefix_ids)
+        own.append(ch["input_ids"][len(prefix_ids):])
+    assert len({tuple(o) for o in own}) == 4, "the siblings' own branches are alike"
+
+    def trained(s: convert.Sample) -> int:
+        return sum(s.loss_mask)
+
+    masked, prompt, train = (convert.samples_from_group(g, inherited=m) for m in ("mask", "prompt", "train"))
+    for sm, sp, st, ep in zip(masked, prompt, train, g.episodes):
+        assert ep.export is not None
+        calls = {c["call_index"]: c for c in ep.export["calls"]}
+        assert sm.inherited_calls == [1, 2] and sm.calls == [1, 2, 3]
+        assert trained(sm) == calls[3]["completion_tokens"] and trained(sp) == trained(sm)
+        assert trained(st) == sum(c["completion_tokens"] for c in calls.values())
+        assert sm.input_ids == sp.input_ids == st.input_ids
+        assert sp.prompt_ids == prefix_ids and sm.prompt_ids == st.prompt_ids and len(sm.prompt_ids) < len(prefix_ids)
+        # Untrained tokens carry no logprob; trained ones the export's.
+        assert all(lp == 0.0 for lp, m in zip(sm.logprobs, sm.loss_mask) if not m)
+        v_mask, v_train = convert.to_verifiers(ep), convert.to_verifiers(ep, inherited="train")
+        assert [s["extras"]["call_index"] for s in v_mask["trajectory"]] == [3]
+        assert [(s["extras"]["call_index"], s["extras"]["inherited"]) for s in v_train["trajectory"]] == [(1, True), (2, True), (3, False)]
+        assert v_mask["prompt"] == [{"role": "user", "content": "llm what is 2+3?"}] and len(v_mask["completion"]) == 7
+    with pytest.raises(ValueError):
+        convert.samples_from_group(g, inherited="twice")
+    _wait_sessions(d.url, 0)
+
+
+def test_fork_group_failures_are_results(daemons) -> None:
+    """Siblings that fail are failed results with the server's reason, not
+    an exception: a replay whose prefix asked the model with the episode's
+    own id diverges in every sibling. A prefix that ends before the fork
+    fails every episode with PrefixEnded."""
+    d = daemons.start(max_sessions=5)
+
+    async def go(strategy: harnessd.ForkGroup) -> harnessd.GroupResult:
+        async with harnessd.Pool([d.url]) as pool:
+            return await harnessd.rollout_group(pool, None, 4, _group_policy, group_id="ff", strategy=strategy)
+
+    g = asyncio.run(go(harnessd.ForkGroup(messages=["llmenv HARNESSD_EPISODE_ID"], mechanism="replay")))
+    assert len(g.failed) == 4
+    for ep in g.episodes:
+        assert isinstance(ep.error, errors.SiblingFailed) and ep.trajectory is None and ep.export is None
+        assert "diverged" in ep.error.sibling.error and ep.error.sibling.mechanism == "replay", ep.error.sibling
+    g = asyncio.run(go(harnessd.ForkGroup(messages=["reply hi", "done"])))
+    assert len(g.failed) == 4
+    for ep in g.episodes:
+        assert isinstance(ep.error, harnessd.PrefixEnded) and "after 2 of 2 turns" in str(ep.error)
+        assert len(ep.error.trajectory.turns) == 2
+    _wait_sessions(d.url, 0)
