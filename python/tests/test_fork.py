@@ -296,3 +296,31 @@ def test_fork_group_failures_are_results(daemons) -> None:
         assert isinstance(ep.error, harnessd.PrefixEnded) and "after 2 of 2 turns" in str(ep.error)
         assert len(ep.error.trajectory.turns) == 2
     _wait_sessions(d.url, 0)
+
+
+def test_fork_group_finds_a_daemon_with_room_for_all(daemons) -> None:
+    """A ForkGroup of G needs G + 1 slots on one daemon: the pool places it
+    on the daemon that has them (not the one with most free slots but too
+    few), counts them all as its own while the group runs, and says at
+    once when no daemon could hold them."""
+    small, big = daemons.start(max_sessions=2), daemons.start(max_sessions=4)
+    seen: list[int] = []
+
+    def watching(obs: harnessd.Observation, traj: harnessd.Trajectory) -> str | None:
+        if len(traj.turns) == 2:
+            seen.append(sum(d.ours for d in pool_ref[0].daemons if d.url == big.url))
+        return _group_policy(obs, traj)
+
+    pool_ref: list[harnessd.Pool] = []
+
+    async def go(g: int) -> harnessd.GroupResult:
+        async with harnessd.Pool([small.url, big.url]) as pool:
+            pool_ref[:] = [pool]
+            return await harnessd.rollout_group(pool, None, g, watching, group_id=f"room-{g}", strategy=harnessd.ForkGroup(2))
+
+    g = asyncio.run(go(3))
+    assert not g.failed and {t.daemon for t in g.trajectories if t} == {big.url}
+    assert seen == [4] * 3, seen
+    g = asyncio.run(go(4))
+    assert len(g.failed) == 4 and all(isinstance(e.error, harnessd.NoDaemonAvailable) for e in g.episodes)
+    assert "no daemon has 5 session slots" in str(g.episodes[0].error)
