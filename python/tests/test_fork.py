@@ -324,3 +324,57 @@ def test_fork_group_finds_a_daemon_with_room_for_all(daemons) -> None:
     g = asyncio.run(go(4))
     assert len(g.failed) == 4 and all(isinstance(e.error, harnessd.NoDaemonAvailable) for e in g.episodes)
     assert "no daemon has 5 session slots" in str(g.episodes[0].error)
+
+
+def test_a_refused_fork_fails_the_group(daemons) -> None:
+    """A harness that refuses the line protocol's fork: a fork asking for
+    "line" is refused (EXECUTION_ERROR, "fork unavailable: …") and makes no
+    sibling; a ForkGroup asking for it fails every episode with that error
+    rather than raising; the best available (replay) still forks it."""
+    d = daemons.start(max_sessions=5, agent_args=["--fork-refuse"])
+    with harnessd.Env(d.url) as env:
+        env.reset()
+        env.step("remember x")
+        with pytest.raises(errors.ExecutionError) as ei:
+            env.fork(1, mechanism="line")
+        assert ei.value.message.startswith("fork unavailable"), ei.value.message
+        assert harnessd.DaemonHTTP(d.url).health().active_sessions == 1
+        (s,) = env.fork(1)
+        assert s.ok and s.mechanism == "replay", s
+        with env.attach_sibling(s) as sib:
+            assert sib.step("recall").response == "recall: x"
+
+    async def go(strategy: harnessd.ForkGroup) -> harnessd.GroupResult:
+        async with harnessd.Pool([d.url]) as pool:
+            return await harnessd.rollout_group(pool, None, 4, _group_policy, group_id="refused", strategy=strategy)
+
+    g = asyncio.run(go(harnessd.ForkGroup(2, mechanism="line")))
+    assert len(g.failed) == 4
+    assert all(isinstance(e.error, errors.ExecutionError) and "fork unavailable" in str(e.error) for e in g.episodes)
+    _wait_sessions(d.url, 0)
+
+
+def test_fork_group_prefix_retried_when_its_daemon_dies(daemons) -> None:
+    """The prefix's daemon killed mid-prefix: the prefix is played again,
+    whole, on the other daemon (id ``…-prefix-r1``) and forked there; every
+    result lists the failed attempt."""
+    ds = {d.url: d for d in (daemons.start(max_sessions=5), daemons.start(max_sessions=5))}
+    killed: list[str] = []
+
+    def killing(obs: harnessd.Observation, traj: harnessd.Trajectory) -> str | None:
+        if len(traj.turns) == 1 and not killed:
+            ds[traj.daemon].kill()
+            killed.append(traj.daemon)
+        return _group_policy(obs, traj)
+
+    async def go() -> harnessd.GroupResult:
+        retry = harnessd.RetryPolicy(max_attempts=3, backoff=0.01, down_for=60)
+        async with harnessd.Pool(list(ds), retry=retry) as pool:
+            return await harnessd.rollout_group(pool, None, 4, killing, group_id="rt", strategy=harnessd.ForkGroup(2))
+
+    g = asyncio.run(go())
+    assert len(killed) == 1 and not g.failed, [e.error for e in g.episodes]
+    for e in g.episodes:
+        assert [a.daemon for a in e.attempts] == killed and isinstance(e.attempts[0].error, errors.TransportError)
+        assert e.trajectory is not None and e.trajectory.daemon != killed[0]
+        assert e.trajectory.parent_episode_id == "rt-prefix-r1" and e.reward == 1.0
