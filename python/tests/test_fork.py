@@ -107,6 +107,15 @@ def test_sync_env_fork_attach_and_reset_at_turn(daemons) -> None:
         with pytest.raises(errors.SiblingFailed) as fi:
             env.attach_sibling(harnessd.Sibling(session_id="", episode_id="", mechanism="replay", error="replay diverged at turn 1: x"))
         assert "replay diverged" in str(fi.value)
+        # A sibling never attached is ended over POST /close.
+        (u,) = env.fork(1)
+        http = harnessd.DaemonHTTP(d.url)
+        assert http.health().active_sessions == 2
+        assert http.close_session(u.session_id) == {"session_id": u.session_id, "closed": True}
+        assert http.health().active_sessions == 1
+        with pytest.raises(errors.ServerError) as ci:
+            http.close_session(u.session_id)
+        assert ci.value.status == 404
         # The session's own episode back to after turn 2.
         obs = env.reset(at_turn=2)
         assert obs.fork is not None and obs.fork["parent_episode_id"] == "fk-sync" and obs.fork["at_turn"] == 2, obs.metadata
@@ -378,3 +387,24 @@ def test_fork_group_prefix_retried_when_its_daemon_dies(daemons) -> None:
         assert [a.daemon for a in e.attempts] == killed and isinstance(e.attempts[0].error, errors.TransportError)
         assert e.trajectory is not None and e.trajectory.daemon != killed[0]
         assert e.trajectory.parent_episode_id == "rt-prefix-r1" and e.reward == 1.0
+
+
+def test_fork_group_policy_bug_ends_the_group_and_its_sessions(daemons) -> None:
+    """An error that is not the daemon's (the policy's bug, here in the
+    siblings' first turn) ends the whole group, as in ResetGroup; every
+    sibling's session is ended with it — the attached ones by their close,
+    any not yet attached by POST /close — not left to the idle timeout."""
+    d = daemons.start(max_sessions=9, flags=["--idle-timeout", "1h"])
+
+    def buggy(obs: harnessd.Observation, traj: harnessd.Trajectory) -> str | None:
+        if len(traj.turns) == 2:
+            raise RuntimeError("policy bug")
+        return _group_policy(obs, traj)
+
+    async def go() -> None:
+        async with harnessd.Pool([d.url]) as pool:
+            await harnessd.rollout_group(pool, None, 8, buggy, group_id="bug", strategy=harnessd.ForkGroup(2))
+
+    with pytest.raises(RuntimeError, match="policy bug"):
+        asyncio.run(go())
+    _wait_sessions(d.url, 0)

@@ -183,6 +183,17 @@ class DaemonHTTP:
         except ValueError as e:
             raise ProtocolError(f"{self.base_url}/fork: {e}") from e
 
+    def close_session(self, session_id: str) -> dict[str, Any]:
+        """``POST /close`` of session ``session_id``: ends it at once when
+        no socket holds it (a fork's sibling never attached), else when
+        that socket closes (``"closing": true``). Returns the answer
+        (``session_id``, ``closed``); an unknown session raises
+        :class:`~harnessd.errors.ServerError` with status 404."""
+        d = self._call("POST", "/close", {"session_id": session_id})
+        if not isinstance(d, dict):
+            raise ProtocolError(f"{self.base_url}/close: not an object")
+        return d
+
     def _version(self, d: Any) -> PolicyVersion:
         if not isinstance(d, dict):
             raise ProtocolError(f"{self.base_url}/policy_version: not an object")

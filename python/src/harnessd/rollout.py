@@ -27,6 +27,7 @@ from typing import Any, Protocol, Union
 
 from .env import AsyncEnv
 from .errors import ExportUnavailable, HarnessdError, SiblingFailed
+from .http import DaemonHTTP
 from .pool import AttemptFailure, Pool
 from .types import Observation, Sibling
 
@@ -396,7 +397,8 @@ class ForkGroup:
             raise PrefixEnded(f"the prefix episode {traj.episode_id} {why} after {len(traj.turns)} of {self.prefix_turns} turns: nothing to fork", traj)
         return traj
 
-    async def _sibling(self, pool: Pool, spec: GroupSpec, prefix: Trajectory, sib: Sibling, i: int, attempts: list[AttemptFailure]) -> EpisodeResult:
+    async def _sibling(self, pool: Pool, spec: GroupSpec, prefix: Trajectory, sib: Sibling, i: int, attempts: list[AttemptFailure],
+                       unattached: set[str]) -> EpisodeResult:
         res = EpisodeResult(index=i, attempts=list(attempts))
         if not sib.ok:
             res.error = SiblingFailed(sib)
@@ -404,6 +406,8 @@ class ForkGroup:
         env: AsyncEnv | None = None
         try:
             env = await AsyncEnv.attach(prefix.daemon, sib.session_id, token=pool.token, **pool.env_options)
+            # From here its connection's close ends the sibling's session.
+            unattached.discard(sib.session_id)
             traj = Trajectory(episode_id=sib.episode_id or (env.episode_id or ""), daemon=prefix.daemon, task=spec.task, reset=prefix.reset,
                               turns=list(prefix.turns), parent_episode_id=prefix.episode_id, forked_at=len(prefix.turns), mechanism=sib.mechanism)
             obs = prefix.last
@@ -428,6 +432,18 @@ class ForkGroup:
                 await env.close()
         return res
 
+    @staticmethod
+    async def _close_unattached(pool: Pool, url: str, ids: set[str]) -> None:
+        http = DaemonHTTP(url, token=pool.token, timeout=pool.health_timeout)
+
+        async def one(sid: str) -> None:
+            try:
+                await asyncio.to_thread(http.close_session, sid)
+            except HarnessdError:
+                pass  # gone already, or its daemon is: nothing to end
+
+        await asyncio.gather(*(one(sid) for sid in sorted(ids)))
+
     async def __call__(self, pool: Pool, spec: GroupSpec) -> list[EpisodeResult]:
         """See :class:`GroupStrategy`."""
         attempts: list[AttemptFailure] = []
@@ -440,17 +456,25 @@ class ForkGroup:
             self.fork_seconds = time.monotonic() - t0
             # The parent has served its purpose: its slot is free for others.
             await env.close()
-            if len(sibs) != spec.size:
-                raise HarnessdError(f"a fork of {spec.size} answered {len(sibs)} siblings")
-            done = list(attempts)
-            tasks = [asyncio.ensure_future(self._sibling(pool, spec, prefix, s, i, done)) for i, s in enumerate(sibs)]
+            unattached = {s.session_id for s in sibs if s.ok}
             try:
-                return list(await asyncio.gather(*tasks))
-            except BaseException:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
+                if len(sibs) != spec.size:
+                    raise HarnessdError(f"a fork of {spec.size} answered {len(sibs)} siblings")
+                done = list(attempts)
+                tasks = [asyncio.ensure_future(self._sibling(pool, spec, prefix, s, i, done, unattached)) for i, s in enumerate(sibs)]
+                try:
+                    return list(await asyncio.gather(*tasks))
+                except BaseException:
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
+            finally:
+                if unattached:
+                    # Siblings no connection took over (the group failed, an
+                    # attachment failed): end them now rather than leave
+                    # their slots to the daemon's idle timeout.
+                    await asyncio.shield(self._close_unattached(pool, env.base_url, unattached))
 
         failing: tuple[type[BaseException], ...] = (HarnessdError, *pool.retry.retry_on)
         try:
