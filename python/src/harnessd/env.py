@@ -305,8 +305,8 @@ class AsyncEnv:
         :data:`FORK_MECHANISMS`, ``""``: the best the harness allows). This
         session goes on unchanged. Returns the siblings in order; attach
         to each with :meth:`attach_sibling` (or :meth:`attach`), and close
-        it when done (an unattached sibling holds its slot until the
-        daemon's idle timeout).
+        it when done (one never attached holds its slot until the daemon's
+        idle timeout, or :meth:`~harnessd.http.DaemonHTTP.close_session`).
 
         A refused fork raises the server's error, and no sibling is made:
         a bad ``count``, an ``at_turn`` past the current turn or an unknown

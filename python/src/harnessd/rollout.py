@@ -317,7 +317,6 @@ def rollout_group_sync(daemons: Sequence[str], task: str | None, G: int, policy:
     return asyncio.run(go())
 
 
-
 class PrefixEnded(HarnessdError):
     """A :class:`ForkGroup`'s prefix did not reach its fork: the parent
     episode ended (``done``: the harness finished, a limit, a failure) or
@@ -359,8 +358,12 @@ class ForkGroup:
     :class:`~harnessd.errors.HarnessdError`) — is an
     :class:`EpisodeResult` with that ``error`` and no trajectory, and the
     others are kept. A prefix that ends before the fork fails every
-    episode with :class:`PrefixEnded`; a refused fork (capacity, an
-    episode that cannot fork) every episode with the server's error. An
+    episode with :class:`PrefixEnded`; a refused fork (an episode that
+    cannot fork, a mechanism its harness lacks) every episode with the
+    server's error. A fork refused for want of slots (another client took
+    them; :class:`~harnessd.errors.CapacityError`) is not a failed
+    attempt: as for any full daemon, the pool waits for room and the
+    prefix is played again. An
     error that is not the daemon's (a policy's bug) ends the whole group,
     its sessions closed, as in :class:`ResetGroup`.
 
