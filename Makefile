@@ -248,8 +248,11 @@ bench: build
 # bench-python: episodes per second through the Python client's Pool vs
 # the Go client over 1, 2 and 4 local daemons (python/bench/bench_pool.py;
 # needs python3-websockets: make python-deps). Also run by make bench.
+# Then a group of 8 started by ForkGroup vs ResetGroup
+# (python/bench/bench_fork.py).
 bench-python: build
 	$(PYTHON) python/bench/bench_pool.py --bin $(BIN) | tee $(BIN)/bench-python.txt
+	$(PYTHON) python/bench/bench_fork.py --bin $(BIN) | tee -a $(BIN)/bench-python.txt
 
 # bench-agents: the reset of every real agent preset that integration/agents
 # can start against the fake LLM (needs Node and `make agents`).
