@@ -88,6 +88,9 @@ func checkSiblings(t *testing.T, parent *session.Session, sibs []session.Sibling
 func TestForkByLineProtocol(t *testing.T) {
 	s := newSession(t, testConfig(t))
 	forkTwoTurns(t, s)
+	if _, err := s.Fork(context.Background(), session.ForkOptions{Count: 1, Mechanism: session.ForkResume}); !errors.Is(err, session.ErrForkUnavailable) {
+		t.Fatalf("a resume fork of a line-protocol agent: %v", err)
+	}
 	checkSiblings(t, s, forkSiblings(t, s, 4, 0, session.ForkLine))
 }
 

@@ -66,6 +66,10 @@ func (s *Session) forkSourceOf(ctx context.Context, r *run, opts ForkOptions) (*
 	var why []string
 	if opts.Mechanism != ForkReplay {
 		err := s.takeHarnessState(ctx, r, src)
+		if err == nil && opts.Mechanism != ForkAuto && src.mechanism != opts.Mechanism {
+			src.release()
+			err = fmt.Errorf("the %s adapter hands over its harness's state by %s, not %s", s.cfg.Harness.Adapter, src.mechanism, opts.Mechanism)
+		}
 		if err == nil {
 			return src, nil
 		}
