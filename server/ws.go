@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	"github.com/coder/websocket"
 
@@ -14,7 +13,9 @@ import (
 
 // handleWS serves OpenEnv's generic protocol: one session per connection
 // (or, with ?session_id=, the HTTP MCP session created earlier), one reply
-// frame per request, and a bad frame never ends the session.
+// frame per request, and a bad frame never ends the session. Frames run on
+// the goroutine that read them (wsLoop); this handler's goroutine is the
+// first reader and may return before the connection ends.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	attachID := r.URL.Query().Get("session_id")
 	wc, err := s.accept(w, r, surfaceWS)
@@ -23,67 +24,52 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.conns.Add(1)
-	defer s.conns.Done()
-
 	m, werr := s.wsSession(attachID)
 	if werr != nil {
 		wc.send(werr.frame(frameTypeError))
 		wc.close(websocket.StatusPolicyViolation, werr.Message)
+		wc.stopReading(nil)
+		s.conns.Done()
 		return
 	}
-	why := "client closed the connection"
-	var once sync.Once
-	end := func() {
-		once.Do(func() {
-			m.attached.Store(false)
-			if attachID == "" || m.closing.Load() {
-				s.destroy(m, why)
+	owned := func() bool { return attachID == "" || m.closing.Load() }
+	end := func(why string) {
+		defer s.conns.Done()
+		m.attached.Store(false)
+		switch why {
+		case "":
+			// A close request: the session's slot is free before the
+			// close handshake completes (nothing is read until then), so
+			// a client may reconnect at once; stopping its harness
+			// follows.
+			var finish func(string)
+			if owned() {
+				finish = s.detach(m)
 			}
-		})
-	}
-	defer end()
-
-	for {
-		select {
-		case in := <-wc.frames:
-			if in.tooBig > 0 {
-				s.sendError(wc, tooBigError(in))
-				continue
+			wc.close(websocket.StatusNormalClosure, "session closed")
+			if finish != nil {
+				finish("client sent close")
 			}
-			more := s.handleWSFrame(wc, m, in.data)
-			wc.release(in)
-			if !more {
-				// The session's slot is free before the close handshake
-				// completes (the reader holds the peer's close frame until
-				// then), so a client may reconnect at once; stopping its
-				// harness follows.
-				why = "client sent close"
-				var finish func(string)
-				once.Do(func() {
-					m.attached.Store(false)
-					if attachID == "" || m.closing.Load() {
-						finish = s.detach(m)
-					}
-				})
-				wc.close(websocket.StatusNormalClosure, "session closed")
-				if finish != nil {
-					finish(why)
-				}
-				return
-			}
-			if wc.peerGone() {
-				why = wc.goneReason()
-				return
-			}
-		case <-wc.gone:
-			why = wc.goneReason()
 			return
-		case <-s.quit:
-			why = "server shutting down"
-			wc.close(websocket.StatusGoingAway, "server shutting down")
-			return
+		case "server shutting down":
+			wc.close(websocket.StatusGoingAway, why)
+		}
+		if owned() {
+			s.destroy(m, why)
 		}
 	}
+	handle := func(in inbound) bool {
+		if in.tooBig > 0 {
+			s.sendError(wc, tooBigError(in))
+			return true
+		}
+		more := s.handleWSFrame(wc, m, in.data)
+		wc.release(in)
+		return more
+	}
+	l := newWSLoop(wc, s.followers, handle, end)
+	l.watchQuit(s.quitCtx)
+	l.run()
 }
 
 // wsSession creates the connection's session, or attaches to an existing
