@@ -104,6 +104,10 @@ func (s *Server) sendError(wc *wsConn, e *wireError) {
 
 // handleWSFrame answers one frame; it returns false for a close request.
 func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
+	if a, ok := parseStepFast(data); ok {
+		s.stepFrame(wc, m, a)
+		return true
+	}
 	f, werr := parseWSFrame(data)
 	if werr != nil {
 		s.sendError(wc, werr)
@@ -141,16 +145,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, werr)
 			return true
 		}
-		obs, err := s.step(ctx, m, a, nil)
-		if err != nil {
-			s.sendError(wc, s.execError(err))
-			return true
-		}
-		bounded := obs.Metadata.Truncated != nil
-		wc.sendRaw(s.observationFrame(s.present(obs)))
-		if bounded {
-			releaseFloodMemory()
-		}
+		s.stepFrame(wc, m, a)
 	case frameTypeMCP:
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	case frameTypeExport:
@@ -159,4 +154,18 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		wc.send(trainer.Reply(f.Data, m.sess, s.trainer.Daemon))
 	}
 	return true
+}
+
+// stepFrame runs a step frame's turn and answers with its observation.
+func (s *Server) stepFrame(wc *wsConn, m *managed, a wire.Action) {
+	obs, err := s.step(wc.turnCtx, m, a, nil) // abandoned when the client goes away or asks to close
+	if err != nil {
+		s.sendError(wc, s.execError(err))
+		return
+	}
+	bounded := obs.Metadata.Truncated != nil
+	wc.sendRaw(s.observationFrame(s.present(obs)))
+	if bounded {
+		releaseFloodMemory()
+	}
 }

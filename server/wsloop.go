@@ -19,11 +19,11 @@ import (
 // late. One ticker per server (followers), not a timer per frame: arming a
 // timer that becomes the earliest wakes the runtime's network poller, which
 // cost more than the hand-off it saved.
-const followTick = 5 * time.Millisecond
+const followTick = 20 * time.Millisecond
 
 // followIdle is how many ticks without a running frame the followers'
 // goroutine waits before it ends (the next frame starts it again).
-const followIdle = 40
+const followIdle = 10
 
 // followers watches a server's running /ws frames (followTick).
 type followers struct {

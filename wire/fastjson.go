@@ -288,3 +288,16 @@ func asciiOnly(k []byte) bool {
 	}
 	return true
 }
+
+// ObjectFields calls f with each key (without its quotes) and raw value of
+// the JSON object b, in order, until f returns false. b must be valid JSON
+// (json.Valid). It reports whether b is an object whose keys have no
+// escapes and f accepted every field; a caller that needs the exact
+// meaning of anything else decodes b in full.
+func ObjectFields(b []byte, f func(key, value []byte) bool) bool {
+	return objectKeyValues(b, f)
+}
+
+// PlainString returns the JSON string value v when it has no escapes and
+// is valid UTF-8 (its bytes are then the string); false otherwise.
+func PlainString(v []byte) (string, bool) { return simpleString(v) }
