@@ -202,10 +202,7 @@ func (l *wsLoop) serve(in inbound, closing bool) bool {
 			l.watch.done(l)
 		}
 		if !more {
-			l.lock()
-			l.over = true
-			l.unlock()
-			l.ended("")
+			l.finish("") // a close request (unless the server's shutdown ended the loop first)
 			return false
 		}
 		l.lock()
