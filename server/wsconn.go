@@ -75,6 +75,9 @@ type wsConn struct {
 	turnCtx    context.Context
 	cancelTurn context.CancelFunc
 	wmu        sync.Mutex
+	// first holds the start of the frame being read (readSmall); only the
+	// goroutine holding the read role uses it.
+	first []byte
 	// received and sent count the frames' bytes for /metrics.
 	received, sent prometheus.Counter
 }
@@ -158,7 +161,12 @@ func isCloseRequest(data []byte) bool {
 // readFrame reads one message, holding at most max bytes of it: the rest of
 // a larger one is discarded unread into memory and the frame refused.
 func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
-	buf, err := bounds.ReadCapped(r, 0, wc.max)
+	buf, err := wc.readSmall(r)
+	if buf == nil && err == nil {
+		// Longer than the first read: the rest is read bounded.
+		r = io.MultiReader(bytes.NewReader(wc.first), r)
+		buf, err = bounds.ReadCapped(r, 0, wc.max)
+	}
 	var big *bounds.TooLargeError
 	switch {
 	case errors.As(err, &big):
@@ -179,6 +187,29 @@ func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
 	}
 	wc.queued.Add(n)
 	return inbound{data: buf}, nil
+}
+
+// smallFrame is what a frame's first read takes: a step frame fits, and is
+// then kept in one allocation of its own size (ReadCapped starts with 4
+// KiB, most of a turn's garbage).
+const smallFrame = 512
+
+// readSmall reads a frame that fits in smallFrame bytes (and the limit)
+// into a copy of its exact size; buf and err are both nil when it is
+// longer, its start then in wc.first.
+func (wc *wsConn) readSmall(r io.Reader) (buf []byte, err error) {
+	if wc.first == nil {
+		wc.first = make([]byte, smallFrame)
+	}
+	n, err := io.ReadFull(r, wc.first[:cap(wc.first)])
+	wc.first = wc.first[:n]
+	switch {
+	case (err == io.EOF || err == io.ErrUnexpectedEOF) && int64(n) <= wc.max:
+		return bytes.Clone(wc.first), nil
+	case err == nil || err == io.EOF || err == io.ErrUnexpectedEOF:
+		return nil, nil
+	}
+	return nil, err
 }
 
 // release marks a frame as handled: its bytes no longer count as queued.
