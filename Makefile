@@ -230,6 +230,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'ForkSurfaces' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'SandboxStart' -benchtime 1x ./process/sandbox/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 1000x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkTurnScale$$' -benchtime 16x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkObservationFrames$$' -benchtime 1x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Reset|BridgeStart)$$' -benchtime 100x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkBridgedToolCall$$' -benchtime 300x ./integration/ | tee -a $(BIN)/bench.txt
