@@ -237,6 +237,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkConnect$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetThroughput$$' -benchtime 10x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetIsolation$$' -benchtime 60x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetStandbyBackToBack$$' -benchtime 60x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Scale|IdleMemory1024|IdleSessionMemory|ConcurrentSessions)$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkLongEpisodeMemory$$' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt

@@ -178,9 +178,17 @@ func (ep *Episode) openTo(ctx context.Context, level Level) error {
 
 // openDirectories makes the episode's private directories, on a file
 // system of their own of limits.disk bytes where the session applies a
-// quota (disk.go). Both stay until Close.
+// quota: one of the session's, emptied since its last episode (disk.go).
+// Both stay until Close.
 func (ep *Episode) openDirectories(ctx context.Context) error {
 	e := ep.env
+	if e.reusesDisks() && ep.from == nil {
+		// A fork's sibling gets its disk from the snapshot instead.
+		if ok, err := ep.openSlot(ctx); ok || err != nil {
+			return err
+		}
+		// The default quota was given up on this host: on without one.
+	}
 	d := episodeRoot(e.Dir, e.nextSeq())
 	clearLeftover(d.Root) // a crashed daemon's, with the same layout
 	if err := os.MkdirAll(d.Root, 0o700); err != nil {
