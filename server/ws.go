@@ -33,7 +33,9 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		s.conns.Done()
 		return
 	}
-	owned := func() bool { return closeEnds(m, attachID) }
+	// A dropped connection ends the session it made (or one being closed);
+	// a close request also ends an attached fork's sibling (closeEnds).
+	owned := func() bool { return attachID == "" || m.closing.Load() }
 	end := func(why string) {
 		defer s.conns.Done()
 		m.attached.Store(false)
@@ -44,7 +46,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 			// a client may reconnect at once; stopping its harness
 			// follows.
 			var finish func(string)
-			if owned() {
+			if closeEnds(m, attachID) {
 				finish = s.detach(m)
 			}
 			wc.close(websocket.StatusNormalClosure, "session closed")
