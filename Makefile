@@ -227,14 +227,17 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'GatewayGrowing|CaptureGrowing' -benchtime 1x ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'GatewayReplay' -benchtime 1x ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Accept' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench 'ForkSurfaces' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'SandboxStart' -benchtime 1x ./process/sandbox/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 1000x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkTurnScale$$' -benchtime 16x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkObservationFrames$$' -benchtime 1x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Reset|BridgeStart)$$' -benchtime 100x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkBridgedToolCall$$' -benchtime 300x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkConnect$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetThroughput$$' -benchtime 10x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetIsolation$$' -benchtime 60x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetStandbyBackToBack$$' -benchtime 60x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Scale|IdleMemory1024|IdleSessionMemory|ConcurrentSessions)$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkLongEpisodeMemory$$' -benchtime 1x -timeout 30m ./integration/ | tee -a $(BIN)/bench.txt
@@ -247,8 +250,11 @@ bench: build
 # bench-python: episodes per second through the Python client's Pool vs
 # the Go client over 1, 2 and 4 local daemons (python/bench/bench_pool.py;
 # needs python3-websockets: make python-deps). Also run by make bench.
+# Then a group of 8 started by ForkGroup vs ResetGroup
+# (python/bench/bench_fork.py).
 bench-python: build
 	$(PYTHON) python/bench/bench_pool.py --bin $(BIN) | tee $(BIN)/bench-python.txt
+	$(PYTHON) python/bench/bench_fork.py --bin $(BIN) | tee -a $(BIN)/bench-python.txt
 
 # bench-agents: the reset of every real agent preset that integration/agents
 # can start against the fake LLM (needs Node and `make agents`).
@@ -256,7 +262,7 @@ bench-agents: SHELL := /bin/bash
 bench-agents: .SHELLFLAGS := -o pipefail -c
 bench-agents: build agents
 	@rm -f $(BIN)/bench-agents.txt
-	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/agents/ | tee -a $(BIN)/bench-agents.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./integration/agents/ | tee -a $(BIN)/bench-agents.txt
 	@echo; echo "== summary (median of 3 repeats, spread min–max) =="; $(GO) run ./integration/benchsummary $(BIN)/bench-agents.txt
 
 clean:

@@ -22,10 +22,14 @@ import (
 // Server with ServerOptions.Replay answers its next calls from such a
 // record, in order, without calling the tool, as long as each call has the
 // recorded call's name and arguments (compared as decoded JSON: key order
-// and spacing do not matter). A call unlike the recorded one is a
-// divergence: it gets an error result, OnDivergence is called, and no
-// later call is answered, from the record or live (the fork has failed).
-// Once the record is used up, calls go to the tools.
+// and spacing do not matter). Concurrent calls (an agent's parallel tool
+// calls) may arrive in another order than recorded, so a call may take any
+// of the first ServerOptions.ReplayWindow unanswered records, the earliest
+// that matches. A call matching none is a divergence, reported against the
+// first unanswered record: it gets an error result, OnDivergence is
+// called, and no later call is answered, from the record or live (the fork
+// has failed). Once the record is used up, calls go to the tools; EndReplay
+// reports records left unanswered when the replayed turns are over.
 
 // ToolRecord is one served tool call as a replay answers it.
 type ToolRecord struct {
@@ -39,6 +43,9 @@ type ToolRecord struct {
 
 // DefaultMaxRecordBytes is ServerOptions.MaxRecordBytes's default.
 const DefaultMaxRecordBytes = 16 << 20
+
+// DefaultReplayWindow is ServerOptions.ReplayWindow's default.
+const DefaultReplayWindow = 8
 
 var (
 	// ErrRecordFull: the record of served calls passed
@@ -57,15 +64,24 @@ type callRecord struct {
 	recs   []ToolRecord
 	full   bool
 	replay []ToolRecord
-	pos    int
+	done   []bool // which of replay were answered
+	pos    int    // the first not answered
+	window int
 	div    *wire.Divergence
 	onDiv  func(wire.Divergence)
 }
 
 func newCallRecord(opts ServerOptions) *callRecord {
-	r := &callRecord{on: opts.Record, max: opts.MaxRecordBytes, onDiv: opts.OnDivergence, replay: slices.Clone(opts.Replay)}
+	r := &callRecord{on: opts.Record, max: opts.MaxRecordBytes, onDiv: opts.OnDivergence, replay: slices.Clone(opts.Replay),
+		done: make([]bool, len(opts.Replay)), window: opts.ReplayWindow}
 	if r.max <= 0 {
 		r.max = DefaultMaxRecordBytes
+	}
+	if r.window <= 0 {
+		r.window = DefaultReplayWindow
+	}
+	for _, rec := range opts.Inherit {
+		r.keep(rec.Served, rec.Arguments, rec.Result)
 	}
 	return r
 }
@@ -140,20 +156,31 @@ func (r *callRecord) fromRecord(served string, args json.RawMessage) (res *mcp.C
 		r.mu.Unlock()
 		return nil, false, nil
 	}
-	want := r.replay[r.pos]
-	var d *wire.Divergence
-	switch {
-	case want.Served != served:
-		d = &wire.Divergence{Door: wire.DoorTool, Index: r.pos + 1, Field: "name", Want: want.Served, Got: served}
-	case !sameArguments(want.Arguments, args):
-		d = &wire.Divergence{Door: wire.DoorTool, Index: r.pos + 1, Field: "arguments",
-			Want: excerpt(string(want.Arguments)), Got: excerpt(string(args))}
+	at := -1
+	for i, seen := r.pos, 0; i < len(r.replay) && seen < r.window; i++ {
+		if r.done[i] {
+			continue
+		}
+		seen++
+		if rec := r.replay[i]; rec.Served == served && sameArguments(rec.Arguments, args) {
+			at = i
+			break
+		}
 	}
-	if d == nil {
-		r.pos++
+	if at >= 0 {
+		r.done[at] = true
+		for r.pos < len(r.replay) && r.done[r.pos] {
+			r.pos++
+		}
 		r.mu.Unlock()
-		out := *want.Result
+		out := *r.replay[at].Result
 		return &out, true, nil
+	}
+	want := r.replay[r.pos]
+	d := &wire.Divergence{Door: wire.DoorTool, Index: r.pos + 1, Field: "arguments",
+		Want: excerpt(string(want.Arguments)), Got: excerpt(string(args))}
+	if want.Served != served {
+		d.Field, d.Want, d.Got = "name", want.Served, served
 	}
 	r.div, r.pos = d, len(r.replay)
 	r.mu.Unlock()
@@ -161,6 +188,41 @@ func (r *callRecord) fromRecord(served string, args json.RawMessage) (res *mcp.C
 		r.onDiv(*d)
 	}
 	return divergenceResult(d), false, d
+}
+
+// EndReplay ends a replay when the fork's replayed turns are over:
+// recorded calls still unanswered mean the fork made fewer tool calls than
+// its parent, a divergence too (field "calls"; OnDivergence is called and
+// it is returned). Without one it returns nil, and later calls go to the
+// tools. It returns the replay's divergence if it had diverged already.
+func (s *Server) EndReplay() *wire.Divergence {
+	r := s.rec
+	r.mu.Lock()
+	if r.div != nil {
+		d := *r.div
+		r.mu.Unlock()
+		return &d
+	}
+	left := 0
+	for i := r.pos; i < len(r.replay); i++ {
+		if !r.done[i] {
+			left++
+		}
+	}
+	if left == 0 {
+		r.pos = len(r.replay)
+		r.mu.Unlock()
+		return nil
+	}
+	d := &wire.Divergence{Door: wire.DoorTool, Index: r.pos + 1, Field: "calls",
+		Want: fmt.Sprintf("%d more calls, the next %s", left, r.replay[r.pos].Served), Got: "none: the replayed turns ended"}
+	r.div, r.pos = d, len(r.replay)
+	r.mu.Unlock()
+	if r.onDiv != nil {
+		r.onDiv(*d)
+	}
+	out := *d
+	return &out
 }
 
 // divergenceResult is the error result of a diverged replay's calls.

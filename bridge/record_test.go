@@ -195,3 +195,47 @@ func TestRecordBounded(t *testing.T) {
 		t.Fatalf("records without Record: %v", err)
 	}
 }
+
+// TestReplayOutOfOrderAndEnd: parallel tool calls may reach a fork's
+// bridge in another order than recorded: within ReplayWindow each gets its
+// own recorded result, without the tool; with a window of 1 (strict order)
+// the same calls diverge (the control). EndReplay with records left is a
+// divergence of field "calls"; with none left it is nil.
+func TestReplayOutOfOrderAndEnd(t *testing.T) {
+	var calls atomic.Int64
+	cat := newCatalog(t, CatalogOptions{}, countingTools(t, &calls))
+	recs := recordThree(t, cat)
+
+	srv := serve(t, cat, ServerOptions{Replay: recs})
+	c := connect(t, srv.URL(), srv.Token())
+	for _, tc := range []struct {
+		name string
+		args any
+		want string
+	}{{"echo", map[string]any{"text": "hi"}, "hi"}, {"add", map[string]any{"a": 1, "b": 1}, "2"}, {"add", map[string]any{"a": 2, "b": 3}, "5"}} {
+		if text, isErr := call(t, c, tc.name, tc.args); text != tc.want || isErr {
+			t.Fatalf("%s out of order: %q (error %v)", tc.name, text, isErr)
+		}
+	}
+	if calls.Load() != 3 || srv.Replaying() || srv.EndReplay() != nil {
+		t.Fatalf("after the record: %d tool calls, replaying %v", calls.Load()-3, srv.Replaying())
+	}
+
+	strict := serve(t, cat, ServerOptions{Replay: recs, ReplayWindow: 1})
+	sc := connect(t, strict.URL(), strict.Token())
+	if text, isErr := call(t, sc, "echo", map[string]any{"text": "hi"}); !isErr || strict.Diverged() == nil {
+		t.Fatalf("out of order with a window of 1: %q (error %v)", text, isErr)
+	}
+
+	var divs divergences
+	short := serve(t, cat, ServerOptions{Replay: recs, OnDivergence: divs.add})
+	shc := connect(t, short.URL(), short.Token())
+	call(t, shc, "add", map[string]any{"a": 2, "b": 3})
+	d := short.EndReplay()
+	if d == nil || d.Field != "calls" || d.Index != 2 || len(divs.list()) != 1 || short.Replaying() {
+		t.Fatalf("ending with two records left: %+v, reported %v", d, divs.list())
+	}
+	if text, isErr := call(t, shc, "add", map[string]any{"a": 1, "b": 1}); !isErr || calls.Load() != 3 {
+		t.Fatalf("a call after a failed replay: %q (error %v)", text, isErr)
+	}
+}

@@ -73,9 +73,17 @@ type ServerOptions struct {
 	// to the tools. A call unlike the recorded one gets an error result,
 	// and so does every call after it.
 	Replay []ToolRecord
+	// ReplayWindow is how many unanswered records a replayed call may be
+	// matched against, the earliest first (parallel tool calls arrive in
+	// any order); zero means DefaultReplayWindow, 1 strict order.
+	ReplayWindow int
 	// OnDivergence is called once, on the replay's first divergence, from
 	// the call's goroutine.
 	OnDivergence func(wire.Divergence)
+	// Inherit, with Record, starts the record with these calls, served
+	// elsewhere (a fork's sibling that did not replay them carries its
+	// parent's record, so that a later replay fork of it has them).
+	Inherit []ToolRecord
 }
 
 // CallStart describes a tool call as it starts.

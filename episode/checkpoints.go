@@ -29,6 +29,17 @@ func NewCheckpoints(maxCount int, maxBytes int64) *Checkpoints {
 	return &Checkpoints{MaxCount: maxCount, MaxBytes: maxBytes, byTurn: map[int]*Snapshot{}}
 }
 
+// NewCheckpoints returns the store of the session's configuration
+// (episode.checkpoints: every_turn, with episode.max_checkpoints and
+// episode.max_checkpoint_bytes), nil when checkpoints are off.
+func (e *Env) NewCheckpoints() *Checkpoints {
+	c := e.Config.Episode
+	if !c.CheckpointsEnabled() {
+		return nil
+	}
+	return NewCheckpoints(c.MaxCheckpoints, int64(c.MaxCheckpointBytes))
+}
+
 // Add stores s as the snapshot taken after turn, taking over the handle:
 // the store closes it when it drops it (a later Add of the same turn
 // replaces it; the bounds drop the oldest; Close drops all). After Close

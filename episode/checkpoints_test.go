@@ -156,3 +156,17 @@ func TestCheckpointsReplaceATurn(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvCheckpointsFollowTheConfiguration(t *testing.T) {
+	e := testEnv(t, filepath.Join(t.TempDir(), "session"), 0)
+	if c := e.NewCheckpoints(); c != nil {
+		t.Errorf("checkpoints off (the default) gave a store: %+v", c)
+	}
+	e.Config.Episode.Checkpoints = "every_turn"
+	e.Config.Episode.MaxCheckpoints = 3
+	e.Config.Episode.MaxCheckpointBytes = 5 << 20
+	c := e.NewCheckpoints()
+	if c == nil || c.MaxCount != 3 || c.MaxBytes != 5<<20 {
+		t.Errorf("every_turn: %+v", c)
+	}
+}

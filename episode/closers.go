@@ -33,8 +33,10 @@ const (
 
 // TraceEvent reports one resource of one episode opened or closed.
 type TraceEvent struct {
-	// Dir is the episode's directory: unique within the session from the
-	// episode's first stage on (a prepared episode gets its id later).
+	// Dir is the episode's directory: unique among the session's live
+	// episodes from the episode's first stage on (a prepared episode gets
+	// its id later); with a disk quota a later episode may get the same
+	// one, emptied, once this one has closed (disk.go).
 	Dir string
 	// Episode is the episode's id when the event happened ("" for a
 	// prepared episode not taken yet).
@@ -53,9 +55,10 @@ type closer struct {
 // closers is an episode's stack of undos: each stage of Open pushes its
 // own, and they run once each, last pushed first.
 type closers struct {
-	mu    sync.Mutex
-	stack []*closer
-	trace func(Resource, TraceOp)
+	mu     sync.Mutex
+	stack  []*closer
+	trace  func(Resource, TraceOp)
+	failed bool // an undo returned an error
 }
 
 // push adds the undo of res; trace reports it opened.
@@ -80,6 +83,9 @@ func (c *closers) runDownTo(ctx context.Context, keep int) error {
 		}
 		if err := cl.fn(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", cl.res, err))
+			c.mu.Lock()
+			c.failed = true
+			c.mu.Unlock()
 		}
 		if c.trace != nil {
 			c.trace(cl.res, TraceClosed)
@@ -98,6 +104,13 @@ func (c *closers) pop(keep int) *closer {
 		}
 	}
 	return nil
+}
+
+// anyFailed reports whether an undo that ran returned an error.
+func (c *closers) anyFailed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
 }
 
 // size is how many undos were pushed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -36,23 +37,17 @@ func (e *Env) DiskQuota() int64 {
 	return size
 }
 
-// mountDisk gives the episode directory root a file system of limits.disk
-// bytes (the image beside it, root+".img"); nil when the session applies
-// no quota. A default quota this host cannot make (quota.ErrUnsupported)
-// is given up for the process (logged once); a configured one, or any
-// other failure, fails the episode.
+// mountDisk gives the directory root a file system of limits.disk bytes
+// (the image beside it, root+".img"); nil when the session applies no
+// quota. A default quota this host cannot make (quota.ErrUnsupported) is
+// given up for the process (logged once); a configured one, or any other
+// failure, fails the episode.
 func (e *Env) mountDisk(ctx context.Context, root string) (*quota.FS, error) {
 	size := e.DiskQuota()
 	if size == 0 {
 		return nil, nil
 	}
-	e.mu.Lock()
-	if e.diskMaker == nil {
-		e.diskMaker = quota.NewMaker(filepath.Join(e.Dir, diskTemplate), size)
-	}
-	m := e.diskMaker
-	e.mu.Unlock()
-	fs, err := m.Mount(ctx, root, root+".img")
+	fs, err := e.disks.maker(e.Dir, size).Mount(ctx, root, root+".img")
 	if err == nil {
 		return fs, nil
 	}
@@ -69,7 +64,9 @@ func (e *Env) mountDisk(ctx context.Context, root string) (*quota.FS, error) {
 }
 
 // openDisk mounts the episode's quota on its directory (sandbox or process
-// isolation alike) and pushes its undo (pushDisk).
+// isolation alike) and pushes its undo (pushDisk). It serves
+// workspace.keep only; otherwise episodes take a session's disk in turn
+// (openSlot).
 func (ep *Episode) openDisk(ctx context.Context, root string) error {
 	fs, err := ep.env.mountDisk(ctx, root)
 	if err != nil || fs == nil {
@@ -90,6 +87,140 @@ func (ep *Episode) pushDisk(fs *quota.FS) {
 		}
 		return fs.Unmount()
 	})
+}
+
+// reusesDisks reports whether the session's episodes take its quota file
+// systems in turn (openSlot): with a quota and without workspace.keep
+// (whose episodes' files stay on the host once they end).
+func (e *Env) reusesDisks() bool { return e.DiskQuota() > 0 && !e.Config.Workspace.Keep }
+
+// openSlot gives the episode a disk of the session's (a quota file
+// system of limits.disk bytes, its root the episode's directory): an
+// emptied one an earlier episode gave back, else a new one. Its undos:
+// the directories (nothing: they go with the disk) and the disk, given
+// back emptied for a later episode, or unmounted when it cannot be
+// made fresh or anything of the episode failed to close (a process of
+// it may still write there). ok is false, with nothing done, when the
+// default quota was given up on this host (mountDisk).
+func (ep *Episode) openSlot(ctx context.Context) (ok bool, err error) {
+	e := ep.env
+	d := e.disks.take()
+	if d == nil {
+		root := filepath.Join(e.Dir, fmt.Sprintf("disk-%d", e.nextSeq()))
+		clearLeftover(root) // a crashed daemon's, with the same layout
+		fs, err := e.mountDisk(ctx, root)
+		if err != nil || fs == nil {
+			os.Remove(root)
+			return false, err
+		}
+		fresh, err := fs.Usage()
+		if err != nil {
+			return false, errors.Join(err, fs.Unmount(), os.Remove(root))
+		}
+		d = &disk{fs: fs, fresh: fresh}
+	}
+	ep.dirs = dirsIn(d.fs.Dir)
+	ep.disk = d.fs
+	ep.undo.push(ResourceDirectories, func(context.Context) error { return nil })
+	ep.undo.push(ResourceDisk, func(context.Context) error {
+		return e.disks.put(d, !ep.undo.anyFailed(), e.Logger)
+	})
+	ep.keep = ep.undo.size()
+	return true, makeDirs(ep.dirs, e.Config.Workspace.Template)
+}
+
+// dirsIn are the private directories of an episode whose directory is
+// root.
+func dirsIn(root string) Dirs {
+	return Dirs{
+		Root:      root,
+		Workspace: filepath.Join(root, "workspace"),
+		Home:      filepath.Join(root, "home"),
+		Tmp:       filepath.Join(root, "tmp"),
+	}
+}
+
+// maxIdleDisks is how many emptied disks a session keeps for its next
+// episodes; more are unmounted. A session has at most its episode, the
+// one retiring and the ones prepared ahead live at once.
+const maxIdleDisks = 2
+
+// disk is one quota file system a session's episodes use in turn.
+type disk struct {
+	fs    *quota.FS
+	fresh quota.Usage // right after it was mounted
+}
+
+// disks are a session's quota file systems: the template they are made
+// from and the emptied ones waiting for an episode. The zero value is
+// ready; its methods are safe for concurrent use.
+type disks struct {
+	mu     sync.Mutex
+	make   *quota.Maker
+	idle   []*disk
+	closed bool
+}
+
+// maker returns the session's Maker, made at the first call.
+func (ds *disks) maker(dir string, size int64) *quota.Maker {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.make == nil {
+		ds.make = quota.NewMaker(filepath.Join(dir, diskTemplate), size)
+	}
+	return ds.make
+}
+
+// take hands out an emptied disk, nil when none is waiting.
+func (ds *disks) take() *disk {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if len(ds.idle) == 0 {
+		return nil
+	}
+	d := ds.idle[len(ds.idle)-1]
+	ds.idle = ds.idle[:len(ds.idle)-1]
+	return d
+}
+
+// put takes a disk back from an episode that has ended (clean: all of it
+// closed without an error): emptied and kept for a later one, or
+// unmounted when it was not clean, cannot be made fresh, the session
+// has enough waiting or has closed.
+func (ds *disks) put(d *disk, clean bool, log *slog.Logger) error {
+	ds.mu.Lock()
+	keep := clean && !ds.closed && len(ds.idle) < maxIdleDisks
+	ds.mu.Unlock()
+	if keep {
+		err := d.fs.Empty(d.fresh)
+		if err == nil {
+			ds.mu.Lock()
+			if keep = !ds.closed && len(ds.idle) < maxIdleDisks; keep {
+				ds.idle = append(ds.idle, d)
+			}
+			ds.mu.Unlock()
+			if keep {
+				return nil
+			}
+		} else {
+			log.Debug("an episode's disk is not reused", "dir", d.fs.Dir, "err", err)
+		}
+	}
+	return errors.Join(d.fs.Unmount(), os.Remove(d.fs.Dir))
+}
+
+// close unmounts the waiting disks; put unmounts the rest as they come
+// back.
+func (ds *disks) close() error {
+	ds.mu.Lock()
+	idle := ds.idle
+	ds.idle, ds.closed = nil, true
+	ds.mu.Unlock()
+	var errs []error
+	for _, d := range idle {
+		errs = append(errs, d.fs.Unmount(), os.Remove(d.fs.Dir))
+	}
+	return errors.Join(errs...)
 }
 
 // keepAndUnmount copies the file system's tree beside its mount point,

@@ -12,6 +12,13 @@
 // nothing of the next episode yet) or, with a harness started, as a
 // standby.
 //
+// Episode.Snapshot takes a frozen copy of an episode's directories between
+// turns (snapshot.go: its quota image frozen and cloned, reflinked where
+// the host allows, else its data extents copied; without a quota the trees
+// copied, package internal/treecopy); Spec.From opens episodes from one
+// instead of the template, for the siblings of a fork; Checkpoints keeps a
+// bounded store of them by turn (checkpoints.go).
+//
 // Env is what a session's episodes share: the configuration, the
 // supervisor, the isolation, the persistent tool sources and the paths a
 // sandbox hides or exposes (computed by package episode/exposure, which also

@@ -12,7 +12,6 @@ import (
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/episode/exposure"
 	"github.com/harnessd/harnessd/gateway"
-	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/process"
 )
 
@@ -61,7 +60,7 @@ type Env struct {
 	started bool     // Sources started
 	dirLock *os.File // the session directory's lock (sweep.go)
 
-	diskMaker *quota.Maker // the episodes' quotas (disk.go), made at the first mount
+	disks disks // the episodes' quota file systems (disk.go)
 
 	exposeOnce sync.Once
 	expose     *exposure.View // view()

@@ -65,6 +65,9 @@ type Spec struct {
 	ModelReplay  bool
 	ToolReplay   []bridge.ToolRecord
 	OnDivergence func(error)
+	// ToolInherit starts the bridge's record with the parent's calls (a
+	// sibling that does not replay them), for a later fork of the sibling.
+	ToolInherit []bridge.ToolRecord
 }
 
 // Episode is one episode's resources. Its methods are safe for concurrent
@@ -81,8 +84,9 @@ type Episode struct {
 	level   Level
 	held    atomic.Bool
 	undo    closers
-	keep    int       // undos below this index (the directories) survive Stop
-	from    *Snapshot // Spec.From: the directories' snapshot
+	keep    int        // undos below this index (the directories) survive Stop
+	from    *Snapshot  // Spec.From: the directories' snapshot
+	snapMu  sync.Mutex // one Snapshot at a time
 
 	dirs       Dirs
 	disk       *quota.FS // the directories' quota, nil without
@@ -119,7 +123,7 @@ func (ep *Episode) assign(spec Spec) {
 	defer ep.mu.Unlock()
 	ep.id, ep.task, ep.onEvent = spec.ID, spec.Task, spec.OnEvent
 	ep.fork = forkDoors{history: spec.ModelHistory, modelReplay: spec.ModelReplay, toolReplay: spec.ToolReplay,
-		onDivergence: spec.OnDivergence}
+		toolInherit: spec.ToolInherit, onDivergence: spec.OnDivergence}
 	if spec.From != nil {
 		ep.from = spec.From
 	}
@@ -174,9 +178,17 @@ func (ep *Episode) openTo(ctx context.Context, level Level) error {
 
 // openDirectories makes the episode's private directories, on a file
 // system of their own of limits.disk bytes where the session applies a
-// quota (disk.go). Both stay until Close.
+// quota: one of the session's, emptied since its last episode (disk.go).
+// Both stay until Close.
 func (ep *Episode) openDirectories(ctx context.Context) error {
 	e := ep.env
+	if e.reusesDisks() && ep.from == nil {
+		// A fork's sibling gets its disk from the snapshot instead.
+		if ok, err := ep.openSlot(ctx); ok || err != nil {
+			return err
+		}
+		// The default quota was given up on this host: on without one.
+	}
 	d := episodeRoot(e.Dir, e.nextSeq())
 	clearLeftover(d.Root) // a crashed daemon's, with the same layout
 	if err := os.MkdirAll(d.Root, 0o700); err != nil {

@@ -1,7 +1,6 @@
 package episode
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/harnessd/harnessd/bridge"
@@ -16,6 +15,7 @@ type forkDoors struct {
 	history      *gateway.History
 	modelReplay  bool
 	toolReplay   []bridge.ToolRecord
+	toolInherit  []bridge.ToolRecord
 	onDivergence func(error)
 }
 
@@ -56,18 +56,20 @@ func (ep *Episode) ToolRecordCount() int {
 	return ep.server.RecordCount()
 }
 
-// ReplayLeft describes what of a replay's records the harness did not
-// call for ("" when every recorded model and tool call was answered).
-func (ep *Episode) ReplayLeft() string {
-	var left []error
-	if ep.model != nil && ep.model.gw.Replaying() {
-		left = append(left, errors.New("recorded model calls remain unanswered"))
+// EndReplay ends a replaying sibling's replay: the first divergence of
+// either door, or the recorded calls the harness did not make (fewer
+// calls than its parent), as a divergence; nil when every recorded call
+// was answered. Later calls go live.
+func (ep *Episode) EndReplay() error {
+	if ep.model != nil {
+		if d := ep.model.gw.EndReplay(); d != nil {
+			return d
+		}
 	}
-	if ep.server != nil && ep.server.Replaying() {
-		left = append(left, errors.New("recorded tool calls remain unanswered"))
+	if ep.server != nil {
+		if d := ep.server.EndReplay(); d != nil {
+			return d
+		}
 	}
-	if len(left) == 0 {
-		return ""
-	}
-	return errors.Join(left...).Error()
+	return nil
 }

@@ -22,7 +22,11 @@ const prepareTimeout = 5 * time.Minute
 // spare) or, with NewAdapter set, LevelDoors with the harness started and
 // ready (a standby, held: what its doors see is dropped until taken).
 // Preparations run in the background, started by Fill; Take hands the
-// oldest over. The zero value is not usable; use NewPool.
+// oldest over and at once reserves its replacement, whose preparation
+// the next Fill starts: a reset arriving before then (back to back with
+// the one that took the last) waits for that preparation instead of
+// finding the pool empty and starting a cold episode beside it. The zero
+// value is not usable; use NewPool.
 type Pool struct {
 	env        *Env
 	level      Level
@@ -34,12 +38,15 @@ type Pool struct {
 	closed bool
 }
 
-// prepared is one pooled episode, ready once done is closed.
+// prepared is one pooled episode, ready once done is closed. Its
+// preparation begins once start is closed (Fill).
 type prepared struct {
-	ep     *Episode // nil when err is set
-	err    error
-	done   chan struct{}
-	cancel context.CancelFunc
+	ep      *Episode // nil when err is set
+	err     error
+	start   chan struct{}
+	started bool // start is closed (under Pool.mu)
+	done    chan struct{}
+	cancel  context.CancelFunc
 }
 
 // NewPool makes a pool keeping want episodes of env prepared to level;
@@ -48,26 +55,39 @@ func NewPool(env *Env, level Level, want int, newAdapter func() (harness.Adapter
 	return &Pool{env: env, level: level, want: want, newAdapter: newAdapter}
 }
 
-// Fill starts preparing episodes until want are ready or on the way. It
-// returns at once.
+// Fill starts preparing episodes until want are ready or on the way (the
+// reserved ones first). It returns at once.
 func (p *Pool) Fill() {
 	if p == nil || p.want <= 0 {
 		return
 	}
-	for {
-		p.mu.Lock()
-		if p.closed || len(p.items) >= p.want {
-			p.mu.Unlock()
-			return
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reserveLocked()
+	for _, it := range p.items {
+		if !it.started {
+			it.started = true
+			close(it.start)
 		}
+	}
+}
+
+// reserveLocked adds not yet started preparations until want are on the
+// way; p.mu is held.
+func (p *Pool) reserveLocked() {
+	for !p.closed && len(p.items) < p.want {
 		ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
-		it := &prepared{done: make(chan struct{}), cancel: cancel}
+		it := &prepared{start: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
 		p.items = append(p.items, it)
-		p.mu.Unlock()
 		go func() {
 			defer close(it.done)
 			defer cancel()
-			it.ep, it.err = p.prepare(ctx)
+			select {
+			case <-it.start:
+				it.ep, it.err = p.prepare(ctx)
+			case <-ctx.Done():
+				it.err = ctx.Err()
+			}
 		}()
 	}
 }
@@ -107,6 +127,13 @@ func (p *Pool) Take(ctx context.Context) *Episode {
 	}
 	it := p.items[0]
 	p.items = p.items[1:]
+	if !it.started {
+		// Reserved by the reset before, whose Fill has not run yet: this
+		// reset waits for it, so it starts now.
+		it.started = true
+		close(it.start)
+	}
+	p.reserveLocked() // the replacement: the next Fill starts it
 	p.mu.Unlock()
 	select {
 	case <-it.done:

@@ -10,9 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/harnessd/harnessd/internal/quota"
+	"github.com/harnessd/harnessd/internal/treecopy"
 )
 
 // Snapshot methods, as Snapshot.Method names them.
@@ -79,6 +78,9 @@ func (ep *Episode) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if ep.level < LevelDirectories || ep.dirs.Root == "" {
 		return nil, errors.New("snapshot: the episode has no directories yet")
 	}
+	// One at a time: a second freeze of a frozen file system fails.
+	ep.snapMu.Lock()
+	defer ep.snapMu.Unlock()
 	dir, err := os.MkdirTemp(ep.env.Dir, ".snapshot-")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -89,7 +91,7 @@ func (ep *Episode) Snapshot(ctx context.Context) (*Snapshot, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	b, err := diskBytes(dir)
+	b, err := treecopy.Bytes(dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -117,7 +119,7 @@ func (ep *Episode) snapshotInto(ctx context.Context, d *snapshotData) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := copyTreeExact(src, filepath.Join(d.dir, dirNames[i]), true); err != nil {
+		if err := treecopy.Copy(ctx, src, filepath.Join(d.dir, dirNames[i]), true); err != nil {
 			return fmt.Errorf("snapshot %s: %w", src, err)
 		}
 	}
@@ -136,11 +138,17 @@ func (s *Snapshot) Bytes() int64 { return s.d.bytes }
 // Retain returns another handle of the same snapshot (nil when s is
 // closed): the snapshot stays until every handle is closed.
 func (s *Snapshot) Retain() *Snapshot {
-	if s.closed.Load() {
-		return nil
+	for !s.closed.Load() {
+		// Never from 0: the last Close may be removing it meanwhile.
+		n := s.d.refs.Load()
+		if n <= 0 {
+			break
+		}
+		if s.d.refs.CompareAndSwap(n, n+1) {
+			return &Snapshot{d: s.d}
+		}
 	}
-	s.d.refs.Add(1)
-	return &Snapshot{d: s.d}
+	return nil
 }
 
 // Close drops this handle (idempotent); the last handle's Close removes
@@ -195,7 +203,7 @@ func (ep *Episode) restoreDirectories(ctx context.Context, d Dirs, s *Snapshot) 
 		return err
 	}
 	for i, dst := range []string{d.Workspace, d.Home, d.Tmp} {
-		if err := copyTreeExact(filepath.Join(s.d.dir, dirNames[i]), dst, false); err != nil {
+		if err := treecopy.Copy(ctx, filepath.Join(s.d.dir, dirNames[i]), dst, false); err != nil {
 			return fmt.Errorf("restore %s from a snapshot: %w", dst, err)
 		}
 	}
@@ -246,190 +254,4 @@ func ownAll(dir string) error {
 		}
 		return nil
 	})
-}
-
-// diskBytes sums the allocated blocks of everything below dir.
-func diskBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := de.Info()
-		if err != nil {
-			return err
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n += st.Blocks * 512
-		}
-		return nil
-	})
-	return n, err
-}
-
-// copyTreeExact copies the tree src into dst (created; it may exist as an
-// empty directory): directories, regular files (cloned where the host
-// allows, else their data extents copied), symlinks and hard links, with
-// their permission bits (set-uid and set-gid dropped, the sticky bit kept)
-// and timestamps, and with owners when owners is set (else the daemon
-// owns the copy). Sockets, FIFOs and devices are skipped. src is read
-// through os.Root: a link swapped in by someone writing src meanwhile
-// cannot lead the copy outside it; a file that vanishes meanwhile is
-// skipped. dst is the daemon's private directory, written by path.
-func copyTreeExact(src, dst string, owners bool) error {
-	root, err := os.OpenRoot(src)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	c := &treeCopy{root: root, dst: dst, owners: owners, links: map[[2]uint64]string{}}
-	if err := fs.WalkDir(root.FS(), ".", c.visit); err != nil {
-		return err
-	}
-	// Directories last, deepest first: writing into one changes its
-	// modification time, and a read-only one could not be written.
-	for i := len(c.dirs) - 1; i >= 0; i-- {
-		if err := c.finish(c.dirs[i].path, &c.dirs[i].st, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// treeCopy is one copyTreeExact.
-type treeCopy struct {
-	root   *os.Root
-	dst    string
-	owners bool
-	links  map[[2]uint64]string // (dev, ino) of a hard-linked source -> its copy
-	dirs   []dirCopy
-}
-
-type dirCopy struct {
-	path string
-	st   unix.Stat_t
-}
-
-func (c *treeCopy) visit(rel string, de fs.DirEntry, err error) error {
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && rel != "." {
-			return nil
-		}
-		return err
-	}
-	target := filepath.Join(c.dst, rel)
-	switch {
-	case de.IsDir():
-		fi, err := c.root.Lstat(rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			return fs.SkipDir
-		}
-		if err != nil {
-			return err
-		}
-		st := statOf(fi)
-		if err := os.Mkdir(target, 0o700); err != nil && !(rel == "." && errors.Is(err, fs.ErrExist)) {
-			return err
-		}
-		c.dirs = append(c.dirs, dirCopy{path: target, st: st})
-		return nil
-	case de.Type()&fs.ModeSymlink != 0:
-		link, err := c.root.Readlink(rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		fi, err := c.root.Lstat(rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := os.Symlink(link, target); err != nil {
-			return err
-		}
-		st := statOf(fi)
-		return c.finish(target, &st, true)
-	case de.Type().IsRegular():
-		return c.copyFile(rel, target)
-	}
-	return nil // a socket, FIFO or device
-}
-
-// copyFile copies the regular file rel of the source to target.
-func (c *treeCopy) copyFile(rel, target string) error {
-	// O_NONBLOCK: a FIFO swapped in meanwhile must not block the copy
-	// (it is then skipped as not regular).
-	in, err := c.root.OpenFile(rel, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ELOOP) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(in.Fd()), &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil
-	}
-	key := [2]uint64{st.Dev, st.Ino}
-	if st.Nlink > 1 {
-		if first, ok := c.links[key]; ok {
-			return os.Link(first, target)
-		}
-	}
-	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := quota.CloneFile(in, out); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	if st.Nlink > 1 {
-		c.links[key] = target
-	}
-	return c.finish(target, &st, false)
-}
-
-// finish gives target the source's owner (when kept), permission bits
-// and timestamps.
-func (c *treeCopy) finish(target string, st *unix.Stat_t, symlink bool) error {
-	if c.owners {
-		if err := os.Lchown(target, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-	}
-	if !symlink {
-		// After chown, which clears set-id bits; those are dropped anyway.
-		if err := unix.Chmod(target, st.Mode&0o1777); err != nil {
-			return fmt.Errorf("chmod %s: %w", target, err)
-		}
-	}
-	ts := []unix.Timespec{st.Atim, st.Mtim}
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, target, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("set the times of %s: %w", target, err)
-	}
-	return nil
-}
-
-// statOf is fi's stat (os.Root's Lstat reports a *syscall.Stat_t).
-func statOf(fi fs.FileInfo) unix.Stat_t {
-	var st unix.Stat_t
-	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.Dev, st.Ino, st.Nlink = s.Dev, s.Ino, s.Nlink
-		st.Mode, st.Uid, st.Gid = s.Mode, s.Uid, s.Gid
-		st.Atim = unix.Timespec{Sec: s.Atim.Sec, Nsec: s.Atim.Nsec}
-		st.Mtim = unix.Timespec{Sec: s.Mtim.Sec, Nsec: s.Mtim.Nsec}
-	}
-	return st
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -217,9 +218,16 @@ func TestSnapshotForksTheDirectories(t *testing.T) {
 			// The parent goes on after the snapshot: not seen by siblings.
 			write(t, filepath.Join(parent.Dirs().Workspace, "notes.txt"), "parent changed it later")
 
+			// Siblings are sessions of their own: half of them open in
+			// another session's directory.
+			other := testEnv(t, filepath.Join(t.TempDir(), "session2"), c.disk)
 			var sibs []*Episode
-			for range 4 {
-				sibs = append(sibs, openDirs(t, e, snap))
+			for i := range 4 {
+				env := e
+				if i%2 == 1 {
+					env = other
+				}
+				sibs = append(sibs, openDirs(t, env, snap))
 			}
 			for i, s := range sibs {
 				if (s.disk != nil) != (c.disk > 0) {
@@ -467,5 +475,65 @@ func syncAndStatfs(t *testing.T, dir string, st *unix.Statfs_t) {
 	unix.Sync()
 	if err := unix.Statfs(dir, st); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Snapshots of one episode taken at once all succeed (one freeze at a
+// time: a second FIFREEZE of a frozen file system fails with EBUSY).
+func TestConcurrentSnapshots(t *testing.T) {
+	needQuota(t)
+	e := testEnv(t, filepath.Join(t.TempDir(), "session"), 64<<20)
+	ep := openDirs(t, e, nil)
+	write(t, filepath.Join(ep.Dirs().Workspace, "f"), "x")
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := ep.Snapshot(context.Background())
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A cancelled snapshot fails, leaves nothing behind and the file system
+// thawed: the episode writes on.
+func TestCancelledSnapshotThaws(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		disk int64
+	}{{"quota-image", 64 << 20}, {"tree", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.disk > 0 {
+				needQuota(t)
+			}
+			dir := filepath.Join(t.TempDir(), "session")
+			e := testEnv(t, dir, c.disk)
+			ep := openDirs(t, e, nil)
+			write(t, filepath.Join(ep.Dirs().Workspace, "f"), "x")
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if s, err := ep.Snapshot(ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("a cancelled snapshot: %v, %v", s, err)
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, en := range ents {
+				if strings.HasPrefix(en.Name(), ".snapshot-") {
+					t.Errorf("left %s", en.Name())
+				}
+			}
+			write(t, filepath.Join(ep.Dirs().Workspace, "g"), "the file system is not frozen")
+			if s, err := ep.Snapshot(context.Background()); err != nil {
+				t.Errorf("the next snapshot: %v", err)
+			} else {
+				s.Close()
+			}
+		})
 	}
 }

@@ -42,6 +42,9 @@ func (e *Env) LockDir() error {
 // episode left mounted (one that was never closed) is unmounted first:
 // with the lock file gone no later sweep would find it.
 func (e *Env) ReleaseDir() {
+	if err := e.disks.close(); err != nil {
+		e.Logger.Warn("the session's disks were not all unmounted", "err", err)
+	}
 	if ms, err := quota.UnmountBelow(e.Dir); len(ms) > 0 || err != nil {
 		e.Logger.Warn("unmounted disk quotas of episodes that were not closed", "mounts", ms, "err", err)
 	}

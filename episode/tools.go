@@ -135,6 +135,7 @@ func (ep *Episode) openTools(ctx context.Context) error {
 		Listener:     ep.door(doorMCP),
 		Record:       true,
 		Replay:       ep.fork.toolReplay,
+		Inherit:      ep.fork.toolInherit,
 		OnDivergence: ep.fork.divergence,
 	})
 	if err != nil {

@@ -50,8 +50,10 @@ type Gateway struct {
 	answerBytes int64
 	answersFull bool
 	// replay is the inherited calls a replay answers from (nil: no
-	// replay), replayPos the next one, diverged the replay's divergence.
+	// replay), replayed which of them were answered, replayPos the first
+	// not answered, diverged the replay's divergence.
 	replay    []*call
+	replayed  []bool
 	replayPos int
 	diverged  *Divergence
 	// toolsCanon caches the canonical hash of tool lists (replay.go).

@@ -44,7 +44,10 @@ const defaultMaxRecordedAnswerBytes = 64 << 20
 // History returns a copy of every call recorded so far, with their
 // answers. Take it between turns: a call still in flight is not in it, and
 // one whose answer is still being written is in it without its answer (a
-// replay of it is refused). The copy shares no state with the gateway.
+// replay of it is refused). A gateway opened with a History holds all of
+// its calls from the start, so its own History has them all even while
+// it is still replaying them: fork a fork once its replay is done. The
+// copy shares no state with the gateway.
 func (g *Gateway) History() *History {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -162,6 +165,7 @@ func (g *Gateway) adopt(h *History) {
 	g.events = slices.Clone(h.events)
 	if g.opts.Replay {
 		g.replay = slices.Clone(g.calls)
+		g.replayed = make([]bool, len(g.replay))
 	}
 }
 
@@ -244,7 +248,7 @@ func (g *Gateway) keepAnswer(c *call, t *answerTee) {
 		c.answerDropped = true
 		return
 	}
-	a := &answer{status: t.status, header: t.header, body: bytes.Clone(t.body.Bytes())}
+	a := &answer{status: t.status, header: t.header, body: t.body.Bytes()} // the tee is done with its buffer
 	if a.status == 0 {
 		a.status = http.StatusOK
 	}

@@ -317,7 +317,7 @@ func TestReplayAnswersFromRecord(t *testing.T) {
 			if n := generations(llm); n != before {
 				t.Fatalf("the replay made %d engine calls", n-before)
 			}
-			if b.Replaying() || b.Diverged() != nil || len(divs) != 0 {
+			if b.Replaying() || b.Diverged() != nil || len(divs) != 0 || b.EndReplay() != nil {
 				t.Fatalf("after the record: replaying %v, diverged %v", b.Replaying(), b.Diverged())
 			}
 			if reqs, resps := callEvents(b.events.list()); len(reqs)+len(resps) != 0 {
@@ -359,11 +359,16 @@ func TestReplayDivergence(t *testing.T) {
 	before := generations(llm)
 
 	// The control: call 2 unchanged replays.
-	ctl := startGateway(t, llm.URL(), Options{History: h, Replay: true})
+	var ended []Divergence
+	ctl := startGateway(t, llm.URL(), Options{History: h, Replay: true, OnDivergence: func(d Divergence) { ended = append(ended, d) }})
 	for i := range 2 {
 		if ans := ctl.send(t, c.path(), c.headers(ctl), c.request(i, false, "")); ans.status != 200 || ctl.Diverged() != nil {
 			t.Fatalf("control call %d: %d %s", i+1, ans.status, ans.body)
 		}
+	}
+	// Ending the replay with call 3 unanswered: fewer calls than the parent made.
+	if d := ctl.EndReplay(); d == nil || d.Field != "calls" || d.Index != 3 || len(ended) != 1 || ctl.Replaying() {
+		t.Fatalf("ending the replay with a call left: %+v (%d reported)", d, len(ended))
 	}
 
 	for _, tc := range []struct {
@@ -494,5 +499,46 @@ func TestReplayPassthrough(t *testing.T) {
 	}
 	if ans := b.send(t, c.path(), c.headers(b), c.request(2, false, "")); ans.status != 200 || len(provider.Requests()) != before+1 {
 		t.Fatalf("after the record: %d, %d provider requests", ans.status, len(provider.Requests())-before)
+	}
+}
+
+// TestReplayConcurrentCallsInAnyOrder: calls of one turn that an agent
+// makes concurrently (a side call beside its main one) may reach a fork's
+// gateway in another order than the parent's did: each is answered with
+// its own recorded answer. A call of a later turn before the turn's
+// recorded calls are answered diverges (the control).
+func TestReplayConcurrentCallsInAnyOrder(t *testing.T) {
+	llm := engine(t, fakellm.Options{})
+	c := convo{DialectChat, false}
+	title, _ := json.Marshal(map[string]any{"model": "m", "messages": []any{user("Write a title for: look at the code")}})
+	a := startGateway(t, llm.URL(), Options{})
+	a.SetTurn(1)
+	main1 := a.send(t, c.path(), c.headers(a), c.request(0, false, ""))
+	aux := a.send(t, c.path(), c.headers(a), title)
+	a.SetTurn(2)
+	main2 := a.send(t, c.path(), c.headers(a), c.request(1, false, ""))
+	h := a.History()
+	before := generations(llm)
+
+	b := startGateway(t, llm.URL(), Options{History: h, Replay: true})
+	b.SetTurn(1)
+	for _, step := range []struct {
+		body []byte
+		want answerOf
+	}{{title, aux}, {c.request(0, false, ""), main1}, {c.request(1, false, ""), main2}} {
+		if got := b.send(t, c.path(), c.headers(b), step.body); !bytes.Equal(got.body, step.want.body) {
+			t.Fatalf("replayed %s, want %s", got.body, step.want.body)
+		}
+	}
+	if b.Replaying() || b.Diverged() != nil || generations(llm) != before {
+		t.Fatalf("after the record: replaying %v, diverged %v, %d engine calls", b.Replaying(), b.Diverged(), generations(llm)-before)
+	}
+
+	ctl := startGateway(t, llm.URL(), Options{History: h, Replay: true})
+	if got := ctl.send(t, c.path(), c.headers(ctl), c.request(1, false, "")); got.status != http.StatusBadRequest {
+		t.Fatalf("turn 2's call first: %d %s", got.status, got.body)
+	}
+	if d := ctl.Diverged(); d == nil || d.Index != 1 || d.Field != "tools" && !strings.HasPrefix(d.Field, "messages") {
+		t.Fatalf("divergence %+v, want against call 1", d)
 	}
 }

@@ -127,7 +127,8 @@ type Options struct {
 	// The History's rewards and the environment's events are carried too.
 	History *History
 	// Replay, with History, answers the next calls from History's
-	// recorded answers in order, byte for byte as the parent's agent got
+	// recorded answers in order (those of one turn in any order, as
+	// concurrent calls arrive), byte for byte as the parent's agent got
 	// them, without an upstream call; see replay.go for what a request is
 	// matched on. A request unlike the recorded one is a divergence
 	// (OnDivergence, Diverged). Once the answers are used up the gateway

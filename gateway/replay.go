@@ -18,7 +18,8 @@ import (
 type Divergence = wire.Divergence
 
 // A replay (Options.Replay) answers an opened gateway's next calls from its
-// History's recorded answers, in order, matching each request to the
+// History's recorded answers, in order (the calls of one turn in any
+// order: replayCall), matching each request to the
 // recorded one on what the model sees: the typed chat request of the
 // middle format (its messages, system prompt included, their text, parts,
 // reasoning and tool calls; the tools offered, canonical JSON; tool_choice
@@ -212,13 +213,16 @@ func messageExcerpt(m *dialect.Message) string {
 }
 
 // replayCall answers a request from the record while a replay has answers
-// left, and reports whether it did (false: the call goes live). The next
-// recorded call must match the request (diff); a call unlike it is a
-// divergence: it gets an error answer in its dialect, OnDivergence is
-// called, and from then on every call gets that error (the fork has failed:
-// no engine tokens are spent on it). A replayed call is the inherited one:
-// it is not recorded again, counted against a budget, or emitted as
-// events.
+// left, and reports whether it did (false: the call goes live). The
+// request must match the first recorded call not yet answered (diff), or,
+// since concurrent calls (an agent's side call beside its main one) reach
+// the gateway in any order, another unanswered recorded call of the same
+// turn; the first that matches is answered. A call matching none is a
+// divergence, reported against the first unanswered call: it gets an error
+// answer in its dialect, OnDivergence is called, and from then on every
+// call gets that error (the fork has failed: no engine tokens are spent on
+// it). A replayed call is the inherited one: it is not recorded again,
+// counted against a budget, or emitted as events.
 func (g *Gateway) replayCall(w http.ResponseWriter, d dialect.Translator, req *dialect.Request, p *requestPrint) bool {
 	g.mu.Lock()
 	if g.diverged != nil {
@@ -231,20 +235,34 @@ func (g *Gateway) replayCall(w http.ResponseWriter, d dialect.Translator, req *d
 		g.mu.Unlock()
 		return false
 	}
-	rec := g.replay[g.replayPos]
-	field, want, got, ok := diff(rec.print, p, req)
-	if !ok {
-		div := &Divergence{Door: wire.DoorModel, Index: rec.index, Turn: rec.turn, Field: field, Want: want, Got: got}
+	next := g.replay[g.replayPos]
+	at := -1
+	for i := g.replayPos; i < len(g.replay) && g.replay[i].turn == next.turn; i++ {
+		if g.replayed[i] {
+			continue
+		}
+		if _, _, _, ok := diff(g.replay[i].print, p, req); ok {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		field, want, got, _ := diff(next.print, p, req)
+		div := &Divergence{Door: wire.DoorModel, Index: next.index, Turn: next.turn, Field: field, Want: want, Got: got}
 		g.diverged, g.replayPos = div, len(g.replay)
 		g.mu.Unlock()
-		g.log.Warn("gateway: replay diverged", "call", rec.index, "turn", rec.turn, "field", field)
+		g.log.Warn("gateway: replay diverged", "call", next.index, "turn", next.turn, "field", field)
 		if g.opts.OnDivergence != nil {
 			g.opts.OnDivergence(*div)
 		}
 		d.WriteError(w, divergenceFailure(div))
 		return true
 	}
-	g.replayPos++
+	rec := g.replay[at]
+	g.replayed[at] = true
+	for g.replayPos < len(g.replay) && g.replayed[g.replayPos] {
+		g.replayPos++
+	}
 	g.mu.Unlock()
 	a := rec.answer
 	h := w.Header()
@@ -282,5 +300,42 @@ func (g *Gateway) Diverged() *Divergence {
 		return nil
 	}
 	d := *g.diverged
+	return &d
+}
+
+// EndReplay ends a replay when the fork's replayed turns are over: recorded
+// calls still unanswered mean the fork made fewer calls than its parent,
+// which is a divergence too (field "calls"; OnDivergence is called and it
+// is returned). Without one it returns nil, and later calls go live. It
+// returns the replay's divergence if it had diverged already; nil for a
+// gateway without a replay.
+func (g *Gateway) EndReplay() *Divergence {
+	g.mu.Lock()
+	if g.diverged != nil {
+		d := *g.diverged
+		g.mu.Unlock()
+		return &d
+	}
+	left := 0
+	for i := g.replayPos; i < len(g.replay); i++ {
+		if !g.replayed[i] {
+			left++
+		}
+	}
+	if left == 0 {
+		g.replayPos = len(g.replay)
+		g.mu.Unlock()
+		return nil
+	}
+	next := g.replay[g.replayPos]
+	div := &Divergence{Door: wire.DoorModel, Index: next.index, Turn: next.turn, Field: "calls",
+		Want: fmt.Sprintf("%d more calls", left), Got: "none: the replayed turns ended"}
+	g.diverged, g.replayPos = div, len(g.replay)
+	g.mu.Unlock()
+	g.log.Warn("gateway: replay ended with recorded calls left", "call", next.index, "left", left)
+	if g.opts.OnDivergence != nil {
+		g.opts.OnDivergence(*div)
+	}
+	d := *div
 	return &d
 }

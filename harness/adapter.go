@@ -98,8 +98,9 @@ type Launch struct {
 	// Fork, when set, makes Start continue the harness from a parent's
 	// state (a ForkState the parent's adapter, of the same kind, returned
 	// from Forker.ForkState): the claude adapter resumes the parent's
-	// session (--resume ID --fork-session), the jsonl adapter sends the
-	// restore message after ready. Start then returns once the harness is
+	// session (--resume ID --fork-session), the acp adapter loads it
+	// (session/load), the jsonl adapter sends the restore message after
+	// ready. Start then returns once the harness is
 	// ready and restored; a harness that refuses the state is a
 	// startup_failed *Failure carrying its reason. An adapter that cannot
 	// take the state's mechanism fails Start so, too. Nil starts fresh.

@@ -93,6 +93,9 @@ type spec struct {
 	Start func(*exec.Cmd) error
 	// Dial reaches the daemon's address (nil: the test's own network).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Bin is the harnessd binary to run ("": the one built for the tests),
+	// e.g. an earlier build that a benchmark compares with in the same run.
+	Bin string
 }
 
 func newMarker() string {
@@ -129,7 +132,11 @@ func startDaemon(t testing.TB, s spec) *daemon {
 		args = append(append(args, "--"), s.Harness...)
 	}
 	d := &daemon{t: t, Marker: newMarker(), Dir: dir, log: &lockedBuffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(harnessdBin(t), args...)
+	bin := s.Bin
+	if bin == "" {
+		bin = harnessdBin(t)
+	}
+	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = cleanEnv(append([]string{markerVar + "=" + d.Marker, "TMPDIR=" + dir}, s.Env...)...)
 	d.cmd.Dir = dir
 	d.cmd.Stdout = d.log

@@ -16,4 +16,17 @@
 // limit, limitread.go; no observation sent over it, obsfit.go), and
 // graceful drain. It must not know how harnesses are driven: everything
 // about an episode goes through session.Session.
+//
+// A fork's siblings (fork.go: the /ws fork frame, POST /fork) are sessions
+// of the same registry: their slots, attaching and lifetime are the
+// server's like every other session's, and so is which sibling was forked
+// from which episode.
+//
+// The package is bigger than 3,000 lines (about 3,900 with the fork's
+// surfaces and the /ws turn path of issue 28, wsloop.go running a
+// connection's frames on the goroutine that read them): every surface's
+// handlers work on the one registry, and the parts that stand alone are
+// packages of their own (console, metrics, describe, trainer). It should
+// not stay so: the WebSocket connection machinery (wsconn.go, wsloop.go,
+// about 600 lines) is the part to move into an internal package of its own.
 package server

@@ -76,7 +76,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	s.quitOnce.Do(func() { close(s.quit) })
+	s.quitOnce.Do(func() { close(s.quit); s.endQuit() })
 	var errs []error
 	done := make(chan struct{})
 	go func() {

@@ -208,6 +208,9 @@ func (s *Server) fork(ctx context.Context, m *managed, req forkRequest) (*wire.F
 				s.closeUnregistered(sib.Session, "the fork failed")
 			}
 		}
+		for id := range made {
+			s.console.Closed(id)
+		}
 		s.metrics.ForkNotMade(req.mechanism, metrics.ForkFailed)
 		switch {
 		case errors.Is(err, session.ErrForkBusy) || errors.Is(err, session.ErrBusy):
@@ -251,8 +254,18 @@ func (s *Server) fork(ctx context.Context, m *managed, req forkRequest) (*wire.F
 			reply.Siblings = append(reply.Siblings, ws)
 			continue
 		}
+		if ready == 0 {
+			reply.AtTurn = sm.forkedFrom.AtTurn // the session's word on the turn forked
+		}
 		ready++
 		reply.Siblings = append(reply.Siblings, ws)
+	}
+	// A sibling that failed after its observer was made leaves nothing in
+	// the console.
+	for id, sm := range made {
+		if !sm.registered.Load() {
+			s.console.Closed(id)
+		}
 	}
 	// The metrics count the fork from the session's Forked event.
 	s.log.Info("session forked", "session_id", m.id, "episode_id", *st.EpisodeID, "at_turn", reply.AtTurn, "count", req.count,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -90,7 +93,7 @@ func TestParseFork(t *testing.T) {
 }
 
 // metricValue reads one sample of /metrics ("" when absent).
-func metricValue(t *testing.T, ts *testServer, token, sample string) string {
+func metricValue(t testing.TB, ts *testServer, token, sample string) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", ts.url+"/metrics", nil)
 	if token != "" {
@@ -123,7 +126,7 @@ func wsSessionID(t *testing.T, ts *testServer) string {
 }
 
 // post sends a JSON body without a token and decodes the answer.
-func post(t *testing.T, url, body string) (int, map[string]any) {
+func post(t testing.TB, url, body string) (int, map[string]any) {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -276,7 +279,7 @@ func TestForkRefusalsKeepTheConnection(t *testing.T) {
 
 // forkServer runs the test agent with record files, room for a parent and
 // its siblings.
-func forkServer(t *testing.T, max int) *testServer {
+func forkServer(t testing.TB, max int) *testServer {
 	t.Helper()
 	bin := testbin.Path(t, "testharness")
 	cfg := &config.Config{
@@ -325,6 +328,10 @@ func TestForkSiblingsAreSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A console viewer watches the live feed throughout: the siblings'
+	// sessions report their episodes (and, by replay, turns) before the
+	// server registers them.
+	feed := watchFeed(t, ts)
 	sibs, err := parent.Fork(ctx, client.ForkOptions{Count: 2})
 	if err != nil {
 		t.Fatalf("fork: %v", err)
@@ -419,13 +426,11 @@ func TestForkSiblingsAreSessions(t *testing.T) {
 		t.Errorf("POST /fork's sibling: %v", third)
 	}
 
-	for sample, want := range map[string]string{
-		`harnessd_sessions_open{kind="fork"}`: "2",
-		`harnessd_fork_seconds_count`:         "2",
-	} {
-		if got := metricValue(t, ts, "", sample); got != want {
-			t.Errorf("%s = %q, want %q", sample, got, want)
-		}
+	// Sibling 0's session ends after its slot is free (stopping its
+	// harness): its gauge follows.
+	waitFor(t, "sibling 0's session to be counted closed", func() bool { return metricValue(t, ts, "", `harnessd_sessions_open{kind="fork"}`) == "2" })
+	if got := metricValue(t, ts, "", `harnessd_fork_seconds_count`); got != "2" {
+		t.Errorf("harnessd_fork_seconds_count = %q, want 2", got)
 	}
 	var okForks, okSiblings float64
 	for _, mech := range wire.ForkMechanisms {
@@ -472,6 +477,19 @@ func TestForkSiblingsAreSessions(t *testing.T) {
 	webGet(t, ts.url+"/web/api/episodes/parent-ep", "", &page)
 	if len(page.Forks) != 3 || page.Forks[0].EpisodeID != sibs[0].EpisodeID || page.Forks[0].AtTurn != 2 || page.Forks[2].AtTurn != 3 || !page.Forks[1].Live {
 		t.Errorf("the parent's episode page lists its forks as %+v", page.Forks)
+	}
+
+	// The feed told the viewer of each sibling's session and its origin.
+	for _, sib := range sibs {
+		want := `"session":{"id":"` + sib.SessionID + `"`
+		waitFor(t, "the feed to show sibling "+sib.SessionID, func() bool {
+			for _, line := range feed() {
+				if strings.Contains(line, want) && strings.Contains(line, `"forked_from":{"parent_session_id":"`+parentID+`"`) {
+					return true
+				}
+			}
+			return false
+		})
 	}
 
 	// A close frame ends an attached sibling (sibling 1 now).
@@ -523,5 +541,78 @@ func TestForkReservesEverySlot(t *testing.T) {
 	}
 	if ts.reg.count() != 2 {
 		t.Errorf("%d sessions after closing a sibling, want 2", ts.reg.count())
+	}
+}
+
+// watchFeed reads the console's live feed until the test ends and returns
+// what it has read so far.
+func watchFeed(t *testing.T, ts *testServer) func() []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.url+"/web/api/events", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); res.Body.Close(); <-done })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), lines...)
+	}
+}
+
+// TestForkRouteIsGuarded: POST /fork is an orchestration route like
+// /step: it needs the API token, and a harness's process tree is refused
+// even with it (the test process, with the token, reaches the route: no
+// episode yet, 409). In production mode there is no route, and the /ws
+// frame is refused.
+func TestForkRouteIsGuarded(t *testing.T) {
+	ts := start(t, Options{APIToken: "fork-token"})
+	if code, _ := post(t, ts.url+"/fork", `{"count":1}`); code != http.StatusUnauthorized {
+		t.Errorf("POST /fork without the token: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("POST", ts.url+"/fork", strings.NewReader(`{"count":1}`))
+	req.Header.Set("Authorization", "Bearer fork-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("POST /fork with the token and no episode: %d, want 409", resp.StatusCode)
+	}
+	prod := start(t, Options{Mode: Production})
+	if code, _ := post(t, prod.url+"/fork", `{"count":1}`); code != http.StatusNotFound {
+		t.Errorf("POST /fork in production mode: %d, want 404", code)
+	}
+	c := prod.ws(t, "/ws", nil)
+	if r := roundTrip(t, c, `{"type":"fork","data":{"count":1}}`); r["type"] != "error" || !strings.Contains(fmt.Sprint(data(r)["message"]), "simulation mode only") {
+		t.Errorf("a fork frame in production mode: %v", r)
+	}
+
+	if m := ts.sup.Mechanisms(); m.PeerCheck == process.PeerCheckCgroup {
+		// With the token: the peer check refuses it all the same.
+		body := `{"count":1}`
+		got := requestFromTree(t, ts, "REQUEST", "POST", "/fork?token=fork-token", body)
+		if got != "HTTP/1.1 403 Forbidden" {
+			t.Errorf("a harness tree's POST /fork with the token: %q, want 403", got)
+		}
+	} else {
+		testbin.Missing(t, "peer check by cgroup unavailable: %v", m.Notes)
 	}
 }

@@ -159,6 +159,45 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 	return a, nil
 }
 
+// parseStepFast reads the usual step frame, {"type":"step","data":
+// {"message":"..."}} with a message of plain text, with one validating scan
+// and no map (issue 28: the client frame was decoded twice, into a map at
+// each level). ok is false for any other frame, which parseWSFrame and
+// parseAction then judge (the same way for this one).
+func parseStepFast(b []byte) (a wire.Action, ok bool) {
+	if !json.Valid(b) {
+		return a, false
+	}
+	var typ, data, msg []byte
+	if !wire.ObjectFields(b, func(k, v []byte) bool {
+		switch {
+		case string(k) == "type" && typ == nil:
+			typ = v
+		case string(k) == "data" && data == nil:
+			data = v
+		default:
+			return false
+		}
+		return true
+	}) || string(typ) != `"step"` || data == nil {
+		return a, false
+	}
+	if !wire.ObjectFields(data, func(k, v []byte) bool {
+		if string(k) != "message" || msg != nil {
+			return false
+		}
+		msg = v
+		return true
+	}) || msg == nil {
+		return a, false
+	}
+	text, plain := wire.PlainString(msg)
+	if !plain || textFieldError(text, 0, true, "message") != nil {
+		return a, false
+	}
+	return wire.Action{Message: text}, true
+}
+
 // parseReset validates reset data: seed (int >= 0 or null), episode_id
 // (string of at most 255 characters without control characters, or null),
 // task_id and task_index (tasks.go), full_token_ids (bool or null), at_turn (int >= 1 or null: reset to the episode's state after that turn); other keys are accepted and ignored,

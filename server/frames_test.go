@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,36 @@ func TestParseReset(t *testing.T) {
 		if err == nil || err.Errors[0].Type != typ {
 			t.Errorf("%s: %v, want %s", in, err, typ)
 		}
+	}
+}
+
+// parseStepFast takes the usual step frame and gives what parseWSFrame and
+// parseAction give; every other frame is left to them.
+func TestParseStepFastSameAsFull(t *testing.T) {
+	frames := []string{`{"type":"step","data":{"message":"reply x"}}`, ` { "data" : {"message":"ü ✓ <b>"} , "type":"step" } `,
+		`{"type":"step","data":{"message":""}}`, `{"type":"step","data":{"message":"a\nb"}}`, `{"type":"step","data":{"message":"x","metadata":{}}}`,
+		`{"type":"step","data":{"message":"x"},"x":1}`, `{"type":"step","type":"step","data":{"message":"x"}}`, `{"Type":"step","data":{"message":"x"}}`,
+		`{"type":"st\u0065p","data":{"message":"x"}}`, `{"type":"step","data":{"Message":"x"}}`, `{"type":"step","data":{"message":5}}`,
+		`{"type":"step","data":null}`, `{"type":"step"}`, `{"type":"reset","data":{"message":"x"}}`, `{"type":"step","data":{"message":"x","message":"y"}}`,
+		"{\"type\":\"step\",\"data\":{\"message\":\"bad \xff\"}}", `{"type":"step","data":{"message":"nul \u0000"}}`, `{"type":"step","data":{"message":"x"}} x`}
+	taken := 0
+	for _, in := range frames {
+		fast, ok := parseStepFast([]byte(in))
+		if !ok {
+			continue
+		}
+		taken++
+		f, werr := parseWSFrame([]byte(in))
+		if werr != nil || f.Type != frameTypeStep {
+			t.Errorf("%s: fast %+v, full frame %+v %v", in, fast, f, werr)
+			continue
+		}
+		full, werr := parseAction(f.Data)
+		if werr != nil || !reflect.DeepEqual(fast, full) {
+			t.Errorf("%s: fast %+v, full %+v %v", in, fast, full, werr)
+		}
+	}
+	if taken < 3 {
+		t.Errorf("the fast path took %d of the plain step frames", taken)
 	}
 }

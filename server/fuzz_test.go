@@ -26,6 +26,9 @@ var frameSeeds = []string{
 	`{"type":"reset","data":{"sampling":{"top_p":7,"bogus":1},"policy_version":-2}}`,
 	`{"type":"policy_version","data":{"version":4,"scope":"daemon"}}`,
 	`{"type":"export","data":{"episode_id":"ep-1"}}`,
+	`{"type":"fork","data":{"count":4,"at_turn":2,"mechanism":"replay"}}`,
+	`{"type":"fork","data":{"count":"4","at_turn":-1,"mechanism":"criu","x":1}}`,
+	`{"count":8,"session_id":"s1"}`,
 	`{"type":"step","data":{"message":"fix the bug"}}`,
 	`{"type":"step","data":{"message":"hi","metadata":{"k":1}}}`,
 	`{"type":"step","data":{"message":null,"extra":1}}`,
@@ -96,6 +99,8 @@ func FuzzWSFrame(f *testing.F) {
 			checkAction(t, a)
 		case trainer.FrameType:
 			checkPolicyFrame(t, fr.Data)
+		case wire.FrameFork:
+			checkForkRequest(t, fr.Data, false)
 		case frameTypeState, frameTypeClose, frameTypeMCP, frameTypeExport:
 		default:
 			t.Fatalf("accepted a frame of type %q", fr.Type)
@@ -138,6 +143,7 @@ func FuzzHTTPBody(f *testing.F) {
 		if _, _, werr := parseResetBody(b); werr != nil {
 			checkWireError(t, werr)
 		}
+		checkForkRequest(t, b, true)
 		a, _, werr := parseStepBody(b)
 		if werr != nil {
 			checkWireError(t, werr)
@@ -227,5 +233,26 @@ func checkPolicyFrame(t *testing.T, data json.RawMessage) {
 		if e.Type == "" || len(e.Loc) == 0 || e.Msg == "" {
 			t.Fatalf("policy_version %s: an error without type, field or message: %+v", data, e)
 		}
+	}
+}
+
+// checkForkRequest checks a fork's data as the frame (or POST /fork, with
+// http) answers it: refused with errors naming a field, or a request
+// within the bounds.
+func checkForkRequest(t *testing.T, data json.RawMessage, http bool) {
+	t.Helper()
+	r, werr := parseFork(data, http)
+	if werr != nil {
+		checkWireError(t, werr)
+		for _, e := range werr.Errors {
+			// A body that is not an object is refused as a whole (loc []).
+			if e.Type == "" || e.Msg == "" || (len(e.Loc) == 0 && e.Type != "model_type") {
+				t.Fatalf("fork %s: an error without type, field or message: %+v", data, e)
+			}
+		}
+		return
+	}
+	if r.count < 1 || r.count > wire.MaxForkCount || r.atTurn < 0 || (r.mechanism != "" && !knownMechanism(r.mechanism)) || (!http && r.sessionID != "") {
+		t.Fatalf("fork %s accepted out of bounds: %+v", data, r)
 	}
 }

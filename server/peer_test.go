@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,21 @@ import (
 // server answered the tree's request with.
 func statusFromTree(t *testing.T, ts *testServer, script, target string) string {
 	t.Helper()
+	return requestFromTree(t, ts, script, "GET", target, "")
+}
+
+// requestFromTree is statusFromTree with a method and a body (plain text,
+// no quote or backslash).
+func requestFromTree(t *testing.T, ts *testServer, script, method, target, body string) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "status")
 	hostport := strings.TrimPrefix(ts.url, "http://")
 	host, port, _ := net.SplitHostPort(hostport)
-	request := `exec 3<>/dev/tcp/` + host + `/` + port + `; printf 'GET ` + target + ` HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3; head -n 1 <&3 > ` + out + `.tmp; mv ` + out + `.tmp ` + out
+	head := method + ` ` + target + ` HTTP/1.1\r\nHost: x\r\nConnection: close\r\n`
+	if body != "" {
+		head += `Content-Type: application/json\r\nContent-Length: ` + strconv.Itoa(len(body)) + `\r\n`
+	}
+	request := `exec 3<>/dev/tcp/` + host + `/` + port + `; printf '` + head + `\r\n` + body + `' >&3; head -n 1 <&3 > ` + out + `.tmp; mv ` + out + `.tmp ` + out
 	script = strings.ReplaceAll(script, "REQUEST", request)
 	p, err := ts.sup.Start(process.Spec{Path: "bash", Args: []string{"-c", script}, Env: process.DefaultEnviron(nil)})
 	if err != nil {

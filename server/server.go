@@ -118,6 +118,11 @@ type Server struct {
 
 	draining atomic.Bool   // set when Shutdown starts: readiness false, no new work
 	quit     chan struct{} // closed when sockets must close (sessions ended)
+	quitCtx  context.Context
+	// followers starts a reader for /ws frames that run long (wsloop.go).
+	followers *followers
+	// endQuit ends quitCtx as quit is closed.
+	endQuit  context.CancelFunc
 	quitOnce sync.Once
 	conns    sync.WaitGroup // open WebSocket handlers
 	stopReap func()         // ends the idle reaper and waits for the session it is closing
@@ -173,6 +178,8 @@ func New(opts Options) (*Server, error) {
 		opts: opts, cfg: opts.Config, mode: opts.Mode, log: opts.Logger, token: opts.APIToken,
 		reg: newRegistry(opts.MaxSessions, opts.IdleTimeout), quit: make(chan struct{}),
 	}
+	s.quitCtx, s.endQuit = context.WithCancel(context.Background())
+	s.followers = newFollowers(s.quit)
 	s.trainer = trainer.Options{Daemon: gateway.NewPolicyVersion(nil), Sessions: trainer.List(s.reg.list, func(m *managed) trainer.Session { return m.sess })}
 	s.metrics = metrics.New(metrics.Options{Version: opts.Version, MaxSessions: opts.MaxSessions, Live: opts.Supervisor.Live, Policy: s.trainer.Daemon,
 		Kinds: []string{kindWS, kindHTTP, kindHarness, kindMCP, kindFork}, Surfaces: []string{surfaceWS, surfaceHarness, surfaceHTTP, surfaceMCP}})

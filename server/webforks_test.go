@@ -1,12 +1,19 @@
 package server
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/harnessd/harnessd/client"
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/server/console"
 )
 
@@ -78,4 +85,67 @@ func TestConsoleForkBranches(t *testing.T) {
 		t.Errorf("root-a's page says it was forked (%d)", n)
 	}
 	screenshot(t, ctx, "episode-forks")
+}
+
+// TestConsoleForkLive forks a live episode of the test agent (the Go
+// client, two turns, two siblings) and opens the console in headless
+// Chromium: the episodes table lists the parent and, right under it, its
+// two live siblings, "forked from" it "at turn 2"; the live view marks the
+// siblings' sessions as branches.
+func TestConsoleForkLive(t *testing.T) {
+	bin := testbin.Path(t, "testharness")
+	cfg := &config.Config{
+		Name:      "web-env",
+		Harness:   config.HarnessConfig{Config: harness.Config{Command: []string{bin, "agent"}, StopGrace: units.Duration(200 * time.Millisecond)}},
+		Workspace: config.WorkspaceConfig{Root: t.TempDir()},
+		RecordDir: t.TempDir(),
+	}
+	ts := start(t, Options{Config: cfg, APIToken: "console-token", MaxSessions: 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	parent, err := client.Dial(ctx, ts.url, &client.Options{Token: "console-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	if _, err := parent.Reset(ctx, client.ResetOptions{EpisodeID: "live-parent"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"reply one", "reply two"} {
+		if _, err := parent.Step(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sibs, err := parent.Fork(ctx, client.ForkOptions{Count: 2})
+	if err != nil {
+		t.Fatalf("fork: %v", err)
+	}
+	bctx, check := consoleBrowser(t)
+	defer check()
+	if err := chromedp.Do(bctx, chromedp.Navigate(ts.url+"/web/episodes?token=console-token&sort=id")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, bctx, "the parent and its siblings", `document.querySelectorAll("#episodes tbody tr[data-episode]").length === 3`)
+	rows := eval[[]string](t, bctx, `[...document.querySelectorAll("#episodes tbody tr")].map((tr) => tr.dataset.episode + "|" +
+		((tr.querySelector(".forked-from") || {}).textContent || "") + "|" + ((tr.querySelector(".badge.forks") || {}).textContent || ""))`)
+	if len(rows) != 3 || rows[0] != "live-parent||2 forks" {
+		t.Fatalf("the episodes table lists %q, want live-parent (2 forks) first", rows)
+	}
+	got := map[string]bool{}
+	for _, r := range rows[1:] {
+		got[r] = true
+	}
+	for _, s := range sibs {
+		if want := s.EpisodeID + "|forked from live-parent at turn 2 (" + s.Mechanism + ")|"; !got[want] {
+			t.Errorf("no row %q under the parent: %q", want, rows)
+		}
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(ts.url+"/web?token=console-token")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, bctx, "the live sessions", `document.querySelectorAll("#sessions tbody tr[data-session]").length === 3`)
+	marked := eval[[]string](t, bctx, `[...document.querySelectorAll("#sessions tbody tr[data-session]")].filter((tr) => tr.querySelector(".branch-marker")).map((tr) => tr.dataset.session)`)
+	if len(marked) != 2 || !slices.Contains(marked, sibs[0].SessionID) || !slices.Contains(marked, sibs[1].SessionID) {
+		t.Errorf("the live view marks %q as branches, want the siblings %s and %s", marked, sibs[0].SessionID, sibs[1].SessionID)
+	}
 }

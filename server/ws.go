@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	"github.com/coder/websocket"
 
@@ -14,8 +13,10 @@ import (
 
 // handleWS serves OpenEnv's generic protocol: one session per connection
 // (or, with ?session_id=, the HTTP MCP session created earlier or a fork's
-// sibling), one reply
-// frame per request, and a bad frame never ends the session.
+// sibling), one reply frame per request, and a bad frame never ends the
+// session. Frames run on
+// the goroutine that read them (wsLoop); this handler's goroutine is the
+// first reader and may return before the connection ends.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	attachID := r.URL.Query().Get("session_id")
 	wc, err := s.accept(w, r, surfaceWS)
@@ -24,67 +25,54 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.conns.Add(1)
-	defer s.conns.Done()
-
 	m, werr := s.wsSession(attachID)
 	if werr != nil {
 		wc.send(werr.frame(frameTypeError))
 		wc.close(websocket.StatusPolicyViolation, werr.Message)
+		wc.stopReading(nil)
+		s.conns.Done()
 		return
 	}
-	why := "client closed the connection"
-	var once sync.Once
-	end := func() {
-		once.Do(func() {
-			m.attached.Store(false)
-			if attachID == "" || m.closing.Load() {
-				s.destroy(m, why)
+	// A dropped connection ends the session it made (or one being closed);
+	// a close request also ends an attached fork's sibling (closeEnds).
+	owned := func() bool { return attachID == "" || m.closing.Load() }
+	end := func(why string) {
+		defer s.conns.Done()
+		m.attached.Store(false)
+		switch why {
+		case "":
+			// A close request: the session's slot is free before the
+			// close handshake completes (nothing is read until then), so
+			// a client may reconnect at once; stopping its harness
+			// follows.
+			var finish func(string)
+			if closeEnds(m, attachID) {
+				finish = s.detach(m)
 			}
-		})
-	}
-	defer end()
-
-	for {
-		select {
-		case in := <-wc.frames:
-			if in.tooBig > 0 {
-				s.sendError(wc, tooBigError(in))
-				continue
+			wc.close(websocket.StatusNormalClosure, "session closed")
+			if finish != nil {
+				finish("client sent close")
 			}
-			more := s.handleWSFrame(wc, m, in.data)
-			wc.release(in)
-			if !more {
-				// The session's slot is free before the close handshake
-				// completes (the reader holds the peer's close frame until
-				// then), so a client may reconnect at once; stopping its
-				// harness follows.
-				why = "client sent close"
-				var finish func(string)
-				once.Do(func() {
-					m.attached.Store(false)
-					if closeEnds(m, attachID) {
-						finish = s.detach(m)
-					}
-				})
-				wc.close(websocket.StatusNormalClosure, "session closed")
-				if finish != nil {
-					finish(why)
-				}
-				return
-			}
-			if wc.peerGone() {
-				why = wc.goneReason()
-				return
-			}
-		case <-wc.gone:
-			why = wc.goneReason()
 			return
-		case <-s.quit:
-			why = "server shutting down"
-			wc.close(websocket.StatusGoingAway, "server shutting down")
-			return
+		case "server shutting down":
+			wc.close(websocket.StatusGoingAway, why)
+		}
+		if owned() {
+			s.destroy(m, why)
 		}
 	}
+	handle := func(in inbound) bool {
+		if in.tooBig > 0 {
+			s.sendError(wc, tooBigError(in))
+			return true
+		}
+		more := s.handleWSFrame(wc, m, in.data)
+		wc.release(in)
+		return more
+	}
+	l := newWSLoop(wc, s.followers, handle, end)
+	l.watchQuit(s.quitCtx)
+	l.run()
 }
 
 // wsSession creates the connection's session, or attaches to an existing
@@ -119,6 +107,10 @@ func (s *Server) sendError(wc *wsConn, e *wireError) {
 
 // handleWSFrame answers one frame; it returns false for a close request.
 func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
+	if a, ok := parseStepFast(data); ok {
+		s.stepFrame(wc, m, a)
+		return true
+	}
 	f, werr := parseWSFrame(data)
 	if werr != nil {
 		s.sendError(wc, werr)
@@ -156,16 +148,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, werr)
 			return true
 		}
-		obs, err := s.step(ctx, m, a, nil)
-		if err != nil {
-			s.sendError(wc, s.execError(err))
-			return true
-		}
-		bounded := obs.Metadata.Truncated != nil
-		wc.sendRaw(s.observationFrame(s.present(obs)))
-		if bounded {
-			releaseFloodMemory()
-		}
+		s.stepFrame(wc, m, a)
 	case frameTypeMCP:
 		wc.send(wire.Frame[map[string]any]{Type: frameTypeMCP, Data: s.mcpRequest(context.WithoutCancel(ctx), f.Data, m)})
 	case frameTypeExport:
@@ -176,4 +159,18 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 		s.handleForkFrame(ctx, wc, m, f.Data)
 	}
 	return true
+}
+
+// stepFrame runs a step frame's turn and answers with its observation.
+func (s *Server) stepFrame(wc *wsConn, m *managed, a wire.Action) {
+	obs, err := s.step(wc.turnCtx, m, a, nil) // abandoned when the client goes away or asks to close
+	if err != nil {
+		s.sendError(wc, s.execError(err))
+		return
+	}
+	bounded := obs.Metadata.Truncated != nil
+	wc.sendRaw(s.observationFrame(s.present(obs)))
+	if bounded {
+		releaseFloodMemory()
+	}
 }

@@ -54,9 +54,10 @@ type inbound struct {
 	queued  int64 // bytes of earlier frames still waiting, when that refused it
 }
 
-// wsConn is a server-side WebSocket with one long-lived reader (so pings are
-// answered and disconnects noticed while a turn runs), serialised writes,
-// and keepalive pings.
+// wsConn is a server-side WebSocket with a reader at all times while a turn
+// runs (so pings are answered and disconnects noticed): a long-lived one
+// (readLoop) for /harness, the goroutine holding wsLoop's read role for
+// /ws; serialised writes, and keepalive pings.
 type wsConn struct {
 	c       *websocket.Conn
 	max     int64
@@ -70,13 +71,13 @@ type wsConn struct {
 	ctx    context.Context // ends when the peer is gone
 	cancel context.CancelFunc
 	// turnCtx is the context of the turns the connection runs: ctx, ended
-	// also by a close request (holdAfterClose).
+	// also by a /ws close request (wsLoop).
 	turnCtx    context.Context
 	cancelTurn context.CancelFunc
 	wmu        sync.Mutex
-	// holdAfterClose stops the reader after a close request until the
-	// connection is closed (the /ws surface).
-	holdAfterClose bool
+	// first holds the start of the frame being read (readSmall); only the
+	// goroutine holding the read role uses it.
+	first []byte
 	// received and sent count the frames' bytes for /metrics.
 	received, sent prometheus.Counter
 }
@@ -94,43 +95,54 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, surface string) 
 	ctx, cancel := context.WithCancel(context.Background())
 	received, sent := s.metrics.Bytes(surface)
 	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel,
-		received: received, sent: sent, holdAfterClose: surface == surfaceWS}
+		received: received, sent: sent}
 	wc.turnCtx, wc.cancelTurn = context.WithCancel(ctx)
-	go wc.readLoop()
+	if surface != surfaceWS {
+		// /ws reads its frames on the goroutine that runs them (wsLoop).
+		go wc.readLoop()
+	}
 	if s.opts.PingInterval > 0 {
 		go wc.pingLoop(s.opts.PingInterval)
 	}
 	return wc, nil
 }
 
-func (wc *wsConn) readLoop() {
-	defer close(wc.gone)
-	defer wc.cancel()
-	for {
-		_, r, err := wc.c.Reader(wc.ctx)
-		if err != nil {
-			wc.readErr = err
-			return
+// readOne reads the next frame; on an error the connection is over: the
+// error is kept for goneReason, gone is closed and ctx ended. Only one
+// goroutine at a time may call it.
+func (wc *wsConn) readOne() (inbound, error) {
+	_, r, err := wc.c.Reader(wc.ctx)
+	if err == nil {
+		var in inbound
+		if in, err = wc.readFrame(r); err == nil {
+			return in, nil
 		}
-		in, err := wc.readFrame(r)
+	}
+	wc.stopReading(err)
+	return inbound{}, err
+}
+
+// stopReading says that nothing more is read: err (nil when the connection
+// was closed on this side) is kept for goneReason, gone is closed and ctx
+// ended. Only the goroutine holding the read role calls it, once.
+func (wc *wsConn) stopReading(err error) {
+	wc.readErr = err
+	close(wc.gone)
+	wc.cancel()
+}
+
+// readLoop is the reader of the surfaces that hand frames to a handler
+// goroutine (/harness): frames go to wc.frames.
+func (wc *wsConn) readLoop() {
+	for {
+		in, err := wc.readOne()
 		if err != nil {
-			wc.readErr = err
 			return
 		}
 		select {
 		case wc.frames <- in:
 		case <-wc.ctx.Done():
-			return
-		}
-		if wc.holdAfterClose && isCloseRequest(in.data) {
-			// A running turn is abandoned, as when the peer goes away;
-			// then nothing more is read — the peer's close frame
-			// included, which the library would answer at once — until
-			// the handler has ended the session and closed: the client's
-			// close handshake completes only once its session is gone, so
-			// it may reconnect at once to a free slot.
-			wc.cancelTurn()
-			<-wc.ctx.Done()
+			wc.stopReading(nil)
 			return
 		}
 	}
@@ -149,7 +161,12 @@ func isCloseRequest(data []byte) bool {
 // readFrame reads one message, holding at most max bytes of it: the rest of
 // a larger one is discarded unread into memory and the frame refused.
 func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
-	buf, err := bounds.ReadCapped(r, 0, wc.max)
+	buf, err := wc.readSmall(r)
+	if buf == nil && err == nil {
+		// Longer than the first read: the rest is read bounded.
+		r = io.MultiReader(bytes.NewReader(wc.first), r)
+		buf, err = bounds.ReadCapped(r, 0, wc.max)
+	}
 	var big *bounds.TooLargeError
 	switch {
 	case errors.As(err, &big):
@@ -170,6 +187,29 @@ func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
 	}
 	wc.queued.Add(n)
 	return inbound{data: buf}, nil
+}
+
+// smallFrame is what a frame's first read takes: a step frame fits, and is
+// then kept in one allocation of its own size (ReadCapped starts with 4
+// KiB, most of a turn's garbage).
+const smallFrame = 512
+
+// readSmall reads a frame that fits in smallFrame bytes (and the limit)
+// into a copy of its exact size; buf and err are both nil when it is
+// longer, its start then in wc.first.
+func (wc *wsConn) readSmall(r io.Reader) (buf []byte, err error) {
+	if wc.first == nil {
+		wc.first = make([]byte, smallFrame)
+	}
+	n, err := io.ReadFull(r, wc.first[:cap(wc.first)])
+	wc.first = wc.first[:n]
+	switch {
+	case (err == io.EOF || err == io.ErrUnexpectedEOF) && int64(n) <= wc.max:
+		return bytes.Clone(wc.first), nil
+	case err == nil || err == io.EOF || err == io.ErrUnexpectedEOF:
+		return nil, nil
+	}
+	return nil, err
 }
 
 // release marks a frame as handled: its bytes no longer count as queued.

@@ -110,23 +110,8 @@ func (s *Session) Fork(ctx context.Context, opts ForkOptions) ([]Sibling, error)
 	if err := checkForkOptions(opts); err != nil {
 		return nil, err
 	}
-	ctx, _, end, err := s.beginOp(ctx, false)
-	if errors.Is(err, ErrBusy) {
-		return nil, ErrForkBusy
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	r, err := s.steppable()
-	if err != nil {
-		return nil, err
-	}
-	if opts.AtTurn > r.steps {
-		return nil, fmt.Errorf("fork: at_turn %d is after the episode's last turn (%d)", opts.AtTurn, r.steps)
-	}
 	t0 := time.Now()
-	src, err := s.forkSourceOf(ctx, r, opts)
+	r, src, err := s.takeForkSource(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +137,29 @@ func (s *Session) Fork(ctx context.Context, opts ForkOptions) ([]Sibling, error)
 	s.notify(Forked{SessionID: s.id, EpisodeID: r.id, AtTurn: src.at, Mechanism: src.mechanism,
 		Siblings: sibs, Elapsed: time.Since(t0)})
 	return sibs, nil
+}
+
+// takeForkSource takes what the siblings of opts start from, within an
+// operation of the parent's: between turns, and only as long as that takes
+// (the siblings then open without holding the parent, which may step on).
+func (s *Session) takeForkSource(ctx context.Context, opts ForkOptions) (*run, *forkSource, error) {
+	ctx, _, end, err := s.beginOp(ctx, false)
+	if errors.Is(err, ErrBusy) {
+		return nil, nil, ErrForkBusy
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer end()
+	r, err := s.steppable()
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.AtTurn > r.steps {
+		return nil, nil, fmt.Errorf("fork: at_turn %d is after the episode's last turn (%d)", opts.AtTurn, r.steps)
+	}
+	src, err := s.forkSourceOf(ctx, r, opts)
+	return r, src, err
 }
 
 // divergences collects what the doors of a replaying sibling report.
@@ -225,8 +233,12 @@ func (s *Session) checkpoint(ctx context.Context, r *run, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.states[n] = st
+	held := map[int]bool{}
+	for _, k := range r.checkpoints.Turns() {
+		held[k] = true
+	}
 	for k := range r.states {
-		if _, ok := r.checkpoints.At(k); !ok {
+		if !held[k] {
 			delete(r.states, k) // its checkpoint was dropped
 		}
 	}

@@ -88,6 +88,9 @@ func checkSiblings(t *testing.T, parent *session.Session, sibs []session.Sibling
 func TestForkByLineProtocol(t *testing.T) {
 	s := newSession(t, testConfig(t))
 	forkTwoTurns(t, s)
+	if _, err := s.Fork(context.Background(), session.ForkOptions{Count: 1, Mechanism: session.ForkResume}); !errors.Is(err, session.ErrForkUnavailable) {
+		t.Fatalf("a resume fork of a line-protocol agent: %v", err)
+	}
 	checkSiblings(t, s, forkSiblings(t, s, 4, 0, session.ForkLine))
 }
 
@@ -304,5 +307,44 @@ func TestForkSandboxed(t *testing.T) {
 			forkTwoTurns(t, s)
 			checkSiblings(t, s, forkSiblings(t, s, 4, 0, m))
 		})
+	}
+}
+
+// TestForkOfAFork: a sibling made by the line protocol forks again by
+// replay: it carries the parent's turns' messages and tool record, so the
+// grandchild replays all four turns (the parent's two, the sibling's own)
+// and answers the tool call from the record.
+func TestForkOfAFork(t *testing.T) {
+	s := newSession(t, testConfig(t))
+	reset(t, s)
+	step(t, s, "write notes.txt parent-wrote")
+	step(t, s, `tool add {"a":2,"b":3}`)
+	child := forkSiblings(t, s, 1, 0, session.ForkLine)[0].Session
+	step(t, child, "write child.txt child-wrote")
+	grand := forkSiblings(t, child, 2, 0, session.ForkReplay)
+	for i, g := range grand {
+		if f := g.Observation.Metadata.Fork; f.ReplayedToolCalls != 1 || f.AtTurn != 3 {
+			t.Errorf("grandchild %d: fork %+v (want 1 tool call replayed, at turn 3)", i, f)
+		}
+		got := responseText(t, g.Session, "count;;cat notes.txt;;cat child.txt")
+		if !strings.Contains(got, "turns: 4") || !strings.Contains(got, "notes.txt: parent-wrote") || !strings.Contains(got, "child.txt: child-wrote") {
+			t.Errorf("grandchild %d: %q", i, got)
+		}
+	}
+}
+
+// TestForkEarlierTurnWithoutCheckpoints: a line fork at an earlier turn
+// without checkpoints is refused with the reason; the best-available
+// mechanism replays instead.
+func TestForkEarlierTurnWithoutCheckpoints(t *testing.T) {
+	s := newSession(t, testConfig(t))
+	forkTwoTurns(t, s)
+	_, err := s.Fork(context.Background(), session.ForkOptions{Count: 1, AtTurn: 1, Mechanism: session.ForkLine})
+	if !errors.Is(err, session.ErrForkUnavailable) || !strings.Contains(err.Error(), "checkpoints") {
+		t.Fatalf("a line fork at turn 1 without checkpoints: %v", err)
+	}
+	sib := forkSiblings(t, s, 1, 1, session.ForkReplay)[0]
+	if got := responseText(t, sib.Session, "count;;history"); !strings.Contains(got, "turns: 2") || strings.Contains(got, "reply second") {
+		t.Errorf("the replayed sibling at turn 1: %q", got)
 	}
 }

@@ -73,6 +73,8 @@ func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observat
 		ModelHistory: src.history, ModelReplay: replay, OnDivergence: div.add}
 	if replay {
 		spec.ToolReplay = src.tools
+	} else {
+		spec.ToolInherit = src.tools
 	}
 	spec.Env = s.env
 	ep, err := episode.Open(ctx, spec, episode.LevelDoors)
@@ -80,8 +82,9 @@ func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observat
 		s.events.CloseRecord()
 		return nil, err
 	}
-	ep.SetModelFullTokenIDs(s.cfg.Episode.FullTokenIDs)
-	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
+	ep.SetModelSampling(src.sampling)
+	ep.SetModelFullTokenIDs(src.fullIDs)
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg), sampling: src.sampling, fullIDs: src.fullIDs}
 	s.events.Note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r
@@ -109,6 +112,8 @@ func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observat
 	s.mu.Lock()
 	r.steps = src.at
 	r.messages = append([]string(nil), src.messages...)
+	r.messagesLost = len(r.messages) < src.at // a replay fork of it is refused, saying so
+	r.toolMarks = append([]int(nil), src.toolMarks...)
 	s.mu.Unlock()
 	s.startClocks(r)
 	ep.Log().Info("episode forked", "parent_episode_id", src.parentEpisode, "at_turn", src.at,
@@ -140,8 +145,8 @@ func (s *Session) replayTurns(ctx context.Context, r *run, src *forkSource, div 
 			return harness.Wrap(wire.FailureStartupFailed, err, "replay: turn %d of %d did not complete", n, len(src.messages))
 		}
 	}
-	if left := r.ep.ReplayLeft(); left != "" {
-		return harness.Wrap(wire.FailureStartupFailed, errors.New(left), "replay diverged: the harness made fewer calls than the parent")
+	if err := r.ep.EndReplay(); err != nil {
+		return harness.Wrap(wire.FailureStartupFailed, err, "replay diverged after turn %d", len(src.messages))
 	}
 	return nil
 }

@@ -25,12 +25,15 @@ type forkSource struct {
 	task                         *tasks.Task
 	// snapshot holds the directories after turn at (resume and line); nil
 	// for replay, which starts from a fresh episode's.
-	snapshot *episode.Snapshot
-	ownSnap  bool // snapshot was taken for this fork (closed with it)
-	state    *harness.ForkState
-	history  *gateway.History
-	tools    []bridge.ToolRecord // the bridge's answers to replay
-	messages []string            // turns 1..at, for replay
+	snapshot  *episode.Snapshot
+	ownSnap   bool // snapshot was taken for this fork (closed with it)
+	state     *harness.ForkState
+	history   *gateway.History
+	tools     []bridge.ToolRecord // the bridge's answers to replay
+	messages  []string            // turns 1..at, for replay
+	toolMarks []int               // the record's count after each of them
+	sampling  *gateway.Sampling   // the parent's sampling pin
+	fullIDs   bool                // and its full_token_ids
 }
 
 // release frees what the fork took for itself.
@@ -51,13 +54,22 @@ func (s *Session) forkSourceOf(ctx context.Context, r *run, opts ForkOptions) (*
 		return nil, err
 	}
 	src := &forkSource{parentSession: s.id, parentEpisode: r.id, at: at, task: r.ep.Task(),
-		history: r.ep.ModelHistory()}
+		history: r.ep.ModelHistory(), sampling: r.sampling, fullIDs: r.fullIDs}
 	if src.history != nil {
 		src.history = src.history.UpTo(at)
 	}
+	// The turns' messages and the bridge's record go to every sibling:
+	// a replay answers from them, any other sibling keeps them for a
+	// later replay fork of its own (without them it can fork only by
+	// resume or line: recordsErr says why).
+	recordsErr := s.takeRecords(r, src)
 	var why []string
 	if opts.Mechanism != ForkReplay {
 		err := s.takeHarnessState(ctx, r, src)
+		if err == nil && opts.Mechanism != ForkAuto && src.mechanism != opts.Mechanism {
+			src.release()
+			err = fmt.Errorf("the %s adapter hands over its harness's state by %s, not %s", s.cfg.Harness.Adapter, src.mechanism, opts.Mechanism)
+		}
 		if err == nil {
 			return src, nil
 		}
@@ -66,11 +78,28 @@ func (s *Session) forkSourceOf(ctx context.Context, r *run, opts ForkOptions) (*
 		}
 		why = append(why, err.Error())
 	}
-	if err := s.takeReplay(r, src); err != nil {
+	if err := s.replayable(src, recordsErr); err != nil {
 		why = append(why, err.Error())
 		return nil, fmt.Errorf("%w: %s", ErrForkUnavailable, joinWhy(why))
 	}
+	src.mechanism = ForkReplay
 	return src, nil
+}
+
+// replayable says why src cannot be replayed (nil when it can).
+func (s *Session) replayable(src *forkSource, recordsErr error) error {
+	if recordsErr != nil {
+		return recordsErr
+	}
+	if src.history == nil && s.cfg.Harness.Model.Enabled() {
+		return errors.New("replay: the episode's model calls were not recorded")
+	}
+	if src.history != nil {
+		if err := src.history.Replayable(); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+	}
+	return nil
 }
 
 // forkable refuses episodes whose state a fork does not carry.
@@ -111,47 +140,48 @@ func (s *Session) takeHarnessState(ctx context.Context, r *run, src *forkSource)
 
 // takeCheckpointState is takeHarnessState for a turn before the current.
 func (s *Session) takeCheckpointState(ctx context.Context, r *run, f harness.Forker, src *forkSource) error {
-	snap, ok := r.checkpoints.At(src.at)
+	if r.checkpoints == nil {
+		return fmt.Errorf("no checkpoints: a fork at an earlier turn than the current needs episode.checkpoints: every_turn, or replay")
+	}
+	snap, ok := r.checkpoints.At(src.at) // a handle of its own, closed with src
 	if !ok {
 		return fmt.Errorf("no checkpoint after turn %d (episode.checkpoints: every_turn keeps the last %d)", src.at, s.cfg.Episode.MaxCheckpoints)
 	}
 	st := r.states[src.at]
 	if st == nil {
 		cur, err := f.ForkState(ctx)
-		if err != nil {
-			return err
+		if err == nil && cur.Mechanism != harness.ForkResume {
+			err = fmt.Errorf("the harness's %s state was not kept after turn %d", cur.Mechanism, src.at)
 		}
-		if cur.Mechanism != harness.ForkResume {
-			return fmt.Errorf("the harness's %s state was not kept after turn %d", cur.Mechanism, src.at)
+		if err != nil {
+			snap.Close()
+			return err
 		}
 		st = cur
 	}
-	src.snapshot, src.state, src.mechanism = snap, st, st.Mechanism
+	src.snapshot, src.ownSnap, src.state, src.mechanism = snap, true, st, st.Mechanism
 	return nil
 }
 
-// takeReplay gathers what a replay needs: the turns' messages and the
-// doors' records up to src.at.
-func (s *Session) takeReplay(r *run, src *forkSource) error {
+// takeRecords gathers what a replay needs: the turns' messages and the
+// bridge's record of tool calls, up to src.at.
+func (s *Session) takeRecords(r *run, src *forkSource) error {
 	if r.messagesLost {
-		return fmt.Errorf("replay: the episode's turn messages passed %d MiB and were not kept", maxReplayMessageBytes>>20)
+		return fmt.Errorf("replay: the episode's turn messages were not kept (past %d MiB, or a fork made it without them)", maxReplayMessageBytes>>20)
 	}
 	if src.at > len(r.messages) {
 		return fmt.Errorf("replay: %d turns' messages kept, %d needed", len(r.messages), src.at)
-	}
-	if h := src.history; h == nil && s.cfg.Harness.Model.Enabled() {
-		return errors.New("replay: the episode's model calls were not recorded")
 	}
 	tools, err := r.ep.ToolRecords()
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	if src.at < r.steps && src.at < len(r.toolMarks) {
-		tools = tools[:r.toolMarks[src.at]]
+	if src.at < len(r.toolMarks) {
+		tools = tools[:min(len(tools), r.toolMarks[src.at])]
 	}
 	src.tools = tools
 	src.messages = append([]string(nil), r.messages[:src.at]...)
-	src.mechanism = ForkReplay
+	src.toolMarks = append([]int(nil), r.toolMarks[:min(len(r.toolMarks), src.at+1)]...)
 	return nil
 }
 

@@ -87,7 +87,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	if s.standby && opts.EpisodeID == "" {
 		if ep := s.pool.Take(ctx); ep != nil {
 			ep.SetModelSampling(pin)
-			return s.handOver(ep, t0, s.fullTokenIDs(opts))
+			return s.handOver(ep, t0, s.fullTokenIDs(opts), pin)
 		}
 	}
 	s.endPrevious(ctx, false)
@@ -122,7 +122,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 	}
 	ep.SetModelSampling(pin)
 	ep.SetModelFullTokenIDs(s.fullTokenIDs(opts))
-	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg), sampling: pin, fullIDs: s.fullTokenIDs(opts)}
 	s.events.Note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r // visible to State and rubric tools from here
@@ -172,7 +172,7 @@ func (s *Session) open(ctx context.Context, spec episode.Spec) (ep *episode.Epis
 // handOver makes a standby the session's episode: its events are recorded
 // from now on, and the previous episode is retired once the reset has
 // returned; fullIDs says whether its gateway's events are whole (SetModelFullTokenIDs).
-func (s *Session) handOver(ep *episode.Episode, t0 time.Time, fullIDs bool) (*wire.Observation, error) {
+func (s *Session) handOver(ep *episode.Episode, t0 time.Time, fullIDs bool, pin *gateway.Sampling) (*wire.Observation, error) {
 	s.endPrevious(context.Background(), true)
 	s.afterOp(s.pool.Fill)
 	id := ep.ID()
@@ -185,7 +185,7 @@ func (s *Session) handOver(ep *episode.Episode, t0 time.Time, fullIDs bool) (*wi
 		}
 	}
 	s.events.Reset(rec)
-	r := &run{ep: ep, id: id, user: newUserState(s.cfg)}
+	r := &run{ep: ep, id: id, user: newUserState(s.cfg), sampling: pin, fullIDs: fullIDs}
 	s.events.Note(s.resetRecord(r))
 	s.mu.Lock()
 	s.cur = r

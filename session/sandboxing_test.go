@@ -94,11 +94,20 @@ func TestSandboxedResetsGetFreshSandboxes(t *testing.T) {
 	reset(t, s)
 	pwd1, ws1 := responseText(t, s, "pwd"), episodeDir(t, s, "workspace")
 	init1 := s.State().HarnessPID
+	if got := responseText(t, s, "write mine.txt x"); !strings.Contains(got, "wrote") {
+		t.Fatalf("write: %q", got)
+	}
+	if _, err := os.Stat(ws1 + "/mine.txt"); err != nil {
+		t.Fatalf("the first episode's file is not in its host workspace: %v", err)
+	}
 	reset(t, s)
-	pwd2, ws2 := responseText(t, s, "pwd"), episodeDir(t, s, "workspace")
+	pwd2 := responseText(t, s, "pwd")
 	init2 := s.State().HarnessPID
-	if ws1 == ws2 || init1 == init2 || init1 == 0 {
-		t.Fatalf("consecutive episodes share a sandbox: %q (init %d), %q (init %d)", ws1, init1, ws2, init2)
+	if init1 == init2 || init1 == 0 {
+		t.Fatalf("consecutive episodes share a sandbox: init %d, %d", init1, init2)
+	}
+	if got := responseText(t, s, "cat mine.txt"); strings.Contains(got, ": x") {
+		t.Fatalf("the second episode sees the first's file: %q", got)
 	}
 	if pwd1 != episode.SandboxWorkspace || pwd2 != pwd1 {
 		t.Fatalf("the episodes' working directories inside are %q and %q, want %q", pwd1, pwd2, episode.SandboxWorkspace)
@@ -109,7 +118,9 @@ func TestSandboxedResetsGetFreshSandboxes(t *testing.T) {
 		_, err := os.Stat(fmt.Sprintf("/proc/%d", init1))
 		return err != nil
 	})
-	waitFor(t, "the first episode's workspace to go", func() bool { _, err := os.Stat(ws1); return err != nil })
+	// Its files go (with a disk quota its directory may come back, emptied,
+	// as a later episode's).
+	waitFor(t, "the first episode's workspace to go", func() bool { _, err := os.Stat(ws1 + "/mine.txt"); return err != nil })
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,11 @@ type run struct {
 	messagesLost bool
 	toolMarks    []int
 	checkpoints  *episode.Checkpoints
-	states       map[int]*harness.ForkState // the harness's, per checkpoint
+	// The reset's sampling pin and full_token_ids, which a fork's siblings
+	// keep.
+	sampling *gateway.Sampling
+	fullIDs  bool
+	states   map[int]*harness.ForkState // the harness's, per checkpoint
 }
 
 // adapter returns the run's harness adapter (nil before it started).

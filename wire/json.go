@@ -88,8 +88,12 @@ func (w *jsonWriter) event(e *Event) error {
 	w.buf.WriteString(`,"data":`)
 	if e.Data == nil {
 		w.buf.WriteString("{}")
-	} else if err := w.value(e.Data); err != nil {
+	} else if fast, err := w.payload(e.Data); err != nil {
 		return err
+	} else if !fast {
+		if err := w.value(e.Data); err != nil {
+			return err
+		}
 	}
 	if e.Turn != 0 {
 		w.buf.WriteString(`,"turn":`)

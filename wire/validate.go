@@ -48,6 +48,8 @@ func DecodeChecked(t EventType, data json.RawMessage) (Payload, error) {
 		data = emptyObject
 	} else if d[0] != '{' {
 		return nil, fmt.Errorf("%s data must be a JSON object", t)
+	} else if p, ok := decodeFast(t, d); ok {
+		return p, nil // every required field present (decodeFast)
 	}
 	p, err := DecodePayload(t, data)
 	if err != nil {

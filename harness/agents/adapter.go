@@ -54,6 +54,12 @@ type Adapter struct {
 	opts    map[string]any
 	userEnv map[string]string
 	passEnv []string
+
+	// The episode of the last Start and the message of its last turn
+	// (for Preset.ForkSettle). The session serialises Start, Turn and
+	// ForkState.
+	ep   *Episode
+	last string
 }
 
 // Preset returns the adapter's preset.
@@ -63,12 +69,17 @@ func (a *Adapter) Preset() *Preset { return a.preset }
 func (a *Adapter) Inner() harness.Adapter { return a.inner }
 
 // Start prepares the episode (Prepare) and starts the agent through the
-// inner adapter. A preparation failure is a startup_failed Failure.
+// inner adapter. A preparation failure is a startup_failed Failure, and so
+// is a Launch.Fork for a preset without a fork mechanism (Preset.Fork).
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
-	ll, err := a.Prepare(l)
+	if l.Fork != nil && a.preset.Fork == "" {
+		return harness.Fail(wire.FailureStartupFailed, "agent %s cannot continue from a fork state: %s", a.preset.Name, a.preset.ForkNote)
+	}
+	ll, e, err := a.prepare(l)
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "agent %s: prepare the episode", a.preset.Name)
 	}
+	a.ep, a.last = e, ""
 	return a.inner.Start(ctx, ll)
 }
 
@@ -77,27 +88,38 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 // variables (those the configuration sets win), the command extended with
 // its arguments, and the merged options.
 func (a *Adapter) Prepare(l *harness.Launch) (*harness.Launch, error) {
+	ll, _, err := a.prepare(l)
+	return ll, err
+}
+
+// prepare is Prepare, also returning the prepared episode.
+func (a *Adapter) prepare(l *harness.Launch) (*harness.Launch, *Episode, error) {
 	e, err := a.episode(l)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ll := *l
 	ll.Options = a.opts
 	ll.Command = append(append([]string(nil), l.Command...), e.args...)
 	ll.Env = mergeEnv(l.Env, e.env, a.userSet(l.Env))
-	return &ll, nil
+	return &ll, e, nil
 }
 
 // episode runs the common and the preset's setup.
 func (a *Adapter) episode(l *harness.Launch) (*Episode, error) {
 	m := resolveModel(a.preset, l)
-	e := &Episode{Home: l.Home, Workspace: l.Workspace, Model: m, MCP: l.MCP, Root: os.Geteuid() == 0}
+	e := &Episode{Home: l.Home, Workspace: l.Workspace, Dir: l.Dir(), Model: m, MCP: l.MCP, Root: os.Geteuid() == 0}
 	if err := commonSetup(e); err != nil {
 		return nil, err
 	}
 	if a.preset.Setup != nil {
 		if err := a.preset.Setup(e); err != nil {
 			return nil, err
+		}
+	}
+	if l.Fork != nil && a.preset.Resume != nil {
+		if err := a.preset.Resume(e, l.Fork); err != nil {
+			return nil, fmt.Errorf("resume the parent's session: %w", err)
 		}
 	}
 	return e, nil
@@ -187,6 +209,11 @@ func (a *Adapter) ForkState(ctx context.Context) (*harness.ForkState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", a.preset.Name, err)
 	}
+	if a.preset.ForkSettle != nil && a.ep != nil {
+		if err := a.preset.ForkSettle(ctx, a.ep, fs, a.last); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", a.preset.Name, err)
+		}
+	}
 	return fs, nil
 }
 
@@ -194,6 +221,7 @@ var _ harness.Forker = (*Adapter)(nil)
 
 // Turn delegates to the inner adapter.
 func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
+	a.last = in.Message
 	return a.inner.Turn(ctx, in, emit)
 }
 

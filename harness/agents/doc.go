@@ -33,11 +33,14 @@
 // # Forking
 //
 // Each preset says how the agent's state reaches a forked sibling
-// (Preset.Fork, Preset.ForkNote): Claude Code by its own resume (built:
-// the claude adapter's harness.Forker, which the wrapping adapter's
-// ForkState reaches); the others would resume through ACP session/load
-// or their CLI's resume flag, which is not built, so their ForkState
-// returns harness.ErrForkUnsupported and the session forks them by replay.
+// (Preset.Fork, Preset.ForkNote): Claude Code by its own resume (the
+// claude adapter's harness.Forker, which the wrapping adapter's ForkState
+// reaches) and Qwen Code by ACP session/load (the acp adapter's, with the
+// preset's Resume and ForkSettle hooks moving its session to the sibling's
+// working directory and waiting until it is written down); the others
+// would resume through ACP session/load or their CLI's resume flag, which
+// is not built, so their ForkState returns harness.ErrForkUnsupported and
+// the session forks them by replay.
 //
 // # Finding the programs
 //

@@ -249,3 +249,148 @@ func TestClaudeCodeForkByResume(t *testing.T) {
 		t.Fatalf("parent's turn 3: %q", r)
 	}
 }
+
+// forkByLoad runs the ACP fork of preset p: two turns, ForkState, a sibling
+// against a copy of HOME in a workspace at another path, a third turn there
+// that must see the parent's two messages.
+func forkByLoad(t *testing.T, p *Preset) {
+	program := realAgent(t, p)
+	sc, err := fakellm.ParseScript([]byte(`{"rules": [{"name": "aux", "when": {"no_tools": true}, "reply": {"text": "MOCK-AUX"}},
+		{"name": "history", "when": {}, "reply": {"text": "HISTORY: {{user_messages}}"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := fakellm.New(fakellm.Options{Script: sc})
+	url, err := llm.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { llm.Close() })
+	sup, err := process.NewSupervisor(process.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sup.Close(context.Background(), 0) })
+	reg := testAdapters
+	newAdapter := func() harness.Adapter {
+		a, err := Factory(p, reg)(&harness.Config{Command: p.Command(program)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Stop(context.Background()) })
+		return a
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	dirs := func(name string) (string, string) {
+		ws, home := filepath.Join(root, name, "workspace"), filepath.Join(root, name, "home")
+		if err := os.MkdirAll(ws, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return ws, home
+	}
+	ws1, home1 := dirs("parent")
+	if err := os.MkdirAll(home1, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	parent := newAdapter()
+	if err := parent.Start(ctx, agentLaunch(t, sup, p.Command(program), ws1, home1, url, "parent")); err != nil {
+		t.Fatal(err)
+	}
+	agentTurn(t, parent, 1, "first PARENT-ONE")
+	agentTurn(t, parent, 2, "second PARENT-TWO")
+	fs, err := parent.(harness.Forker).ForkState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws2, home2 := dirs("sibling")
+	if err := copyTree(home1, home2); err != nil {
+		t.Fatal(err)
+	}
+	sl := agentLaunch(t, sup, p.Command(program), ws2, home2, url, "sibling")
+	sl.Fork = fs
+	sibling := newAdapter()
+	begin := time.Now()
+	if err := sibling.Start(ctx, sl); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the sibling loaded its parent's session in %s", time.Since(begin))
+	r := agentTurn(t, sibling, 3, "third SIBLING")
+	for _, m := range []string{"first PARENT-ONE", "second PARENT-TWO", "third SIBLING"} {
+		if !strings.Contains(r, m) {
+			t.Errorf("the sibling's turn 3 lacks %q: %q", m, r)
+		}
+	}
+}
+
+func TestACPForkBySessionLoad(t *testing.T) {
+	for _, p := range []*Preset{Qwen()} {
+		t.Run(p.Name, func(t *testing.T) { forkByLoad(t, p) })
+	}
+}
+
+// The Qwen Code resume hook copies the parent's session into the project
+// directory of the sibling's working directory with the records' cwd made
+// the sibling's, keeping every other byte of a record; a state without a
+// session it can find fails.
+func TestQwenResumeRelocates(t *testing.T) {
+	home := t.TempDir()
+	parentDir, siblingDir := "/work/parent ws", "/work/sibling ws"
+	id := "58ef4ee3-205c-49c8-b58d-cb409113680f"
+	src := filepath.Join(home, ".qwen", "projects", sanitizePath(parentDir), "chats", id+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(src), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	records := `{"uuid":"a","type":"user","cwd":"/work/parent ws","message":{"parts":[{"text":"hi <b>"}]}}` + "\n" +
+		`{"uuid":"b","type":"assistant","cwd":"/work/parent ws"}` + "\n" + `{"uuid":"c","type":"system"}` + "\n"
+	if err := os.WriteFile(src, []byte(records), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &Episode{Home: home, Dir: siblingDir}
+	state := &harness.ForkState{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"` + id + `"}`)}
+	if err := qwenResume(e, state); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(home, ".qwen", "projects", "-work-sibling-ws", "chats", id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"cwd":"/work/sibling ws","message":{"parts":[{"text":"hi <b>"}]},"type":"user","uuid":"a"}` + "\n" +
+		`{"cwd":"/work/sibling ws","type":"assistant","uuid":"b"}` + "\n" + `{"uuid":"c","type":"system"}` + "\n"
+	if string(got) != want {
+		t.Fatalf("relocated session:\n%s\nwant\n%s", got, want)
+	}
+	if b, _ := os.ReadFile(src); string(b) != records {
+		t.Errorf("the parent's copy changed: %s", b)
+	}
+	for _, bad := range []*harness.ForkState{
+		{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"11111111-2222-3333-4444-555555555555"}`)},
+		{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"../../etc/passwd"}`)},
+		{Mechanism: harness.ForkLine, Data: json.RawMessage(`{}`)},
+	} {
+		if err := qwenResume(e, bad); err == nil {
+			t.Errorf("%s %s: resumed", bad.Mechanism, bad.Data)
+		}
+	}
+}
+
+// A preset without a fork mechanism refuses to start from a fork state
+// (its agent would otherwise start fresh, or load unverified), and its
+// ForkState says what the agent would offer.
+func TestPresetWithoutForkRefuses(t *testing.T) {
+	p := Gemini()
+	a, err := Factory(p, testAdapters)(&harness.Config{Command: []string{"/nonexistent/gemini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &harness.Launch{Command: []string{"/nonexistent/gemini"}, Home: t.TempDir(), Workspace: t.TempDir(),
+		Fork: &harness.ForkState{Mechanism: harness.ForkResume, Data: json.RawMessage(`{"session_id":"s"}`)}}
+	err = a.Start(context.Background(), l)
+	if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "session/load") {
+		t.Fatalf("start from a fork state: %v", err)
+	}
+	if _, err := a.(harness.Forker).ForkState(context.Background()); !errors.Is(err, harness.ErrForkUnsupported) || !strings.Contains(err.Error(), "not built") {
+		t.Fatalf("fork state: %v", err)
+	}
+}

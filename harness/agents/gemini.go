@@ -26,7 +26,7 @@ func Gemini() *Preset {
 			"write_file", "write_todos"},
 		DefaultModel: "gemini-2.5-flash",
 		ToolPrefix:   "mcp_S_",
-		ForkNote:     "would resume by ACP session/load or --resume; not built (the session drives replay)",
+		ForkNote:     "would resume by ACP session/load (0.61.0 advertises loadSession); not built: its sessions belong to the project of a working directory (projects.json, .project_root, projectHash), and relocating them into a sibling at another path loaded the session in only 1 of 4 runs (the session drives replay)",
 		Setup:        geminiSetup,
 	}
 }

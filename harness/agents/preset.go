@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +73,17 @@ type Preset struct {
 	// ForkNote says what the agent offers to fork with and whether it is
 	// built and verified at Version.
 	ForkNote string
+	// Resume, when set, prepares a forked sibling's episode (whose HOME is
+	// a copy of the parent's) before the agent starts from state: for
+	// agents that keep sessions per working directory, it puts the
+	// parent's session where the agent looks for it from the sibling's
+	// working directory. It runs after Setup, in the daemon.
+	Resume func(e *Episode, state *harness.ForkState) error
+	// ForkSettle, when set, waits (bounded, or until ctx ends) until the
+	// agent of episode e has written the session of state down, the turn
+	// whose message was last included, before a fork copies its HOME:
+	// agents write their session files behind their answers.
+	ForkSettle func(ctx context.Context, e *Episode, state *harness.ForkState, last string) error
 	// Setup prepares one episode: settings files under the private HOME,
 	// environment variables and extra arguments. It runs before the
 	// agent starts, in the daemon.
@@ -113,6 +125,9 @@ type Episode struct {
 	Home string
 	// Workspace is the episode's working directory.
 	Workspace string
+	// Dir is the agent's working directory as the agent sees it
+	// (Launch.Dir: the workspace, or where a sandbox mounts it).
+	Dir string
 	// Model is the LLM endpoint.
 	Model Model
 	// MCP is the tool injection (nil without tools). The inner adapter

@@ -1,6 +1,9 @@
 package agents
 
-import "github.com/harnessd/harnessd/harness/adapter/acp"
+import (
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapter/acp"
+)
 
 // Qwen is the preset "qwen": Qwen Code in ACP mode (adapter acp). It shares
 // Gemini CLI's quiet settings.
@@ -21,7 +24,10 @@ func Qwen() *Preset {
 			"write_file"},
 		DefaultModel: "qwen3-coder-plus",
 		ToolPrefix:   "mcp__S__",
-		ForkNote:     "would resume by ACP session/load or --resume; not built (the session drives replay)",
+		Fork:         harness.ForkResume,
+		ForkNote:     "resume: ACP session/load of the parent's session, linked into the project directory of the sibling's working directory (built; verified with 0.15.10)",
+		Resume:       qwenResume,
+		ForkSettle:   qwenSettle,
 		Setup:        qwenSetup,
 	}
 }

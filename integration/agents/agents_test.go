@@ -147,7 +147,7 @@ func (s *suite) require(t *testing.T, deps map[string]string, p *presets.Preset)
 // newSuite starts the fake LLM (engine mode: the gateway's engine calls,
 // the /ws episodes, get token ids; the passthrough calls of the /harness
 // episodes are answered in the agent's own dialect) and finds the agents.
-func newSuite(t *testing.T) *suite {
+func newSuite(t testing.TB) *suite {
 	t.Helper()
 	s := &suite{harnessd: testbin.Path(t, "harnessd"), tools: testbin.Path(t, "testharness")}
 	s.agentsDir = os.Getenv(presets.DirEnvVar)

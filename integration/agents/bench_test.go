@@ -19,8 +19,6 @@ import (
 	"github.com/harnessd/harnessd/client"
 	presets "github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/internal/benchrow"
-	"github.com/harnessd/harnessd/internal/testbin"
-	"github.com/harnessd/harnessd/testharness/fakellm"
 )
 
 // benchRepeats is how many daemons each agent's figures are measured on,
@@ -135,28 +133,10 @@ func benchable(b *testing.B, s *suite, deps map[string]string, p *presets.Preset
 // benchSuite starts the fake LLM (engine mode) the agent benchmarks share.
 func benchSuite(b *testing.B) (*suite, map[string]string) {
 	deps := pinned(b)
-	s := &suite{harnessd: testbin.Path(b, "harnessd"), tools: testbin.Path(b, "testharness")}
-	s.agentsDir = os.Getenv(presets.DirEnvVar)
-	if s.agentsDir == "" {
-		abs, err := filepath.Abs(filepath.Join("node_modules", ".bin"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.agentsDir = abs
-	}
 	if _, err := exec.LookPath("node"); err != nil {
 		missing(b, "node is not on PATH: the npm-installed agents cannot run")
 	}
-	sc, err := fakellm.ParseScript([]byte(script))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.llm = fakellm.New(fakellm.Options{Script: sc, Engine: true})
-	if s.llmURL, err = s.llm.Start(""); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.llm.Close() })
-	return s, deps
+	return newSuite(b), deps
 }
 
 // agentResetRow measures p's resets without a standby against its bare

@@ -19,7 +19,7 @@ import (
 )
 
 // mechanisms are the names harnessd check reports and --require takes.
-var mechanisms = []string{"process_groups", "pdeathsig", "subreaper", "cgroup", "kill", "pty", "pid1", "userns", "sandbox", "disk_quota"}
+var mechanisms = []string{"process_groups", "pdeathsig", "subreaper", "cgroup", "kill", "pty", "pid1", "userns", "sandbox", "disk_quota", "criu"}
 
 var statuses = []string{"verified", "available", "missing", "failed", "off"}
 

@@ -34,9 +34,10 @@ const (
 
 // CloneFile copies the regular file src into dst (empty, open for
 // writing) as cheaply as the host allows: FICLONE where both lie on one
-// file system with reflinks, else the data extents only. dst ends with
-// src's size. It reports which method it used.
-func CloneFile(src, dst *os.File) (string, error) {
+// file system with reflinks, else the data extents only, in chunks of
+// copyChunk between which ctx is checked (a reflink is one call). dst ends
+// with src's size. It reports which method it used.
+func CloneFile(ctx context.Context, src, dst *os.File) (string, error) {
 	err := unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
 	if err == nil {
 		return MethodReflink, nil
@@ -52,16 +53,20 @@ func CloneFile(src, dst *os.File) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("quota: clone %s: %w", src.Name(), err)
 	}
-	if err := copyExtents(src, dst, fi.Size()); err != nil {
+	if err := copyExtents(ctx, src, dst, fi.Size()); err != nil {
 		return "", fmt.Errorf("quota: copy %s: %w", src.Name(), err)
 	}
 	return MethodExtents, nil
 }
 
+// copyChunk is the most one copy_file_range call copies: the copy notices
+// a cancelled context within one chunk (~30 ms on a disk of 2 GB/s).
+const copyChunk = 64 << 20
+
 // copyExtents copies src's data extents below size into dst at their
 // offsets and sizes dst to size: holes stay holes. A file system without
 // SEEK_DATA (EINVAL) is copied whole.
-func copyExtents(src, dst *os.File, size int64) error {
+func copyExtents(ctx context.Context, src, dst *os.File, size int64) error {
 	if err := dst.Truncate(size); err != nil {
 		return err
 	}
@@ -87,7 +92,10 @@ func copyExtents(src, dst *os.File, size int64) error {
 		}
 		hole = min(hole, size)
 		for r, w := data, data; r < hole; {
-			n, err := unix.CopyFileRange(fin, &r, fout, &w, int(min(hole-r, 1<<30)), 0)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, err := unix.CopyFileRange(fin, &r, fout, &w, int(min(hole-r, copyChunk)), 0)
 			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
 				// No in-kernel copy between these two: copy through user space.
 				if _, err := io.Copy(io.NewOffsetWriter(dst, w), io.NewSectionReader(src, r, hole-r)); err != nil {
@@ -145,7 +153,8 @@ func ThawBelow(dir string) {
 }
 
 // Snapshot writes a point-in-time copy of the file system's image to the
-// new file image: the file system is frozen (Freeze) for the copy, which
+// new file image: the file system is frozen (Freeze) for the copy (a
+// cancelled ctx ends the copy and thaws it), which
 // is a reflink where the host file system has them, else a copy of the
 // image's data extents only (a 10 GiB image holding 1 MiB costs about
 // 1 MiB plus the file system's metadata). It reports the method used. The
@@ -174,7 +183,7 @@ func (f *FS) Snapshot(ctx context.Context, image string) (method string, err err
 	if err := f.Freeze(); err != nil {
 		return "", err
 	}
-	method, err = CloneFile(src, dst)
+	method, err = CloneFile(ctx, src, dst)
 	if terr := f.Thaw(); terr != nil && err == nil {
 		err = terr
 	}
@@ -259,7 +268,7 @@ func MountImage(ctx context.Context, dir, image, from string) (*FS, string, erro
 	}
 	var method string
 	fs, err := mountWith(ctx, dir, image, fi.Size(), func(dst *os.File) error {
-		m, err := CloneFile(src, dst)
+		m, err := CloneFile(ctx, src, dst)
 		method = m
 		return err
 	})

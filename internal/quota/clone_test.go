@@ -104,7 +104,7 @@ func TestCloneFileKeepsHoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Close()
-	if _, err := quota.CloneFile(src, dst); err != nil {
+	if _, err := quota.CloneFile(context.Background(), src, dst); err != nil {
 		t.Fatal(err)
 	}
 	var st syscall.Stat_t

@@ -100,11 +100,13 @@ class Daemon(Proc):
         return "http://" + self.addr
 
 
-def write_config(path: Path, llm_url: str | None, *, rubric: bool = True, extra: str = "") -> Path:
-    """A configuration serving testharness agent behind the model gateway
-    (when ``llm_url``), with the "contains 5" rubric."""
+def write_config(path: Path, llm_url: str | None, *, rubric: bool = True, extra: str = "", agent_args: list[str] | None = None) -> Path:
+    """A configuration serving testharness agent (with ``agent_args``)
+    behind the model gateway (when ``llm_url``), with the "contains 5"
+    rubric."""
     th = need_binary("testharness")
-    y = f"name: pytest\nharness:\n  command: [{th!r}, agent]\n".replace("'", '"')
+    cmd = ", ".join(json.dumps(a) for a in [th, "agent", *(agent_args or [])])
+    y = f"name: pytest\nharness:\n  command: [{cmd}]\n"
     if llm_url:
         y += f'  model: {{url: "{llm_url}/v1", name: fake-engine, upstream: engine}}\n'
     # No per-episode disk quota: its loop devices are a machine-wide
@@ -136,8 +138,11 @@ class DaemonFactory:
         self.started: list[Daemon] = []
 
     def start(self, *, max_sessions: int = 2, token: str | None = None, model: bool = True, flags: list[str] | None = None,
-              tasks: list[dict[str, object]] | None = None, listen: str = "127.0.0.1:0") -> Daemon:
-        """One more daemon; ``tasks`` are JSONL tasks (docs/tasks.md) it serves."""
+              tasks: list[dict[str, object]] | None = None, listen: str = "127.0.0.1:0", config: str = "",
+              agent_args: list[str] | None = None) -> Daemon:
+        """One more daemon; ``tasks`` are JSONL tasks (docs/tasks.md) it
+        serves; ``config`` is YAML added to its configuration;
+        ``agent_args`` are the test agent's flags."""
         hd = need_binary("harnessd")
         d = self.tmp / f"d{len(self.started)}"
         d.mkdir()
@@ -145,7 +150,7 @@ class DaemonFactory:
         if tasks:
             (d / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
             extra = "tasks:\n  jsonl: ./tasks.jsonl\n"
-        cfg = write_config(d / "harnessd.yaml", self.llm_url if model else None, extra=extra)
+        cfg = write_config(d / "harnessd.yaml", self.llm_url if model else None, extra=extra + config, agent_args=agent_args)
         args = [hd, "serve", "--config", str(cfg), "--isolation", "process", "--listen", listen,
                 "--addr-file", str(d / "addr"), "--max-sessions", str(max_sessions), "--log-format", "json", *(flags or [])]
         env = {"TMPDIR": str(d)}

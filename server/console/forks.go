@@ -46,11 +46,12 @@ type forkLinks struct {
 
 // forkLinks reads the server's links now.
 func (c *Console) forkLinks() forkLinks {
-	l := forkLinks{parent: map[string]Fork{}, children: map[string][]Fork{}}
 	if c.o.Forks == nil {
-		return l
+		return forkLinks{}
 	}
-	for _, f := range c.o.Forks() {
+	list := c.o.Forks()
+	l := forkLinks{parent: make(map[string]Fork, len(list)), children: make(map[string][]Fork, len(list))}
+	for _, f := range list {
 		if f.EpisodeID == "" {
 			continue
 		}
@@ -74,44 +75,55 @@ func (l forkLinks) origin(id string) *wire.ForkOrigin {
 // whose parent is not among hits; it returns the depth of each: 0 for
 // those, 1 for a sibling of one, and so on.
 func (l forkLinks) branchOrder(hits []*indexEntry) ([]*indexEntry, []int) {
+	depth := make([]int, len(hits))
 	if len(l.parent) == 0 {
-		return hits, make([]int, len(hits))
+		return hits, depth
 	}
-	in := make(map[string]bool, len(hits))
-	for _, e := range hits {
-		in[e.sum.ID] = true
+	pos := make(map[string]int, len(hits))
+	for i, e := range hits {
+		pos[e.sum.ID] = i
 	}
-	kids := map[string][]*indexEntry{}
-	var roots []*indexEntry
-	for _, e := range hits {
-		if f, ok := l.parent[e.sum.ID]; ok && in[f.ParentEpisodeID] && f.ParentEpisodeID != e.sum.ID {
-			kids[f.ParentEpisodeID] = append(kids[f.ParentEpisodeID], e)
-			continue
+	// kids[i] lists hits[i]'s forks among hits, in hits' order.
+	kids := map[int][]int{}
+	root := make([]bool, len(hits))
+	for i, e := range hits {
+		root[i] = true
+		if f, ok := l.parent[e.sum.ID]; ok {
+			if p, ok := pos[f.ParentEpisodeID]; ok && p != i {
+				kids[p] = append(kids[p], i)
+				root[i] = false
+			}
 		}
-		roots = append(roots, e)
 	}
 	out := make([]*indexEntry, 0, len(hits))
-	depth := make([]int, 0, len(hits))
-	seen := make(map[*indexEntry]bool, len(hits))
-	var walk func(e *indexEntry, d int)
-	walk = func(e *indexEntry, d int) {
-		if seen[e] {
-			return
-		}
-		seen[e] = true
-		out, depth = append(out, e), append(depth, d)
-		for _, k := range kids[e.sum.ID] {
-			walk(k, d+1)
+	seen := make([]bool, len(hits))
+	var stack [][2]int // (index, depth), depth first
+	visit := func(i int) {
+		stack = append(stack[:0], [2]int{i, 0})
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if seen[top[0]] {
+				continue
+			}
+			seen[top[0]] = true
+			out, depth[len(out)] = append(out, hits[top[0]]), top[1]
+			k := kids[top[0]]
+			for j := len(k) - 1; j >= 0; j-- { // pushed last first: popped in order
+				stack = append(stack, [2]int{k[j], top[1] + 1})
+			}
 		}
 	}
-	for _, e := range roots {
-		walk(e, 0)
+	for i := range hits {
+		if root[i] {
+			visit(i)
+		}
 	}
 	// Links that form a cycle (never made by a fork) leave entries no root
 	// reaches: they are listed at the end, unindented.
-	for _, e := range hits {
-		if !seen[e] {
-			walk(e, 0)
+	for i := range hits {
+		if !seen[i] {
+			visit(i)
 		}
 	}
 	return out, depth

@@ -51,9 +51,7 @@ func (c *Console) webSummary(m Session) *SessionSummary {
 	if st.EpisodeID != nil {
 		ws.EpisodeID = *st.EpisodeID
 	}
-	if m.ForkedFrom != nil {
-		ws.ForkedFrom = m.ForkedFrom
-	}
+	ws.ForkedFrom = m.ForkedFrom
 	ws.LastReward, ws.ErrorType = c.log(m.ID).summary()
 	if ws.ErrorType == "" && st.LastError != nil {
 		ws.ErrorType = st.LastError.Type
@@ -108,6 +106,9 @@ func (c *Console) webObserve(m Session, ev session.Event) {
 		rec := c.log(m.ID).stepped(e.Observation)
 		if c.feed.active() {
 			c.webRecord(m, rec)
+			if m.Session == nil {
+				break // a fork's sibling not registered yet (webChanged)
+			}
 			// The session still holds its turn while it reports the end:
 			// what the viewer sees next is the session between turns.
 			s := c.webSummary(m)

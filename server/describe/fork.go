@@ -19,7 +19,7 @@ func forkRequestSchema(http bool) map[string]any {
 
 func forkReplySchema() map[string]any {
 	str := map[string]any{"type": "string"}
-	sibling := map[string]any{"type": "object", "required": []string{},
+	sibling := map[string]any{"type": "object",
 		"properties": map[string]any{"session_id": str, "episode_id": str, "mechanism": map[string]any{"type": "string", "enum": wire.ForkMechanisms},
 			"error": map[string]any{"type": "string", "description": "why this sibling failed (it has no session then)"}}}
 	return map[string]any{"type": "object", "required": []string{"parent_session_id", "at_turn", "siblings"},

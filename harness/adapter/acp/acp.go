@@ -48,6 +48,13 @@ type Info struct {
 	// MCPTransport says how the bridge was injected: "http", "stdio", or
 	// empty without tools.
 	MCPTransport string `json:"mcp_transport,omitempty"`
+	// LoadSession says the agent takes session/load
+	// (agentCapabilities.loadSession), so the adapter can fork it by
+	// resume (ForkState; fork.go).
+	LoadSession bool `json:"load_session,omitempty"`
+	// LoadedFrom is the parent's session a forked sibling loaded
+	// (session/load instead of session/new); empty otherwise.
+	LoadedFrom string `json:"loaded_from,omitempty"`
 	// PromptQueueing says the agent takes a session/prompt during a turn
 	// into the running turn (agentCapabilities._meta.claudeCode.
 	// promptQueueing), so the adapter can deliver mid-turn (Deliver).
@@ -62,7 +69,7 @@ func (i Info) extra() map[string]any {
 	if i.PromptQueueing {
 		m["prompt_queueing"] = true
 	}
-	for k, v := range map[string]string{"mode": i.Mode, "auth_method": i.AuthMethod, "mcp_transport": i.MCPTransport} {
+	for k, v := range map[string]string{"mode": i.Mode, "auth_method": i.AuthMethod, "mcp_transport": i.MCPTransport, "loaded_from": i.LoadedFrom} {
 		if v != "" {
 			m[k] = v
 		}
@@ -188,7 +195,8 @@ func (a *Adapter) handshake(ctx context.Context, c *conn, l *harness.Launch, opt
 		return Info{}, fmt.Errorf("agent speaks ACP protocol version %d; harnessd speaks %d", ir.ProtocolVersion, ProtocolVersion)
 	}
 	info := Info{ProtocolVersion: ir.ProtocolVersion, AgentInfo: ir.AgentInfo,
-		PromptQueueing: ir.AgentCapabilities.Meta.ClaudeCode.PromptQueueing}
+		PromptQueueing: ir.AgentCapabilities.Meta.ClaudeCode.PromptQueueing,
+		LoadSession:    ir.AgentCapabilities.LoadSession}
 	var methods []string
 	for _, m := range ir.AuthMethods {
 		methods = append(methods, m.ID)
@@ -202,25 +210,39 @@ func (a *Adapter) handshake(ctx context.Context, c *conn, l *harness.Launch, opt
 	}
 	info.MCPTransport = transport
 
-	newSession := newSessionParams{Cwd: cwd, MCPServers: servers}
-	raw, err = c.call(ctx, "session/new", newSession, watch{})
+	method, params := "session/new", any(newSessionParams{Cwd: cwd, MCPServers: servers})
+	if l.Fork != nil {
+		// A forked sibling opens its parent's session, from its copy of
+		// HOME; the history the agent replays as session/update
+		// notifications is the parent's, already reported, and dropped.
+		parent, err := loadTarget(l.Fork, &info)
+		if err != nil {
+			return Info{}, err
+		}
+		method, params = "session/load", loadSessionParams{SessionID: parent, Cwd: cwd, MCPServers: servers}
+		info.LoadedFrom = parent
+	}
+	raw, err = c.call(ctx, method, params, watch{})
 	var rerr *RPCError
 	if errors.As(err, &rerr) && rerr.Code == CodeAuthRequired {
 		if opts.AuthMethod == "" {
-			return Info{}, fmt.Errorf("session/new: the agent requires authentication (authMethods: %v); set harness.options.auth_method: %w", methods, err)
+			return Info{}, fmt.Errorf("%s: the agent requires authentication (authMethods: %v); set harness.options.auth_method: %w", method, methods, err)
 		}
 		if _, err := c.call(ctx, "authenticate", authenticateParams{MethodID: opts.AuthMethod}, watch{}); err != nil {
 			return Info{}, fmt.Errorf("authenticate %s: %w", opts.AuthMethod, err)
 		}
 		info.AuthMethod = opts.AuthMethod
-		raw, err = c.call(ctx, "session/new", newSession, watch{})
+		raw, err = c.call(ctx, method, params, watch{})
 	}
 	if err != nil {
-		return Info{}, fmt.Errorf("session/new: %w", err)
+		return Info{}, fmt.Errorf("%s: %w", method, err)
 	}
 	var nr newSessionResult
 	if err := decodeResult(raw, &nr); err != nil {
-		return Info{}, fmt.Errorf("session/new: %w", err)
+		return Info{}, fmt.Errorf("%s: %w", method, err)
+	}
+	if info.LoadedFrom != "" {
+		nr.SessionID = info.LoadedFrom // session/load answers no id: the session is the one loaded
 	}
 	if nr.SessionID == "" {
 		return Info{}, errors.New("session/new: no sessionId in the result")

@@ -35,6 +35,9 @@ type implementation struct {
 type initializeResult struct {
 	ProtocolVersion   int `json:"protocolVersion"`
 	AgentCapabilities struct {
+		// LoadSession says the agent takes session/load: a fork's
+		// sibling opens its parent's session from its copy of HOME.
+		LoadSession     bool `json:"loadSession"`
 		MCPCapabilities struct {
 			HTTP bool `json:"http"`
 			SSE  bool `json:"sse"`
@@ -78,6 +81,13 @@ type stdioMCPServer struct {
 }
 
 type newSessionParams struct {
+	Cwd        string `json:"cwd"`
+	MCPServers []any  `json:"mcpServers"`
+}
+
+// loadSessionParams are session/load's: a session the agent kept.
+type loadSessionParams struct {
+	SessionID  string `json:"sessionId"`
 	Cwd        string `json:"cwd"`
 	MCPServers []any  `json:"mcpServers"`
 }

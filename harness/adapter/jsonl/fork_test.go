@@ -182,3 +182,37 @@ func TestForkTimeoutOption(t *testing.T) {
 		t.Fatalf("defaults %+v %v", o, err)
 	}
 }
+
+// What the harness writes between turns while it is asked to fork or
+// restore belongs to its next turn, as it would have without the question.
+func TestForkKeepsOutputForTheNextTurn(t *testing.T) {
+	parent := started(t, "--fork-noise")
+	mustTurn(t, parent, 1, "remember x")
+	fs, err := forkState(t, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a    *Adapter
+		want string
+	}{{parent, "noise before answering fork"}, {nil, "noise before answering restore"}} {
+		a := c.a
+		if a == nil {
+			l := launch(t, "--fork-noise")
+			l.Fork = fs
+			a = New()
+			if err := a.Start(context.Background(), l); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Stop(context.Background()) })
+		}
+		res, ev, err := turn(t, a, 2, "recall")
+		if err != nil || res.Response != "recall: x" {
+			t.Fatalf("turn after the fork: %+v %v", res, err)
+		}
+		texts := ev.OfType(wire.EventTextOutput)
+		if len(texts) != 2 || texts[0].Data.(*wire.TextOutput).Text != c.want {
+			t.Errorf("the next turn's events %v, want %q first", ev.All(), c.want)
+		}
+	}
+}

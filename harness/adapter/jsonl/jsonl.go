@@ -131,6 +131,22 @@ type wireEvent struct {
 	Data json.RawMessage `json:"data"`
 }
 
+// decodeLine splits a stdout object into its type and data: one validating
+// scan and a scan of its keys for the usual line (wire.EventParts), the
+// full decode for any other (which also gives the error of a malformed one).
+// The data is then decoded once, into the payload the observation encodes
+// (wire.DecodeChecked).
+func decodeLine(line []byte) (wireEvent, error) {
+	if json.Valid(line) {
+		if typ, data, ok := wire.EventParts(line); ok {
+			return wireEvent{Type: typ, Data: data}, nil
+		}
+	}
+	var w wireEvent
+	err := json.Unmarshal(line, &w)
+	return w, err
+}
+
 // Turn sends the message and reads events until turn_complete.
 func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire.Event)) (harness.TurnResult, error) {
 	p := a.Process()
@@ -150,7 +166,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		emit(e)
 	}
 
-	msg, _ := json.Marshal(map[string]any{"type": "message", "turn": in.Number, "content": in.Message})
+	msg := messageLine(in.Number, in.Message)
 	if err := p.WriteLine(ctx, msg); err != nil {
 		if ctx.Err() != nil {
 			return harness.TurnResult{}, ctx.Err()
@@ -203,8 +219,8 @@ func (a *Adapter) handleLine(text []byte, emit func(wire.Event)) (harness.TurnRe
 		emit(textEvent(text))
 		return harness.TurnResult{}, false, nil
 	}
-	var w wireEvent
-	if err := json.Unmarshal(trimmed, &w); err != nil {
+	w, err := decodeLine(trimmed)
+	if err != nil {
 		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol,
 			"harness wrote malformed JSON: %v: %s", err, clip.Bytes(trimmed))
 	}
@@ -237,6 +253,17 @@ func (a *Adapter) handleLine(text []byte, emit func(wire.Event)) (harness.TurnRe
 	}
 	emit(wire.New(wire.OriginHarness, p))
 	return harness.TurnResult{}, false, nil
+}
+
+// messageLine is {"content":...,"turn":N,"type":"message"}, the bytes
+// json.Marshal writes for that map (keys sorted, HTML escaped), without
+// encoding a map.
+func messageLine(turn int, content string) []byte {
+	c, _ := json.Marshal(content) // a string always encodes
+	b := make([]byte, 0, len(c)+48)
+	b = append(append(append(b, `{"content":`...), c...), `,"turn":`...)
+	b = strconv.AppendInt(b, int64(turn), 10)
+	return append(b, `,"type":"message"}`...)
 }
 
 // protocolDoc is where harness authors find the fields of every event.

@@ -247,3 +247,13 @@ func TestHarnessReceivesEpisodeAndWorkspace(t *testing.T) {
 	}
 	adaptertest.CheckEnv(t, l, res.Response)
 }
+
+// The message line is what json.Marshal writes for its map.
+func TestMessageLineBytes(t *testing.T) {
+	for _, c := range []string{"", "reply x", "<b>&</b> \"q\" \\ \n\t ü \u2028 \xff"} {
+		want, _ := json.Marshal(map[string]any{"type": "message", "turn": 12, "content": c})
+		if got := messageLine(12, c); string(got) != string(want) {
+			t.Errorf("%q: got %s, want %s", c, got, want)
+		}
+	}
+}

@@ -56,6 +56,11 @@ func New() *Adapter { return &Adapter{} }
 // ready pattern appears (default: the prompt), or, with neither, the first
 // quiet period passes.
 func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
+	if l.Fork != nil {
+		// No fork mechanism of its own (it is no harness.Forker): only a
+		// replay continues its harness, which starts fresh.
+		return harness.Fail(wire.FailureStartupFailed, "the %s adapter cannot continue a harness from a %q fork state", Name, l.Fork.Mechanism)
+	}
 	opts, err := ParseOptions(l.Options)
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "bad pty options")

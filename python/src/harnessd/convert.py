@@ -19,6 +19,18 @@ and the other converters give the trainers' own shapes:
 None of those packages is imported: the shapes are plain dicts and lists
 (the ids a trainer turns into tensors itself). Nothing here re-tokenizes:
 every id is the engine's.
+
+A fork's sibling (docs/fork.md, :class:`harnessd.ForkGroup`) exports the
+parent's calls as its own prefix, marked ``inherited`` on the calls and on
+their chain spans; the gateway leaves their loss mask as sampled (1). The
+converters take ``inherited`` (:data:`INHERITED_MODES`): ``"mask"`` (the
+default) trains none of an inherited span's tokens (loss mask 0, logprob
+0.0), so G siblings do not train the shared prefix G times; ``"prompt"``
+masks them too and moves the chain's leading inherited tokens into
+``prompt_ids``, so the completion is the sibling's own continuation;
+``"train"`` keeps the export's mask (the prefix's sampled tokens trained in
+every sibling). An export without inherited calls converts the same in
+every mode.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ from .rollout import EpisodeResult, GroupResult, Trajectory
 
 __all__ = [
     "EXPORT_FORMAT",
+    "INHERITED_MODES",
     "Sample",
     "samples_from_export",
     "samples_from_group",
@@ -44,6 +57,10 @@ __all__ = [
 
 #: The export format these converters read.
 EXPORT_FORMAT = "harnessd.gateway.export/v1"
+
+#: What the converters do with a fork's inherited calls (see the module
+#: doc): ``"mask"``, ``"prompt"`` or ``"train"``.
+INHERITED_MODES = ("mask", "prompt", "train")
 
 
 @dataclass
@@ -69,6 +86,10 @@ class Sample:
     ``sampling_differs_calls`` lists the calls whose sampling sent was not
     exactly the pin (the export's ``sampling_differs``). See
     :func:`harnessd.policy.filter_stale`.
+
+    ``inherited_calls`` are the chain's calls inherited from a fork's
+    parent (empty for an episode not forked); whether their tokens are
+    trained is the converter's ``inherited`` mode.
     """
 
     episode_id: str
@@ -90,6 +111,7 @@ class Sample:
     straddling_calls: list[int] = field(default_factory=list)
     sampling_pinned: bool = False
     sampling_differs_calls: list[int] = field(default_factory=list)
+    inherited_calls: list[int] = field(default_factory=list)
 
     @property
     def oldest_policy_version(self) -> int | None:
@@ -132,14 +154,22 @@ def export_reward(export: dict[str, Any]) -> float:
     return float(sum(float(r.get("reward") or 0.0) for r in export.get("rewards", []) or [] if isinstance(r, dict)))
 
 
-def samples_from_export(export: dict[str, Any], reward: float | None = None, *, drop_fatal: bool = True, group: str = "", index: int = 0) -> list[Sample]:
+def _check_inherited(inherited: str) -> None:
+    if inherited not in INHERITED_MODES:
+        raise ValueError(f"inherited is one of {INHERITED_MODES}, not {inherited!r}")
+
+
+def samples_from_export(export: dict[str, Any], reward: float | None = None, *, drop_fatal: bool = True, group: str = "", index: int = 0,
+                        inherited: str = "mask") -> list[Sample]:
     """One :class:`Sample` per chain of ``export``, in chain order.
 
     ``reward`` (default: :func:`export_reward`, the sum of the turns'
     rewards) is given to every sample of the episode. With ``drop_fatal`` a
     chain a ``fatal`` issue names (directly or through one of its calls) is
-    left out. Raises ValueError for an export of another format, or a chain
-    whose arrays do not line up."""
+    left out. ``inherited`` says what becomes of a fork's inherited
+    spans (:data:`INHERITED_MODES`, the module doc). Raises ValueError for
+    an export of another format, or a chain whose arrays do not line up."""
+    _check_inherited(inherited)
     if export.get("format") != EXPORT_FORMAT:
         raise ValueError(f"not a {EXPORT_FORMAT} export: format {export.get('format')!r}")
     r = export_reward(export) if reward is None else float(reward)
@@ -160,6 +190,18 @@ def samples_from_export(export: dict[str, Any], reward: float | None = None, *, 
         p = int(ch.get("prompt_length", 0))
         if not 0 <= p <= n:
             raise ValueError(f"chain {cid}: prompt_length {p} outside its {n} tokens")
+        spans = [dict(s) for s in ch.get("spans", []) if isinstance(s, dict)]
+        if inherited != "train":
+            for sp in spans:
+                if sp.get("inherited"):
+                    a, b = max(0, int(sp.get("start", 0))), min(n, int(sp.get("end", 0)))
+                    mask[a:b] = [0] * max(0, b - a)
+        if inherited == "prompt":
+            # The chain's leading run of inherited spans is the prompt.
+            for sp in sorted(spans, key=lambda x: int(x.get("start", 0))):
+                if not sp.get("inherited") or int(sp.get("start", 0)) > p:
+                    break
+                p = max(p, min(n, int(sp.get("end", 0))))
         comp_lps: list[float] = []
         for i in range(p, n):
             lp = lps[i]
@@ -171,7 +213,6 @@ def samples_from_export(export: dict[str, Any], reward: float | None = None, *, 
                 comp_lps.append(0.0)
         calls = [int(c) for c in ch.get("calls", [])]
         cinfo = [by_call.get(c, {}) for c in calls]
-        spans = [dict(s) for s in ch.get("spans", []) if isinstance(s, dict)]
         turns = sorted({int(s.get("turn", 0)) for s in spans if s.get("kind") == "completion"})
         out.append(Sample(
             episode_id=str(export.get("episode_id", "")), chain_id=cid,
@@ -184,15 +225,18 @@ def samples_from_export(export: dict[str, Any], reward: float | None = None, *, 
             straddling_calls=[ci for ci, c in zip(calls, cinfo) if c.get("straddles_update")],
             sampling_pinned=bool(cinfo) and all(bool(c.get("sampling_pinned")) for c in cinfo),
             sampling_differs_calls=[ci for ci, c in zip(calls, cinfo) if c.get("sampling_differs")],
+            inherited_calls=[ci for ci, c in zip(calls, cinfo) if c.get("inherited")],
         ))
     return out
 
 
-def samples_from_group(group: GroupResult, *, reward: str = "export", drop_fatal: bool = True) -> list[Sample]:
+def samples_from_group(group: GroupResult, *, reward: str = "export", drop_fatal: bool = True, inherited: str = "mask") -> list[Sample]:
     """The samples of every episode of ``group`` that has an export, each
     tagged with the group (its task, else its id) and the episode's index.
     ``reward`` is ``"export"`` (the export's sum of turn rewards) or
-    ``"final"`` (the episode's last observation reward, 0.0 when None)."""
+    ``"final"`` (the episode's last observation reward, 0.0 when None).
+    ``inherited`` is :func:`samples_from_export`'s (a
+    :class:`~harnessd.ForkGroup`'s siblings share the parent's prefix)."""
     if reward not in ("export", "final"):
         raise ValueError("reward is 'export' or 'final'")
     out: list[Sample] = []
@@ -200,7 +244,7 @@ def samples_from_group(group: GroupResult, *, reward: str = "export", drop_fatal
         if ep.export is None:
             continue
         r = None if reward == "export" else float(ep.reward or 0.0)
-        out.extend(samples_from_export(ep.export, r, drop_fatal=drop_fatal, group=group.task or group.group_id, index=ep.index))
+        out.extend(samples_from_export(ep.export, r, drop_fatal=drop_fatal, group=group.task or group.group_id, index=ep.index, inherited=inherited))
     return out
 
 
@@ -282,7 +326,8 @@ def _assistant(content: Any) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": content if content is not None else ""}]
 
 
-def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None = None, answer: str = "", info: dict[str, Any] | None = None, drop_fatal: bool = True) -> dict[str, Any]:
+def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None = None, answer: str = "", info: dict[str, Any] | None = None, drop_fatal: bool = True,
+                 inherited: str = "mask") -> dict[str, Any]:
     """verifiers' ``RolloutOutput`` for one episode, with its
     ``trajectory`` (a list of ``TrajectoryStep``, one per chained model
     call, as verifiers' ``State`` holds it) so a prime-rl style trainer can
@@ -297,12 +342,16 @@ def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None
     ``prompt`` and ``completion`` are the messages the gateway saw; its
     ``extras`` (verifiers' free-form dict) carry the call's
     ``policy_version_sent``, ``policy_version``, ``straddles_update`` and
-    ``sampling_pinned``. Raises
+    ``sampling_pinned`` (and ``inherited``). A fork's sibling has a step
+    for each of its parent's calls only with ``inherited="train"`` (its
+    trajectory's prompt and completion hold the parent's turns in every
+    mode: they are the sibling's conversation). Raises
     ValueError for an episode without a trajectory or an export."""
+    _check_inherited(inherited)
     traj, ex = result.trajectory, result.export
     if traj is None or ex is None:
         raise ValueError(f"episode {result.index} has no trajectory or no export")
-    samples = samples_from_export(ex, drop_fatal=drop_fatal)
+    samples = samples_from_export(ex, drop_fatal=drop_fatal, inherited="train")
     reward = samples[0].reward if samples else float(traj.reward or 0.0)
     gw = _gateway_calls(traj)
     chains = {int(c.get("id", 0)): c for c in ex.get("chains", [])}
@@ -313,7 +362,7 @@ def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None
         ids = chains[s.chain_id]["input_ids"]
         lps = chains[s.chain_id]["logprobs"]
         for sp in s.spans:
-            if sp.get("kind") != "completion":
+            if sp.get("kind") != "completion" or (sp.get("inherited") and inherited != "train"):
                 continue
             a, b, ci = int(sp["start"]), int(sp["end"]), int(sp["call_index"])
             call = gw.get(ci, {})
@@ -339,7 +388,8 @@ def to_verifiers(result: EpisodeResult, *, example_id: int = 0, task: str | None
                 "trajectory_id": f"{s.episode_id}/chain-{s.chain_id}",
                 "extras": {"call_index": ci, "turn": int(sp.get("turn", 0)), "chain": s.chain_id, "episode_id": s.episode_id,
                            "policy_version_sent": int(xc.get("policy_version_sent") or 0), "policy_version": int(xc.get("policy_version") or 0),
-                           "straddles_update": bool(xc.get("straddles_update")), "sampling_pinned": bool(xc.get("sampling_pinned"))},
+                           "straddles_update": bool(xc.get("straddles_update")), "sampling_pinned": bool(xc.get("sampling_pinned")),
+                           "inherited": bool(xc.get("inherited"))},
             })
     prompt: list[dict[str, Any]] = []
     completion: list[dict[str, Any]] = []

@@ -6,9 +6,12 @@ The protocol is OpenEnv's generic one as harnessd serves it
 frame per request — ``reset`` → ``observation``, ``step`` →
 ``observation``, ``state`` → ``state``, ``export`` (harnessd's extension,
 docs/gateway.md) → ``export``, ``policy_version`` (the trainer's, docs/
-protocol.md "Policy versions") → ``policy_version``, ``close`` ends the session — and an
-``error`` frame for a refused request, which never ends the session. The
-client holds no environment state of its own.
+protocol.md "Policy versions") → ``policy_version``, ``fork`` (docs/fork.md)
+→ ``fork``, ``close`` ends the session — and an ``error`` frame for a
+refused request, which never ends the session. A connection made with a
+``session_id`` attaches to an existing session (a fork's sibling, an MCP
+session) instead of creating one (``/ws?session_id=``). The client holds no
+environment state of its own.
 """
 
 from __future__ import annotations
@@ -16,17 +19,18 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import urllib.parse
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import websockets
 import websockets.exceptions
 
-from .errors import ProtocolError, TransportError, server_error
+from .errors import ProtocolError, SiblingFailed, TransportError, server_error
 from .http import _check_version, normalize_base_url
-from .types import Observation, PolicyVersion, State
+from .types import Observation, PolicyVersion, Sibling, State
 
-__all__ = ["AsyncEnv", "Env", "DEFAULT_MAX_FRAME_BYTES", "SAMPLING_FIELDS"]
+__all__ = ["AsyncEnv", "Env", "DEFAULT_MAX_FRAME_BYTES", "SAMPLING_FIELDS", "MAX_FORK_COUNT", "FORK_MECHANISMS"]
 
 #: The fields of a reset's ``sampling`` argument (docs/gateway.md,
 #: "Sampling fixed by the trainer"): the values pinned for every engine
@@ -37,14 +41,22 @@ SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens
 #: The largest frame read from the server (as OpenEnv's client allows).
 DEFAULT_MAX_FRAME_BYTES = 100 << 20
 
+#: The most siblings one fork makes (the server's wire.MaxForkCount).
+MAX_FORK_COUNT = 64
+
+#: The mechanisms a fork may name (docs/fork.md); "" is the best the
+#: harness allows (resume, else line, else replay).
+FORK_MECHANISMS = ("resume", "line", "replay")
+
 _WS_MAJOR = int(str(getattr(websockets, "__version__", "10")).split(".")[0])
 
 T = TypeVar("T")
 
 
-def _ws_url(base_url: str) -> str:
+def _ws_url(base_url: str, session_id: str | None = None) -> str:
     b = normalize_base_url(base_url)
-    return ("wss" + b[5:] if b.startswith("https") else "ws" + b[4:]) + "/ws"
+    u = ("wss" + b[5:] if b.startswith("https") else "ws" + b[4:]) + "/ws"
+    return u + "?session_id=" + urllib.parse.quote(session_id, safe="") if session_id else u
 
 
 def _reset_data(task_id: str | None, task_index: int | None, seed: int | None, episode_id: str | None, extra: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +82,10 @@ class AsyncEnv:
     the daemon's ``episode.turn_timeout``. Requests are strictly one at a
     time. Use it as ``async with AsyncEnv(url) as env:`` or call
     :meth:`connect` and :meth:`close`.
+
+    With ``session_id`` the connection attaches to that existing session
+    (a fork's sibling, see :meth:`fork` and :meth:`attach`) instead of
+    creating one; closing it ends a sibling's session.
     """
 
     def __init__(
@@ -80,6 +96,7 @@ class AsyncEnv:
         open_timeout: float = 30.0,
         request_timeout: float | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        session_id: str | None = None,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
         self.token = token
@@ -88,8 +105,13 @@ class AsyncEnv:
         self.max_frame_bytes = max_frame_bytes
         self._ws: Any = None
         self._lock = asyncio.Lock()
-        #: The id of the episode the last reset started.
+        #: The id of the episode the last reset started (for an attached
+        #: session: its episode, once :meth:`attach` has read its state).
         self.episode_id: str | None = None
+        #: The server's id of the session: the one attached to, or the
+        #: parent's once a fork has named it (None before).
+        self.session_id: str | None = session_id or None
+        self._attach = bool(session_id)
 
     async def __aenter__(self) -> "AsyncEnv":
         await self.connect()
@@ -107,7 +129,7 @@ class AsyncEnv:
         headers = {"Authorization": "Bearer " + self.token} if self.token else {}
         kw: dict[str, Any] = {"max_size": self.max_frame_bytes, "open_timeout": self.open_timeout, "close_timeout": 5}
         kw["additional_headers" if _WS_MAJOR >= 14 else "extra_headers"] = headers
-        url = _ws_url(self.base_url)
+        url = _ws_url(self.base_url, self.session_id if self._attach else None)
         try:
             self._ws = await websockets.connect(url, **kw)  # type: ignore[attr-defined]
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as e:
@@ -178,6 +200,7 @@ class AsyncEnv:
         episode_id: str | None = None,
         sampling: dict[str, Any] | None = None,
         policy_version: int | None = None,
+        at_turn: int | None = None,
         **extra: Any,
     ) -> Observation:
         """Start an episode: of task ``task_id`` (or the ``task_index``-th
@@ -196,7 +219,17 @@ class AsyncEnv:
         on a daemon without an engine upstream an
         :class:`~harnessd.errors.ExecutionError`. ``policy_version`` sets
         the session's policy version before the episode starts (as
-        :meth:`set_policy_version` does)."""
+        :meth:`set_policy_version` does).
+
+        ``at_turn`` (k >= 1) replaces the session's own episode by one
+        continuing after its turn k, as a fork's sibling would (from the
+        episode's checkpoints, ``episode.checkpoints: every_turn``, else by
+        replay of turns 1..k; docs/fork.md): the observation's
+        :attr:`~harnessd.types.Observation.fork` names the old episode, and
+        the next step is turn k+1. A k outside the episode's turns is the
+        server's :class:`~harnessd.errors.ExecutionError`."""
+        if at_turn is not None:
+            extra["at_turn"] = at_turn
         if sampling is not None:
             extra["sampling"] = dict(sampling)
         if policy_version is not None:
@@ -263,6 +296,77 @@ class AsyncEnv:
         except ValueError as e:
             raise ProtocolError(f"{self.base_url}: {e}") from e
 
+    async def fork(self, count: int, at_turn: int = 0, mechanism: str = "") -> list[Sibling]:
+        """Fork this session's live episode, between turns, into ``count``
+        siblings (1 to :data:`MAX_FORK_COUNT`), each a session of its own on
+        this daemon continuing from the episode's state after turn
+        ``at_turn`` (0: the current one; an earlier one needs
+        ``episode.checkpoints`` or a replay) by ``mechanism`` (one of
+        :data:`FORK_MECHANISMS`, ``""``: the best the harness allows). This
+        session goes on unchanged. Returns the siblings in order; attach
+        to each with :meth:`attach_sibling` (or :meth:`attach`), and close
+        it when done (one never attached holds its slot until the daemon's
+        idle timeout, or :meth:`~harnessd.http.DaemonHTTP.close_session`).
+
+        A refused fork raises the server's error, and no sibling is made:
+        a bad ``count``, an ``at_turn`` past the current turn or an unknown
+        ``mechanism`` :class:`~harnessd.errors.ValidationError` (naming the
+        field); a turn running on the session
+        :class:`~harnessd.errors.BusyError`; fewer free session slots than
+        ``count`` :class:`~harnessd.errors.CapacityError`; no live episode,
+        or an episode that cannot be forked (``fork unavailable: …``)
+        :class:`~harnessd.errors.ExecutionError`. A sibling that failed on
+        its own is not an exception: its :attr:`~harnessd.types.Sibling.
+        error` says why."""
+        data: dict[str, Any] = {"count": count}
+        if at_turn:
+            data["at_turn"] = at_turn
+        if mechanism:
+            data["mechanism"] = mechanism
+        reply = await self._request("fork", data, "fork")
+        if not isinstance(reply, dict):
+            raise ProtocolError(f"{self.base_url}: a fork reply that is not an object")
+        try:
+            sibs = Sibling.list_from_wire(reply)
+        except ValueError as e:
+            raise ProtocolError(f"{self.base_url}: {e}") from e
+        if sibs and sibs[0].parent_session_id:
+            self.session_id = sibs[0].parent_session_id
+        return sibs
+
+    @classmethod
+    async def attach(cls, base_url: str, session_id: str, **options: Any) -> "AsyncEnv":
+        """A connected :class:`AsyncEnv` attached to the existing session
+        ``session_id`` of the daemon at ``base_url`` (a fork's sibling, or
+        a session made over ``/mcp``): ``/ws?session_id=``, with
+        ``options`` as :class:`AsyncEnv` takes them. The attachment is
+        confirmed with a state request, which sets :attr:`episode_id`; an
+        unknown session, or one already attached, raises the server's
+        :class:`~harnessd.errors.SessionError`. Closing the returned env
+        (a close frame) ends a sibling's session."""
+        env = cls(base_url, session_id=session_id, **options)
+        await env._confirm_attach()
+        return env
+
+    async def _confirm_attach(self) -> None:
+        try:
+            st = await self.state()
+        except BaseException:
+            await self._abort()
+            raise
+        self.episode_id = st.episode_id
+
+    def _options(self) -> dict[str, Any]:
+        return {"token": self.token, "open_timeout": self.open_timeout, "request_timeout": self.request_timeout, "max_frame_bytes": self.max_frame_bytes}
+
+    async def attach_sibling(self, sibling: Sibling) -> "AsyncEnv":
+        """:meth:`attach` to ``sibling``'s session on this daemon, with this
+        env's options (token, timeouts). A sibling that failed raises
+        :class:`~harnessd.errors.SiblingFailed` with its reason."""
+        if not sibling.ok:
+            raise SiblingFailed(sibling)
+        return await type(self).attach(self.base_url, sibling.session_id, **self._options())
+
     async def _abort(self) -> None:
         ws, self._ws = self._ws, None
         if ws is not None:
@@ -295,6 +399,7 @@ class Env:
     """
 
     def __init__(self, base_url: str, **options: Any) -> None:
+        self._options = dict(options)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="harnessd-env", daemon=True)
         self._thread.start()
@@ -329,6 +434,34 @@ class Env:
     def episode_id(self) -> str | None:
         """The id of the episode the last reset started."""
         return self._env.episode_id
+
+    @property
+    def session_id(self) -> str | None:
+        """See :attr:`AsyncEnv.session_id`."""
+        return self._env.session_id
+
+    @classmethod
+    def attach(cls, base_url: str, session_id: str, **options: Any) -> "Env":
+        """See :meth:`AsyncEnv.attach`: a connected :class:`Env` attached
+        to session ``session_id``."""
+        env = cls(base_url, session_id=session_id, **options)
+        try:
+            env._run(env._env._confirm_attach())
+        except BaseException:
+            env.close()
+            raise
+        return env
+
+    def attach_sibling(self, sibling: Sibling) -> "Env":
+        """See :meth:`AsyncEnv.attach_sibling`."""
+        if not sibling.ok:
+            raise SiblingFailed(sibling)
+        opts = {k: v for k, v in self._options.items() if k != "session_id"}
+        return type(self).attach(self.base_url, sibling.session_id, **opts)
+
+    def fork(self, count: int, at_turn: int = 0, mechanism: str = "") -> list[Sibling]:
+        """See :meth:`AsyncEnv.fork`."""
+        return self._run(self._env.fork(count, at_turn, mechanism))
 
     def connect(self) -> None:
         """See :meth:`AsyncEnv.connect`."""

@@ -26,7 +26,9 @@ __all__ = [
     "CapacityError",
     "FactoryError",
     "SessionError",
+    "BusyError",
     "ExportUnavailable",
+    "SiblingFailed",
     "ProtocolError",
     "server_error",
 ]
@@ -56,6 +58,18 @@ class TransportError(InfrastructureError):
         self.url = url
         self.close_code = close_code
         self.close_reason = close_reason
+
+
+class SiblingFailed(HarnessdError):
+    """A fork's sibling that failed on its own (its harness did not
+    restore, its replay diverged, …): the fork itself succeeded and its
+    other siblings are unaffected. :attr:`sibling` is the fork reply's
+    entry (a :class:`~harnessd.types.Sibling`), its ``error`` the server's
+    reason, which is this exception's message too."""
+
+    def __init__(self, sibling: Any) -> None:
+        super().__init__("sibling failed: " + (getattr(sibling, "error", "") or "no session"))
+        self.sibling = sibling
 
 
 class ProtocolError(HarnessdError):
@@ -128,7 +142,9 @@ class ExportUnavailable(ExecutionError):
 
 class CapacityError(ServerError, InfrastructureError):
     """``CAPACITY_REACHED``: the daemon is full (:attr:`active_sessions` of
-    :attr:`max_sessions`)."""
+    :attr:`max_sessions`). For a fork: the daemon has not the free session
+    slots for every sibling asked for, and made none (a fork reserves all
+    its slots or none)."""
 
     code = "CAPACITY_REACHED"
 
@@ -158,9 +174,19 @@ class SessionError(ServerError, InfrastructureError):
     code = "SESSION_ERROR"
 
 
+class BusyError(ServerError):
+    """``BUSY``: a fork asked for while a turn (or a reset) runs on the
+    session — a fork is taken between turns. The running turn is not
+    disturbed; fork again once it has ended. (Over one ``/ws`` connection
+    frames are handled one at a time, so this comes when the session is
+    also driven from elsewhere: HTTP, another connection.)"""
+
+    code = "BUSY"
+
+
 _BY_CODE: dict[str, type[ServerError]] = {
     c.code: c
-    for c in (InvalidJSONError, UnknownTypeError, ValidationError, ExecutionError, CapacityError, FactoryError, SessionError)
+    for c in (InvalidJSONError, UnknownTypeError, ValidationError, ExecutionError, CapacityError, FactoryError, SessionError, BusyError)
 }
 
 _EXPORT_REASONS = ("no_model_gateway", "evaluation_traffic", "no_training_calls")

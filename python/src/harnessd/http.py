@@ -3,7 +3,7 @@
 ``draining``), ``/ready``, ``/metadata``, ``/tasks`` and the training export
 ``GET /episodes/{episode_id}/export`` (docs/gateway.md), and the policy
 version route ``POST`` / ``GET /policy_version`` (docs/protocol.md,
-"Policy versions"). Standard library
+"Policy versions"), and ``POST /fork`` (docs/fork.md). Standard library
 only (urllib); the async callers run these in a thread.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ProtocolError, TransportError, server_error
-from .types import PolicyVersion
+from .types import PolicyVersion, Sibling
 
 __all__ = ["Health", "DaemonHTTP", "normalize_base_url"]
 
@@ -159,6 +159,40 @@ class DaemonHTTP:
         version of one session (by ``session_id`` or ``episode_id``)."""
         q = {k: v for k, v in (("session_id", session_id), ("episode_id", episode_id)) if v is not None}
         return self._version(self._get("/policy_version" + ("?" + urllib.parse.urlencode(q) if q else "")))
+
+    def fork(self, session_id: str, count: int, *, at_turn: int = 0, mechanism: str = "") -> list[Sibling]:
+        """``POST /fork``: fork session ``session_id``'s live episode into
+        ``count`` siblings, as :meth:`harnessd.AsyncEnv.fork` does over
+        ``/ws`` (the same arguments, answer and refusals: a turn running
+        :class:`~harnessd.errors.BusyError` with status 409, a bad field
+        :class:`~harnessd.errors.ValidationError` with 422, no room
+        :class:`~harnessd.errors.CapacityError` with 503, an unknown
+        session :class:`~harnessd.errors.ServerError` with 404). Unlike the
+        frame, it can be asked while the session's own connection waits
+        for a step."""
+        body: dict[str, Any] = {"session_id": session_id, "count": count}
+        if at_turn:
+            body["at_turn"] = at_turn
+        if mechanism:
+            body["mechanism"] = mechanism
+        d = self._call("POST", "/fork", body)
+        if not isinstance(d, dict):
+            raise ProtocolError(f"{self.base_url}/fork: not an object")
+        try:
+            return Sibling.list_from_wire(d)
+        except ValueError as e:
+            raise ProtocolError(f"{self.base_url}/fork: {e}") from e
+
+    def close_session(self, session_id: str) -> dict[str, Any]:
+        """``POST /close`` of session ``session_id``: ends it at once when
+        no socket holds it (a fork's sibling never attached), else when
+        that socket closes (``"closing": true``). Returns the answer
+        (``session_id``, ``closed``); an unknown session raises
+        :class:`~harnessd.errors.ServerError` with status 404."""
+        d = self._call("POST", "/close", {"session_id": session_id})
+        if not isinstance(d, dict):
+            raise ProtocolError(f"{self.base_url}/close: not an object")
+        return d
 
     def _version(self, d: Any) -> PolicyVersion:
         if not isinstance(d, dict):

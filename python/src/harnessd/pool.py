@@ -252,12 +252,12 @@ class Pool:
             d.down_until = time.monotonic() + self.retry.down_for
             d.down_reason = reason
 
-    def _pick(self, avoid: set[str]) -> Daemon | None:
+    def _pick(self, avoid: set[str], need: int = 1) -> Daemon | None:
         now = time.monotonic()
         best: Daemon | None = None
         for d in self._daemons.values():
             f = d.free(now)
-            if f <= 0:
+            if f < need:
                 continue
             # Prefer a daemon the current run has not failed on, then the
             # most free capacity; ties go to the fewest of our sessions.
@@ -266,23 +266,28 @@ class Pool:
                 best = d
         return best
 
-    async def _acquire(self, avoid: set[str]) -> Daemon:
+    async def _acquire(self, avoid: set[str], need: int = 1) -> Daemon:
         if not self._refreshed:
             await self.refresh()
+        if need > 1 and self._daemons and all(d.health is not None and d.health.max_sessions < need for d in self._daemons.values()):
+            # No daemon could ever hold them: say so now, not after the wait.
+            raise NoDaemonAvailable(
+                f"no daemon has {need} session slots: " + "; ".join(f"{d.url}: max_sessions {d.health.max_sessions if d.health else '?'}" for d in self._daemons.values()))
         cond = self._condition()
         deadline = time.monotonic() + self.wait_timeout
         while True:
             async with cond:
-                d = self._pick(avoid)
+                d = self._pick(avoid, need)
                 if d is not None:
-                    d.ours += 1
+                    d.ours += need
                     d.opened += 1
                     return d
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    room = "free capacity" if need == 1 else f"{need} free session slots"
                     raise NoDaemonAvailable(
-                        "no daemon with free capacity within %.1fs: %s"
-                        % (self.wait_timeout, "; ".join(f"{x.url}: {x.down_reason or 'full'}" for x in self._daemons.values()))
+                        "no daemon with %s within %.1fs: %s"
+                        % (room, self.wait_timeout, "; ".join(f"{x.url}: {x.down_reason or 'full'}" for x in self._daemons.values()))
                     )
                 # Wait for one of the pool's sessions to end; failing
                 # that, re-probe (daemons that were down may be back,
@@ -294,22 +299,28 @@ class Pool:
                     pass
             await self.refresh()
 
-    async def _release(self, d: Daemon) -> None:
-        d.ours -= 1
+    async def _release(self, d: Daemon, n: int = 1) -> None:
+        d.ours -= n
         cond = self._condition()
         async with cond:
             cond.notify_all()
 
     @asynccontextmanager
-    async def session(self, *, avoid: set[str] | None = None) -> AsyncIterator[AsyncEnv]:
+    async def session(self, *, avoid: set[str] | None = None, slots: int = 1) -> AsyncIterator[AsyncEnv]:
         """One connected session on the daemon with the most free capacity
         (avoiding ``avoid`` when another will do), closed on exit. No
         retries: an :class:`~harnessd.errors.InfrastructureError` marks the
-        daemon down and propagates."""
+        daemon down and propagates. ``slots`` > 1 asks for a daemon with
+        that many free session slots and counts them all as the pool's
+        until exit: room for the session and for sessions it makes there
+        (a fork's siblings). It counts as one session of
+        ``max_concurrency``."""
+        if slots < 1:
+            raise ValueError("a session takes at least one slot")
         if self._sem is not None:
             await self._sem.acquire()
         try:
-            d = await self._acquire(avoid or set())
+            d = await self._acquire(avoid or set(), slots)
             env = AsyncEnv(d.url, token=self.token, **self.env_options)
             try:
                 await env.connect()
@@ -318,7 +329,7 @@ class Pool:
                 # Full (others' sessions, or one of ours the daemon has not
                 # freed yet): not down, but no room until it says so.
                 active = e.active_sessions if e.active_sessions is not None else (d.health.max_sessions if d.health else 0)
-                d.foreign = max(d.foreign, active - (d.ours - 1))
+                d.foreign = max(d.foreign, active - (d.ours - slots))
                 raise
             except InfrastructureError as e:
                 d.failed += 1
@@ -328,18 +339,19 @@ class Pool:
                 try:
                     await env.close()
                 finally:
-                    await self._release(d)
+                    await self._release(d, slots)
         finally:
             if self._sem is not None:
                 self._sem.release()
 
-    async def run(self, fn: Callable[[AsyncEnv], Awaitable[T]], *, on_failure: Callable[[AttemptFailure], None] | None = None) -> T:
+    async def run(self, fn: Callable[[AsyncEnv], Awaitable[T]], *, on_failure: Callable[[AttemptFailure], None] | None = None, slots: int = 1) -> T:
         """Run ``fn(env)`` on a pooled session; when it raises one of the
         policy's ``retry_on`` errors, run it again on a fresh session
         (another daemon when one has room), up to ``max_attempts`` times.
         ``fn`` is called with a new session each attempt, so it must start
         its episode itself (reset). ``on_failure`` hears each failed
-        attempt. A session the daemon refused as full
+        attempt. ``slots`` is :meth:`session`'s (room kept on the daemon
+        for a fork's siblings). A session the daemon refused as full
         (:class:`~harnessd.errors.CapacityError`) before ``fn`` could start
         an episode is not an attempt: the pool waits for room (up to
         ``wait_timeout``) and opens another. The last error propagates."""
@@ -349,7 +361,7 @@ class Pool:
         while True:
             url = ""
             try:
-                async with self.session(avoid=avoid) as env:
+                async with self.session(avoid=avoid, slots=slots) as env:
                     url = env.base_url
                     return await fn(env)
             except CapacityError:

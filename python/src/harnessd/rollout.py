@@ -7,25 +7,29 @@ returns None, or ``max_turns``; then it fetches the training export.
 over the pool's daemons, each retried elsewhere when its daemon fails, and
 returns their trajectories, rewards and exports.
 
-A group is started by a :class:`GroupStrategy`. :class:`ResetGroup` — G
-independent resets of the same task and seed — is the one there is today;
-forking a live episode G ways (issue 24) will be another strategy behind
-the same call, once the daemon serves it.
+A group is started by a :class:`GroupStrategy`: :class:`ResetGroup` — G
+independent resets of the same task and seed, the default — or
+:class:`ForkGroup` — one episode played for a prefix of turns, then forked
+G ways (docs/fork.md), each sibling played to its end, so the G episodes
+share the prefix (its state, its files, and its model calls' tokens in the
+exports) exactly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
 from .env import AsyncEnv
-from .errors import ExportUnavailable
+from .errors import ExportUnavailable, HarnessdError, SiblingFailed
+from .http import DaemonHTTP
 from .pool import AttemptFailure, Pool
-from .types import Observation
+from .types import Observation, Sibling
 
 __all__ = [
     "Policy",
@@ -36,6 +40,8 @@ __all__ = [
     "GroupSpec",
     "GroupStrategy",
     "ResetGroup",
+    "ForkGroup",
+    "PrefixEnded",
     "run_episode",
     "rollout_group",
     "rollout_group_sync",
@@ -57,13 +63,29 @@ class Turn:
 @dataclass
 class Trajectory:
     """An episode as the client saw it: where it ran, its reset
-    observation and its turns."""
+    observation and its turns.
+
+    A fork's sibling (:class:`ForkGroup`) starts with its parent's
+    history: ``reset`` and the first ``forked_at`` turns are the parent's
+    (episode ``parent_episode_id``), the turns after them the sibling's
+    own, and ``mechanism`` says how its harness took the parent's state
+    over. For an episode not forked ``forked_at`` is 0 and the other two
+    are ``""``."""
 
     episode_id: str
     daemon: str
     task: str | None
     reset: Observation
     turns: list[Turn] = field(default_factory=list)
+    parent_episode_id: str = ""
+    forked_at: int = 0
+    mechanism: str = ""
+
+    @property
+    def own_turns(self) -> list[Turn]:
+        """The turns this episode played itself (all of them for one not
+        forked; a sibling's after the parent's ``forked_at``)."""
+        return self.turns[self.forked_at:]
 
     @property
     def last(self) -> Observation:
@@ -206,8 +228,8 @@ class GroupSpec:
 
 
 class GroupStrategy(Protocol):
-    """Starts and plays a group's episodes on a pool. The hook through
-    which fork-based groups (one episode forked G ways) will come."""
+    """Starts and plays a group's episodes on a pool: :class:`ResetGroup`,
+    :class:`ForkGroup`."""
 
     async def __call__(self, pool: Pool, spec: GroupSpec) -> list[EpisodeResult]:
         """Play ``spec.size`` episodes; one result each, in index order."""
@@ -294,3 +316,174 @@ def rollout_group_sync(daemons: Sequence[str], task: str | None, G: int, policy:
 
     return asyncio.run(go())
 
+
+class PrefixEnded(HarnessdError):
+    """A :class:`ForkGroup`'s prefix did not reach its fork: the parent
+    episode ended (``done``: the harness finished, a limit, a failure) or
+    the policy stopped before ``prefix_turns`` turns. :attr:`trajectory`
+    is the parent's as far as it went. Every episode of the group fails
+    with it (there is no live episode to fork)."""
+
+    def __init__(self, message: str, trajectory: Trajectory) -> None:
+        super().__init__(message)
+        self.trajectory = trajectory
+
+
+class ForkGroup:
+    """G episodes from one: an episode is reset (``spec.task``, ``seed``,
+    ``reset_kwargs``; id ``{group_id}-prefix``), played for
+    ``prefix_turns`` turns — by the group's policy, or with ``messages``
+    when given — and forked G ways (:meth:`~harnessd.AsyncEnv.fork`, by
+    ``mechanism``, ``""`` for the best the harness allows). Each sibling is
+    attached and played by the policy to its end, concurrently, and its
+    training export fetched; the parent's session is closed once forked.
+
+    A sibling's :class:`Trajectory` starts with the parent's reset and
+    prefix turns (``forked_at`` of them, so a policy indexing by
+    ``len(traj.turns)`` goes on where the prefix stopped, and
+    ``max_turns`` counts them as :class:`ResetGroup` does) and its export
+    holds the parent's calls as its prefix, marked ``inherited`` (see
+    :func:`harnessd.convert.samples_from_export`'s ``inherited``). The
+    exports' rewards include the prefix turns' (the sibling's history
+    holds them).
+
+    The whole group runs on one daemon, the pool's choice among those
+    with G + 1 free slots (the parent and its siblings, counted as the
+    pool's until the group ends). The prefix is retried on another daemon
+    per the pool's :class:`~harnessd.pool.RetryPolicy` when its daemon
+    fails before the fork (each result's ``attempts`` lists those
+    failures); once forked, a sibling that failed — the fork reported it
+    failed (:class:`~harnessd.errors.SiblingFailed` with the server's
+    reason), its attachment, a step or its connection failed (the
+    :class:`~harnessd.errors.HarnessdError`) — is an
+    :class:`EpisodeResult` with that ``error`` and no trajectory, and the
+    others are kept. A prefix that ends before the fork fails every
+    episode with :class:`PrefixEnded`; a refused fork (an episode that
+    cannot fork, a mechanism its harness lacks) every episode with the
+    server's error. A fork refused for want of slots (another client took
+    them; :class:`~harnessd.errors.CapacityError`) is not a failed
+    attempt: as for any full daemon, the pool waits for room and the
+    prefix is played again. An
+    error that is not the daemon's (a policy's bug) ends the whole group,
+    its sessions closed, as in :class:`ResetGroup`.
+
+    ``fork_seconds`` is the last group's fork (the request to its reply),
+    for benchmarks.
+    """
+
+    def __init__(self, prefix_turns: int | None = None, *, messages: Sequence[str] | None = None, mechanism: str = "") -> None:
+        if messages is not None:
+            messages = list(messages)
+            if prefix_turns is None:
+                prefix_turns = len(messages)
+            elif prefix_turns != len(messages):
+                raise ValueError(f"prefix_turns {prefix_turns} but {len(messages)} prefix messages")
+        if prefix_turns is None or prefix_turns < 0:
+            raise ValueError("a ForkGroup needs prefix_turns >= 0 (or the prefix's messages)")
+        self.prefix_turns = prefix_turns
+        self.messages = messages
+        self.mechanism = mechanism
+        self.fork_seconds: float | None = None
+
+    async def _prefix(self, env: AsyncEnv, spec: GroupSpec, eid: str) -> Trajectory:
+        obs = await env.reset(task_id=spec.task, seed=spec.seed, episode_id=eid, **(spec.reset_kwargs or {}))
+        traj = Trajectory(episode_id=obs.episode_id or eid, daemon=env.base_url, task=spec.task, reset=obs)
+        while len(traj.turns) < self.prefix_turns and not obs.done:
+            k = len(traj.turns)
+            msg = self.messages[k] if self.messages is not None else await _call_policy(spec.policy, obs, traj)
+            if msg is None:
+                break
+            obs = await env.step(msg)
+            traj.turns.append(Turn(msg, obs))
+        if len(traj.turns) < self.prefix_turns or obs.done:
+            why = f"ended ({obs.error_type or 'done'})" if obs.done else "was stopped by the policy"
+            raise PrefixEnded(f"the prefix episode {traj.episode_id} {why} after {len(traj.turns)} of {self.prefix_turns} turns: nothing to fork", traj)
+        return traj
+
+    async def _sibling(self, pool: Pool, spec: GroupSpec, prefix: Trajectory, sib: Sibling, i: int, attempts: list[AttemptFailure],
+                       unattached: set[str]) -> EpisodeResult:
+        res = EpisodeResult(index=i, attempts=list(attempts))
+        if not sib.ok:
+            res.error = SiblingFailed(sib)
+            return res
+        env: AsyncEnv | None = None
+        try:
+            env = await AsyncEnv.attach(prefix.daemon, sib.session_id, token=pool.token, **pool.env_options)
+            # From here its connection's close ends the sibling's session.
+            unattached.discard(sib.session_id)
+            traj = Trajectory(episode_id=sib.episode_id or (env.episode_id or ""), daemon=prefix.daemon, task=spec.task, reset=prefix.reset,
+                              turns=list(prefix.turns), parent_episode_id=prefix.episode_id, forked_at=len(prefix.turns), mechanism=sib.mechanism)
+            obs = prefix.last
+            while not obs.done and (spec.max_turns is None or len(traj.turns) < spec.max_turns):
+                msg = await _call_policy(spec.policy, obs, traj)
+                if msg is None:
+                    break
+                obs = await env.step(msg)
+                traj.turns.append(Turn(msg, obs))
+            if spec.export:
+                try:
+                    res.export = await env.export(traj.episode_id or None)
+                except ExportUnavailable as e:
+                    res.export_error = e
+            res.trajectory = traj
+        except HarnessdError as e:
+            res.attempts.append(AttemptFailure(prefix.daemon, e))
+            res.error = e
+            res.export = None
+        finally:
+            if env is not None:
+                await env.close()
+        return res
+
+    @staticmethod
+    async def _close_unattached(pool: Pool, url: str, ids: set[str]) -> None:
+        http = DaemonHTTP(url, token=pool.token, timeout=pool.health_timeout)
+
+        async def one(sid: str) -> None:
+            try:
+                await asyncio.to_thread(http.close_session, sid)
+            except HarnessdError:
+                pass  # gone already, or its daemon is: nothing to end
+
+        await asyncio.gather(*(one(sid) for sid in sorted(ids)))
+
+    async def __call__(self, pool: Pool, spec: GroupSpec) -> list[EpisodeResult]:
+        """See :class:`GroupStrategy`."""
+        attempts: list[AttemptFailure] = []
+
+        async def play(env: AsyncEnv) -> list[EpisodeResult]:
+            eid = f"{spec.group_id}-prefix" + (f"-r{len(attempts)}" if attempts else "")
+            prefix = await self._prefix(env, spec, eid)
+            t0 = time.monotonic()
+            sibs = await env.fork(spec.size, mechanism=self.mechanism)
+            self.fork_seconds = time.monotonic() - t0
+            # The parent has served its purpose: its slot is free for others.
+            await env.close()
+            unattached = {s.session_id for s in sibs if s.ok}
+            try:
+                if len(sibs) != spec.size:
+                    raise HarnessdError(f"a fork of {spec.size} answered {len(sibs)} siblings")
+                done = list(attempts)
+                tasks = [asyncio.ensure_future(self._sibling(pool, spec, prefix, s, i, done, unattached)) for i, s in enumerate(sibs)]
+                try:
+                    return list(await asyncio.gather(*tasks))
+                except BaseException:
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
+            finally:
+                if unattached:
+                    # Siblings no connection took over (the group failed, an
+                    # attachment failed): end them now rather than leave
+                    # their slots to the daemon's idle timeout.
+                    await asyncio.shield(self._close_unattached(pool, env.base_url, unattached))
+
+        failing: tuple[type[BaseException], ...] = (HarnessdError, *pool.retry.retry_on)
+        try:
+            return await pool.run(play, on_failure=attempts.append, slots=spec.size + 1)
+        except failing as e:
+            # The prefix failed every attempt, ended early, or the fork was
+            # refused (the server's error: an episode that cannot fork, a
+            # mechanism its harness lacks): every episode fails with it.
+            return [EpisodeResult(index=i, attempts=list(attempts), error=e) for i in range(spec.size)]

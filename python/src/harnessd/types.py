@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "Observation", "State", "PolicyVersion"]
+__all__ = ["Event", "Observation", "State", "PolicyVersion", "Sibling"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,18 @@ class Observation:
         return str(self.metadata.get("task_instruction", ""))
 
     @property
+    def fork(self) -> dict[str, Any] | None:
+        """Where a forked episode came from (``metadata.fork`` of the
+        observation that opened it: a reset with ``at_turn``; a sibling's
+        opening observation stays on the daemon, its
+        :class:`Sibling` says the same):
+        ``parent_session_id``, ``parent_episode_id``, ``at_turn``,
+        ``mechanism``, and for a replay ``replayed_calls`` and
+        ``replayed_tool_calls``; None for an episode not forked."""
+        f = self.metadata.get("fork")
+        return f if isinstance(f, dict) else None
+
+    @property
     def events(self) -> list[Event]:
         """The turn's events, in order."""
         evs = self.metadata.get("turn_events")
@@ -156,3 +168,52 @@ class PolicyVersion:
         if not isinstance(v, int) or isinstance(v, bool):
             raise ValueError(f"a policy version answer without an integer version: {d!r}")
         return cls(version=v, scope=str(d.get("scope", "")), session_id=str(d.get("session_id") or ""), episode_id=str(d.get("episode_id") or ""))
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """One sibling of a fork (docs/fork.md): a session of its own on the
+    parent's daemon, continuing from the parent's episode after turn
+    :attr:`at_turn` — its ``session_id`` (attach to it with
+    :meth:`harnessd.AsyncEnv.attach`), its ``episode_id``, and the
+    ``mechanism`` that carried the harness's state over (``resume``,
+    ``line`` or ``replay``). A sibling that failed has :attr:`error` set
+    (the server's reason: its harness did not restore, its replay
+    diverged) and no session; the fork's other siblings are unaffected.
+    ``parent_session_id``, ``parent_episode_id`` and ``at_turn`` are the
+    fork reply's, the same for every sibling of one fork."""
+
+    session_id: str
+    episode_id: str
+    mechanism: str
+    error: str = ""
+    parent_session_id: str = ""
+    parent_episode_id: str = ""
+    at_turn: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """The sibling is ready: it has a session to attach to."""
+        return not self.error and bool(self.session_id)
+
+    @classmethod
+    def list_from_wire(cls, d: dict[str, Any]) -> "list[Sibling]":
+        """The siblings of a fork reply (``{"parent_session_id",
+        "parent_episode_id", "at_turn", "siblings": [...]}``), in order.
+        Raises ValueError for a reply without a ``siblings`` list."""
+        sibs = d.get("siblings")
+        if not isinstance(sibs, list):
+            raise ValueError(f"a fork reply without a siblings list: {d!r}")
+        at = d.get("at_turn")
+        return [
+            cls(
+                session_id=str(s.get("session_id") or ""),
+                episode_id=str(s.get("episode_id") or ""),
+                mechanism=str(s.get("mechanism") or ""),
+                error=str(s.get("error") or ""),
+                parent_session_id=str(d.get("parent_session_id") or ""),
+                parent_episode_id=str(d.get("parent_episode_id") or ""),
+                at_turn=at if isinstance(at, int) and not isinstance(at, bool) else 0,
+            )
+            for s in (x if isinstance(x, dict) else {} for x in sibs)
+        ]

@@ -89,6 +89,9 @@ type Options struct {
 	// ForkRefuse answers fork and restore with an error event, as a
 	// harness that does not know the messages does.
 	ForkRefuse bool
+	// ForkNoise writes a text_output event before answering fork or
+	// restore (output between turns that belongs to the next turn).
+	ForkNoise bool
 }
 
 // Run runs the agent over harnessd's line protocol v1 until stdin ends.
@@ -200,6 +203,9 @@ func Run(jo Options, stdin io.Reader, stdout io.WriteCloser, stderr io.Writer) i
 
 // forkMessage answers a fork or restore line between turns.
 func forkMessage(jo Options, exe *agent.Executor, sink Sink, out *frontend.LineWriter, in inbound) {
+	if jo.ForkNoise {
+		sink.Text("noise before answering " + in.Type)
+	}
 	switch {
 	case jo.NoFork && in.Type == "fork":
 		return // says nothing: the daemon's wait for an answer runs out

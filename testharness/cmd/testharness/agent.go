@@ -88,6 +88,7 @@ func runAgent(args []string) int {
 	fs.StringVar(&o.MCPProtocol, "mcp-protocol", "", "MCP protocol version for tool calls")
 	fs.BoolVar(&f.jsonl.NoFork, "no-fork", false, "jsonl: ignore fork messages (answer nothing)")
 	fs.BoolVar(&f.jsonl.ForkRefuse, "fork-refuse", false, "jsonl: answer fork and restore with an error event")
+	fs.BoolVar(&f.jsonl.ForkNoise, "fork-noise", false, "jsonl: write a text_output event before answering fork or restore")
 	streamjson.RegisterFlags(fs, &f.streamJSON.Flags)
 	fs.BoolVar(&f.acp.IgnoreEOF, "ignore-eof", false, "acp: keep running after stdin ends")
 	fs.BoolVar(&f.acp.NoHTTP, "acp-no-http", false, "acp: advertise mcpCapabilities.http false")
