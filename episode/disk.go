@@ -106,6 +106,9 @@ func (ep *Episode) openSlot(ctx context.Context) (ok bool, err error) {
 	e := ep.env
 	d := e.disks.take()
 	if d == nil {
+		if err := os.MkdirAll(e.Dir, 0o700); err != nil {
+			return false, fmt.Errorf("create the session's directory: %w", err)
+		}
 		root := filepath.Join(e.Dir, fmt.Sprintf("disk-%d", e.nextSeq()))
 		clearLeftover(root) // a crashed daemon's, with the same layout
 		fs, err := e.mountDisk(ctx, root)

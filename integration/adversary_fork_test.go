@@ -57,7 +57,7 @@ func TestAdversaryForkSiblings(t *testing.T) {
 			parent.say("write secret.txt parent-secret")
 			// The parent's host-side file (the only episode so far): what
 			// a sibling would read or overwrite to reach its files.
-			found, _ := filepath.Glob(filepath.Join(root, "*", "ep-*", "workspace", "secret.txt"))
+			found, _ := filepath.Glob(filepath.Join(root, "*", "*", "workspace", "secret.txt"))
 			if len(found) != 1 {
 				t.Fatalf("the parent's secret.txt on the host: %v", found)
 			}

@@ -106,7 +106,7 @@ func TestPresetSessionEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	var homes []string
+	var homes, files []string
 	for ep := range 2 {
 		obs, err := s.Reset(ctx, session.ResetOptions{})
 		if err != nil || obs.Done {
@@ -146,13 +146,18 @@ func TestPresetSessionEndToEnd(t *testing.T) {
 		if _, tail, _ := a.Diagnostics(); !strings.Contains(tail, "preset-setup-ran") {
 			t.Errorf("the preset's argument did not reach the agent; stderr %q", tail)
 		}
-		homes = append(homes, home)
+		homes, files = append(homes, home), append(files, file)
 	}
 	if homes[0] == homes[1] {
 		t.Errorf("episodes share HOME %s", homes[0])
 	}
-	if _, err := os.Stat(homes[0]); !os.IsNotExist(err) {
-		t.Errorf("first episode's HOME survives: %v", err)
+	// The first episode's HOME is gone, or (its disk reused by a later
+	// episode) emptied: its preset's marker is not there.
+	if !strings.HasPrefix(files[0], homes[0]+"/") {
+		t.Fatalf("the preset's marker %s is not in HOME %s", files[0], homes[0])
+	}
+	if _, err := os.Stat(files[0]); !os.IsNotExist(err) {
+		t.Errorf("first episode's HOME survives: its marker %s: %v", files[0], err)
 	}
 }
 
