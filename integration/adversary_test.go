@@ -143,7 +143,7 @@ func (s *advSession) hostWorkspace() (workspace, home string) {
 	if got := s.say("write " + name + " here"); !strings.Contains(got, "wrote") {
 		s.t.Fatalf("write a marker into the workspace: %q", got)
 	}
-	found, _ := filepath.Glob(filepath.Join(s.d.Dir, "harnessd", "*", "ep-*", "workspace", name))
+	found, _ := filepath.Glob(filepath.Join(s.d.Dir, "harnessd", "*", "*", "workspace", name)) // ep-N or disk-N
 	if len(found) != 1 {
 		s.t.Fatalf("the workspace's marker is in %d places under %s", len(found), s.d.Dir)
 	}

@@ -82,7 +82,8 @@ func episodeDir(t *testing.T, s *session.Session, name string) string {
 	if got := responseText(t, s, "write "+tmp+"/"+marker+" here"); !strings.Contains(got, "wrote") {
 		t.Fatalf("write a marker into TMPDIR %s: %q", tmp, got)
 	}
-	found, _ := filepath.Glob(filepath.Join(s.Config().WorkspaceRoot(), s.ID(), "ep-*", "tmp", marker))
+	// ep-N, or disk-N for an episode on a (reused) quota file system.
+	found, _ := filepath.Glob(filepath.Join(s.Config().WorkspaceRoot(), s.ID(), "*", "tmp", marker))
 	if len(found) != 1 {
 		t.Fatalf("session %s: the marker is in %d episode directories under %s", s.ID(), len(found), s.Config().WorkspaceRoot())
 	}
