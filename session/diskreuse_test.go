@@ -42,28 +42,31 @@ func TestADiskReusedShowsNothingOfTheEpisodeBefore(t *testing.T) {
 			reused := false
 			for i := range 6 {
 				reset(t, s)
+				// ws, home, tmp: as the harness sees them (in a sandbox
+				// fixed paths); hws: the workspace's host path.
 				ws := responseText(t, s, "pwd")
-				dir := filepath.Dir(ws)
 				home := strings.TrimPrefix(responseText(t, s, "env HOME"), "HOME=")
 				tmp := strings.TrimPrefix(responseText(t, s, "env TMPDIR"), "TMPDIR=")
-				if used[dir] > 0 {
-					reused = true
-				}
-				used[dir]++
 				for _, d := range []string{ws, home, tmp} {
 					var out attackOutcome
 					if err := json.Unmarshal([]byte(responseText(t, s, "attack list-dir "+d)), &out); err != nil {
 						t.Fatal(err)
 					}
 					if out.Count != 0 || out.Errno != "" {
-						t.Fatalf("episode %d (in %s, there before: %v) finds %s holding %q (%+v)", i, dir, used[dir] > 1, d, out.Detail, out)
+						t.Fatalf("episode %d finds %s holding %q (%+v; directories used so far %v)", i, d, out.Detail, out, used)
 					}
 				}
-				if _, err := unix.Getxattr(ws, "user.previous", make([]byte, 64)); !errors.Is(err, unix.ENODATA) {
+				hws := episodeDir(t, s, "workspace") // leaves a marker in TMPDIR, for the next episode not to see
+				dir := filepath.Dir(hws)
+				if used[dir] > 0 {
+					reused = true
+				}
+				used[dir]++
+				if _, err := unix.Getxattr(hws, "user.previous", make([]byte, 64)); !errors.Is(err, unix.ENODATA) {
 					t.Fatalf("episode %d's workspace carries an earlier one's extended attribute: %v", i, err)
 				}
 				var st unix.Statfs_t
-				if err := unix.Statfs(ws, &st); err != nil {
+				if err := unix.Statfs(hws, &st); err != nil {
 					t.Fatal(err)
 				}
 				avail := int64(st.Bavail) * st.Bsize
@@ -84,7 +87,7 @@ func TestADiskReusedShowsNothingOfTheEpisodeBefore(t *testing.T) {
 				if out, _ := fillStep(t, s, "half", testQuota/2); !out.OK {
 					t.Fatalf("half of limits.disk: %+v", out)
 				}
-				if err := unix.Setxattr(ws, "user.previous", []byte("episode"), 0); err != nil {
+				if err := unix.Setxattr(hws, "user.previous", []byte("episode"), 0); err != nil {
 					t.Fatalf("setxattr: %v", err)
 				}
 			}
