@@ -32,6 +32,20 @@
 // unless a tool entry says isolation: host (or the harness itself runs on
 // the host, in process isolation). Graders run in package tasks' own.
 //
+// For a fork (snapshot.go, checkpoints.go, fork.go) it takes a frozen
+// copy of the directories between turns (Snapshot: the quota image cloned
+// or its data copied, or the trees), opens episodes from it (Spec.From),
+// keeps per-turn checkpoints, and opens a sibling's doors with the
+// parent's model calls and tool records (Spec.ModelHistory, ModelReplay,
+// ToolReplay, ToolInherit).
+//
+// The package is bigger than 3,000 lines: an episode's resources are
+// opened and closed on one stack of undos (closers.go) in one order, and a
+// snapshot, the disk a session reuses and the sandbox's view of the
+// directories all act on the same directories at the same stages; the
+// parts that stand alone are packages of their own (internal/quota,
+// internal/treecopy, internal/pathmap, episode/exposure, process/sandbox).
+//
 // The package must not know about turns, rewards, trajectories or the
 // trainer's connection (package session), nor about any harness protocol
 // (the adapters): it starts a harness through the harness.Adapter

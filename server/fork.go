@@ -229,6 +229,9 @@ func (s *Server) fork(ctx context.Context, m *managed, req forkRequest) (*wire.F
 	ready := 0
 	for _, sib := range sibs {
 		ws := wire.ForkSibling{SessionID: sib.SessionID, EpisodeID: sib.EpisodeID, Mechanism: sib.Mechanism}
+		if sib.Observation != nil {
+			ws.Observation = s.present(sib.Observation) // its reset-like observation, metadata.fork included
+		}
 		if sib.Session == nil || sib.Err != nil {
 			ws.SessionID = ""
 			ws.Error = "sibling failed"

@@ -64,6 +64,10 @@ type ForkSibling struct {
 	// Mechanism is how the sibling's harness state was carried over.
 	Mechanism string `json:"mechanism,omitempty"`
 	// Error says why the sibling failed (nothing else is set then but,
-	// where known, Mechanism).
+	// where known, Mechanism and Observation).
 	Error string `json:"error,omitempty"`
+	// Observation is the sibling's first observation, as a reset's: its
+	// metadata.fork says where it came from; a failed sibling's is the
+	// terminal observation of its start (error_type, stderr tail).
+	Observation *Observation `json:"observation,omitempty"`
 }

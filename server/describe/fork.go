@@ -21,7 +21,8 @@ func forkReplySchema() map[string]any {
 	str := map[string]any{"type": "string"}
 	sibling := map[string]any{"type": "object",
 		"properties": map[string]any{"session_id": str, "episode_id": str, "mechanism": map[string]any{"type": "string", "enum": wire.ForkMechanisms},
-			"error": map[string]any{"type": "string", "description": "why this sibling failed (it has no session then)"}}}
+			"error":       map[string]any{"type": "string", "description": "why this sibling failed (it has no session then)"},
+			"observation": map[string]any{"$ref": "#/components/schemas/Observation"}}}
 	return map[string]any{"type": "object", "required": []string{"parent_session_id", "at_turn", "siblings"},
 		"properties": map[string]any{"parent_session_id": str, "parent_episode_id": str, "at_turn": map[string]any{"type": "integer"},
 			"siblings": map[string]any{"type": "array", "items": sibling}}}
