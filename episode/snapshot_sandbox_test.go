@@ -13,19 +13,19 @@ import (
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
-// sandboxEnv is testEnv in sandbox isolation, the harnessd binary as the
-// sandboxes' init; it skips (fails under CI=true) where no sandbox runs.
+// sandboxEnv is testEnv in sandbox isolation, this test binary as the
+// sandboxes' init (TestMain); it skips (fails under CI=true) where no
+// sandbox runs.
 func sandboxEnv(t *testing.T, disk int64) *Env {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testbin.Missing(t, "the sandbox's per-episode uids need root")
 	}
-	init := testbin.Path(t, "harnessd")
-	if r := sandbox.Probe(context.Background(), init); !r.OK {
+	if r := sandbox.Probe(context.Background(), ""); !r.OK {
 		testbin.Missing(t, "no sandbox here: %s", r.Detail)
 	}
 	e := testEnv(t, filepath.Join(t.TempDir(), "session"), disk)
-	e.Isolation, e.SandboxInit = config.IsolationSandbox, init
+	e.Isolation = config.IsolationSandbox
 	return e
 }
 
