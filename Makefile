@@ -129,72 +129,50 @@ $(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
 	cd $(AGENTS_DIR) && npm ci --ignore-scripts --no-audit --no-fund && npm rebuild @anthropic-ai/claude-code opencode-ai
 	@touch $@
 
-# chromium drives the web console's browser test (server/webbrowser_test.go,
-# through chromedp). It is installed only when missing and asked for: under
-# CI=true or with INSTALL_CHROMIUM=1, as root with apt-get; never silently on
-# a developer's machine. Without it the test skips, and fails with CI=true.
-chromium:
-	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+# debian_install installs Debian packages a test needs, only when missing
+# and asked for: under CI=true or with the opt-in variable set to 1, as
+# root with apt-get; never silently on a developer's machine. Arguments:
+# the target's name, a shell test that they are present, the opt-in
+# variable, the packages, what fails under CI=true without them, what
+# skips without them (no commas in any argument).
+define debian_install
+	@if $(2); then \
 		:; \
-	elif [ "$$CI" = true ] || [ "$(INSTALL_CHROMIUM)" = 1 ]; then \
+	elif [ "$$CI" = true ] || [ "$($(3))" = 1 ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "make chromium: installing Debian's chromium (apt-get)"; \
+			echo "make $(1): installing Debian's $(4) (apt-get)"; \
 			export DEBIAN_FRONTEND=noninteractive; \
-			apt-get install -y --no-install-recommends chromium || \
-				{ apt-get update && apt-get install -y --no-install-recommends chromium; }; \
+			apt-get install -y --no-install-recommends $(4) || \
+				{ apt-get update && apt-get install -y --no-install-recommends $(4); }; \
 		else \
-			echo "make chromium: chromium is missing and cannot be installed here (needs root and apt-get); the browser test fails under CI=true"; \
+			echo "make $(1): $(4) missing and cannot be installed here (needs root and apt-get); $(5) under CI=true"; \
 		fi; \
 	else \
-		echo "make chromium: chromium is not installed; the web console's browser test skips (INSTALL_CHROMIUM=1 make chromium installs it)"; \
+		echo "make $(1): $(4) not installed; $(6) ($(3)=1 make $(1) installs it)"; \
 	fi
+endef
+
+# chromium drives the web console's browser test (server/webbrowser_test.go,
+# through chromedp).
+chromium:
+	$(call debian_install,chromium,command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1,INSTALL_CHROMIUM,chromium,the browser test fails,the web console's browser test skips)
 
 # xfsprogs (mkfs.xfs) lets the episode snapshot tests make an xfs loop file
 # system with reflinks (episode.TestSnapshotReflinks, BenchmarkSnapshot's
-# xfs-reflink rows): this host's ext4 has none. Installed only when missing
-# and asked for: under CI=true or with INSTALL_XFSPROGS=1, as root with
-# apt-get. Without it those tests skip, and fail with CI=true.
+# xfs-reflink rows): this host's ext4 has none.
 xfsprogs:
-	@if command -v mkfs.xfs >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ]; then \
-		:; \
-	elif [ "$$CI" = true ] || [ "$(INSTALL_XFSPROGS)" = 1 ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "make xfsprogs: installing Debian's xfsprogs (apt-get)"; \
-			export DEBIAN_FRONTEND=noninteractive; \
-			apt-get install -y --no-install-recommends xfsprogs || \
-				{ apt-get update && apt-get install -y --no-install-recommends xfsprogs; }; \
-		else \
-			echo "make xfsprogs: mkfs.xfs is missing and cannot be installed here (needs root and apt-get); the reflink tests fail under CI=true"; \
-		fi; \
-	else \
-		echo "make xfsprogs: mkfs.xfs is not installed; the reflink snapshot tests skip (INSTALL_XFSPROGS=1 make xfsprogs installs it)"; \
-	fi
+	$(call debian_install,xfsprogs,command -v mkfs.xfs >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ],INSTALL_XFSPROGS,xfsprogs,the reflink tests fail,the reflink snapshot tests skip)
 
 # The Python client (python/, package harnessd) is tested with Debian's
 # interpreter, /usr/bin/python3, whatever python3 PATH finds (a pyenv shim
 # lacks Debian's packages): it needs python3-websockets (10.4) and
 # python3-pytest, and python3-mypy for its type check (which skips without
-# it, and fails under CI=true). python-deps installs them only when missing
-# and asked for:
-# under CI=true or with INSTALL_PYTHON_DEPS=1, as root with apt-get. Without
-# them test-python says so and skips; under CI=true it fails.
+# it, and fails under CI=true). Without them test-python says so and skips;
+# under CI=true it fails.
 PYTHON ?= /usr/bin/python3
 PYTHON_DEBS := python3-websockets python3-pytest python3-mypy
 python-deps:
-	@if $(PYTHON) -c 'import websockets, pytest, mypy' >/dev/null 2>&1; then \
-		:; \
-	elif [ "$$CI" = true ] || [ "$(INSTALL_PYTHON_DEPS)" = 1 ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "make python-deps: installing Debian's $(PYTHON_DEBS) (apt-get)"; \
-			export DEBIAN_FRONTEND=noninteractive; \
-			apt-get install -y --no-install-recommends $(PYTHON_DEBS) || \
-				{ apt-get update && apt-get install -y --no-install-recommends $(PYTHON_DEBS); }; \
-		else \
-			echo "make python-deps: $(PYTHON_DEBS) are missing and cannot be installed here (needs root and apt-get); test-python fails under CI=true"; \
-		fi; \
-	else \
-		echo "make python-deps: $(PYTHON_DEBS) are not installed for $(PYTHON); the Python client's tests skip (INSTALL_PYTHON_DEPS=1 make python-deps installs them)"; \
-	fi
+	$(call debian_install,python-deps,$(PYTHON) -c 'import websockets; import pytest; import mypy' >/dev/null 2>&1,INSTALL_PYTHON_DEPS,$(PYTHON_DEBS),test-python fails,the Python client's tests skip)
 
 # test-python runs python/tests against real daemons (bin/harnessd serve and
 # bin/testharness llm --engine subprocesses on 127.0.0.1), the package
