@@ -1,10 +1,9 @@
 package agents_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -98,16 +97,11 @@ func checkPinned(t *testing.T, agent, url, episodeID string, evs []wire.Event, e
 	if engine == 0 {
 		t.Errorf("no engine request to check the pin on")
 	}
-	resp, err := http.Get(url + "/episodes/" + episodeID + "/export")
+	doc, err := exportOf(context.Background(), url, episodeID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var ex gateway.Export
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &ex) != nil {
-		t.Fatalf("export: %d %.300s", resp.StatusCode, b)
-	}
+	ex := doc.Export
 	if ex.PinnedSampling == nil || !ex.PinnedSampling.StripStop {
 		t.Errorf("export: pinned_sampling %+v", ex.PinnedSampling)
 	}
