@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,6 +85,21 @@ func TestWarmStandbyHandsOverFreshEpisodes(t *testing.T) {
 		t.Fatalf("the first reset was not handed the ready standby: %+v", o1.Metadata)
 	}
 	f1 := facts(t, s, o1)
+	// A workspace's path is reused once its episode's disk is emptied, so
+	// the episodes' harnesses are told apart by pid and their workspaces by
+	// a file each.
+	pidIn := func(ws string) int {
+		for pid, w := range agentsUnder(t, root) {
+			if w == ws {
+				return pid
+			}
+		}
+		return 0
+	}
+	pid1, marker1 := pidIn(f1.workspace), filepath.Join(f1.workspace, "episode-1")
+	if err := os.WriteFile(marker1, nil, 0o600); err != nil || pid1 == 0 {
+		t.Fatalf("the first episode (harness pid %d): %v", pid1, err)
+	}
 	waitFor(t, "the next standby", func() bool { return len(agentsUnder(t, root)) == 2 })
 	o2 := reset(t, s)
 	if !o2.Metadata.Standby {
@@ -94,7 +110,12 @@ func TestWarmStandbyHandsOverFreshEpisodes(t *testing.T) {
 		t.Fatalf("consecutive episodes share something: %+v %+v", f1, f2)
 	}
 	// The handed-over reset retires the first episode in the background.
-	waitFor(t, "the first episode's workspace to go", func() bool { _, err := os.Stat(f1.workspace); return err != nil })
+	waitFor(t, "the first episode's workspace to go", func() bool {
+		_, err := os.Stat(marker1)
+		_, alive := agentsUnder(t, root)[pid1]
+		return err != nil && !alive
+	})
+	pid2 := pidIn(f2.workspace)
 	if got := responseText(t, s, `tool add {"a":2,"b":3}`); got != "add -> 5" {
 		t.Fatalf("a standby's bridge: %q", got)
 	}
@@ -104,8 +125,8 @@ func TestWarmStandbyHandsOverFreshEpisodes(t *testing.T) {
 	// not the standby.)
 	var standbyPid int
 	waitFor(t, "the third standby", func() bool {
-		for pid, ws := range agentsUnder(t, root) {
-			if ws != f2.workspace && ws != f1.workspace {
+		for pid := range agentsUnder(t, root) {
+			if pid != pid1 && pid != pid2 {
 				standbyPid = pid
 				return true
 			}
@@ -183,18 +204,25 @@ func TestHandoverRetiresAfterTheReply(t *testing.T) {
 	if old == 0 {
 		t.Fatal("the first episode's harness is not running")
 	}
+	// The workspace's path may be the next standby's once the first
+	// episode's disk is emptied and reused: retired means this file gone.
+	marker := filepath.Join(first.workspace, "first-episode")
+	if err := os.WriteFile(marker, []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, replied := session.AfterReply(context.Background())
 	obs, err := s.Reset(ctx, session.ResetOptions{})
 	if err != nil || !obs.Metadata.Standby {
 		t.Fatalf("the second reset: %v %+v", err, obs)
 	}
 	// Held: nothing of the previous episode has been torn down.
-	if _, err := os.Stat(first.workspace); err != nil || pidOf(first.workspace) != old {
+	if _, err := os.Stat(marker); err != nil || pidOf(first.workspace) != old {
 		t.Fatalf("the previous episode was retired before the reply was released (workspace %v)", err)
 	}
 	replied()
 	waitFor(t, "the previous episode's retirement", func() bool {
-		_, err := os.Stat(first.workspace)
-		return err != nil && pidOf(first.workspace) == 0
+		_, err := os.Stat(marker)
+		_, alive := agentsUnder(t, root)[old]
+		return err != nil && !alive
 	})
 }

@@ -90,8 +90,12 @@ type Adapter struct {
 	// The running turn, for Interrupt.
 	turnActive bool
 	promptSent bool
-	cancelReq  bool
-	cancelling atomic.Bool
+	// promptWritten closes when the turn's session/prompt has been written
+	// (or failed to be): a delivery arriving while it is being written
+	// waits for it rather than finding no turn.
+	promptWritten chan struct{}
+	cancelReq     bool
+	cancelling    atomic.Bool
 	// Mid-turn deliveries (deliver.go): accepting while the turn's prompt
 	// is out and unanswered; queued are the delivered prompts not yet
 	// answered.
@@ -339,8 +343,10 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 
 	t := newTurnState(emit, a.log, info.SessionID, a.calls)
 	a.cur = t
+	written := make(chan struct{})
 	a.mu.Lock()
 	a.turnActive, a.promptSent, a.cancelReq = true, false, false
+	a.promptWritten = written
 	a.mu.Unlock()
 	in.MarkLive() // an interrupt from here is sent right after the prompt
 	a.cancelling.Store(false)
@@ -358,14 +364,15 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		SessionID: info.SessionID,
 		Prompt:    []textBlock{{Type: "text", Text: in.Message}},
 	})
+	a.mu.Lock()
+	a.promptSent = err == nil
+	a.accepting = err == nil && info.PromptQueueing
+	pending := a.cancelReq
+	close(written)
+	a.mu.Unlock()
 	if err != nil {
 		return harness.TurnResult{}, a.turnError(ctx, p, t, err)
 	}
-	a.mu.Lock()
-	a.promptSent = true
-	a.accepting = info.PromptQueueing
-	pending := a.cancelReq
-	a.mu.Unlock()
 	if pending {
 		if err := c.notify(ctx, "session/cancel", cancelParams{SessionID: info.SessionID}); err != nil {
 			a.log.Debug("acp: session/cancel not delivered", "err", err)

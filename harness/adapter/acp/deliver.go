@@ -17,6 +17,17 @@ import (
 // running turn: ErrCannotDeliver.
 func (a *Adapter) Deliver(ctx context.Context, text string) error {
 	a.mu.Lock()
+	if written := a.promptWritten; a.turnActive && !a.promptSent && written != nil {
+		// The turn's prompt is being written (the agent may already act on
+		// it): this delivery belongs to the turn, once the prompt is out.
+		a.mu.Unlock()
+		select {
+		case <-written:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		a.mu.Lock()
+	}
 	switch {
 	case !a.turnActive || !a.promptSent || a.c == nil:
 		a.mu.Unlock()
