@@ -47,20 +47,24 @@ func (s Spread) Format(verb string) string {
 	return fmt.Sprintf(verb+" ("+verb+"–"+verb+")", s.Med, s.Lo, s.Hi)
 }
 
-// Verdict compares s with target: Met or Missed only where the margin (the
-// median's distance from the target) exceeds the spread (max − min),
-// otherwise WithinSpread. atMost says whether the target is an upper bound
-// (a cost) or a lower one (a throughput).
+// Verdict compares s with target: Met or Missed where the margin (the
+// median's distance from the target) exceeds the spread (max − min) or
+// every repeat lies on the same side of the target, otherwise
+// WithinSpread (the target lies inside a spread wider than the margin).
+// atMost says whether the target is an upper bound (a cost) or a lower one
+// (a throughput).
 func Verdict(s Spread, target float64, atMost bool) string {
 	margin := target - s.Med // > 0: on the good side
+	best, worst := s.Lo, s.Hi
 	if !atMost {
-		margin = -margin
+		margin, best, worst = -margin, s.Hi, s.Lo
 	}
+	good := func(x float64) bool { return x <= target == atMost || x == target }
 	width := s.Hi - s.Lo
 	switch {
-	case margin > width || (margin == 0 && width == 0):
+	case margin > width || (margin == 0 && width == 0) || good(worst):
 		return Met
-	case -margin > width:
+	case -margin > width || !good(best):
 		return Missed
 	}
 	return WithinSpread

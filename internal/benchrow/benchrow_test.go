@@ -21,6 +21,11 @@ func TestVerdict(t *testing.T) {
 		{Spread{0.97, 0.95, 0.99}, 0.9, false, Met},       // throughput above
 		{Spread{0.3, 0.3, 0.3}, 0.5, true, Met},           // one run: no spread
 		{Spread{0.5, 0.5, 0.5}, 0.5, true, Met},           // on the bound, no spread
+		{Spread{364, 302, 695}, 5, true, Missed},          // every repeat over, however wide the spread
+		{Spread{0.3, 0.1, 0.85}, 0.9, false, Missed},      // every repeat under
+		{Spread{1.0, 0.5, 1.2}, 1.2, true, Met},           // every repeat at or under
+		{Spread{1.0, 0.91, 1.8}, 0.9, false, Met},         // every repeat above
+		{Spread{1.0, 0.8, 1.9}, 0.9, false, WithinSpread}, // one repeat below
 	} {
 		if got := Verdict(c.s, c.target, c.atMost); got != c.want {
 			t.Errorf("Verdict(%+v, %v, %v) = %q, want %q", c.s, c.target, c.atMost, got, c.want)
