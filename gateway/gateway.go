@@ -70,6 +70,11 @@ type Gateway struct {
 	// memo remembers the Chat Completions request decoded last, so that
 	// the next one of the conversation is decoded by what is new.
 	memo dialect.Memo
+	// promptIDs remembers the engine's prompt ids answered last, so that
+	// the next answer's are parsed by what is new.
+	promptIDs idsMemo
+	// lastPrint is the messages printed last and their hashes (replay.go).
+	lastPrint printedMessages
 
 	servers httpgroup.Group // its Serve loops
 

@@ -3,10 +3,13 @@ package gateway
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/gateway/dialect"
 	"github.com/harnessd/harnessd/testharness/fakellm"
 )
 
@@ -59,5 +62,48 @@ func TestContinuedConversationSameEngineBodies(t *testing.T) {
 	}
 	if s := ex.Calls[2].SamplingStripped; !reflect.DeepEqual(s, []string{"logit_bias"}) {
 		t.Errorf("call 2 stripped %v, want logit_bias", s)
+	}
+}
+
+// TestPrintedMessagesReuse: the print of a request's messages, made after
+// another request's (reusing the hashes of the messages that are the
+// same), is the print made alone, whatever field of a message differs.
+func TestPrintedMessagesReuse(t *testing.T) {
+	base := dialect.Message{Role: "assistant", Content: dialect.Text("x"), Reasoning: "r",
+		ToolCalls: []dialect.ToolCall{{ID: "1", Name: "f", Arguments: "{}"}}}
+	variants := []func(m *dialect.Message){
+		func(m *dialect.Message) {},
+		func(m *dialect.Message) { m.Role = "user" },
+		func(m *dialect.Message) { m.Content = nil },
+		func(m *dialect.Message) { m.Content = dialect.Text("") },
+		func(m *dialect.Message) { m.Content = dialect.Text("y") },
+		func(m *dialect.Message) { m.Parts = []dialect.Part{} },
+		func(m *dialect.Message) { m.Parts = []dialect.Part{{Type: "text", Text: "x"}} },
+		func(m *dialect.Message) { m.Reasoning = "" },
+		func(m *dialect.Message) { m.ToolCalls = nil },
+		func(m *dialect.Message) { m.ToolCalls = []dialect.ToolCall{{ID: "1", Name: "f", Arguments: "{ }"}} },
+		func(m *dialect.Message) { m.ToolCallID = "t" },
+	}
+	var h maphash.Hash
+	h.SetSeed(printSeed)
+	alone := func(msgs []dialect.Message) []uint64 {
+		out := make([]uint64, len(msgs))
+		for i := range msgs {
+			out[i] = messageHash(&h, &msgs[i])
+		}
+		return out
+	}
+	for i, vi := range variants {
+		for j, vj := range variants {
+			a, b := base, base
+			vi(&a)
+			vj(&b)
+			var pm printedMessages
+			pm.hashAll(&h, []dialect.Message{base, a})
+			msgs := []dialect.Message{base, b, a}
+			if got, want := pm.hashAll(&h, msgs), alone(msgs); !slices.Equal(got, want) {
+				t.Errorf("variant %d after %d: %x, want %x", j, i, got, want)
+			}
+		}
 	}
 }
