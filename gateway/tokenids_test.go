@@ -62,31 +62,8 @@ func TestCutMember(t *testing.T) {
 // gives what reading them alone does, on continuations, near-continuations
 // and bad lists, and 20,000 mutations of them.
 func TestIDsMemo(t *testing.T) {
-	prev := "[ 151644, 8948,\n 198 , 2610 ]"
-	nexts := []string{
-		"[ 151644, 8948,\n 198 , 2610 ,7,8]", "[ 151644, 8948,\n 198 , 2610\t,\n7 ]", "[ 151644, 8948,\n 198 , 2610,]",
-		"[ 151644, 8948,\n 198 , 2610,,7]", "[ 151644, 8948,\n 198 , 2610, ]", "[ 151644, 8948,\n 198 , 2610 7]",
-		"[ 151644, 8948,\n 198 , 26107]", "[ 151644, 8948,\n 198 , 2610,-1]", "[ 151644, 8948,\n 198 , 2610,1.5]",
-		"[ 151644, 8948,\n 198 , 2610,9999999999999]", "[ 151644, 8948,\n 198 , 2610,\"7\"]", "[ 151644, 8948,\n 198 , 2610,7",
-		"[ 151644, 8948,\n 198 , 2610]", "[ 151644, 8948,\n 198 ]", "[ 151644, 8948,\n 198 , 2610,[7]]", "null", "[]", "",
-		"[ 151644, 8948,\n 198 , 2610,7] x", "[ 151644, 8948,\n 198 , 2610,7]]",
-	}
-	check := func(next string) bool {
-		var m idsMemo
-		if _, err := m.parse([]byte(prev)); err != nil {
-			t.Fatal(err)
-		}
-		m.mu.Lock()
-		_, hit := continuedIDs(bytes.TrimSpace([]byte(next)), m.head, slices.Clone(m.ids))
-		m.mu.Unlock()
-		got, gerr := m.parse([]byte(next))
-		var want tokenIDs
-		werr := want.UnmarshalJSON([]byte(next))
-		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) || !equalInts(got, want) || (got == nil) != (want == nil) {
-			t.Fatalf("%q after %q: %v (%v), alone %v (%v)", next, prev, got, gerr, want, werr)
-		}
-		return hit
-	}
+	nexts := idsNext
+	check := func(next string) bool { return checkIDsContinuation(t, idsPrev, next) }
 	hits := 0
 	for _, next := range nexts {
 		if check(next) {
@@ -192,4 +169,48 @@ func TestReadAllSized(t *testing.T) {
 			t.Errorf("declared %d: %d bytes, %v", n, len(got), err)
 		}
 	}
+}
+
+// idsPrev is the list the idsMemo tests continue; idsNext are lists after
+// it: continuations, near-continuations and bad lists.
+const idsPrev = "[ 151644, 8948,\n 198 , 2610 ]"
+
+var idsNext = []string{
+	"[ 151644, 8948,\n 198 , 2610 ,7,8]", "[ 151644, 8948,\n 198 , 2610\t,\n7 ]", "[ 151644, 8948,\n 198 , 2610,]",
+	"[ 151644, 8948,\n 198 , 2610,,7]", "[ 151644, 8948,\n 198 , 2610, ]", "[ 151644, 8948,\n 198 , 2610 7]",
+	"[ 151644, 8948,\n 198 , 26107]", "[ 151644, 8948,\n 198 , 2610,-1]", "[ 151644, 8948,\n 198 , 2610,1.5]",
+	"[ 151644, 8948,\n 198 , 2610,9999999999999]", "[ 151644, 8948,\n 198 , 2610,\"7\"]", "[ 151644, 8948,\n 198 , 2610,7",
+	"[ 151644, 8948,\n 198 , 2610]", "[ 151644, 8948,\n 198 ]", "[ 151644, 8948,\n 198 , 2610,[7]]", "null", "[]", "",
+	"[ 151644, 8948,\n 198 , 2610,7] x", "[ 151644, 8948,\n 198 , 2610,7]]",
+}
+
+// checkIDsContinuation reads next after prev with one memo and alone, and
+// fails when the two differ (ids or error); it reports whether the memo
+// took next as a continuation.
+func checkIDsContinuation(t *testing.T, prev, next string) bool {
+	t.Helper()
+	var m idsMemo
+	if _, err := m.parse([]byte(prev)); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	_, hit := continuedIDs(bytes.TrimSpace([]byte(next)), m.head, slices.Clone(m.ids))
+	m.mu.Unlock()
+	got, gerr := m.parse([]byte(next))
+	var want tokenIDs
+	werr := want.UnmarshalJSON([]byte(next))
+	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) || !equalInts(got, want) || (got == nil) != (want == nil) {
+		t.Fatalf("%q after %q: %v (%v), alone %v (%v)", next, prev, got, gerr, want, werr)
+	}
+	return hit
+}
+
+// FuzzIDsMemo feeds arbitrary lists after idsPrev to an idsMemo: the ids
+// must be what reading them alone gives.
+// Run: go test -run '^$' -fuzz=FuzzIDsMemo -fuzztime=30s ./gateway
+func FuzzIDsMemo(f *testing.F) {
+	for _, s := range idsNext {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) { checkIDsContinuation(t, idsPrev, next) })
 }

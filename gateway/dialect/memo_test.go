@@ -154,3 +154,13 @@ func TestMemoConversation(t *testing.T) {
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": "ok", "tool_calls": []any{map[string]any{"id": "c", "function": map[string]any{"name": "f", "arguments": "{}"}}}})
 	}
 }
+
+// FuzzMemoDecode feeds arbitrary continuations of memoPrev to a memo's
+// decode: the result must be what decoding them alone gives.
+// Run: go test -fuzz=FuzzMemoDecode -fuzztime=30s ./gateway/dialect
+func FuzzMemoDecode(f *testing.F) {
+	for _, s := range memoNext {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) { checkContinuation(t, memoPrev, next) })
+}
