@@ -75,6 +75,9 @@ func (c *call) trainable() bool {
 
 // generate serves one generation request of dialect d on route rt.
 func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Translator, rt dialect.Route, body []byte) {
+	if m, ok := d.(dialect.Memoizer); ok {
+		m.UseMemo(&g.memo)
+	}
 	req, err := d.Decode(r, body)
 	if err != nil {
 		d.WriteError(w, failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: malformed request: " + err.Error()})
@@ -106,7 +109,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 	if adm.refused == nil {
 		var fields map[string]json.RawMessage
 		if fields, bodyErr = req.Chat.Fields(); bodyErr == nil {
-			upBody, sm, bodyErr = g.engineBody(fields, adm.maxTokens, adm.pin)
+			upBody, sm, bodyErr = g.engineBodyOf(fields, req.Chat.CompactMessages(), adm.maxTokens, adm.pin)
 		}
 	}
 	countSampling(sm)

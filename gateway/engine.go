@@ -65,50 +65,6 @@ type engineAnswer struct {
 	Usage *tokenUsage `json:"usage"`
 }
 
-// tokenIDs is a list of token ids, decoded without reflection: an engine's
-// prompt ids are the bulk of its answer.
-type tokenIDs []int
-
-// UnmarshalJSON reads a JSON list of non-negative integers (or null).
-func (t *tokenIDs) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if string(b) == "null" {
-		*t = nil
-		return nil
-	}
-	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
-		return errors.New("token ids: not a list")
-	}
-	out := make([]int, 0, bytes.Count(b, []byte(","))+1)
-	n, digits, ended := 0, 0, false
-	for _, c := range b[1 : len(b)-1] {
-		switch {
-		case c >= '0' && c <= '9':
-			if digits++; digits > 12 || ended {
-				return errors.New("token ids: malformed id")
-			}
-			n = n*10 + int(c-'0')
-		case c == ',':
-			if digits == 0 {
-				return errors.New("token ids: empty item")
-			}
-			out = append(out, n)
-			n, digits, ended = 0, 0, false
-		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
-			ended = digits > 0
-		default:
-			return fmt.Errorf("token ids: unexpected %q", c)
-		}
-	}
-	if digits > 0 {
-		out = append(out, n)
-	} else if len(out) > 0 {
-		return errors.New("token ids: trailing comma")
-	}
-	*t = out
-	return nil
-}
-
 // callEngine posts body to the engine and reads its answer. Errors carry
 // the failure the agent gets.
 func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *failure) {
@@ -128,7 +84,7 @@ func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *fa
 		return nil, transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxResponseBody+1))
+	raw, err := readAllSized(io.LimitReader(resp.Body, g.opts.MaxResponseBody+1), resp.ContentLength)
 	if err != nil {
 		return nil, transportFailure(ctx, err)
 	}
@@ -138,12 +94,28 @@ func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *fa
 	if resp.StatusCode != http.StatusOK {
 		return nil, upstreamStatusFailure(resp.StatusCode, raw)
 	}
-	c, err := parseEngineAnswer(raw)
+	c, err := parseEngineAnswerWith(raw, &g.promptIDs)
 	if err != nil {
 		return nil, &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream answered garbage: " + err.Error()}
 	}
 	return c, nil
 }
+
+// readAllSized reads r to its end into a buffer sized for n bytes (the
+// declared length; ≤ 0: unknown), without io.ReadAll's regrowth and
+// copies. A declared length is not trusted past maxPrealloc: a sender
+// declaring more grows the buffer with what it sends.
+func readAllSized(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 {
+		return io.ReadAll(r)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, min(n, maxPrealloc)+bytes.MinRead))
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
+// maxPrealloc bounds the buffer readAllSized allocates before reading.
+const maxPrealloc = 4 << 20
 
 // transportFailure classifies a failed round trip: too slow (504) or
 // unreachable (503); both are worth a retry.
@@ -200,7 +172,11 @@ func upstreamMessage(raw []byte) string {
 
 // parseEngineAnswer reads an engine's chat answer, keeping the token
 // fields and noting what is wrong with them.
-func parseEngineAnswer(raw []byte) (*completion, error) {
+func parseEngineAnswer(raw []byte) (*completion, error) { return parseEngineAnswerWith(raw, nil) }
+
+// parseEngineAnswerWith is parseEngineAnswer reading the prompt ids with
+// m (nil: none): by what is new since the answer before.
+func parseEngineAnswerWith(raw []byte, m *idsMemo) (*completion, error) {
 	var a engineAnswer
 	ids, rest, found, err := cutMember(raw, "prompt_token_ids")
 	if err != nil {
@@ -210,7 +186,7 @@ func parseEngineAnswer(raw []byte) (*completion, error) {
 		return nil, err
 	}
 	if found {
-		if err := a.PromptTokenIDs.UnmarshalJSON(ids); err != nil {
+		if a.PromptTokenIDs, err = m.parse(ids); err != nil {
 			return nil, fmt.Errorf("prompt_token_ids: %w", err)
 		}
 	}

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/json"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -78,12 +81,48 @@ func decodeAll(t *testing.T, g *Gateway, body []byte) {
 			t.Errorf("%s: decoded request has no chat fields: %v", name, err)
 			continue
 		}
-		if _, _, err := g.engineBody(fields, 100, nil); err != nil {
+		eb, _, err := g.engineBody(fields, 100, nil)
+		if err != nil {
 			t.Errorf("%s: decoded request gives no engine body: %v", name, err)
+		}
+		if mb, err := json.Marshal(fields); err != nil || !bytes.Equal(mustFields(t, fields), mb) {
+			t.Errorf("%s: marshalFields writes otherwise than json.Marshal: %v", name, err)
+		}
+		if name == dialect.Chat {
+			checkCompacted(t, g, r, body, eb)
 		}
 	}
 	if c, err := parseEngineAnswer(body); err == nil {
 		validateCall(c)
 	}
 	cutMember(body, "prompt_token_ids")
+}
+
+func mustFields(t *testing.T, fields map[string]json.RawMessage) []byte {
+	b, err := marshalFields(fields, nil)
+	if err != nil {
+		t.Errorf("marshalFields: %v", err)
+	}
+	return b
+}
+
+// checkCompacted decodes a Chat Completions body with a memo and checks
+// that the engine body written with the decode's compacted messages is
+// want, the engine body of the decode without.
+func checkCompacted(t *testing.T, g *Gateway, r *http.Request, agent, want []byte) {
+	d := dialect.New(dialect.Chat)
+	d.(dialect.Memoizer).UseMemo(&dialect.Memo{})
+	req, err := d.Decode(r, agent)
+	if err != nil {
+		t.Errorf("chat: decodes alone but not with a memo: %v", err)
+		return
+	}
+	fields, err := req.Chat.Fields()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := g.engineBodyOf(fields, req.Chat.CompactMessages(), 100, nil)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("chat: engine body with the compacted messages\n%s\nwant\n%s (%v)", got, want, err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/harnessd/harnessd/gateway/dialect"
 	"github.com/harnessd/harnessd/internal/doorcap"
 	"github.com/harnessd/harnessd/internal/httpgroup"
 	"github.com/harnessd/harnessd/wire"
@@ -66,6 +67,14 @@ type Gateway struct {
 	// lastReq is the llm_request emitted last (guarded by emitMu): the
 	// base the next one's messages are sent as a delta from.
 	lastReq wire.RequestDeltas
+	// memo remembers the Chat Completions request decoded last, so that
+	// the next one of the conversation is decoded by what is new.
+	memo dialect.Memo
+	// promptIDs remembers the engine's prompt ids answered last, so that
+	// the next answer's are parsed by what is new.
+	promptIDs idsMemo
+	// lastPrint is the messages printed last and their hashes (replay.go).
+	lastPrint printedMessages
 
 	servers httpgroup.Group // its Serve loops
 

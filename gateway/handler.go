@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -74,7 +73,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *fai
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		return nil, &failure{Status: http.StatusUnsupportedMediaType, Kind: failInvalid, Message: "gateway: unsupported Content-Encoding " + enc}
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	b, err := readAllSized(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {

@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -22,6 +25,13 @@ var (
 // maxTokens (0: no cap), the upstream's model, and return_token_ids and
 // logprobs injected.
 func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int, pin *Sampling) ([]byte, sampled, error) {
+	return g.engineBodyOf(chat, nil, maxTokens, pin)
+}
+
+// engineBodyOf is engineBody for a request whose "messages" value is known
+// compacted (compactMessages, nil: not known): the body carries it as is,
+// without compacting the whole conversation again.
+func (g *Gateway) engineBodyOf(chat map[string]json.RawMessage, compactMessages json.RawMessage, maxTokens int, pin *Sampling) ([]byte, sampled, error) {
 	var sm sampled
 	up := make(map[string]json.RawMessage, len(chat)+4)
 	for k, v := range chat {
@@ -68,7 +78,7 @@ func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int, pin
 	}
 	up["return_token_ids"] = jsonTrue
 	up["logprobs"] = jsonTrue
-	body, err := json.Marshal(up)
+	body, err := marshalFields(up, compactMessages)
 	if err != nil {
 		return nil, sm, err
 	}
@@ -89,4 +99,42 @@ type sampled struct {
 func nonEmptyList(raw json.RawMessage) bool {
 	var items []json.RawMessage
 	return json.Unmarshal(raw, &items) == nil && len(items) > 0
+}
+
+// marshalFields writes an object's fields as json.Marshal writes the map
+// (keys sorted, values compacted and HTML-escaped), the "messages" value
+// as compactMessages when not nil: the same bytes, without compacting the
+// conversation again.
+func marshalFields(up map[string]json.RawMessage, compactMessages json.RawMessage) ([]byte, error) {
+	keys := slices.Sorted(maps.Keys(up))
+	size := 2 + len(compactMessages)
+	for _, k := range keys {
+		size += len(k) + len(up[k]) + 4
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", k, err)
+		}
+		out = append(append(out, kb...), ':')
+		v := up[k]
+		switch {
+		case k == "messages" && compactMessages != nil:
+			out = append(out, compactMessages...)
+		case v == nil:
+			out = append(out, "null"...)
+		default:
+			vb, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("field %q: %w", k, err)
+			}
+			out = append(out, vb...)
+		}
+	}
+	return append(out, '}'), nil
 }

@@ -1,6 +1,9 @@
 package gateway
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
 // cutMember removes the top-level member named key from the JSON object
 // raw, returning the member's value and the object without it. It lets the
@@ -8,6 +11,9 @@ import "errors"
 // encoding/json reads the rest. ok is false when the member is absent; an
 // error means raw is not a well-formed object as far as the walk can tell
 // (the caller decodes the rest with encoding/json, which checks it fully).
+// A list value of the member is taken to its first closing bracket: the
+// end of a list of numbers, which is what the caller parses (a list of
+// anything else then fails that parse).
 func cutMember(raw []byte, key string) (value, rest []byte, ok bool, err error) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -36,8 +42,13 @@ func cutMember(raw []byte, key string) (value, rest []byte, ok bool, err error) 
 			return nil, raw, false, errors.New("object key without a value")
 		}
 		valStart := skipSpace(raw, i+1)
-		valEnd, err := skipValue(raw, valStart)
-		if err != nil {
+		valEnd, err := 0, error(nil)
+		if string(name) == key && valStart < len(raw) && raw[valStart] == '[' {
+			if valEnd = bytes.IndexByte(raw[valStart:], ']') + 1; valEnd == 0 {
+				return nil, raw, false, errors.New("unterminated list")
+			}
+			valEnd += valStart
+		} else if valEnd, err = skipValue(raw, valStart); err != nil {
 			return nil, raw, false, err
 		}
 		next := skipSpace(raw, valEnd)

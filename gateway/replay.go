@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/harnessd/harnessd/gateway/dialect"
 	"github.com/harnessd/harnessd/wire"
@@ -83,11 +85,45 @@ func (g *Gateway) printOf(d Dialect, rt dialect.Route, req *dialect.Request) *re
 	if s := dialect.PickSampling(req.Chat.Params); s != nil {
 		p.sampling = string(canonicalJSON(s))
 	}
-	p.msgs = make([]uint64, len(req.Chat.Messages))
-	for i := range req.Chat.Messages {
-		p.msgs[i] = messageHash(&h, &req.Chat.Messages[i])
-	}
+	p.msgs = g.lastPrint.hashAll(&h, req.Chat.Messages)
 	return p
+}
+
+// printedMessages is the messages printed last and their hashes: the next
+// request of a conversation repeats them, and a message the same as the
+// one at its index before (most often the very strings, compared without
+// reading them) is not hashed again.
+type printedMessages struct {
+	mu     sync.Mutex
+	msgs   []dialect.Message
+	hashes []uint64
+}
+
+// hashAll returns the hash of each message (messageHash), and remembers
+// them.
+func (pm *printedMessages) hashAll(h *maphash.Hash, msgs []dialect.Message) []uint64 {
+	pm.mu.Lock()
+	prev, prevHashes := pm.msgs, pm.hashes
+	pm.mu.Unlock()
+	out := make([]uint64, len(msgs))
+	for i := range msgs {
+		if i < len(prev) && sameMessage(&msgs[i], &prev[i]) {
+			out[i] = prevHashes[i]
+			continue
+		}
+		out[i] = messageHash(h, &msgs[i])
+	}
+	pm.mu.Lock()
+	pm.msgs, pm.hashes = msgs, out
+	pm.mu.Unlock()
+	return out
+}
+
+// sameMessage reports whether a and b are the same message.
+func sameMessage(a, b *dialect.Message) bool {
+	return a.Role == b.Role && a.Reasoning == b.Reasoning && a.ToolCallID == b.ToolCallID &&
+		(a.Content == b.Content || (a.Content != nil && b.Content != nil && *a.Content == *b.Content)) &&
+		(a.Parts == nil) == (b.Parts == nil) && slices.Equal(a.Parts, b.Parts) && slices.Equal(a.ToolCalls, b.ToolCalls)
 }
 
 // messageHash hashes what the model sees of m: not its ids.

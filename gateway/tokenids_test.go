@@ -1,7 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -50,4 +55,162 @@ func TestCutMember(t *testing.T) {
 			t.Errorf("%q: ok=%v err=%v", bad, ok, err)
 		}
 	}
+}
+
+// TestIDsMemo: reading an answer's prompt ids after the answer before
+// (idsMemo: the ids after the remembered list parsed, the rest copied)
+// gives what reading them alone does, on continuations, near-continuations
+// and bad lists, and 20,000 mutations of them.
+func TestIDsMemo(t *testing.T) {
+	nexts := idsNext
+	check := func(next string) bool { return checkIDsContinuation(t, idsPrev, next) }
+	hits := 0
+	for _, next := range nexts {
+		if check(next) {
+			hits++
+		}
+	}
+	if hits < 2 {
+		t.Fatalf("%d continuations taken, want 2", hits)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	junk := []byte("[],0123456789 \n-.\"x")
+	hits = 0
+	for i := range 20000 {
+		b := []byte(nexts[i%len(nexts)])
+		for range 1 + rng.IntN(3) {
+			p := len(b) - rng.IntN(min(len(b), 8)+1)
+			switch rng.IntN(3) {
+			case 0:
+				b = append(b[:p], append([]byte{junk[rng.IntN(len(junk))]}, b[p:]...)...)
+			case 1:
+				if p < len(b) {
+					b = append(b[:p], b[p+1:]...)
+				}
+			case 2:
+				b = b[:p]
+			}
+		}
+		if check(string(b)) {
+			hits++
+		}
+	}
+	if hits == 0 {
+		t.Fatal("no mutation was taken as a continuation")
+	}
+}
+
+// TestIDsMemoKeepsEarlierIDs: ids read earlier never change when later
+// lists continue them (in place) or branch off them, and none has room to
+// be appended to.
+func TestIDsMemoKeepsEarlierIDs(t *testing.T) {
+	var m idsMemo
+	lists := []string{"[1,2,3]", "[1,2,3,4,5]", "[1,2,3,4,5,6]", "[1,2,3,4,5,7,8]", "[1,2,3,4,5,6,9]", "[1,2,3,4,5,6,9,10,11,12,13,14,15,16,17]", "[1,2,3,4,5,6,9,10,x]", "[1,2,3,4,5,6,9,10,11,12,13,14,15,16,17,18]"}
+	var got, kept [][]int
+	for _, l := range lists {
+		ids, err := m.parse([]byte(l))
+		if err != nil {
+			continue
+		}
+		if cap(ids) != len(ids) {
+			t.Errorf("%s: capacity %d over length %d", l, cap(ids), len(ids))
+		}
+		var want tokenIDs
+		want.UnmarshalJSON([]byte(l))
+		if !equalInts(ids, want) {
+			t.Errorf("%s: %v", l, ids)
+		}
+		got, kept = append(got, ids), append(kept, slices.Clone([]int(ids)))
+		for i := range got {
+			if !equalInts(got[i], kept[i]) {
+				t.Fatalf("after %s, the ids of %s became %v", l, lists[i], got[i])
+			}
+		}
+	}
+}
+
+// TestIDsMemoConcurrentContinuations: two answers continuing the same
+// ids at once each get their own (one of them is read in full).
+func TestIDsMemoConcurrentContinuations(t *testing.T) {
+	a := "[" + strings.Repeat("1,", 200) + "1]"
+	ends := []string{",7,8]", ",9,10,11]"}
+	for range 300 {
+		var m idsMemo
+		ids, _ := m.parse([]byte(a))
+		m.keep([]byte(a), append(make([]int, 0, len(ids)+16), ids...)) // room to continue in place
+		var wg sync.WaitGroup
+		got := make([]tokenIDs, len(ends))
+		for i, end := range ends {
+			wg.Go(func() { got[i], _ = m.parse([]byte(a[:len(a)-1] + end)) })
+		}
+		wg.Wait()
+		if h, _ := m.claim(); h == nil {
+			t.Fatal("nothing remembered")
+		}
+		if h, ids := m.claim(); h != nil || ids != nil {
+			t.Fatalf("%s claimed twice", h)
+		}
+		for i, end := range ends {
+			var want tokenIDs
+			want.UnmarshalJSON([]byte(a[:len(a)-1] + end))
+			if !equalInts(got[i], want) {
+				t.Fatalf("continuation %d: ends %v, want %v", i, got[i][len(got[i])-4:], want[len(want)-4:])
+			}
+		}
+	}
+}
+
+// TestReadAllSized: a body is read whole whatever length it declares.
+func TestReadAllSized(t *testing.T) {
+	body := strings.Repeat("x", 3000)
+	for _, n := range []int64{-1, 0, 1, 2999, 3000, 3001, 1 << 40} {
+		got, err := readAllSized(strings.NewReader(body), n)
+		if err != nil || string(got) != body {
+			t.Errorf("declared %d: %d bytes, %v", n, len(got), err)
+		}
+	}
+}
+
+// idsPrev is the list the idsMemo tests continue; idsNext are lists after
+// it: continuations, near-continuations and bad lists.
+const idsPrev = "[ 151644, 8948,\n 198 , 2610 ]"
+
+var idsNext = []string{
+	"[ 151644, 8948,\n 198 , 2610 ,7,8]", "[ 151644, 8948,\n 198 , 2610\t,\n7 ]", "[ 151644, 8948,\n 198 , 2610,]",
+	"[ 151644, 8948,\n 198 , 2610,,7]", "[ 151644, 8948,\n 198 , 2610, ]", "[ 151644, 8948,\n 198 , 2610 7]",
+	"[ 151644, 8948,\n 198 , 26107]", "[ 151644, 8948,\n 198 , 2610,-1]", "[ 151644, 8948,\n 198 , 2610,1.5]",
+	"[ 151644, 8948,\n 198 , 2610,9999999999999]", "[ 151644, 8948,\n 198 , 2610,\"7\"]", "[ 151644, 8948,\n 198 , 2610,7",
+	"[ 151644, 8948,\n 198 , 2610]", "[ 151644, 8948,\n 198 ]", "[ 151644, 8948,\n 198 , 2610,[7]]", "null", "[]", "",
+	"[ 151644, 8948,\n 198 , 2610,7] x", "[ 151644, 8948,\n 198 , 2610,7]]",
+}
+
+// checkIDsContinuation reads next after prev with one memo and alone, and
+// fails when the two differ (ids or error); it reports whether the memo
+// took next as a continuation.
+func checkIDsContinuation(t *testing.T, prev, next string) bool {
+	t.Helper()
+	var m idsMemo
+	if _, err := m.parse([]byte(prev)); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	_, hit := continuedIDs(bytes.TrimSpace([]byte(next)), m.head, slices.Clone(m.ids))
+	m.mu.Unlock()
+	got, gerr := m.parse([]byte(next))
+	var want tokenIDs
+	werr := want.UnmarshalJSON([]byte(next))
+	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) || !equalInts(got, want) || (got == nil) != (want == nil) {
+		t.Fatalf("%q after %q: %v (%v), alone %v (%v)", next, prev, got, gerr, want, werr)
+	}
+	return hit
+}
+
+// FuzzIDsMemo feeds arbitrary lists after idsPrev to an idsMemo: the ids
+// must be what reading them alone gives.
+// Run: go test -run '^$' -fuzz=FuzzIDsMemo -fuzztime=30s ./gateway
+func FuzzIDsMemo(f *testing.F) {
+	for _, s := range idsNext {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) { checkIDsContinuation(t, idsPrev, next) })
 }

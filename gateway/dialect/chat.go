@@ -19,6 +19,8 @@ type chatTranslator struct {
 	// includeUsage: the agent's stream ends with a usage chunk
 	// (stream_options.include_usage).
 	includeUsage bool
+	// memo, when set, remembers the request for the next (UseMemo).
+	memo *Memo
 }
 
 func (*chatTranslator) Name() Name { return Chat }
@@ -110,6 +112,14 @@ func chatTool(raw json.RawMessage) Tool {
 }
 
 func (t *chatTranslator) Decode(_ *http.Request, body []byte) (*Request, error) {
+	if t.memo != nil {
+		if fields, chat, err := continued(body, t.memo.get()); err == nil {
+			if req, err := t.finish(fields, chat); err == nil {
+				t.memo.keep(req.Messages, chat.compactMessages, chat.Messages)
+				return req, nil
+			}
+		}
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return nil, fmt.Errorf("chat request: %w", err)
@@ -121,15 +131,33 @@ func (t *chatTranslator) Decode(_ *http.Request, body []byte) (*Request, error) 
 	if err := json.Unmarshal(fields["messages"], &wires); err != nil || len(wires) == 0 {
 		return nil, errors.New("chat request: messages must be a non-empty list of objects")
 	}
-	req := &Request{Messages: fields["messages"], Tools: fields["tools"], Sampling: PickSampling(fields)}
-	req.Chat.Messages = make([]Message, len(wires))
+	chat := &ChatRequest{Messages: make([]Message, len(wires))}
 	for i := range wires {
 		m, ok := chatMessage(&wires[i])
 		if !ok {
 			return nil, fmt.Errorf("chat request: message %d has no role", i)
 		}
-		req.Chat.Messages[i] = m
+		chat.Messages[i] = m
 	}
+	if t.memo != nil {
+		compact, err := json.Marshal(fields["messages"])
+		if err != nil {
+			return nil, fmt.Errorf("chat request: messages: %w", err)
+		}
+		chat.compactMessages = compact
+	}
+	req, err := t.finish(fields, chat)
+	if err == nil && t.memo != nil {
+		t.memo.keep(req.Messages, chat.compactMessages, chat.Messages)
+	}
+	return req, err
+}
+
+// finish completes the decode of a request whose top-level fields and
+// messages (chat.Messages, and chat.compactMessages when known) are read:
+// everything else is checked and read from fields, which it takes.
+func (t *chatTranslator) finish(fields map[string]json.RawMessage, chat *ChatRequest) (*Request, error) {
+	req := &Request{Chat: *chat, Messages: fields["messages"], Tools: fields["tools"], Sampling: PickSampling(fields)}
 	req.Chat.rawMessages = fields["messages"]
 	if v, ok := fields["model"]; ok && json.Unmarshal(v, &req.Model) != nil {
 		return nil, errors.New("chat request: model must be a string")

@@ -31,7 +31,15 @@ type ChatRequest struct {
 	// tools as they came, written by Fields in place of Messages and Tools
 	// (which a translator does not change after Decode).
 	rawMessages, rawTools json.RawMessage
+	// compactMessages is rawMessages compacted as encoding/json writes a
+	// json.RawMessage (nil: not known).
+	compactMessages json.RawMessage
 }
+
+// CompactMessages returns the "messages" value Fields returns, compacted
+// as encoding/json writes a json.RawMessage (HTML-escaped), when the
+// decode already has it (nil: not known).
+func (r *ChatRequest) CompactMessages() json.RawMessage { return r.compactMessages }
 
 // Fields returns the request as the top-level fields of a Chat Completions
 // body.

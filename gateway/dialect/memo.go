@@ -1,0 +1,260 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sync"
+	"unicode/utf8"
+)
+
+// Memo keeps what decoding one Chat Completions request learnt of its
+// messages, so that the next request of the same conversation, whose
+// messages list is the same bytes followed by new messages (an agent's
+// next turn), is decoded by reading only the new ones: the old ones were
+// validated, decoded and compacted already. A request that is not such a
+// continuation is decoded in full, as without a Memo, and becomes the one
+// remembered. The result is the same either way (TestMemoDecode).
+//
+// The zero value is ready to use; it is safe for concurrent use. Give one
+// to a Chat Completions translator with UseMemo.
+type Memo struct {
+	mu   sync.Mutex
+	last memoEntry
+}
+
+// memoEntry is a request's messages list: as sent without its closing
+// bracket and the space before it (head), compacted as encoding/json
+// writes a json.RawMessage (compact), and decoded (msgs).
+type memoEntry struct {
+	head, compact []byte
+	msgs          []Message
+}
+
+func (m *Memo) get() memoEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+func (m *Memo) keep(raw, compact []byte, msgs []Message) {
+	head := bytes.TrimRight(raw[:len(raw)-1], " \t\r\n")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = memoEntry{head: head, compact: compact, msgs: msgs}
+}
+
+// Memoizer is a translator that can decode with a Memo.
+type Memoizer interface {
+	// UseMemo makes the translator's Decode read and update m.
+	UseMemo(m *Memo)
+}
+
+// UseMemo implements Memoizer.
+func (t *chatTranslator) UseMemo(m *Memo) { t.memo = m }
+
+// errMiss says the fast decode cannot be used; the full decode decides.
+var errMiss = errors.New("not a continuation")
+
+// continued decodes body as a continuation of the remembered request:
+// its top-level members are split without a decoder (each but messages
+// checked with json.Valid), and of messages only the part after the
+// remembered head is read. Any doubt (a miss, a duplicate member, a
+// value that is not valid JSON, a member the full decode would reject) is
+// an error, and the full decode then decides.
+func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRequest, error) {
+	if len(last.head) < 2 {
+		return nil, nil, errMiss
+	}
+	fields := map[string]json.RawMessage{}
+	var tail []byte // the new messages, as a list
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, nil, errMiss
+	}
+	i = skipSpace(body, i+1)
+	for first := true; ; first = false {
+		if i < len(body) && body[i] == '}' && first {
+			break
+		}
+		key, j, err := memberKey(body, i)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, dup := fields[key]; dup {
+			return nil, nil, errMiss
+		}
+		valStart := skipSpace(body, j)
+		var valEnd int
+		if key == "messages" {
+			valEnd, tail, err = continuedList(body, valStart, last.head)
+		} else {
+			valEnd, err = skipValue(body, valStart)
+			if err == nil && !json.Valid(body[valStart:valEnd]) {
+				err = errMiss
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		fields[key] = body[valStart:valEnd:valEnd]
+		i = skipSpace(body, valEnd)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+			continue
+		}
+		if i < len(body) && body[i] == '}' {
+			break
+		}
+		return nil, nil, errMiss
+	}
+	if skipSpace(body, i+1) != len(body) || tail == nil {
+		return nil, nil, errMiss
+	}
+	var wires []chatWireMessage
+	if err := json.Unmarshal(tail, &wires); err != nil || len(wires) == 0 {
+		return nil, nil, errMiss
+	}
+	compactTail, err := json.Marshal(json.RawMessage(tail))
+	if err != nil {
+		return nil, nil, errMiss
+	}
+	msgs := make([]Message, len(last.msgs), len(last.msgs)+len(wires))
+	copy(msgs, last.msgs)
+	for i := range wires {
+		m, ok := chatMessage(&wires[i])
+		if !ok {
+			return nil, nil, errMiss
+		}
+		msgs = append(msgs, m)
+	}
+	compact := make([]byte, 0, len(last.compact)+len(compactTail))
+	compact = append(append(append(compact, last.compact[:len(last.compact)-1]...), ','), compactTail[1:]...)
+	return fields, &ChatRequest{Messages: msgs, compactMessages: compact}, nil
+}
+
+// memberKey reads the object member name at body[i] and the colon after
+// it, returning the name (unescaped as encoding/json does) and the index
+// after the colon.
+func memberKey(body []byte, i int) (string, int, error) {
+	if i >= len(body) || body[i] != '"' {
+		return "", 0, errMiss
+	}
+	end, err := skipString(body, i)
+	if err != nil {
+		return "", 0, errMiss
+	}
+	raw := body[i:end]
+	key := ""
+	if plainASCII(raw[1 : len(raw)-1]) {
+		key = string(raw[1 : len(raw)-1])
+	} else if json.Unmarshal(raw, &key) != nil {
+		return "", 0, errMiss
+	}
+	j := skipSpace(body, end)
+	if j >= len(body) || body[j] != ':' {
+		return "", 0, errMiss
+	}
+	return key, j + 1, nil
+}
+
+// plainASCII reports whether a string's inner bytes are printable ASCII
+// without escapes: the string is these bytes.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// continuedList reads the messages list at body[i] when it is the
+// remembered head, a comma and more messages: it returns the index after
+// the list and the new messages as a list of their own.
+func continuedList(body []byte, i int, head []byte) (int, []byte, error) {
+	if !bytes.HasPrefix(body[i:], head) {
+		return 0, nil, errMiss
+	}
+	j := skipSpace(body, i+len(head))
+	if j >= len(body) || body[j] != ',' {
+		return 0, nil, errMiss
+	}
+	end, err := skipValue(body, j) // the new messages and the closing bracket, scanned as one list
+	if err != nil || body[end-1] != ']' {
+		return 0, nil, errMiss
+	}
+	tail := make([]byte, 0, end-j)
+	tail = append(append(tail, '['), body[j+1:end]...)
+	return end, tail, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (int, error) {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, nil
+		}
+	}
+	return 0, errMiss
+}
+
+// maxNesting bounds the nesting of a value the fast decode reads: deeper
+// ones go to encoding/json, which has its own bound.
+const maxNesting = 1000
+
+// skipValue returns the index after the JSON value starting at b[i], as
+// far as brackets and strings tell (not a validator); a value starting
+// with a comma is scanned as a list's remaining items, to its closing
+// bracket.
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errMiss
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[', ',':
+		depth := 0
+		if b[i] == ',' {
+			depth = 1
+		}
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				j, err := skipString(b, i)
+				if err != nil {
+					return 0, err
+				}
+				i = j - 1
+			case '{', '[':
+				if depth++; depth > maxNesting {
+					return 0, errMiss
+				}
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, nil
+				}
+			}
+		}
+		return 0, errMiss
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return 0, errMiss
+	}
+	return j, nil
+}

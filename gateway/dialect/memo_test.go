@@ -1,0 +1,172 @@
+package dialect
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// memoPrev is the request a continuation follows; memoNext are requests
+// after it: continuations, near-continuations and hostile ones.
+var memoPrev = `{"model":"m","messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"} ],"tools":[{"type":"function","function":{"name":"f"}}],"temperature":0.6}`
+
+var memoNext = []string{
+	`{"model":"m","messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"} ,{"role":"assistant","content":"ok"},{"role":"user","content":"more"}],"tools":[{"type":"function","function":{"name":"f"}}],"temperature":0.6}`,
+	`{"model":"m","messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"}` + "\n\t,\n" + `{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"x"}]}  ]  }`,
+	// escaped names: n, and a second messages
+	`{"\u006e":3,"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"messag\u0065s":[{"role":"user","content":"other"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"messages":[{"role":"user","content":"other"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"logit_bias":{"1":100},"n":2,"n":1}`,
+	// malformed after the head
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},,{"role":"user"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},null]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},5]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"content":"no role"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}]`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}]}x`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}]}{}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x` + "\x01" + `"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"\xff\xfe"}],"\xff":1}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"model":5}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"stream":"yes"}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"tools":{}}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"temperature":tru}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x"}],"temperature":01}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x","x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"},{"role":"user","content":"x","x":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}]}`,
+	// not continuations: another element boundary, a changed message, a prefix
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"}x,{"role":"user"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}!"},{"role":"user","content":"x"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}, {"role":"user","content":"a]\"}"}]}`,
+	`{"messages":[{"role":"system","content":"be <careful> & \u2028 good"}]}`,
+	`{}`, `[]`, `null`, ``,
+}
+
+// decodeResult is everything a decode yields: the request, the error and
+// the translator's state.
+type decodeResult struct {
+	Req                  *Request
+	Err                  string
+	Model                string
+	Stream, IncludeUsage bool
+}
+
+func decodeWithMemo(m *Memo, body string) decodeResult {
+	t := &chatTranslator{memo: m}
+	req, err := t.Decode(httptest.NewRequest("POST", "/v1/chat/completions", nil), []byte(body))
+	res := decodeResult{Req: req, Model: t.model, Stream: t.stream, IncludeUsage: t.includeUsage}
+	if err != nil {
+		res.Err = err.Error()
+	}
+	return res
+}
+
+// checkContinuation decodes next after prev with one memo and alone with
+// another, and fails when the two differ, or when a compacted messages
+// list is not what encoding/json writes. It reports whether the fast
+// decode took next.
+func checkContinuation(t *testing.T, prev, next string) bool {
+	t.Helper()
+	var m Memo
+	decodeWithMemo(&m, prev)
+	_, _, err := continued([]byte(next), m.get())
+	got := decodeWithMemo(&m, next)
+	want := decodeWithMemo(&Memo{}, next)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after %q, %q decodes otherwise than alone:\n got %+v\nwant %+v", prev, next, got, want)
+	}
+	if got.Req != nil {
+		c, err := json.Marshal(got.Req.Messages)
+		if err != nil || string(c) != string(got.Req.Chat.CompactMessages()) {
+			t.Fatalf("%q: compacted messages %s, want %s (%v)", next, got.Req.Chat.CompactMessages(), c, err)
+		}
+	}
+	return err == nil
+}
+
+// TestMemoDecode checks that decoding a request as the continuation of
+// the one before gives what decoding it alone does, on continuations and
+// hostile near-continuations and 20,000 mutations of them.
+func TestMemoDecode(t *testing.T) {
+	hits := 0
+	for _, next := range memoNext {
+		if checkContinuation(t, memoPrev, next) {
+			hits++
+		}
+	}
+	if hits < 3 {
+		t.Fatalf("the fast decode took %d of the continuations, want at least 3", hits)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	junk := []byte(`{}[]",:0123456789-.etrufalsn\\u ` + "\x00\xff")
+	hits = 0
+	var short []string // the seeds but the deeply nested ones, which the seeds alone cover
+	for _, s := range memoNext {
+		if len(s) < 5000 {
+			short = append(short, s)
+		}
+	}
+	for i := range 20000 {
+		b := []byte(short[i%len(short)])
+		for range 1 + rng.IntN(3) {
+			// Most mutations land after the remembered head.
+			p := len(b)
+			if len(b) > 0 {
+				p = len(b) - rng.IntN(min(len(b), 120)) // near the end, past the head
+			}
+			switch rng.IntN(3) {
+			case 0:
+				b = append(b[:p], append([]byte{junk[rng.IntN(len(junk))]}, b[p:]...)...)
+			case 1:
+				if p < len(b) {
+					b = append(b[:p], b[p+1:]...)
+				}
+			case 2:
+				if rng.IntN(4) == 0 {
+					b = b[:p]
+				}
+			}
+		}
+		if checkContinuation(t, memoPrev, string(b)) {
+			hits++
+		}
+	}
+	t.Logf("the fast decode took %d of 20,000 mutations", hits)
+	if hits == 0 {
+		t.Fatal("the fast decode took none of the mutations")
+	}
+}
+
+// TestMemoConversation decodes a growing conversation with one memo: each
+// request's result is what decoding it alone gives.
+func TestMemoConversation(t *testing.T) {
+	var m Memo
+	msgs := []any{map[string]any{"role": "system", "content": "s"}}
+	for i := range 50 {
+		msgs = append(msgs, map[string]any{"role": "user", "content": strings.Repeat("x<", i)})
+		body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "stream": i%2 == 0, "stream_options": map[string]any{"include_usage": true}})
+		got, want := decodeWithMemo(&m, string(body)), decodeWithMemo(&Memo{}, string(body))
+		if !reflect.DeepEqual(got, want) || got.Err != "" {
+			t.Fatalf("call %d: got %+v, want %+v", i, got, want)
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": "ok", "tool_calls": []any{map[string]any{"id": "c", "function": map[string]any{"name": "f", "arguments": "{}"}}}})
+	}
+}
+
+// FuzzMemoDecode feeds arbitrary continuations of memoPrev to a memo's
+// decode: the result must be what decoding them alone gives.
+// Run: go test -fuzz=FuzzMemoDecode -fuzztime=30s ./gateway/dialect
+func FuzzMemoDecode(f *testing.F) {
+	for _, s := range memoNext {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) { checkContinuation(t, memoPrev, next) })
+}
