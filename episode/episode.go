@@ -91,6 +91,7 @@ type Episode struct {
 	dirs       Dirs
 	disk       *quota.FS // the directories' quota, nil without
 	sandbox    *sandbox.Sandbox
+	mounts     sandboxMounts   // the sandbox's tmpfs roots, kept open (storage.go)
 	sources    []bridge.Source // per-episode tool sources
 	catalog    *bridge.Catalog
 	server     *bridge.Server

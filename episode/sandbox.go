@@ -55,6 +55,7 @@ func (ep *Episode) openSandbox(ctx context.Context) error {
 	}
 	ep.sandbox = sb
 	ep.undo.push(ResourceSandbox, func(context.Context) error {
+		ep.mounts.close() // before the sandbox goes: nothing of the daemon's holds its mounts
 		err := sb.Close()
 		if err != nil {
 			ep.Log().Warn("sandbox not fully released", "err", err)

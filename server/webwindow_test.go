@@ -44,8 +44,18 @@ func TestWebEpisodeWindow(t *testing.T) {
 	if code := webGet(t, ts.url+"/web/api/records/"+ep.Omitted.RecordFile, "tok", nil); code != http.StatusOK {
 		t.Errorf("the named record file: %d", code)
 	}
-	first, messages, events := 0, 0, map[int]int{}
-	for _, r := range ep.Records {
+	first, messages, events, last := 0, 0, map[int]int{}, 0
+	for i, r := range ep.Records {
+		// In order: each turn's message, events and observation after the
+		// turn before's (the console's window is a ring once full).
+		turn := r.Turn
+		if r.Kind == wire.RecordEvent {
+			turn = r.Event.Turn
+		}
+		if r.Kind != wire.RecordReset && turn < last {
+			t.Fatalf("record %d (%s) is of turn %d, after one of turn %d", i, r.Kind, turn, last)
+		}
+		last = max(last, turn)
 		switch r.Kind {
 		case wire.RecordEvent:
 			if first == 0 {

@@ -80,6 +80,13 @@ type wsConn struct {
 	first []byte
 	// received and sent count the frames' bytes for /metrics.
 	received, sent prometheus.Counter
+	// The deadlines of reads and writes (wswatch.go): a write runs for
+	// at most wtimeout (wtimer, timedOut when it fired); inFlight counts
+	// the reads and writes running, which the end of ctx interrupts.
+	wtimeout time.Duration
+	wtimer   *time.Timer
+	timedOut atomic.Bool
+	inFlight atomic.Int32
 }
 
 // accept upgrades the request. Compression stays off: frames are small JSON.
@@ -92,11 +99,8 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, surface string) 
 	// The library's own limit is a hard backstop well above ours: frames
 	// between the two are drained and answered with an error frame.
 	c.SetReadLimit(max*4 + 1<<20)
-	ctx, cancel := context.WithCancel(context.Background())
 	received, sent := s.metrics.Bytes(surface)
-	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel,
-		received: received, sent: sent}
-	wc.turnCtx, wc.cancelTurn = context.WithCancel(ctx)
+	wc := newWSConn(c, max, received, sent, writeTimeout)
 	if surface != surfaceWS {
 		// /ws reads its frames on the goroutine that runs them (wsLoop).
 		go wc.readLoop()
@@ -107,19 +111,42 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, surface string) 
 	return wc, nil
 }
 
+// newWSConn wraps an accepted connection: frames of at most max bytes,
+// their bytes counted in received and sent, writes that end after
+// timeout. Its caller starts the reader and the pings.
+func newWSConn(c *websocket.Conn, max int64, received, sent prometheus.Counter, timeout time.Duration) *wsConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	wc := &wsConn{c: c, max: max, frames: make(chan inbound, 16), gone: make(chan struct{}), ctx: ctx, cancel: cancel,
+		received: received, sent: sent}
+	wc.turnCtx, wc.cancelTurn = context.WithCancel(ctx)
+	wc.watchConn(timeout)
+	return wc
+}
+
 // readOne reads the next frame; on an error the connection is over: the
 // error is kept for goneReason, gone is closed and ctx ended. Only one
 // goroutine at a time may call it.
 func (wc *wsConn) readOne() (inbound, error) {
-	_, r, err := wc.c.Reader(wc.ctx)
+	err := wc.enter()
 	if err == nil {
 		var in inbound
-		if in, err = wc.readFrame(r); err == nil {
+		in, err = wc.readIn()
+		if err = wc.leave(err); err == nil {
 			return in, nil
 		}
 	}
 	wc.stopReading(err)
 	return inbound{}, err
+}
+
+// readIn reads the next frame with a context that never ends: the end of
+// wc.ctx interrupts it (watchConn).
+func (wc *wsConn) readIn() (inbound, error) {
+	_, r, err := wc.c.Reader(context.Background())
+	if err != nil {
+		return inbound{}, err
+	}
+	return wc.readFrame(r)
 }
 
 // stopReading says that nothing more is read: err (nil when the connection
@@ -246,9 +273,7 @@ func (wc *wsConn) send(v any) error { return wc.sendRaw(marshal(v)) }
 func (wc *wsConn) sendRaw(b []byte) error {
 	wc.wmu.Lock()
 	defer wc.wmu.Unlock()
-	ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
-	defer cancel()
-	err := wc.c.Write(ctx, websocket.MessageText, b)
+	err := wc.writeTimed(func(ctx context.Context) error { return wc.c.Write(ctx, websocket.MessageText, b) })
 	if err == nil {
 		wc.sent.Add(float64(len(b)))
 	}

@@ -120,7 +120,7 @@ func (s *Session) openFrom(ctx context.Context, src *forkSource) (*wire.Observat
 		"mechanism", src.mechanism, "elapsed", time.Since(t0))
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.Tools(),
 		Isolation: s.env.Isolation, TurnNumber: src.at, Fork: origin}}
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: id, Elapsed: time.Since(t0), Observation: obs})
 	return obs, nil
 }

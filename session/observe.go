@@ -67,7 +67,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 	if obs.Reward != nil {
 		ep.RecordReward(n, *obs.Reward)
 	}
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	// At debug, not info: one line per turn was 6.3% of the daemon's CPU
 	// on a turn's hot path (issue 28), and what it says is in the
 	// observation and the record file already. Not sampled either: a
@@ -163,7 +163,7 @@ func (s *Session) terminal(ctx context.Context, r *run, n int, f *harness.Failur
 		ModelIssues: ep.ModelIssues(n), LimitsReached: limits,
 	}}
 	s.gradeTask(ctx, r, obs)
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	return obs
 }
 

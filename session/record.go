@@ -20,6 +20,15 @@ func messageRecord(turn int, content, source string) wire.Record {
 	return wire.Record{Kind: wire.RecordMessage, Time: wire.Now(), Turn: turn, Content: &content, Source: source}
 }
 
+// noteObservation writes o to the episode's record file, if it has one;
+// without one no record is built (the copy of o is most of a turn's
+// allocation outside the harness's events).
+func (s *Session) noteObservation(o *wire.Observation) {
+	if s.events.Recording() {
+		s.events.Note(observationRecord(o))
+	}
+}
+
 // observationRecord records o without its turn events, which the file holds
 // as event records already.
 func observationRecord(o *wire.Observation) wire.Record {

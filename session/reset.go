@@ -146,7 +146,7 @@ func (s *Session) Reset(ctx context.Context, opts ResetOptions) (*wire.Observati
 
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.Tools(), Isolation: s.env.Isolation}}
 	s.taskStarted(r, &obs.Metadata)
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: id, Elapsed: time.Since(t0), Observation: obs})
 	return obs, nil
 }
@@ -198,7 +198,7 @@ func (s *Session) handOver(ep *episode.Episode, t0 time.Time, fullIDs bool, pin 
 	s.startClocks(r)
 	ep.Log().Info("episode started", "standby", true, "tools", ep.Tools(), "elapsed", time.Since(t0))
 	obs := &wire.Observation{Metadata: wire.Metadata{EpisodeID: id, InjectedTools: ep.Tools(), Isolation: s.env.Isolation, Standby: true}}
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: id, Standby: true, Elapsed: time.Since(t0), Observation: obs})
 	return obs, nil
 }
@@ -287,7 +287,7 @@ func (s *Session) startupFailed(ctx context.Context, r *run, err error, t0 time.
 		EpisodeID: r.id, ErrorType: f.Type, Error: f.Message, Exit: wireExit(f.Exit), StderrTail: f.StderrTail,
 		TurnEvents: []wire.Event{ev},
 	}}
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	s.notify(EpisodeOpened{SessionID: s.id, EpisodeID: r.id, Elapsed: time.Since(t0), Observation: obs})
 	s.episodeEnded(r, f.Type)
 	return obs

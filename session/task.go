@@ -125,7 +125,7 @@ func (s *Session) beginTaskStep(ctx context.Context, r *run, n int) *wire.Observ
 		TurnEvents: s.events.EndTurn(), Truncated: s.events.Truncation()}}
 	r.stepStopped = fmt.Sprintf("step %s failed", name)
 	s.finalTaskGrade(r, obs)
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	s.finish(tctx, r, "")
 	return obs
 }

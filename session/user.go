@@ -247,7 +247,7 @@ func (s *Session) userEnded(ctx context.Context, r *run, n int, ans *simuser.Ans
 	obs := &wire.Observation{Done: true, Metadata: wire.Metadata{
 		EpisodeID: r.id, TurnNumber: n - 1, Response: &empty, UserDone: true, UserReason: ans.Reason,
 	}}
-	s.events.Note(observationRecord(obs))
+	s.noteObservation(obs)
 	return obs
 }
 

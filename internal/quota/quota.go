@@ -69,6 +69,17 @@ type FS struct {
 
 	once sync.Once
 	err  error
+
+	// root is a descriptor of the file system's root (O_PATH, close on
+	// exec), opened by the first Usage so that the next ones are one
+	// fstatfs instead of a statfs that walks Dir; Unmount closes it
+	// first, so it never keeps the file system busy. Empty keeps it: the
+	// root is never removed, and the descriptor holds no inode or block
+	// of its own. rootMu guards it.
+	rootMu    sync.Mutex
+	root      int
+	rootOpen  bool
+	unmounted bool
 }
 
 // mkfsFlags format a scratch file system: no journal (it never outlives a
@@ -360,21 +371,53 @@ func (u Usage) Full() bool {
 	return u.Avail < margin || (u.Inodes > 0 && u.FreeInodes == 0)
 }
 
-// Usage reads the file system's space and inodes.
+// Usage reads the file system's space and inodes (an fstatfs of its
+// root, kept open from the first call until Unmount). After Unmount it
+// is an error: Dir is then no longer this file system.
 func (f *FS) Usage() (Usage, error) {
+	f.rootMu.Lock()
+	defer f.rootMu.Unlock()
+	if f.unmounted {
+		return Usage{}, fmt.Errorf("quota: usage of %s: %w", f.Dir, ErrUnmounted)
+	}
+	if !f.rootOpen {
+		fd, err := unix.Open(f.Dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return Usage{}, fmt.Errorf("quota: open %s: %w", f.Dir, err)
+		}
+		f.root, f.rootOpen = fd, true
+	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(f.Dir, &st); err != nil {
+	if err := unix.Fstatfs(f.root, &st); err != nil {
 		return Usage{}, fmt.Errorf("quota: statfs %s: %w", f.Dir, err)
 	}
 	bs := st.Bsize
 	return Usage{Total: int64(st.Blocks) * bs, Avail: int64(st.Bavail) * bs, Inodes: st.Files, FreeInodes: st.Ffree}, nil
 }
 
-// Unmount unmounts the file system (lazily when it is busy: it goes once
-// its last user does, and the loop device with it) and removes the image.
-// The mount point stays. It is idempotent.
+// ErrUnmounted marks a Usage of a file system after its Unmount.
+var ErrUnmounted = errors.New("the file system is unmounted")
+
+// closeRoot closes the root's descriptor (Usage's) and makes later
+// Usage calls fail: nothing of the daemon's holds the file system open
+// once it returns.
+func (f *FS) closeRoot() {
+	f.rootMu.Lock()
+	defer f.rootMu.Unlock()
+	if f.rootOpen {
+		unix.Close(f.root)
+		f.rootOpen = false
+	}
+	f.unmounted = true
+}
+
+// Unmount closes the root's descriptor Usage keeps, unmounts the file
+// system (lazily when it is busy: it goes once its last user does, and
+// the loop device with it) and removes the image. The mount point stays.
+// It is idempotent.
 func (f *FS) Unmount() error {
 	f.once.Do(func() {
+		f.closeRoot()
 		var errs []error
 		if err := unmount(f.Dir); err != nil {
 			errs = append(errs, err)

@@ -211,13 +211,15 @@ func (l *webLog) entry(s *SessionSummary) *indexEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := &indexEntry{sum: EpisodeSummary{ID: s.EpisodeID}}
-	recs := make([]wire.Record, 0, len(l.turns)+2)
+	recs := make([]wire.Record, 0, len(l.turns.recs)+2)
 	if l.reset != nil {
 		recs = append(recs, *l.reset)
 	}
-	recs = append(recs, l.turns...)
-	if l.msg != nil {
-		recs = append(recs, *l.msg)
+	for _, part := range l.turns.parts() {
+		recs = append(recs, part...)
+	}
+	if l.hasMsg {
+		recs = append(recs, l.msg)
 	}
 	for _, r := range recs {
 		if b, err := wire.MarshalNoEscape(r); err == nil {

@@ -23,8 +23,9 @@ const maxWebTurns = 1000
 type webLog struct {
 	mu         sync.Mutex
 	reset      *wire.Record
-	msg        *wire.Record  // the running turn's message
-	turns      []wire.Record // message and observation records, in order
+	msg        wire.Record // the running turn's message, when hasMsg
+	hasMsg     bool
+	turns      window // message and observation records
 	lastReward *float64
 	errorType  wire.FailureType
 }
@@ -42,7 +43,8 @@ func (l *webLog) began(reset wire.Record, obs *wire.Observation) wire.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reset = &reset
-	l.turns = []wire.Record{rec}
+	l.turns.restart(rec)
+	l.hasMsg = false
 	l.lastReward, l.errorType = obs.Reward, obs.Metadata.ErrorType
 	return rec
 }
@@ -51,7 +53,7 @@ func (l *webLog) began(reset wire.Record, obs *wire.Observation) wire.Record {
 func (l *webLog) starting(msg wire.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.msg = &msg
+	l.msg, l.hasMsg = msg, true
 }
 
 // stepped records a turn: its message and its observation.
@@ -59,16 +61,11 @@ func (l *webLog) stepped(obs *wire.Observation) wire.Record {
 	rec := wire.Record{Kind: wire.RecordObservation, Time: wire.Now(), Turn: obs.Metadata.TurnNumber, Observation: slim(obs)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.msg != nil {
-		l.turns = append(l.turns, *l.msg)
-		l.msg = nil
+	if l.hasMsg {
+		l.turns.add(l.msg)
+		l.msg, l.hasMsg = wire.Record{}, false
 	}
-	l.turns = append(l.turns, rec)
-	// Trimmed only when twice the bound is reached, so a long episode
-	// copies the window once per maxWebTurns turns, not on every turn.
-	if n := len(l.turns); n >= 4*maxWebTurns {
-		l.turns = append([]wire.Record(nil), l.turns[n-2*maxWebTurns:]...)
-	}
+	l.turns.add(rec)
 	if obs.Reward != nil {
 		l.lastReward = obs.Reward
 	}
@@ -89,11 +86,7 @@ func (l *webLog) summary() (*float64, wire.FailureType) {
 func (l *webLog) records(traj []wire.Event) []wire.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	turns := l.turns
-	if len(turns) > 2*maxWebTurns {
-		turns = turns[len(turns)-2*maxWebTurns:] // the last maxWebTurns turns
-	}
-	out := make([]wire.Record, 0, len(turns)+len(traj)+1)
+	out := make([]wire.Record, 0, len(l.turns.recs)+len(traj)+1)
 	if l.reset != nil {
 		out = append(out, *l.reset)
 	}
@@ -107,11 +100,13 @@ func (l *webLog) records(traj []wire.Event) []wire.Record {
 		}
 		delete(byTurn, n)
 	}
-	for _, r := range turns {
-		if r.Kind == wire.RecordObservation && r.Turn > 0 {
-			events(r.Turn)
+	for _, part := range l.turns.parts() {
+		for _, r := range part {
+			if r.Kind == wire.RecordObservation && r.Turn > 0 {
+				events(r.Turn)
+			}
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
 	// A running turn: its message is not logged yet, its events are.
 	left := make([]int, 0, len(byTurn))
@@ -133,4 +128,39 @@ func (c *Console) resetRecord(m Session, obs *wire.Observation) wire.Record {
 		Config: c.o.Config.Name, Agent: h.Agent, Adapter: h.Adapter, Isolation: c.o.Isolation,
 		Tools: obs.Metadata.InjectedTools,
 	}
+}
+
+// windowRecords is the most records a window holds: maxWebTurns turns of
+// a message and an observation each.
+const windowRecords = 2 * maxWebTurns
+
+// window holds the latest windowRecords records of an episode, in order:
+// a slice that grows to that bound and then is a ring (its oldest record
+// at start), so that a long episode's turns allocate nothing more in it;
+// the next episode reuses it. Its readers copy the records out.
+type window struct {
+	recs  []wire.Record
+	start int // the oldest record's index, once full
+}
+
+// restart empties the window (keeping its memory, its old records
+// cleared) and adds first.
+func (w *window) restart(first wire.Record) {
+	clear(w.recs)
+	w.recs, w.start = append(w.recs[:0], first), 0
+}
+
+// add appends r, dropping the oldest record when the window is full.
+func (w *window) add(r wire.Record) {
+	if len(w.recs) < windowRecords {
+		w.recs = append(w.recs, r)
+		return
+	}
+	w.recs[w.start] = r
+	w.start = (w.start + 1) % windowRecords
+}
+
+// parts are the records in order, oldest first, in two runs.
+func (w *window) parts() [2][]wire.Record {
+	return [2][]wire.Record{w.recs[w.start:], w.recs[:w.start]}
 }

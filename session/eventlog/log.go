@@ -372,6 +372,14 @@ func (l *Log) CloseRecord() {
 	l.rec = nil
 }
 
+// Recording reports whether the log writes a record file: without one,
+// Note does nothing, and a caller need not build its record.
+func (l *Log) Recording() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec != nil
+}
+
 // Note writes a record that is not an event (reset, message, observation)
 // to the record file, in order with the events, and flushes it (an open
 // run's text first).
