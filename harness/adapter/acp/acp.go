@@ -90,12 +90,11 @@ type Adapter struct {
 	// The running turn, for Interrupt.
 	turnActive bool
 	promptSent bool
-	// promptWritten closes when the turn's session/prompt has been written
-	// (or failed to be): a delivery arriving while it is being written
-	// waits for it rather than finding no turn.
-	promptWritten chan struct{}
-	cancelReq     bool
-	cancelling    atomic.Bool
+	// writing is the turn's session/prompt being written: a delivery
+	// arriving meanwhile waits for it rather than finding no turn.
+	writing    kit.MessageWrite
+	cancelReq  bool
+	cancelling atomic.Bool
 	// Mid-turn deliveries (deliver.go): accepting while the turn's prompt
 	// is out and unanswered; queued are the delivered prompts not yet
 	// answered.
@@ -343,10 +342,9 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 
 	t := newTurnState(emit, a.log, info.SessionID, a.calls)
 	a.cur = t
-	written := make(chan struct{})
 	a.mu.Lock()
 	a.turnActive, a.promptSent, a.cancelReq = true, false, false
-	a.promptWritten = written
+	a.writing.Begin()
 	a.mu.Unlock()
 	in.MarkLive() // an interrupt from here is sent right after the prompt
 	a.cancelling.Store(false)
@@ -368,7 +366,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	a.promptSent = err == nil
 	a.accepting = err == nil && info.PromptQueueing
 	pending := a.cancelReq
-	close(written)
+	a.writing.End()
 	a.mu.Unlock()
 	if err != nil {
 		return harness.TurnResult{}, a.turnError(ctx, p, t, err)

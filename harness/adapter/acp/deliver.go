@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 )
 
 // Deliver implements harness.Deliverer for agents that queue prompts
@@ -17,14 +18,12 @@ import (
 // running turn: ErrCannotDeliver.
 func (a *Adapter) Deliver(ctx context.Context, text string) error {
 	a.mu.Lock()
-	if written := a.promptWritten; a.turnActive && !a.promptSent && written != nil {
+	if pending := a.writing.Pending(); pending != nil {
 		// The turn's prompt is being written (the agent may already act on
 		// it): this delivery belongs to the turn, once the prompt is out.
 		a.mu.Unlock()
-		select {
-		case <-written:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := kit.Wait(ctx, pending); err != nil {
+			return err
 		}
 		a.mu.Lock()
 	}

@@ -55,16 +55,17 @@ type Adapter struct {
 	cfgPath   string // MCP config file written for this episode
 	log       *slog.Logger
 	early     []process.Line
-	session   string // session_id from system/init
-	turn      int    // the running turn, 0 between turns
-	interrupt string // request id of this turn's interrupt, if any
-	after     int    // bytes of interrupts written to stdin after the turn's message
-	extra     int    // user lines delivered mid-turn whose result is still due (deliver.go)
-	noResume  string // why this agent cannot be resumed ("" when it can; fork.go)
-	configDir string // the agent's config dir (CLAUDE_CONFIG_DIR), which holds its session files
-	project   string // the project directory name of the agent's working directory
-	lastUUID  string // the uuid of the last top-level transcript message the agent printed (fork.go)
-	model     string // the model of the session (system/init's), which a resumed sibling is started with (fork.go)
+	session   string           // session_id from system/init
+	turn      int              // the running turn, 0 between turns
+	interrupt string           // request id of this turn's interrupt, if any
+	after     int              // bytes of interrupts written to stdin after the turn's message
+	extra     int              // user lines delivered mid-turn whose result is still due (deliver.go)
+	writing   kit.MessageWrite // the turn's user line being written (deliver.go waits for it)
+	noResume  string           // why this agent cannot be resumed ("" when it can; fork.go)
+	configDir string           // the agent's config dir (CLAUDE_CONFIG_DIR), which holds its session files
+	project   string           // the project directory name of the agent's working directory
+	lastUUID  string           // the uuid of the last top-level transcript message the agent printed (fork.go)
+	model     string           // the model of the session (system/init's), which a resumed sibling is started with (fork.go)
 }
 
 // New returns an idle adapter.
@@ -169,16 +170,24 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			return res, err
 		}
 	}
-	if err := p.WriteLine(ctx, userLine(in.Message)); err != nil {
+	a.mu.Lock()
+	a.writing.Begin()
+	a.mu.Unlock()
+	err := p.WriteLine(ctx, userLine(in.Message))
+	a.mu.Lock()
+	if err == nil {
+		// Interrupts and deliveries count from here: neither precedes its
+		// message.
+		a.turn, a.after = in.Number, 0
+	}
+	a.writing.End()
+	a.mu.Unlock()
+	if err != nil {
 		if ctx.Err() != nil {
 			return harness.TurnResult{}, ctx.Err()
 		}
 		return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{}, "harness stopped reading its input")
 	}
-	// Interrupts count from here: an interrupt never precedes its message.
-	a.mu.Lock()
-	a.turn, a.after = in.Number, 0
-	a.mu.Unlock()
 	in.MarkLive()
 	answered := false // the harness wrote a line of this turn
 	for {

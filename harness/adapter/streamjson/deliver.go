@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/internal/kit"
 )
 
 // Deliver implements harness.Deliverer with Options.MidTurnInput: it writes
@@ -14,6 +15,15 @@ func (a *Adapter) Deliver(ctx context.Context, text string) error {
 	p := a.Process()
 	line := userLine(text)
 	a.mu.Lock()
+	if pending := a.writing.Pending(); pending != nil {
+		// The turn's message is being written and the agent may already
+		// act on it: this delivery belongs to the turn, once it is out.
+		a.mu.Unlock()
+		if err := kit.Wait(ctx, pending); err != nil {
+			return err
+		}
+		a.mu.Lock()
+	}
 	switch {
 	case p == nil || a.turn == 0:
 		a.mu.Unlock()
