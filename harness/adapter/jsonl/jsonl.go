@@ -21,7 +21,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -188,14 +190,15 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		}
 	}
 	for {
-		var line process.Line
-		var ok bool
-		select {
-		case line, ok = <-p.Lines():
-		case <-ctx.Done():
-			return harness.TurnResult{}, ctx.Err()
-		}
-		if !ok {
+		// Read on this goroutine: a line wakes no other.
+		line, err := p.ReadLine(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return harness.TurnResult{}, ctx.Err()
+			}
+			if !errors.Is(err, io.EOF) {
+				return harness.TurnResult{}, fmt.Errorf("jsonl: read the harness's output: %w", err)
+			}
 			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
 		}
 		answered = true

@@ -257,3 +257,50 @@ func TestMessageLineBytes(t *testing.T) {
 		}
 	}
 }
+
+// chattyScript answers two turns, and after the first writes far more than
+// a pipe holds (nobody reads stdout between turns, so it blocks).
+const chattyScript = `echo '{"type":"ready"}'; read m
+echo '{"type":"turn_complete","data":{"response":"one","done":false}}'
+i=0; while [ $i -lt 4000 ]; do echo "between turns line $i, padded to be longer than usual"; i=$((i+1)); done
+read m; echo '{"type":"turn_complete","data":{"response":"two","done":false}}'; exec sleep 1000`
+
+// The lines a harness writes between turns come, in order, in the next turn.
+func TestChattyHarnessBetweenTurns(t *testing.T) {
+	a := New()
+	if err := a.Start(context.Background(), adaptertest.Launch(t, "sh", "-c", chattyScript)); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	if res, _, err := turn(t, a, 1, "first"); err != nil || res.Response != "one" {
+		t.Fatalf("turn 1: %+v, %v", res, err)
+	}
+	res, c, err := turn(t, a, 2, "second")
+	if err != nil || res.Response != "two" {
+		t.Fatalf("turn 2: %+v, %v", res, err)
+	}
+	ev := c.All()
+	if len(ev) != 4000 || !strings.Contains(ev[3999].Data.(*wire.TextOutput).Text, "line 3999,") {
+		t.Fatalf("turn 2 had %d events, want the 4000 lines written between turns in order", len(ev))
+	}
+}
+
+// Stop ends a harness blocked writing to a full stdout pipe between turns.
+func TestChattyHarnessBetweenTurnsStops(t *testing.T) {
+	a := New()
+	if err := a.Start(context.Background(), adaptertest.Launch(t, "sh", "-c", chattyScript)); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	if res, _, err := turn(t, a, 1, "first"); err != nil || res.Response != "one" {
+		t.Fatalf("turn 1: %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if a.Alive() {
+		t.Fatal("harness alive after Stop")
+	}
+}
