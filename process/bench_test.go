@@ -104,3 +104,27 @@ func BenchmarkStartReady(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReadLine: the cost of one stdout line through ReadLine (Line.Text
+// a fresh copy), from a child that writes them as fast as it can.
+func BenchmarkReadLine(b *testing.B) {
+	s, err := NewSupervisor(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(context.Background(), 0)
+	p, err := s.Start(Spec{Name: "yes", Path: "yes", Args: []string{`{"type":"text_output","data":{"text":"a line of a typical turn, about a hundred bytes long"}}`}, Env: DefaultEnviron(nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Stop(context.Background(), 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := p.ReadLine(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

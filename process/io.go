@@ -1,7 +1,6 @@
 package process
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -36,65 +35,12 @@ func (p *Process) startReaders() {
 	case p.spec.Stdio == StdioRaw:
 		p.raw = countingReader{r: p.stdout, p: p}
 	default:
-		p.lines = make(chan Line, p.spec.LineBuffer)
-		p.readers.Add(1)
-		go p.readLines()
+		p.lr = newLineReader(p) // read by ReadLine, or by Lines' goroutine
 	}
 	if p.stderr != nil {
 		p.stderrDone = make(chan struct{})
 		p.readers.Add(1)
 		go p.readStderr()
-	}
-}
-
-// readLines splits stdout into bounded lines.
-func (p *Process) readLines() {
-	defer p.readers.Done()
-	defer close(p.lines)
-	br := bufio.NewReaderSize(countingReader{r: p.stdout, p: p}, 64<<10)
-	limit := p.spec.MaxLineBytes
-	keep := min(maxTooLongPrefix, limit)
-	var acc []byte
-	size, tooLong := 0, false
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(frag) > 0 {
-			size += len(frag)
-			content := size
-			if frag[len(frag)-1] == '\n' {
-				content--
-			}
-			switch {
-			case tooLong:
-			case content > limit:
-				tooLong = true
-				acc = append(acc, frag[:min(len(frag), max(0, keep-len(acc)))]...)
-				acc = acc[:min(len(acc), keep)]
-			default:
-				acc = append(acc, frag...)
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if size > 0 {
-			if err == nil {
-				size-- // the newline is not part of the line
-			}
-			text := bytes.TrimSuffix(bytes.TrimSuffix(acc, []byte{'\n'}), []byte{'\r'})
-			select {
-			case p.lines <- Line{Text: bytes.Clone(text), TooLong: tooLong, Size: size}:
-			case <-p.closing:
-				return
-			}
-		}
-		if cap(acc) > 64<<10 {
-			acc = nil
-		}
-		acc, size, tooLong = acc[:0], 0, false
-		if err != nil {
-			return
-		}
 	}
 }
 
@@ -142,71 +88,94 @@ func (p *Process) WaitReady(ctx context.Context, ready func([]byte) bool) ([][]b
 	if ready == nil {
 		return nil, nil
 	}
+	if p.ptmx != nil {
+		return p.waitReadyPTY(ctx, ready)
+	}
 	var early [][]byte
-	var acc []byte
 	for {
-		var (
-			data []byte
-			ok   bool
-		)
-		if p.ptmx != nil {
-			select {
-			case data, ok = <-p.output:
-			case <-ctx.Done():
-				return early, p.startFailed(ctx.Err())
+		l, err := p.nextLine(ctx)
+		switch {
+		case err == nil:
+			if !l.TooLong && ready(l.Text) {
+				return early, nil
 			}
-			if ok {
-				acc = append(acc, data...)
-				if len(acc) > 64<<10 {
-					acc = acc[len(acc)-64<<10:]
-				}
-				early = append(early, data)
-				if ready(acc) {
-					return early, nil
-				}
-			}
-		} else {
-			if p.lines == nil {
-				return nil, errors.New("WaitReady needs line or PTY mode")
-			}
-			var l Line
-			select {
-			case l, ok = <-p.lines:
-			case <-ctx.Done():
-				return early, p.startFailed(ctx.Err())
-			}
-			if ok {
-				if !l.TooLong && ready(l.Text) {
-					return early, nil
-				}
-				early = append(early, l.Text)
-			}
-		}
-		if !ok {
+			early = append(early, l.Text)
+		case errors.Is(err, io.EOF):
 			return early, p.startFailed(nil)
+		case ctx.Err() != nil:
+			return early, p.startFailed(ctx.Err())
+		default:
+			return early, p.startFailed(err)
 		}
 	}
 }
 
+// waitReadyPTY is WaitReady in PTY mode: ready sees all output so far.
+func (p *Process) waitReadyPTY(ctx context.Context, ready func([]byte) bool) ([][]byte, error) {
+	var early [][]byte
+	var acc []byte
+	for {
+		select {
+		case data, ok := <-p.output:
+			if !ok {
+				return early, p.startFailed(nil)
+			}
+			acc = append(acc, data...)
+			if len(acc) > 64<<10 {
+				acc = acc[len(acc)-64<<10:]
+			}
+			early = append(early, data)
+			if ready(acc) {
+				return early, nil
+			}
+		case <-ctx.Done():
+			return early, p.startFailed(ctx.Err())
+		}
+	}
+}
+
+// nextLine reads the next stdout line through ReadLine, or from Lines once
+// that was called.
+func (p *Process) nextLine(ctx context.Context) (Line, error) {
+	if p.lr == nil {
+		return Line{}, errors.New("WaitReady needs line or PTY mode")
+	}
+	if !p.linesOn.Load() {
+		l, err := p.ReadLine(ctx)
+		if !errors.Is(err, ErrLinesMode) {
+			return l, err
+		}
+	}
+	select {
+	case l, ok := <-p.Lines():
+		if !ok {
+			return Line{}, io.EOF
+		}
+		return l, nil
+	case <-ctx.Done():
+		return Line{}, ctx.Err()
+	}
+}
+
 // startFailed kills the tree and describes why start-up failed. cause is the
-// context error, or nil when the child closed its output.
+// context error, nil when the child closed its output, or the read error.
 func (p *Process) startFailed(cause error) error {
 	e := &StartError{Name: p.spec.Name, Err: cause}
 	switch {
-	case cause == nil:
+	case errors.Is(cause, context.DeadlineExceeded):
+		e.Reason = FailTimeout
+	case errors.Is(cause, context.Canceled):
+		e.Reason = FailCancelled
+	default:
 		e.Reason = FailExited
-		// The child closed stdout; give it a moment to exit so its status
-		// and the rest of stderr are known.
+		// The child closed stdout (or it could not be read); give it a
+		// moment to exit so its status and the rest of stderr are known.
 		t := time.NewTimer(2 * time.Second)
 		select {
 		case <-p.exited:
 		case <-t.C:
 		}
 		t.Stop()
-	case errors.Is(cause, context.DeadlineExceeded):
-		e.Reason = FailTimeout
-	default:
-		e.Reason = FailCancelled
 	}
 	p.Stop(context.Background(), 0)
 	if st, ok := p.ExitStatus(); ok {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/process/internal/cgtree"
+	"github.com/harnessd/harnessd/process/internal/linereader"
 )
 
 // TreeEnvVar is set in every child's environment to a value unique to its
@@ -27,13 +28,15 @@ import (
 // their parent when no cgroup is available.
 const TreeEnvVar = "HARNESSD_TREE"
 
-// Line is one line of a child's stdout, without its line ending.
+// Line is one line of a child's stdout, without its line ending (a newline,
+// and a CR before it).
 type Line struct {
-	// Text is the line; when TooLong is set it is only a prefix.
+	// Text is the line, the caller's own copy; when TooLong is set it is
+	// only a prefix.
 	Text []byte
 	// TooLong reports a line longer than Spec.MaxLineBytes.
 	TooLong bool
-	// Size is the full length of the line in bytes.
+	// Size is the full length of the line in bytes (a trimmed CR counts).
 	Size int
 }
 
@@ -57,10 +60,16 @@ type Process struct {
 	stderr *os.File
 	ptmx   *os.File // pty mode
 
-	stderrDone chan struct{} // closed when the stderr reader has finished
-	lines      chan Line     // StdioLines
-	output     chan []byte   // PTY
-	raw        io.Reader     // StdioRaw
+	stderrDone chan struct{}      // closed when the stderr reader has finished
+	lr         *linereader.Reader // StdioLines: read by ReadLine, or by Lines' goroutine
+	rmu        sync.Mutex         // held while lr reads
+	linesOn    atomic.Bool        // Lines was called: lr is its goroutine's
+	linesOnce  sync.Once
+	lines      chan Line // Lines' channel, made by its first call
+	ioMu       sync.Mutex
+	ioDone     bool        // releaseIO began: no reader may start
+	output     chan []byte // PTY
+	raw        io.Reader   // StdioRaw
 	outN       atomic.Int64
 	recorded   memberSet // members seen by the tracker (by ancestry and cgroup leaf)
 	escaped    memberSet // recorded members found outside the daemon's cgroup directory
@@ -239,10 +248,6 @@ func (p *Process) StderrTail() string {
 // OutputBytes returns how many bytes of stdout (or terminal output) have been
 // read so far. Callers compute per-turn budgets from differences.
 func (p *Process) OutputBytes() int64 { return p.outN.Load() }
-
-// Lines delivers stdout lines in StdioLines pipe mode; it is closed at EOF.
-// It is nil in other modes.
-func (p *Process) Lines() <-chan Line { return p.lines }
 
 // Output delivers terminal output chunks in PTY mode; it is closed when the
 // terminal hangs up. It is nil in pipe mode.

@@ -19,7 +19,8 @@ const (
 type Stdio int
 
 const (
-	// StdioLines splits stdout into lines delivered by Process.Lines.
+	// StdioLines splits stdout into lines, read by Process.ReadLine on the
+	// caller's goroutine or delivered by Process.Lines.
 	StdioLines Stdio = iota
 	// StdioRaw hands stdout to the caller as an io.Reader (Process.Stdout).
 	StdioRaw
@@ -54,7 +55,8 @@ type Spec struct {
 	// MaxLineBytes bounds one stdout line; longer lines arrive as a Line with
 	// TooLong set and only a prefix kept.
 	MaxLineBytes int
-	// LineBuffer is how many stdout lines are buffered before the child blocks.
+	// LineBuffer is how many stdout lines Process.Lines buffers before the
+	// child blocks (ReadLine buffers nothing beyond the pipe).
 	LineBuffer int
 	// StderrTailLines and StderrTailBytes bound the kept stderr tail.
 	StderrTailLines int

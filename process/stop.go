@@ -81,6 +81,9 @@ func (p *Process) stop(grace time.Duration) {
 // releaseIO lets the readers finish and closes every parent-side file.
 func (p *Process) releaseIO() {
 	close(p.closing)
+	p.ioMu.Lock()
+	p.ioDone = true
+	p.ioMu.Unlock()
 	if p.stdin != nil {
 		p.writeMu.Lock()
 		p.stdin.Close()

@@ -8,16 +8,18 @@ import (
 )
 
 // Deliver implements harness.Deliverer: it writes
-// {"type":"event","turn":N,"content":TEXT} for the running turn N. Like a
-// cancel it is sent only once the turn's message is, so an event never
-// precedes its turn.
+// {"type":"event","turn":N,"content":TEXT} for the running turn N. It is
+// sent only once the turn's message is (waiting for that write, until ctx
+// ends), so an event never precedes its turn; a harness that acts on the
+// message before its write has returned still gets the event mid-turn.
 func (a *Adapter) Deliver(ctx context.Context, text string) error {
 	p := a.Process()
-	a.mu.Lock()
-	turn := a.turn
-	a.mu.Unlock()
-	if p == nil || turn == 0 {
+	if p == nil {
 		return harness.ErrNoTurn
+	}
+	turn, err := a.sentTurn(ctx, true)
+	if err != nil {
+		return err
 	}
 	line, err := json.Marshal(map[string]any{"type": "event", "turn": turn, "content": text})
 	if err != nil {

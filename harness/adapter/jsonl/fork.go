@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
-	"time"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
@@ -91,22 +91,22 @@ func (a *Adapter) ForkState(ctx context.Context) (*harness.ForkState, error) {
 	if err := p.WriteLine(ctx, msg); err != nil {
 		return nil, fmt.Errorf("jsonl: send fork: %w", err)
 	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for {
-		var line process.Line
-		var ok bool
-		select {
-		case line, ok = <-p.Lines():
-		case <-t.C:
-			a.expectLate()
-			return nil, fmt.Errorf("the harness did not answer fork within %s (harness.options.fork_timeout): %w", timeout, harness.ErrForkUnsupported)
-		case <-ctx.Done():
+		line, err := p.ReadLine(rctx)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
 			a.expectLate()
 			return nil, fmt.Errorf("jsonl: waiting for the fork state: %w", ctx.Err())
-		}
-		if !ok {
+		case rctx.Err() != nil:
+			a.expectLate()
+			return nil, fmt.Errorf("the harness did not answer fork within %s (harness.options.fork_timeout): %w", timeout, harness.ErrForkUnsupported)
+		case errors.Is(err, io.EOF):
 			return nil, harness.Fail(wire.FailureHarnessExited, "harness closed its output while asked to fork")
+		default:
+			return nil, fmt.Errorf("jsonl: waiting for the fork state: %w", err)
 		}
 		if line.TooLong {
 			return nil, fmt.Errorf("the harness wrote a %d-byte line while asked to fork (max_line_bytes %d): a fork state must fit in one line: %w",
@@ -197,15 +197,15 @@ func (a *Adapter) restore(ctx context.Context, p *process.Process, fs *harness.F
 	}
 	var pending [][]byte
 	for {
-		var l process.Line
-		var ok bool
-		select {
-		case l, ok = <-p.Lines():
-		case <-ctx.Done():
+		l, err := p.ReadLine(ctx)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
 			return nil, harness.Fail(wire.FailureStartupFailed, "harness did not answer restore before the startup timeout")
-		}
-		if !ok {
+		case errors.Is(err, io.EOF):
 			return nil, fmt.Errorf("harness closed its output before answering restore: %w", adapterkit.ErrHungUp)
+		default:
+			return nil, fmt.Errorf("read the answer to restore: %w", err)
 		}
 		if l.TooLong {
 			return nil, harness.Fail(wire.FailureStartupFailed, "harness wrote a %d-byte line while restoring (limit %d)", l.Size, maxLine)

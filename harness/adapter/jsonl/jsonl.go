@@ -21,7 +21,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -55,8 +57,9 @@ type Adapter struct {
 	mu      sync.Mutex
 	opts    Options
 	logger  *slog.Logger
-	turn    int // the running turn, 0 between turns
-	after   int // bytes written to stdin after the turn's message (cancels)
+	turn    int           // the running turn, 0 between turns
+	sent    chan struct{} // closed once the running turn's message is written
+	after   int           // bytes written to stdin after the turn's message (cancels)
 	early   []wire.Event
 	pending [][]byte // lines written between turns (during a fork or restore), handled in the next turn
 	stale   int      // fork requests that timed out: their late fork_state answers are dropped
@@ -166,17 +169,25 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		emit(e)
 	}
 
-	msg := messageLine(in.Number, in.Message)
-	if err := p.WriteLine(ctx, msg); err != nil {
+	// The turn runs from before its message is written: a harness may
+	// act on the message (call a tool whose event is delivered) before
+	// WriteLine returns. Deliver waits for sent, Interrupt checks it: an
+	// event or a cancel never precedes its message.
+	sent := make(chan struct{})
+	a.mu.Lock()
+	a.turn, a.after, a.sent = in.Number, 0, sent
+	a.mu.Unlock()
+	if err := p.WriteLine(ctx, messageLine(in.Number, in.Message)); err != nil {
+		a.mu.Lock()
+		a.turn = 0
+		a.mu.Unlock()
+		close(sent)
 		if ctx.Err() != nil {
 			return harness.TurnResult{}, ctx.Err()
 		}
 		return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{}, "harness stopped reading its input")
 	}
-	// Interrupts count from here: a cancel never precedes its message.
-	a.mu.Lock()
-	a.turn, a.after = in.Number, 0
-	a.mu.Unlock()
+	close(sent)
 	in.MarkLive()
 	start := p.OutputBytes()
 	answered := false // the harness wrote a line of this turn
@@ -188,14 +199,15 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 		}
 	}
 	for {
-		var line process.Line
-		var ok bool
-		select {
-		case line, ok = <-p.Lines():
-		case <-ctx.Done():
-			return harness.TurnResult{}, ctx.Err()
-		}
-		if !ok {
+		// Read on this goroutine: a line wakes no other.
+		line, err := p.ReadLine(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return harness.TurnResult{}, ctx.Err()
+			}
+			if !errors.Is(err, io.EOF) {
+				return harness.TurnResult{}, fmt.Errorf("jsonl: read the harness's output: %w", err)
+			}
 			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
 		}
 		answered = true
@@ -310,10 +322,8 @@ func (a *Adapter) deadHarness(ctx context.Context, p *process.Process, d kit.Del
 // Interrupt sends a cancel line for the running turn.
 func (a *Adapter) Interrupt(ctx context.Context) error {
 	p := a.Process()
-	a.mu.Lock()
-	turn := a.turn
-	a.mu.Unlock()
-	if p == nil || turn == 0 {
+	turn, err := a.sentTurn(ctx, false)
+	if p == nil || err != nil {
 		return harness.ErrNoTurn
 	}
 	line := []byte(`{"type":"cancel","turn":` + strconv.Itoa(turn) + `}`)
@@ -321,4 +331,36 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 	a.after += len(line) + 1 // counted first: the harness may read it at once
 	a.mu.Unlock()
 	return p.WriteLine(ctx, line)
+}
+
+// sentTurn returns the running turn once its message is written: with wait
+// it waits for that until ctx ends, else it does not wait. It returns
+// harness.ErrNoTurn between turns (or when the message could not be
+// written).
+func (a *Adapter) sentTurn(ctx context.Context, wait bool) (int, error) {
+	a.mu.Lock()
+	turn, sent := a.turn, a.sent
+	a.mu.Unlock()
+	if turn == 0 {
+		return 0, harness.ErrNoTurn
+	}
+	if !wait {
+		select {
+		case <-sent:
+		default:
+			return 0, harness.ErrNoTurn
+		}
+	} else {
+		select {
+		case <-sent:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn != turn {
+		return 0, harness.ErrNoTurn
+	}
+	return turn, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,109 @@ func TestMessageLineBytes(t *testing.T) {
 		if got := messageLine(12, c); string(got) != string(want) {
 			t.Errorf("%q: got %s, want %s", c, got, want)
 		}
+	}
+}
+
+// chattyScript answers two turns, and after the first writes far more than
+// a pipe holds (nobody reads stdout between turns, so it blocks).
+const chattyScript = `echo '{"type":"ready"}'; read m
+echo '{"type":"turn_complete","data":{"response":"one","done":false}}'
+i=0; while [ $i -lt 4000 ]; do echo "between turns line $i, padded to be longer than usual"; i=$((i+1)); done
+read m; echo '{"type":"turn_complete","data":{"response":"two","done":false}}'; exec sleep 1000`
+
+// The lines a harness writes between turns come, in order, in the next turn.
+func TestChattyHarnessBetweenTurns(t *testing.T) {
+	a := New()
+	if err := a.Start(context.Background(), adaptertest.Launch(t, "sh", "-c", chattyScript)); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	if res, _, err := turn(t, a, 1, "first"); err != nil || res.Response != "one" {
+		t.Fatalf("turn 1: %+v, %v", res, err)
+	}
+	res, c, err := turn(t, a, 2, "second")
+	if err != nil || res.Response != "two" {
+		t.Fatalf("turn 2: %+v, %v", res, err)
+	}
+	ev := c.All()
+	if len(ev) != 4000 || !strings.Contains(ev[3999].Data.(*wire.TextOutput).Text, "line 3999,") {
+		t.Fatalf("turn 2 had %d events, want the 4000 lines written between turns in order", len(ev))
+	}
+}
+
+// Stop ends a harness blocked writing to a full stdout pipe between turns.
+func TestChattyHarnessBetweenTurnsStops(t *testing.T) {
+	a := New()
+	if err := a.Start(context.Background(), adaptertest.Launch(t, "sh", "-c", chattyScript)); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	if res, _, err := turn(t, a, 1, "first"); err != nil || res.Response != "one" {
+		t.Fatalf("turn 1: %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if a.Alive() {
+		t.Fatal("harness alive after Stop")
+	}
+}
+
+// A Deliver while the turn's message is still being written (the harness
+// is slow to read its input) waits for the message and reaches the turn,
+// after its message: the harness acting on a message before its write
+// returns (a tool call whose event is delivered) loses no event.
+func TestDeliverWhileTheMessageIsWritten(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	script := `echo '{"type":"ready"}'
+while [ ! -e ` + gate + ` ]; do sleep 0.01; done
+read m; read e
+case "$m" in *'"type":"message"'*) ;; *) m=bad;; esac
+case "$e" in *'"content":"hello"'*'"type":"event"'*) r=event;; *) r="no event";; esac
+[ "$m" = bad ] && r="message not first"
+echo '{"type":"turn_complete","data":{"response":"'"$r"'","done":false}}'; exec sleep 1000`
+	a := New()
+	if err := a.Start(context.Background(), adaptertest.Launch(t, "sh", "-c", script)); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	type result struct {
+		res harness.TurnResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Larger than the pipe: the write waits for the harness to read.
+		res, _, err := turn(t, a, 1, strings.Repeat("m", 256<<10))
+		done <- result{res, err}
+	}()
+	for begun := time.Now(); ; time.Sleep(time.Millisecond) {
+		a.mu.Lock()
+		running := a.turn != 0
+		a.mu.Unlock()
+		if running {
+			break
+		}
+		if time.Since(begun) > 5*time.Second {
+			t.Fatal("the turn did not begin while its message was written")
+		}
+	}
+	delivered := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		delivered <- a.Deliver(ctx, "hello")
+	}()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if err := <-delivered; err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	if r.err != nil || r.res.Response != "event" {
+		t.Fatalf("turn: %+v, %v; want the event after the message", r.res, r.err)
 	}
 }
