@@ -212,9 +212,18 @@ func (p *Process) Write(ctx context.Context, b []byte) error {
 		p.stdin.SetWriteDeadline(time.Time{})
 	}
 	// Abandon the write when ctx ends; AfterFunc costs no goroutine unless
-	// that happens.
-	stop := context.AfterFunc(ctx, func() { p.stdin.SetWriteDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// that happens. A cancel that has started is waited for, so that its
+	// past deadline cannot land on the next write.
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		p.stdin.SetWriteDeadline(time.Unix(1, 0))
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+	}()
 	_, err := p.stdin.Write(b)
 	if err != nil {
 		return p.writeErr(ctx, err)
