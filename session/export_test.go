@@ -9,3 +9,11 @@ func WorkspaceOf(s *Session) string {
 	}
 	return r.ep.Dirs().Workspace
 }
+
+// SetMaxReplayTurns sets how many turns' messages a run keeps for a replay
+// fork, until the test ends.
+func SetMaxReplayTurns(t interface{ Cleanup(func()) }, n int) {
+	old := maxReplayTurns
+	maxReplayTurns = n
+	t.Cleanup(func() { maxReplayTurns = old })
+}

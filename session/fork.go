@@ -192,17 +192,20 @@ func (d *divergences) first() error {
 func (s *Session) noteTurnForFork(ctx context.Context, r *run, n int, msg string) {
 	s.mu.Lock()
 	if !r.messagesLost && len(r.messages) == n-1 {
-		if r.messageBytes+len(msg) > maxReplayMessageBytes {
-			r.messagesLost, r.messages = true, nil
+		if r.messageBytes+len(msg) > maxReplayMessageBytes || n > maxReplayTurns {
+			// Only a replay uses them: what it cannot use is let go.
+			r.messagesLost, r.messages, r.toolMarks = true, nil, nil
 		} else {
 			r.messages = append(r.messages, msg)
 			r.messageBytes += len(msg)
 		}
 	}
-	if len(r.toolMarks) == 0 {
-		r.toolMarks = append(r.toolMarks, 0)
+	if !r.messagesLost {
+		if len(r.toolMarks) == 0 {
+			r.toolMarks = append(r.toolMarks, 0)
+		}
+		r.toolMarks = append(r.toolMarks, r.ep.ToolRecordCount())
 	}
-	r.toolMarks = append(r.toolMarks, r.ep.ToolRecordCount())
 	s.mu.Unlock()
 	s.checkpoint(ctx, r, n)
 }

@@ -105,6 +105,26 @@ func TestForkByReplay(t *testing.T) {
 	checkSiblings(t, s, forkSiblings(t, s, 4, 0, session.ForkReplay))
 }
 
+// TestForkByReplayPastItsTurns: the turn messages a replay needs are kept
+// for at most maxReplayTurns turns (a long episode's memory does not grow
+// with them); past that a replay fork is refused, saying why, and a line
+// fork still works. The control: within the bound, replay works.
+func TestForkByReplayPastItsTurns(t *testing.T) {
+	session.SetMaxReplayTurns(t, 3)
+	s := newSession(t, testConfig(t))
+	reset(t, s)
+	for range 3 {
+		ok(t, step(t, s, "count"))
+	}
+	forkSiblings(t, s, 1, 0, session.ForkReplay)
+	ok(t, step(t, s, "count"))
+	_, err := s.Fork(context.Background(), session.ForkOptions{Count: 1, Mechanism: session.ForkReplay})
+	if !errors.Is(err, session.ErrForkUnavailable) || !strings.Contains(err.Error(), "3 turns") {
+		t.Fatalf("a replay fork past the kept turns: %v", err)
+	}
+	forkSiblings(t, s, 1, 0, session.ForkLine)
+}
+
 // TestForkAutoPicksLine: without a mechanism the agent's fork message is
 // used where it answers, replay where it does not.
 func TestForkAutoPicks(t *testing.T) {

@@ -12,9 +12,14 @@ import (
 	"github.com/harnessd/harnessd/tasks"
 )
 
-// maxReplayMessageBytes bounds the turn messages a run keeps for a replay
-// fork; an episode past it can still fork by resume or line.
+// maxReplayMessageBytes and maxReplayTurns bound the turn messages (and
+// the tool record marks) a run keeps for a replay fork, so that a long
+// episode's memory does not grow with its turns; an episode past either
+// can still fork by resume or line. Replaying 10,000 turns would take
+// longer than starting the episode again.
 const maxReplayMessageBytes = 16 << 20
+
+var maxReplayTurns = 10_000 // a variable for tests (SetMaxReplayTurns)
 
 // forkSource is what the siblings of one fork start from, taken from the
 // parent between turns.
@@ -167,7 +172,7 @@ func (s *Session) takeCheckpointState(ctx context.Context, r *run, f harness.For
 // bridge's record of tool calls, up to src.at.
 func (s *Session) takeRecords(r *run, src *forkSource) error {
 	if r.messagesLost {
-		return fmt.Errorf("replay: the episode's turn messages were not kept (past %d MiB, or a fork made it without them)", maxReplayMessageBytes>>20)
+		return fmt.Errorf("replay: the episode's turn messages were not kept (past %d MiB or %d turns, or a fork made it without them)", maxReplayMessageBytes>>20, maxReplayTurns)
 	}
 	if src.at > len(r.messages) {
 		return fmt.Errorf("replay: %d turns' messages kept, %d needed", len(r.messages), src.at)

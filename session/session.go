@@ -131,7 +131,7 @@ type run struct {
 	stepGrades  []wire.TaskGrade
 	stepStopped string
 	// What a fork of the episode needs (fork.go): each turn's message as
-	// the harness got it (for replay; dropped past maxReplayMessageBytes),
+	// the harness got it (for replay; dropped past maxReplayMessageBytes or maxReplayTurns),
 	// the bridge's record count after each turn (toolMarks[0] is 0), and
 	// the directories' checkpoints (episode.checkpoints; nil without).
 	messages     []string
