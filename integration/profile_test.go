@@ -23,7 +23,7 @@ import (
 // inProcessServer serves harnessd's server package for the test agent in
 // the benchmark's own process (with maxSessions, 0: the default) and
 // returns its base URL, so that a CPU profile shows the daemon's side.
-func inProcessServer(b *testing.B, maxSessions int) string {
+func inProcessServer(b testing.TB, maxSessions int) string {
 	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: agentCmd(b)}}}
 	cfg.Workspace.Root = b.TempDir()
 	if err := cfg.Normalize(); err != nil {
@@ -179,6 +179,48 @@ func BenchmarkResetsInProcess(b *testing.B) {
 			defer wg.Done()
 			for range b.N {
 				if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkTurnScaleInProcess is BenchmarkTurnScale's daemon phase (64
+// sessions stepping at once, b.N turns each) with the server in the
+// benchmark's process, for a CPU profile of the turn path at scale:
+//
+//	go test -run '^$' -bench TurnScaleInProcess -benchtime 200x -cpuprofile cpu.out ./integration/
+func BenchmarkTurnScaleInProcess(b *testing.B) {
+	const conc = 64
+	url := inProcessServer(b, conc)
+	envs := openSessions(b, url, conc, false)
+	defer closeSessions(envs)
+	ctx := context.Background()
+	for _, env := range envs {
+		if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	for _, env := range envs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range b.N {
+				obs, err := env.Step(ctx, "reply x")
+				if err == nil && obs.ResponseText() != "x" {
+					err = fmt.Errorf("step answered %q", obs.ResponseText())
+				}
+				if err != nil {
 					errs <- err
 					return
 				}
