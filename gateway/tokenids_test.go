@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -213,4 +214,41 @@ func FuzzIDsMemo(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, next string) { checkIDsContinuation(t, idsPrev, next) })
+}
+
+// slowBody is a request body that sends one byte per Read.
+type slowBody struct {
+	sent  int
+	limit int
+}
+
+// Read sends one byte per call up to limit, then io.EOF.
+func (s *slowBody) Read(p []byte) (int, error) {
+	if s.sent >= s.limit {
+		return 0, io.EOF
+	}
+	p[0] = 'x'
+	s.sent++
+	return 1, nil
+}
+
+// TestReadAllSizedDoesNotTrustTheLength: the declared Content-Length is
+// the agent's word. A body that declares 4 MiB and sends 10 bytes is read
+// into a buffer of at most firstRead (64 KiB), not 4 MiB; one that sends
+// what it declares is read into one buffer of that size plus one byte
+// (the positive control: the sizing still happens for honest bodies).
+func TestReadAllSizedDoesNotTrustTheLength(t *testing.T) {
+	got, err := readAllSized(&slowBody{limit: 10}, 4<<20)
+	if err != nil || len(got) != 10 || cap(got) > firstRead {
+		t.Fatalf("a 10-byte body declaring 4 MiB: %d bytes in a buffer of %d, %v", len(got), cap(got), err)
+	}
+	honest := strings.Repeat("y", 3<<20)
+	got, err = readAllSized(strings.NewReader(honest), int64(len(honest)))
+	if err != nil || string(got) != honest || cap(got) != len(honest)+1 {
+		t.Fatalf("an honest 3 MiB body: %d bytes in a buffer of %d, %v", len(got), cap(got), err)
+	}
+	allocs := testing.AllocsPerRun(5, func() { readAllSized(strings.NewReader(honest), int64(len(honest))) })
+	if allocs > 8 {
+		t.Fatalf("an honest 3 MiB body took %.0f allocations: it is regrown from small", allocs)
+	}
 }
