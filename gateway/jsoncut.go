@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"errors"
+
+	"github.com/harnessd/harnessd/internal/jsonscan"
 )
 
 // cutMember removes the top-level member named key from the JSON object
@@ -78,60 +80,26 @@ func cutMember(raw []byte, key string) (value, rest []byte, ok bool, err error) 
 	}
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
+func skipSpace(b []byte, i int) int { return jsonscan.Space(b, i) }
 
 // skipString returns the index after the string starting at b[i] == '"'.
 func skipString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1, nil
-		}
+	if j := jsonscan.String(b, i); j >= 0 {
+		return j, nil
 	}
 	return 0, errors.New("unterminated string")
 }
 
 // skipValue returns the index after the JSON value starting at b[i].
 func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
+	if j := jsonscan.Value(b, i, 0); j >= 0 {
+		return j, nil
+	}
+	switch {
+	case i >= len(b) || !(b[i] == '"' || b[i] == '{' || b[i] == '['):
 		return 0, errors.New("missing value")
+	case b[i] == '"':
+		return 0, errors.New("unterminated string")
 	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				j, err := skipString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = j - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, nil
-				}
-			}
-		}
-		return 0, errors.New("unterminated value")
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
-		j++
-	}
-	if j == i {
-		return 0, errors.New("missing value")
-	}
-	return j, nil
+	return 0, errors.New("unterminated value")
 }

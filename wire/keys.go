@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/harnessd/harnessd/internal/jsonscan"
+
 // objectKeys calls f with each top-level key of the JSON object b, in
 // order, until f returns false. b must be valid JSON (callers run it after
 // json.Unmarshal accepted it). It reports false when it cannot tell — b is
@@ -52,59 +54,19 @@ func objectKeys(b []byte, f func(key []byte) bool) bool {
 	}
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
+func skipSpace(b []byte, i int) int { return jsonscan.Space(b, i) }
 
 // skipValue returns the index just past the JSON value starting at or after
 // i, or -1 when b ends first.
 func skipValue(b []byte, i int) int {
 	i = skipSpace(b, i)
-	if i >= len(b) {
-		return -1
+	if i < len(b) && endsScalar(b[i]) {
+		return i // no value here: the caller's next check decides
 	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				if i = skipString(b, i); i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
+	return jsonscan.Value(b, i, 0)
 }
 
-// skipString returns the index just past the string starting at b[i] ('"').
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
+// endsScalar reports whether c ends a scalar value.
+func endsScalar(c byte) bool {
+	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r'
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/harnessd/harnessd/internal/jsonscan"
 )
 
 // Memo keeps what decoding one Chat Completions request learnt of its
@@ -189,25 +191,10 @@ func continuedList(body []byte, i int, head []byte) (int, []byte, error) {
 	return end, tail, nil
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
+func skipSpace(b []byte, i int) int { return jsonscan.Space(b, i) }
 
 // skipString returns the index after the string starting at b[i] == '"'.
-func skipString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1, nil
-		}
-	}
-	return 0, errMiss
-}
+func skipString(b []byte, i int) (int, error) { return found(jsonscan.String(b, i)) }
 
 // maxNesting bounds the nesting of a value the fast decode reads: deeper
 // ones go to encoding/json, which has its own bound.
@@ -218,43 +205,16 @@ const maxNesting = 1000
 // with a comma is scanned as a list's remaining items, to its closing
 // bracket.
 func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
+	if i < len(b) && b[i] == ',' {
+		return found(jsonscan.Rest(b, i, maxNesting))
+	}
+	return found(jsonscan.Value(b, i, maxNesting))
+}
+
+// found is a jsonscan index as the fast decode takes it: -1 is a miss.
+func found(i int) (int, error) {
+	if i < 0 {
 		return 0, errMiss
 	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[', ',':
-		depth := 0
-		if b[i] == ',' {
-			depth = 1
-		}
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				j, err := skipString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = j - 1
-			case '{', '[':
-				if depth++; depth > maxNesting {
-					return 0, errMiss
-				}
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, nil
-				}
-			}
-		}
-		return 0, errMiss
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
-		j++
-	}
-	if j == i {
-		return 0, errMiss
-	}
-	return j, nil
+	return i, nil
 }
