@@ -171,14 +171,23 @@ func BenchmarkResetsInProcess(b *testing.B) {
 	defer closeSessions(envs)
 	ctx := context.Background()
 	b.ResetTimer()
+	eachAtOnce(b, envs, func(env *client.Env) error {
+		_, err := env.Reset(ctx, client.ResetOptions{})
+		return err
+	})
+}
+
+// eachAtOnce runs do b.N times for each of envs, the envs at once, and
+// fails b on the first error.
+func eachAtOnce(b *testing.B, envs []*client.Env, do func(*client.Env) error) {
 	var wg sync.WaitGroup
-	errs := make(chan error, conc)
+	errs := make(chan error, len(envs))
 	for _, env := range envs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range b.N {
-				if _, err := env.Reset(ctx, client.ResetOptions{}); err != nil {
+				if err := do(env); err != nil {
 					errs <- err
 					return
 				}
@@ -209,27 +218,11 @@ func BenchmarkTurnScaleInProcess(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	errs := make(chan error, conc)
-	for _, env := range envs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range b.N {
-				obs, err := env.Step(ctx, "reply x")
-				if err == nil && obs.ResponseText() != "x" {
-					err = fmt.Errorf("step answered %q", obs.ResponseText())
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
+	eachAtOnce(b, envs, func(env *client.Env) error {
+		obs, err := env.Step(ctx, "reply x")
+		if err == nil && obs.ResponseText() != "x" {
+			err = fmt.Errorf("step answered %q", obs.ResponseText())
+		}
+		return err
+	})
 }
