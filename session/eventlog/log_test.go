@@ -91,3 +91,29 @@ func TestEventLogWindowOfBytes(t *testing.T) {
 		t.Errorf("the last ended turn is not kept")
 	}
 }
+
+// TestEventSizeApproximatesTheEncoding: the sizes measured without
+// encoding (text, chunks, errors, turn ends) stay within 64 bytes of the
+// event's real encoding, for plain and escaped strings, so the window's
+// byte bound means what it says.
+func TestEventSizeApproximatesTheEncoding(t *testing.T) {
+	for _, text := range []string{"", "x", strings.Repeat("ab", 300), "quote \" back \\ tab\t nl\n <html> é 😀"} {
+		for _, p := range []wire.Payload{
+			&wire.TextOutput{Text: text},
+			&wire.LLMChunk{Content: text, MessageID: "msg_1"},
+			&wire.Error{Message: text},
+			&wire.TurnComplete{Response: text},
+			&wire.TurnComplete{Response: text, Done: true, Cancelled: true},
+		} {
+			e := wire.New(wire.OriginHarness, p)
+			e.Turn = 12345
+			b, err := wire.MarshalNoEscape(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, real := eventSize(e), int64(len(b)); got < real-64 || got > real+64 {
+				t.Errorf("%T %q: measured %d, encoded %d bytes: %s", p, text, got, real, b)
+			}
+		}
+	}
+}

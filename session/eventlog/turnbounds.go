@@ -243,6 +243,11 @@ func eventSize(e wire.Event) int64 {
 		if len(p.Extra) == 0 {
 			return eventOverhead + 32 + jsonStringLen(p.Message)
 		}
+	case *wire.TurnComplete:
+		// Every turn has one: measured, not encoded by reflection.
+		if len(p.Extra) == 0 {
+			return eventOverhead + 48 + jsonStringLen(p.Response)
+		}
 	}
 	b, err := wire.MarshalNoEscape(e)
 	if err != nil {
