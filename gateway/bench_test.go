@@ -55,7 +55,21 @@ func serveProxy(b *testing.B, target string) string {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	rp.Transport = tr
-	srv := &http.Server{Handler: rp}
+	// The body is read whole before it goes upstream, as the gateway reads
+	// it: streamed, an engine that answers as soon as it has the last byte
+	// can race the end of the proxy's upload, and net/http's server then
+	// closes the unread request body under it (the upstream connection
+	// dies mid-answer: "use of closed network connection", unexpected EOF
+	// at the client; seen under load).
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		rp.ServeHTTP(w, r)
+	})}
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ln) }()
 	b.Cleanup(func() { srv.Close(); <-done; tr.CloseIdleConnections() })
