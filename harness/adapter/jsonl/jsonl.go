@@ -57,9 +57,9 @@ type Adapter struct {
 	mu      sync.Mutex
 	opts    Options
 	logger  *slog.Logger
-	turn    int           // the running turn, 0 between turns
-	sent    chan struct{} // closed once the running turn's message is written
-	after   int           // bytes written to stdin after the turn's message (cancels)
+	turn    int              // the running turn, 0 between turns
+	writing kit.MessageWrite // the running turn's message being written
+	after   int              // bytes written to stdin after the turn's message (cancels)
 	early   []wire.Event
 	pending [][]byte // lines written between turns (during a fork or restore), handled in the next turn
 	stale   int      // fork requests that timed out: their late fork_state answers are dropped
@@ -171,23 +171,25 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 
 	// The turn runs from before its message is written: a harness may
 	// act on the message (call a tool whose event is delivered) before
-	// WriteLine returns. Deliver waits for sent, Interrupt checks it: an
-	// event or a cancel never precedes its message.
-	sent := make(chan struct{})
+	// WriteLine returns. Deliver waits for the write, Interrupt checks it:
+	// an event or a cancel never precedes its message.
 	a.mu.Lock()
-	a.turn, a.after, a.sent = in.Number, 0, sent
+	a.turn, a.after = in.Number, 0
+	a.writing.Begin()
 	a.mu.Unlock()
-	if err := p.WriteLine(ctx, messageLine(in.Number, in.Message)); err != nil {
-		a.mu.Lock()
+	err := p.WriteLine(ctx, messageLine(in.Number, in.Message))
+	a.mu.Lock()
+	if err != nil {
 		a.turn = 0
-		a.mu.Unlock()
-		close(sent)
+	}
+	a.writing.End()
+	a.mu.Unlock()
+	if err != nil {
 		if ctx.Err() != nil {
 			return harness.TurnResult{}, ctx.Err()
 		}
 		return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{}, "harness stopped reading its input")
 	}
-	close(sent)
 	in.MarkLive()
 	start := p.OutputBytes()
 	answered := false // the harness wrote a line of this turn
@@ -339,22 +341,17 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 // written).
 func (a *Adapter) sentTurn(ctx context.Context, wait bool) (int, error) {
 	a.mu.Lock()
-	turn, sent := a.turn, a.sent
+	turn, pending := a.turn, a.writing.Pending()
 	a.mu.Unlock()
 	if turn == 0 {
 		return 0, harness.ErrNoTurn
 	}
-	if !wait {
-		select {
-		case <-sent:
-		default:
+	if pending != nil {
+		if !wait {
 			return 0, harness.ErrNoTurn
 		}
-	} else {
-		select {
-		case <-sent:
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		if err := kit.Wait(ctx, pending); err != nil {
+			return 0, err
 		}
 	}
 	a.mu.Lock()
