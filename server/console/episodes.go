@@ -211,13 +211,16 @@ func (l *webLog) entry(s *SessionSummary) *indexEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := &indexEntry{sum: EpisodeSummary{ID: s.EpisodeID}}
-	recs := make([]wire.Record, 0, len(l.turns.recs)+2)
+	recs := make([]wire.Record, 0, 2*l.turns.len()+2)
 	if l.reset != nil {
 		recs = append(recs, *l.reset)
 	}
-	for _, part := range l.turns.parts() {
-		recs = append(recs, part...)
-	}
+	l.turns.each(func(t *turnEntry) {
+		if m, ok := t.message(); ok {
+			recs = append(recs, m)
+		}
+		recs = append(recs, t.observation())
+	})
 	if l.hasMsg {
 		recs = append(recs, l.msg)
 	}

@@ -25,7 +25,7 @@ type webLog struct {
 	reset      *wire.Record
 	msg        wire.Record // the running turn's message, when hasMsg
 	hasMsg     bool
-	turns      window // message and observation records
+	turns      window // the reset's observation, then each turn's message and observation
 	lastReward *float64
 	errorType  wire.FailureType
 }
@@ -43,7 +43,7 @@ func (l *webLog) began(reset wire.Record, obs *wire.Observation) wire.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reset = &reset
-	l.turns.restart(rec)
+	l.turns.restart(entryOf(nil, rec))
 	l.hasMsg = false
 	l.lastReward, l.errorType = obs.Reward, obs.Metadata.ErrorType
 	return rec
@@ -61,11 +61,12 @@ func (l *webLog) stepped(obs *wire.Observation) wire.Record {
 	rec := wire.Record{Kind: wire.RecordObservation, Time: wire.Now(), Turn: obs.Metadata.TurnNumber, Observation: slim(obs)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var msg *wire.Record
 	if l.hasMsg {
-		l.turns.add(l.msg)
-		l.msg, l.hasMsg = wire.Record{}, false
+		msg = &l.msg
 	}
-	l.turns.add(rec)
+	l.turns.add(entryOf(msg, rec))
+	l.msg, l.hasMsg = wire.Record{}, false
 	if obs.Reward != nil {
 		l.lastReward = obs.Reward
 	}
@@ -86,7 +87,7 @@ func (l *webLog) summary() (*float64, wire.FailureType) {
 func (l *webLog) records(traj []wire.Event) []wire.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]wire.Record, 0, len(l.turns.recs)+len(traj)+1)
+	out := make([]wire.Record, 0, 2*l.turns.len()+len(traj)+1)
 	if l.reset != nil {
 		out = append(out, *l.reset)
 	}
@@ -100,14 +101,15 @@ func (l *webLog) records(traj []wire.Event) []wire.Record {
 		}
 		delete(byTurn, n)
 	}
-	for _, part := range l.turns.parts() {
-		for _, r := range part {
-			if r.Kind == wire.RecordObservation && r.Turn > 0 {
-				events(r.Turn)
-			}
-			out = append(out, r)
+	l.turns.each(func(t *turnEntry) {
+		if m, ok := t.message(); ok {
+			out = append(out, m)
 		}
-	}
+		if t.turn > 0 {
+			events(t.turn)
+		}
+		out = append(out, t.observation())
+	})
 	// A running turn: its message is not logged yet, its events are.
 	left := make([]int, 0, len(byTurn))
 	for n := range byTurn {
@@ -130,37 +132,80 @@ func (c *Console) resetRecord(m Session, obs *wire.Observation) wire.Record {
 	}
 }
 
-// windowRecords is the most records a window holds: maxWebTurns turns of
-// a message and an observation each.
-const windowRecords = 2 * maxWebTurns
+// windowTurns is the most entries a window holds: maxWebTurns turns (the
+// reset's observation, the first entry, is the first dropped).
+const windowTurns = maxWebTurns
 
-// window holds the latest windowRecords records of an episode, in order:
-// a slice that grows to that bound and then is a ring (its oldest record
-// at start), so that a long episode's turns allocate nothing more in it;
-// the next episode reuses it. Its readers copy the records out.
+// turnEntry is what a turn's message and observation records are made
+// of, a fifth of their size (the records are built when read): the
+// observation's turn and time, the slim observation, and the message's
+// time, turn and text when the turn had one. The reset's observation is an
+// entry of turn 0 without a message.
+type turnEntry struct {
+	turn    int
+	obsTime float64
+	obs     *wire.Observation
+	hasMsg  bool // the turn had a message record
+	msgTime float64
+	msgTurn int
+	msg     *string
+}
+
+// entryOf makes the entry of an observation record and, when msg is not
+// nil, the message record before it.
+func entryOf(msg *wire.Record, obs wire.Record) turnEntry {
+	t := turnEntry{turn: obs.Turn, obsTime: obs.Time, obs: obs.Observation}
+	if msg != nil {
+		t.hasMsg, t.msgTime, t.msg, t.msgTurn = true, msg.Time, msg.Content, msg.Turn
+	}
+	return t
+}
+
+// message returns the entry's message record, if it has one.
+func (t *turnEntry) message() (wire.Record, bool) {
+	if !t.hasMsg {
+		return wire.Record{}, false
+	}
+	return wire.Record{Kind: wire.RecordMessage, Time: t.msgTime, Turn: t.msgTurn, Content: t.msg}, true
+}
+
+// observation returns the entry's observation record.
+func (t *turnEntry) observation() wire.Record {
+	return wire.Record{Kind: wire.RecordObservation, Time: t.obsTime, Turn: t.turn, Observation: t.obs}
+}
+
+// window holds the latest windowTurns entries of an episode, in order: a
+// slice that grows to that bound and then is a ring (its oldest entry at
+// start), so that a long episode's turns allocate nothing more in it; the
+// next episode reuses it. Its readers copy the records out.
 type window struct {
-	recs  []wire.Record
-	start int // the oldest record's index, once full
+	turns []turnEntry
+	start int // the oldest entry's index, once full
 }
 
-// restart empties the window (keeping its memory, its old records
+// restart empties the window (keeping its memory, its old entries
 // cleared) and adds first.
-func (w *window) restart(first wire.Record) {
-	clear(w.recs)
-	w.recs, w.start = append(w.recs[:0], first), 0
+func (w *window) restart(first turnEntry) {
+	clear(w.turns)
+	w.turns, w.start = append(w.turns[:0], first), 0
 }
 
-// add appends r, dropping the oldest record when the window is full.
-func (w *window) add(r wire.Record) {
-	if len(w.recs) < windowRecords {
-		w.recs = append(w.recs, r)
+// add appends t, dropping the oldest entry when the window is full.
+func (w *window) add(t turnEntry) {
+	if len(w.turns) < windowTurns {
+		w.turns = append(w.turns, t)
 		return
 	}
-	w.recs[w.start] = r
-	w.start = (w.start + 1) % windowRecords
+	w.turns[w.start] = t
+	w.start = (w.start + 1) % windowTurns
 }
 
-// parts are the records in order, oldest first, in two runs.
-func (w *window) parts() [2][]wire.Record {
-	return [2][]wire.Record{w.recs[w.start:], w.recs[:w.start]}
+// len is how many entries the window holds.
+func (w *window) len() int { return len(w.turns) }
+
+// each calls f with the entries in order, oldest first.
+func (w *window) each(f func(*turnEntry)) {
+	for i := range w.turns {
+		f(&w.turns[(w.start+i)%len(w.turns)])
+	}
 }
