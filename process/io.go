@@ -194,7 +194,9 @@ func (p *Process) WriteLine(ctx context.Context, b []byte) error {
 
 // Write writes b to the child's stdin (the terminal in PTY mode). It fails
 // with an error wrapping ErrNotRunning when the child cannot read any more,
-// and with ctx's error when ctx ends first.
+// and with ctx's error when ctx ends first (or has ended: nothing is
+// written then). What the pipe takes at once is written without a
+// deadline or a cancel (fastwrite.go); only the rest waits under ctx.
 func (p *Process) Write(ctx context.Context, b []byte) error {
 	select {
 	case <-p.stopped:
@@ -206,6 +208,14 @@ func (p *Process) Write(ctx context.Context, b []byte) error {
 	if p.ptmx != nil {
 		return p.writePTY(ctx, b)
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n := p.tryWrite(b)
+	if n == len(b) {
+		return nil
+	}
+	b = b[n:]
 	if d, ok := ctx.Deadline(); ok {
 		p.stdin.SetWriteDeadline(d)
 	} else {

@@ -78,6 +78,7 @@ type Process struct {
 	readers    sync.WaitGroup
 
 	writeMu sync.Mutex
+	fast    fastWrite // Write's first attempt, under writeMu (fastwrite.go)
 
 	exited   chan struct{}
 	exit     ExitStatus

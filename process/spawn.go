@@ -180,6 +180,7 @@ func (p *Process) start() (err error) {
 		}
 		io = childIO{stdin: ends[0][0], stdout: ends[1][0], stderr: ends[2][0]}
 		p.stdin, p.stdout, p.stderr = ends[0][1], ends[1][1], ends[2][1]
+		p.setFastWrite()
 	}
 
 	if spec.Launcher != nil {
