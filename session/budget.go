@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -15,8 +16,8 @@ type turnBudget struct {
 	// limit classifies running out: turn_timeout, or episode_timeout when
 	// the episode's remaining budget is the shorter one.
 	limit wire.FailureType
-	// message says what ran out.
-	message string
+	// episode is the episode's whole budget, for episode_timeout's message.
+	episode units.Duration
 }
 
 // turnBudget computes the budget of a turn in r: the configured turn
@@ -27,17 +28,23 @@ func (s *Session) turnBudget(r *run, stepTimeout time.Duration) turnBudget {
 	if stepTimeout > 0 {
 		d = stepTimeout
 	}
-	b := turnBudget{d: d, limit: wire.FailureTurnTimeout, message: "harness turn exceeded " + formatSeconds(d) + " seconds"}
+	b := turnBudget{d: d, limit: wire.FailureTurnTimeout}
 	if !r.deadline.IsZero() {
 		if left := time.Until(r.deadline); left < d {
-			b = turnBudget{d: left, limit: wire.FailureEpisodeTimeout, message: "episode exceeded " + s.episodeBudget(r).String()}
+			b = turnBudget{d: left, limit: wire.FailureEpisodeTimeout, episode: s.episodeBudget(r)}
 		}
 	}
 	return b
 }
 
-// exceeded is the failure of a turn that ran out of its budget.
-func (b turnBudget) exceeded() *harness.Failure { return harness.Fail(b.limit, "%s", b.message) }
+// exceeded is the failure of a turn that ran out of its budget. Its message
+// is written only then, not at every turn's start (issue 28).
+func (b turnBudget) exceeded() *harness.Failure {
+	if b.limit == wire.FailureEpisodeTimeout {
+		return harness.Fail(b.limit, "episode exceeded %s", b.episode.String())
+	}
+	return harness.Fail(b.limit, "harness turn exceeded %s seconds", formatSeconds(b.d))
+}
 
 // formatSeconds prints a duration in seconds the way Python prints floats
 // (600.0, 0.05), matching the reference's timeout message.
