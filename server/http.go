@@ -100,7 +100,7 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 // the frame limit like a /ws frame.
 func (s *Server) writeObservation(w http.ResponseWriter, obs *wire.Observation, id string) {
 	sid := append([]byte(`,"session_id":`), marshal(id)...)
-	b, err := bounds.EncodeObservation(obs, nil, nil, s.opts.MaxFrameBytes-int64(len(sid)))
+	b, err := bounds.EncodeObservation(nil, obs, nil, nil, s.opts.MaxFrameBytes-int64(len(sid)))
 	if err != nil {
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": "encoding the observation failed: " + err.Error()})
 		return

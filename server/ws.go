@@ -140,7 +140,7 @@ func (s *Server) handleWSFrame(wc *wsConn, m *managed, data []byte) bool {
 			s.sendError(wc, s.execError(err))
 			return true
 		}
-		wc.sendRaw(s.observationFrame(s.present(obs)))
+		s.sendObservation(wc, obs)
 		replied()
 	case frameTypeStep:
 		a, werr := parseAction(f.Data)
@@ -169,7 +169,7 @@ func (s *Server) stepFrame(wc *wsConn, m *managed, a wire.Action) {
 		return
 	}
 	bounded := obs.Metadata.Truncated != nil
-	wc.sendRaw(s.observationFrame(s.present(obs)))
+	s.sendObservation(wc, obs)
 	if bounded {
 		releaseFloodMemory()
 	}

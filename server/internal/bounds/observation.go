@@ -11,31 +11,33 @@ import (
 // observation is trimmed to fit a frame.
 const fitMargin = 1024
 
-// EncodeObservation returns the wire form of obs between prefix and
-// suffix, at most limit bytes in all. An observation that would be larger
-// loses its last events (never the turn's end or the daemon's own events),
-// then the end of its response, and says so in metadata.truncated
-// (reason frame_limit). It fails only when even that does not fit.
-func EncodeObservation(obs *wire.Observation, prefix, suffix []byte, limit int64) ([]byte, error) {
-	b, err := appendObservation(obs, prefix, suffix)
-	if err != nil || int64(len(b)) <= limit {
+// EncodeObservation appends the wire form of obs between prefix and
+// suffix to dst, at most limit bytes in all (of what it appends), and
+// returns the extended buffer. An observation that would be larger loses
+// its last events (never the turn's end or the daemon's own events), then
+// the end of its response, and says so in metadata.truncated (reason
+// frame_limit). It fails only when even that does not fit.
+func EncodeObservation(dst []byte, obs *wire.Observation, prefix, suffix []byte, limit int64) ([]byte, error) {
+	start := len(dst)
+	b, err := appendObservation(dst, obs, prefix, suffix)
+	if err != nil || int64(len(b)-start) <= limit {
 		return b, err
 	}
-	excess := int64(len(b)) - limit + fitMargin
+	excess := int64(len(b)-start) - limit + fitMargin
 	trimmed := dropLastEvents(obs, excess)
-	if b, err = appendObservation(trimmed, prefix, suffix); err != nil || int64(len(b)) <= limit {
+	if b, err = appendObservation(b[:start], trimmed, prefix, suffix); err != nil || int64(len(b)-start) <= limit {
 		return b, err
 	}
-	excess = int64(len(b)) - limit + fitMargin
+	excess = int64(len(b)-start) - limit + fitMargin
 	trimmed = cutResponse(trimmed, excess)
-	if b, err = appendObservation(trimmed, prefix, suffix); err != nil || int64(len(b)) <= limit {
+	if b, err = appendObservation(b[:start], trimmed, prefix, suffix); err != nil || int64(len(b)-start) <= limit {
 		return b, err
 	}
-	return nil, fmt.Errorf("observation of %d bytes does not fit the frame limit of %d bytes even without its events", len(b), limit)
+	return nil, fmt.Errorf("observation of %d bytes does not fit the frame limit of %d bytes even without its events", len(b)-start, limit)
 }
 
-func appendObservation(obs *wire.Observation, prefix, suffix []byte) ([]byte, error) {
-	b, err := obs.AppendJSON(prefix)
+func appendObservation(dst []byte, obs *wire.Observation, prefix, suffix []byte) ([]byte, error) {
+	b, err := obs.AppendJSON(append(dst, prefix...))
 	if err != nil {
 		return nil, err
 	}

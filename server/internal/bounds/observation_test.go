@@ -39,7 +39,7 @@ func decodeFrame(t *testing.T, b []byte) wire.Observation {
 
 func TestEncodeObservationWithinLimitIsUntouched(t *testing.T) {
 	obs := floodObservation(10, "fine")
-	b, err := EncodeObservation(obs, []byte(`{"type":"observation","data":`), []byte("}"), 1<<20)
+	b, err := EncodeObservation(nil, obs, []byte(`{"type":"observation","data":`), []byte("}"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestEncodeObservationWithinLimitIsUntouched(t *testing.T) {
 func TestEncodeObservationDropsLastEventsToFit(t *testing.T) {
 	obs := floodObservation(5000, "the answer")
 	const limit = 200_000
-	b, err := EncodeObservation(obs, []byte(`{"type":"observation","data":`), []byte("}"), limit)
+	b, err := EncodeObservation(nil, obs, []byte(`{"type":"observation","data":`), []byte("}"), limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestEncodeObservationCutsAHugeResponse(t *testing.T) {
 	resp := strings.Repeat("é", 100_000) // 200 KB, two bytes a rune
 	obs := floodObservation(10, resp)
 	const limit = 100_000
-	b, err := EncodeObservation(obs, nil, nil, limit)
+	b, err := EncodeObservation(nil, obs, nil, nil, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,29 @@ func TestEncodeObservationCutsAHugeResponse(t *testing.T) {
 }
 
 func TestEncodeObservationImpossibleLimit(t *testing.T) {
-	if _, err := EncodeObservation(floodObservation(3, "x"), nil, nil, 50); err == nil {
+	if _, err := EncodeObservation(nil, floodObservation(3, "x"), nil, nil, 50); err == nil {
 		t.Fatal("an observation cannot fit in 50 bytes, yet no error")
+	}
+}
+
+// TestEncodeObservationAppends checks that the encoding is appended to
+// dst, which keeps its bytes, and that the limit bounds only what is
+// appended: the same bytes as into an empty buffer, trimmed or not.
+func TestEncodeObservationAppends(t *testing.T) {
+	for _, limit := range []int64{1 << 20, 100_000} {
+		obs := floodObservation(10, strings.Repeat("é", 100_000))
+		want, err := EncodeObservation(nil, obs, []byte("<"), []byte(">"), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, 0, 64<<10) // a reused buffer: room, and old bytes past len
+		dst = append(dst, "kept"...)
+		got, err := EncodeObservation(dst, obs, []byte("<"), []byte(">"), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got[:4]) != "kept" || string(got[4:]) != string(want) {
+			t.Fatalf("limit %d: appended %d bytes after %q, want the %d bytes encoded alone", limit, len(got)-4, got[:min(4, len(got))], len(want))
+		}
 	}
 }
