@@ -45,10 +45,9 @@ type Reader struct {
 	size    int
 	tooLong bool
 	eof     bool
-	// deadline is the read deadline last set on pipe; valid is false when
-	// it is unknown (a cancel may have set a past one).
-	deadline time.Time
-	valid    bool
+	// clear says the pipe has no read deadline; false when one may be set
+	// (at first, and after a cancel set a past one to end a read).
+	clear bool
 }
 
 // New returns a Reader of r, which reads pipe (possibly through a wrapper
@@ -60,7 +59,10 @@ func New(pipe Pipe, r io.Reader, limit, keep int) *Reader {
 // Next returns the next line; io.EOF once the pipe is closed (by the
 // writer, or os.ErrClosed by the reader's side) and every line before is
 // returned, a last line without a newline first; or ctx's error, with the
-// part of a line read so far kept for the next call.
+// part of a line read so far kept for the next call. ctx's deadline is
+// kept by ctx's own timer, which ends the read as a cancel does: the pipe
+// gets no deadline of its own at each call (a runtime timer set per turn,
+// issue 28).
 func (r *Reader) Next(ctx context.Context) (Line, error) {
 	if r.eof {
 		return Line{}, io.EOF
@@ -74,7 +76,7 @@ func (r *Reader) Next(ctx context.Context) (Line, error) {
 	if err := ctx.Err(); err != nil {
 		return Line{}, err
 	}
-	r.arm(ctx)
+	r.clearDeadline()
 	stop := context.AfterFunc(ctx, func() { r.pipe.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	for {
@@ -132,7 +134,7 @@ func (r *Reader) take(newline bool) Line {
 // (past a deadline left by an earlier call's cancel).
 func (r *Reader) readErr(ctx context.Context, err error) (Line, bool, error) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		r.valid = false
+		r.clear = false
 		if ctx.Err() != nil {
 			return Line{}, true, ctx.Err()
 		}
@@ -142,7 +144,7 @@ func (r *Reader) readErr(ctx context.Context, err error) (Line, bool, error) {
 			<-ctx.Done()
 			return Line{}, true, ctx.Err()
 		}
-		r.arm(ctx)
+		r.clearDeadline()
 		return Line{}, false, nil
 	}
 	if err != io.EOF && !errors.Is(err, os.ErrClosed) {
@@ -155,12 +157,12 @@ func (r *Reader) readErr(ctx context.Context, err error) (Line, bool, error) {
 	return Line{}, true, io.EOF
 }
 
-// arm sets the read deadline to ctx's, unless it is set already.
-func (r *Reader) arm(ctx context.Context) {
-	d, _ := ctx.Deadline()
-	if r.valid && d.Equal(r.deadline) {
+// clearDeadline clears a read deadline that a cancel may have left on the
+// pipe.
+func (r *Reader) clearDeadline() {
+	if r.clear {
 		return
 	}
-	r.pipe.SetReadDeadline(d)
-	r.deadline, r.valid = d, true
+	r.pipe.SetReadDeadline(time.Time{})
+	r.clear = true
 }
