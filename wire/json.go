@@ -109,12 +109,10 @@ func (w *jsonWriter) event(e *Event) error {
 	return nil
 }
 
-// metadata appends m: its scalar fields through the encoder, then the turn
+// metadata appends m: its other fields (metadataFields), then the turn
 // events written directly.
 func (w *jsonWriter) metadata(m *Metadata) error {
-	rest := *m
-	rest.TurnEvents = nil
-	if err := w.value(rest); err != nil {
+	if err := w.metadataFields(m); err != nil {
 		return err
 	}
 	if len(m.TurnEvents) == 0 {
