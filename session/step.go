@@ -38,7 +38,9 @@ func (s *Session) Step(ctx context.Context, a wire.Action, emit func(wire.Event)
 	}
 	n := r.steps + 1
 	a, source, uf, udone := s.userMessage(ctx, r, n, a) // the simulated user's turn, when it writes it (user.go)
-	s.events.Note(messageRecord(n, a.Message, source))
+	if s.events.Recording() {
+		s.events.Note(messageRecord(n, a.Message, source))
+	}
 	s.events.BeginTurn(n, s.streamTo(r, emit))
 	s.notify(TurnStarted{SessionID: s.id, EpisodeID: r.id, Turn: n, Action: a})
 

@@ -262,7 +262,7 @@ func (l *Log) BeginTurn(n int, emit func(wire.Event)) {
 		l.closeRun()
 		l.endSpan()
 	}
-	l.turn, l.emit, l.events, l.cut = n, emit, nil, nil
+	l.turn, l.emit, l.events, l.cut = n, emit, l.turnEvents(), nil
 	l.budget = turnCaps{limits: l.limits}
 	evs, dropped := l.pending.take()
 	for _, e := range evs {
@@ -275,6 +275,21 @@ func (l *Log) BeginTurn(n int, emit func(wire.Event)) {
 			l.takeNotice(dropped.Reason)
 		}
 	}
+}
+
+// maxEventsHint bounds the room a turn's events are given at its start.
+const maxEventsHint = 64
+
+// turnEvents is a new turn's event list, with room for as many events as
+// the last ended turn had (at most maxEventsHint): one allocation, not one
+// per doubling (a turn's list is handed to its observation, so it cannot
+// be reused).
+func (l *Log) turnEvents() []wire.Event {
+	n := 2
+	if len(l.spans) > 0 {
+		n = min(max(n, l.spans[len(l.spans)-1].events), maxEventsHint)
+	}
+	return make([]wire.Event, 0, n)
 }
 
 // EndTurn stops collecting and returns the turn's events; Truncation then

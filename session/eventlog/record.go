@@ -83,7 +83,14 @@ func dropCutLine(f *os.File) error {
 
 // write appends an event record for e.
 func (r *Recorder) write(e wire.Event) {
-	r.note(wire.Record{Kind: wire.RecordEvent, Time: e.Timestamp, Event: &e})
+	if r == nil {
+		return
+	}
+	// The copy is taken here, not e's address: e would be moved to the
+	// heap at every call, a log without a record too (an allocation per
+	// event, issue 28).
+	ev := e
+	r.note(wire.Record{Kind: wire.RecordEvent, Time: ev.Timestamp, Event: &ev})
 }
 
 // note appends rec.
