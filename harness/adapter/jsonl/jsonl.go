@@ -177,7 +177,8 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	a.turn, a.after = in.Number, 0
 	a.writing.Begin()
 	a.mu.Unlock()
-	err := p.WriteLine(ctx, messageLine(in.Number, in.Message))
+	line := messageLine(in.Number, in.Message)
+	err := p.Write(ctx, append(line, '\n')) // messageLine left room for it
 	a.mu.Lock()
 	if err != nil {
 		a.turn = 0
@@ -271,10 +272,11 @@ func (a *Adapter) handleLine(text []byte, emit func(wire.Event)) (harness.TurnRe
 
 // messageLine is {"content":...,"turn":N,"type":"message"}, the bytes
 // json.Marshal writes for that map (keys sorted, HTML escaped), without
-// encoding a map.
+// encoding a map; its buffer has room for the line's newline after it.
 func messageLine(turn int, content string) []byte {
 	c, _ := json.Marshal(content) // a string always encodes
-	b := make([]byte, 0, len(c)+48)
+	// 37 bytes of keys and braces, up to 20 of the turn's digits, the newline.
+	b := make([]byte, 0, len(c)+58)
 	b = append(append(append(b, `{"content":`...), c...), `,"turn":`...)
 	b = strconv.AppendInt(b, int64(turn), 10)
 	return append(b, `,"type":"message"}`...)
