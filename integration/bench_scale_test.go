@@ -165,6 +165,18 @@ func BenchmarkResetThroughput(b *testing.B) {
 		return
 	}
 	bc := spreadOf(cpu["bare"])
+	// What a sandbox reused across a session's episodes could save at most:
+	// the sandboxed reset's CPU over process isolation's, which starts no
+	// sandbox (docs/security.md, "Why not one sandbox per session").
+	var sbOverProc []float64
+	for i := range cpu["sandbox"] {
+		sbOverProc = append(sbOverProc, cpu["sandbox"][i]/cpu["process"][i])
+	}
+	sp := spreadOf(sbOverProc)
+	summary("reset CPU, sandbox vs process isolation (what reusing a sandbox could save at most): %s ms vs %s ms per reset → %s×",
+		spreadOf(cpu["sandbox"]).Format("%.1f"), spreadOf(cpu["process"]).Format("%.1f"), sp.Format("%.2f"))
+	row("CPU per reset, sandbox vs process isolation (a reused sandbox's most saving)", spreadOf(cpu["sandbox"]).Format("%.1f")+" ms",
+		spreadOf(cpu["process"]).Format("%.1f")+" ms", sp.Format("%.2f"), "—", "—")
 	for _, l := range levels {
 		r, rr, c, cr := spreadOf(rate[l.name]), spreadOf(ratio[l.name]), spreadOf(cpu[l.name]), spreadOf(cpuRatio[l.name])
 		summary("reset throughput (%s) sessions=%d n=%d×%d each: %s resets/s vs bare kill+spawn-until-ready at %d at once %s/s → ratio %s (target ≥ 0.8); CPU per reset %s ms vs bare %s ms → %s× (target ≤ 2)",
