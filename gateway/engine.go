@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,13 +66,18 @@ type engineAnswer struct {
 
 // callEngine posts body to the engine and reads its answer. Errors carry
 // the failure the agent gets.
-func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *failure) {
+func (g *Gateway) callEngine(ctx context.Context, body upstreamBody) (*completion, *failure) {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.Upstream.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream, nil)
 	if err != nil {
 		return nil, &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream request: " + err.Error()}
 	}
+	// As NewRequest sets them for a body in one piece: the length, and a
+	// new reader of the body for a retry on a connection that went stale.
+	req.ContentLength = int64(body.size())
+	req.Body = io.NopCloser(body.reader())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if k := g.opts.Upstream.APIKey; k != "" {
@@ -213,6 +217,11 @@ func parseEngineAnswerWith(raw []byte, m *idsMemo) (*completion, error) {
 			return nil, fmt.Errorf("prompt_token_ids: %w", err)
 		}
 	}
+	return a.completion()
+}
+
+// completion is the middle format's completion of answer a.
+func (a *engineAnswer) completion() (*completion, error) {
 	if len(a.Choices) == 0 {
 		return nil, errors.New("no choices")
 	}

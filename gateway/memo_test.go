@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"reflect"
@@ -27,9 +28,11 @@ func TestContinuedConversationSameEngineBodies(t *testing.T) {
 		`,"messag\u0065s":[{"role":"user","content":"shadow"}]`, `,"best_of":3,"n":1,"\u006e":4`, `,"guided_regex":"<a>&"`}
 	msgs := `[{"role":"system","content":"you <code> & test ` + strings.Repeat("x", 300) + `"}`
 	other := `{"model":"m","messages":[{"role":"user","content":"an unrelated conversation"}]}`
+	var bodies []string
 	for i, extra := range extras {
 		msgs += fmt.Sprintf(` , {"role":"user","content":"step %d"}`, i)
 		body := `{"model":"m","messages":` + msgs + " ]" + extra + `}`
+		bodies = append(bodies, body)
 		if status, out := a.post(t, "/v1/chat/completions", a.bearer(), body); status != 200 {
 			t.Fatalf("call %d: status %d: %s", i, status, out)
 		}
@@ -49,6 +52,9 @@ func TestContinuedConversationSameEngineBodies(t *testing.T) {
 		if !bytes.Equal(ra[i].Body, rb[2*i+1].Body) {
 			t.Errorf("call %d: the engine got\n%s\nafter the call before, and\n%s\nalone", i, ra[i].Body, rb[2*i+1].Body)
 		}
+		if want := generalEngineBody(t, a.Gateway, bodies[i]); !bytes.Equal(ra[i].Body, want) {
+			t.Errorf("call %d: the engine got\n%s\nand the general path writes\n%s", i, ra[i].Body, want)
+		}
 		if got := engineSampling(t, ra[i]); !reflect.DeepEqual(got, pinnedFields) {
 			t.Errorf("call %d: the engine got sampling %v, want exactly the pin %v", i, got, pinnedFields)
 		}
@@ -63,6 +69,22 @@ func TestContinuedConversationSameEngineBodies(t *testing.T) {
 	if s := ex.Calls[2].SamplingStripped; !reflect.DeepEqual(s, []string{"logit_bias"}) {
 		t.Errorf("call 2 stripped %v, want logit_bias", s)
 	}
+}
+
+// generalEngineBody is the engine body of an agent's Chat Completions body
+// as the general path writes it: decoded whole by encoding/json, written
+// in one piece, with g's pin and no cap.
+func generalEngineBody(t *testing.T, g *Gateway, agent string) []byte {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(agent), &fields); err != nil {
+		t.Fatal(err)
+	}
+	body, _, err := g.engineBody(fields, 0, g.sampling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 // TestPrintedMessagesReuse: the print of a request's messages, made after

@@ -18,6 +18,12 @@ import (
 // continuation is decoded in full, as without a Memo, and becomes the one
 // remembered. The result is the same either way (TestMemoDecode).
 //
+// A continuation's compacted list and decoded messages are the remembered
+// ones with the new appended in place where their arrays have room: the
+// calls of a conversation share them, and what a request holds is never
+// written (only past the longest view, by the one decode that took the
+// entry; TestMemoKeepsEarlierRequests).
+//
 // The zero value is ready to use; it is safe for concurrent use. Give one
 // to a Chat Completions translator with UseMemo.
 type Memo struct {
@@ -27,23 +33,29 @@ type Memo struct {
 
 // memoEntry is a request's messages list: as sent without its closing
 // bracket and the space before it (head), compacted as encoding/json
-// writes a json.RawMessage (compact), and decoded (msgs).
+// writes a json.RawMessage without its closing bracket (open), and decoded
+// (msgs). open and msgs may have room past their length, which only the
+// decode that took the entry (take) may write.
 type memoEntry struct {
-	head, compact []byte
-	msgs          []Message
+	head, open []byte
+	msgs       []Message
 }
 
-func (m *Memo) get() memoEntry {
+// take returns the remembered entry and forgets it: until the taker keeps
+// another, nobody else may append to its arrays.
+func (m *Memo) take() memoEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.last
+	e := m.last
+	m.last = memoEntry{}
+	return e
 }
 
-func (m *Memo) keep(raw, compact []byte, msgs []Message) {
+func (m *Memo) keep(raw, open []byte, msgs []Message) {
 	head := bytes.TrimRight(raw[:len(raw)-1], " \t\r\n")
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last = memoEntry{head: head, compact: compact, msgs: msgs}
+	m.last = memoEntry{head: head, open: open, msgs: msgs}
 }
 
 // Memoizer is a translator that can decode with a Memo.
@@ -121,8 +133,7 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 	if err != nil {
 		return nil, nil, errMiss
 	}
-	msgs := make([]Message, len(last.msgs), len(last.msgs)+len(wires))
-	copy(msgs, last.msgs)
+	msgs := last.msgs
 	for i := range wires {
 		m, ok := chatMessage(&wires[i])
 		if !ok {
@@ -130,9 +141,8 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 		}
 		msgs = append(msgs, m)
 	}
-	compact := make([]byte, 0, len(last.compact)+len(compactTail))
-	compact = append(append(append(compact, last.compact[:len(last.compact)-1]...), ','), compactTail[1:]...)
-	return fields, &ChatRequest{Messages: msgs, compactMessages: compact}, nil
+	open := append(append(last.open, ','), compactTail[1:len(compactTail)-1]...)
+	return fields, &ChatRequest{Messages: msgs, compactOpen: open}, nil
 }
 
 // memberKey reads the object member name at body[i] and the colon after
