@@ -142,7 +142,7 @@ func TestPrefixIndexParentsSharedArrays(t *testing.T) {
 		calls := randomEpisode(r, 1+r.IntN(40))
 		var memo idsMemo
 		for i, c := range calls {
-			ids, err := memo.parse(idsList(c.promptIDs))
+			ids, _, err := memo.parse(idsList(c.promptIDs), nil)
 			if err != nil || !slices.Equal(ids, c.promptIDs) {
 				t.Fatalf("trial %d: the memo read %v (%v), want %v", trial, ids, err, c.promptIDs)
 			}

@@ -191,7 +191,7 @@ func growingCaptureCalls(b *testing.B) (shared, own [][2][]int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ids, err := memo.parse(list)
+		ids, _, err := memo.parse(list, nil)
 		if err != nil || !slices.Equal(ids, prompt) {
 			b.Fatalf("call %d: the memo read other ids (%v)", i+1, err)
 		}
