@@ -129,3 +129,58 @@ func TestPrintedMessagesReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintedMessagesShared: messages continued in their array (as
+// dialect.Memo continues a conversation's) are printed as alone, by
+// hashing only the new ones, and no print made earlier changes; messages
+// from the same start but fewer, or in another array (the same, or one
+// changed), are printed as alone.
+func TestPrintedMessagesShared(t *testing.T) {
+	var h maphash.Hash
+	h.SetSeed(printSeed)
+	alone := func(msgs []dialect.Message) []uint64 {
+		out := make([]uint64, len(msgs))
+		for i := range msgs {
+			out[i] = messageHash(&h, &msgs[i])
+		}
+		return out
+	}
+	arr := make([]dialect.Message, 0, 64)
+	var pm printedMessages
+	var prints, kept [][]uint64
+	shared := 0
+	for i := range 40 {
+		var msgs []dialect.Message
+		switch {
+		case i%7 == 3: // fewer, from the same start
+			msgs = arr[: len(arr)/2 : len(arr)/2]
+		case i%7 == 5: // the same messages in another array
+			msgs = slices.Clone(arr)
+		case i%7 == 4: // as many in another array, an early one changed
+			msgs = slices.Clone(arr)
+			msgs[1].Content = dialect.Text("changed")
+		default:
+			arr = append(arr, dialect.Message{Role: "user", Content: dialect.Text(fmt.Sprint("m", i))})
+			msgs = arr[:len(arr):len(arr)]
+		}
+		if pm.msgs != nil && len(pm.msgs) <= len(msgs) && &pm.msgs[0] == &msgs[0] {
+			shared++
+		}
+		got := pm.hashAll(&h, msgs)
+		if want := alone(msgs); !slices.Equal(got, want) {
+			t.Fatalf("print %d: %x, want %x", i, got, want)
+		}
+		if cap(got) != len(got) {
+			t.Fatalf("print %d: room to append to", i)
+		}
+		prints, kept = append(prints, got), append(kept, slices.Clone(got))
+		for j := range prints {
+			if !slices.Equal(prints[j], kept[j]) {
+				t.Fatalf("after print %d, print %d changed", i, j)
+			}
+		}
+	}
+	if shared < 12 {
+		t.Fatalf("only %d prints continued the one before in its array", shared)
+	}
+}
