@@ -108,13 +108,7 @@ func TestPrintedMessagesReuse(t *testing.T) {
 	}
 	var h maphash.Hash
 	h.SetSeed(printSeed)
-	alone := func(msgs []dialect.Message) []uint64 {
-		out := make([]uint64, len(msgs))
-		for i := range msgs {
-			out[i] = messageHash(&h, &msgs[i])
-		}
-		return out
-	}
+	alone := func(msgs []dialect.Message) []uint64 { return hashedAlone(&h, msgs) }
 	for i, vi := range variants {
 		for j, vj := range variants {
 			a, b := base, base
@@ -138,13 +132,7 @@ func TestPrintedMessagesReuse(t *testing.T) {
 func TestPrintedMessagesShared(t *testing.T) {
 	var h maphash.Hash
 	h.SetSeed(printSeed)
-	alone := func(msgs []dialect.Message) []uint64 {
-		out := make([]uint64, len(msgs))
-		for i := range msgs {
-			out[i] = messageHash(&h, &msgs[i])
-		}
-		return out
-	}
+	alone := func(msgs []dialect.Message) []uint64 { return hashedAlone(&h, msgs) }
 	arr := make([]dialect.Message, 0, 64)
 	var pm printedMessages
 	var prints, kept [][]uint64
@@ -183,4 +171,13 @@ func TestPrintedMessagesShared(t *testing.T) {
 	if shared < 12 {
 		t.Fatalf("only %d prints continued the one before in its array", shared)
 	}
+}
+
+// hashedAlone is the hash of each message, made without a print before.
+func hashedAlone(h *maphash.Hash, msgs []dialect.Message) []uint64 {
+	out := make([]uint64, len(msgs))
+	for i := range msgs {
+		out[i] = messageHash(h, &msgs[i])
+	}
+	return out
 }
