@@ -29,6 +29,8 @@ import (
 type Memo struct {
 	mu   sync.Mutex
 	last memoEntry
+	// anth is the last Anthropic Messages request (anthropic_memo.go).
+	anth anthropicEntry
 }
 
 // memoEntry is a request's messages list: as sent without its closing
@@ -80,49 +82,12 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 	if len(last.head) < 2 {
 		return nil, nil, errMiss
 	}
-	fields := map[string]json.RawMessage{}
 	var tail []byte // the new messages, as a list
-	i := skipSpace(body, 0)
-	if i >= len(body) || body[i] != '{' {
-		return nil, nil, errMiss
-	}
-	i = skipSpace(body, i+1)
-	for first := true; ; first = false {
-		if i < len(body) && body[i] == '}' && first {
-			break
-		}
-		key, j, err := memberKey(body, i)
-		if err != nil {
-			return nil, nil, err
-		}
-		if _, dup := fields[key]; dup {
-			return nil, nil, errMiss
-		}
-		valStart := skipSpace(body, j)
-		var valEnd int
-		if key == "messages" {
-			valEnd, tail, err = continuedList(body, valStart, last.head)
-		} else {
-			valEnd, err = skipValue(body, valStart)
-			if err == nil && !json.Valid(body[valStart:valEnd]) {
-				err = errMiss
-			}
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		fields[key] = body[valStart:valEnd:valEnd]
-		i = skipSpace(body, valEnd)
-		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
-			continue
-		}
-		if i < len(body) && body[i] == '}' {
-			break
-		}
-		return nil, nil, errMiss
-	}
-	if skipSpace(body, i+1) != len(body) || tail == nil {
+	fields, err := splitMembers(body, "messages", func(i int) (end int, err error) {
+		end, tail, err = continuedList(body, i, last.head)
+		return end, err
+	})
+	if err != nil || tail == nil {
 		return nil, nil, errMiss
 	}
 	var wires []chatWireMessage
@@ -143,6 +108,59 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 	}
 	open := append(append(last.open, ','), compactTail[1:len(compactTail)-1]...)
 	return fields, &ChatRequest{Messages: msgs, compactOpen: open}, nil
+}
+
+// splitMembers splits the JSON object body into its members without a
+// decoder: the member named list is read by readList (given the index of
+// its value, it returns the index after it), every other value is checked
+// with json.Valid. A duplicate member, trailing data or anything else in
+// doubt is errMiss.
+func splitMembers(body []byte, list string, readList func(i int) (int, error)) (map[string]json.RawMessage, error) {
+	fields := map[string]json.RawMessage{}
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, errMiss
+	}
+	i = skipSpace(body, i+1)
+	for first := true; ; first = false {
+		if i < len(body) && body[i] == '}' && first {
+			break
+		}
+		key, j, err := memberKey(body, i)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := fields[key]; dup {
+			return nil, errMiss
+		}
+		valStart := skipSpace(body, j)
+		var valEnd int
+		if key == list {
+			valEnd, err = readList(valStart)
+		} else {
+			valEnd, err = skipValue(body, valStart)
+			if err == nil && !json.Valid(body[valStart:valEnd]) {
+				err = errMiss
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		fields[key] = body[valStart:valEnd:valEnd]
+		i = skipSpace(body, valEnd)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+			continue
+		}
+		if i < len(body) && body[i] == '}' {
+			break
+		}
+		return nil, errMiss
+	}
+	if skipSpace(body, i+1) != len(body) {
+		return nil, errMiss
+	}
+	return fields, nil
 }
 
 // memberKey reads the object member name at body[i] and the colon after

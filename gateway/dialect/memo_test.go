@@ -99,52 +99,41 @@ func checkContinuation(t *testing.T, prev, next string) bool {
 // the one before gives what decoding it alone does, on continuations and
 // hostile near-continuations and 20,000 mutations of them.
 func TestMemoDecode(t *testing.T) {
-	hits := 0
-	for _, next := range memoNext {
-		if checkContinuation(t, memoPrev, next) {
-			hits++
-		}
-	}
-	if hits < 3 {
-		t.Fatalf("the fast decode took %d of the continuations, want at least 3", hits)
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	junk := []byte(`{}[]",:0123456789-.etrufalsn\\u ` + "\x00\xff")
-	hits = 0
 	var short []string // the seeds but the deeply nested ones, which the seeds alone cover
 	for _, s := range memoNext {
 		if len(s) < 5000 {
 			short = append(short, s)
 		}
 	}
-	for i := range 20000 {
-		b := []byte(short[i%len(short)])
-		for range 1 + rng.IntN(3) {
-			// Most mutations land after the remembered head.
-			p := len(b)
-			if len(b) > 0 {
-				p = len(b) - rng.IntN(min(len(b), 120)) // near the end, past the head
-			}
-			switch rng.IntN(3) {
-			case 0:
-				b = append(b[:p], append([]byte{junk[rng.IntN(len(junk))]}, b[p:]...)...)
-			case 1:
-				if p < len(b) {
-					b = append(b[:p], b[p+1:]...)
-				}
-			case 2:
-				if rng.IntN(4) == 0 {
-					b = b[:p]
-				}
-			}
-		}
-		if checkContinuation(t, memoPrev, string(b)) {
+	// Most mutations land near the end, after the remembered head.
+	checkMemo(t, memoNext, short, 3, 120, rand.New(rand.NewPCG(3, 4)),
+		func(next string) bool { return checkContinuation(t, memoPrev, next) })
+}
+
+// checkMemo runs check (true: the memo's path took it) on each seed and
+// on 20,000 mutations of the mutable ones (within their last near bytes;
+// 0: anywhere): at least minHits seeds and one mutation must take the
+// memo's path.
+func checkMemo(t *testing.T, seeds, mutable []string, minHits, near int, rng *rand.Rand, check func(next string) bool) {
+	t.Helper()
+	hits := 0
+	for _, next := range seeds {
+		if check(next) {
 			hits++
 		}
 	}
-	t.Logf("the fast decode took %d of 20,000 mutations", hits)
+	if hits < minHits {
+		t.Fatalf("the memo's decode took %d of the requests, want at least %d", hits, minHits)
+	}
+	hits = 0
+	for i := range 20000 {
+		if check(string(mutated(rng, []byte(mutable[i%len(mutable)]), near))) {
+			hits++
+		}
+	}
+	t.Logf("the memo's decode took %d of 20,000 mutations", hits)
 	if hits == 0 {
-		t.Fatal("the fast decode took none of the mutations")
+		t.Fatal("the memo's decode took none of the mutations")
 	}
 }
 
@@ -252,4 +241,32 @@ func TestMemoConcurrentContinuations(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mutated returns b with one to three bytes inserted, removed or cut off
+// at, within the last near bytes (0: anywhere).
+func mutated(rng *rand.Rand, b []byte, near int) []byte {
+	junk := []byte(`{}[]",:0123456789-.etrufalsn\\u ` + "\x00\xff")
+	for range 1 + rng.IntN(3) {
+		p := len(b)
+		switch {
+		case len(b) > 0 && near > 0:
+			p = len(b) - rng.IntN(min(len(b), near))
+		case len(b) > 0:
+			p = rng.IntN(len(b))
+		}
+		switch rng.IntN(3) {
+		case 0:
+			b = append(b[:p], append([]byte{junk[rng.IntN(len(junk))]}, b[p:]...)...)
+		case 1:
+			if p < len(b) {
+				b = append(b[:p], b[p+1:]...)
+			}
+		case 2:
+			if rng.IntN(4) == 0 {
+				b = b[:p]
+			}
+		}
+	}
+	return b
 }

@@ -52,7 +52,9 @@ func (r *ChatRequest) shareOnly() {
 }
 
 // Fields returns the request as the top-level fields of a Chat Completions
-// body.
+// body. Where the messages were not sent as a Chat Completions list but
+// their compacted list is known (CompactMessages), the "messages" value
+// is nil: the body is written with CompactMessages in its place.
 func (r *ChatRequest) Fields() (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(r.Params)+5)
 	for k, v := range r.Params {
@@ -66,7 +68,7 @@ func (r *ChatRequest) Fields() (map[string]json.RawMessage, error) {
 		out["model"] = b
 	}
 	var err error
-	if out["messages"] = r.rawMessages; r.rawMessages == nil {
+	if out["messages"] = r.rawMessages; r.rawMessages == nil && r.compactOpen == nil {
 		if out["messages"], err = json.Marshal(r.Messages); err != nil {
 			return nil, err
 		}
