@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/gateway/dialect"
 	"github.com/harnessd/harnessd/testharness/fakellm"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -231,5 +234,52 @@ func TestAnthropicCountTokensAndErrors(t *testing.T) {
 	}
 	if status, _ := gw.post(t, "/v1/messages", gw.anthropicHeaders(), `{"messages":[]}`); status != http.StatusBadRequest {
 		t.Errorf("empty messages: %d", status)
+	}
+}
+
+// TestAnthropicContinuedSameEngineBodies: a Claude Code conversation whose
+// cache_control marker moves every turn, decoded message by message after
+// the request before (dialect.Memo), reaches the engine as the very bytes
+// the general path writes for each request decoded alone, and stays one
+// chain.
+func TestAnthropicContinuedSameEngineBodies(t *testing.T) {
+	llm := engine(t, fakellm.Options{})
+	g := startGateway(t, llm.URL(), Options{Sampling: testPin})
+	shape := growingAnthropic()
+	var sent [][]byte
+	for i := range 12 {
+		body := shape.body(i)
+		if status, out := g.post(t, shape.path, g.anthropicHeaders(), body); status != 200 {
+			t.Fatalf("call %d: status %d: %s", i, status, out)
+		}
+		sent = append(sent, body)
+	}
+	got := llm.Requests()
+	if len(got) != len(sent) {
+		t.Fatalf("%d engine requests, want %d", len(got), len(sent))
+	}
+	for i, body := range sent {
+		req, err := dialect.New(dialect.Anthropic).Decode(httptest.NewRequest("POST", shape.path, nil), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields, err := req.Chat.Fields()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := g.engineBody(fields, 0, g.sampling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[i].Body, want) {
+			t.Errorf("call %d: the engine got\n%s\nand the general path writes\n%s", i, got[i].Body, want)
+		}
+	}
+	ex, err := g.Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Chains) != 1 || len(ex.Chains[0].Calls) != len(sent) {
+		t.Fatalf("%d chains, want one of %d calls", len(ex.Chains), len(sent))
 	}
 }

@@ -103,7 +103,7 @@ func (g *Gateway) generate(w http.ResponseWriter, r *http.Request, d dialect.Tra
 		return
 	}
 	adm := g.admit()
-	var upBody []byte
+	var upBody upstreamBody
 	var sm sampled
 	var bodyErr error
 	if adm.refused == nil {

@@ -40,10 +40,25 @@ func (c *call) seqAt(i int) int {
 }
 
 // isPrefix reports whether p's prompt+completion is an exact prefix of ids.
+// The prompt is compared only where it is not the very memory of ids
+// (sameIDs): a conversation's prompts share their array (idsMemo appends
+// the next prompt's ids in place), so extending the call before costs the
+// completion's comparison, not the conversation's.
 func isPrefix(p *call, ids []int) bool {
 	n := len(p.promptIDs)
 	return n+len(p.completionIDs) <= len(ids) &&
-		slices.Equal(p.promptIDs, ids[:n]) && slices.Equal(p.completionIDs, ids[n:n+len(p.completionIDs)])
+		sameIDs(p.promptIDs, ids[:n]) && slices.Equal(p.completionIDs, ids[n:n+len(p.completionIDs)])
+}
+
+// sameIDs reports whether a and b, of equal length, hold the same ids:
+// true without reading them when they start at the same element (then
+// they are the same memory, and a recorded call's ids are never written:
+// idsMemo appends only past every list it returned), else compared.
+func sameIDs(a, b []int) bool {
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
 }
 
 // better reports whether j is a better parent than p (nil: none) for a

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,13 +66,18 @@ type engineAnswer struct {
 
 // callEngine posts body to the engine and reads its answer. Errors carry
 // the failure the agent gets.
-func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *failure) {
+func (g *Gateway) callEngine(ctx context.Context, body upstreamBody) (*completion, *failure) {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.Upstream.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream, nil)
 	if err != nil {
 		return nil, &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream request: " + err.Error()}
 	}
+	// As NewRequest sets them for a body in one piece: the length, and a
+	// new reader of the body for a retry on a connection that went stale.
+	req.ContentLength = int64(body.size())
+	req.Body = io.NopCloser(body.reader())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if k := g.opts.Upstream.APIKey; k != "" {
@@ -84,7 +88,13 @@ func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *fa
 		return nil, transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
-	raw, err := readAllSized(io.LimitReader(resp.Body, g.opts.MaxResponseBody+1), resp.ContentLength)
+	raw, err := readInto(g.promptIDs.buffer(), io.LimitReader(resp.Body, g.opts.MaxResponseBody+1), resp.ContentLength)
+	kept := false
+	defer func() {
+		if !kept {
+			g.promptIDs.release(raw)
+		}
+	}()
 	if err != nil {
 		return nil, transportFailure(ctx, err)
 	}
@@ -94,26 +104,30 @@ func (g *Gateway) callEngine(ctx context.Context, body []byte) (*completion, *fa
 	if resp.StatusCode != http.StatusOK {
 		return nil, upstreamStatusFailure(resp.StatusCode, raw)
 	}
-	c, err := parseEngineAnswerWith(raw, &g.promptIDs)
+	c, kept, err := parseEngineAnswerIn(raw, &g.promptIDs)
 	if err != nil {
 		return nil, &failure{Status: http.StatusBadGateway, Kind: failUpstream, Message: "gateway: upstream answered garbage: " + err.Error()}
 	}
 	return c, nil
 }
 
-// readAllSized reads r to its end into a buffer grown towards n bytes
-// (the declared Content-Length; n <= 0: unknown), so that a large body is
-// not regrown from a small buffer many times. The declared size is the
-// sender's word: the buffer is never more than firstRead ahead of twice
-// the bytes that have arrived, so a request that declares 4 MiB and sends
-// nothing costs firstRead, not 4 MiB (TestReadAllSizedDoesNotTrustTheLength).
-func readAllSized(r io.Reader, n int64) ([]byte, error) {
-	if n <= 0 {
-		return io.ReadAll(r)
-	}
+// readAllSized reads r to its end into a new buffer (readInto).
+func readAllSized(r io.Reader, n int64) ([]byte, error) { return readInto(nil, r, n) }
+
+// readInto reads r to its end into buf's room (its bytes are overwritten),
+// growing it when full towards n bytes (the declared Content-Length; n <=
+// 0: unknown), so that a large body is not regrown from a small buffer
+// many times. The declared size is the sender's word: a buffer it grows is
+// never more than firstRead ahead of twice the bytes that have arrived, so
+// a request that declares 4 MiB and sends nothing costs firstRead, not 4
+// MiB (TestReadAllSizedDoesNotTrustTheLength).
+func readInto(buf []byte, r io.Reader, n int64) ([]byte, error) {
 	// One byte more than declared, to see the end without growing.
-	want := int(min(n, maxPrealloc)) + 1
-	buf := make([]byte, 0, min(want, firstRead))
+	want := int(min(max(n, 0), maxPrealloc)) + 1
+	buf = buf[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, min(max(want, 512), firstRead))
+	}
 	for {
 		if len(buf) == cap(buf) {
 			next := 2 * cap(buf) // at most twice what has arrived
@@ -195,24 +209,34 @@ func upstreamMessage(raw []byte) string {
 
 // parseEngineAnswer reads an engine's chat answer, keeping the token
 // fields and noting what is wrong with them.
-func parseEngineAnswer(raw []byte) (*completion, error) { return parseEngineAnswerWith(raw, nil) }
+func parseEngineAnswer(raw []byte) (*completion, error) {
+	c, _, err := parseEngineAnswerIn(raw, nil)
+	return c, err
+}
 
-// parseEngineAnswerWith is parseEngineAnswer reading the prompt ids with
-// m (nil: none): by what is new since the answer before.
-func parseEngineAnswerWith(raw []byte, m *idsMemo) (*completion, error) {
+// parseEngineAnswerIn is parseEngineAnswer reading the prompt ids with m
+// (nil: none): by what is new since the answer before. kept says m holds
+// raw from then on (idsMemo.parse).
+func parseEngineAnswerIn(raw []byte, m *idsMemo) (c *completion, kept bool, err error) {
 	var a engineAnswer
 	ids, rest, found, err := cutMember(raw, "prompt_token_ids")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := json.Unmarshal(rest, &a); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if found {
-		if a.PromptTokenIDs, err = m.parse(ids); err != nil {
-			return nil, fmt.Errorf("prompt_token_ids: %w", err)
+		if a.PromptTokenIDs, kept, err = m.parse(ids, raw); err != nil {
+			return nil, false, fmt.Errorf("prompt_token_ids: %w", err)
 		}
 	}
+	c, err = a.completion()
+	return c, kept, err
+}
+
+// completion is the middle format's completion of answer a.
+func (a *engineAnswer) completion() (*completion, error) {
 	if len(a.Choices) == 0 {
 		return nil, errors.New("no choices")
 	}

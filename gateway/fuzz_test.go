@@ -103,7 +103,7 @@ func mustFields(t *testing.T, fields map[string]json.RawMessage) []byte {
 	if err != nil {
 		t.Errorf("marshalFields: %v", err)
 	}
-	return b
+	return b.bytes()
 }
 
 // checkCompacted decodes a Chat Completions body with a memo and checks
@@ -121,8 +121,8 @@ func checkCompacted(t *testing.T, g *Gateway, r *http.Request, agent, want []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := g.engineBodyOf(fields, req.Chat.CompactMessages(), 100, nil)
-	if err != nil || !bytes.Equal(got, want) {
+	body, _, err := g.engineBodyOf(fields, req.Chat.CompactMessages(), 100, nil)
+	if got := body.bytes(); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("chat: engine body with the compacted messages\n%s\nwant\n%s (%v)", got, want, err)
 	}
 }

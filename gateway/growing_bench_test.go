@@ -107,7 +107,7 @@ func BenchmarkGatewayGrowing(b *testing.B) {
 		return gw, bare, ex.Calls[len(ex.Calls)-1].PromptTokens
 	}
 	conversation(growingWindow, false) // warm both paths and their pools
-	var endStart, endBare, first, final, finalBare, firstBare, overFirst, overLast []float64
+	var endStart, endBare, first, final, finalBare, firstBare, overFirst, overLast, overRatio []float64
 	var tokens int
 	b.ResetTimer()
 	for range 3 {
@@ -126,23 +126,26 @@ func BenchmarkGatewayGrowing(b *testing.B) {
 			}
 		}
 		overFirst, overLast = append(overFirst, us(median(fo))), append(overLast, us(median(lo)))
+		overRatio = append(overRatio, float64(median(lo))/float64(median(fo)))
 		endStart, endBare = append(endStart, float64(l)/float64(f)), append(endBare, float64(l)/float64(lb))
 	}
 	b.StopTimer()
 	fs, ls, lbs := benchrow.Of(first), benchrow.Of(final), benchrow.Of(finalBare)
 	es, eb := benchrow.Of(endStart), benchrow.Of(endBare)
-	fbs, ofs, ols := benchrow.Of(firstBare), benchrow.Of(overFirst), benchrow.Of(overLast)
+	fbs, ofs, ols, ors := benchrow.Of(firstBare), benchrow.Of(overFirst), benchrow.Of(overLast), benchrow.Of(overRatio)
 	b.ReportMetric(fs.Med, "first-µs")
 	b.ReportMetric(ls.Med, "last-µs")
 	b.ReportMetric(lbs.Med, "last-proxy-µs")
 	b.ReportMetric(es.Med, "last/first")
-	fmt.Printf("\nBENCH gateway growing conversation of %d calls (%d prompt tokens at the end): call p50 %s µs at calls 1–%d, %s µs at the last %d (bare proxy %s µs): last/first %s (budget ≤ 1.2), last vs bare %s (budget ≤ 1.5); the gateway's overhead over the bare proxy (per call, the call and the turn end minus the proxy's call) %s µs at the start (proxy %s µs), %s µs at the end; 3 conversations\n",
+	fmt.Printf("\nBENCH gateway growing conversation of %d calls (%d prompt tokens at the end): call p50 %s µs at calls 1–%d, %s µs at the last %d (bare proxy %s µs): last/first %s (budget ≤ 1.2), last vs bare %s (budget ≤ 1.5); the gateway's overhead over the bare proxy (per call, the call and the turn end minus the proxy's call) %s µs at the start (proxy %s µs), %s µs at the end: end/start %s (budget ≤ 1.2); 3 conversations\n",
 		n, tokens, fs.Format("%.0f"), growingWindow, ls.Format("%.0f"), growingWindow, lbs.Format("%.0f"), es.Format("%.2f"), eb.Format("%.2f"),
-		ofs.Format("%.0f"), fbs.Format("%.0f"), ols.Format("%.0f"))
+		ofs.Format("%.0f"), fbs.Format("%.0f"), ols.Format("%.0f"), ors.Format("%.2f"))
 	benchrow.Row(fmt.Sprintf("gateway call at call %d vs call 1 of a growing conversation", n),
 		ls.Format("%.0f")+" µs", fs.Format("%.0f")+" µs (call 1, same run)", es.Format("%.2f"), "≤ 1.2×", benchrow.Verdict(es, 1.2, true))
 	benchrow.Row(fmt.Sprintf("gateway call at call %d of a growing conversation vs a bare reverse proxy", n),
 		ls.Format("%.0f")+" µs", lbs.Format("%.0f")+" µs (bare proxy)", eb.Format("%.2f"), "≤ 1.5×", benchrow.Verdict(eb, 1.5, true))
+	benchrow.Row(fmt.Sprintf("gateway's own cost (minus the bare proxy) at call %d vs call 1 of a growing conversation", n),
+		ols.Format("%.0f")+" µs", ofs.Format("%.0f")+" µs (call 1, same run)", ors.Format("%.2f"), "≤ 1.2×", benchrow.Verdict(ors, 1.2, true))
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
@@ -151,24 +154,59 @@ func us(d time.Duration) float64 { return float64(d) / 1e3 }
 // of a 300-call growing conversation (each prompt the previous prompt, its
 // completion and a new user message, as the fake engine tokenizes them)
 // recorded into a fresh gateway one by one, each followed by its turn's
-// grading (TurnIssues). Reported, as the median over 3 episodes with the
-// spread: the cost of the last 10 calls over the first 10's, and for
-// comparison a full Export at the end (what every turn end paid before).
+// grading (TurnIssues). The prompts' ids are read as the gateway reads
+// the engine's prompt_token_ids (idsMemo: a conversation's prompts share
+// their array). Reported, as the median over 3 episodes with the spread:
+// the cost of the last 10 calls over the first 10's; for comparison the
+// same with each prompt in an array of its own (as after a memo miss),
+// and a full Export at the end (what every turn end paid before).
 //
 // Each run takes three episodes whatever b.N: run it with -benchtime 1x.
 func BenchmarkCaptureGrowing(b *testing.B) {
+	shared, own := growingCaptureCalls(b)
+	b.ResetTimer()
+	fs, ls, rs, es := captureEpisodes(b, shared)
+	ofs, ols, ors, _ := captureEpisodes(b, own)
+	b.StopTimer()
+	b.ReportMetric(rs.Med, "last/first")
+	fmt.Printf("\nBENCH capture of a growing conversation of %d calls (%d prompt tokens at the end): record + turn grading p50 %s µs at calls 1–%d, %s µs at the last %d: last/first %s (budget ≤ 1.2); with each prompt in an array of its own %s → %s µs (%s); a full Export at the end %s µs; 3 episodes each\n",
+		growingCalls, len(shared[len(shared)-1][0]), fs.Format("%.1f"), growingWindow, ls.Format("%.1f"), growingWindow, rs.Format("%.2f"),
+		ofs.Format("%.1f"), ols.Format("%.1f"), ors.Format("%.2f"), es.Format("%.0f"))
+	benchrow.Row(fmt.Sprintf("capture (record + turn grading) at call %d vs call 1 of a growing conversation", growingCalls),
+		ls.Format("%.1f")+" µs", fs.Format("%.1f")+" µs (call 1, same run)", rs.Format("%.2f"), "≤ 1.2×", benchrow.Verdict(rs, 1.2, true))
+}
+
+// growingCaptureCalls returns the prompt and completion ids of a growing
+// conversation's calls, the prompts as idsMemo reads them from the
+// engine's lists (shared) and each in an array of its own (own).
+func growingCaptureCalls(b *testing.B) (shared, own [][2][]int) {
 	sys := fakellm.EngineTokenize("<|im_start|>system\n" + strings.Repeat("You are a careful coding agent. ", 60) + "<|im_end|>\n")
-	var calls [][2][]int // prompt, completion
+	var memo idsMemo
 	prompt := sys
 	for i := range growingCalls {
 		text := fmt.Sprintf("step %d: look at the code and fix what is wrong", i)
 		prompt = append(slices.Clone(prompt), fakellm.EngineTokenize("<|im_start|>user\n"+text+"<|im_end|>\n<|im_start|>assistant\n")...)
 		comp := fakellm.EngineTokenize(fakellm.EngineRenderCompletion("MOCK-REPLY: "+text, nil))
-		calls = append(calls, [2][]int{prompt, comp})
+		list, err := json.Marshal(prompt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids, _, err := memo.parse(list, nil)
+		if err != nil || !slices.Equal(ids, prompt) {
+			b.Fatalf("call %d: the memo read other ids (%v)", i+1, err)
+		}
+		shared = append(shared, [2][]int{ids, comp})
+		own = append(own, [2][]int{slices.Clone(prompt), comp})
 		prompt = append(slices.Clone(prompt), append(comp, fakellm.EngineTokenize("\n")...)...)
 	}
-	var ratios, first, last, export []float64
-	b.ResetTimer()
+	return shared, own
+}
+
+// captureEpisodes records calls into 3 fresh gateways, each call followed
+// by its turn's grading, and returns the medians of the first and last
+// calls' costs, their ratio and a full Export's cost at the end.
+func captureEpisodes(b *testing.B, calls [][2][]int) (first, last, ratio, export benchrow.Spread) {
+	var ratios, fs, ls, ex []float64
 	for range 3 {
 		g := &Gateway{opts: Options{Upstream: Upstream{Kind: UpstreamEngine}}}
 		var took []time.Duration
@@ -183,20 +221,16 @@ func BenchmarkCaptureGrowing(b *testing.B) {
 			took = append(took, time.Since(t0))
 		}
 		f, l := median(took[:growingWindow]), median(took[len(took)-growingWindow:])
-		first, last, ratios = append(first, us(f)), append(last, us(l)), append(ratios, float64(l)/float64(f))
+		fs, ls, ratios = append(fs, us(f)), append(ls, us(l)), append(ratios, float64(l)/float64(f))
 		t0 := time.Now()
-		ex, err := g.Export()
+		e, err := g.Export()
 		if err != nil {
 			b.Fatal(err)
 		}
-		export = append(export, us(time.Since(t0)))
-		if len(ex.Chains) != 1 {
-			b.Fatalf("%d chains, want 1", len(ex.Chains))
+		ex = append(ex, us(time.Since(t0)))
+		if len(e.Chains) != 1 {
+			b.Fatalf("%d chains, want 1", len(e.Chains))
 		}
 	}
-	b.StopTimer()
-	fs, ls, rs, es := benchrow.Of(first), benchrow.Of(last), benchrow.Of(ratios), benchrow.Of(export)
-	b.ReportMetric(rs.Med, "last/first")
-	fmt.Printf("\nBENCH capture of a growing conversation of %d calls (%d prompt tokens at the end): record + turn grading p50 %s µs at calls 1–%d, %s µs at the last %d: last/first %s; a full Export at the end %s µs; 3 episodes\n",
-		growingCalls, len(calls[len(calls)-1][0]), fs.Format("%.1f"), growingWindow, ls.Format("%.1f"), growingWindow, rs.Format("%.2f"), es.Format("%.0f"))
+	return benchrow.Of(fs), benchrow.Of(ls), benchrow.Of(ratios), benchrow.Of(ex)
 }

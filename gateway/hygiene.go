@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -25,13 +27,15 @@ var (
 // maxTokens (0: no cap), the upstream's model, and return_token_ids and
 // logprobs injected.
 func (g *Gateway) engineBody(chat map[string]json.RawMessage, maxTokens int, pin *Sampling) ([]byte, sampled, error) {
-	return g.engineBodyOf(chat, nil, maxTokens, pin)
+	body, sm, err := g.engineBodyOf(chat, nil, maxTokens, pin)
+	return body.bytes(), sm, err
 }
 
 // engineBodyOf is engineBody for a request whose "messages" value is known
-// compacted (compactMessages, nil: not known): the body carries it as is,
-// without compacting the whole conversation again.
-func (g *Gateway) engineBodyOf(chat map[string]json.RawMessage, compactMessages json.RawMessage, maxTokens int, pin *Sampling) ([]byte, sampled, error) {
+// compacted (open: the list without its closing bracket, nil: not known):
+// the body carries those bytes as they are, without compacting or copying
+// the whole conversation again.
+func (g *Gateway) engineBodyOf(chat map[string]json.RawMessage, open []byte, maxTokens int, pin *Sampling) (upstreamBody, sampled, error) {
 	var sm sampled
 	up := make(map[string]json.RawMessage, len(chat)+4)
 	for k, v := range chat {
@@ -78,9 +82,9 @@ func (g *Gateway) engineBodyOf(chat map[string]json.RawMessage, compactMessages 
 	}
 	up["return_token_ids"] = jsonTrue
 	up["logprobs"] = jsonTrue
-	body, err := marshalFields(up, compactMessages)
+	body, err := marshalFields(up, open)
 	if err != nil {
-		return nil, sm, err
+		return upstreamBody{}, sm, err
 	}
 	sm.effective = dialect.PickSampling(up)
 	return body, sm, nil
@@ -103,14 +107,17 @@ func nonEmptyList(raw json.RawMessage) bool {
 
 // marshalFields writes an object's fields as json.Marshal writes the map
 // (keys sorted, values compacted and HTML-escaped), the "messages" value
-// as compactMessages when not nil: the same bytes, without compacting the
-// conversation again.
-func marshalFields(up map[string]json.RawMessage, compactMessages json.RawMessage) ([]byte, error) {
+// as open and "]" when open is not nil: the same bytes, without compacting
+// or copying the conversation again.
+func marshalFields(up map[string]json.RawMessage, open []byte) (upstreamBody, error) {
 	keys := slices.Sorted(maps.Keys(up))
-	size := 2 + len(compactMessages)
+	size := 2
 	for _, k := range keys {
-		size += len(k) + len(up[k]) + 4
+		if size += len(k) + 4; k != "messages" || open == nil {
+			size += len(up[k])
+		}
 	}
+	var body upstreamBody
 	out := make([]byte, 0, size)
 	out = append(out, '{')
 	for i, k := range keys {
@@ -119,22 +126,55 @@ func marshalFields(up map[string]json.RawMessage, compactMessages json.RawMessag
 		}
 		kb, err := json.Marshal(k)
 		if err != nil {
-			return nil, fmt.Errorf("field %q: %w", k, err)
+			return upstreamBody{}, fmt.Errorf("field %q: %w", k, err)
 		}
 		out = append(append(out, kb...), ':')
 		v := up[k]
 		switch {
-		case k == "messages" && compactMessages != nil:
-			out = append(out, compactMessages...)
+		case k == "messages" && open != nil:
+			body.head, body.messages = out, open
+			out = append(make([]byte, 0, size-len(out)), ']')
 		case v == nil:
 			out = append(out, "null"...)
 		default:
 			vb, err := json.Marshal(v)
 			if err != nil {
-				return nil, fmt.Errorf("field %q: %w", k, err)
+				return upstreamBody{}, fmt.Errorf("field %q: %w", k, err)
 			}
 			out = append(out, vb...)
 		}
 	}
-	return append(out, '}'), nil
+	out = append(out, '}')
+	if body.messages == nil {
+		body.head = out
+	} else {
+		body.tail = out
+	}
+	return body, nil
+}
+
+// upstreamBody is an engine request's body: head, messages and tail, one
+// after another. messages, when not nil, is a conversation's compacted
+// messages list without its closing bracket, shared with the other calls
+// of the conversation (dialect.Memo): it is written from where it is,
+// never copied into a body of its own.
+type upstreamBody struct{ head, messages, tail []byte }
+
+// size is the body's length in bytes.
+func (b upstreamBody) size() int { return len(b.head) + len(b.messages) + len(b.tail) }
+
+// bytes returns the body as one slice (a copy when it is in pieces).
+func (b upstreamBody) bytes() []byte {
+	if b.messages == nil && b.tail == nil {
+		return b.head
+	}
+	return slices.Concat(b.head, b.messages, b.tail)
+}
+
+// reader returns a reader of the body.
+func (b upstreamBody) reader() io.Reader {
+	if b.messages == nil && b.tail == nil {
+		return bytes.NewReader(b.head)
+	}
+	return io.MultiReader(bytes.NewReader(b.head), bytes.NewReader(b.messages), bytes.NewReader(b.tail))
 }

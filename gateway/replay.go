@@ -92,7 +92,11 @@ func (g *Gateway) printOf(d Dialect, rt dialect.Route, req *dialect.Request) *re
 // printedMessages is the messages printed last and their hashes: the next
 // request of a conversation repeats them, and a message the same as the
 // one at its index before (most often the very strings, compared without
-// reading them) is not hashed again.
+// reading them) is not hashed again. When the messages are the very
+// array printed last, continued (dialect.Memo appends a conversation's
+// messages in place), nothing before the new ones is read: their hashes
+// are appended in place to the hashes before, which the calls of the
+// conversation share.
 type printedMessages struct {
 	mu     sync.Mutex
 	msgs   []dialect.Message
@@ -100,23 +104,27 @@ type printedMessages struct {
 }
 
 // hashAll returns the hash of each message (messageHash), and remembers
-// them.
+// them. What it returns has no room to append to.
 func (pm *printedMessages) hashAll(h *maphash.Hash, msgs []dialect.Message) []uint64 {
 	pm.mu.Lock()
 	prev, prevHashes := pm.msgs, pm.hashes
+	pm.msgs, pm.hashes = nil, nil // taken: until kept again, nobody else appends to them
 	pm.mu.Unlock()
-	out := make([]uint64, len(msgs))
-	for i := range msgs {
+	out := make([]uint64, 0, len(msgs))
+	if n := len(prev); n > 0 && n <= len(msgs) && &prev[0] == &msgs[0] {
+		out = prevHashes // the same memory: the same messages (a decoded message is never written)
+	}
+	for i := len(out); i < len(msgs); i++ {
 		if i < len(prev) && sameMessage(&msgs[i], &prev[i]) {
-			out[i] = prevHashes[i]
-			continue
+			out = append(out, prevHashes[i])
+		} else {
+			out = append(out, messageHash(h, &msgs[i]))
 		}
-		out[i] = messageHash(h, &msgs[i])
 	}
 	pm.mu.Lock()
 	pm.msgs, pm.hashes = msgs, out
 	pm.mu.Unlock()
-	return out
+	return out[:len(out):len(out)]
 }
 
 // sameMessage reports whether a and b are the same message.

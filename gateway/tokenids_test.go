@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -109,7 +110,7 @@ func TestIDsMemoKeepsEarlierIDs(t *testing.T) {
 	lists := []string{"[1,2,3]", "[1,2,3,4,5]", "[1,2,3,4,5,6]", "[1,2,3,4,5,7,8]", "[1,2,3,4,5,6,9]", "[1,2,3,4,5,6,9,10,11,12,13,14,15,16,17]", "[1,2,3,4,5,6,9,10,x]", "[1,2,3,4,5,6,9,10,11,12,13,14,15,16,17,18]"}
 	var got, kept [][]int
 	for _, l := range lists {
-		ids, err := m.parse([]byte(l))
+		ids, _, err := m.parse([]byte(l), nil)
 		if err != nil {
 			continue
 		}
@@ -137,18 +138,18 @@ func TestIDsMemoConcurrentContinuations(t *testing.T) {
 	ends := []string{",7,8]", ",9,10,11]"}
 	for range 300 {
 		var m idsMemo
-		ids, _ := m.parse([]byte(a))
+		ids, _, _ := m.parse([]byte(a), nil)
 		m.keep([]byte(a), append(make([]int, 0, len(ids)+16), ids...)) // room to continue in place
 		var wg sync.WaitGroup
 		got := make([]tokenIDs, len(ends))
 		for i, end := range ends {
-			wg.Go(func() { got[i], _ = m.parse([]byte(a[:len(a)-1] + end)) })
+			wg.Go(func() { got[i], _, _ = m.parse([]byte(a[:len(a)-1]+end), nil) })
 		}
 		wg.Wait()
-		if h, _ := m.claim(); h == nil {
+		if h, _, _ := m.claim(); h == nil {
 			t.Fatal("nothing remembered")
 		}
-		if h, ids := m.claim(); h != nil || ids != nil {
+		if h, ids, _ := m.claim(); h != nil || ids != nil {
 			t.Fatalf("%s claimed twice", h)
 		}
 		for i, end := range ends {
@@ -191,13 +192,13 @@ var idsNext = []string{
 func checkIDsContinuation(t *testing.T, prev, next string) bool {
 	t.Helper()
 	var m idsMemo
-	if _, err := m.parse([]byte(prev)); err != nil {
+	if _, _, err := m.parse([]byte(prev), nil); err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
 	_, hit := continuedIDs(bytes.TrimSpace([]byte(next)), m.head, slices.Clone(m.ids))
 	m.mu.Unlock()
-	got, gerr := m.parse([]byte(next))
+	got, _, gerr := m.parse([]byte(next), nil)
 	var want tokenIDs
 	werr := want.UnmarshalJSON([]byte(next))
 	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) || !equalInts(got, want) || (got == nil) != (want == nil) {
@@ -250,5 +251,57 @@ func TestReadAllSizedDoesNotTrustTheLength(t *testing.T) {
 	allocs := testing.AllocsPerRun(5, func() { readAllSized(strings.NewReader(honest), int64(len(honest))) })
 	if allocs > 8 {
 		t.Fatalf("an honest 3 MiB body took %.0f allocations: it is regrown from small", allocs)
+	}
+}
+
+// TestIDsMemoLendsBuffers: the buffer the memo lends for the next answer
+// is one nobody reads any more: overwriting every lent buffer at once and
+// reading the next answer into it, at another offset, leaves each
+// continuation read as one (in place) and right; a buffer over maxSpare is
+// not kept.
+func TestIDsMemoLendsBuffers(t *testing.T) {
+	var m idsMemo
+	list := "[1"
+	var prev tokenIDs
+	lent, continued := 0, 0
+	for i := range 50 {
+		list += fmt.Sprintf(",%d", i)
+		buf := m.buffer()
+		if buf != nil {
+			lent++
+		}
+		// Each answer's list at another offset of its buffer than the one before.
+		raw, err := readInto(buf, strings.NewReader(strings.Repeat(" ", i%3)+list+"]"), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inPlace := len(m.ids) > 0 && cap(m.ids) > len(m.ids) // room for the new id
+		ids, kept, err := m.parse(raw, raw)
+		if err != nil || !kept {
+			t.Fatalf("call %d: %v, kept %v", i, err, kept)
+		}
+		var want tokenIDs
+		want.UnmarshalJSON(raw)
+		if !equalInts(ids, want) {
+			t.Fatalf("call %d: ids %v, want %v", i, ids, want)
+		}
+		if inPlace && &ids[0] != &prev[0] {
+			t.Fatalf("call %d: not continued in place", i)
+		}
+		if inPlace {
+			continued++
+		}
+		prev = ids
+		if b := m.buffer(); b != nil { // overwritten at once: nobody may read it
+			copy(b[:cap(b)], bytes.Repeat([]byte("x"), cap(b)))
+			m.release(b)
+		}
+	}
+	if lent < 40 || continued < 20 {
+		t.Fatalf("of 50 answers, %d were read into a lent buffer and %d continued in place", lent, continued)
+	}
+	m.release(make([]byte, 0, maxSpare+1))
+	if b := m.buffer(); cap(b) > maxSpare {
+		t.Fatalf("a buffer of %d bytes kept", cap(b))
 	}
 }

@@ -14,6 +14,9 @@ import (
 type anthropicTranslator struct {
 	model  string
 	stream bool
+	// memo, when set, remembers the request's messages for the next
+	// (UseMemo).
+	memo *Memo
 }
 
 func (*anthropicTranslator) Name() Name { return Anthropic }
@@ -86,6 +89,11 @@ func blockText(raw json.RawMessage) (string, error) {
 }
 
 func (t *anthropicTranslator) Decode(_ *http.Request, body []byte) (*Request, error) {
+	if t.memo != nil {
+		if req, err := t.decodeContinued(body); err == nil {
+			return req, nil
+		}
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("messages request: not a JSON object")
@@ -101,44 +109,69 @@ func (t *anthropicTranslator) Decode(_ *http.Request, body []byte) (*Request, er
 	if err := json.Unmarshal(in.Messages, &msgs); err != nil || len(msgs) == 0 {
 		return nil, errors.New("messages request: messages must be a non-empty list")
 	}
-	var out []Message
-	if sys, err := blockText(in.System); err != nil {
-		return nil, fmt.Errorf("messages request: system: %w", err)
-	} else if sys != "" {
-		out = append(out, Message{Role: "system", Content: Text(sys)})
+	out, err := anthropicSystem(in.System)
+	if err != nil {
+		return nil, err
 	}
 	for i, m := range msgs {
-		bs, err := blocks(m.Content)
+		ms, err := anthropicMessage(i, m.Role, m.Content)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return t.finish(fields, &in, out)
+}
+
+// anthropicSystem translates the system prompt: one system message, or
+// none.
+func anthropicSystem(raw json.RawMessage) ([]Message, error) {
+	sys, err := blockText(raw)
+	if err != nil {
+		return nil, fmt.Errorf("messages request: system: %w", err)
+	}
+	if sys == "" {
+		return nil, nil
+	}
+	return []Message{{Role: "system", Content: Text(sys)}}, nil
+}
+
+// anthropicMessage translates message i of the conversation.
+func anthropicMessage(i int, role string, content json.RawMessage) ([]Message, error) {
+	bs, err := blocks(content)
+	if err != nil {
+		return nil, fmt.Errorf("messages request: message %d: %w", i, err)
+	}
+	switch role {
+	case "user":
+		ms, err := anthropicUser(bs)
 		if err != nil {
 			return nil, fmt.Errorf("messages request: message %d: %w", i, err)
 		}
-		switch m.Role {
-		case "user":
-			ms, err := anthropicUser(bs)
-			if err != nil {
-				return nil, fmt.Errorf("messages request: message %d: %w", i, err)
-			}
-			out = append(out, ms...)
-		case "assistant":
-			msg, err := anthropicAssistant(bs)
-			if err != nil {
-				return nil, fmt.Errorf("messages request: message %d: %w", i, err)
-			}
-			out = append(out, msg)
-		case "system":
-			// Not in Anthropic's schema, but Claude Code sends one to
-			// endpoints it takes for compatible ones: a system message.
-			var texts []string
-			for _, b := range bs {
-				if b.Type == "text" {
-					texts = append(texts, b.Text)
-				}
-			}
-			out = append(out, Message{Role: "system", Content: Text(strings.Join(texts, "\n"))})
-		default:
-			return nil, fmt.Errorf("messages request: message %d has role %q", i, m.Role)
+		return ms, nil
+	case "assistant":
+		msg, err := anthropicAssistant(bs)
+		if err != nil {
+			return nil, fmt.Errorf("messages request: message %d: %w", i, err)
 		}
+		return []Message{msg}, nil
+	case "system":
+		// Not in Anthropic's schema, but Claude Code sends one to
+		// endpoints it takes for compatible ones: a system message.
+		var texts []string
+		for _, b := range bs {
+			if b.Type == "text" {
+				texts = append(texts, b.Text)
+			}
+		}
+		return []Message{{Role: "system", Content: Text(strings.Join(texts, "\n"))}}, nil
 	}
+	return nil, fmt.Errorf("messages request: message %d has role %q", i, role)
+}
+
+// finish completes the decode of a request whose fields, typed fields and
+// messages are read.
+func (t *anthropicTranslator) finish(fields map[string]json.RawMessage, in *anthropicRequest, out []Message) (*Request, error) {
 	chat := ChatRequest{Model: in.Model, Messages: out, Params: map[string]json.RawMessage{}}
 	tools, err := anthropicTools(in.Tools)
 	if err != nil {

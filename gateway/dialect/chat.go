@@ -113,9 +113,10 @@ func chatTool(raw json.RawMessage) Tool {
 
 func (t *chatTranslator) Decode(_ *http.Request, body []byte) (*Request, error) {
 	if t.memo != nil {
-		if fields, chat, err := continued(body, t.memo.get()); err == nil {
+		if fields, chat, err := continued(body, t.memo.take()); err == nil {
 			if req, err := t.finish(fields, chat); err == nil {
-				t.memo.keep(req.Messages, chat.compactMessages, chat.Messages)
+				t.memo.keep(req.Messages, chat.compactOpen, chat.Messages)
+				req.Chat.shareOnly()
 				return req, nil
 			}
 		}
@@ -144,11 +145,12 @@ func (t *chatTranslator) Decode(_ *http.Request, body []byte) (*Request, error) 
 		if err != nil {
 			return nil, fmt.Errorf("chat request: messages: %w", err)
 		}
-		chat.compactMessages = compact
+		chat.compactOpen = compact[:len(compact)-1]
 	}
 	req, err := t.finish(fields, chat)
 	if err == nil && t.memo != nil {
-		t.memo.keep(req.Messages, chat.compactMessages, chat.Messages)
+		t.memo.keep(req.Messages, chat.compactOpen, chat.Messages)
+		req.Chat.shareOnly()
 	}
 	return req, err
 }

@@ -18,32 +18,46 @@ import (
 // continuation is decoded in full, as without a Memo, and becomes the one
 // remembered. The result is the same either way (TestMemoDecode).
 //
+// A continuation's compacted list and decoded messages are the remembered
+// ones with the new appended in place where their arrays have room: the
+// calls of a conversation share them, and what a request holds is never
+// written (only past the longest view, by the one decode that took the
+// entry; TestMemoKeepsEarlierRequests).
+//
 // The zero value is ready to use; it is safe for concurrent use. Give one
 // to a Chat Completions translator with UseMemo.
 type Memo struct {
 	mu   sync.Mutex
 	last memoEntry
+	// anth is the last Anthropic Messages request (anthropic_memo.go).
+	anth anthropicEntry
 }
 
 // memoEntry is a request's messages list: as sent without its closing
 // bracket and the space before it (head), compacted as encoding/json
-// writes a json.RawMessage (compact), and decoded (msgs).
+// writes a json.RawMessage without its closing bracket (open), and decoded
+// (msgs). open and msgs may have room past their length, which only the
+// decode that took the entry (take) may write.
 type memoEntry struct {
-	head, compact []byte
-	msgs          []Message
+	head, open []byte
+	msgs       []Message
 }
 
-func (m *Memo) get() memoEntry {
+// take returns the remembered entry and forgets it: until the taker keeps
+// another, nobody else may append to its arrays.
+func (m *Memo) take() memoEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.last
+	e := m.last
+	m.last = memoEntry{}
+	return e
 }
 
-func (m *Memo) keep(raw, compact []byte, msgs []Message) {
+func (m *Memo) keep(raw, open []byte, msgs []Message) {
 	head := bytes.TrimRight(raw[:len(raw)-1], " \t\r\n")
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last = memoEntry{head: head, compact: compact, msgs: msgs}
+	m.last = memoEntry{head: head, open: open, msgs: msgs}
 }
 
 // Memoizer is a translator that can decode with a Memo.
@@ -68,49 +82,12 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 	if len(last.head) < 2 {
 		return nil, nil, errMiss
 	}
-	fields := map[string]json.RawMessage{}
 	var tail []byte // the new messages, as a list
-	i := skipSpace(body, 0)
-	if i >= len(body) || body[i] != '{' {
-		return nil, nil, errMiss
-	}
-	i = skipSpace(body, i+1)
-	for first := true; ; first = false {
-		if i < len(body) && body[i] == '}' && first {
-			break
-		}
-		key, j, err := memberKey(body, i)
-		if err != nil {
-			return nil, nil, err
-		}
-		if _, dup := fields[key]; dup {
-			return nil, nil, errMiss
-		}
-		valStart := skipSpace(body, j)
-		var valEnd int
-		if key == "messages" {
-			valEnd, tail, err = continuedList(body, valStart, last.head)
-		} else {
-			valEnd, err = skipValue(body, valStart)
-			if err == nil && !json.Valid(body[valStart:valEnd]) {
-				err = errMiss
-			}
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		fields[key] = body[valStart:valEnd:valEnd]
-		i = skipSpace(body, valEnd)
-		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
-			continue
-		}
-		if i < len(body) && body[i] == '}' {
-			break
-		}
-		return nil, nil, errMiss
-	}
-	if skipSpace(body, i+1) != len(body) || tail == nil {
+	fields, err := splitMembers(body, "messages", func(i int) (end int, err error) {
+		end, tail, err = continuedList(body, i, last.head)
+		return end, err
+	})
+	if err != nil || tail == nil {
 		return nil, nil, errMiss
 	}
 	var wires []chatWireMessage
@@ -121,8 +98,7 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 	if err != nil {
 		return nil, nil, errMiss
 	}
-	msgs := make([]Message, len(last.msgs), len(last.msgs)+len(wires))
-	copy(msgs, last.msgs)
+	msgs := last.msgs
 	for i := range wires {
 		m, ok := chatMessage(&wires[i])
 		if !ok {
@@ -130,9 +106,61 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 		}
 		msgs = append(msgs, m)
 	}
-	compact := make([]byte, 0, len(last.compact)+len(compactTail))
-	compact = append(append(append(compact, last.compact[:len(last.compact)-1]...), ','), compactTail[1:]...)
-	return fields, &ChatRequest{Messages: msgs, compactMessages: compact}, nil
+	open := append(append(last.open, ','), compactTail[1:len(compactTail)-1]...)
+	return fields, &ChatRequest{Messages: msgs, compactOpen: open}, nil
+}
+
+// splitMembers splits the JSON object body into its members without a
+// decoder: the member named list is read by readList (given the index of
+// its value, it returns the index after it), every other value is checked
+// with json.Valid. A duplicate member, trailing data or anything else in
+// doubt is errMiss.
+func splitMembers(body []byte, list string, readList func(i int) (int, error)) (map[string]json.RawMessage, error) {
+	fields := map[string]json.RawMessage{}
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, errMiss
+	}
+	i = skipSpace(body, i+1)
+	for first := true; ; first = false {
+		if i < len(body) && body[i] == '}' && first {
+			break
+		}
+		key, j, err := memberKey(body, i)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := fields[key]; dup {
+			return nil, errMiss
+		}
+		valStart := skipSpace(body, j)
+		var valEnd int
+		if key == list {
+			valEnd, err = readList(valStart)
+		} else {
+			valEnd, err = skipValue(body, valStart)
+			if err == nil && !json.Valid(body[valStart:valEnd]) {
+				err = errMiss
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		fields[key] = body[valStart:valEnd:valEnd]
+		i = skipSpace(body, valEnd)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+			continue
+		}
+		if i < len(body) && body[i] == '}' {
+			break
+		}
+		return nil, errMiss
+	}
+	if skipSpace(body, i+1) != len(body) {
+		return nil, errMiss
+	}
+	return fields, nil
 }
 
 // memberKey reads the object member name at body[i] and the colon after

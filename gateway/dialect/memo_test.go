@@ -2,10 +2,13 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -77,7 +80,7 @@ func checkContinuation(t *testing.T, prev, next string) bool {
 	t.Helper()
 	var m Memo
 	decodeWithMemo(&m, prev)
-	_, _, err := continued([]byte(next), m.get())
+	_, _, err := continued([]byte(next), m.last)
 	got := decodeWithMemo(&m, next)
 	want := decodeWithMemo(&Memo{}, next)
 	if !reflect.DeepEqual(got, want) {
@@ -85,8 +88,8 @@ func checkContinuation(t *testing.T, prev, next string) bool {
 	}
 	if got.Req != nil {
 		c, err := json.Marshal(got.Req.Messages)
-		if err != nil || string(c) != string(got.Req.Chat.CompactMessages()) {
-			t.Fatalf("%q: compacted messages %s, want %s (%v)", next, got.Req.Chat.CompactMessages(), c, err)
+		if open := got.Req.Chat.CompactMessages(); err != nil || string(c) != string(open)+"]" {
+			t.Fatalf("%q: compacted messages %s], want %s (%v)", next, open, c, err)
 		}
 	}
 	return err == nil
@@ -96,52 +99,41 @@ func checkContinuation(t *testing.T, prev, next string) bool {
 // the one before gives what decoding it alone does, on continuations and
 // hostile near-continuations and 20,000 mutations of them.
 func TestMemoDecode(t *testing.T) {
-	hits := 0
-	for _, next := range memoNext {
-		if checkContinuation(t, memoPrev, next) {
-			hits++
-		}
-	}
-	if hits < 3 {
-		t.Fatalf("the fast decode took %d of the continuations, want at least 3", hits)
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	junk := []byte(`{}[]",:0123456789-.etrufalsn\\u ` + "\x00\xff")
-	hits = 0
 	var short []string // the seeds but the deeply nested ones, which the seeds alone cover
 	for _, s := range memoNext {
 		if len(s) < 5000 {
 			short = append(short, s)
 		}
 	}
-	for i := range 20000 {
-		b := []byte(short[i%len(short)])
-		for range 1 + rng.IntN(3) {
-			// Most mutations land after the remembered head.
-			p := len(b)
-			if len(b) > 0 {
-				p = len(b) - rng.IntN(min(len(b), 120)) // near the end, past the head
-			}
-			switch rng.IntN(3) {
-			case 0:
-				b = append(b[:p], append([]byte{junk[rng.IntN(len(junk))]}, b[p:]...)...)
-			case 1:
-				if p < len(b) {
-					b = append(b[:p], b[p+1:]...)
-				}
-			case 2:
-				if rng.IntN(4) == 0 {
-					b = b[:p]
-				}
-			}
-		}
-		if checkContinuation(t, memoPrev, string(b)) {
+	// Most mutations land near the end, after the remembered head.
+	checkMemo(t, memoNext, short, 3, 120, rand.New(rand.NewPCG(3, 4)),
+		func(next string) bool { return checkContinuation(t, memoPrev, next) })
+}
+
+// checkMemo runs check (true: the memo's path took it) on each seed and
+// on 20,000 mutations of the mutable ones (within their last near bytes;
+// 0: anywhere): at least minHits seeds and one mutation must take the
+// memo's path.
+func checkMemo(t *testing.T, seeds, mutable []string, minHits, near int, rng *rand.Rand, check func(next string) bool) {
+	t.Helper()
+	hits := 0
+	for _, next := range seeds {
+		if check(next) {
 			hits++
 		}
 	}
-	t.Logf("the fast decode took %d of 20,000 mutations", hits)
+	if hits < minHits {
+		t.Fatalf("the memo's decode took %d of the requests, want at least %d", hits, minHits)
+	}
+	hits = 0
+	for i := range 20000 {
+		if check(string(mutated(rng, []byte(mutable[i%len(mutable)]), near))) {
+			hits++
+		}
+	}
+	t.Logf("the memo's decode took %d of 20,000 mutations", hits)
 	if hits == 0 {
-		t.Fatal("the fast decode took none of the mutations")
+		t.Fatal("the memo's decode took none of the mutations")
 	}
 }
 
@@ -169,4 +161,112 @@ func FuzzMemoDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, next string) { checkContinuation(t, memoPrev, next) })
+}
+
+// TestMemoKeepsEarlierRequests: the messages and compacted list a request
+// got never change when later requests continue them in place, branch off
+// them or fail after the continued decode, and none has room to be
+// appended to; and continuations of the same request decoded at once each
+// get their own.
+func TestMemoKeepsEarlierRequests(t *testing.T) {
+	var m Memo
+	type kept struct {
+		body string
+		req  *Request
+		msgs []Message
+		open string
+	}
+	var all []kept
+	msgs := `[{"role":"system","content":"s"}`
+	shared := 0
+	for i := range 40 {
+		body := `{"model":"m","messages":` + msgs + `]}`
+		switch i % 5 {
+		case 3: // a branch: the request before's messages and another
+			body = `{"model":"m","messages":` + msgs + `,{"role":"user","content":"branch ` + strings.Repeat("b", i) + `"}]}`
+		case 4: // a continuation that fails after its messages are read
+			body = `{"model":5,"messages":` + msgs + `,{"role":"user","content":"bad"}]}`
+		}
+		got := decodeWithMemo(&m, body)
+		if got.Req != nil {
+			r := &got.Req.Chat
+			if cap(r.Messages) != len(r.Messages) || cap(r.CompactMessages()) != len(r.CompactMessages()) {
+				t.Fatalf("call %d: room to append to", i)
+			}
+			if n := len(all); n > 0 && len(all[n-1].req.Chat.Messages) > 0 && &all[n-1].req.Chat.Messages[0] == &r.Messages[0] {
+				shared++
+			}
+			all = append(all, kept{body, got.Req, slices.Clone(r.Messages), string(r.CompactMessages())})
+		}
+		for _, k := range all {
+			if !reflect.DeepEqual(k.req.Chat.Messages, k.msgs) || string(k.req.Chat.CompactMessages()) != k.open {
+				t.Fatalf("after call %d, the request %s changed", i, k.body)
+			}
+		}
+		if i%5 < 3 {
+			msgs += fmt.Sprintf(`,{"role":"user","content":"step %d"},{"role":"assistant","content":"ok %d"}`, i, i)
+		}
+	}
+	if shared < 10 {
+		t.Fatalf("only %d requests shared the messages of the one before: the test does not exercise sharing", shared)
+	}
+	for _, k := range all {
+		want := decodeWithMemo(&Memo{}, k.body)
+		if !reflect.DeepEqual(k.req.Chat.Messages, want.Req.Chat.Messages) || k.open != string(want.Req.Chat.CompactMessages()) {
+			t.Fatalf("%s: decoded otherwise than alone", k.body)
+		}
+	}
+}
+
+// TestMemoConcurrentContinuations: requests continuing the same one at
+// once each decode as alone.
+func TestMemoConcurrentContinuations(t *testing.T) {
+	prev := `{"messages":[{"role":"system","content":"` + strings.Repeat("s", 200) + `"}]}`
+	for range 200 {
+		var m Memo
+		decodeWithMemo(&m, prev)
+		decodeWithMemo(&m, prev[:len(prev)-2]+`,{"role":"user","content":"room"}]}`) // the arrays now have room
+		base := prev[:len(prev)-2] + `,{"role":"user","content":"room"}`
+		var wg sync.WaitGroup
+		got := make([]decodeResult, 3)
+		bodies := make([]string, 3)
+		for i := range got {
+			bodies[i] = base + fmt.Sprintf(`,{"role":"user","content":"next %d"}]}`, i)
+			wg.Go(func() { got[i] = decodeWithMemo(&m, bodies[i]) })
+		}
+		wg.Wait()
+		for i := range got {
+			if want := decodeWithMemo(&Memo{}, bodies[i]); !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("continuation %d: %+v, want %+v", i, got[i].Req.Chat.Messages, want.Req.Chat.Messages)
+			}
+		}
+	}
+}
+
+// mutated returns b with one to three bytes inserted, removed or cut off
+// at, within the last near bytes (0: anywhere).
+func mutated(rng *rand.Rand, b []byte, near int) []byte {
+	junk := []byte(`{}[]",:0123456789-.etrufalsn\\u ` + "\x00\xff")
+	for range 1 + rng.IntN(3) {
+		p := len(b)
+		switch {
+		case len(b) > 0 && near > 0:
+			p = len(b) - rng.IntN(min(len(b), near))
+		case len(b) > 0:
+			p = rng.IntN(len(b))
+		}
+		switch rng.IntN(3) {
+		case 0:
+			b = append(b[:p], append([]byte{junk[rng.IntN(len(junk))]}, b[p:]...)...)
+		case 1:
+			if p < len(b) {
+				b = append(b[:p], b[p+1:]...)
+			}
+		case 2:
+			if rng.IntN(4) == 0 {
+				b = b[:p]
+			}
+		}
+	}
+	return b
 }

@@ -31,18 +31,30 @@ type ChatRequest struct {
 	// tools as they came, written by Fields in place of Messages and Tools
 	// (which a translator does not change after Decode).
 	rawMessages, rawTools json.RawMessage
-	// compactMessages is rawMessages compacted as encoding/json writes a
-	// json.RawMessage (nil: not known).
-	compactMessages json.RawMessage
+	// compactOpen is rawMessages compacted as encoding/json writes a
+	// json.RawMessage, without its closing bracket (nil: not known).
+	compactOpen []byte
 }
 
 // CompactMessages returns the "messages" value Fields returns, compacted
-// as encoding/json writes a json.RawMessage (HTML-escaped), when the
-// decode already has it (nil: not known).
-func (r *ChatRequest) CompactMessages() json.RawMessage { return r.compactMessages }
+// as encoding/json writes a json.RawMessage (HTML-escaped), without its
+// closing bracket, when the decode already has it (nil: not known): the
+// value is open followed by "]". Its bytes may be shared with other
+// requests of the conversation (Memo) and must not be written.
+func (r *ChatRequest) CompactMessages() (open []byte) { return r.compactOpen }
+
+// shareOnly caps the messages and their compacted list at their length,
+// so that appending to what a request holds never writes into the arrays
+// a Memo shares.
+func (r *ChatRequest) shareOnly() {
+	r.Messages = r.Messages[:len(r.Messages):len(r.Messages)]
+	r.compactOpen = r.compactOpen[:len(r.compactOpen):len(r.compactOpen)]
+}
 
 // Fields returns the request as the top-level fields of a Chat Completions
-// body.
+// body. Where the messages were not sent as a Chat Completions list but
+// their compacted list is known (CompactMessages), the "messages" value
+// is nil: the body is written with CompactMessages in its place.
 func (r *ChatRequest) Fields() (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(r.Params)+5)
 	for k, v := range r.Params {
@@ -56,7 +68,7 @@ func (r *ChatRequest) Fields() (map[string]json.RawMessage, error) {
 		out["model"] = b
 	}
 	var err error
-	if out["messages"] = r.rawMessages; r.rawMessages == nil {
+	if out["messages"] = r.rawMessages; r.rawMessages == nil && r.compactOpen == nil {
 		if out["messages"], err = json.Marshal(r.Messages); err != nil {
 			return nil, err
 		}
