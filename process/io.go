@@ -196,7 +196,7 @@ func (p *Process) WriteLine(ctx context.Context, b []byte) error {
 // with an error wrapping ErrNotRunning when the child cannot read any more,
 // and with ctx's error when ctx ends first (or has ended: nothing is
 // written then). What the pipe takes at once is written without a
-// deadline or a cancel (fastwrite.go); only the rest waits under ctx.
+// deadline or a cancel (package pipewrite); only the rest waits under ctx.
 func (p *Process) Write(ctx context.Context, b []byte) error {
 	select {
 	case <-p.stopped:
@@ -211,7 +211,7 @@ func (p *Process) Write(ctx context.Context, b []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	n := p.tryWrite(b)
+	n := p.fast.Try(b)
 	if n == len(b) {
 		return nil
 	}

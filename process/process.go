@@ -21,6 +21,7 @@ import (
 
 	"github.com/harnessd/harnessd/process/internal/cgtree"
 	"github.com/harnessd/harnessd/process/internal/linereader"
+	"github.com/harnessd/harnessd/process/internal/pipewrite"
 )
 
 // TreeEnvVar is set in every child's environment to a value unique to its
@@ -78,7 +79,7 @@ type Process struct {
 	readers    sync.WaitGroup
 
 	writeMu sync.Mutex
-	fast    fastWrite // Write's first attempt, under writeMu (fastwrite.go)
+	fast    *pipewrite.Writer // Write's first attempt, under writeMu; nil: none
 
 	exited   chan struct{}
 	exit     ExitStatus

@@ -13,6 +13,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/harnessd/harnessd/internal/linux/procfs"
+	"github.com/harnessd/harnessd/process/internal/pipewrite"
 )
 
 // ErrInvalidSpec is wrapped by start errors for a Spec that can never be
@@ -180,7 +181,7 @@ func (p *Process) start() (err error) {
 		}
 		io = childIO{stdin: ends[0][0], stdout: ends[1][0], stderr: ends[2][0]}
 		p.stdin, p.stdout, p.stderr = ends[0][1], ends[1][1], ends[2][1]
-		p.setFastWrite()
+		p.fast = pipewrite.New(p.stdin)
 	}
 
 	if spec.Launcher != nil {
