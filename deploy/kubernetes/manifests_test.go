@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -16,10 +17,11 @@ import (
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/deploy/kubernetes/internal/crdschema"
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // update rewrites testdata/schemas.json from the agent-sandbox CRDs.
-var update = flag.Bool("update", false, "rewrite testdata/schemas.json from the agent-sandbox CRDs (HARNESSD_AGENT_SANDBOX_CRDS or ../shared/reference/agent-sandbox)")
+var update = flag.Bool("update", false, "rewrite testdata/schemas.json from the agent-sandbox CRDs (HARNESSD_AGENT_SANDBOX_CRDS, or agentSandboxModule's)")
 
 // schemasFile holds, per "apiVersion/kind", the CRD's schema pruned to the
 // fields the manifests and testdata/claim-ready.json use (TestSchemasAreTheCRDs).
@@ -178,19 +180,37 @@ func TestConfigMapEnvironmentParses(t *testing.T) {
 	t.Fatal("no ConfigMap among the manifests")
 }
 
+// agentSandboxModule is the agent-sandbox release whose CRDs (k8s/crds in
+// its Go module) the manifests are checked against when
+// HARNESSD_AGENT_SANDBOX_CRDS names no other copy: the Go module proxy
+// serves it to every machine that can build harnessd, CI's included.
+const agentSandboxModule = "sigs.k8s.io/agent-sandbox@v1.0.1"
+
+// crdDir is the directory of the agent-sandbox CRDs: HARNESSD_AGENT_SANDBOX_CRDS,
+// else agentSandboxModule's k8s/crds, downloaded into the module cache.
+// Without either the test cannot run (testbin.Missing: a failure with
+// CI=true).
+func crdDir(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("HARNESSD_AGENT_SANDBOX_CRDS"); dir != "" {
+		return dir
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", agentSandboxModule)
+	cmd.Dir = t.TempDir() // outside harnessd's module: its go.mod and go.sum stay as they are
+	out, err := cmd.Output()
+	var m struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &m); err != nil || jerr != nil || m.Error != "" || m.Dir == "" {
+		testbin.Missing(t, "the agent-sandbox CRDs: go mod download %s: %v %s (or set HARNESSD_AGENT_SANDBOX_CRDS to a copy of its k8s/crds)", agentSandboxModule, err, m.Error)
+	}
+	return filepath.Join(m.Dir, "k8s", "crds")
+}
+
 // TestSchemasAreTheCRDs: testdata/schemas.json is the CRDs' schemas pruned
 // to what the objects use (and every field they use exists in the CRDs).
-// It needs the CRDs, which ship with agent-sandbox, not with harnessd:
-// without them it skips, and the other tests check against the pruned
-// copy.
+// The CRDs ship with agent-sandbox, not with harnessd (crdDir); the other
+// tests check against the pruned copy.
 func TestSchemasAreTheCRDs(t *testing.T) {
-	dir := os.Getenv("HARNESSD_AGENT_SANDBOX_CRDS")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "reference", "agent-sandbox")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("the agent-sandbox CRDs are not at %s (set HARNESSD_AGENT_SANDBOX_CRDS): checking against the pruned %s only", dir, schemasFile)
-	}
+	dir := crdDir(t)
 	byKey := map[string][]any{}
 	for _, o := range objects(t) {
 		if agentSandbox(o) {
