@@ -137,7 +137,8 @@ func (c *Console) resetRecord(m Session, obs *wire.Observation) wire.Record {
 const windowTurns = maxWebTurns
 
 // turnEntry is what a turn's message and observation records are made
-// of, a fifth of their size (the records are built when read): the
+// of, 56 bytes instead of the two records' 400 (the records are built
+// when read): the
 // observation's turn and time, the slim observation, and the message's
 // time, turn and text when the turn had one. The reset's observation is an
 // entry of turn 0 without a message.
