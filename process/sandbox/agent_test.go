@@ -101,6 +101,13 @@ func errOf(e syscall.Errno) error {
 	return e
 }
 
+// autogroupName is the group's name in /proc/PID/autogroup
+// ("/autogroup-42 nice 0" names "/autogroup-42").
+func autogroupName(b []byte) string {
+	name, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	return name
+}
+
 func outcome(err error) result {
 	if err != nil {
 		return result{Errno: errnoOf(err), Error: err.Error()}
@@ -170,6 +177,22 @@ func runAgent(args []string) int {
 			r.List = []string{tty.Name()}
 			ptmx.Close()
 			tty.Close()
+		}
+	case "ctty":
+		// The controlling terminal, if the process has one.
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		r = outcome(err)
+		if err == nil {
+			f.Close()
+		}
+	case "session":
+		// Its session (0: led from outside the PID namespace), process
+		// group and scheduling group (autogroup, where the kernel has it).
+		sid, err := unix.Getsid(0)
+		r = outcome(err)
+		r.Value = fmt.Sprintf("sid=%d pgid=%d pid=%d", sid, unix.Getpgrp(), os.Getpid())
+		if ag, err := os.ReadFile("/proc/self/autogroup"); err == nil {
+			r.List = []string{autogroupName(ag)}
 		}
 	case "id":
 		r = result{OK: true, Value: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}

@@ -17,8 +17,8 @@ import (
 	"github.com/harnessd/harnessd/internal/linux/seccomp"
 )
 
-// runExec is the exec stage: a child of the init in its own session, still
-// root of the user namespace. It gives itself the harness's identity and
+// runExec is the exec stage: a child of the init that becomes its own
+// process group (joinGroup), still root of the user namespace. It gives itself the harness's identity and
 // executes the harness, or writes why it could not to the init.
 func runExec() int {
 	// Capabilities, no_new_privs and seccomp are per thread: all of it is
@@ -41,12 +41,8 @@ func runExec() int {
 		}
 		file.Close()
 	}
-	if es.Spec.TTY || es.Command.TTY {
-		// The stage leads a new session: the terminal on stdin becomes
-		// its controlling terminal.
-		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
-			return execFail(f, StageExec, fmt.Errorf("controlling terminal: %w", err))
-		}
+	if err := joinGroup(es.Spec.TTY || es.Command.TTY); err != nil {
+		return execFail(f, StageExec, err)
 	}
 	path, err := lookPath(es.Command.Path, es.Command.Env)
 	if err != nil {

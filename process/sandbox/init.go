@@ -55,6 +55,12 @@ func initFail(ctl *net.UnixConn, stage string, err error) int {
 func runInit() int {
 	// Nothing in the sandbox may read the init's memory or descriptors.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// The init stays in the daemon's session (a session per sandbox would
+	// be a scheduling group per sandbox: exec.go's joinGroup), so it gives
+	// up the daemon's controlling terminal before it forks anything.
+	if err := dropControllingTerminal(); err != nil {
+		return initFail(nil, StageInit, err)
+	}
 	ctl, err := controlConn(os.NewFile(controlFD, "sandbox-control"))
 	if err != nil {
 		return initFail(nil, StageInit, err)
@@ -211,7 +217,8 @@ func superviseHarness(harness int, sigs <-chan os.Signal) message {
 	}
 }
 
-// execStage is the exec stage (this binary again, in a new session),
+// execStage is the exec stage (this binary again, in the init's process
+// group until it takes its command: exec.go's joinGroup),
 // forked ahead of its command and waiting on conn for it.
 type execStage struct {
 	pid  int
@@ -231,7 +238,6 @@ func forkExecStage() (*execStage, error) {
 		Dir:   "/",
 		Env:   []string{},
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, theirs},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
 	theirs.Close()
 	if err != nil {

@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 			os.Exit(runAgent(os.Args[2:]))
 		case daemonCommand:
 			os.Exit(runDaemon())
+		case ttyDaemonCommand:
+			os.Exit(runTTYDaemon())
 		}
 	}
 	os.Exit(testbin.Main(m))
