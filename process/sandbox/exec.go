@@ -15,11 +15,13 @@ import (
 
 	"github.com/harnessd/harnessd/internal/linux/landlock"
 	"github.com/harnessd/harnessd/internal/linux/seccomp"
+	"github.com/harnessd/harnessd/internal/linux/session"
 )
 
-// runExec is the exec stage: a child of the init that becomes its own
-// process group (joinGroup), still root of the user namespace. It gives itself the harness's identity and
-// executes the harness, or writes why it could not to the init.
+// runExec is the exec stage: a child of the init that becomes a process
+// group of its own (session.Join), still root of the user namespace. It
+// gives itself the harness's identity and executes the harness, or writes
+// why it could not to the init.
 func runExec() int {
 	// Capabilities, no_new_privs and seccomp are per thread: all of it is
 	// done on this thread, which then executes the harness.
@@ -41,7 +43,7 @@ func runExec() int {
 		}
 		file.Close()
 	}
-	if err := joinGroup(es.Spec.TTY || es.Command.TTY); err != nil {
+	if err := session.Join(es.Spec.TTY || es.Command.TTY); err != nil {
 		return execFail(f, StageExec, err)
 	}
 	path, err := lookPath(es.Command.Path, es.Command.Env)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/session"
 )
 
 // Hidden subcommands the init binary is re-executed with (argv[1]).
@@ -55,10 +57,10 @@ func initFail(ctl *net.UnixConn, stage string, err error) int {
 func runInit() int {
 	// Nothing in the sandbox may read the init's memory or descriptors.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// The init stays in the daemon's session (a session per sandbox would
-	// be a scheduling group per sandbox: exec.go's joinGroup), so it gives
-	// up the daemon's controlling terminal before it forks anything.
-	if err := dropControllingTerminal(); err != nil {
+	// The init stays in the daemon's session (a session of its own would
+	// be a scheduling group of its own: package session), so it gives up
+	// the daemon's controlling terminal before it forks anything.
+	if err := session.DropControllingTerminal(); err != nil {
 		return initFail(nil, StageInit, err)
 	}
 	ctl, err := controlConn(os.NewFile(controlFD, "sandbox-control"))
@@ -218,8 +220,8 @@ func superviseHarness(harness int, sigs <-chan os.Signal) message {
 }
 
 // execStage is the exec stage (this binary again, in the init's process
-// group until it takes its command: exec.go's joinGroup),
-// forked ahead of its command and waiting on conn for it.
+// group until it takes its command: session.Join), forked ahead of its
+// command and waiting on conn for it.
 type execStage struct {
 	pid  int
 	conn *net.UnixConn

@@ -20,7 +20,7 @@ import (
 
 // A sandboxed harness stays in the daemon's session, leading a process
 // group of its own: a session of its own would be a scheduling group of
-// its own (autogroup), as heavy as the whole daemon (session.go).
+// its own (autogroup), as heavy as the whole daemon (internal/linux/session).
 func TestHarnessStaysInTheDaemonsSessionAndGroup(t *testing.T) {
 	need(t)
 	r, _ := attempt(t, baseConfig(t), "session")
