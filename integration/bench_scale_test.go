@@ -142,9 +142,9 @@ func BenchmarkResetThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	levels := []level{
-		{name: "sandbox"},
-		{name: "sandbox, self-init", env: []string{"HARNESSD_SANDBOX_INIT=self"}},
-		{name: "sandbox, limits.disk 0", flags: []string{"--config", noDisk}},
+		{name: "sandbox", flags: isolationSandbox},
+		{name: "sandbox, self-init", flags: isolationSandbox, env: []string{"HARNESSD_SANDBOX_INIT=self"}},
+		{name: "sandbox, limits.disk 0", flags: append([]string{"--config", noDisk}, isolationSandbox...)},
 		{name: "process", flags: isolationProcess},
 		{name: "process, limits.disk 0", flags: append([]string{"--config", noDisk}, isolationProcess...)},
 	}
@@ -153,7 +153,8 @@ func BenchmarkResetThroughput(b *testing.B) {
 		fr, fc := bareResets(b, conc)
 		rate["bare"], cpu["bare"] = append(rate["bare"], fr), append(cpu["bare"], fc)
 		for _, l := range levels {
-			dr, dc := daemonResets(b, conc, append(append([]string{"--max-sessions", fmt.Sprint(conc)}, infoLog...), l.flags...), l.env)
+			// Each level names its isolation: infoLog's would be HARNESSD_BENCH_ISOLATION's.
+			dr, dc := daemonResets(b, conc, append(append([]string{"--max-sessions", fmt.Sprint(conc)}, infoLevel...), l.flags...), l.env)
 			rate[l.name], cpu[l.name] = append(rate[l.name], dr), append(cpu[l.name], dc)
 			ratio[l.name], cpuRatio[l.name] = append(ratio[l.name], dr/fr), append(cpuRatio[l.name], dc/fc)
 		}
@@ -192,10 +193,7 @@ func BenchmarkResetThroughput(b *testing.B) {
 // at once and returns resets per second and machine CPU milliseconds per
 // reset.
 func daemonResets(b *testing.B, conc int, flags, env []string) (perSec, cpuMS float64) {
-	iso := "sandbox"
-	if slices.Contains(flags, "process") {
-		iso = "process"
-	}
+	iso := flagIsolation(flags)
 	cpu0 := childrenCPU(b)
 	harness := agentCmd(b)
 	if slices.Contains(flags, "--config") {

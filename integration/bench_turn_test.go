@@ -184,7 +184,7 @@ func BenchmarkTurn(b *testing.B) {
 // inside the daemon (p50, from its "turn complete" log lines) and the pipe's.
 func adapterBreakdown(b *testing.B, reqFrame []byte, msg string, n int) (adapter, pipe time.Duration) {
 	ctx := context.Background()
-	d := startDaemon(b, spec{Flags: []string{"--isolation", benchIsolation()}, Harness: agentCmd(b)})
+	d := startDaemon(b, spec{Flags: isolationFlags(), Harness: agentCmd(b)})
 	defer d.Stop()
 	c, _, err := websocket.Dial(ctx, "ws://"+d.Addr+"/ws", nil)
 	if err != nil {

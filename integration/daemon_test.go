@@ -184,6 +184,10 @@ func startDaemon(t testing.TB, s spec) *daemon {
 // private /tmp and PID namespace keep from the host.
 var isolationProcess = []string{"--isolation", "process"}
 
+// isolationSandbox asks for the sandbox by name: a benchmark comparing
+// isolations must not run its sandbox level in whatever infoLog holds.
+var isolationSandbox = []string{"--isolation", "sandbox"}
+
 // Pid is the daemon's pid.
 func (d *daemon) Pid() int { return d.cmd.Process.Pid }
 
