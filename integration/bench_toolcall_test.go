@@ -43,12 +43,15 @@ func harnessMCPEnv(tb testing.TB, pid int) (url, token string) {
 // stdio to a `testharness tools` it starts itself, plus a bare loopback
 // HTTP round trip of a tools/call-sized body to another process (benchfloor
 // bare). The client interleaves one call of each path, b.N per repeat;
-// repeats times, each with a fresh daemon.
+// repeats times, each with a fresh daemon. The daemon runs in process
+// isolation whatever infoLog says: the client stands in for the harness
+// from outside it, and a sandboxed harness's bridge is a door inside the
+// sandbox's network namespace, which the client cannot reach.
 func BenchmarkBridgedToolCall(b *testing.B) {
 	var br, fl, dir, ht, ratios []float64
 	for rep := 0; rep < repeats; rep++ {
 		ctx := context.Background()
-		d := startDaemon(b, spec{Flags: append([]string{toolsFlag(b)}, infoLog...), Harness: agentCmd(b)})
+		d := startDaemon(b, spec{Flags: append([]string{toolsFlag(b)}, append(infoLevel, isolationProcess...)...), Harness: agentCmd(b)})
 		env, err := client.Dial(ctx, d.URL, nil)
 		if err != nil {
 			b.Fatal(err)
