@@ -108,11 +108,17 @@ func runInit() int {
 // closes the channel: each run ends when its harness exits, and then every
 // other process of the namespace is killed before its exit is reported, so
 // nothing of one run outlives it.
+//
+// The first run's exec stage is forked ahead, with the sandbox's start, so
+// that a go pays only for its identity change and exec, not for a start
+// of this binary. After a run, the next run's stage is forked ahead only
+// once the sandbox has run twice (a one-shot CLI, a run per turn): most
+// sandboxes run one harness for their whole episode, and a stage forked
+// after it would be a start of this binary for nothing, paid by every
+// episode's end.
 func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
-	for {
-		// The next run's exec stage starts now, so that a go pays only for
-		// its identity change and exec, not for a start of this binary.
-		stage, ferr := forkExecStage()
+	stage, ferr := forkExecStage()
+	for runs := 1; ; runs++ {
 		m, files, err := receive(ctl)
 		if err != nil || m.Type != msgGo || m.Command == nil || len(files) != len(m.Stdio) {
 			// The daemon closed the sandbox.
@@ -123,46 +129,83 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 		for len(sigs) > 0 {
 			<-sigs
 		}
-		stdio := []*os.File{os.Stdin, os.Stdout, os.Stderr}
-		for i, name := range m.Stdio {
-			for j, n := range stdioNames {
-				if n == name {
-					stdio[j] = files[i]
-				}
-			}
-		}
-		es := execSpec{Spec: spec, Command: *m.Command}
-		var harness int
-		if ferr == nil {
-			harness, err = stage.start(es, stdio)
-		}
-		if ferr != nil || errors.Is(err, errStageGone) {
-			// No stage forked ahead (or it died): fork one now.
-			if stage, err = forkExecStage(); err == nil {
-				harness, err = stage.start(es, stdio)
-			}
-		}
+		harness, err := startRun(stage, ferr, execSpec{Spec: spec, Command: *m.Command}, runStdio(m.Stdio, files))
 		closeAll(files)
-		if err != nil {
-			var se *SetupError
-			stage := StageExec
-			if errors.As(err, &se) {
-				stage, err = se.Stage, se.Err
-			}
-			send(ctl, message{Type: msgError, Stage: stage, Error: err.Error()})
-			fmt.Fprintf(os.Stderr, "harnessd sandbox init: %s: %v\n", stage, err)
-			killRest()
-			continue
+		if err == nil {
+			err = superviseRun(ctl, harness, sigs)
+		} else {
+			reportRunError(ctl, err)
 		}
-		if err := send(ctl, message{Type: msgStarted, Pid: harness}); err != nil {
+		if errors.Is(err, errChannelGone) {
 			return 0
 		}
-		exit := superviseHarness(harness, sigs)
-		killRest()
-		if err := send(ctl, exit); err != nil {
-			return 0
+		stage, ferr = nil, nil
+		if runs >= 2 {
+			stage, ferr = forkExecStage()
 		}
 	}
+}
+
+// errChannelGone reports a control channel that took no more messages.
+var errChannelGone = errors.New("the daemon's control channel is gone")
+
+// runStdio is the harness's stdio: the go message's files by name, the
+// init's own for the rest.
+func runStdio(names []string, files []*os.File) []*os.File {
+	stdio := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for i, name := range names {
+		for j, n := range stdioNames {
+			if n == name {
+				stdio[j] = files[i]
+			}
+		}
+	}
+	return stdio
+}
+
+// startRun executes the run's harness through stage (forked ahead; nil or
+// failed to fork, ferr), or through a stage forked now when there is none
+// or it died, and returns the harness's pid.
+func startRun(stage *execStage, ferr error, es execSpec, stdio []*os.File) (int, error) {
+	if stage != nil && ferr == nil {
+		harness, err := stage.start(es, stdio)
+		if !errors.Is(err, errStageGone) {
+			return harness, err
+		}
+	}
+	stage, err := forkExecStage()
+	if err != nil {
+		return 0, err
+	}
+	return stage.start(es, stdio)
+}
+
+// reportRunError tells the daemon why a run's harness did not start, and
+// kills what the attempt left.
+func reportRunError(ctl *net.UnixConn, err error) {
+	var se *SetupError
+	stage := StageExec
+	if errors.As(err, &se) {
+		stage, err = se.Stage, se.Err
+	}
+	send(ctl, message{Type: msgError, Stage: stage, Error: err.Error()})
+	fmt.Fprintf(os.Stderr, "harnessd sandbox init: %s: %v\n", stage, err)
+	killRest()
+}
+
+// superviseRun reports the harness started, reaps until it exits, kills
+// the rest of the namespace and reports the exit; errChannelGone when the
+// daemon cannot be told.
+func superviseRun(ctl *net.UnixConn, harness int, sigs <-chan os.Signal) error {
+	if err := send(ctl, message{Type: msgStarted, Pid: harness}); err != nil {
+		return errChannelGone
+	}
+	exit := superviseHarness(harness, sigs)
+	killRest()
+	if err := send(ctl, exit); err != nil {
+		return errChannelGone
+	}
+	return nil
 }
 
 // killRest kills every process of the namespace but the init (kill(-1)
