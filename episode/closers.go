@@ -15,6 +15,9 @@ const (
 	ResourceDirectories Resource = "directories"
 	ResourceDisk        Resource = "disk" // the directories' quota (limits.disk)
 	ResourceSandbox     Resource = "sandbox"
+	// ResourceToolSandbox is a configured per-episode tool server's side
+	// sandbox, started with the episode's own (tools.go).
+	ResourceToolSandbox Resource = "tool-sandbox"
 	ResourceToolSources Resource = "tool-sources"
 	ResourceBridge      Resource = "bridge"
 	ResourceGateway     Resource = "gateway"

@@ -88,11 +88,15 @@ type Episode struct {
 	from    *Snapshot  // Spec.From: the directories' snapshot
 	snapMu  sync.Mutex // one Snapshot at a time
 
-	dirs       Dirs
-	disk       *quota.FS // the directories' quota, nil without
-	sandbox    *sandbox.Sandbox
-	mounts     sandboxMounts   // the sandbox's tmpfs roots, kept open (storage.go)
-	sources    []bridge.Source // per-episode tool sources
+	dirs    Dirs
+	disk    *quota.FS // the directories' quota, nil without
+	sandbox *sandbox.Sandbox
+	mounts  sandboxMounts   // the sandbox's tmpfs roots, kept open (storage.go)
+	sources []bridge.Source // per-episode tool sources
+	// sidesAhead are the configured per-episode tool servers' side
+	// sandboxes, started with the episode's own (tools.go's
+	// startSidesAhead), by tool name; newSource takes them.
+	sidesAhead map[string]*sideLauncher
 	catalog    *bridge.Catalog
 	server     *bridge.Server
 	tools      []string

@@ -62,7 +62,7 @@ func (ep *Episode) openSandbox(ctx context.Context) error {
 		}
 		return err
 	})
-	return nil
+	return ep.startSidesAhead(ctx)
 }
 
 // mountAt is where the harness's workspace is mounted and its working

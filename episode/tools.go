@@ -26,23 +26,81 @@ import (
 // session (ep nil) or of episode ep: a stdio server runs in a side
 // sandbox of its own (side.go) unless it runs on the host (toolOnHost).
 func (e *Env) newSource(ep *Episode, tc config.ToolConfig, workspaceDir bool) bridge.Source {
-	if len(tc.Command) == 0 || e.toolOnHost(tc) {
+	if !e.sandboxedTool(tc) {
 		if len(tc.Command) > 0 && tc.Isolation == config.ToolIsolationHost {
 			e.Logger.Warn("side door: a tool server runs on the host as the daemon's user (isolation: host)", "tool", tc.Name)
 		}
 		return NewToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, nil)
 	}
+	if workspaceDir && ep != nil {
+		tc.Dir = ep.workspaceInside()
+	}
+	l := ep.takeSideAhead(tc.Name, workspaceDir)
+	if l == nil {
+		l = &sideLauncher{e: e, ep: ep, sp: e.toolSide(ep, tc, workspaceDir)}
+	}
+	return &sandboxedSource{Source: NewToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, l), l: l}
+}
+
+// sandboxedTool reports a tool entry whose stdio server runs in a side
+// sandbox.
+func (e *Env) sandboxedTool(tc config.ToolConfig) bool {
+	return len(tc.Command) > 0 && tc.URL == "" && !e.toolOnHost(tc)
+}
+
+// toolSide describes the side sandbox of tool entry tc for ep (nil: a
+// session-wide server); workspaceDir says it runs in the workspace.
+func (e *Env) toolSide(ep *Episode, tc config.ToolConfig, workspaceDir bool) sideSpec {
 	sp := sideSpec{name: "tools-" + tc.Name, command: tc.Command, network: tc.Network}
 	if ep != nil {
 		sp.workspace, sp.writable = true, true
 	}
-	if workspaceDir && ep != nil {
-		tc.Dir = ep.workspaceInside()
-	} else if tc.Dir != "" {
+	if !(workspaceDir && ep != nil) && tc.Dir != "" {
 		sp.dirs = append(sp.dirs, tc.Dir)
 	}
-	l := &sideLauncher{e: e, ep: ep, sp: sp}
-	return &sandboxedSource{Source: NewToolSource(tc, e.Config.Harness.StopGrace.D(), e.Supervisor, e.Logger, l), l: l}
+	return sp
+}
+
+// startSidesAhead starts the side sandboxes of the configured per-episode
+// tool servers with the episode's own sandbox, where their configuration
+// is known already (no taskset: a task's limits and WORKDIR shape it), so
+// that a reset from a spare runs each server in a sandbox made while the
+// previous episode ran, as the harness is. The servers themselves start
+// with the episode's doors, after the task's files are in the workspace
+// (bound, so they see them). A sandbox that fails to start here is left to
+// openEpisodeSources, which reports it.
+func (ep *Episode) startSidesAhead(ctx context.Context) error {
+	e := ep.env
+	if e.Config.Taskset() != nil || ep.Task() != nil {
+		return nil
+	}
+	for _, tc := range e.perEpisode {
+		if !e.sandboxedTool(tc) {
+			continue
+		}
+		l := &sideLauncher{e: e, ep: ep, sp: e.toolSide(ep, tc, false)}
+		if _, err := l.sandbox(ctx); err != nil {
+			continue
+		}
+		if ep.sidesAhead == nil {
+			ep.sidesAhead = map[string]*sideLauncher{}
+		}
+		ep.sidesAhead[tc.Name] = l
+		ep.undo.push(ResourceToolSandbox, func(context.Context) error { return l.Close() })
+	}
+	return nil
+}
+
+// takeSideAhead hands over the side sandbox started ahead for the
+// configured per-episode tool server name (never a task's: workspaceDir),
+// or nil.
+func (ep *Episode) takeSideAhead(name string, workspaceDir bool) *sideLauncher {
+	if ep == nil || workspaceDir {
+		return nil
+	}
+	l := ep.sidesAhead[name]
+	delete(ep.sidesAhead, name)
+	return l
 }
 
 // sandboxedSource is a stdio source whose side sandbox closes with it.
