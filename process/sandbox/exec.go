@@ -1,21 +1,20 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/internal/linux/capability"
 	"github.com/harnessd/harnessd/internal/linux/landlock"
 	"github.com/harnessd/harnessd/internal/linux/seccomp"
 	"github.com/harnessd/harnessd/internal/linux/session"
+	"github.com/harnessd/harnessd/process/sandbox/internal/program"
 )
 
 // runExec is the exec stage: a child of the init that becomes a process
@@ -46,7 +45,7 @@ func runExec() int {
 	if err := session.Join(es.Spec.TTY || es.Command.TTY); err != nil {
 		return execFail(f, StageExec, err)
 	}
-	path, err := lookPath(es.Command.Path, es.Command.Env)
+	path, err := program.Look(es.Command.Path, es.Command.Env)
 	if err != nil {
 		return execFail(f, StageExec, err)
 	}
@@ -62,47 +61,12 @@ func runExec() int {
 	}
 	argv := append([]string{es.Command.Path}, es.Command.Args...)
 	err = syscall.Exec(path, argv, es.Command.Env)
-	return execFail(f, StageExec, execError(es.Command.Path, err))
+	return execFail(f, StageExec, program.ExecError(es.Command.Path, err))
 }
 
 func execFail(f *net.UnixConn, stage string, err error) int {
 	send(f, message{Type: msgError, Stage: stage, Error: err.Error()})
 	return 127
-}
-
-func execError(prog string, err error) error {
-	switch {
-	case errors.Is(err, syscall.ENOENT):
-		return fmt.Errorf("program %q not found in the sandbox: %w", prog, err)
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("program %q not executable in the sandbox (permission denied): %w", prog, err)
-	case errors.Is(err, syscall.ENOEXEC):
-		return fmt.Errorf("program %q is not an executable format: %w", prog, err)
-	}
-	return fmt.Errorf("execute %q: %w", prog, err)
-}
-
-// lookPath finds prog in env's PATH (not the stage's own, which is empty).
-func lookPath(prog string, env []string) (string, error) {
-	if strings.Contains(prog, "/") {
-		return prog, nil
-	}
-	pathVar := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathVar = v
-		}
-	}
-	for _, d := range filepath.SplitList(pathVar) {
-		if d == "" {
-			d = "."
-		}
-		p := filepath.Join(d, prog)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("program %q not found in the sandbox's PATH (%s): %w", prog, pathVar, syscall.ENOENT)
 }
 
 // becomeHarness sets rlimits, clears the bounding set, takes the
@@ -124,14 +88,8 @@ func becomeHarness(s initSpec) error {
 			return fmt.Errorf("setrlimit core: %w", err)
 		}
 	}
-	last := lastCap()
-	for c := 0; c <= last; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
-		}
-	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("clear ambient capabilities: %w", err)
+	if err := capability.DropBounding(); err != nil {
+		return err
 	}
 	if s.SetGroups {
 		if err := syscall.Setgroups(nil); err != nil {
@@ -147,10 +105,8 @@ func becomeHarness(s initSpec) error {
 	// With uid 0 inside (the single id map) the permitted set survives
 	// setresuid: empty every set of this thread. Execve of a root process
 	// then gets only what the (now empty) bounding set allows.
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("clear capabilities: %w", err)
+	if err := capability.ClearAll(); err != nil {
+		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
@@ -166,15 +122,6 @@ func becomeHarness(s initSpec) error {
 		}
 	}
 	return nil
-}
-
-func lastCap() int {
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			return n
-		}
-	}
-	return 63
 }
 
 // runProbeChild is the harness Probe runs: it succeeds when it is alone in

@@ -1,0 +1,51 @@
+// Package capability empties a thread's capability sets: the bounding set
+// (so that an execve of a root process gains nothing), the ambient set,
+// and the effective, permitted and inheritable sets. process/sandbox's
+// exec stage calls it on the thread that then executes the harness. It
+// raises nothing and knows nothing of sandboxes.
+package capability
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// DropBounding drops every capability the kernel knows from the calling
+// thread's bounding set, and clears its ambient set.
+func DropBounding() error {
+	for c := 0; c <= lastCap(); c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	return nil
+}
+
+// ClearAll empties the calling thread's effective, permitted and
+// inheritable sets: what a uid 0 keeps across setresuid(0).
+func ClearAll() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clear capabilities: %w", err)
+	}
+	return nil
+}
+
+// lastCap is the highest capability number the kernel knows.
+func lastCap() int {
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return n
+		}
+	}
+	return 63
+}
