@@ -17,8 +17,8 @@ import (
 	"github.com/harnessd/harnessd/process/sandbox/internal/program"
 )
 
-// runExec is the exec stage: a child of the init that becomes a process
-// group of its own (session.Join), still root of the user namespace. It
+// runExec is the exec stage: a child of the init that becomes the leader
+// of a session of its own (session.Join), still root of the user namespace. It
 // gives itself the harness's identity and executes the harness, or writes
 // why it could not to the init.
 func runExec() int {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/linux/cgroups"
 	"github.com/harnessd/harnessd/internal/linux/procfs"
+	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/internal/pathmap"
 	"github.com/harnessd/harnessd/process"
 )
@@ -325,6 +326,7 @@ func (s *Sandbox) run(ctx context.Context, cmd Command) (*Run, error) {
 			r.finish(Exit{Status: process.ExitStatus{Code: 127}})
 			return nil, &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
 		}
+		session.LightenChild(s.initPid, m.Pid) // best effort (package session)
 	case <-ctx.Done():
 		s.cmd.Process.Kill() // the init's state is unknown now
 		return nil, fmt.Errorf("start harness in sandbox: %w", ctx.Err())

@@ -57,9 +57,9 @@ func initFail(ctl *net.UnixConn, stage string, err error) int {
 func runInit() int {
 	// Nothing in the sandbox may read the init's memory or descriptors.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// The init stays in the daemon's session (a session of its own would
-	// be a scheduling group of its own: package session), so it gives up
-	// the daemon's controlling terminal before it forks anything.
+	// The init stays in the daemon's session (each harness leads its own:
+	// package session); it gives up the daemon's controlling terminal
+	// before it forks anything.
 	if err := session.DropControllingTerminal(); err != nil {
 		return initFail(nil, StageInit, err)
 	}
@@ -263,8 +263,8 @@ func superviseHarness(harness int, sigs <-chan os.Signal) message {
 }
 
 // execStage is the exec stage (this binary again, in the init's process
-// group until it takes its command: session.Join), forked ahead of its
-// command and waiting on conn for it.
+// group until it takes its command and starts a session: session.Join),
+// forked ahead of its command and waiting on conn for it.
 type execStage struct {
 	pid  int
 	conn *net.UnixConn

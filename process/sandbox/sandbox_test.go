@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 			os.Exit(runDaemon())
 		case ttyDaemonCommand:
 			os.Exit(runTTYDaemon())
+		case autogroupDaemonCommand:
+			os.Exit(runAutogroupDaemon())
 		}
 	}
 	os.Exit(testbin.Main(m))

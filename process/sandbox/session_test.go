@@ -13,36 +13,48 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/internal/linux/procfs"
+	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
-// A sandboxed harness stays in the daemon's session, leading a process
-// group of its own: a session of its own would be a scheduling group of
-// its own (autogroup), as heavy as the whole daemon (internal/linux/session).
-func TestHarnessStaysInTheDaemonsSessionAndGroup(t *testing.T) {
+// A sandboxed harness leads a session of its own, so that it shares no
+// scheduling group (autogroup) with the daemon, and the daemon lightens
+// that group (session.Lighten) before Run returns, where the kernel has
+// autogroups.
+func TestHarnessLeadsASessionOfItsOwn(t *testing.T) {
 	need(t)
-	r, _ := attempt(t, baseConfig(t), "session")
-	var sid, pgid, pid int
-	if _, err := fmt.Sscanf(r.Value, "sid=%d pgid=%d pid=%d", &sid, &pgid, &pid); err != nil || !r.OK {
-		t.Fatalf("agent said %+v (%v)", r, err)
+	rn := start(t, baseConfig(t), nil, "term")
+	if r := rn.next(t); r.Value != "waiting" {
+		t.Fatalf("agent said %+v", r)
 	}
-	if sid != 0 {
-		// 0: the session's leader is outside the PID namespace (the
-		// daemon's); the harness's own pid would be a session of its own.
-		t.Errorf("the harness is in session %d inside the sandbox (pid %d): want the daemon's, seen from inside as 0", sid, pid)
+	pid := rn.sb.HarnessPid()
+	st, ok := procfs.ReadStat(pid)
+	if pid == 0 || !ok {
+		t.Fatalf("no harness on the host (pid %d)", pid)
 	}
-	if pgid != pid {
-		t.Errorf("the harness's process group is %d, not its own (%d): the init's signals would miss it", pgid, pid)
+	mine, _ := unix.Getsid(0)
+	if sid, err := unix.Getsid(pid); err != nil || sid != pid || st.PGID != pid {
+		t.Errorf("the harness (host pid %d) is in session %d (%v), group %d: want its own, not the daemon's %d", pid, sid, err, st.PGID, mine)
 	}
-	mine, err := os.ReadFile("/proc/self/autogroup")
+	own, err := os.ReadFile("/proc/self/autogroup")
 	if err != nil {
 		t.Logf("this kernel has no autogroup (%v): only the session is checked", err)
 		return
 	}
-	if len(r.List) != 1 || r.List[0] != autogroupName(mine) {
-		t.Errorf("the harness's scheduling group is %v, the daemon's %q", r.List, autogroupName(mine))
+	theirs, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, nice, _ := strings.Cut(strings.TrimSpace(string(theirs)), " ")
+	if name == autogroupName(own) {
+		t.Errorf("the harness's scheduling group is the daemon's (%s)", name)
+	}
+	if want := fmt.Sprintf("nice %d", session.HarnessNice); nice != want {
+		t.Errorf("the harness's group is at %q, want %q (session.Lighten; the test runs as root)", nice, want)
 	}
 }
 
@@ -126,5 +138,99 @@ func TestHarnessCannotReachTheDaemonsTerminal(t *testing.T) {
 	}
 	if rep.Harness.OK || !strings.Contains(rep.Harness.Errno, "ENXIO") {
 		t.Fatalf("the sandboxed harness opened /dev/tty, or failed otherwise than having no terminal: %+v", rep.Harness)
+	}
+}
+
+const autogroupDaemonCommand = "__sandbox-test-autogroupdaemon"
+
+// autogroupReport is what runAutogroupDaemon prints: its own scheduling
+// group's nice before, after a sandboxed harness and after a plain child
+// each set theirs to 19.
+type autogroupReport struct {
+	Before, AfterHarness, AfterChild string
+	Harness, Child                   result
+	Error                            string
+}
+
+// ownNice is the nice of the calling process's scheduling group.
+func ownNice() string {
+	b, err := os.ReadFile("/proc/self/autogroup")
+	if err != nil {
+		return "none: " + err.Error()
+	}
+	_, nice, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	return nice
+}
+
+// runAutogroupDaemon stands in for harnessd in a session of its own (so
+// that the test's own scheduling group is never touched): a sandboxed
+// harness lowers its group's weight, then a plain child does (the
+// positive control: a process of the daemon's session lowers the
+// daemon's).
+func runAutogroupDaemon() int {
+	rep := autogroupReport{Before: ownNice()}
+	defer func() { json.NewEncoder(os.Stdout).Encode(rep) }()
+	exe, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		rep.Error = err.Error()
+		return 1
+	}
+	sb, err := sandbox.Start(ctx, sandbox.Config{Name: "autogroupdaemon", Binds: []sandbox.Bind{{Src: exe, Dst: agentPath}}, Stdout: pw, Stderr: os.Stderr, Seccomp: true})
+	pw.Close()
+	if err != nil {
+		rep.Error = "start sandbox: " + err.Error()
+		return 1
+	}
+	defer sb.Close()
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "autogroup-nice"}}); err != nil {
+		rep.Error = "run: " + err.Error()
+		return 1
+	}
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || json.Unmarshal([]byte(line), &rep.Harness) != nil {
+		rep.Error = fmt.Sprintf("harness said %q: %v", line, err)
+		return 1
+	}
+	rep.AfterHarness = ownNice()
+	out, err := exec.Command(exe, agentCommand, "autogroup-nice").Output()
+	if err != nil || json.Unmarshal(out, &rep.Child) != nil {
+		rep.Error = fmt.Sprintf("plain child: %q %v", out, err)
+		return 1
+	}
+	rep.AfterChild = ownNice()
+	return 0
+}
+
+// A sandboxed harness that lowers its scheduling group's weight lowers
+// only its own: the daemon's stays at nice 0, while a plain child of the
+// daemon's session (the positive control) lowers the daemon's. In the
+// daemon's session the harness could starve it so.
+func TestHarnessCannotLowerTheDaemonsSchedulingWeight(t *testing.T) {
+	need(t)
+	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
+		testbin.Missing(t, "this kernel has no autogroup (%v): there is no shared scheduling group to lower", err)
+	}
+	cmd := exec.Command(self(t), autogroupDaemonCommand)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.Output()
+	var rep autogroupReport
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
+		t.Fatalf("autogroup daemon said %q (%v, %v)", out, err, jerr)
+	}
+	if rep.Error != "" || err != nil {
+		t.Fatalf("autogroup daemon: %s (%v)", rep.Error, err)
+	}
+	if !rep.Harness.OK {
+		t.Fatalf("the harness could not set its own group's nice, so the attack did not run: %+v", rep.Harness)
+	}
+	if rep.Before != "nice 0" || rep.AfterHarness != "nice 0" {
+		t.Errorf("the daemon's group went from %q to %q when the sandboxed harness set its own to 19", rep.Before, rep.AfterHarness)
+	}
+	if !rep.Child.OK || rep.AfterChild != "nice 19" {
+		t.Errorf("positive control: a plain child (%+v) left the daemon's group at %q, want nice 19", rep.Child, rep.AfterChild)
 	}
 }
