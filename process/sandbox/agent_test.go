@@ -185,6 +185,16 @@ func runAgent(args []string) int {
 		if err == nil {
 			f.Close()
 		}
+	case "fds":
+		// What every open descriptor above stdio is.
+		entries, err := os.ReadDir("/proc/self/fd")
+		r = outcome(err)
+		for _, e := range entries {
+			if n, _ := strconv.Atoi(e.Name()); n > 2 {
+				target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+				r.List = append(r.List, target)
+			}
+		}
 	case "autogroup-nice":
 		// Lower its scheduling group's weight as far as it goes.
 		// The kernel takes one change per 100 ms from a process without

@@ -59,6 +59,12 @@ func runExec() int {
 	if err := becomeHarness(es.Spec); err != nil {
 		return execFail(f, StageIdentity, err)
 	}
+	// The harness gets its stdio and nothing else: descriptors the
+	// daemon itself inherited without close-on-exec (from its parent: a
+	// shell's, a terminal) would otherwise pass through the init to it.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return execFail(f, StageExec, fmt.Errorf("close the stage's other descriptors on exec: %w", err))
+	}
 	argv := append([]string{es.Command.Path}, es.Command.Args...)
 	err = syscall.Exec(path, argv, es.Command.Env)
 	return execFail(f, StageExec, program.ExecError(es.Command.Path, err))

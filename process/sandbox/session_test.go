@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -232,5 +233,32 @@ func TestHarnessCannotLowerTheDaemonsSchedulingWeight(t *testing.T) {
 	}
 	if !rep.Child.OK || rep.AfterChild != "nice 19" {
 		t.Errorf("positive control: a plain child (%+v) left the daemon's group at %q, want nice 19", rep.Child, rep.AfterChild)
+	}
+}
+
+// A descriptor the daemon inherited without close-on-exec does not reach
+// the sandboxed harness, while a plain child of the daemon gets it (the
+// positive control).
+func TestInheritedDescriptorsDoNotReachTheHarness(t *testing.T) {
+	need(t)
+	var p [2]int
+	if err := unix.Pipe2(p[:], 0); err != nil { // no O_CLOEXEC: inherited by every child
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	var st unix.Stat_t
+	if err := unix.Fstat(p[0], &st); err != nil {
+		t.Fatal(err)
+	}
+	leaked := fmt.Sprintf("pipe:[%d]", st.Ino)
+	out, err := exec.Command(self(t), agentCommand, "fds").Output()
+	var child result
+	if err != nil || json.Unmarshal(out, &child) != nil || !slices.Contains(child.List, leaked) {
+		t.Fatalf("positive control: a plain child should hold %s: %q (%v)", leaked, out, err)
+	}
+	r, _ := attempt(t, baseConfig(t), "fds")
+	if !r.OK || slices.Contains(r.List, leaked) {
+		t.Fatalf("the sandboxed harness holds the daemon's inherited %s: %+v", leaked, r)
 	}
 }
