@@ -86,27 +86,8 @@ func runTTYDaemon() int {
 		rep.Error = fmt.Sprintf("plain child: %q %v", out, err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pr, pw, err := os.Pipe()
-	if err != nil {
+	if rep.Harness, err = sandboxedAttempt(exe, "ttydaemon", "ctty", false); err != nil {
 		rep.Error = err.Error()
-		return 1
-	}
-	sb, err := sandbox.Start(ctx, sandbox.Config{Name: "ttydaemon", Binds: []sandbox.Bind{{Src: exe, Dst: agentPath}}, Stdout: pw, Stderr: os.Stderr})
-	pw.Close()
-	if err != nil {
-		rep.Error = "start sandbox: " + err.Error()
-		return 1
-	}
-	defer sb.Close()
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "ctty"}}); err != nil {
-		rep.Error = "run: " + err.Error()
-		return 1
-	}
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil || json.Unmarshal([]byte(line), &rep.Harness) != nil {
-		rep.Error = fmt.Sprintf("harness said %q: %v", line, err)
 		return 1
 	}
 	return 0
@@ -172,27 +153,9 @@ func runAutogroupDaemon() int {
 	rep := autogroupReport{Before: ownNice()}
 	defer func() { json.NewEncoder(os.Stdout).Encode(rep) }()
 	exe, _ := os.Executable()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pr, pw, err := os.Pipe()
-	if err != nil {
+	var err error
+	if rep.Harness, err = sandboxedAttempt(exe, "autogroupdaemon", "autogroup-nice", true); err != nil {
 		rep.Error = err.Error()
-		return 1
-	}
-	sb, err := sandbox.Start(ctx, sandbox.Config{Name: "autogroupdaemon", Binds: []sandbox.Bind{{Src: exe, Dst: agentPath}}, Stdout: pw, Stderr: os.Stderr, Seccomp: true})
-	pw.Close()
-	if err != nil {
-		rep.Error = "start sandbox: " + err.Error()
-		return 1
-	}
-	defer sb.Close()
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "autogroup-nice"}}); err != nil {
-		rep.Error = "run: " + err.Error()
-		return 1
-	}
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil || json.Unmarshal([]byte(line), &rep.Harness) != nil {
-		rep.Error = fmt.Sprintf("harness said %q: %v", line, err)
 		return 1
 	}
 	rep.AfterHarness = ownNice()
@@ -261,4 +224,32 @@ func TestInheritedDescriptorsDoNotReachTheHarness(t *testing.T) {
 	if !r.OK || slices.Contains(r.List, leaked) {
 		t.Fatalf("the sandboxed harness holds the daemon's inherited %s: %+v", leaked, r)
 	}
+}
+
+// sandboxedAttempt is a stand-in daemon's sandbox: it starts one named
+// name with exe bound as the agent, runs the agent in mode and returns
+// its result line.
+func sandboxedAttempt(exe, name, mode string, seccomp bool) (result, error) {
+	var r result
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return r, err
+	}
+	defer pr.Close()
+	sb, err := sandbox.Start(ctx, sandbox.Config{Name: name, Binds: []sandbox.Bind{{Src: exe, Dst: agentPath}}, Stdout: pw, Stderr: os.Stderr, Seccomp: seccomp})
+	pw.Close()
+	if err != nil {
+		return r, fmt.Errorf("start sandbox: %w", err)
+	}
+	defer sb.Close()
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, mode}}); err != nil {
+		return r, fmt.Errorf("run: %w", err)
+	}
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || json.Unmarshal([]byte(line), &r) != nil {
+		return r, fmt.Errorf("harness said %q: %v", line, err)
+	}
+	return r, nil
 }
