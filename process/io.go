@@ -203,6 +203,7 @@ func (p *Process) Write(ctx context.Context, b []byte) error {
 		return fmt.Errorf("write to %s: %w", p.spec.Name, ErrStopped)
 	default:
 	}
+	p.settle()
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	if p.ptmx != nil {

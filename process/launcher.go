@@ -46,6 +46,16 @@ type LaunchedTree interface {
 	ExitStatus() ExitStatus
 }
 
+// A SettlingTree is a LaunchedTree that changes once its leader has
+// started up: Process calls Settle once, before the first write to the
+// leader's input (Write, WriteLine, or handing out Stdin), so the leader
+// starts as launched and serves its turns settled. A sandbox's tree gives
+// its harness a lower scheduling weight then (process/sandbox, Run.Lighten).
+type SettlingTree interface {
+	LaunchedTree
+	Settle()
+}
+
 // StartCommand starts cmd as a tracked child of the daemon: the orphan
 // reaper leaves its exit status to cmd.Wait. Call ReleaseCommand with its
 // pid once cmd.Wait has returned. Packages that start long-lived children

@@ -55,6 +55,7 @@ type Process struct {
 	treeID   string
 	leaf     *cgtree.Leaf
 	tree     LaunchedTree // set when Spec.Launcher started the leader
+	settled  sync.Once    // a SettlingTree's Settle, before the first input
 
 	stdin  *os.File // pipe mode
 	stdout *os.File // pipe mode read end
@@ -261,10 +262,18 @@ func (p *Process) Stdout() io.Reader { return p.raw }
 // Stdin returns the child's stdin as a writer (the pty in PTY mode). Prefer
 // Write/WriteLine, which honour contexts.
 func (p *Process) Stdin() io.Writer {
+	p.settle()
 	if p.ptmx != nil {
 		return p.ptmx
 	}
 	return p.stdin
+}
+
+// settle settles a SettlingTree, once, before the leader's first input.
+func (p *Process) settle() {
+	if t, ok := p.tree.(SettlingTree); ok {
+		p.settled.Do(t.Settle)
+	}
 }
 
 // Resize changes the terminal size in PTY mode.

@@ -77,6 +77,7 @@ type Run struct {
 	exit    Exit
 	base    cgroups.Events
 	ended   sync.Once
+	group   atomic.Pointer[session.Group] // the harness's scheduling group until lightened
 }
 
 // finish records how the run ended (once) and closes Done.
@@ -87,6 +88,7 @@ func (r *Run) finish(e Exit) {
 		}
 		r.exit = e
 		close(r.done)
+		r.group.Swap(nil).Close() // after done: see run
 	})
 }
 
@@ -113,6 +115,12 @@ func (r *Run) Wait(ctx context.Context) (Exit, error) {
 		return Exit{}, ctx.Err()
 	}
 }
+
+// Lighten gives the run's harness a lower scheduling weight
+// (session.Group): call it once the harness has started up, since a
+// harness starting at the lowest weight is preempted through its whole
+// start. Later calls, and calls where the daemon may not, do nothing.
+func (r *Run) Lighten() { r.group.Swap(nil).Lighten() }
 
 // InnerPid is the harness's pid inside the sandbox (0 before it started).
 func (r *Run) InnerPid() int { return int(r.inner.Load()) }
@@ -326,7 +334,12 @@ func (s *Sandbox) run(ctx context.Context, cmd Command) (*Run, error) {
 			r.finish(Exit{Status: process.ExitStatus{Code: 127}})
 			return nil, &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
 		}
-		session.LightenChild(s.initPid, m.Pid) // best effort (package session)
+		if g, err := session.OpenChildGroup(s.initPid, m.Pid); err == nil { // best effort: Lighten
+			r.group.Store(g)
+			if _, ended := r.Exit(); ended {
+				r.group.Swap(nil).Close()
+			}
+		}
 	case <-ctx.Done():
 		s.cmd.Process.Kill() // the init's state is unknown now
 		return nil, fmt.Errorf("start harness in sandbox: %w", ctx.Err())

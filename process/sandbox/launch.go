@@ -58,6 +58,7 @@ type tree struct{ r *Run }
 func (t tree) Pid() int                        { return t.r.s.Pid() }
 func (t tree) Signal(sig syscall.Signal) error { return t.r.s.Signal(sig) }
 func (t tree) Done() <-chan struct{}           { return t.r.Done() }
+func (t tree) Settle()                         { t.r.Lighten() }
 func (t tree) ExitStatus() process.ExitStatus {
 	e, _ := t.r.Exit()
 	return e.Status

@@ -19,20 +19,21 @@ import (
 	"github.com/harnessd/harnessd/internal/linux/procfs"
 	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
 // A sandboxed harness leads a session of its own, so that it shares no
 // scheduling group (autogroup) with the daemon, and the daemon lightens
-// that group (session.Lighten) before Run returns, where the kernel has
-// autogroups.
+// that group (Run.Lighten) once the harness has started up: at the first
+// write to its input (process.SettlingTree), not during its start, where
+// the kernel has autogroups.
 func TestHarnessLeadsASessionOfItsOwn(t *testing.T) {
-	need(t)
-	rn := start(t, baseConfig(t), nil, "term")
-	if r := rn.next(t); r.Value != "waiting" {
+	sb, p := supervised(t, process.Spec{}, "term")
+	if r := nextLine(t, p); r.Value != "waiting" {
 		t.Fatalf("agent said %+v", r)
 	}
-	pid := rn.sb.HarnessPid()
+	pid := sb.HarnessPid()
 	st, ok := procfs.ReadStat(pid)
 	if pid == 0 || !ok {
 		t.Fatalf("no harness on the host (pid %d)", pid)
@@ -46,16 +47,26 @@ func TestHarnessLeadsASessionOfItsOwn(t *testing.T) {
 		t.Logf("this kernel has no autogroup (%v): only the session is checked", err)
 		return
 	}
-	theirs, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", pid))
-	if err != nil {
-		t.Fatal(err)
+	group := func() (name, nice string) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, nice, _ = strings.Cut(strings.TrimSpace(string(b)), " ")
+		return name, nice
 	}
-	name, nice, _ := strings.Cut(strings.TrimSpace(string(theirs)), " ")
+	name, nice := group()
 	if name == autogroupName(own) {
 		t.Errorf("the harness's scheduling group is the daemon's (%s)", name)
 	}
-	if want := fmt.Sprintf("nice %d", session.HarnessNice); nice != want {
-		t.Errorf("the harness's group is at %q, want %q (session.Lighten; the test runs as root)", nice, want)
+	if nice != "nice 0" {
+		t.Errorf("before its first input the harness's group is at %q, want nice 0 (it starts at full weight)", nice)
+	}
+	if err := p.WriteLine(context.Background(), []byte("turn 1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, nice := group(); nice != fmt.Sprintf("nice %d", session.HarnessNice) {
+		t.Errorf("after its first input the harness's group is at %q, want nice %d (Run.Lighten; the test runs as root)", nice, session.HarnessNice)
 	}
 }
 

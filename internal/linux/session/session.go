@@ -8,9 +8,10 @@
 // across the CPUs its tasks run on: a harness would weigh as much as the
 // whole daemon, which serves every session, and with many harnesses
 // stepping at once the daemon falls behind all of them. So the daemon
-// gives each harness's group a lower weight (Lighten) where it may, and a
-// harness's CPU is bounded by limits.cpu (cpu.max), not by its group
-// (docs/security.md, "Sessions").
+// gives each harness's group a lower weight (Group.Lighten) where it may,
+// once the harness has started up (at the lowest weight it would be
+// preempted through its whole start), and a harness's CPU is bounded by
+// limits.cpu (cpu.max), not by its group (docs/security.md, "Sessions").
 //
 // It knows nothing of sandboxes: process/sandbox's init, exec stage and
 // host side call it; it never signals a process.
@@ -71,7 +72,7 @@ func Join(tty bool) error {
 	return nil
 }
 
-// HarnessNice is the nice value Lighten gives a harness's scheduling
+// HarnessNice is the nice value Group.Lighten gives a harness's scheduling
 // group: a weight of 15 against the daemon's 1,024 (nice 0). Each harness
 // keeps an equal share against every other harness; against the daemon,
 // which serves them all, and the host's other sessions, harnesses yield.
@@ -79,42 +80,76 @@ func Join(tty bool) error {
 // the relay's rate with no lightening, 0.63 at nice 10, 0.79 at 19.
 const HarnessNice = 19
 
-// Lighten sets the scheduling group (autogroup) of the session pid leads
-// to HarnessNice. It needs the right to write /proc/PID/autogroup (the
-// daemon as root; a daemon of the harness's own uid), and a kernel with
-// autogroups; without CAP_SYS_ADMIN the kernel takes one such change per
-// 100 ms machine-wide. A harness may set its own group back to nice 0,
-// which only takes it back to an equal share. The error says why not.
-func Lighten(pid int) error {
-	// Never the caller's own group: a pid in the caller's session would
-	// lighten the caller.
-	theirs, err := unix.Getsid(pid)
-	if err != nil {
-		return err
-	}
-	if mine, _ := unix.Getsid(0); theirs == mine {
-		return fmt.Errorf("pid %d is in this process's session %d: its scheduling group is this process's", pid, mine)
-	}
-	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/autogroup", os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = f.WriteString(strconv.Itoa(HarnessNice))
-	return err
+// Group is the scheduling group (autogroup) of a session, held through
+// its leader's /proc/PID/autogroup: opened once (OpenGroup), it reaches
+// that process and no later holder of its pid (a write once the leader has
+// died fails with ESRCH), so the daemon may lighten it at any later time.
+// A Group is not safe for concurrent use.
+type Group struct {
+	f *os.File // nil once lightened or closed
 }
 
-// LightenChild lightens (Lighten) the session led by the child of parent
-// (any of its threads') whose pid in its own PID namespace is inner: a
-// sandbox's harness, found from the host by its pid inside.
-func LightenChild(parent, inner int) error {
+// OpenGroup opens the scheduling group of the session pid leads. It
+// refuses a pid in the caller's own session, whose group is the caller's.
+// It needs the right to write /proc/PID/autogroup (the daemon as root; a
+// daemon of the harness's own uid) and a kernel with autogroups; the error
+// says why not.
+func OpenGroup(pid int) (*Group, error) {
+	theirs, err := unix.Getsid(pid)
+	if err != nil {
+		return nil, err
+	}
+	if mine, _ := unix.Getsid(0); theirs == mine {
+		return nil, fmt.Errorf("pid %d is in this process's session %d: its scheduling group is this process's", pid, mine)
+	}
+	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/autogroup", os.O_WRONLY, 0) // close-on-exec, as every os.File
+	if err != nil {
+		return nil, err
+	}
+	return &Group{f: f}, nil
+}
+
+// OpenChildGroup opens (OpenGroup) the group of the session led by the
+// child of parent (any of its threads') whose pid in its own PID namespace
+// is inner: a sandbox's harness, found from the host by its pid inside.
+func OpenChildGroup(parent, inner int) (*Group, error) {
 	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(parent) + "/task/*/children")
 	for _, t := range tasks {
 		for _, pid := range procfs.Ints(t) {
 			if procfs.InnerPid(pid) == inner {
-				return Lighten(pid)
+				return OpenGroup(pid)
 			}
 		}
 	}
-	return fmt.Errorf("no child of %d is pid %d inside", parent, inner)
+	return nil, fmt.Errorf("no child of %d is pid %d inside", parent, inner)
+}
+
+// Lighten sets the group to HarnessNice, once, and closes it; later calls
+// (and a nil Group) do nothing. Without CAP_SYS_ADMIN the kernel takes one
+// such change per 100 ms machine-wide. A harness may set its own group
+// back to nice 0, which only takes it back to an equal share.
+func (g *Group) Lighten() error {
+	if g == nil {
+		return nil
+	}
+	if g.f == nil {
+		return nil
+	}
+	_, err := g.f.WriteString(strconv.Itoa(HarnessNice))
+	g.f.Close()
+	g.f = nil
+	return err
+}
+
+// Close lets the group go without lightening it. A nil Group does nothing.
+func (g *Group) Close() error {
+	if g == nil {
+		return nil
+	}
+	if g.f == nil {
+		return nil
+	}
+	err := g.f.Close()
+	g.f = nil
+	return err
 }
