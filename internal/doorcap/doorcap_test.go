@@ -213,7 +213,7 @@ func TestWrapperKeepsHalfClose(t *testing.T) {
 func TestReserve(t *testing.T) {
 	for _, mode := range []string{"reserve", "plain"} {
 		t.Run(mode, func(t *testing.T) {
-			door, health := startChild(t, mode)
+			door, health, pid := startChild(t, mode)
 			var ok, refused int
 			for range 200 {
 				c, err := net.DialTimeout("tcp", door, 5*time.Second)
@@ -233,6 +233,9 @@ func TestReserve(t *testing.T) {
 					refusedOrClosed(t, st, why, ReasonReserve, err)
 					refused++
 				}
+			}
+			if mode == "plain" {
+				awaitExhausted(t, pid, childNOFILE)
 			}
 			hc := &http.Client{Timeout: time.Second}
 			resp, err := hc.Get("http://" + health + "/health")
@@ -258,7 +261,7 @@ func TestReserve(t *testing.T) {
 
 // startChild starts the test binary as a child server in mode and returns
 // its door's and its health listener's addresses.
-func startChild(t *testing.T, mode string) (door, health string) {
+func startChild(t *testing.T, mode string) (door, health string, pid int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode)
@@ -283,7 +286,29 @@ func startChild(t *testing.T, mode string) (door, health string) {
 	if len(f) != 2 {
 		t.Fatalf("child said %q", line)
 	}
-	return f[0], f[1]
+	return f[0], f[1], cmd.Process.Pid
+}
+
+// childNOFILE is the child's RLIMIT_NOFILE.
+const childNOFILE = 128
+
+// awaitExhausted waits until process pid holds limit descriptors: the
+// dials are queued by the kernel before the child has accepted them all.
+func awaitExhausted(t *testing.T, pid, limit int) {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fds) >= limit {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("control: the child holds %d descriptors after the flood, not its limit %d", len(fds), limit)
+		}
+	}
 }
 
 // runChild: lower RLIMIT_NOFILE to 128, serve a door (wrapped unless mode
@@ -310,7 +335,7 @@ func runChild(mode string) int {
 		fmt.Println(n.Was, n.Soft, n.Hard)
 		return 0
 	}
-	lim := unix.Rlimit{Cur: 128, Max: 128}
+	lim := unix.Rlimit{Cur: childNOFILE, Max: childNOFILE}
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
