@@ -1,5 +1,5 @@
-// Command harnessd-sandbox-init is the sandbox's init and exec stage, and
-// nothing else: a small program that links only package sandbox (and its
+// Command harnessd-sandbox-init is the sandbox's init, which forks each
+// harness, and nothing else: a small program that links only package sandbox (and its
 // Linux helpers), so that starting a sandbox does not pay for the daemon's
 // package initialisation (its JSON Schema compiler, metrics, codecs). The
 // Makefile embeds it in harnessd (process/sandbox/initfile, build tag

@@ -93,7 +93,7 @@ func usage() string {
 }
 
 func main() {
-	// A re-executed sandbox init (or its exec stage) never returns from here.
+	// A re-executed sandbox init never returns from here.
 	sandbox.Init()
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage())

@@ -89,13 +89,6 @@ func (st Storage) resolved(l Limits) Storage {
 	return st
 }
 
-// Rlimit is one resource limit set on the harness (setrlimit(2)).
-type Rlimit struct {
-	Resource int    `json:"resource"` // unix.RLIMIT_*
-	Soft     uint64 `json:"soft"`
-	Hard     uint64 `json:"hard"`
-}
-
 // IDMode selects the user namespace's id maps.
 type IDMode string
 
@@ -155,8 +148,6 @@ type Config struct {
 
 	// Seccomp installs the deny-list (internal/linux/seccomp) on the harness.
 	Seccomp bool
-	// Rlimits are set on the harness; RLIMIT_CORE is 0 unless given.
-	Rlimits []Rlimit
 	// Limits bound the sandbox's cgroup; CgroupParent overrides where its
 	// cgroup is made (a v2 directory; v1 uses each controller's own
 	// cgroup of the daemon).

@@ -18,8 +18,7 @@ const (
 	msgGo      = "go"      // host -> init: start the harness (Command)
 	msgStarted = "started" // init -> host: the harness was executed
 	msgExit    = "exit"    // init -> host: the harness's exit status
-	msgError   = "error"   // init -> host: setup or exec failed; exec stage -> init
-	msgExec    = "exec"    // init -> exec stage: execSpec, the harness's stdio attached
+	msgError   = "error"   // init -> host: setup or exec failed
 )
 
 // message is every control message; fields by type.
@@ -28,7 +27,6 @@ type message struct {
 	Spec    *initSpec    `json:"spec,omitempty"`
 	Doors   []doorOpened `json:"doors,omitempty"`
 	Command *Command     `json:"command,omitempty"`
-	Exec    *execSpec    `json:"exec,omitempty"`
 	// Stdio names the harness stdio files attached to a go message, in
 	// order ("stdin", "stdout", "stderr").
 	Stdio  []string `json:"stdio,omitempty"`

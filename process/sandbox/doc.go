@@ -26,11 +26,12 @@
 // host's / read-only, hidden paths under empty tmpfs, the workspace and
 // HOME writable, private /tmp, a fresh /proc, a minimal /dev with its own
 // devpts, an empty read-only /sys), pivots into it, sets the hostname and
-// waits for a go. Each run's harness starts through a second stage of the
-// same binary, forked ahead of the go, that takes its command and stdio,
-// drops to the harness's uid and gid, clears every capability and the
-// bounding set, sets no_new_privs, installs the optional seccomp deny-list,
-// applies rlimits and execs the harness with exactly the given environment.
+// waits for a go. Each go brings a run's command and stdio; the init forks
+// the harness from a locked thread that has emptied its bounding,
+// inheritable and ambient capability sets and set no_new_privs, the
+// Landlock scope and the optional seccomp deny-list (all per thread, all
+// inherited); the child takes a session of its own and the harness's uid
+// and gid, and executes the harness with exactly the given environment.
 // The init reaps every process of the namespace and forwards SIGTERM,
 // SIGINT and SIGHUP to the harness's process group; when the run's harness
 // exits it kills every other process of the namespace (kill(-1) from PID 1)

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -13,105 +12,80 @@ import (
 	"github.com/harnessd/harnessd/internal/linux/capability"
 	"github.com/harnessd/harnessd/internal/linux/landlock"
 	"github.com/harnessd/harnessd/internal/linux/seccomp"
-	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/process/sandbox/internal/program"
 )
 
-// runExec is the exec stage: a child of the init that becomes the leader
-// of a session of its own (session.Join), still root of the user namespace. It
-// gives itself the harness's identity and executes the harness, or writes
-// why it could not to the init.
-func runExec() int {
-	// Capabilities, no_new_privs and seccomp are per thread: all of it is
-	// done on this thread, which then executes the harness.
-	runtime.LockOSThread()
-	unix.CloseOnExec(controlFD)
-	f, err := controlConn(os.NewFile(controlFD, "exec-stage"))
+// startHarness executes the run's harness and returns its pid. The init
+// forks it (syscall.ForkExec, a vfork: no second start of this binary)
+// from a thread of its own that first takes on what the kernel keeps per
+// thread and a fork inherits: an empty bounding set and no inheritable or
+// ambient capabilities, no_new_privs, the Landlock scope and the seccomp
+// filter (restrictThread). The child then leads a session of its own
+// (with the terminal on its stdin as its controlling terminal, for a TTY
+// run), takes the harness's ids — losing what capabilities remained, and
+// the execve gains none — enters its directory and executes the program
+// with exactly the command's environment and the given stdio, nothing
+// else. The thread is never unlocked, so the runtime ends it with its
+// goroutine: no other goroutine runs on it, and no thread is cloned from
+// it.
+func startHarness(spec initSpec, cmd Command, stdio []*os.File) (int, error) {
+	path, err := program.Look(cmd.Path, cmd.Env)
 	if err != nil {
-		return 126
+		return 0, err
 	}
-	m, files, err := receive(f)
-	if err != nil || m.Type != msgExec || m.Exec == nil || len(files) != 3 {
-		closeAll(files)
-		return execFail(f, StageExec, fmt.Errorf("no command from the init (%v)", err))
-	}
-	es := *m.Exec
-	for i, file := range files {
-		if err := unix.Dup3(int(file.Fd()), i, 0); err != nil {
-			return execFail(f, StageExec, fmt.Errorf("stdio: %w", err))
-		}
-		file.Close()
-	}
-	if err := session.Join(es.Spec.TTY || es.Command.TTY); err != nil {
-		return execFail(f, StageExec, err)
-	}
-	path, err := program.Look(es.Command.Path, es.Command.Env)
-	if err != nil {
-		return execFail(f, StageExec, err)
-	}
-	dir := es.Command.Dir
+	dir := cmd.Dir
 	if dir == "" {
-		dir = es.Spec.DefaultDir
+		dir = spec.DefaultDir
 	}
-	if err := os.Chdir(dir); err != nil {
-		return execFail(f, StageExec, fmt.Errorf("working directory %s: %w", dir, err))
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return 0, fmt.Errorf("working directory %s: %w", dir, notDir(err))
 	}
-	if err := becomeHarness(es.Spec); err != nil {
-		return execFail(f, StageIdentity, err)
+	attr := &syscall.ProcAttr{Dir: dir, Env: cmd.Env, Files: []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd()},
+		Sys: &syscall.SysProcAttr{
+			Setsid: true, Setctty: spec.TTY || cmd.TTY, Ctty: 0,
+			Credential: &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups},
+		}}
+	type started struct {
+		pid int
+		err error
 	}
-	// The harness gets its stdio and nothing else: descriptors the
-	// daemon itself inherited without close-on-exec (from its parent: a
-	// shell's, a terminal) would otherwise pass through the init to it.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		return execFail(f, StageExec, fmt.Errorf("close the stage's other descriptors on exec: %w", err))
-	}
-	argv := append([]string{es.Command.Path}, es.Command.Args...)
-	err = syscall.Exec(path, argv, es.Command.Env)
-	return execFail(f, StageExec, program.ExecError(es.Command.Path, err))
+	done := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		if err := restrictThread(spec); err != nil {
+			done <- started{err: &SetupError{Stage: StageIdentity, Err: err}}
+			return
+		}
+		pid, err := syscall.ForkExec(path, append([]string{cmd.Path}, cmd.Args...), attr)
+		if err != nil { // the child's errno: its ids, its directory or the exec
+			err = fmt.Errorf("%w (in %s as uid %d)", program.ExecError(cmd.Path, err), dir, spec.UID)
+		}
+		done <- started{pid, err}
+	}()
+	r := <-done
+	return r.pid, r.err
 }
 
-func execFail(f *net.UnixConn, stage string, err error) int {
-	send(f, message{Type: msgError, Stage: stage, Error: err.Error()})
-	return 127
+// notDir is err, or ENOTDIR for a file that is not a directory.
+func notDir(err error) error {
+	if err == nil {
+		return syscall.ENOTDIR
+	}
+	return err
 }
 
-// becomeHarness sets rlimits, clears the bounding set, takes the
-// harness's ids (which drops the remaining capabilities), sets
-// no_new_privs, scopes abstract Unix sockets (Landlock, where the kernel
-// has it) and installs the seccomp filter.
-func becomeHarness(s initSpec) error {
-	core := false
-	for _, r := range s.Rlimits {
-		if r.Resource == unix.RLIMIT_CORE {
-			core = true
-		}
-		if err := syscall.Setrlimit(r.Resource, &syscall.Rlimit{Cur: r.Soft, Max: r.Hard}); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", r.Resource, err)
-		}
-	}
-	if !core {
-		if err := syscall.Setrlimit(unix.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
-			return fmt.Errorf("setrlimit core: %w", err)
-		}
-	}
+// restrictThread gives the calling (locked) thread what the harness
+// inherits from it: no bounding, inheritable or ambient capabilities, no_new_privs, a
+// Landlock scope for abstract Unix sockets (where the kernel has it) and,
+// with spec.Seccomp, the seccomp filter. The thread keeps its effective
+// and permitted sets, which the fork's child needs to take the harness's
+// ids; an execve with the bounding, inheritable and ambient sets empty
+// gains no capability, even as uid 0 (the single id map).
+func restrictThread(spec initSpec) error {
 	if err := capability.DropBounding(); err != nil {
 		return err
 	}
-	if s.SetGroups {
-		if err := syscall.Setgroups(nil); err != nil {
-			return fmt.Errorf("setgroups: %w", err)
-		}
-	}
-	if err := syscall.Setresgid(s.GID, s.GID, s.GID); err != nil {
-		return fmt.Errorf("setresgid %d: %w", s.GID, err)
-	}
-	if err := syscall.Setresuid(s.UID, s.UID, s.UID); err != nil {
-		return fmt.Errorf("setresuid %d: %w", s.UID, err)
-	}
-	// With uid 0 inside (the single id map) the permitted set survives
-	// setresuid: empty every set of this thread. Execve of a root process
-	// then gets only what the (now empty) bounding set allows.
-	if err := capability.ClearAll(); err != nil {
+	if err := capability.ClearInheritable(); err != nil {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -122,10 +96,8 @@ func becomeHarness(s initSpec) error {
 	if _, err := landlock.ScopeAbstractUnix(); err != nil {
 		return err
 	}
-	if s.Seccomp {
-		if err := seccomp.Install(); err != nil {
-			return err
-		}
+	if spec.Seccomp {
+		return seccomp.Install()
 	}
 	return nil
 }

@@ -17,15 +17,13 @@ import (
 // Hidden subcommands the init binary is re-executed with (argv[1]).
 const (
 	initCommand  = "__sandbox-init"
-	execCommand  = "__sandbox-exec"
 	probeCommand = "__sandbox-probe"
 )
 
-// controlFD is the control socket in the init, the exec-stage socket in the
-// exec stage.
+// controlFD is the control socket in the init.
 const controlFD = 3
 
-// Init runs the sandbox's init or its exec stage when this process was
+// Init runs the sandbox's init (or Probe's harness) when this process was
 // re-executed as one (argv[1] is a hidden subcommand) and never returns
 // then; otherwise it returns at once. Call it first thing in main (and in
 // TestMain of tests that start sandboxes).
@@ -36,8 +34,6 @@ func Init() {
 	switch os.Args[1] {
 	case initCommand:
 		os.Exit(runInit())
-	case execCommand:
-		os.Exit(runExec())
 	case probeCommand:
 		os.Exit(runProbeChild())
 	}
@@ -62,6 +58,17 @@ func runInit() int {
 	// before it forks anything.
 	if err := session.DropControllingTerminal(); err != nil {
 		return initFail(nil, StageInit, err)
+	}
+	// The harness gets its stdio and no other descriptor: those the
+	// daemon itself inherited without close-on-exec (from its parent: a
+	// shell's, a terminal) came through to the init. The control socket
+	// is wrapped (controlConn) by a close-on-exec duplicate.
+	if err := unix.CloseRange(controlFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return initFail(nil, StageInit, fmt.Errorf("close inherited descriptors on exec: %w", err))
+	}
+	// No core dumps in the sandbox: every process of it inherits this.
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+		return initFail(nil, StageInit, fmt.Errorf("setrlimit core: %w", err))
 	}
 	ctl, err := controlConn(os.NewFile(controlFD, "sandbox-control"))
 	if err != nil {
@@ -108,17 +115,8 @@ func runInit() int {
 // closes the channel: each run ends when its harness exits, and then every
 // other process of the namespace is killed before its exit is reported, so
 // nothing of one run outlives it.
-//
-// The first run's exec stage is forked ahead, with the sandbox's start, so
-// that a go pays only for its identity change and exec, not for a start
-// of this binary. After a run, the next run's stage is forked ahead only
-// once the sandbox has run twice (a one-shot CLI, a run per turn): most
-// sandboxes run one harness for their whole episode, and a stage forked
-// after it would be a start of this binary for nothing, paid by every
-// episode's end.
 func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
-	stage, ferr := forkExecStage()
-	for runs := 1; ; runs++ {
+	for {
 		m, files, err := receive(ctl)
 		if err != nil || m.Type != msgGo || m.Command == nil || len(files) != len(m.Stdio) {
 			// The daemon closed the sandbox.
@@ -129,7 +127,7 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 		for len(sigs) > 0 {
 			<-sigs
 		}
-		harness, err := startRun(stage, ferr, execSpec{Spec: spec, Command: *m.Command}, runStdio(m.Stdio, files))
+		harness, err := startHarness(spec, *m.Command, runStdio(m.Stdio, files))
 		closeAll(files)
 		if err == nil {
 			err = superviseRun(ctl, harness, sigs)
@@ -138,10 +136,6 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 		}
 		if errors.Is(err, errChannelGone) {
 			return 0
-		}
-		stage, ferr = nil, nil
-		if runs >= 2 {
-			stage, ferr = forkExecStage()
 		}
 	}
 }
@@ -161,23 +155,6 @@ func runStdio(names []string, files []*os.File) []*os.File {
 		}
 	}
 	return stdio
-}
-
-// startRun executes the run's harness through stage (forked ahead; nil or
-// failed to fork, ferr), or through a stage forked now when there is none
-// or it died, and returns the harness's pid.
-func startRun(stage *execStage, ferr error, es execSpec, stdio []*os.File) (int, error) {
-	if stage != nil && ferr == nil {
-		harness, err := stage.start(es, stdio)
-		if !errors.Is(err, errStageGone) {
-			return harness, err
-		}
-	}
-	stage, err := forkExecStage()
-	if err != nil {
-		return 0, err
-	}
-	return stage.start(es, stdio)
 }
 
 // reportRunError tells the daemon why a run's harness did not start, and
@@ -260,63 +237,4 @@ func superviseHarness(harness int, sigs <-chan os.Signal) message {
 			return m
 		}
 	}
-}
-
-// execStage is the exec stage (this binary again, in the init's process
-// group until it takes its command and starts a session: session.Join),
-// forked ahead of its command and waiting on conn for it.
-type execStage struct {
-	pid  int
-	conn *net.UnixConn
-}
-
-// errStageGone reports an exec stage that ended before taking its command.
-var errStageGone = errors.New("the exec stage ended before its command")
-
-// forkExecStage starts an exec stage that waits for its command.
-func forkExecStage() (*execStage, error) {
-	mine, theirs, err := controlPair()
-	if err != nil {
-		return nil, err
-	}
-	p, err := os.StartProcess("/proc/self/exe", []string{"harnessd-sandbox-exec", execCommand}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{},
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, theirs},
-	})
-	theirs.Close()
-	if err != nil {
-		mine.Close()
-		return nil, fmt.Errorf("fork exec stage: %w", err)
-	}
-	pid := p.Pid
-	p.Release() // reaped by superviseHarness's or killRest's wait4(-1)
-	conn, err := controlConn(mine)
-	if err != nil {
-		return nil, err
-	}
-	return &execStage{pid: pid, conn: conn}, nil
-}
-
-// start hands the stage its spec and the harness's stdio, and returns the
-// harness's pid once the stage has executed it, or the stage's error.
-func (st *execStage) start(es execSpec, stdio []*os.File) (int, error) {
-	defer st.conn.Close()
-	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
-	if err := send(st.conn, message{Type: msgExec, Exec: &es}, fds...); err != nil {
-		return 0, fmt.Errorf("%w: %v", errStageGone, err)
-	}
-	// The end of the channel without a word: the harness was executed
-	// (the socket is close-on-exec in the stage). A word is its error.
-	m, files, err := receive(st.conn)
-	closeAll(files)
-	switch {
-	case errors.Is(err, errClosed):
-		return st.pid, nil
-	case err != nil:
-		return 0, fmt.Errorf("exec stage: %w", err)
-	case m.Type == msgError:
-		return 0, &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
-	}
-	return 0, fmt.Errorf("exec stage sent %q", m.Type)
 }

@@ -762,3 +762,55 @@ func TestRunRefusesAProgramTheWorkspaceCovers(t *testing.T) {
 		cancel()
 	}
 }
+
+// The harness holds no capability in any set, with no_new_privs and the
+// seccomp filter, in both id maps: with the single map it runs as uid 0
+// inside, where only empty bounding, inheritable and ambient sets keep its
+// execve from gaining every capability. The positive control is the init,
+// read the same way: it holds capabilities and no filter.
+func TestHarnessHoldsNoCapabilityInEitherIDMap(t *testing.T) {
+	need(t)
+	for _, ids := range []sandbox.IDMode{sandbox.IDRange, sandbox.IDSelf} {
+		t.Run(string(ids), func(t *testing.T) {
+			cfg := baseConfig(t)
+			cfg.IDs, cfg.Seccomp = ids, true
+			rn := start(t, cfg, nil, "term")
+			rn.next(t)
+			harness := procStatus(t, rn.sb.HarnessPid())
+			for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+				if v := harness[set]; v != "0000000000000000" {
+					t.Errorf("the harness's %s is %q, want empty", set, v)
+				}
+			}
+			if harness["NoNewPrivs"] != "1" || harness["Seccomp"] != "2" {
+				t.Errorf("the harness has NoNewPrivs %q, Seccomp %q: want 1 and 2 (filter)", harness["NoNewPrivs"], harness["Seccomp"])
+			}
+			if ids == sandbox.IDRange && harness["Groups"] != "" {
+				t.Errorf("the harness keeps supplementary groups %q", harness["Groups"])
+			}
+			init := procStatus(t, rn.sb.Pid())
+			if init["CapEff"] == "0000000000000000" || init["CapBnd"] == "0000000000000000" || init["Seccomp"] != "0" {
+				t.Errorf("positive control: the init reads as CapEff %q, CapBnd %q, Seccomp %q; want capabilities and no filter", init["CapEff"], init["CapBnd"], init["Seccomp"])
+			}
+		})
+	}
+}
+
+// procStatus reads /proc/PID/status as a map of field to value.
+func procStatus(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	if pid == 0 {
+		t.Fatal("no such process (pid 0)")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}

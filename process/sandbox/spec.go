@@ -18,10 +18,9 @@ type initSpec struct {
 	UID         int      `json:"uid"`
 	GID         int      `json:"gid"`
 	// SetGroups is false with the single id map (setgroups is denied).
-	SetGroups bool     `json:"setgroups"`
-	Seccomp   bool     `json:"seccomp"`
-	Rlimits   []Rlimit `json:"rlimits,omitempty"`
-	TTY       bool     `json:"tty,omitempty"`
+	SetGroups bool `json:"setgroups"`
+	Seccomp   bool `json:"seccomp"`
+	TTY       bool `json:"tty,omitempty"`
 	// DefaultDir is the harness's directory when its Command names none.
 	DefaultDir string `json:"default_dir"`
 }
@@ -45,17 +44,11 @@ type bindSpec struct {
 	FD int `json:"fd"`
 }
 
-// execSpec is what the init hands its exec stage.
-type execSpec struct {
-	Spec    initSpec `json:"spec"`
-	Command Command  `json:"command"`
-}
-
 func (c *Config) initSpec(ids idPlan) initSpec {
 	s := initSpec{
 		Name: c.Name, Hostname: c.Hostname, Doors: c.Doors, HostNetwork: c.HostNetwork,
 		UID: ids.uid, GID: ids.gid, SetGroups: ids.setgroups,
-		Seccomp: c.Seccomp, Rlimits: c.Rlimits, TTY: c.TTY, DefaultDir: "/",
+		Seccomp: c.Seccomp, TTY: c.TTY, DefaultDir: "/",
 	}
 	if s.Hostname == "" {
 		s.Hostname = "sandbox"

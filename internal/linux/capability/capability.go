@@ -1,8 +1,8 @@
 // Package capability empties a thread's capability sets: the bounding set
 // (so that an execve of a root process gains nothing), the ambient set,
-// and the effective, permitted and inheritable sets. process/sandbox's
-// exec stage calls it on the thread that then executes the harness. It
-// raises nothing and knows nothing of sandboxes.
+// and the inheritable set, or every set. A sandbox's init calls it on the
+// thread that then forks the harness (process/sandbox). It raises nothing
+// and knows nothing of sandboxes.
 package capability
 
 import (
@@ -29,13 +29,19 @@ func DropBounding() error {
 	return nil
 }
 
-// ClearAll empties the calling thread's effective, permitted and
-// inheritable sets: what a uid 0 keeps across setresuid(0).
-func ClearAll() error {
+// ClearInheritable empties the calling thread's inheritable set and keeps
+// its effective and permitted sets. With the bounding and ambient sets
+// empty too (DropBounding), an execve from this thread, or from a child
+// forked from it, gains no capability, even as uid 0.
+func ClearInheritable() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("clear capabilities: %w", err)
+		return fmt.Errorf("clear inheritable capabilities: %w", err)
 	}
 	return nil
 }

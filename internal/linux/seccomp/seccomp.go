@@ -1,7 +1,7 @@
 // Package seccomp is the sandboxed harness's system call filter: a classic
 // BPF deny-list (a foreign architecture, kernel controls, namespaces and
-// mounts, io_uring, socket families beyond unix/inet/inet6/netlink) that
-// process/sandbox's exec stage installs just before it executes the
+// mounts, io_uring, socket families beyond unix/inet/inet6/netlink) that a
+// sandbox's init (process/sandbox) installs on the thread that forks the
 // harness. docs/security.md lists what it denies and why. It installs the
 // filter on the calling thread only and knows nothing of sandboxes.
 package seccomp

@@ -13,8 +13,8 @@
 // preempted through its whole start), and a harness's CPU is bounded by
 // limits.cpu (cpu.max), not by its group (docs/security.md, "Sessions").
 //
-// It knows nothing of sandboxes: process/sandbox's init, exec stage and
-// host side call it; it never signals a process.
+// It knows nothing of sandboxes: process/sandbox's init and host side
+// call it; it never signals a process.
 package session
 
 import (
@@ -52,22 +52,6 @@ func DropControllingTerminal() error {
 	defer unix.Close(fd)
 	if err := unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0); err != nil {
 		return fmt.Errorf("give up the controlling terminal: %w", err)
-	}
-	return nil
-}
-
-// Join makes the calling process (the sandbox's exec stage, about to
-// execute the harness) the leader of a new session, which has no
-// controlling terminal, or, with tty, whose controlling terminal is the
-// pty on stdin.
-func Join(tty bool) error {
-	if _, err := unix.Setsid(); err != nil {
-		return fmt.Errorf("session: %w", err)
-	}
-	if tty {
-		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
-			return fmt.Errorf("controlling terminal: %w", err)
-		}
 	}
 	return nil
 }

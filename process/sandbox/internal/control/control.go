@@ -1,7 +1,7 @@
 // Package control frames the messages of a sandbox's control channel: a
-// SOCK_SEQPACKET socketpair between the daemon, a sandbox's init and its
-// exec stage, carrying one JSON value per message and the file descriptors
-// attached to it. It knows nothing of what the messages mean (package
+// SOCK_SEQPACKET socketpair between the daemon and a sandbox's init,
+// carrying one JSON value per message and the file descriptors attached
+// to it. It knows nothing of what the messages mean (package
 // process/sandbox defines them) and touches no process state.
 package control
 

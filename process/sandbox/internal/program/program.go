@@ -1,7 +1,7 @@
 // Package program finds the harness's program inside a sandbox, in the
 // PATH of the environment the harness gets, and words why executing it
-// failed. process/sandbox's exec stage uses it after the pivot into the
-// sandbox's root; it touches no process state.
+// failed. A sandbox's init (process/sandbox) uses it after the pivot into
+// the sandbox's root; it touches no process state.
 package program
 
 import (
@@ -26,8 +26,8 @@ func ExecError(prog string, err error) error {
 	return fmt.Errorf("execute %q: %w", prog, err)
 }
 
-// Look finds prog in env's PATH (not the caller's own: the exec stage's
-// is empty), /usr/local/bin:/usr/bin:/bin when env sets none.
+// Look finds prog in env's PATH (not the caller's own: the init's is
+// empty), /usr/local/bin:/usr/bin:/bin when env sets none.
 func Look(prog string, env []string) (string, error) {
 	if strings.Contains(prog, "/") {
 		return prog, nil
