@@ -15,7 +15,8 @@ import (
 	"github.com/harnessd/harnessd/process/sandbox/internal/program"
 )
 
-// startHarness executes the run's harness and returns its pid. The init
+// startHarness executes the run's harness and returns its pid and a pidfd
+// of it (close-on-exec, the caller's to close). The init
 // forks it (syscall.ForkExec, a vfork: no second start of this binary)
 // from a thread of its own that first takes on what the kernel keeps per
 // thread and a fork inherits: an empty bounding set and no inheritable or
@@ -28,21 +29,22 @@ import (
 // else. The thread is never unlocked, so the runtime ends it with its
 // goroutine: no other goroutine runs on it, and no thread is cloned from
 // it.
-func startHarness(spec initSpec, cmd Command, stdio []*os.File) (int, error) {
+func startHarness(spec initSpec, cmd Command, stdio []*os.File) (pid, pidfd int, err error) {
 	path, err := program.Look(cmd.Path, cmd.Env)
 	if err != nil {
-		return 0, err
+		return 0, -1, err
 	}
 	dir := cmd.Dir
 	if dir == "" {
 		dir = spec.DefaultDir
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return 0, fmt.Errorf("working directory %s: %w", dir, notDir(err))
+		return 0, -1, fmt.Errorf("working directory %s: %w", dir, notDir(err))
 	}
+	pidfd = -1
 	attr := &syscall.ProcAttr{Dir: dir, Env: cmd.Env, Files: []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd()},
 		Sys: &syscall.SysProcAttr{
-			Setsid: true, Setctty: spec.TTY || cmd.TTY, Ctty: 0,
+			Setsid: true, Setctty: spec.TTY || cmd.TTY, Ctty: 0, PidFD: &pidfd,
 			Credential: &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups},
 		}}
 	type started struct {
@@ -63,7 +65,10 @@ func startHarness(spec initSpec, cmd Command, stdio []*os.File) (int, error) {
 		done <- started{pid, err}
 	}()
 	r := <-done
-	return r.pid, r.err
+	if r.err != nil {
+		return 0, -1, r.err
+	}
+	return r.pid, pidfd, nil
 }
 
 // notDir is err, or ENOTDIR for a file that is not a directory.

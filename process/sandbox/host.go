@@ -73,6 +73,7 @@ type Run struct {
 	s       *Sandbox
 	started chan message // the started or error reply to go
 	inner   atomic.Int64 // the harness's pid inside, once started
+	host    atomic.Int64 // its pid on the host, when its pidfd came with started
 	done    chan struct{}
 	exit    Exit
 	base    cgroups.Events
@@ -87,8 +88,8 @@ func (r *Run) finish(e Exit) {
 			e.Limit = r.s.cg.limitHit(r.base)
 		}
 		r.exit = e
+		r.group.Swap(nil).Close()
 		close(r.done)
-		r.group.Swap(nil).Close() // after done: see run
 	})
 }
 
@@ -210,17 +211,24 @@ func (s *Sandbox) send(m message, files ...*os.File) error {
 func (s *Sandbox) watch() {
 	for {
 		m, files, err := receive(s.ctl)
-		closeAll(files)
 		if err != nil {
 			break
 		}
 		r := s.cur.Load()
 		if r == nil {
+			closeAll(files)
 			continue
 		}
 		switch m.Type {
 		case msgStarted:
 			r.inner.Store(int64(m.Pid))
+			if len(files) == 1 { // the harness's pidfd
+				// Best effort: without it the harness keeps its weight.
+				if g, pid, err := session.OpenPidfdGroup(files[0]); err == nil {
+					r.group.Store(g)
+					r.host.Store(int64(pid))
+				}
+			}
 			r.reply(m)
 		case msgError:
 			r.reply(m)
@@ -231,6 +239,7 @@ func (s *Sandbox) watch() {
 			}
 			r.finish(Exit{Status: st})
 		}
+		closeAll(files)
 	}
 	werr := s.cmd.Wait()
 	process.ReleaseCommand(s.initPid)
@@ -334,12 +343,6 @@ func (s *Sandbox) run(ctx context.Context, cmd Command) (*Run, error) {
 			r.finish(Exit{Status: process.ExitStatus{Code: 127}})
 			return nil, &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
 		}
-		if g, err := session.OpenChildGroup(s.initPid, m.Pid); err == nil { // best effort: Lighten
-			r.group.Store(g)
-			if _, ended := r.Exit(); ended {
-				r.group.Swap(nil).Close()
-			}
-		}
 	case <-ctx.Done():
 		s.cmd.Process.Kill() // the init's state is unknown now
 		return nil, fmt.Errorf("start harness in sandbox: %w", ctx.Err())
@@ -365,6 +368,12 @@ func (s *Sandbox) HarnessPid() int {
 	r := s.cur.Load()
 	if r == nil {
 		return 0
+	}
+	if _, ended := r.Exit(); ended {
+		return 0
+	}
+	if pid := r.host.Load(); pid != 0 {
+		return int(pid)
 	}
 	inner := r.InnerPid()
 	if inner == 0 {

@@ -127,10 +127,10 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 		for len(sigs) > 0 {
 			<-sigs
 		}
-		harness, err := startHarness(spec, *m.Command, runStdio(m.Stdio, files))
+		harness, pidfd, err := startHarness(spec, *m.Command, runStdio(m.Stdio, files))
 		closeAll(files)
 		if err == nil {
-			err = superviseRun(ctl, harness, sigs)
+			err = superviseRun(ctl, harness, pidfd, sigs)
 		} else {
 			reportRunError(ctl, err)
 		}
@@ -170,11 +170,14 @@ func reportRunError(ctl *net.UnixConn, err error) {
 	killRest()
 }
 
-// superviseRun reports the harness started, reaps until it exits, kills
-// the rest of the namespace and reports the exit; errChannelGone when the
-// daemon cannot be told.
-func superviseRun(ctl *net.UnixConn, harness int, sigs <-chan os.Signal) error {
-	if err := send(ctl, message{Type: msgStarted, Pid: harness}); err != nil {
+// superviseRun reports the harness started (with pidfd, which it closes,
+// attached: the daemon finds the harness on the host by it, without a
+// scan), reaps until it exits, kills the rest of the namespace and reports
+// the exit; errChannelGone when the daemon cannot be told.
+func superviseRun(ctl *net.UnixConn, harness, pidfd int, sigs <-chan os.Signal) error {
+	err := send(ctl, message{Type: msgStarted, Pid: harness}, pidfd)
+	unix.Close(pidfd)
+	if err != nil {
 		return errChannelGone
 	}
 	exit := superviseHarness(harness, sigs)

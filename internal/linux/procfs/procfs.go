@@ -229,6 +229,26 @@ func PidsInNamespace(ns string) []int {
 	return out
 }
 
+// PidfdPid returns the pid, in the caller's PID namespace, of the process
+// the caller's descriptor pidfd refers to (its fdinfo's Pid): an error
+// for a process that has ended or has no pid in the caller's namespace.
+func PidfdPid(pidfd int) (int, error) {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+			pid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || pid <= 0 {
+				return 0, fmt.Errorf("pidfd %d: no process in this PID namespace (Pid %q)", pidfd, strings.TrimSpace(v))
+			}
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("descriptor %d is not a pidfd", pidfd)
+}
+
 // InnerPid returns the pid inside its namespace of host pid (the last
 // NSpid of /proc/PID/status), 0 when unknown.
 func InnerPid(pid int) int {

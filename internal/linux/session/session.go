@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -93,19 +92,26 @@ func OpenGroup(pid int) (*Group, error) {
 	return &Group{f: f}, nil
 }
 
-// OpenChildGroup opens (OpenGroup) the group of the session led by the
-// child of parent (any of its threads') whose pid in its own PID namespace
-// is inner: a sandbox's harness, found from the host by its pid inside.
-func OpenChildGroup(parent, inner int) (*Group, error) {
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(parent) + "/task/*/children")
-	for _, t := range tasks {
-		for _, pid := range procfs.Ints(t) {
-			if procfs.InnerPid(pid) == inner {
-				return OpenGroup(pid)
-			}
-		}
+// OpenPidfdGroup opens (OpenGroup) the group of the session led by the
+// process pidfd refers to (a pidfd from another PID namespace: a
+// sandbox's harness, sent by its init) and returns that process's pid in
+// the caller's namespace. It fails when the process has ended, or ends
+// before the group is open: its pid may be another's by then.
+func OpenPidfdGroup(pidfd *os.File) (*Group, int, error) {
+	pid, err := procfs.PidfdPid(int(pidfd.Fd()))
+	if err != nil {
+		return nil, 0, err
 	}
-	return nil, fmt.Errorf("no child of %d is pid %d inside", parent, inner)
+	g, err := OpenGroup(pid)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Open while the pidfd's process still holds pid: the group is its.
+	if err := unix.PidfdSendSignal(int(pidfd.Fd()), 0, nil, 0); err != nil {
+		g.Close()
+		return nil, 0, fmt.Errorf("pid %d ended while its group was opened: %w", pid, err)
+	}
+	return g, pid, nil
 }
 
 // Lighten sets the group to HarnessNice, once, and closes it; later calls
