@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,13 +85,24 @@ func Send(c *net.UnixConn, v any, fds ...int) error {
 // ErrClosed is returned by Receive when the peer closed the channel.
 var ErrClosed = errors.New("control channel closed")
 
+// packetBuffer is what Receive reads one packet into; packetBuffers keeps
+// them between messages (a sandbox's start and each run take several,
+// and a fresh 32 KiB each time showed in the daemon's profile as page
+// faults).
+type packetBuffer struct{ data, oob []byte }
+
+var packetBuffers = sync.Pool{New: func() any {
+	return &packetBuffer{data: make([]byte, packetSize+1), oob: make([]byte, unix.CmsgSpace(4*maxFDs))}
+}}
+
 // Receive reads one message into v and returns the files attached to it,
 // which are the caller's (close-on-exec).
 func Receive(c *net.UnixConn, v any) ([]*os.File, error) {
 	var body []byte
 	var files []*os.File
-	buf := make([]byte, packetSize+1)
-	oob := make([]byte, unix.CmsgSpace(4*maxFDs))
+	bufs := packetBuffers.Get().(*packetBuffer)
+	defer packetBuffers.Put(bufs)
+	buf, oob := bufs.data, bufs.oob
 	for {
 		n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 		if errors.Is(err, io.EOF) {
