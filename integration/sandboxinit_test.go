@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,29 +53,56 @@ func TestSandboxStartsTheSmallInit(t *testing.T) {
 	}
 }
 
-// sandboxInitExe is the executable of the daemon's child that runs as a
-// sandbox's init.
+// sandboxInitExe is the executable of the process that runs as a
+// sandbox's init: a child of the daemon's sandbox spawner, which runs the
+// same binary (checked too).
 func sandboxInitExe(daemon int) (string, error) {
-	// A child is listed under the thread that started it: read every
-	// thread's list.
 	var seen []string
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", daemon))
-	if err != nil {
-		return "", err
-	}
-	for _, task := range tasks {
-		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", daemon, task.Name()))
-		for _, pid := range strings.Fields(string(kids)) {
-			cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
-			args := strings.Split(string(cmdline), "\x00")
+	for _, spawner := range childPids(daemon) {
+		args := cmdline(spawner)
+		seen = append(seen, strings.Join(args, " "))
+		if len(args) < 2 || args[1] != "__sandbox-spawner" {
+			continue
+		}
+		spawnerExe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", spawner))
+		if err != nil {
+			return "", err
+		}
+		for _, pid := range childPids(spawner) {
+			args := cmdline(pid)
 			seen = append(seen, strings.Join(args, " "))
 			if len(args) > 1 && args[1] == "__sandbox-init" {
 				if args[0] != "harnessd-sandbox-init" {
 					return "", fmt.Errorf("the sandbox init's argv[0] is %q, want harnessd-sandbox-init", args[0])
 				}
-				return os.Readlink("/proc/" + pid + "/exe")
+				exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+				if err == nil && exe != spawnerExe {
+					err = fmt.Errorf("the init runs %s, its spawner %s", exe, spawnerExe)
+				}
+				return exe, err
 			}
 		}
 	}
-	return "", fmt.Errorf("no sandbox init among the daemon's children: %q", seen)
+	return "", fmt.Errorf("no sandbox init among the children of the daemon's spawner: %q", seen)
+}
+
+// childPids lists pid's children (a child is listed under the thread that
+// started it: every thread's list is read).
+func childPids(pid int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(kids)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func cmdline(pid int) []string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }

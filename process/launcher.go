@@ -59,7 +59,7 @@ type SettlingTree interface {
 // StartCommand starts cmd as a tracked child of the daemon: the orphan
 // reaper leaves its exit status to cmd.Wait. Call ReleaseCommand with its
 // pid once cmd.Wait has returned. Packages that start long-lived children
-// of their own (a sandbox's init) use it.
+// of their own (the sandbox spawner) use it.
 func StartCommand(cmd *exec.Cmd) error {
 	children.Lock()
 	defer children.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,13 +31,21 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.Init() // this binary is the init of the sandboxes it starts
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if sup != nil {
-			sup.Close(context.Background(), 0) // removes its cgroup directory
+	code := m.Run()
+	// The sandbox spawner lives as long as the daemon; the daemon stops it
+	// as it exits, and so must a test process before it looks for leaks.
+	sandbox.StopSpawners()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
 		}
-		testbin.Cleanup()
-		os.Exit(code)
-	}))
+	}
+	if sup != nil {
+		sup.Close(context.Background(), 0) // removes its cgroup directory
+	}
+	testbin.Cleanup()
+	os.Exit(code)
 }
 
 var (

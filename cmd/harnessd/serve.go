@@ -204,6 +204,7 @@ func serve(c *cli, log *slog.Logger, f *serveFlags, sigs <-chan os.Signal) int {
 	if c := drain(log, srv, d.sup, sigs, drainTimeout); c != exitOK {
 		code = c
 	}
+	sandbox.StopSpawners() // after the drain: the sessions' sandboxes are closed
 	log.Info("stopped", "exit_code", code, "live_trees", d.sup.Live())
 	return code
 }

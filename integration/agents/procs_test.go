@@ -78,10 +78,14 @@ func treeMarker(pid int) string {
 	return ""
 }
 
+// sandboxSpawner is in the command line of the daemon's sandbox spawner.
+const sandboxSpawner = "__sandbox-spawner"
+
 // agentTree collects the agent's whole process tree under the harnessd
 // process daemon: every child of the daemon that is not the tool server
-// (testharness tools), their descendants, and every process carrying one of
-// their HARNESSD_TREE markers (descendants that left the tree).
+// (testharness tools) or the sandbox spawner (whose children count), their
+// descendants, and every process carrying one of their HARNESSD_TREE
+// markers (descendants that left the tree).
 func agentTree(t *testing.T, daemon int, toolServer string) []proc {
 	t.Helper()
 	all := allProcs()
@@ -92,8 +96,16 @@ func agentTree(t *testing.T, daemon int, toolServer string) []proc {
 	in := map[int]proc{}
 	markers := map[string]bool{}
 	var queue []proc
-	for _, c := range kids[daemon] {
+	children := kids[daemon]
+	for i := 0; i < len(children); i++ {
+		c := children[i]
 		if strings.Contains(c.cmd, toolServer) || c.state == 'Z' {
+			continue
+		}
+		if strings.Contains(c.cmd, sandboxSpawner) {
+			// The daemon's own, for its whole life: its children (the
+			// sandboxes' inits) are the agent's.
+			children = append(children, kids[c.pid]...)
 			continue
 		}
 		queue = append(queue, c)

@@ -8,7 +8,9 @@
 // small init embedded in harnessd (cmd/harnessd-sandbox-init, written once
 // to a read-only file of the daemon's own: package initfile), else
 // /proc/self/exe — with CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|
-// CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS and Pdeathsig SIGKILL, maps a
+// CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS and Pdeathsig SIGKILL, through a
+// long-lived spawner process of that binary (internal/spawner: its fork is
+// a small process's, not the daemon's), maps a
 // private host id range per sandbox (as root) or the daemon's own uid (not
 // as root), places the init in a cgroup with the configured limits, and talks
 // to it over a control socket (fd 3 in the init): a JSON spec goes in, the

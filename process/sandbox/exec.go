@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -15,21 +16,60 @@ import (
 	"github.com/harnessd/harnessd/process/sandbox/internal/program"
 )
 
-// startHarness executes the run's harness and returns its pid and a pidfd
-// of it (close-on-exec, the caller's to close). The init
-// forks it (syscall.ForkExec, a vfork: no second start of this binary)
-// from a thread of its own that first takes on what the kernel keeps per
-// thread and a fork inherits: an empty bounding set and no inheritable or
-// ambient capabilities, no_new_privs, the Landlock scope and the seccomp
-// filter (restrictThread). The child then leads a session of its own
-// (with the terminal on its stdin as its controlling terminal, for a TTY
-// run), takes the harness's ids — losing what capabilities remained, and
-// the execve gains none — enters its directory and executes the program
-// with exactly the command's environment and the given stdio, nothing
-// else. The thread is never unlocked, so the runtime ends it with its
-// goroutine: no other goroutine runs on it, and no thread is cloned from
-// it.
-func startHarness(spec initSpec, cmd Command, stdio []*os.File) (pid, pidfd int, err error) {
+// forker is the init's thread that forks every harness of the sandbox
+// (syscall.ForkExec, a vfork: no second start of this binary). It first
+// takes on what the kernel keeps per thread and a fork inherits: an empty
+// bounding set and no inheritable or ambient capabilities, no_new_privs,
+// the Landlock scope and the seccomp filter (restrictThread). Each child
+// then leads a session of its own (with the terminal on its stdin as its
+// controlling terminal, for a TTY run), takes the harness's ids — losing
+// what capabilities remained, and the execve gains none — enters its
+// directory and executes the program with exactly the command's
+// environment and the given stdio, nothing else. The thread stays locked
+// to its goroutine for the init's life: no other goroutine runs on it,
+// the runtime clones no thread from it, and it never exits, which would
+// send each harness it forked a parent-death signal the harness may have
+// asked for.
+type forker struct {
+	forks chan fork
+}
+
+// fork is one harness to fork, and where its pid and pidfd go.
+type fork struct {
+	path string
+	argv []string
+	attr *syscall.ProcAttr
+	done chan forked
+}
+
+type forked struct {
+	pid, pidfd int
+	err        error
+}
+
+// startForker starts the sandbox's forker thread.
+func startForker(spec initSpec) *forker {
+	f := &forker{forks: make(chan fork)}
+	go func() {
+		runtime.LockOSThread() // never unlocked: see forker
+		restricted := restrictThread(spec)
+		for fk := range f.forks {
+			if restricted != nil {
+				fk.done <- forked{pidfd: -1, err: &SetupError{Stage: StageIdentity, Err: restricted}}
+				continue
+			}
+			pidfd := -1
+			fk.attr.Sys.PidFD = &pidfd
+			pid, err := syscall.ForkExec(fk.path, fk.argv, fk.attr)
+			fk.done <- forked{pid, pidfd, err}
+		}
+	}()
+	return f
+}
+
+// start executes the run's harness and returns its pid and a pidfd of it
+// (close-on-exec, the caller's to close).
+func (f *forker) start(spec initSpec, cmd Command, stdio []*os.File) (pid, pidfd int, err error) {
 	path, err := program.Look(cmd.Path, cmd.Env)
 	if err != nil {
 		return 0, -1, err
@@ -41,34 +81,22 @@ func startHarness(spec initSpec, cmd Command, stdio []*os.File) (pid, pidfd int,
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return 0, -1, fmt.Errorf("working directory %s: %w", dir, notDir(err))
 	}
-	pidfd = -1
 	attr := &syscall.ProcAttr{Dir: dir, Env: cmd.Env, Files: []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd()},
 		Sys: &syscall.SysProcAttr{
-			Setsid: true, Setctty: spec.TTY || cmd.TTY, Ctty: 0, PidFD: &pidfd,
+			Setsid: true, Setctty: spec.TTY || cmd.TTY, Ctty: 0,
 			Credential: &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: !spec.SetGroups},
 		}}
-	type started struct {
-		pid int
-		err error
-	}
-	done := make(chan started, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: see above
-		if err := restrictThread(spec); err != nil {
-			done <- started{err: &SetupError{Stage: StageIdentity, Err: err}}
-			return
-		}
-		pid, err := syscall.ForkExec(path, append([]string{cmd.Path}, cmd.Args...), attr)
-		if err != nil { // the child's errno: its ids, its directory or the exec
-			err = fmt.Errorf("%w (in %s as uid %d)", program.ExecError(cmd.Path, err), dir, spec.UID)
-		}
-		done <- started{pid, err}
-	}()
+	done := make(chan forked, 1)
+	f.forks <- fork{path, append([]string{cmd.Path}, cmd.Args...), attr, done}
 	r := <-done
-	if r.err != nil {
+	var se *SetupError
+	switch {
+	case errors.As(r.err, &se):
 		return 0, -1, r.err
+	case r.err != nil: // the child's errno: its ids, its directory or the exec
+		return 0, -1, fmt.Errorf("%w (in %s as uid %d)", program.ExecError(cmd.Path, r.err), dir, spec.UID)
 	}
-	return r.pid, pidfd, nil
+	return r.pid, r.pidfd, nil
 }
 
 // notDir is err, or ENOTDIR for a file that is not a directory.

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -17,13 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/harnessd/harnessd/internal/linux/cgroups"
 	"github.com/harnessd/harnessd/internal/linux/procfs"
 	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/internal/pathmap"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 )
 
 // Cloneflags are the namespaces every sandbox gets.
@@ -48,7 +46,7 @@ type Exit struct {
 type Sandbox struct {
 	cfg     Config
 	ids     idPlan
-	cmd     *exec.Cmd
+	init    *spawner.Init
 	ctl     *net.UnixConn
 	cg      *cgroupSet
 	doors   map[string]*net.TCPListener
@@ -150,15 +148,14 @@ func (s *Sandbox) awaitReady(ctx context.Context) error {
 	select {
 	case r = <-ch:
 	case <-ctx.Done():
-		s.cmd.Process.Kill()
+		s.init.Kill()
 		r = <-ch
 		closeAll(r.files)
 		return fmt.Errorf("sandbox setup: %w", ctx.Err())
 	}
 	if r.err != nil {
 		if errors.Is(r.err, errClosed) {
-			s.cmd.Wait()
-			return &SetupError{Stage: StageInit, Err: fmt.Errorf("the init exited during setup (%s)", s.cmd.ProcessState)}
+			return &SetupError{Stage: StageInit, Err: fmt.Errorf("the init exited during setup (%s)", s.init.Wait())}
 		}
 		return r.err
 	}
@@ -241,9 +238,7 @@ func (s *Sandbox) watch() {
 		}
 		closeAll(files)
 	}
-	werr := s.cmd.Wait()
-	process.ReleaseCommand(s.initPid)
-	s.initExit = Exit{InitDied: true, Status: initStatus(s.cmd.ProcessState, werr)}
+	s.initExit = Exit{InitDied: true, Status: s.init.Wait()}
 	if r := s.cur.Load(); r != nil {
 		r.reply(message{Type: msgError, Stage: StageInit, Error: "the init exited"})
 		r.finish(s.initExit)
@@ -255,21 +250,6 @@ func (r *Run) reply(m message) {
 	select {
 	case r.started <- m:
 	default:
-	}
-}
-
-func initStatus(ps *os.ProcessState, err error) process.ExitStatus {
-	if ps == nil {
-		return process.ExitStatus{Code: -1, Signal: "unknown"}
-	}
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	switch {
-	case !ok:
-		return process.ExitStatus{Code: ps.ExitCode()}
-	case ws.Signaled():
-		return process.ExitStatus{Code: -1, Signal: unix.SignalName(ws.Signal())}
-	default:
-		return process.ExitStatus{Code: ws.ExitStatus()}
 	}
 }
 
@@ -344,7 +324,7 @@ func (s *Sandbox) run(ctx context.Context, cmd Command) (*Run, error) {
 			return nil, &SetupError{Stage: m.Stage, Err: errors.New(m.Error)}
 		}
 	case <-ctx.Done():
-		s.cmd.Process.Kill() // the init's state is unknown now
+		s.init.Kill() // the init's state is unknown now
 		return nil, fmt.Errorf("start harness in sandbox: %w", ctx.Err())
 	}
 	return r, nil
@@ -439,7 +419,7 @@ func (s *Sandbox) Signal(sig syscall.Signal) error {
 		return process.ErrNotRunning
 	default:
 	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	if err := s.init.Signal(sig); err != nil {
 		return fmt.Errorf("signal sandbox init %d: %w", s.initPid, err)
 	}
 	return nil
@@ -467,7 +447,7 @@ func (s *Sandbox) Wait(ctx context.Context) (Exit, error) {
 // call more than once.
 func (s *Sandbox) Close() error {
 	s.closed.Do(func() {
-		s.cmd.Process.Kill()
+		s.init.Kill()
 		<-s.done
 		s.ctl.Close()
 		for _, l := range s.doors {

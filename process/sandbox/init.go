@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/linux/session"
+	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 )
 
 // Hidden subcommands the init binary is re-executed with (argv[1]).
@@ -36,6 +37,8 @@ func Init() {
 		os.Exit(runInit())
 	case probeCommand:
 		os.Exit(runProbeChild())
+	case spawner.Command:
+		os.Exit(spawner.Run())
 	}
 }
 
@@ -116,6 +119,7 @@ func runInit() int {
 // other process of the namespace is killed before its exit is reported, so
 // nothing of one run outlives it.
 func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
+	harnesses := startForker(spec)
 	for {
 		m, files, err := receive(ctl)
 		if err != nil || m.Type != msgGo || m.Command == nil || len(files) != len(m.Stdio) {
@@ -127,7 +131,7 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 		for len(sigs) > 0 {
 			<-sigs
 		}
-		harness, pidfd, err := startHarness(spec, *m.Command, runStdio(m.Stdio, files))
+		harness, pidfd, err := harnesses.start(spec, *m.Command, runStdio(m.Stdio, files))
 		closeAll(files)
 		if err == nil {
 			err = superviseRun(ctl, harness, pidfd, sigs)

@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/internal/linux/procfs"
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
@@ -685,7 +687,8 @@ func runDaemon() int {
 	for len(sb.HostPids()) < 5 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	fmt.Printf("{\"ns\":%q}\n", sb.PIDNamespace())
+	st, _ := procfs.ReadStat(sb.Pid())
+	fmt.Printf("{\"ns\":%q,\"spawner\":%d}\n", sb.PIDNamespace(), st.PPID)
 	time.Sleep(time.Minute)
 	return 0
 }
@@ -706,17 +709,54 @@ func TestNothingLeftAfterTheDaemonDies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("daemon said %q: %v", line, err)
 	}
-	var r struct{ NS, Error string }
+	var r struct {
+		NS, Error string
+		Spawner   int
+	}
 	if err := json.Unmarshal([]byte(line), &r); err != nil || r.NS == "" {
 		t.Fatalf("daemon said %q", line)
 	}
 	if n := len(sandbox.PidsInNamespace(r.NS)); n < 5 {
 		t.Fatalf("only %d processes in the daemon's sandbox", n)
 	}
+	spawner, err := unix.PidfdOpen(r.Spawner, 0)
+	if st, ok := procfs.ReadStat(r.Spawner); err != nil || !ok || st.PPID != cmd.Process.Pid {
+		t.Fatalf("the init's parent %d is not the daemon's child (%v)", r.Spawner, err)
+	}
+	defer unix.Close(spawner)
 	cmd.Process.Kill()
 	cmd.Wait()
 	if left := waitEmpty(r.NS); len(left) > 0 {
 		t.Fatalf("processes left after the daemon died: %v", left)
+	}
+	fds := []unix.PollFd{{Fd: int32(spawner), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, 10_000); n != 1 || err != nil {
+		t.Fatalf("the daemon's sandbox spawner (pid %d) outlived it: poll %d %v", r.Spawner, n, err)
+	}
+}
+
+// A spawner that dies takes its inits with it (Pdeathsig), their
+// sandboxes report the init's death, and the next Start has a new
+// spawner start the next init.
+func TestASpawnerThatDiesIsReplaced(t *testing.T) {
+	need(t)
+	rn := start(t, baseConfig(t), nil, "term")
+	rn.next(t)
+	st, ok := procfs.ReadStat(rn.sb.Pid())
+	if !ok || st.PPID == os.Getpid() || st.PPID <= 1 {
+		t.Fatalf("the init's parent is %d (this process %d): not a spawner", st.PPID, os.Getpid())
+	}
+	if err := syscall.Kill(st.PPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if e := rn.wait(t); !e.InitDied {
+		t.Fatalf("after its spawner died the run ended %+v, want the init's death", e)
+	}
+	next := start(t, baseConfig(t), nil, "term")
+	next.next(t)
+	st2, ok := procfs.ReadStat(next.sb.Pid())
+	if !ok || st2.PPID == st.PPID || st2.PPID == os.Getpid() {
+		t.Fatalf("the next init's parent is %d (the dead spawner %d, this process %d)", st2.PPID, st.PPID, os.Getpid())
 	}
 }
 
@@ -813,4 +853,31 @@ func procStatus(t *testing.T, pid int) map[string]string {
 		}
 	}
 	return m
+}
+
+// StopSpawners (the daemon's exit) kills the inits a spawner still has and
+// reaps the spawner, whose CPU time, and its inits', is then the daemon's;
+// a later Start starts a spawner again.
+func TestStopSpawnersEndsTheirInitsAndReapsThem(t *testing.T) {
+	need(t)
+	rn := start(t, baseConfig(t), nil, "term")
+	rn.next(t)
+	st, ok := procfs.ReadStat(rn.sb.Pid())
+	if !ok || st.PPID == os.Getpid() {
+		t.Fatalf("the init's parent is %d: not a spawner", st.PPID)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", st.PPID)); err != nil {
+		t.Fatalf("positive control: the spawner %d is not there before StopSpawners: %v", st.PPID, err)
+	}
+	sandbox.StopSpawners()
+	if e := rn.wait(t); !e.InitDied {
+		t.Fatalf("after StopSpawners the run ended %+v, want the init's death", e)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", st.PPID)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the spawner %d is still there (unreaped?) after StopSpawners: %v", st.PPID, err)
+	}
+	next := start(t, baseConfig(t), nil, "term")
+	if r := next.next(t); r.Value != "waiting" {
+		t.Fatalf("after StopSpawners a new sandbox's agent said %+v", r)
+	}
 }

@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"syscall"
 
 	"github.com/harnessd/harnessd/process/sandbox/initfile"
+	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/linux/procfs"
-	"github.com/harnessd/harnessd/process"
 )
 
 // starter carries a sandbox through Start's phases. Each phase acquires
@@ -28,7 +27,6 @@ type starter struct {
 	spec      initSpec
 	bindFiles []*os.File // detached mounts (open_tree) for the init to attach
 	ctl       *net.UnixConn
-	cmd       *exec.Cmd
 	s         *Sandbox
 }
 
@@ -143,8 +141,9 @@ func (st *starter) openBinds(context.Context) (func(), error) {
 }
 
 // spawn starts the init in the new namespaces with the control socket and
-// the detached mounts, and puts it in the cgroup before it forks anything.
-// Undo: the init is killed and reaped, the control socket closed.
+// the detached mounts (through the spawner), and puts it in the cgroup
+// before it forks anything. Undo: the init is killed and waited for, the
+// control socket closed.
 func (st *starter) spawn(context.Context) (func(), error) {
 	hostEnd, childEnd, err := controlPair()
 	if err != nil {
@@ -155,8 +154,19 @@ func (st *starter) spawn(context.Context) (func(), error) {
 		childEnd.Close()
 		return nil, err
 	}
-	cmd := st.initCommand(childEnd)
-	err = process.StartCommand(cmd)
+	path, spec := st.initSpawn()
+	files, closeStdio, err := st.initStdio()
+	if err == nil {
+		var init *spawner.Init
+		init, err = spawner.Start(path, spec, append(append(files, childEnd), st.bindFiles...))
+		closeStdio()
+		if err == nil {
+			st.s = &Sandbox{
+				cfg: st.cfg, ids: st.ids, init: init, ctl: ctl, cg: st.cg, doors: map[string]*net.TCPListener{}, maps: st.cfg.pathMaps(),
+				initPid: init.Pid, pidNS: procfs.PIDNamespace(init.Pid), done: make(chan struct{}),
+			}
+		}
+	}
 	childEnd.Close()
 	closeAll(st.bindFiles) // the init has its own copies now
 	st.bindFiles = nil
@@ -164,20 +174,15 @@ func (st *starter) spawn(context.Context) (func(), error) {
 		ctl.Close()
 		return nil, cloneError(err)
 	}
-	pid := cmd.Process.Pid
-	st.ctl, st.cmd = ctl, cmd
-	st.s = &Sandbox{
-		cfg: st.cfg, ids: st.ids, cmd: cmd, ctl: ctl, cg: st.cg, doors: map[string]*net.TCPListener{}, maps: st.cfg.pathMaps(),
-		initPid: pid, pidNS: procfs.PIDNamespace(pid), done: make(chan struct{}),
-	}
+	st.ctl = ctl
+	init := st.s.init
 	undo := func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		process.ReleaseCommand(pid)
+		init.Kill()
+		init.Wait()
 		ctl.Close()
 	}
 	if st.cg != nil {
-		if err := st.cg.add(pid); err != nil {
+		if err := st.cg.add(init.Pid); err != nil {
 			undo()
 			return nil, err
 		}
@@ -185,52 +190,46 @@ func (st *starter) spawn(context.Context) (func(), error) {
 	return undo, nil
 }
 
-// initCommand is the init's command: this binary (or Config.Init) with
-// the hidden subcommand, in every namespace of Cloneflags (the network's
-// kept with HostNetwork), with the id maps, and Pdeathsig so that it dies
-// with the daemon.
-func (st *starter) initCommand(childEnd *os.File) *exec.Cmd {
-	initPath := st.cfg.Init
-	if initPath == "" {
-		initPath = initfile.Path()
+// initSpawn is the init's program and how the spawner starts it: this
+// binary (or Config.Init) with the hidden subcommand, in every namespace
+// of Cloneflags (the network's kept with HostNetwork), with the id maps,
+// and Pdeathsig so that it dies with the spawner (which dies with the
+// daemon).
+func (st *starter) initSpawn() (string, spawner.Spec) {
+	path := st.cfg.Init
+	if path == "" {
+		path = initfile.Path()
 	}
 	uids, gids := st.ids.maps()
 	flags := uintptr(Cloneflags)
 	if st.cfg.HostNetwork {
 		flags &^= syscall.CLONE_NEWNET
 	}
-	cmd := &exec.Cmd{
-		Path:       initPath,
-		Args:       []string{"harnessd-sandbox-init", initCommand},
-		Env:        []string{},
-		Dir:        "/",
-		ExtraFiles: append([]*os.File{childEnd}, st.bindFiles...),
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 flags,
-			UidMappings:                uids,
-			GidMappings:                gids,
-			GidMappingsEnableSetgroups: st.ids.mode == IDRange,
-			Pdeathsig:                  syscall.SIGKILL,
-			Setpgid:                    true,
-		},
+	return path, spawner.Spec{
+		Path: path, Args: []string{"harnessd-sandbox-init", initCommand}, Cloneflags: flags,
+		UIDMaps: uids, GIDMaps: gids, Setgroups: st.ids.mode == IDRange,
+		// The daemon's host uid is not in a range's map: the init
+		// becomes inside 0 (the range's first host id) explicitly.
+		Root: st.ids.mode == IDRange,
 	}
-	if st.ids.mode == IDRange {
-		// The daemon's host uid is not in the map: the init becomes
-		// inside 0 (the range's first host id) explicitly.
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+}
+
+// initStdio is the init's stdio: Config's files, /dev/null for those it
+// leaves nil. close closes what initStdio opened.
+func (st *starter) initStdio() (files []*os.File, close func(), err error) {
+	var opened []*os.File
+	close = func() { closeAll(opened) }
+	for _, f := range []*os.File{st.cfg.Stdin, st.cfg.Stdout, st.cfg.Stderr} {
+		if f == nil {
+			if f, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+				close()
+				return nil, func() {}, err
+			}
+			opened = append(opened, f)
+		}
+		files = append(files, f)
 	}
-	// A nil *os.File in an io.Reader would close the init's fd instead of
-	// giving it /dev/null: only set files are given.
-	if st.cfg.Stdin != nil {
-		cmd.Stdin = st.cfg.Stdin
-	}
-	if st.cfg.Stdout != nil {
-		cmd.Stdout = st.cfg.Stdout
-	}
-	if st.cfg.Stderr != nil {
-		cmd.Stderr = st.cfg.Stderr
-	}
-	return cmd
+	return files, close, nil
 }
 
 // handshake sends the init its spec and waits for its ready message with
@@ -251,3 +250,9 @@ func (st *starter) handshake(ctx context.Context) (func(), error) {
 	}
 	return closeDoors, nil
 }
+
+// StopSpawners ends the process that starts this daemon's inits (and any
+// init it still has) and waits for it. Call it as the daemon exits, once
+// its sandboxes are closed: the spawner and its inits are then reaped, and
+// their CPU time is the daemon's. A later Start starts a spawner again.
+func StopSpawners() { spawner.Stop() }
