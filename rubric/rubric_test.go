@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
@@ -22,17 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	// Command rubrics run in sandboxes whose init is this binary.
 	sandbox.Init()
-	code := m.Run()
-	// The sandbox spawner lives as long as the daemon; the daemon stops it
-	// as it exits, and so must a test process before it looks for leaks.
-	sandbox.StopSpawners()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testbin.LeakCheck(m.Run(), sandbox.StopSpawners))
 }
 
 // inSandbox is an Input.Sandbox for tests: a fresh sandbox (seccomp, a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
@@ -31,16 +28,7 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.Init() // this binary is the init of the sandboxes it starts
-	code := m.Run()
-	// The sandbox spawner lives as long as the daemon; the daemon stops it
-	// as it exits, and so must a test process before it looks for leaks.
-	sandbox.StopSpawners()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
-			code = 1
-		}
-	}
+	code := testbin.LeakCheck(m.Run(), sandbox.StopSpawners)
 	if sup != nil {
 		sup.Close(context.Background(), 0) // removes its cgroup directory
 	}

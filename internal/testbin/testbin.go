@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // Packages maps binary names to their package paths in the module.
@@ -164,4 +166,20 @@ func buildSandboxInit(root string) error {
 		return fmt.Errorf("go build ./cmd/harnessd-sandbox-init: %v\n%s", err, b)
 	}
 	return os.Rename(tmp, final)
+}
+
+// LeakCheck ends a test process's run of code (m.Run's): it calls stop
+// (what the process keeps for its whole life, such as the sandbox
+// spawner: sandbox.StopSpawners), then, when the tests passed, looks for
+// goroutines left running (goleak) and fails the run if it finds any. It
+// returns the exit code.
+func LeakCheck(code int, stop func()) int {
+	stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			return 1
+		}
+	}
+	return code
 }
