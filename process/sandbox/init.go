@@ -52,13 +52,26 @@ func initFail(ctl *net.UnixConn, stage string, err error) int {
 	return 125
 }
 
+// dropLethalSignals keeps the signals the Go runtime dies of even when
+// kill(2) sent them (SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGSTKFLT,
+// SIGSYS) from ending the init: its runtime handles every signal, so the
+// kernel's shield for a namespace's init (a signal from inside gets
+// through only if the init handles it) does not stop them, and with the
+// single id map the harness, uid 0 inside like the init, may send them.
+// Notified to a channel nobody reads, they are dropped; a real fault
+// still crashes the init.
+func dropLethalSignals() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP,
+		syscall.SIGABRT, syscall.SIGSTKFLT, syscall.SIGSYS)
+}
+
 // runInit is PID 1 of the sandbox.
 func runInit() int {
 	// Nothing in the sandbox may read the init's memory or descriptors.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// The init stays in the daemon's session (each harness leads its own:
-	// package session); it gives up the daemon's controlling terminal
-	// before it forks anything.
+	// The init leads a session of its own (the spawner's Setsid), as each
+	// harness does (package session); giving up a controlling terminal,
+	// which it then has none of, stays as a second line.
 	if err := session.DropControllingTerminal(); err != nil {
 		return initFail(nil, StageInit, err)
 	}
@@ -80,6 +93,7 @@ func runInit() int {
 	// SIGCHLD and the forwarded signals are caught before anything forks.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	dropLethalSignals()
 
 	m, files, err := receive(ctl)
 	closeAll(files)

@@ -85,7 +85,12 @@ type Spec struct {
 func (sp Spec) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{
 		Cloneflags: sp.Cloneflags, UidMappings: sp.UIDMaps, GidMappings: sp.GIDMaps,
-		GidMappingsEnableSetgroups: sp.Setgroups, Pdeathsig: syscall.SIGKILL, Setpgid: true,
+		GidMappingsEnableSetgroups: sp.Setgroups, Pdeathsig: syscall.SIGKILL,
+		// A session (and so a scheduling group) of its own: with the
+		// single id map the harness owns the init's /proc files, and
+		// in the daemon's (or the spawner's) session its
+		// /proc/1/autogroup would be theirs to lower.
+		Setsid: true,
 	}
 	if sp.Root {
 		a.Credential = &syscall.Credential{Uid: 0, Gid: 0}
