@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -196,13 +198,18 @@ func runAgent(args []string) int {
 			}
 		}
 	case "autogroup-nice":
-		// Lower its scheduling group's weight as far as it goes.
+		// Lower its scheduling group's weight as far as it goes (or, with
+		// arg(1), the group of process arg(1)).
 		// The kernel takes one change per 100 ms from a process without
 		// CAP_SYS_ADMIN (EAGAIN): try for a while.
+		target := "self"
+		if arg(1) != "" {
+			target = arg(1)
+		}
 		var err error
 		for range 100 {
 			var f *os.File
-			if f, err = os.OpenFile("/proc/self/autogroup", os.O_WRONLY, 0); err == nil {
+			if f, err = os.OpenFile("/proc/"+target+"/autogroup", os.O_WRONLY, 0); err == nil {
 				_, err = f.WriteString("19")
 				f.Close()
 			}
@@ -376,6 +383,182 @@ func runAgent(args []string) int {
 		<-ch
 		fmt.Println(`{"ok":true,"value":"got SIGTERM"}`)
 		return 3
+	case "self":
+		// What the harness holds: every descriptor above stdio but the
+		// one this listing opens (List), and its status's restrictions
+		// (Value: "Field:value" for each, space-separated).
+		entries, err := os.ReadDir("/proc/self/fd")
+		r = outcome(err)
+		for _, e := range entries {
+			if n, _ := strconv.Atoi(e.Name()); n > 2 {
+				target, err := os.Readlink("/proc/self/fd/" + e.Name())
+				if err != nil { // the listing's own descriptor, closed by now
+					continue
+				}
+				r.List = append(r.List, e.Name()+" "+target)
+			}
+		}
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			r = outcome(err)
+			break
+		}
+		var fields []string
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			switch k {
+			case "Uid", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp":
+				fields = append(fields, k+":"+strings.Join(strings.Fields(v), ","))
+			}
+		}
+		r.Value = strings.Join(fields, " ")
+	case "oom-adj":
+		// Raise the OOM score of process arg(1) ("child": a /bin/sleep of
+		// the agent's own) to 1000, the kernel's first choice of victim,
+		// and read it back.
+		target := arg(1)
+		if target == "child" {
+			c := exec.Command("/bin/sleep", "60")
+			if err := c.Start(); err != nil {
+				r = outcome(err)
+				break
+			}
+			defer func() { c.Process.Kill(); c.Wait() }()
+			target = strconv.Itoa(c.Process.Pid)
+			time.Sleep(200 * time.Millisecond)
+		}
+		r = outcome(os.WriteFile("/proc/"+target+"/oom_score_adj", []byte("1000"), 0))
+		b, _ := os.ReadFile("/proc/" + target + "/oom_score_adj")
+		r.Value = strings.TrimSpace(string(b))
+	case "pdeath":
+		// Ask for SIGUSR2 at the parent's death, then wait arg(1)
+		// seconds: Value is "none" or the signal that came. With
+		// arg(2) == "control", first the positive control: a
+		// /bin/sleep forked, with the same request, from a thread that
+		// then exits must get the signal (List: its end).
+		if arg(2) == "control" {
+			// Keep the main thread (which the runtime never lets exit)
+			// from running the forking goroutine.
+			runtime.LockOSThread()
+			done := make(chan string, 1)
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+				c := exec.Command("/bin/sleep", "5")
+				c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGUSR2}
+				if err := c.Start(); err != nil {
+					done <- "start: " + err.Error()
+					return
+				}
+				go func() { c.Wait(); done <- c.ProcessState.String() }()
+			}()
+			r.List = []string{<-done}
+			runtime.UnlockOSThread()
+		}
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGUSR2)
+		r = result{OK: unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGUSR2), 0, 0, 0) == nil, List: r.List}
+		secs, _ := strconv.Atoi(arg(1))
+		select {
+		case s := <-ch:
+			r.Value = s.String()
+		case <-time.After(time.Duration(secs) * time.Second):
+			r.Value = "none"
+		}
+	case "initsig":
+		// Send signal arg(1) to the init (PID 1), report, then wait to be
+		// killed: a run that ends without the init's death ends by the
+		// agent's own exit 0 after the wait.
+		n, _ := strconv.Atoi(arg(1))
+		r = outcome(unix.Kill(1, unix.Signal(n)))
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+		// The Go runtime dies of such a signal within milliseconds.
+		time.Sleep(300 * time.Millisecond)
+		return 0
+	case "reach":
+		// Try every way into the process arg(1) ("child": a /bin/sleep of
+		// the agent's own, the positive control) and into each of its
+		// threads: ptrace, its memory, environment and descriptors, a
+		// descriptor of it through pidfd_getfd, process_vm_readv. List
+		// names each try that succeeded ("tid op"); N counts tries.
+		target := arg(1)
+		if target == "child" {
+			c := exec.Command("/bin/sleep", "60")
+			if err := c.Start(); err != nil {
+				r = outcome(err)
+				break
+			}
+			defer func() { c.Process.Kill(); c.Wait() }()
+			target = strconv.Itoa(c.Process.Pid)
+			time.Sleep(200 * time.Millisecond) // let it exec
+		}
+		r.Value = target
+		tasks, err := os.ReadDir("/proc/" + target + "/task")
+		if err != nil {
+			r = outcome(err)
+			break
+		}
+		r.OK = true
+		try := func(tid, op string, err error) {
+			r.N++
+			if err == nil {
+				r.List = append(r.List, tid+" "+op)
+			}
+		}
+		for _, e := range tasks {
+			tid := e.Name()
+			dir := "/proc/" + target + "/task/" + tid
+			n, _ := strconv.Atoi(tid)
+			try(tid, "ptrace", ptraceOnce(n))
+			f, err := os.Open(dir + "/mem")
+			if err == nil {
+				f.Close()
+			}
+			try(tid, "mem", err)
+			_, err = os.ReadFile(dir + "/environ")
+			try(tid, "environ", err)
+			// Listing the descriptors' numbers is not reading them: each
+			// one listed is tried by its link, an open and its fdinfo.
+			fds, err := os.ReadDir(dir + "/fd")
+			for _, fd := range fds {
+				_, err := os.Readlink(dir + "/fd/" + fd.Name())
+				try(tid, "fd/"+fd.Name()+" readlink", err)
+				f, err := os.OpenFile(dir+"/fd/"+fd.Name(), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+				if err == nil {
+					f.Close()
+				}
+				try(tid, "fd/"+fd.Name()+" open", err)
+				_, err = os.ReadFile(dir + "/fdinfo/" + fd.Name())
+				try(tid, "fdinfo/"+fd.Name(), err)
+			}
+			if err == nil {
+				r.Error += fmt.Sprintf("tid %s lists %d fds; ", tid, len(fds))
+			}
+			_, err = os.Readlink(dir + "/cwd")
+			try(tid, "cwd", err)
+			_, err = os.ReadFile(dir + "/syscall")
+			try(tid, "syscall", err)
+		}
+		pid, _ := strconv.Atoi(target)
+		// pidfd_open needs no right over the process (only that it be
+		// visible): not a try; pidfd_getfd needs ptrace's.
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err == nil {
+			fd, err := unix.PidfdGetfd(pidfd, 0, 0)
+			try(target, "pidfd_getfd", err)
+			if err == nil {
+				unix.Close(fd)
+			}
+			unix.Close(pidfd)
+		}
+		dst := make([]byte, 1)
+		local := []unix.Iovec{{Base: &dst[0], Len: 1}}
+		remote := []unix.RemoteIovec{{Base: 0x400000, Len: 1}} // EFAULT past the check
+		_, err = unix.ProcessVMReadv(pid, local, remote, 0)
+		if errors.Is(err, unix.EFAULT) {
+			err = nil
+		}
+		try(target, "process_vm_readv", err)
 	default:
 		fmt.Fprintln(os.Stderr, "agent: unknown mode", args[0])
 		return 2
@@ -383,6 +566,17 @@ func runAgent(args []string) int {
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
 	return 0
+}
+
+// ptraceOnce attaches to tid and lets it go again.
+func ptraceOnce(tid int) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.PtraceSeize(tid); err != nil {
+		return err
+	}
+	unix.PtraceDetach(tid)
+	return nil
 }
 
 var _ = strings.TrimSpace
