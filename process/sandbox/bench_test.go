@@ -19,7 +19,7 @@ import (
 // ready (the test agent's first stdout line) against the same agent started
 // bare with os/exec, each the median of 3 repeats, and prints a BENCH line.
 // The sandbox side includes everything a session would pay: namespaces, id
-// maps, the new root, a door, the exec stage, and Close.
+// maps, the new root, a door, the harness's fork from the init, and Close.
 func BenchmarkSandboxStart(b *testing.B) {
 	if r := probeOnce(); !r.OK {
 		testbin.Missing(b, "sandbox: %s", r.Detail)

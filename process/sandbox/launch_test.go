@@ -100,8 +100,7 @@ func TestSupervisedStopForwardsSIGTERMThenEndsTheTree(t *testing.T) {
 	if st.Code != 3 {
 		t.Fatalf("exit %v, want 3", st)
 	}
-	// The run is over; the init stays for the next one, with the next
-	// run's exec stage.
+	// The run is over; the init stays for the next one, alone.
 	if left := leftOf(sb); len(left) != 0 {
 		t.Fatalf("processes left in the sandbox: %v (init %d)", left, sb.Pid())
 	}
