@@ -55,7 +55,8 @@ type Process struct {
 	treeID   string
 	leaf     *cgtree.Leaf
 	tree     LaunchedTree // set when Spec.Launcher started the leader
-	settled  sync.Once    // a SettlingTree's Settle, before the first input
+	settler  SettlingTree // tree, when it settles; set with tree
+	settled  sync.Once    // settler's Settle, before the first input
 
 	stdin  *os.File // pipe mode
 	stdout *os.File // pipe mode read end
@@ -271,8 +272,8 @@ func (p *Process) Stdin() io.Writer {
 
 // settle settles a SettlingTree, once, before the leader's first input.
 func (p *Process) settle() {
-	if t, ok := p.tree.(SettlingTree); ok {
-		p.settled.Do(t.Settle)
+	if p.settler != nil {
+		p.settled.Do(p.settler.Settle)
 	}
 }
 

@@ -271,6 +271,7 @@ func (p *Process) launch(env []string, io childIO) error {
 		return fmt.Errorf("start %s: %w", spec.Path, err)
 	}
 	p.tree = tree
+	p.settler, _ = tree.(SettlingTree) // resolved once, not at each write
 	p.pid = tree.Pid()
 	p.launched.Store(true)
 	p.log = spec.Logger.With("proc", spec.Name, "pid", p.pid)
