@@ -43,13 +43,6 @@ type doorOpened struct {
 	Addr string `json:"addr"`
 }
 
-// controlPair makes the socketpair (control.Pair).
-func controlPair() (host, child *os.File, err error) { return control.Pair() }
-
-// controlConn wraps f (which it takes over) as a packet connection that
-// uses the runtime poller.
-func controlConn(f *os.File) (*net.UnixConn, error) { return control.Conn(f) }
-
 // send writes m with fds attached.
 func send(c *net.UnixConn, m message, fds ...int) error {
 	if err := control.Send(c, m, fds...); err != nil {
@@ -67,5 +60,3 @@ func receive(c *net.UnixConn) (message, []*os.File, error) {
 	files, err := control.Receive(c, &m)
 	return m, files, err
 }
-
-func closeAll(files []*os.File) { control.CloseAll(files) }

@@ -21,6 +21,7 @@ import (
 	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/internal/pathmap"
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/process/sandbox/internal/control"
 	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 )
 
@@ -150,7 +151,7 @@ func (s *Sandbox) awaitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		s.init.Kill()
 		r = <-ch
-		closeAll(r.files)
+		control.CloseAll(r.files)
 		return fmt.Errorf("sandbox setup: %w", ctx.Err())
 	}
 	if r.err != nil {
@@ -161,28 +162,28 @@ func (s *Sandbox) awaitReady(ctx context.Context) error {
 	}
 	switch r.m.Type {
 	case msgError:
-		closeAll(r.files)
+		control.CloseAll(r.files)
 		return &SetupError{Stage: r.m.Stage, Err: errors.New(r.m.Error)}
 	case msgReady:
 	default:
-		closeAll(r.files)
+		control.CloseAll(r.files)
 		return fmt.Errorf("sandbox init sent %q before ready", r.m.Type)
 	}
 	if len(r.files) != len(r.m.Doors) || len(r.m.Doors) != len(s.cfg.Doors) {
-		closeAll(r.files)
+		control.CloseAll(r.files)
 		return fmt.Errorf("sandbox init sent %d doors and %d descriptors for %d doors asked", len(r.m.Doors), len(r.files), len(s.cfg.Doors))
 	}
 	for i, d := range r.m.Doors {
 		l, err := net.FileListener(r.files[i])
 		r.files[i].Close()
 		if err != nil {
-			closeAll(r.files[i+1:])
+			control.CloseAll(r.files[i+1:])
 			return fmt.Errorf("door %s: %w", d.Name, err)
 		}
 		tl, ok := l.(*net.TCPListener)
 		if !ok {
 			l.Close()
-			closeAll(r.files[i+1:])
+			control.CloseAll(r.files[i+1:])
 			return fmt.Errorf("door %s is not a TCP listener", d.Name)
 		}
 		s.doors[d.Name] = tl
@@ -213,7 +214,7 @@ func (s *Sandbox) watch() {
 		}
 		r := s.cur.Load()
 		if r == nil {
-			closeAll(files)
+			control.CloseAll(files)
 			continue
 		}
 		switch m.Type {
@@ -236,7 +237,7 @@ func (s *Sandbox) watch() {
 			}
 			r.finish(Exit{Status: st})
 		}
-		closeAll(files)
+		control.CloseAll(files)
 	}
 	s.initExit = Exit{InitDied: true, Status: s.init.Wait()}
 	if r := s.cur.Load(); r != nil {

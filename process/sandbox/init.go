@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/linux/session"
+	"github.com/harnessd/harnessd/process/sandbox/internal/control"
 	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 )
 
@@ -78,7 +79,7 @@ func runInit() int {
 	// The harness gets its stdio and no other descriptor: those the
 	// daemon itself inherited without close-on-exec (from its parent: a
 	// shell's, a terminal) came through to the init. The control socket
-	// is wrapped (controlConn) by a close-on-exec duplicate.
+	// is wrapped (control.Conn) by a close-on-exec duplicate.
 	if err := unix.CloseRange(controlFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return initFail(nil, StageInit, fmt.Errorf("close inherited descriptors on exec: %w", err))
 	}
@@ -86,7 +87,7 @@ func runInit() int {
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		return initFail(nil, StageInit, fmt.Errorf("setrlimit core: %w", err))
 	}
-	ctl, err := controlConn(os.NewFile(controlFD, "sandbox-control"))
+	ctl, err := control.Conn(os.NewFile(controlFD, "sandbox-control"))
 	if err != nil {
 		return initFail(nil, StageInit, err)
 	}
@@ -96,7 +97,7 @@ func runInit() int {
 	dropLethalSignals()
 
 	m, files, err := receive(ctl)
-	closeAll(files)
+	control.CloseAll(files)
 	if err != nil || m.Type != msgSpec || m.Spec == nil {
 		return initFail(ctl, StageInit, fmt.Errorf("no spec from the daemon (%v)", err))
 	}
@@ -138,7 +139,7 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 		m, files, err := receive(ctl)
 		if err != nil || m.Type != msgGo || m.Command == nil || len(files) != len(m.Stdio) {
 			// The daemon closed the sandbox.
-			closeAll(files)
+			control.CloseAll(files)
 			return 0
 		}
 		// A signal sent while no harness ran is not the next one's.
@@ -146,7 +147,7 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 			<-sigs
 		}
 		harness, pidfd, err := harnesses.start(spec, *m.Command, runStdio(m.Stdio, files))
-		closeAll(files)
+		control.CloseAll(files)
 		if err == nil {
 			err = superviseRun(ctl, harness, pidfd, sigs)
 		} else {

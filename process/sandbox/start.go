@@ -7,12 +7,12 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/harnessd/harnessd/process/sandbox/initfile"
-	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/linux/procfs"
+	"github.com/harnessd/harnessd/process/sandbox/initfile"
+	"github.com/harnessd/harnessd/process/sandbox/internal/control"
+	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 )
 
 // starter carries a sandbox through Start's phases. Each phase acquires
@@ -123,7 +123,7 @@ func (st *starter) makeCgroup(context.Context) (func(), error) {
 // its copies).
 func (st *starter) openBinds(context.Context) (func(), error) {
 	st.spec = st.cfg.initSpec(st.ids)
-	undo := func() { closeAll(st.bindFiles); st.bindFiles = nil }
+	undo := func() { control.CloseAll(st.bindFiles); st.bindFiles = nil }
 	for _, b := range st.cfg.binds() {
 		bs := bindSpec{Bind: b}
 		if st.ids.mode == IDRange {
@@ -145,11 +145,11 @@ func (st *starter) openBinds(context.Context) (func(), error) {
 // before it forks anything. Undo: the init is killed and waited for, the
 // control socket closed.
 func (st *starter) spawn(context.Context) (func(), error) {
-	hostEnd, childEnd, err := controlPair()
+	hostEnd, childEnd, err := control.Pair()
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := controlConn(hostEnd)
+	ctl, err := control.Conn(hostEnd)
 	if err != nil {
 		childEnd.Close()
 		return nil, err
@@ -168,7 +168,7 @@ func (st *starter) spawn(context.Context) (func(), error) {
 		}
 	}
 	childEnd.Close()
-	closeAll(st.bindFiles) // the init has its own copies now
+	control.CloseAll(st.bindFiles) // the init has its own copies now
 	st.bindFiles = nil
 	if err != nil {
 		ctl.Close()
@@ -218,7 +218,7 @@ func (st *starter) initSpawn() (string, spawner.Spec) {
 // leaves nil. close closes what initStdio opened.
 func (st *starter) initStdio() (files []*os.File, close func(), err error) {
 	var opened []*os.File
-	close = func() { closeAll(opened) }
+	close = func() { control.CloseAll(opened) }
 	for _, f := range []*os.File{st.cfg.Stdin, st.cfg.Stdout, st.cfg.Stderr} {
 		if f == nil {
 			if f, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
