@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
@@ -84,93 +83,17 @@ func TestHarnessCannotEndItsInitBySignal(t *testing.T) {
 	}
 }
 
-const initGroupDaemonCommand = "__sandbox-test-initgroupdaemon"
-
-// initGroupReport is what runInitGroupDaemon prints.
-type initGroupReport struct {
-	Before, AfterHarness, AfterChild string
-	Harness, Child                   result
-	Error                            string
-}
-
-// runInitGroupDaemon stands in for harnessd in a session of its own (the
-// test's own scheduling group is never touched): a sandboxed harness
-// (id map os.Args[2], with the seccomp filter) lowers the scheduling group of its init (PID 1),
-// which stays in the daemon's session and so shares the daemon's group;
-// then a plain child lowers its own (the positive control: a process of
-// the daemon's session lowers the daemon's).
-func runInitGroupDaemon() int {
-	rep := initGroupReport{Before: ownNice()}
-	defer func() { json.NewEncoder(os.Stdout).Encode(rep) }()
-	exe, _ := os.Executable()
-	cfg := sandbox.Config{Name: "initgroupdaemon", Binds: []sandbox.Bind{{Src: exe, Dst: agentPath}}, IDs: sandbox.IDMode(os.Args[2]), Seccomp: true}
-	var err error
-	if rep.Harness, err = sandboxedRun(cfg, "autogroup-nice", "1"); err != nil {
-		rep.Error = err.Error()
-		return 1
-	}
-	rep.AfterHarness = ownNice()
-	out, err := exec.Command(exe, agentCommand, "autogroup-nice").Output()
-	if err != nil || json.Unmarshal(out, &rep.Child) != nil {
-		rep.Error = fmt.Sprintf("plain child: %q %v", out, err)
-		return 1
-	}
-	rep.AfterChild = ownNice()
-	return 0
-}
-
-// sandboxedRun starts a sandbox from cfg (stdout set here), runs the agent
-// with args once and returns its result line.
-func sandboxedRun(cfg sandbox.Config, args ...string) (result, error) {
-	var r result
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return r, err
-	}
-	defer pr.Close()
-	cfg.Stdout, cfg.Stderr = pw, os.Stderr
-	sb, err := sandbox.Start(ctx, cfg)
-	pw.Close()
-	if err != nil {
-		return r, fmt.Errorf("start sandbox: %w", err)
-	}
-	defer sb.Close()
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, args...)}); err != nil {
-		return r, fmt.Errorf("run: %w", err)
-	}
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil || json.Unmarshal([]byte(line), &r) != nil {
-		return r, fmt.Errorf("harness said %q: %v", line, err)
-	}
-	return r, nil
-}
-
 // The harness cannot lower the daemon's scheduling weight through its
-// init: the init stays in the daemon's session, so /proc/1/autogroup in
-// the sandbox is the daemon's group, writable by the init's owner — the
-// harness itself with the single id map (uid 0 inside, like the init).
-// The positive control is a plain child of the daemon's session, which
-// does lower the daemon's group.
+// init: /proc/1/autogroup is writable by the init's owner — the harness
+// itself with the single id map (uid 0 inside, like the init) — so an
+// init in the daemon's session would hand the harness the daemon's group;
+// it leads a session of its own. The positive control is a plain child
+// of the daemon's session, which does lower the daemon's group.
 func TestHarnessCannotLowerTheDaemonsWeightThroughItsInit(t *testing.T) {
 	need(t)
-	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
-		testbin.Missing(t, "this kernel has no autogroup (%v)", err)
-	}
 	for _, ids := range []sandbox.IDMode{sandbox.IDRange, sandbox.IDSelf} {
 		t.Run(string(ids), func(t *testing.T) {
-			cmd := exec.Command(self(t), initGroupDaemonCommand, string(ids))
-			cmd.Stderr = os.Stderr
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-			out, err := cmd.Output()
-			var rep initGroupReport
-			if jerr := json.Unmarshal(out, &rep); jerr != nil {
-				t.Fatalf("stand-in daemon said %q (%v, %v)", out, err, jerr)
-			}
-			if rep.Error != "" || err != nil {
-				t.Fatalf("stand-in daemon: %s (%v)", rep.Error, err)
-			}
+			rep := autogroupStandIn(t, ids, "autogroup-nice", "1")
 			if rep.Before != "nice 0" || rep.AfterHarness != "nice 0" {
 				t.Errorf("the daemon's group went from %q to %q when the harness wrote 19 to its init's /proc/1/autogroup (%+v)", rep.Before, rep.AfterHarness, rep.Harness)
 			}

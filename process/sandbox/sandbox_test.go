@@ -39,8 +39,6 @@ func TestMain(m *testing.M) {
 			os.Exit(runTTYDaemon())
 		case autogroupDaemonCommand:
 			os.Exit(runAutogroupDaemon())
-		case initGroupDaemonCommand:
-			os.Exit(runInitGroupDaemon())
 		}
 	}
 	os.Exit(testbin.Main(m))

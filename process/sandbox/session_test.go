@@ -97,7 +97,7 @@ func runTTYDaemon() int {
 		rep.Error = fmt.Sprintf("plain child: %q %v", out, err)
 		return 1
 	}
-	if rep.Harness, err = sandboxedAttempt(exe, "ttydaemon", "ctty", false); err != nil {
+	if rep.Harness, err = sandboxedRun(standInConfig("ttydaemon"), "ctty"); err != nil {
 		rep.Error = err.Error()
 		return 1
 	}
@@ -138,7 +138,7 @@ const autogroupDaemonCommand = "__sandbox-test-autogroupdaemon"
 
 // autogroupReport is what runAutogroupDaemon prints: its own scheduling
 // group's nice before, after a sandboxed harness and after a plain child
-// each set theirs to 19.
+// each set a group to 19.
 type autogroupReport struct {
 	Before, AfterHarness, AfterChild string
 	Harness, Child                   result
@@ -157,19 +157,22 @@ func ownNice() string {
 
 // runAutogroupDaemon stands in for harnessd in a session of its own (so
 // that the test's own scheduling group is never touched): a sandboxed
-// harness lowers its group's weight, then a plain child does (the
-// positive control: a process of the daemon's session lowers the
+// harness (id map os.Args[2], the seccomp filter on) runs the agent with
+// os.Args[3:], which sets a group to 19, then a plain child sets its own
+// (the positive control: a process of the daemon's session lowers the
 // daemon's).
 func runAutogroupDaemon() int {
 	rep := autogroupReport{Before: ownNice()}
 	defer func() { json.NewEncoder(os.Stdout).Encode(rep) }()
-	exe, _ := os.Executable()
+	cfg := standInConfig("autogroupdaemon")
+	cfg.IDs, cfg.Seccomp = sandbox.IDMode(os.Args[2]), true
 	var err error
-	if rep.Harness, err = sandboxedAttempt(exe, "autogroupdaemon", "autogroup-nice", true); err != nil {
+	if rep.Harness, err = sandboxedRun(cfg, os.Args[3:]...); err != nil {
 		rep.Error = err.Error()
 		return 1
 	}
 	rep.AfterHarness = ownNice()
+	exe, _ := os.Executable()
 	out, err := exec.Command(exe, agentCommand, "autogroup-nice").Output()
 	if err != nil || json.Unmarshal(out, &rep.Child) != nil {
 		rep.Error = fmt.Sprintf("plain child: %q %v", out, err)
@@ -179,16 +182,15 @@ func runAutogroupDaemon() int {
 	return 0
 }
 
-// A sandboxed harness that lowers its scheduling group's weight lowers
-// only its own: the daemon's stays at nice 0, while a plain child of the
-// daemon's session (the positive control) lowers the daemon's. In the
-// daemon's session the harness could starve it so.
-func TestHarnessCannotLowerTheDaemonsSchedulingWeight(t *testing.T) {
-	need(t)
+// autogroupStandIn runs runAutogroupDaemon in a session of its own, its
+// harness with id map ids and agent arguments args, and returns its
+// report.
+func autogroupStandIn(t *testing.T, ids sandbox.IDMode, args ...string) autogroupReport {
+	t.Helper()
 	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
 		testbin.Missing(t, "this kernel has no autogroup (%v): there is no shared scheduling group to lower", err)
 	}
-	cmd := exec.Command(self(t), autogroupDaemonCommand)
+	cmd := exec.Command(self(t), append([]string{autogroupDaemonCommand, string(ids)}, args...)...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	out, err := cmd.Output()
@@ -199,6 +201,16 @@ func TestHarnessCannotLowerTheDaemonsSchedulingWeight(t *testing.T) {
 	if rep.Error != "" || err != nil {
 		t.Fatalf("autogroup daemon: %s (%v)", rep.Error, err)
 	}
+	return rep
+}
+
+// A sandboxed harness that lowers its scheduling group's weight lowers
+// only its own: the daemon's stays at nice 0, while a plain child of the
+// daemon's session (the positive control) lowers the daemon's. In the
+// daemon's session the harness could starve it so.
+func TestHarnessCannotLowerTheDaemonsSchedulingWeight(t *testing.T) {
+	need(t)
+	rep := autogroupStandIn(t, sandbox.IDAuto, "autogroup-nice")
 	if !rep.Harness.OK {
 		t.Fatalf("the harness could not set its own group's nice, so the attack did not run: %+v", rep.Harness)
 	}
@@ -237,10 +249,16 @@ func TestInheritedDescriptorsDoNotReachTheHarness(t *testing.T) {
 	}
 }
 
-// sandboxedAttempt is a stand-in daemon's sandbox: it starts one named
-// name with exe bound as the agent, runs the agent in mode and returns
-// its result line.
-func sandboxedAttempt(exe, name, mode string, seccomp bool) (result, error) {
+// standInConfig is a stand-in daemon's sandbox named name, with this
+// binary bound as the agent.
+func standInConfig(name string) sandbox.Config {
+	exe, _ := os.Executable()
+	return sandbox.Config{Name: name, Binds: []sandbox.Bind{{Src: exe, Dst: agentPath}}}
+}
+
+// sandboxedRun starts a sandbox from cfg (stdout set here), runs the agent
+// with args once and returns its result line.
+func sandboxedRun(cfg sandbox.Config, args ...string) (result, error) {
 	var r result
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -249,13 +267,14 @@ func sandboxedAttempt(exe, name, mode string, seccomp bool) (result, error) {
 		return r, err
 	}
 	defer pr.Close()
-	sb, err := sandbox.Start(ctx, sandbox.Config{Name: name, Binds: []sandbox.Bind{{Src: exe, Dst: agentPath}}, Stdout: pw, Stderr: os.Stderr, Seccomp: seccomp})
+	cfg.Stdout, cfg.Stderr = pw, os.Stderr
+	sb, err := sandbox.Start(ctx, cfg)
 	pw.Close()
 	if err != nil {
 		return r, fmt.Errorf("start sandbox: %w", err)
 	}
 	defer sb.Close()
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, mode}}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, args...)}); err != nil {
 		return r, fmt.Errorf("run: %w", err)
 	}
 	line, err := bufio.NewReader(pr).ReadString('\n')
