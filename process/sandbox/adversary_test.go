@@ -147,24 +147,9 @@ func TestEveryRunIsRestrictedAndHoldsOnlyItsStdio(t *testing.T) {
 						t.Fatal("a missing program started")
 					}
 				}
-				pr, pw, err := os.Pipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "self"}, Stdout: pw})
-				pw.Close()
-				if err != nil {
-					pr.Close()
-					t.Fatalf("run %d: %v", i, err)
-				}
-				line, _ := bufio.NewReader(pr).ReadString('\n')
-				pr.Close()
-				if _, err := run.Wait(ctx); err != nil {
-					t.Fatalf("run %d did not end: %v", i, err)
-				}
-				var r result
-				if err := json.Unmarshal([]byte(line), &r); err != nil || !r.OK {
-					t.Fatalf("run %d: harness said %q (%v)", i, line, err)
+				r, e := runAgain(t, ctx, sb, nil, "self")
+				if !r.OK {
+					t.Fatalf("run %d: harness said %+v, exit %+v", i, r, e)
 				}
 				if len(r.List) != 0 {
 					t.Errorf("run %d: the harness holds descriptors beyond its stdio: %v", i, r.List)
@@ -217,35 +202,20 @@ func TestAParentDeathSignalIsNotSentSpuriously(t *testing.T) {
 	}
 	defer sb.Close()
 	for i := range 3 {
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := []string{agentCommand, "pdeath", "1"}
+		args := []string{"pdeath", "1"}
 		if i == 0 {
 			args = append(args, "control")
 		}
-		run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: args, Stdout: pw})
-		pw.Close()
-		if err != nil {
-			pr.Close()
-			t.Fatal(err)
-		}
 		// Meanwhile the init's signal handling runs (SIGWINCH, which
 		// the init does not forward and the agent ignores).
-		for range 4 {
-			time.Sleep(300 * time.Millisecond)
-			sb.Signal(syscall.SIGWINCH)
-		}
-		line, _ := bufio.NewReader(pr).ReadString('\n')
-		pr.Close()
-		e, err := run.Wait(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r result
-		if err := json.Unmarshal([]byte(line), &r); err != nil || !r.OK {
-			t.Fatalf("run %d: harness said %q (%v), exit %+v", i, line, err, e)
+		r, e := runAgain(t, ctx, sb, func() {
+			for range 4 {
+				time.Sleep(300 * time.Millisecond)
+				sb.Signal(syscall.SIGWINCH)
+			}
+		}, args...)
+		if !r.OK {
+			t.Fatalf("run %d: harness said %+v, exit %+v", i, r, e)
 		}
 		if i == 0 && (len(r.List) != 1 || !strings.Contains(r.List[0], "user defined signal 2")) {
 			t.Fatalf("positive control: a child forked from a thread that exited ended %v, want by SIGUSR2", r.List)
@@ -302,4 +272,34 @@ func TestQuickExitsInParallelSandboxesKeepTheirStatuses(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// runAgain runs the agent with args once more in the open sandbox sb, its
+// stdout a pipe of its own, calls during (if set) while it runs, and
+// returns its result line and how the run ended.
+func runAgain(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, during func(), args ...string) (result, sandbox.Exit) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, args...), Stdout: pw})
+	pw.Close()
+	if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	if during != nil {
+		during()
+	}
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	e, err := run.Wait(ctx)
+	if err != nil {
+		t.Fatalf("run %v did not end: %v", args, err)
+	}
+	var r result
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		t.Fatalf("run %v: harness said %q (%v), exit %+v", args, line, err, e)
+	}
+	return r, e
 }

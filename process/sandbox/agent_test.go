@@ -110,6 +110,30 @@ func autogroupName(b []byte) string {
 	return name
 }
 
+// targetPid is an attack's target: pid as given, or for "child" a
+// /bin/sleep of the agent's own (the positive control), returned once it
+// has executed (its /proc/PID/comm is sleep), with the stop that ends it.
+func targetPid(pid string) (string, func(), error) {
+	if pid != "child" {
+		return pid, func() {}, nil
+	}
+	c := exec.Command("/bin/sleep", "60")
+	if err := c.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { c.Process.Kill(); c.Wait() }
+	pid = strconv.Itoa(c.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "sleep" {
+			return pid, stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("the child %s did not execute /bin/sleep within 10s", pid)
+		}
+	}
+}
+
 func outcome(err error) result {
 	if err != nil {
 		return result{Errno: errnoOf(err), Error: err.Error()}
@@ -416,17 +440,12 @@ func runAgent(args []string) int {
 		// Raise the OOM score of process arg(1) ("child": a /bin/sleep of
 		// the agent's own) to 1000, the kernel's first choice of victim,
 		// and read it back.
-		target := arg(1)
-		if target == "child" {
-			c := exec.Command("/bin/sleep", "60")
-			if err := c.Start(); err != nil {
-				r = outcome(err)
-				break
-			}
-			defer func() { c.Process.Kill(); c.Wait() }()
-			target = strconv.Itoa(c.Process.Pid)
-			time.Sleep(200 * time.Millisecond)
+		target, stop, err := targetPid(arg(1))
+		if err != nil {
+			r = outcome(err)
+			break
 		}
+		defer stop()
 		r = outcome(os.WriteFile("/proc/"+target+"/oom_score_adj", []byte("1000"), 0))
 		b, _ := os.ReadFile("/proc/" + target + "/oom_score_adj")
 		r.Value = strings.TrimSpace(string(b))
@@ -481,17 +500,12 @@ func runAgent(args []string) int {
 		// threads: ptrace, its memory, environment and descriptors, a
 		// descriptor of it through pidfd_getfd, process_vm_readv. List
 		// names each try that succeeded ("tid op"); N counts tries.
-		target := arg(1)
-		if target == "child" {
-			c := exec.Command("/bin/sleep", "60")
-			if err := c.Start(); err != nil {
-				r = outcome(err)
-				break
-			}
-			defer func() { c.Process.Kill(); c.Wait() }()
-			target = strconv.Itoa(c.Process.Pid)
-			time.Sleep(200 * time.Millisecond) // let it exec
+		target, stop, err := targetPid(arg(1))
+		if err != nil {
+			r = outcome(err)
+			break
 		}
+		defer stop()
 		r.Value = target
 		tasks, err := os.ReadDir("/proc/" + target + "/task")
 		if err != nil {
