@@ -133,14 +133,8 @@ func TestEveryRunIsRestrictedAndHoldsOnlyItsStdio(t *testing.T) {
 	for _, ids := range []sandbox.IDMode{sandbox.IDRange, sandbox.IDSelf} {
 		t.Run(string(ids), func(t *testing.T) {
 			cfg := baseConfig(t)
-			cfg.IDs, cfg.Seccomp, cfg.Stderr = ids, true, os.Stderr
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			sb, err := sandbox.Start(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sb.Close()
+			cfg.IDs, cfg.Seccomp = ids, true
+			ctx, sb := openSandbox(t, cfg)
 			for i := range 4 {
 				if i == 2 {
 					if _, err := sb.Run(ctx, sandbox.Command{Path: "/no/such/agent"}); err == nil {
@@ -192,15 +186,7 @@ func TestHarnessCannotRaiseItsInitsOOMScore(t *testing.T) {
 // exits: it gets its signal.
 func TestAParentDeathSignalIsNotSentSpuriously(t *testing.T) {
 	need(t)
-	cfg := baseConfig(t)
-	cfg.Stderr = os.Stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sb, err := sandbox.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
+	ctx, sb := openSandbox(t, baseConfig(t))
 	for i := range 3 {
 		args := []string{"pdeath", "1"}
 		if i == 0 {
@@ -272,6 +258,21 @@ func TestQuickExitsInParallelSandboxesKeepTheirStatuses(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// openSandbox starts a sandbox from cfg (its stderr the test's) for
+// several runs, closed when the test ends, and a context bounding them.
+func openSandbox(t *testing.T, cfg sandbox.Config) (context.Context, *sandbox.Sandbox) {
+	t.Helper()
+	cfg.Stderr = os.Stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	sb, err := sandbox.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return ctx, sb
 }
 
 // runAgain runs the agent with args once more in the open sandbox sb, its
