@@ -1,7 +1,10 @@
 package sockdiag
 
 import (
+	"runtime"
+
 	"errors"
+	"golang.org/x/sys/unix"
 	"net"
 	"net/netip"
 	"os"
@@ -49,4 +52,101 @@ func TestLookupOwnConnection(t *testing.T) {
 	if _, err := Lookup(local, netip.MustParseAddrPort("127.0.0.1:1")); !errors.Is(err, ErrGone) {
 		t.Fatalf("Lookup(no such socket) = %v, want ErrGone", err)
 	}
+}
+
+// TestSweepEndsEverySocketOfTheNamespace leaves a connection in TIME_WAIT
+// and a UDP socket in a network namespace of the test's own
+// and sweeps it: the dump saw them first (the positive control), none is
+// left after.
+func TestSweepEndsEverySocketOfTheNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testbin.Missing(t, "a network namespace of the test's own needs root")
+	}
+	done := make(chan struct{})
+	var before, left int
+	var err error
+	go func() {
+		defer close(done)
+		// The thread stays locked and is thrown away with its namespace.
+		runtime.LockOSThread()
+		if err = unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return
+		}
+		if err = loopbackUp(); err != nil {
+			return
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return
+		}
+		defer ln.Close()
+		var c net.Conn
+		if c, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+			return
+		}
+		s, aerr := ln.Accept()
+		if aerr != nil {
+			err = aerr
+			return
+		}
+		c.Close() // the dialler closes first: its end waits in TIME_WAIT
+		s.Close()
+		ln.Close()
+		u, uerr := net.ListenPacket("udp", "127.0.0.1:0")
+		if uerr != nil {
+			err = uerr
+			return
+		}
+		defer u.Close()
+		if before, err = countSockets(); err != nil {
+			return
+		}
+		left, err = Sweep()
+	}()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before < 2 {
+		t.Fatalf("the namespace held %d sockets before the sweep, want the TIME_WAIT end and the UDP socket", before)
+	}
+	if left != 0 {
+		t.Fatalf("%d sockets left after the sweep", left)
+	}
+}
+
+// countSockets lists the TCP and UDP sockets of this thread's namespace.
+func countSockets() (int, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	n := 0
+	for _, k := range sweptKinds {
+		ids, err := dump(fd, k)
+		if err != nil {
+			return 0, err
+		}
+		n += len(ids)
+	}
+	return n, nil
+}
+
+// loopbackUp sets IFF_UP on lo of this thread's network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }

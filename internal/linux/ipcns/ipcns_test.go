@@ -1,0 +1,94 @@
+package ipcns
+
+import (
+	"os"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/testbin"
+)
+
+// TestClearEmptiesTheNamespace makes one object of each kind in an IPC
+// namespace of the test's own, sees them listed (the positive control)
+// and clears them: none is left.
+func TestClearEmptiesTheNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testbin.Missing(t, "IPC and mount namespaces of the test's own need root")
+	}
+	dir := t.TempDir()
+	errs := make(chan error, 1)
+	go func() {
+		// The thread stays locked and is thrown away with its namespaces.
+		runtime.LockOSThread()
+		errs <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWIPC | unix.CLONE_NEWNS); err != nil {
+				return err
+			}
+			if err := unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+				return err
+			}
+			if err := makeOneOfEach(); err != nil {
+				return err
+			}
+			for _, k := range sysv {
+				if ids, err := listIDs(k.table); err != nil || len(ids) != 1 {
+					t.Errorf("%s lists %v (%v) before the clear, want one object", k.table, ids, err)
+				}
+			}
+			if n, err := countQueues(dir); err != nil || n != 1 {
+				t.Errorf("%d message queues (%v) before the clear, want one", n, err)
+			}
+			if err := ClearSysV(); err != nil {
+				return err
+			}
+			if err := ClearMessageQueues(dir); err != nil {
+				return err
+			}
+			for _, k := range sysv {
+				if ids, err := listIDs(k.table); err != nil || len(ids) != 0 {
+					t.Errorf("%s lists %v (%v) after the clear", k.table, ids, err)
+				}
+			}
+			if n, err := countQueues(dir); err != nil || n != 0 {
+				t.Errorf("%d message queues (%v) after the clear", n, err)
+			}
+			return nil
+		}()
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeOneOfEach makes a shared memory segment, a semaphore set, a System
+// V message queue and a POSIX message queue.
+func makeOneOfEach() error {
+	if _, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600); err != nil {
+		return err
+	}
+	if _, _, e := unix.Syscall(unix.SYS_SEMGET, unix.IPC_PRIVATE, 1, unix.IPC_CREAT|0o600); e != 0 {
+		return e
+	}
+	if _, _, e := unix.Syscall(unix.SYS_MSGGET, unix.IPC_PRIVATE, unix.IPC_CREAT|0o600, 0); e != 0 {
+		return e
+	}
+	name, _ := unix.BytePtrFromString("left-behind")
+	fd, _, e := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(name)), unix.O_CREAT|unix.O_RDWR, 0o600, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return unix.Close(int(fd))
+}
+
+// countQueues counts the POSIX message queues through mqueue at dir.
+func countQueues(dir string) (int, error) {
+	if err := unix.Mount("mqueue", dir, "mqueue", 0, ""); err != nil {
+		return 0, err
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	ents, err := os.ReadDir(dir)
+	return len(ents), err
+}
