@@ -154,6 +154,10 @@ func runAgent(args []string) int {
 		return ""
 	}
 	switch args[0] {
+	case "plant":
+		r = plantTraces()
+	case "traces":
+		r = findTraces()
 	case "procs":
 		entries, err := os.ReadDir("/proc")
 		r = outcome(err)

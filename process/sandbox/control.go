@@ -14,11 +14,12 @@ import (
 // Message types.
 const (
 	msgSpec    = "spec"    // host -> init: initSpec
-	msgReady   = "ready"   // init -> host: the sandbox is set up; doors attached
+	msgReady   = "ready"   // init -> host: the sandbox is set up (or recycled); doors attached
 	msgGo      = "go"      // host -> init: start the harness (Command)
 	msgStarted = "started" // init -> host: the harness was executed
 	msgExit    = "exit"    // init -> host: the harness's exit status
-	msgError   = "error"   // init -> host: setup or exec failed
+	msgError   = "error"   // init -> host: setup, exec or a recycle failed
+	msgRecycle = "recycle" // host -> init: back to new for a later tenant (ready or error follows)
 )
 
 // message is every control message; fields by type.

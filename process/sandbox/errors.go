@@ -13,6 +13,7 @@ const (
 	StageUTS      = "uts"      // setting the hostname
 	StageExec     = "exec"     // executing the harness
 	StageIdentity = "identity" // dropping ids and capabilities, seccomp, rlimits
+	StageRecycle  = "recycle"  // putting a kept sandbox back to new (Recycle)
 )
 
 // SetupError reports a sandbox that could not be set up, with the stage

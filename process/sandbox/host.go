@@ -50,10 +50,15 @@ type Sandbox struct {
 	init    *spawner.Init
 	ctl     *net.UnixConn
 	cg      *cgroupSet
-	doors   map[string]*net.TCPListener
 	initPid int
 	pidNS   string
 	maps    pathmap.Table // host paths to the sandbox's (Inside, Launcher)
+
+	doorsMu sync.RWMutex
+	doors   map[string]*net.TCPListener // replaced by Recycle
+
+	// recycling is where the watch hands Recycle the init's answer.
+	recycling atomic.Pointer[chan recycleReply]
 
 	sendMu sync.Mutex
 	runMu  sync.Mutex // serialises Run: one harness at a time
@@ -169,26 +174,52 @@ func (s *Sandbox) awaitReady(ctx context.Context) error {
 		control.CloseAll(r.files)
 		return fmt.Errorf("sandbox init sent %q before ready", r.m.Type)
 	}
-	if len(r.files) != len(r.m.Doors) || len(r.m.Doors) != len(s.cfg.Doors) {
-		control.CloseAll(r.files)
-		return fmt.Errorf("sandbox init sent %d doors and %d descriptors for %d doors asked", len(r.m.Doors), len(r.files), len(s.cfg.Doors))
+	return s.installDoors(r.m, r.files)
+}
+
+// installDoors makes the listeners of a ready message (its files, which
+// it closes) the sandbox's doors.
+func (s *Sandbox) installDoors(m message, files []*os.File) error {
+	if len(files) != len(m.Doors) || len(m.Doors) != len(s.cfg.Doors) {
+		control.CloseAll(files)
+		return fmt.Errorf("sandbox init sent %d doors and %d descriptors for %d doors asked", len(m.Doors), len(files), len(s.cfg.Doors))
 	}
-	for i, d := range r.m.Doors {
-		l, err := net.FileListener(r.files[i])
-		r.files[i].Close()
+	doors := make(map[string]*net.TCPListener, len(m.Doors))
+	for i, d := range m.Doors {
+		l, err := net.FileListener(files[i])
+		files[i].Close()
 		if err != nil {
-			control.CloseAll(r.files[i+1:])
+			control.CloseAll(files[i+1:])
+			closeListeners(doors)
 			return fmt.Errorf("door %s: %w", d.Name, err)
 		}
 		tl, ok := l.(*net.TCPListener)
 		if !ok {
 			l.Close()
-			control.CloseAll(r.files[i+1:])
+			control.CloseAll(files[i+1:])
+			closeListeners(doors)
 			return fmt.Errorf("door %s is not a TCP listener", d.Name)
 		}
-		s.doors[d.Name] = tl
+		doors[d.Name] = tl
 	}
+	s.doorsMu.Lock()
+	s.doors = doors
+	s.doorsMu.Unlock()
 	return nil
+}
+
+// closeDoors closes the sandbox's door listeners (Close, Recycle).
+func (s *Sandbox) closeDoors() {
+	s.doorsMu.Lock()
+	defer s.doorsMu.Unlock()
+	closeListeners(s.doors)
+	s.doors = nil
+}
+
+func closeListeners(ls map[string]*net.TCPListener) {
+	for _, l := range ls {
+		l.Close()
+	}
 }
 
 func (s *Sandbox) send(m message, files ...*os.File) error {
@@ -211,6 +242,10 @@ func (s *Sandbox) watch() {
 		m, files, err := receive(s.ctl)
 		if err != nil {
 			break
+		}
+		if pending := s.recycling.Load(); pending != nil && (m.Type == msgReady || m.Type == msgError) {
+			*pending <- recycleReply{m, files} // its files are Recycle's now
+			continue
 		}
 		r := s.cur.Load()
 		if r == nil {
@@ -257,6 +292,8 @@ func (r *Run) reply(m message) {
 // Doors returns the listeners opened inside, by name. The caller serves
 // on them; Close closes them.
 func (s *Sandbox) Doors() map[string]*net.TCPListener {
+	s.doorsMu.RLock()
+	defer s.doorsMu.RUnlock()
 	out := make(map[string]*net.TCPListener, len(s.doors))
 	for k, v := range s.doors {
 		out[k] = v
@@ -265,7 +302,11 @@ func (s *Sandbox) Doors() map[string]*net.TCPListener {
 }
 
 // Door returns one door's listener, nil when there is none of that name.
-func (s *Sandbox) Door(name string) *net.TCPListener { return s.doors[name] }
+func (s *Sandbox) Door(name string) *net.TCPListener {
+	s.doorsMu.RLock()
+	defer s.doorsMu.RUnlock()
+	return s.doors[name]
+}
 
 // Run starts a harness with cmd and returns once it has been executed (or
 // could not be: the program is missing, the setup of its identity
@@ -451,9 +492,7 @@ func (s *Sandbox) Close() error {
 		s.init.Kill()
 		<-s.done
 		s.ctl.Close()
-		for _, l := range s.doors {
-			l.Close()
-		}
+		s.closeDoors()
 		if s.cg != nil {
 			for deadline := time.Now().Add(2 * time.Second); !s.cg.empty() && time.Now().Before(deadline); {
 				time.Sleep(2 * time.Millisecond)

@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/process/sandbox/internal/control"
 	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
+	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
 
 // Hidden subcommands the init binary is re-executed with (argv[1]).
@@ -112,31 +113,48 @@ func runInit() int {
 	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 		return initFail(ctl, StageUTS, fmt.Errorf("sethostname: %w", err))
 	}
+	scratches, err := tenancy.Record()
+	if err != nil {
+		return initFail(ctl, StageMounts, err)
+	}
+	if err := sendDoors(ctl, doors); err != nil {
+		return initFail(nil, StageInit, err)
+	}
+
+	return serveRuns(ctl, spec, scratches, sigs)
+}
+
+// sendDoors sends a ready message with doors attached and closes them.
+func sendDoors(ctl *net.UnixConn, doors []openedDoor) error {
 	opened := make([]doorOpened, len(doors))
 	fds := make([]int, len(doors))
 	for i, d := range doors {
 		opened[i] = doorOpened{Name: d.name, Addr: d.addr}
 		fds[i] = int(d.file.Fd())
 	}
-	err = send(ctl, message{Type: msgReady, Doors: opened}, fds...)
+	err := send(ctl, message{Type: msgReady, Doors: opened}, fds...)
 	for _, d := range doors {
 		d.file.Close()
 	}
-	if err != nil {
-		return initFail(nil, StageInit, err)
-	}
-
-	return serveRuns(ctl, spec, sigs)
+	return err
 }
 
 // serveRuns starts one harness per go message, in turn, until the daemon
 // closes the channel: each run ends when its harness exits, and then every
 // other process of the namespace is killed before its exit is reported, so
-// nothing of one run outlives it.
-func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
+// nothing of one run outlives it. A recycle message between runs puts the
+// sandbox back to new for a later tenant (recycleInside).
+func serveRuns(ctl *net.UnixConn, spec initSpec, scratches []tenancy.Scratch, sigs <-chan os.Signal) int {
 	harnesses := startForker(spec)
 	for {
 		m, files, err := receive(ctl)
+		if err == nil && m.Type == msgRecycle {
+			control.CloseAll(files)
+			if sendRecycled(ctl, spec, scratches) != nil {
+				return 0
+			}
+			continue
+		}
 		if err != nil || m.Type != msgGo || m.Command == nil || len(files) != len(m.Stdio) {
 			// The daemon closed the sandbox.
 			control.CloseAll(files)
@@ -157,6 +175,16 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, sigs <-chan os.Signal) int {
 			return 0
 		}
 	}
+}
+
+// sendRecycled recycles the sandbox and sends the new doors (a ready
+// message) or why it could not be recycled (an error message).
+func sendRecycled(ctl *net.UnixConn, spec initSpec, scratches []tenancy.Scratch) error {
+	doors, err := recycleInside(spec, scratches)
+	if err != nil {
+		return send(ctl, message{Type: msgError, Stage: StageRecycle, Error: err.Error()})
+	}
+	return sendDoors(ctl, doors)
 }
 
 // errChannelGone reports a control channel that took no more messages.

@@ -162,7 +162,7 @@ func (st *starter) spawn(context.Context) (func(), error) {
 		closeStdio()
 		if err == nil {
 			st.s = &Sandbox{
-				cfg: st.cfg, ids: st.ids, init: init, ctl: ctl, cg: st.cg, doors: map[string]*net.TCPListener{}, maps: st.cfg.pathMaps(),
+				cfg: st.cfg, ids: st.ids, init: init, ctl: ctl, cg: st.cg, maps: st.cfg.pathMaps(),
 				initPid: init.Pid, pidNS: procfs.PIDNamespace(init.Pid), done: make(chan struct{}),
 			}
 		}
@@ -236,11 +236,7 @@ func (st *starter) initStdio() (files []*os.File, close func(), err error) {
 // the doors (or its error). Undo: the doors are closed.
 func (st *starter) handshake(ctx context.Context) (func(), error) {
 	s := st.s
-	closeDoors := func() {
-		for _, l := range s.doors {
-			l.Close()
-		}
-	}
+	closeDoors := s.closeDoors
 	if err := s.send(message{Type: msgSpec, Spec: &st.spec}); err != nil {
 		return nil, err
 	}

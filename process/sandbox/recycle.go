@@ -1,0 +1,53 @@
+package sandbox
+
+import (
+	"fmt"
+
+	"github.com/harnessd/harnessd/internal/linux/ipcns"
+	"github.com/harnessd/harnessd/internal/linux/sockdiag"
+	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
+)
+
+// Recycling, inside: the init puts its namespaces back to what a new
+// sandbox of the same spec would hold, for a later tenant (an episode
+// after the one that used it). Each step removes what could outlive a
+// tenant's processes and checks that nothing is left; any check that
+// fails ends the recycle with an error, and the daemon ends the sandbox
+// instead of handing it on (docs/security.md, "A sandbox kept across a
+// session's episodes").
+
+// recycleInside puts the namespaces back to new for the next tenant and
+// opens the doors again (the daemon closed the last tenant's): nothing of
+// the last tenant's processes, sockets, IPC objects or files in the
+// sandbox's own file systems is left, and the next process gets the pid a
+// first one would. It runs on a thread that holds the init's capabilities
+// (never the forker's), with no run going.
+func recycleInside(spec initSpec, scratches []tenancy.Scratch) ([]openedDoor, error) {
+	killRest()
+	if err := tenancy.OnlyInitLeft(); err != nil {
+		return nil, err
+	}
+	if !spec.HostNetwork {
+		// The host's network namespace is not the sandbox's to sweep.
+		if left, err := sockdiag.Sweep(); err != nil || left > 0 {
+			return nil, fmt.Errorf("sockets of the last tenant: %d left (%v)", left, err)
+		}
+	}
+	if err := ipcns.ClearSysV(); err != nil {
+		return nil, err
+	}
+	// The empty read-only /sys is where a mqueue file system is looked
+	// into for the moment it takes.
+	if err := ipcns.ClearMessageQueues("/sys"); err != nil {
+		return nil, err
+	}
+	for _, s := range scratches {
+		if err := s.Empty(); err != nil {
+			return nil, err
+		}
+	}
+	if err := tenancy.ResetPidCounter(); err != nil {
+		return nil, err
+	}
+	return openDoors(spec.Doors, spec.HostNetwork)
+}
