@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,16 +53,8 @@ func (f *FS) Empty(fresh Usage) error {
 			return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
 		}
 	}
-	if err := os.Lchown(f.Dir, os.Getuid(), os.Getgid()); err != nil {
-		return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
-	}
-	if err := os.Chmod(f.Dir, 0o700); err != nil {
-		return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
-	}
-	if n, err := unix.Llistxattr(f.Dir, nil); err != nil && !errors.Is(err, unix.ENOTSUP) {
-		return fmt.Errorf("quota: empty %s: list its extended attributes: %w", f.Dir, err)
-	} else if n > 0 {
-		return fmt.Errorf("%w: its root carries extended attributes", ErrNotFresh)
+	if err := makePrivate(f.Dir); err != nil {
+		return err
 	}
 	if u, err = f.Usage(); err != nil {
 		return err
@@ -69,6 +62,92 @@ func (f *FS) Empty(fresh Usage) error {
 	if u.Inodes-u.FreeInodes != fresh.Inodes-fresh.FreeInodes || u.Avail != fresh.Avail || u.Total != fresh.Total {
 		return fmt.Errorf("%w: %d inodes in use and %d bytes available, %d and %d when mounted",
 			ErrNotFresh, u.Inodes-u.FreeInodes, u.Avail, fresh.Inodes-fresh.FreeInodes, fresh.Avail)
+	}
+	return nil
+}
+
+// EmptyKeeping is Empty for a file system whose top-level directories
+// keep stay, as themselves (a sandbox kept with the file system has them
+// bound): everything else below the root and everything inside them is
+// removed, and each of them is put back to private (mode 0700), owned by
+// the caller, without extended attributes. skeleton is Usage right after
+// they were made in the fresh file system: the usage must be exactly that
+// again (a directory the last writer grew, a file still held open, makes
+// it ErrNotFresh).
+func (f *FS) EmptyKeeping(skeleton Usage, keep []string) error {
+	u, err := f.Usage()
+	if err != nil {
+		return err
+	}
+	if used := u.Inodes - u.FreeInodes; used > skeleton.Inodes-skeleton.FreeInodes+MaxReuseInodes {
+		return fmt.Errorf("%w: %d files and directories are cheaper to drop with the file system than to remove", ErrNotFresh, used)
+	}
+	ents, err := os.ReadDir(f.Dir)
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
+	}
+	for _, e := range ents {
+		p := filepath.Join(f.Dir, e.Name())
+		if !slices.Contains(keep, e.Name()) {
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
+			}
+			continue
+		}
+		if err := emptyDir(p); err != nil {
+			return err
+		}
+	}
+	for _, dir := range append([]string{""}, keep...) {
+		if err := makePrivate(filepath.Join(f.Dir, dir)); err != nil {
+			return err
+		}
+	}
+	if u, err = f.Usage(); err != nil {
+		return err
+	}
+	if u.Inodes-u.FreeInodes != skeleton.Inodes-skeleton.FreeInodes || u.Avail != skeleton.Avail || u.Total != skeleton.Total {
+		return fmt.Errorf("%w: %d inodes in use and %d bytes available, %d and %d with only its top directories",
+			ErrNotFresh, u.Inodes-u.FreeInodes, u.Avail, skeleton.Inodes-skeleton.FreeInodes, skeleton.Avail)
+	}
+	return nil
+}
+
+// emptyDir removes everything inside the directory dir (not a link to
+// one), which stays.
+func emptyDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is no longer a directory", ErrNotFresh, dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("quota: empty %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// makePrivate gives dir back to the caller, mode 0700, and checks it
+// carries no extended attribute (an ACL is one).
+func makePrivate(dir string) error {
+	if err := os.Lchown(dir, os.Getuid(), os.Getgid()); err != nil {
+		return fmt.Errorf("quota: empty %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("quota: empty %s: %w", dir, err)
+	}
+	if n, err := unix.Llistxattr(dir, nil); err != nil && !errors.Is(err, unix.ENOTSUP) {
+		return fmt.Errorf("quota: empty %s: list its extended attributes: %w", dir, err)
+	} else if n > 0 {
+		return fmt.Errorf("%w: %s carries extended attributes", ErrNotFresh, dir)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -165,5 +166,78 @@ func syncFS(t *testing.T, dir string) {
 	defer f.Close()
 	if err := unix.Syncfs(int(f.Fd())); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEmptyKeepingKeepsTheTopDirectoriesThemselves: the kept directories
+// are the same inodes afterwards (a bind of them stays valid), empty,
+// private and the caller's; everything else is gone and the usage is
+// the skeleton's. A kept directory the writer carries an attribute on, or
+// one the writer grew, is refused; a kept name that is no longer a
+// directory too.
+func TestEmptyKeepingKeepsTheTopDirectoriesThemselves(t *testing.T) {
+	need(t)
+	dir := t.TempDir()
+	fs, err := quota.Mount(context.Background(), filepath.Join(dir, "mnt"), filepath.Join(dir, "img"), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Unmount()
+	keep := []string{"workspace", "home"}
+	for _, k := range keep {
+		if err := os.Mkdir(filepath.Join(fs.Dir, k), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	skeleton, _ := fs.Usage()
+	before, _ := os.Stat(filepath.Join(fs.Dir, "workspace"))
+	ws := filepath.Join(fs.Dir, "workspace")
+	if err := os.MkdirAll(filepath.Join(ws, "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "deep", "f"), marker, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fs.Dir, "mcp.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(fs.Dir, "home"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.EmptyKeeping(skeleton, keep); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(ws)
+	if err != nil || !os.SameFile(before, after) {
+		t.Fatalf("the workspace is not the same directory afterwards (%v)", err)
+	}
+	for _, k := range keep {
+		fi, _ := os.Stat(filepath.Join(fs.Dir, k))
+		ents, _ := os.ReadDir(filepath.Join(fs.Dir, k))
+		if fi.Mode().Perm() != 0o700 || len(ents) != 0 {
+			t.Errorf("%s: mode %v, %d entries", k, fi.Mode().Perm(), len(ents))
+		}
+	}
+	if ents, _ := os.ReadDir(fs.Dir); len(ents) != len(keep) {
+		t.Errorf("the root holds %d entries, want the %d kept", len(ents), len(keep))
+	}
+
+	if err := unix.Setxattr(ws, "user.left", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.EmptyKeeping(skeleton, keep); !errors.Is(err, quota.ErrNotFresh) {
+		t.Errorf("EmptyKeeping with an attribute on a kept directory: %v, want ErrNotFresh", err)
+	}
+	unix.Removexattr(ws, "user.left")
+	for i := range 400 { // a directory grown past one block stays grown
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("a-rather-long-file-name-%04d", i)), nil, 0o600)
+	}
+	if err := fs.EmptyKeeping(skeleton, keep); !errors.Is(err, quota.ErrNotFresh) {
+		t.Errorf("EmptyKeeping with a grown kept directory: %v, want ErrNotFresh", err)
+	}
+	os.Remove(ws)
+	os.WriteFile(ws, nil, 0o600)
+	if err := fs.EmptyKeeping(skeleton, keep); !errors.Is(err, quota.ErrNotFresh) {
+		t.Errorf("EmptyKeeping with a kept name now a file: %v, want ErrNotFresh", err)
 	}
 }
