@@ -102,7 +102,17 @@ type SandboxConfig struct {
 	// record directory, the workspace root, the token and configuration
 	// files) is refused.
 	ReadOnly []string `yaml:"read_only" json:"read_only,omitempty"`
+	// Reuse hands an episode's sandbox on to a later episode of the same
+	// session, recycled in between (every process, socket, IPC object and
+	// file of the last episode gone, the pid counter reset; any check
+	// failing ends the sandbox instead), where nothing about it differs:
+	// no taskset, episodes that take the session's disks in turn. nil
+	// means true; false starts a new sandbox for every episode.
+	Reuse *bool `yaml:"reuse" json:"reuse,omitempty"`
 }
+
+// Reused reports whether sandbox.reuse is on (the default).
+func (c SandboxConfig) Reused() bool { return c.Reuse == nil || *c.Reuse }
 
 // normalizeSandbox expands "~" in sandbox.read_only and refuses what can
 // be told here: relative paths, /, the daemon's HOME itself, and what

@@ -31,11 +31,24 @@ func episodeRoot(parent string, seq int) Dirs {
 // may be the mount point of the episode's quota), copying template (if
 // any) into the workspace.
 func makeDirs(d Dirs, template string) error {
+	if err := makeSkeleton(d); err != nil {
+		return err
+	}
+	return copyTemplate(template, d)
+}
+
+// makeSkeleton makes the episode's workspace, HOME and TMPDIR (empty).
+func makeSkeleton(d Dirs) error {
 	for _, p := range []string{d.Workspace, d.Home, d.Tmp} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return fmt.Errorf("create episode directory: %w", err)
 		}
 	}
+	return nil
+}
+
+// copyTemplate copies workspace.template (none: "") into the workspace.
+func copyTemplate(template string, d Dirs) error {
 	if template != "" {
 		if err := copyTree(template, d.Workspace); err != nil {
 			return fmt.Errorf("copy workspace template %s: %w", template, err)

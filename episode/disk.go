@@ -12,6 +12,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/internal/units"
+	"github.com/harnessd/harnessd/process/sandbox"
 )
 
 // diskUnavailable is set once a default (unset) limits.disk could not be
@@ -123,13 +124,21 @@ func (ep *Episode) openSlot(ctx context.Context) (ok bool, err error) {
 		d = &disk{fs: fs, fresh: fresh}
 	}
 	ep.dirs = dirsIn(d.fs.Dir)
-	ep.disk = d.fs
+	ep.disk, ep.slot = d.fs, d
 	ep.undo.push(ResourceDirectories, func(context.Context) error { return nil })
-	ep.undo.push(ResourceDisk, func(context.Context) error {
-		return e.disks.put(d, !ep.undo.anyFailed(), e.Logger)
+	ep.undo.push(ResourceDisk, func(ctx context.Context) error {
+		return e.disks.put(ctx, d, !ep.undo.anyFailed(), e.Logger)
 	})
 	ep.keep = ep.undo.size()
-	return true, makeDirs(ep.dirs, e.Config.Workspace.Template)
+	if err := makeSkeleton(ep.dirs); err != nil {
+		return true, err
+	}
+	if d.sb == nil { // else EmptyKeeping has checked it is the skeleton
+		if d.skeleton, err = d.fs.Usage(); err != nil {
+			return true, err
+		}
+	}
+	return true, copyTemplate(e.Config.Workspace.Template, ep.dirs)
 }
 
 // dirsIn are the private directories of an episode whose directory is
@@ -148,10 +157,14 @@ func dirsIn(root string) Dirs {
 // one retiring and the ones prepared ahead live at once.
 const maxIdleDisks = 2
 
-// disk is one quota file system a session's episodes use in turn.
+// disk is one quota file system a session's episodes use in turn, with
+// the sandbox an episode left on it (sandboxreuse.go).
 type disk struct {
-	fs    *quota.FS
-	fresh quota.Usage // right after it was mounted
+	fs       *quota.FS
+	fresh    quota.Usage // right after it was mounted
+	skeleton quota.Usage // with its top directories made, empty
+	sb       *sandbox.Sandbox
+	sbConfig sandbox.Config // sb's
 }
 
 // disks are a session's quota file systems: the template they are made
@@ -190,10 +203,27 @@ func (ds *disks) take() *disk {
 // closed without an error): emptied and kept for a later one, or
 // unmounted when it was not clean, cannot be made fresh, the session
 // has enough waiting or has closed.
-func (ds *disks) put(d *disk, clean bool, log *slog.Logger) error {
+func (ds *disks) put(ctx context.Context, d *disk, clean bool, log *slog.Logger) error {
 	ds.mu.Lock()
 	keep := clean && !ds.closed && len(ds.idle) < maxIdleDisks
 	ds.mu.Unlock()
+	if d.sb != nil && keep {
+		err := d.recycle(ctx)
+		if err == nil {
+			ds.mu.Lock()
+			if keep = !ds.closed && len(ds.idle) < maxIdleDisks; keep {
+				ds.idle = append(ds.idle, d)
+			}
+			ds.mu.Unlock()
+			if keep {
+				return nil
+			}
+		}
+		log.Debug("an episode's sandbox is not reused", "dir", d.fs.Dir, "err", err)
+	}
+	if err := d.closeSandbox(); err != nil {
+		log.Warn("a kept sandbox not fully released", "err", err)
+	}
 	if keep {
 		err := d.fs.Empty(d.fresh)
 		if err == nil {
@@ -221,7 +251,7 @@ func (ds *disks) close() error {
 	ds.mu.Unlock()
 	var errs []error
 	for _, d := range idle {
-		errs = append(errs, d.fs.Unmount(), os.Remove(d.fs.Dir))
+		errs = append(errs, d.closeSandbox(), d.fs.Unmount(), os.Remove(d.fs.Dir))
 	}
 	return errors.Join(errs...)
 }

@@ -90,6 +90,7 @@ type Episode struct {
 
 	dirs    Dirs
 	disk    *quota.FS // the directories' quota, nil without
+	slot    *disk     // the session's disk the directories are on, nil without
 	sandbox *sandbox.Sandbox
 	mounts  sandboxMounts   // the sandbox's tmpfs roots, kept open (storage.go)
 	sources []bridge.Source // per-episode tool sources

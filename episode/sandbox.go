@@ -49,13 +49,22 @@ func (ep *Episode) openSandbox(ctx context.Context) error {
 	if !ep.env.Sandboxed() {
 		return nil
 	}
-	sb, err := ep.env.startSandbox(ctx, ep.dirs, ep.Task())
+	cfg, err := ep.env.sandboxConfig(ep.dirs, ep.Task())
 	if err != nil {
 		return err
+	}
+	sb := ep.slot.takeSandbox(cfg, ep.Log()) // one an earlier episode of the disk's handed on
+	if sb == nil {
+		if sb, err = ep.env.startSandbox(ctx, cfg); err != nil {
+			return err
+		}
 	}
 	ep.sandbox = sb
 	ep.undo.push(ResourceSandbox, func(context.Context) error {
 		ep.mounts.close() // before the sandbox goes: nothing of the daemon's holds its mounts
+		if ep.env.reusesSandboxes() && !ep.undo.anyFailed() && ep.slot.keepSandbox(sb, cfg) {
+			return nil // recycled when the disk is given back (disks.put)
+		}
 		err := sb.Close()
 		if err != nil {
 			ep.Log().Warn("sandbox not fully released", "err", err)
@@ -75,9 +84,19 @@ func (e *Env) mountAt(t *tasks.Task) string {
 	return e.Config.Workspace.MountAt
 }
 
-// startSandbox starts a sandbox for an episode with directories dirs and
-// task t (nil for none, or for a prepared episode whose task is not known).
-func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sandbox.Sandbox, error) {
+// startSandbox starts a sandbox of cfg for an episode.
+func (e *Env) startSandbox(ctx context.Context, cfg sandbox.Config) (*sandbox.Sandbox, error) {
+	sb, err := sandbox.Start(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start the episode's sandbox (isolation: sandbox): %w", err)
+	}
+	return sb, nil
+}
+
+// sandboxConfig describes the sandbox of an episode with directories dirs
+// and task t (nil for none, or for a prepared episode whose task is not
+// known), preparing what it binds from dirs.
+func (e *Env) sandboxConfig(dirs Dirs, t *tasks.Task) (sandbox.Config, error) {
 	s := e
 	doors := []sandbox.Door{{Name: doorMCP}}
 	if s.Config.Harness.Model.Enabled() {
@@ -91,11 +110,11 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 	// sandbox's init (not the daemon's uid) reach their mount points;
 	// listing it is not needed.
 	if err := os.Chmod(dirs.Root, 0o711); err != nil {
-		return nil, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
+		return sandbox.Config{}, fmt.Errorf("prepare the episode directory for its sandbox: %w", err)
 	}
 	exposed, hideMore, err := s.view().Binds()
 	if err != nil {
-		return nil, err
+		return sandbox.Config{}, err
 	}
 	binds := append([]sandbox.Bind{{Src: dirs.Root, Dst: SandboxDir}, {Src: dirs.Tmp, Dst: SandboxTmp, Writable: true}}, exposed...)
 	l := s.Config.Limits
@@ -105,7 +124,7 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 		hideMore = append(hideMore, set.HiddenPaths()...)
 		logs := filepath.Join(dirs.Root, "logs")
 		if err := os.MkdirAll(filepath.Join(logs, "agent"), 0o755); err != nil {
-			return nil, fmt.Errorf("prepare /logs for the task: %w", err)
+			return sandbox.Config{}, fmt.Errorf("prepare /logs for the task: %w", err)
 		}
 		binds = append(binds, sandbox.Bind{Src: logs, Dst: "/logs", Writable: true})
 		if t != nil {
@@ -140,18 +159,14 @@ func (e *Env) startSandbox(ctx context.Context, dirs Dirs, t *tasks.Task) (*sand
 		// /etc/passwd and /etc/group.
 		uid, ids, err := t.AgentIdentity(filepath.Join(dirs.Root, "etc"))
 		if err != nil {
-			return nil, err
+			return sandbox.Config{}, err
 		}
 		if uid != nil {
 			cfg.UID, cfg.GID = uid, uid
 			cfg.Binds = append(cfg.Binds, ids...)
 		}
 	}
-	sb, err := sandbox.Start(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("start the episode's sandbox (isolation: sandbox): %w", err)
-	}
-	return sb, nil
+	return cfg, nil
 }
 
 // door returns the episode's door listener of name, nil outside a sandbox.

@@ -90,8 +90,10 @@ func episodeDir(t *testing.T, s *session.Session, name string) string {
 	return filepath.Join(filepath.Dir(filepath.Dir(found[0])), name)
 }
 
+// TestSandboxedResetsGetFreshSandboxes: with sandbox.reuse off every
+// episode gets a sandbox of its own, which ends with it.
 func TestSandboxedResetsGetFreshSandboxes(t *testing.T) {
-	s := sandboxed(t, nil)
+	s := sandboxed(t, func(c *config.Config) { off := false; c.Sandbox.Reuse = &off })
 	reset(t, s)
 	pwd1, ws1 := responseText(t, s, "pwd"), episodeDir(t, s, "workspace")
 	init1 := s.State().HarnessPID

@@ -1,0 +1,79 @@
+package session_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/session"
+)
+
+// reusePlaces are where an episode's harness can leave files: the
+// sandbox's own /tmp and /dev/shm, and its workspace, HOME and TMPDIR.
+var reusePlaces = []string{"/tmp", "/dev/shm", episode.SandboxWorkspace, episode.SandboxHome, episode.SandboxTmp}
+
+// TestSandboxedResetsReuseARecycledSandbox: over a session's resets,
+// episodes land in a sandbox an earlier episode used (the same init),
+// and none of them finds a file an earlier one left in any of the places
+// it may write; each finds its own (the look works). With sandbox.reuse
+// off no init serves two episodes (the positive control of the reuse).
+func TestSandboxedResetsReuseARecycledSandbox(t *testing.T) {
+	needQuota(t)
+	for _, reuse := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
+			s := sandboxed(t, func(c *config.Config) {
+				diskLimited(c, testQuota)
+				c.Sandbox.Reuse = &reuse
+			})
+			seen := map[int]int{} // init pid → episodes
+			repeats := 0
+			fresh := map[string]int{} // entries each place has in a new sandbox (bind targets in /tmp)
+			for i := range 6 {
+				reset(t, s)
+				init := s.State().HarnessPID // in sandbox isolation, its init's
+				if seen[init]++; seen[init] > 1 {
+					repeats++
+				}
+				for _, p := range reusePlaces {
+					n := listed(t, s, p)
+					if i == 0 {
+						fresh[p] = n // the first episode's sandbox is a new one
+					} else if n != fresh[p] {
+						t.Fatalf("episode %d (init %d) finds %d entries in %s, a new sandbox %d", i, init, n, p, fresh[p])
+					}
+				}
+				var plant []string
+				for _, p := range reusePlaces {
+					plant = append(plant, "write "+p+"/left-by-"+strconv.Itoa(i)+" x")
+				}
+				responseText(t, s, strings.Join(plant, ";;"))
+				for _, p := range reusePlaces {
+					if n := listed(t, s, p); n != fresh[p]+1 {
+						t.Fatalf("episode %d finds %d entries in %s after writing one to %d", i, n, p, fresh[p])
+					}
+				}
+			}
+			t.Logf("inits and their episodes: %v", seen)
+			if reuse && repeats == 0 {
+				t.Errorf("no sandbox served two of 6 episodes (inits %v)", seen)
+			}
+			if !reuse && repeats > 0 {
+				t.Errorf("with sandbox.reuse off a sandbox served two episodes (inits %v)", seen)
+			}
+		})
+	}
+}
+
+// listed counts the entries of dir inside the harness's sandbox.
+func listed(t *testing.T, s *session.Session, dir string) int {
+	t.Helper()
+	var out attackOutcome
+	if err := json.Unmarshal([]byte(responseText(t, s, "attack list-dir "+dir)), &out); err != nil {
+		t.Fatal(err)
+	}
+	return int(out.Count)
+}
