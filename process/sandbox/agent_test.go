@@ -155,7 +155,7 @@ func runAgent(args []string) int {
 	}
 	switch args[0] {
 	case "plant":
-		r = plantTraces()
+		r = plantTraces(arg(1))
 	case "traces":
 		r = findTraces()
 	case "procs":

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strconv"
 
-	"golang.org/x/sys/unix"
+	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
 )
 
 // openedDoor is a listener opened inside, as a file to pass on.
@@ -15,33 +15,11 @@ type openedDoor struct {
 	file       *os.File
 }
 
-// loopbackUp sets IFF_UP on lo with the SIOCSIFFLAGS ioctl: two ioctls on
-// any socket, no netlink library and no new dependency for one flag.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket for lo: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("get lo flags: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("bring lo up: %w", err)
-	}
-	return nil
-}
-
-// openDoors brings lo up (in the sandbox's own network namespace) and
+// openDoors readies the sandbox's own network namespace (loopback) and
 // opens each door on 127.0.0.1.
 func openDoors(doors []Door, hostNetwork bool) ([]openedDoor, error) {
 	if !hostNetwork {
-		if err := loopbackUp(); err != nil {
+		if err := loopback.Ready(); err != nil {
 			return nil, err
 		}
 	}

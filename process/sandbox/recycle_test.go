@@ -19,7 +19,8 @@ import (
 // TestARecycledSandboxKeepsNothingOfItsLastTenant plants what outlives a
 // tenant's processes in every place a sandbox holds (files in its /tmp
 // and /dev/shm, System V segments, semaphores and queues, a POSIX queue,
-// a connection in TIME_WAIT, a pid counter moved on) and looks for it
+// a connection to a door the daemon's side still holds, one closed
+// inside, a pid counter moved on) and looks for it
 // from the next run: found without a recycle (the positive control),
 // none of it after one, and the next process's pid is back below the
 // planter's.
@@ -33,9 +34,16 @@ func TestARecycledSandboxKeepsNothingOfItsLastTenant(t *testing.T) {
 	if r, _ := runAgain(t, ctx, sb, nil, "traces"); len(r.List) != 0 {
 		t.Fatalf("a new sandbox holds %v", r.List)
 	}
-	if r, _ := runAgain(t, ctx, sb, nil, "plant"); !r.OK {
+	held := make(chan net.Conn, 1)
+	go func() {
+		if c, err := oldDoor.Accept(); err == nil {
+			held <- c // the daemon's end, kept open across the recycle
+		}
+	}()
+	if r, _ := runAgain(t, ctx, sb, nil, "plant", oldDoor.Addr().String()); !r.OK {
 		t.Fatalf("plant: %+v", r)
 	}
+	defer func() { (<-held).Close() }()
 	kept, _ := runAgain(t, ctx, sb, nil, "traces")
 	for _, want := range []string{"/tmp/planted", "/dev/shm/planted", "shm", "sem", "msg", "mq", "tcp"} {
 		if !hasPrefixed(kept.List, want) {
@@ -85,7 +93,7 @@ func hasPrefixed(list []string, prefix string) bool {
 
 // plantTraces leaves what outlives a process in each place a sandbox
 // holds (the agent's "plant" mode).
-func plantTraces() result {
+func plantTraces(door string) result {
 	for _, p := range []string{"/tmp/planted", "/dev/shm/planted"} {
 		if err := os.WriteFile(p, []byte("for the next tenant"), 0o644); err != nil {
 			return outcome(err)
@@ -108,6 +116,11 @@ func plantTraces() result {
 	if err := leaveTimeWait(); err != nil {
 		return outcome(err)
 	}
+	c, err := net.Dial("tcp", door)
+	if err != nil {
+		return outcome(err)
+	}
+	defer c.Close()
 	for i := 0; i < 32; i++ { // pids used up
 		if err := exec.Command("/bin/true").Run(); err != nil {
 			return outcome(err)
@@ -116,8 +129,8 @@ func plantTraces() result {
 	return result{OK: true}
 }
 
-// leaveTimeWait makes a loopback connection whose dialling end waits in
-// TIME_WAIT once closed.
+// leaveTimeWait makes a loopback connection whose dialling end would wait
+// in TIME_WAIT once closed (the sandbox keeps none).
 func leaveTimeWait() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -63,7 +63,7 @@ func TestSweepEndsEverySocketOfTheNamespace(t *testing.T) {
 		testbin.Missing(t, "a network namespace of the test's own needs root")
 	}
 	done := make(chan struct{})
-	var before, left int
+	var before, left, lingering int
 	var err error
 	go func() {
 		defer close(done)
@@ -101,7 +101,13 @@ func TestSweepEndsEverySocketOfTheNamespace(t *testing.T) {
 		if before, err = countSockets(); err != nil {
 			return
 		}
-		left, err = Sweep()
+		if lingering, _ = Lingering(); lingering != before {
+			return
+		}
+		if left, err = Sweep(); err != nil {
+			return
+		}
+		lingering, err = Lingering()
 	}()
 	<-done
 	if err != nil {
@@ -110,8 +116,8 @@ func TestSweepEndsEverySocketOfTheNamespace(t *testing.T) {
 	if before < 2 {
 		t.Fatalf("the namespace held %d sockets before the sweep, want the TIME_WAIT end and the UDP socket", before)
 	}
-	if left != 0 {
-		t.Fatalf("%d sockets left after the sweep", left)
+	if left != 0 || lingering != 0 {
+		t.Fatalf("%d sockets left after the sweep (%d counted by Lingering)", left, lingering)
 	}
 }
 
@@ -149,4 +155,19 @@ func loopbackUp() error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+func TestCountSockstat(t *testing.T) {
+	v4 := "sockets: used 9\nTCP: inuse 1 orphan 0 tw 34 alloc 1 mem 19\nUDP: inuse 2 mem 0\nUDPLITE: inuse 7\nRAW: inuse 5\n"
+	if n, err := countSockstat(v4); err != nil || n != 37 {
+		t.Errorf("countSockstat(v4) = %d, %v; want 37 (TCP inuse and tw, UDP inuse)", n, err)
+	}
+	if n, err := countSockstat("TCP6: inuse 3\nUDP6: inuse 0\nRAW6: inuse 1\n"); err != nil || n != 3 {
+		t.Errorf("countSockstat(v6) = %d, %v; want 3", n, err)
+	}
+	for _, bad := range []string{"", "TCP: inuse x tw 0\n", "RAW: inuse 1\n"} {
+		if _, err := countSockstat(bad); err == nil {
+			t.Errorf("countSockstat(%q) succeeded", bad)
+		}
+	}
 }
