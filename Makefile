@@ -213,7 +213,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Reset|BridgeStart)$$' -benchtime 100x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkBridgedToolCall$$' -benchtime 300x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkConnect$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt
-	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetThroughput$$' -benchtime 10x ./integration/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetThroughput$$' -benchtime 30x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetIsolation$$' -benchtime 60x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^BenchmarkResetStandbyBackToBack$$' -benchtime 60x ./integration/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench '^Benchmark(Scale|IdleMemory1024|IdleSessionMemory|ConcurrentSessions)$$' -benchtime 1x -timeout 20m ./integration/ | tee -a $(BIN)/bench.txt

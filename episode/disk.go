@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/internal/units"
@@ -105,7 +106,7 @@ func (e *Env) reusesDisks() bool { return e.DiskQuota() > 0 && !e.Config.Workspa
 // default quota was given up on this host (mountDisk).
 func (ep *Episode) openSlot(ctx context.Context) (ok bool, err error) {
 	e := ep.env
-	d := e.disks.take()
+	d := e.disks.take(ctx)
 	if d == nil {
 		if err := os.MkdirAll(e.Dir, 0o700); err != nil {
 			return false, fmt.Errorf("create the session's directory: %w", err)
@@ -127,6 +128,7 @@ func (ep *Episode) openSlot(ctx context.Context) (ok bool, err error) {
 	ep.disk, ep.slot = d.fs, d
 	ep.undo.push(ResourceDirectories, func(context.Context) error { return nil })
 	ep.undo.push(ResourceDisk, func(ctx context.Context) error {
+		ep.slot = nil // given back: a later Close waits for nothing (willReturn)
 		return e.disks.put(ctx, d, !ep.undo.anyFailed(), e.Logger)
 	})
 	ep.keep = ep.undo.size()
@@ -165,6 +167,8 @@ type disk struct {
 	skeleton quota.Usage // with its top directories made, empty
 	sb       *sandbox.Sandbox
 	sbConfig sandbox.Config // sb's
+	// returning: the episode on it is closing (disks.returning counts it).
+	returning bool
 }
 
 // disks are a session's quota file systems: the template they are made
@@ -175,7 +179,16 @@ type disks struct {
 	make   *quota.Maker
 	idle   []*disk
 	closed bool
+	// returning counts disks whose episodes are closing; put closes
+	// (and replaces) back when it takes one back, for take to wait on.
+	returning int
+	back      chan struct{}
 }
+
+// returnWait bounds how long take waits for a closing episode's disk
+// instead of making a new one: a close normally gives its disk back within
+// milliseconds, a harness that ignores SIGTERM holds it for the stop grace.
+const returnWait = 250 * time.Millisecond
 
 // maker returns the session's Maker, made at the first call.
 func (ds *disks) maker(dir string, size int64) *quota.Maker {
@@ -187,16 +200,66 @@ func (ds *disks) maker(dir string, size int64) *quota.Maker {
 	return ds.make
 }
 
-// take hands out an emptied disk, nil when none is waiting.
-func (ds *disks) take() *disk {
+// take hands out an emptied disk, nil when none is waiting. When none is
+// but an episode's disk is on its way back (its episode closing), it waits
+// for it up to returnWait (or ctx): a disk made fresh, and the sandbox
+// kept on it, cost less than new ones.
+func (ds *disks) take(ctx context.Context) *disk {
+	var timeout <-chan time.Time
+	for {
+		ds.mu.Lock()
+		if n := len(ds.idle); n > 0 {
+			d := ds.idle[n-1]
+			ds.idle = ds.idle[:n-1]
+			ds.mu.Unlock()
+			return d
+		}
+		if ds.returning == 0 || ds.closed {
+			ds.mu.Unlock()
+			return nil
+		}
+		if ds.back == nil {
+			ds.back = make(chan struct{})
+		}
+		back := ds.back
+		ds.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(returnWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-back:
+		case <-timeout:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// willReturn notes that d's episode is closing: take may wait for it.
+func (ds *disks) willReturn(d *disk) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if len(ds.idle) == 0 {
-		return nil
+	if !d.returning {
+		d.returning = true
+		ds.returning++
 	}
-	d := ds.idle[len(ds.idle)-1]
-	ds.idle = ds.idle[:len(ds.idle)-1]
-	return d
+}
+
+// returned notes that d is back (idle or dropped) and wakes take.
+func (ds *disks) returned(d *disk) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if d.returning {
+		d.returning = false
+		ds.returning--
+	}
+	if ds.back != nil {
+		close(ds.back)
+		ds.back = nil
+	}
 }
 
 // put takes a disk back from an episode that has ended (clean: all of it
@@ -204,6 +267,7 @@ func (ds *disks) take() *disk {
 // unmounted when it was not clean, cannot be made fresh, the session
 // has enough waiting or has closed.
 func (ds *disks) put(ctx context.Context, d *disk, clean bool, log *slog.Logger) error {
+	defer ds.returned(d)
 	ds.mu.Lock()
 	keep := clean && !ds.closed && len(ds.idle) < maxIdleDisks
 	ds.mu.Unlock()

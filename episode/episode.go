@@ -285,6 +285,9 @@ func (ep *Episode) Stop(ctx context.Context) error {
 // workspace.keep). It is idempotent and may follow Stop.
 func (ep *Episode) Close(ctx context.Context) error {
 	ep.held.Store(true)
+	if ep.slot != nil {
+		ep.env.disks.willReturn(ep.slot) // a disk waited for (disks.take)
+	}
 	return ep.undo.runDownTo(ctx, 0)
 }
 
