@@ -35,7 +35,8 @@ type LaunchCommand struct {
 
 // LaunchedTree is a tree a Launcher started.
 type LaunchedTree interface {
-	// Pid is the host pid of the tree's root (for a sandbox, its init).
+	// Pid is the host pid of the tree's leader (for a sandbox, the run's
+	// harness; its init when the harness's is not known).
 	Pid() int
 	// Signal sends sig to the leader's process group; SIGKILL ends the
 	// whole tree at once.

@@ -96,7 +96,7 @@ func TestSandboxedResetsGetFreshSandboxes(t *testing.T) {
 	s := sandboxed(t, func(c *config.Config) { off := false; c.Sandbox.Reuse = &off })
 	reset(t, s)
 	pwd1, ws1 := responseText(t, s, "pwd"), episodeDir(t, s, "workspace")
-	init1 := s.State().HarnessPID
+	init1 := initOf(t, s)
 	if got := responseText(t, s, "write mine.txt x"); !strings.Contains(got, "wrote") {
 		t.Fatalf("write: %q", got)
 	}
@@ -105,7 +105,7 @@ func TestSandboxedResetsGetFreshSandboxes(t *testing.T) {
 	}
 	reset(t, s)
 	pwd2 := responseText(t, s, "pwd")
-	init2 := s.State().HarnessPID
+	init2 := initOf(t, s)
 	if init1 == init2 || init1 == 0 {
 		t.Fatalf("consecutive episodes share a sandbox: init %d, %d", init1, init2)
 	}

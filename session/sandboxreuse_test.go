@@ -1,8 +1,10 @@
 package session_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +36,7 @@ func TestSandboxedResetsReuseARecycledSandbox(t *testing.T) {
 			fresh := map[string]int{} // entries each place has in a new sandbox (bind targets in /tmp)
 			for i := range 6 {
 				reset(t, s)
-				init := s.State().HarnessPID // in sandbox isolation, its init's
+				init := initOf(t, s)
 				if seen[init]++; seen[init] > 1 {
 					repeats++
 				}
@@ -64,6 +66,15 @@ func TestSandboxedResetsReuseARecycledSandbox(t *testing.T) {
 			if !reuse && repeats > 0 {
 				t.Errorf("with sandbox.reuse off a sandbox served two episodes (inits %v)", seen)
 			}
+			// The sandboxes kept for the session end with it.
+			if err := s.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for init := range seen {
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d", init)); err == nil {
+					t.Errorf("the sandbox init %d outlived the session", init)
+				}
+			}
 		})
 	}
 }
@@ -76,4 +87,21 @@ func listed(t *testing.T, s *session.Session, dir string) int {
 		t.Fatal(err)
 	}
 	return int(out.Count)
+}
+
+// initOf is the host pid of the sandbox init of the session's harness
+// (its parent).
+func initOf(t *testing.T, s *session.Session) int {
+	t.Helper()
+	pid := s.State().HarnessPID
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil || ppid <= 1 {
+		t.Fatalf("harness %d: parent %q", pid, f[1])
+	}
+	return ppid
 }

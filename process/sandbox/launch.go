@@ -50,12 +50,20 @@ func (c *Config) pathMaps() pathmap.Table {
 	return pathmap.New(dirs)
 }
 
-// tree is one run seen as a process.LaunchedTree: signals go to the init
-// (which forwards them to the run's harness group; SIGKILL ends the whole
-// sandbox), and the tree is gone when the run has ended.
+// tree is one run seen as a process.LaunchedTree: its pid is the run's
+// harness's on the host (the init's when that is not known: the kept
+// init outlives the run, and an episode's, when the sandbox is handed on);
+// signals go to the init (which forwards them to the run's harness group;
+// SIGKILL ends the whole sandbox), and the tree is gone when the run has
+// ended.
 type tree struct{ r *Run }
 
-func (t tree) Pid() int                        { return t.r.s.Pid() }
+func (t tree) Pid() int {
+	if pid := t.r.host.Load(); pid != 0 {
+		return int(pid)
+	}
+	return t.r.s.Pid()
+}
 func (t tree) Signal(sig syscall.Signal) error { return t.r.s.Signal(sig) }
 func (t tree) Done() <-chan struct{}           { return t.r.Done() }
 func (t tree) Settle()                         { t.r.Lighten() }
