@@ -578,8 +578,12 @@ func runAgent(args []string) int {
 		}
 		try(target, "process_vm_readv", err)
 	default:
-		fmt.Fprintln(os.Stderr, "agent: unknown mode", args[0])
-		return 2
+		mode, ok := recycleModes[args[0]]
+		if !ok {
+			fmt.Fprintln(os.Stderr, "agent: unknown mode", args[0])
+			return 2
+		}
+		r = mode(args[1:])
 	}
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
