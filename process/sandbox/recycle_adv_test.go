@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -37,6 +41,14 @@ var recycleModes = map[string]func(args []string) result{
 	"dirmeta":   func([]string) result { return scratchMeta() },
 	"dirstamp":  func(a []string) result { return stampScratch(a) },
 	"writables": func(a []string) result { return writableMounts() },
+	"escapees":  func([]string) result { return leaveEscapees() },
+	"hardlinks": func(a []string) result { return hardLinks(atoi(a, 0)) },
+	"count": func(a []string) result {
+		ents, err := os.ReadDir(a[0])
+		r := outcome(err)
+		r.N = len(ents)
+		return r
+	},
 }
 
 func atoi(a []string, i int) int {
@@ -589,5 +601,123 @@ func TestRecycleFailsOnAnExtendedAttributeOfAScratchDir(t *testing.T) {
 	if err := sb.Recycle(ctx); err == nil {
 		r, _ := runAgain(t, ctx, sb, nil, "dirmeta")
 		t.Fatalf("a recycle succeeded with an extended attribute on a scratch directory; the next run finds %v", r.List)
+	}
+}
+
+// cloneSleeper starts /bin/sleep 600 as a child that sends its parent no
+// signal when it exits (clone with exit signal 0: wait4 without __WALL
+// never reports it) and returns its pid.
+func cloneSleeper() (int, error) {
+	path, _ := unix.BytePtrFromString("/bin/sleep")
+	arg, _ := unix.BytePtrFromString("600")
+	argv := []*byte{path, arg, nil}
+	envv := []*byte{nil}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid, _, e := unix.RawSyscall6(unix.SYS_CLONE, 0, 0, 0, 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	if pid == 0 { // the child: nothing but system calls until the exec
+		unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+		unix.RawSyscall(unix.SYS_EXIT_GROUP, 127, 0, 0)
+	}
+	return int(pid), nil
+}
+
+// leaveEscapees leaves processes made to outlive the run: a stopped one,
+// one that forks without end, one double-forked into a session of its
+// own, one whose exit signals nobody (cloneSleeper), and the agent a
+// subreaper of the orphans. N counts the processes of the namespace then
+// (the positive control: they are there).
+func leaveEscapees() result {
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	stopped := exec.Command("/bin/sleep", "600")
+	if err := stopped.Start(); err != nil {
+		return outcome(err)
+	}
+	stopped.Process.Signal(syscall.SIGSTOP)
+	looper := exec.Command("/bin/sh", "-c", "while :; do /bin/true; done")
+	if err := looper.Start(); err != nil {
+		return outcome(err)
+	}
+	daemon := exec.Command("/bin/sh", "-c", "setsid /bin/sleep 600 </dev/null >/dev/null 2>&1 & exit 0")
+	if err := daemon.Run(); err != nil {
+		return outcome(err)
+	}
+	if _, err := cloneSleeper(); err != nil {
+		return outcome(err)
+	}
+	ents, err := os.ReadDir("/proc")
+	r := outcome(err)
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			r.N++
+		}
+	}
+	return r
+}
+
+// hardLinks makes one file in /tmp/links and n hard links to it beside
+// it: two inodes, n+1 names.
+func hardLinks(n int) result {
+	dir := "/tmp/links"
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return outcome(err)
+	}
+	f := filepath.Join(dir, "f")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		return outcome(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := os.Link(f, filepath.Join(dir, strconv.Itoa(i))); err != nil {
+			return result{Errno: errnoOf(err), Error: err.Error(), N: i}
+		}
+	}
+	return result{OK: true, N: n}
+}
+
+// TestRecycleLeavesNoProcessOfTheLastTenant: processes made to outlive
+// their run (stopped, forking without end, in a session of their own,
+// reparented to a subreaper, one whose exit signals nobody) are all gone
+// after a recycle: the next run sees only the init and itself. The
+// positive control: the planting run counts them.
+func TestRecycleLeavesNoProcessOfTheLastTenant(t *testing.T) {
+	need(t)
+	ctx, sb := openSandbox(t, recycleCfg(t))
+	r, _ := runAgain(t, ctx, sb, nil, "escapees")
+	if !r.OK || r.N < 6 { // init, agent, stopped, looper, setsid'd, cloned
+		t.Fatalf("the plant made too few processes: %+v", r)
+	}
+	if err := sb.Recycle(ctx); err != nil {
+		t.Fatalf("recycle: %v", err)
+	}
+	after, _ := runAgain(t, ctx, sb, nil, "procs")
+	if len(after.List) != 2 {
+		t.Errorf("after a recycle the next run (pid %s) sees processes %v", after.Value, after.List)
+	}
+}
+
+// TestRecycleBoundsTheEntriesItRemoves: the recycle removes a tenant's
+// files one by one only up to maxEntries (4096) of them, above which a
+// new sandbox costs less. Hard links are names without inodes: a tenant
+// with 20000 names of one file in /tmp tries to make the recycle remove
+// them all. A tmpfs charges each name as an inode, so the bound counts
+// them and the recycle fails (blocked). The positive control: the names
+// are there for the next run without a recycle.
+func TestRecycleBoundsTheEntriesItRemoves(t *testing.T) {
+	need(t)
+	const names = 20000
+	ctx, sb := openSandbox(t, recycleCfg(t))
+	if r, _ := runAgain(t, ctx, sb, nil, "hardlinks", strconv.Itoa(names)); !r.OK {
+		t.Fatalf("hardlinks: %+v", r)
+	}
+	if r, _ := runAgain(t, ctx, sb, nil, "count", "/tmp/links"); r.N != names+1 {
+		t.Fatalf("without a recycle the next run counts %d names in /tmp/links, want %d", r.N, names+1)
+	}
+	err := sb.Recycle(ctx)
+	t.Logf("recycle: %v", err)
+	if err == nil {
+		t.Errorf("a recycle removed %d names of %d inodes one by one: the bound of %d counts inodes only", names+1, 2, 4096)
 	}
 }
