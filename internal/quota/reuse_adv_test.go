@@ -1,0 +1,155 @@
+package quota_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/quota"
+)
+
+// Red-team tests of EmptyKeeping (issue 28): the kept top directories of
+// an episode's disk are the harness's while it runs (the sandbox chowns
+// them to its uid), so a tenant may mark them themselves, not only fill
+// them.
+
+// asTenant runs name with args as uid and gid 1000 without capabilities
+// (what a sandboxed harness is, as far as the disk can tell).
+func asTenant(t *testing.T, name string, args ...string) error {
+	t.Helper()
+	c := exec.Command(name, args...)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1000, Gid: 1000}}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Logf("%s %v as uid 1000: %v: %s", name, args, err, out)
+	}
+	return err
+}
+
+// inodeFlags reads dir's inode flags (FS_IOC_GETFLAGS, lsattr's).
+func inodeFlags(t *testing.T, dir string) uint32 {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// tenantDisk mounts a quota file system with the kept directories
+// workspace and home, the workspace given to uid 1000, and returns it with
+// its skeleton usage.
+func tenantDisk(t *testing.T) (*quota.FS, quota.Usage, string) {
+	t.Helper()
+	need(t)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // the tenant walks to its directory
+	os.Chmod(dir, 0o755)
+	fs, err := quota.Mount(context.Background(), filepath.Join(dir, "mnt"), filepath.Join(dir, "img"), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Unmount() })
+	for _, k := range []string{"workspace", "home"} {
+		if err := os.Mkdir(filepath.Join(fs.Dir, k), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	skeleton, err := fs.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(fs.Dir, "workspace")
+	os.Chmod(fs.Dir, 0o711)
+	if err := os.Chown(ws, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	return fs, skeleton, ws
+}
+
+// TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags: the tenant, as
+// the owner of its workspace, sets the directory's access and
+// modification times to 64 bits each of its choosing (utimensat) and
+// sets inode flags an owner may set without a capability (chattr +dA:
+// no dump, no atime). EmptyKeeping gives the directory back private and
+// the caller's; the next tenant must find it as the skeleton had it. The
+// positive control: the marks are there before EmptyKeeping.
+//
+// HOLE: EmptyKeeping resets the owner, the mode and (by refusing them)
+// the extended attributes, not the times or the inode flags: the next
+// episode reads the last one's 128 bits of times and its flags.
+func TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags(t *testing.T) {
+	fs, skeleton, ws := tenantDisk(t)
+	flags0 := inodeFlags(t, ws)
+	const payload = "@4102444800.123456789" // 2100-01-01, to the nanosecond
+	if err := asTenant(t, "/usr/bin/touch", "-d", payload, ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := asTenant(t, "/usr/bin/chattr", "+dA", ws); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(ws, &st); err != nil || st.Atim.Sec != 4102444800 || st.Mtim.Nsec != 123456789 {
+		t.Fatalf("the tenant's times did not take: %+v %v", st.Atim, err)
+	}
+	if inodeFlags(t, ws) == flags0 {
+		t.Fatal("the tenant's flags did not take")
+	}
+	if err := fs.EmptyKeeping(skeleton, []string{"workspace", "home"}); err != nil {
+		t.Fatalf("EmptyKeeping: %v", err)
+	}
+	if err := unix.Stat(ws, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Atim.Sec == 4102444800 || st.Mtim.Sec == 4102444800 {
+		t.Errorf("after EmptyKeeping the workspace's times are the last tenant's: atime %d.%09d, mtime %d.%09d",
+			st.Atim.Sec, st.Atim.Nsec, st.Mtim.Sec, st.Mtim.Nsec)
+	}
+	if f := inodeFlags(t, ws); f != flags0 {
+		t.Errorf("after EmptyKeeping the workspace's inode flags are %#x, the skeleton's %#x", f, flags0)
+	}
+}
+
+// TestEmptyKeepingBoundsTheNamesItRemoves: EmptyKeeping removes files one
+// by one up to MaxReuseInodes (4096), above which a new file system
+// costs less; a tenant's 6000 hard links to one file are 6001 names of
+// one inode (ext4 charges a name nothing but directory space).
+//
+// HOLE (cost, not a leak): the bound counts inodes, so EmptyKeeping
+// removes every name: the work is bounded by the quota's directory
+// space only (millions of names). The positive control: the names are
+// there before.
+func TestEmptyKeepingBoundsTheNamesItRemoves(t *testing.T) {
+	fs, skeleton, ws := tenantDisk(t)
+	sub := filepath.Join(ws, "links")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(sub, "f")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const names = 6000
+	for i := range names {
+		if err := os.Link(f, filepath.Join(sub, strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ents, _ := os.ReadDir(sub); len(ents) != names+1 {
+		t.Fatalf("%d names, want %d", len(ents), names+1)
+	}
+	if err := fs.EmptyKeeping(skeleton, []string{"workspace", "home"}); err == nil {
+		t.Errorf("EmptyKeeping removed %d names of one inode one by one: its bound of %d counts inodes only", names+1, quota.MaxReuseInodes)
+	}
+}
