@@ -105,3 +105,53 @@ func initOf(t *testing.T, s *session.Session) int {
 	}
 	return ppid
 }
+
+// TestSandboxedResetsResetTheWorkspaceItself: an episode's harness owns
+// its workspace directory and sets its times to a value of its choosing
+// (utimensat); a later episode in the same recycled sandbox must not read
+// that value. The positive control: the episode that set it reads it.
+//
+// HOLE: quota.EmptyKeeping gives the kept directories back private and
+// the daemon's, but keeps their times (and inode flags): the
+// modification time (64 bits of seconds and nanoseconds) reaches the
+// next episode whole when the tenant leaves the directory empty (the
+// access time is moved on by relatime, as it is not later than the
+// modification time); internal/quota's
+// TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags shows it below
+// the session.
+func TestSandboxedResetsResetTheWorkspaceItself(t *testing.T) {
+	needQuota(t)
+	reuse := true
+	s := sandboxed(t, func(c *config.Config) {
+		diskLimited(c, testQuota)
+		c.Sandbox.Reuse = &reuse
+	})
+	const payload = 4102444800 // 2100-01-01
+	seen := map[int]bool{}
+	reused := false
+	for i := range 4 {
+		reset(t, s)
+		init := initOf(t, s)
+		var out attackOutcome
+		json.Unmarshal([]byte(responseText(t, s, "attack dir-times "+episode.SandboxWorkspace)), &out)
+		t.Logf("episode %d (init %d): %s", i, init, out.Detail)
+		if seen[init] {
+			reused = true
+			if out.Count == payload {
+				t.Errorf("episode %d (init %d, recycled) reads the workspace's times an earlier episode set: %s", i, init, out.Detail)
+			}
+		}
+		seen[init] = true
+		json.Unmarshal([]byte(responseText(t, s, "attack stamp-dir "+episode.SandboxWorkspace+" "+strconv.Itoa(payload))), &out)
+		if !out.OK {
+			t.Fatalf("episode %d cannot set its workspace's times: %+v", i, out)
+		}
+		json.Unmarshal([]byte(responseText(t, s, "attack dir-times "+episode.SandboxWorkspace)), &out)
+		if out.Count != payload {
+			t.Fatalf("episode %d does not read the times it set: %+v", i, out)
+		}
+	}
+	if !reused {
+		t.Errorf("no sandbox served two of 4 episodes (inits %v): the test looked at no recycle", seen)
+	}
+}
