@@ -42,6 +42,8 @@ var recycleModes = map[string]func(args []string) result{
 	"dirmeta":   func([]string) result { return scratchMeta() },
 	"dirstamp":  func(a []string) result { return stampScratch(a) },
 	"writables": func(a []string) result { return writableMounts() },
+	"nsstate":   func([]string) result { return changeNamespaceState() },
+	"sysctlset": func(a []string) result { return outcome(os.WriteFile(a[0], []byte(a[1]), 0)) },
 	"escapees":  func([]string) result { return leaveEscapees() },
 	"hardlinks": func(a []string) result { return hardLinks(atoi(a, 0)) },
 	"unixcycle": func(a []string) result { return unixCycle(a[0]) },
@@ -917,5 +919,118 @@ func TestRecycleEndsOrphanedConnections(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// nsSysctls are files of /proc/sys the sandbox's namespaces own: what a
+// tenant wrote there would outlive it.
+var nsSysctls = []string{
+	"/proc/sys/kernel/ns_last_pid", "/proc/sys/kernel/hostname", "/proc/sys/kernel/domainname",
+	"/proc/sys/kernel/shm_next_id", "/proc/sys/kernel/msg_next_id", "/proc/sys/kernel/sem_next_id",
+	"/proc/sys/kernel/shmmax", "/proc/sys/fs/mqueue/msg_max",
+	"/proc/sys/net/ipv4/tcp_max_tw_buckets", "/proc/sys/net/ipv4/ip_local_port_range",
+	"/proc/sys/net/ipv4/ping_group_range", "/proc/sys/net/core/somaxconn",
+}
+
+// changeNamespaceState tries to change what the sandbox's namespaces
+// hold beyond processes, sockets, IPC objects and files: its host and
+// domain names, each of nsSysctls (written back as read), and a key in
+// the user's keyring. List names each change that took; N counts the
+// sysctls read (the positive control of the look).
+func changeNamespaceState() result {
+	r := result{OK: true}
+	if unix.Sethostname([]byte("left-by-a")) == nil {
+		r.List = append(r.List, "hostname")
+	}
+	if unix.Setdomainname([]byte("left-by-a")) == nil {
+		r.List = append(r.List, "domainname")
+	}
+	for _, p := range nsSysctls {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		r.N++
+		if os.WriteFile(p, b, 0) == nil {
+			r.List = append(r.List, p)
+		}
+	}
+	if _, err := unix.AddKey("user", "left-by-a", []byte("x"), unix.KEY_SPEC_USER_KEYRING); err == nil {
+		r.List = append(r.List, "user keyring")
+	}
+	return r
+}
+
+// TestRecycleTenantCannotChangeTheNamespaces: what the sandbox's
+// namespaces hold besides processes, sockets, IPC objects and files (its
+// host name, its sysctls, a keyring of the harness's uid) is out of a
+// tenant's reach, so no recycle needs to restore it. The positive
+// control: the sysctls are there to read.
+//
+// HOLE (IDSelf): with the single id map the harness is uid 0 inside, the
+// owner of the namespaces' /proc/sys files, whose writes the kernel
+// checks by mode (no capability needed): it may set the host and domain
+// names, the network namespace's sysctls (tcp_max_tw_buckets, the port
+// range, somaxconn) and the IPC limits, where the recycle restores none
+// (TestRecycleKeepsNoSysctlOfTheLastTenant). With IDRange (uid 1000) all
+// are refused.
+func TestRecycleTenantCannotChangeTheNamespaces(t *testing.T) {
+	need(t)
+	for _, ids := range []sandbox.IDMode{sandbox.IDRange, sandbox.IDSelf} {
+		t.Run(string(ids), func(t *testing.T) {
+			cfg := recycleCfg(t)
+			cfg.IDs = ids
+			r := firstLook(t, cfg, "nsstate")
+			if r.N != len(nsSysctls) {
+				t.Errorf("the harness reads %d of %d sysctls: the look is broken", r.N, len(nsSysctls))
+			}
+			if len(r.List) != 0 {
+				t.Errorf("a tenant changed %v", r.List)
+			}
+		})
+	}
+}
+
+// TestRecycleKeepsNoSysctlOfTheLastTenant: with the single id map
+// (IDSelf) a tenant writes the host and domain names, somaxconn,
+// mqueue's msg_max and tcp_max_tw_buckets through /proc/sys
+// (TestRecycleTenantCannotChangeTheNamespaces); after a recycle the next
+// tenant must find a new sandbox's values. The positive control: without
+// a recycle the next run reads the tenant's.
+//
+// HOLE: the recycle restores only tcp_max_tw_buckets (the doors'
+// loopback.Ready sets it again): the next tenant reads host and domain
+// names of the last one's choosing (64 bytes each) and runs with its
+// limits.
+func TestRecycleKeepsNoSysctlOfTheLastTenant(t *testing.T) {
+	need(t)
+	cfg := recycleCfg(t)
+	cfg.IDs = sandbox.IDSelf
+	set := map[string]string{
+		"/proc/sys/kernel/hostname": "left-by-a", "/proc/sys/kernel/domainname": "left-by-a",
+		"/proc/sys/net/core/somaxconn": "17", "/proc/sys/fs/mqueue/msg_max": "17",
+		"/proc/sys/net/ipv4/tcp_max_tw_buckets": "4096",
+	}
+	fresh := map[string]string{}
+	ctx, sb := openSandbox(t, cfg)
+	for p := range set {
+		r, _ := runAgain(t, ctx, sb, nil, "read", p)
+		fresh[p] = r.Value
+	}
+	for p, v := range set {
+		if r, _ := runAgain(t, ctx, sb, nil, "sysctlset", p, v); !r.OK {
+			t.Fatalf("write %s: %+v", p, r)
+		}
+		if r, _ := runAgain(t, ctx, sb, nil, "read", p); strings.TrimSpace(r.Value) != v {
+			t.Fatalf("without a recycle the next run reads %s %q, not the %q written", p, r.Value, v)
+		}
+	}
+	if err := sb.Recycle(ctx); err != nil {
+		t.Fatalf("recycle: %v", err)
+	}
+	for p := range set {
+		if r, _ := runAgain(t, ctx, sb, nil, "read", p); r.Value != fresh[p] {
+			t.Errorf("after a recycle the next run reads %s %q, a new sandbox %q", p, strings.TrimSpace(r.Value), strings.TrimSpace(fresh[p]))
+		}
 	}
 }
