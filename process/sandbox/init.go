@@ -113,7 +113,7 @@ func runInit() int {
 	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 		return initFail(ctl, StageUTS, fmt.Errorf("sethostname: %w", err))
 	}
-	scratches, err := tenancy.Record()
+	scratches, err := tenancy.Record(scratchMounts(spec.Mounts.Storage))
 	if err != nil {
 		return initFail(ctl, StageMounts, err)
 	}

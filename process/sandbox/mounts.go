@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
 
 // The new root is built the way bubblewrap builds it: a tmpfs becomes the
@@ -70,7 +72,8 @@ func buildRoot(ms mountSet) (string, error) {
 	if err := mkdirMount("proc", newRoot+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return StageProc, err
 	}
-	if err := mkdirMount("tmpfs", newRoot+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpfsData("1777", ms.Storage.TmpBytes)); err != nil {
+	tmp := scratchMounts(ms.Storage)[0]
+	if err := mkdirMount("tmpfs", newRoot+tmp.Dir, "tmpfs", tmp.Flags, tmp.Data); err != nil {
 		return StageMounts, err
 	}
 	if err := mkdirMount("tmpfs", newRoot+"/sys", "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,"+setupTmpfsSize); err != nil {
@@ -283,6 +286,15 @@ func bindHostRoot() error {
 	return nil
 }
 
+// scratchMounts are the sandbox's own writable file systems, /tmp and
+// /dev/shm, as the init mounts them (and a recycle mounts them again).
+func scratchMounts(st Storage) []tenancy.Mount {
+	return []tenancy.Mount{
+		{Dir: "/tmp", Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: tmpfsData("1777", st.TmpBytes)},
+		{Dir: "/dev/shm", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, Data: tmpfsData("1777", st.ShmBytes)},
+	}
+}
+
 // buildDev makes a minimal /dev: a few host devices, a devpts of its own
 // (at most st.PTYs ptys) with ptmx, shm (st.ShmBytes) and the usual links.
 func buildDev(st Storage) (string, error) {
@@ -305,7 +317,8 @@ func buildDev(st Storage) (string, error) {
 	if err := mkdirMount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", st.PTYs)); err != nil {
 		return StageDevpts, err
 	}
-	if err := mkdirMount("tmpfs", dev+"/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, tmpfsData("1777", st.ShmBytes)); err != nil {
+	shm := scratchMounts(st)[1]
+	if err := mkdirMount("tmpfs", newRoot+shm.Dir, "tmpfs", shm.Flags, shm.Data); err != nil {
 		return StageMounts, err
 	}
 	for link, target := range map[string]string{

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,15 @@ type openedDoor struct {
 	file       *os.File
 }
 
+// plainTCP listens without MPTCP (Go's default where the kernel has it):
+// a door's accepted connections are then TCP sockets, which a recycle's
+// sweep ends (sockdiag.Sweep); an MPTCP socket it could not.
+var plainTCP = func() net.ListenConfig {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	return lc
+}()
+
 // openDoors readies the sandbox's own network namespace (loopback) and
 // opens each door on 127.0.0.1.
 func openDoors(doors []Door, hostNetwork bool) ([]openedDoor, error) {
@@ -25,7 +35,7 @@ func openDoors(doors []Door, hostNetwork bool) ([]openedDoor, error) {
 	}
 	var out []openedDoor
 	for _, d := range doors {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(d.Port)))
+		l, err := plainTCP.Listen(context.Background(), "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(d.Port)))
 		if err != nil {
 			for _, o := range out {
 				o.file.Close()

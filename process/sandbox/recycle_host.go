@@ -29,8 +29,15 @@ type recycleReply struct {
 // returns the new listeners). The files below the binds (workspace, HOME)
 // are the caller's to empty. Any check that fails makes Recycle fail
 // (*SetupError, StageRecycle) and the sandbox must then be closed, not
-// handed on. Run and Recycle are serialised.
+// handed on. Run and Recycle are serialised. A sandbox with the single id
+// map (IDSelf) is never recycled: its harness is uid 0 inside, the owner
+// of the namespaces' /proc/sys files (the host name, the network's and
+// IPC's limits) and of its /tmp and /dev/shm, which a recycle cannot put
+// back.
 func (s *Sandbox) Recycle(ctx context.Context) error {
+	if s.ids.mode != IDRange {
+		return &SetupError{Stage: StageRecycle, Err: errors.New("a sandbox with the single id map is not handed on: its harness, uid 0 inside, owns the namespaces' sysctls and its scratch directories")}
+	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	if r := s.cur.Load(); r != nil {

@@ -5,44 +5,108 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Sweep ends every TCP and UDP socket (IPv4 and IPv6, in every state,
-// TIME_WAIT included) of the calling thread's network namespace with
-// sock_diag's SOCK_DESTROY, and then lists them again: it returns how
-// many are still there (with the first refusal when any is). A listener
-// a process still holds may refuse (EINVAL on Linux 6.x). Destroying needs CAP_NET_ADMIN over the
-// namespace and a kernel built with CONFIG_INET_DIAG_DESTROY; without
-// them nothing is ended and the error says why. Sockets a process still
-// holds are aborted (its calls fail with ECONNABORTED), so Sweep is for a
-// namespace whose processes are gone: it is how a kept network namespace
-// loses what an earlier tenant left in the kernel (a connection in
-// TIME_WAIT names its ports for a minute). When Lingering counts none, it
-// returns at once.
+// Sweep ends every socket the calling thread's network namespace still
+// holds once its processes are gone, and counts what is left (Census):
+// TCP and UDP sockets (IPv4 and IPv6, in every state, TIME_WAIT
+// included) it destroys with sock_diag's SOCK_DESTROY; Unix sockets that
+// only descriptors in flight hold (a cycle of sockets sent over each
+// other) it has the kernel collect. It returns how many sockets of any
+// protocol are left, with an error naming them when any is. Destroying
+// needs CAP_NET_ADMIN over the namespace and a kernel built with
+// CONFIG_INET_DIAG_DESTROY. Sockets a process still holds are aborted
+// (its calls fail with ECONNABORTED), so Sweep is for a namespace whose
+// processes are gone: it is how a kept network namespace loses what an
+// earlier tenant left in the kernel. When Census counts none, it returns
+// at once: a dump walks the kernel's socket tables, which every
+// namespace shares.
 func Sweep() (left int, err error) {
-	if n, err := Lingering(); err == nil && n == 0 {
-		return 0, nil // nothing to walk the tables for
+	c, err := Census()
+	if err != nil || len(c) == 0 {
+		return 0, err
 	}
+	var errs []error
+	if unixSockets(c) > 0 {
+		collectUnixCycles()
+	}
+	if c["TCP"]+c["TCPv6"]+c["UDP"]+c["UDPv6"]+c[timeWait] > 0 {
+		errs = append(errs, destroyInet())
+	}
+	for wait := time.Millisecond; ; wait *= 2 {
+		if c, err = Census(); err != nil {
+			return 0, err
+		}
+		left = 0
+		for _, n := range c {
+			left += n
+		}
+		// The kernel collects Unix cycles, and frees an MPTCP socket
+		// once its subflows are gone, in the background.
+		if left == 0 || wait > collectWait {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if left > 0 {
+		if err := errors.Join(errs...); err != nil {
+			return left, fmt.Errorf("sockets left: %v (%w)", c, err)
+		}
+		return left, fmt.Errorf("sockets left: %v", c)
+	}
+	return 0, nil
+}
+
+// unixSockets counts Census's Unix sockets ("UNIX", "UNIX-STREAM").
+func unixSockets(c map[string]int) int {
+	n := 0
+	for p, v := range c {
+		if strings.HasPrefix(p, "UNIX") {
+			n += v
+		}
+	}
+	return n
+}
+
+// collectWait bounds the wait for what the kernel frees in the background
+// (Unix sockets held only in flight, an MPTCP socket whose subflows are
+// gone).
+const collectWait = 64 * time.Millisecond
+
+// collectUnixCycles starts the kernel's collection of Unix sockets only
+// descriptors in flight hold: it runs when a Unix socket is released
+// while any descriptor is in flight.
+func collectUnixCycles() {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	unix.Close(fds[0])
+	unix.Close(fds[1])
+}
+
+// destroyInet destroys every TCP and UDP socket of the namespace.
+func destroyInet() error {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return 0, fmt.Errorf("sock_diag socket: %w", err)
+		return fmt.Errorf("sock_diag socket: %w", err)
 	}
 	defer unix.Close(fd)
 	tv := unix.NsecToTimeval(sockDiagTimeout.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return 0, fmt.Errorf("sock_diag timeout: %w", err)
+		return fmt.Errorf("sock_diag timeout: %w", err)
 	}
 	var errs []error
 	for _, k := range sweptKinds {
 		ids, err := dump(fd, k)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		for _, id := range ids {
 			if err := destroy(fd, k, id); err != nil && !errors.Is(err, ErrGone) {
@@ -50,17 +114,10 @@ func Sweep() (left int, err error) {
 			}
 		}
 	}
-	for _, k := range sweptKinds {
-		ids, err := dump(fd, k)
-		if err != nil {
-			return 0, err
-		}
-		left += len(ids)
+	if len(errs) > 0 {
+		return fmt.Errorf("sock_diag destroy: %w", errs[0])
 	}
-	if left > 0 && len(errs) > 0 {
-		return left, fmt.Errorf("sock_diag destroy: %w", errs[0])
-	}
-	return left, nil
+	return nil
 }
 
 // socketKind is one family and protocol sock_diag lists.
@@ -175,51 +232,67 @@ func netlinkError(data []byte) error {
 	}
 }
 
-// Lingering counts the TCP and UDP sockets of the calling thread's
-// network namespace as /proc/net/sockstat and sockstat6 count them: those
-// in its hash tables (TCP's "inuse", orphans included) and its TIME_WAIT
-// ones ("tw"), per namespace. Reading them costs a few lines; a dump
-// walks the kernel's socket tables, which every namespace shares.
-func Lingering() (int, error) {
-	n := 0
-	for _, f := range []string{"/proc/thread-self/net/sockstat", "/proc/thread-self/net/sockstat6"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return 0, fmt.Errorf("count sockets: %w", err)
-		}
-		c, err := countSockstat(string(b))
-		if err != nil {
-			return 0, fmt.Errorf("count sockets: %s: %w", f, err)
-		}
-		n += c
+// timeWait is Census's name for TCP's TIME_WAIT count.
+const timeWait = "TCP TIME_WAIT"
+
+// Census counts the sockets of the calling thread's network namespace by
+// protocol, the ones with none left out: each protocol's live sockets
+// (/proc/net/protocols, "sockets": per namespace) and TCP's TIME_WAIT
+// ones (/proc/net/sockstat, "tw"). Reading them costs a few lines.
+func Census() (map[string]int, error) {
+	out := map[string]int{}
+	b, err := os.ReadFile("/proc/thread-self/net/protocols")
+	if err != nil {
+		return nil, fmt.Errorf("count sockets: %w", err)
 	}
-	return n, nil
+	if err := countProtocols(string(b), out); err != nil {
+		return nil, fmt.Errorf("count sockets: %w", err)
+	}
+	b, err = os.ReadFile("/proc/thread-self/net/sockstat")
+	if err != nil {
+		return nil, fmt.Errorf("count sockets: %w", err)
+	}
+	if tw := timeWaits(string(b)); tw > 0 {
+		out[timeWait] = tw
+	}
+	return out, nil
 }
 
-// countSockstat adds up the TCP and UDP "inuse" and TCP "tw" counts of a
-// sockstat file.
-func countSockstat(s string) (int, error) {
-	n, seen := 0, 0
+// countProtocols adds the non-zero "sockets" counts of a
+// /proc/net/protocols table to out.
+func countProtocols(s string, out map[string]int) error {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "protocol") {
+		return errors.New("no protocols table")
+	}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			return fmt.Errorf("bad protocols line %q", l)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return fmt.Errorf("bad protocols line %q", l)
+		}
+		if n > 0 {
+			out[f[0]] += n
+		}
+	}
+	return nil
+}
+
+// timeWaits reads TCP's "tw" count of a sockstat table (0 when absent).
+func timeWaits(s string) int {
 	for _, line := range strings.Split(s, "\n") {
-		proto, rest, ok := strings.Cut(line, ":")
-		if !ok || !slices.Contains([]string{"TCP", "UDP", "TCP6", "UDP6"}, proto) {
-			continue
-		}
-		f := strings.Fields(rest)
-		for i := 0; i+1 < len(f); i += 2 {
-			if f[i] != "inuse" && !(f[i] == "tw" && proto == "TCP") {
-				continue
+		if rest, ok := strings.CutPrefix(line, "TCP:"); ok {
+			f := strings.Fields(rest)
+			for i := 0; i+1 < len(f); i += 2 {
+				if f[i] == "tw" {
+					n, _ := strconv.Atoi(f[i+1])
+					return n
+				}
 			}
-			v, err := strconv.Atoi(f[i+1])
-			if err != nil {
-				return 0, fmt.Errorf("bad count %q", line)
-			}
-			n += v
-			seen++
 		}
 	}
-	if seen == 0 {
-		return 0, errors.New("no TCP or UDP counts")
-	}
-	return n, nil
+	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,52 +22,104 @@ import (
 // above it, a new sandbox costs less.
 const maxEntries = 4096
 
-// Scratch is one of the sandbox's own writable file systems (/tmp,
-// /dev/shm) as it was set up: the entries the init made there (mount
-// points of binds) and its usage then.
-type Scratch struct {
-	dir   string
-	setup map[string]bool
-	fresh unix.Statfs_t
+// Mount is one of the sandbox's own writable file systems (a tmpfs: /tmp,
+// /dev/shm) as its init mounts it.
+type Mount struct {
+	Dir   string
+	Flags uintptr
+	Data  string
 }
 
-// ScratchDirs are the sandbox's own writable file systems.
-var ScratchDirs = []string{"/tmp", "/dev/shm"}
+// Scratch is a Mount as it was set up: the entries the init made there
+// (mount points of binds), its usage and its root's times then.
+type Scratch struct {
+	Mount
+	setup        map[string]bool
+	fresh        unix.Statfs_t
+	atime, mtime unix.Timespec
+}
 
-// Record notes each of ScratchDirs as it is once the root is built, for
-// Empty to restore.
-func Record() ([]Scratch, error) {
+// Record notes each mount as it is once the root is built, for Empty to
+// restore.
+func Record(mounts []Mount) ([]Scratch, error) {
 	var out []Scratch
-	for _, d := range ScratchDirs {
-		s := Scratch{dir: d, setup: map[string]bool{}}
-		ents, err := os.ReadDir(d)
+	for _, m := range mounts {
+		s := Scratch{Mount: m, setup: map[string]bool{}}
+		ents, err := os.ReadDir(m.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("note %s: %w", d, err)
+			return nil, fmt.Errorf("note %s: %w", m.Dir, err)
 		}
 		for _, e := range ents {
 			s.setup[e.Name()] = true
 		}
-		if err := unix.Statfs(d, &s.fresh); err != nil {
-			return nil, fmt.Errorf("note %s: %w", d, err)
+		if err := unix.Statfs(m.Dir, &s.fresh); err != nil {
+			return nil, fmt.Errorf("note %s: %w", m.Dir, err)
 		}
+		var st unix.Stat_t
+		if err := unix.Stat(m.Dir, &st); err != nil {
+			return nil, fmt.Errorf("note %s: %w", m.Dir, err)
+		}
+		s.atime, s.mtime = st.Atim, st.Mtim
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// Empty removes every entry a tenant made and checks the file system is
-// back to its usage at setup (no file left, none still held open). The
-// init's own entries are root's (0755, made before any tenant ran): a
-// tenant cannot write below them.
+// Empty puts the file system back to how it was set up. Without a mount
+// below it, a new tmpfs replaces it (nothing of the last one's, its inode
+// numbers included, is left); with one (a bind's mount point, root's),
+// every entry a tenant made is removed (a tenant cannot write below the
+// init's own). Either way its root gets its times at setup back, and its
+// usage must be exactly that at setup (no file left, none still held
+// open).
 func (s Scratch) Empty() error {
+	nested, err := hasMountsBelow(s.Dir)
+	if err != nil {
+		return err
+	}
+	if nested {
+		err = s.removeEntries()
+	} else {
+		err = s.remount()
+	}
+	if err != nil {
+		return err
+	}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, s.Dir, []unix.Timespec{s.atime, s.mtime}, 0); err != nil {
+		return fmt.Errorf("%s: restore its times: %w", s.Dir, err)
+	}
 	var now unix.Statfs_t
-	if err := unix.Statfs(s.dir, &now); err != nil {
+	if err := unix.Statfs(s.Dir, &now); err != nil {
+		return err
+	}
+	if now.Files-now.Ffree != s.fresh.Files-s.fresh.Ffree || now.Bfree != s.fresh.Bfree {
+		return fmt.Errorf("%s is not back to fresh: %d inodes and %d free blocks, %d and %d at setup",
+			s.Dir, now.Files-now.Ffree, now.Bfree, s.fresh.Files-s.fresh.Ffree, s.fresh.Bfree)
+	}
+	return nil
+}
+
+// remount replaces the file system with a new one of the same options.
+func (s Scratch) remount() error {
+	if err := unix.Unmount(s.Dir, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmount %s: %w", s.Dir, err)
+	}
+	if err := unix.Mount("tmpfs", s.Dir, "tmpfs", s.Flags, s.Data); err != nil {
+		return fmt.Errorf("mount a new %s: %w", s.Dir, err)
+	}
+	return nil
+}
+
+// removeEntries removes every entry of the root the init did not make.
+func (s Scratch) removeEntries() error {
+	var now unix.Statfs_t
+	if err := unix.Statfs(s.Dir, &now); err != nil {
 		return err
 	}
 	if used := (now.Files - now.Ffree) - (s.fresh.Files - s.fresh.Ffree); used > maxEntries {
-		return fmt.Errorf("%s holds %d files: more than %d are cheaper to drop with the sandbox", s.dir, used, maxEntries)
+		return fmt.Errorf("%s holds %d files: more than %d are cheaper to drop with the sandbox", s.Dir, used, maxEntries)
 	}
-	ents, err := os.ReadDir(s.dir)
+	ents, err := os.ReadDir(s.Dir)
 	if err != nil {
 		return err
 	}
@@ -74,18 +127,26 @@ func (s Scratch) Empty() error {
 		if s.setup[e.Name()] {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {
 			return err
 		}
 	}
-	if err := unix.Statfs(s.dir, &now); err != nil {
-		return err
-	}
-	if now.Files-now.Ffree != s.fresh.Files-s.fresh.Ffree || now.Bfree != s.fresh.Bfree {
-		return fmt.Errorf("%s is not back to fresh: %d inodes and %d free blocks, %d and %d at setup",
-			s.dir, now.Files-now.Ffree, now.Bfree, s.fresh.Files-s.fresh.Ffree, s.fresh.Bfree)
-	}
 	return nil
+}
+
+// hasMountsBelow reports whether a mount point lies below dir (in this
+// process's mount table).
+func hasMountsBelow(dir string) (bool, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // OnlyInitLeft checks that the PID namespace holds no process but the
