@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/process/sandbox/internal/control"
 	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
+	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
 	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
 
@@ -125,16 +126,16 @@ func runInit() int {
 }
 
 // sendDoors sends a ready message with doors attached and closes them.
-func sendDoors(ctl *net.UnixConn, doors []openedDoor) error {
+func sendDoors(ctl *net.UnixConn, doors []loopback.Door) error {
 	opened := make([]doorOpened, len(doors))
 	fds := make([]int, len(doors))
 	for i, d := range doors {
-		opened[i] = doorOpened{Name: d.name, Addr: d.addr}
-		fds[i] = int(d.file.Fd())
+		opened[i] = doorOpened{Name: d.Name, Addr: d.Addr}
+		fds[i] = int(d.File.Fd())
 	}
 	err := send(ctl, message{Type: msgReady, Doors: opened}, fds...)
 	for _, d := range doors {
-		d.file.Close()
+		d.File.Close()
 	}
 	return err
 }

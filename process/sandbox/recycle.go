@@ -5,6 +5,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/linux/ipcns"
 	"github.com/harnessd/harnessd/internal/linux/sockdiag"
+	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
 	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
 
@@ -22,7 +23,7 @@ import (
 // sandbox's own file systems is left, and the next process gets the pid a
 // first one would. It runs on a thread that holds the init's capabilities
 // (never the forker's), with no run going.
-func recycleInside(spec initSpec, scratches []tenancy.Scratch) ([]openedDoor, error) {
+func recycleInside(spec initSpec, scratches []tenancy.Scratch) ([]loopback.Door, error) {
 	killRest()
 	if err := tenancy.OnlyInitLeft(); err != nil {
 		return nil, err

@@ -1,11 +1,15 @@
 // Package loopback readies a sandbox's own network namespace for its
-// doors, from its init: lo up, and no TCP connection kept in TIME_WAIT.
-// It touches nothing but the calling thread's network namespace.
+// doors, from its init: lo up, no TCP connection kept in TIME_WAIT, and
+// the doors' listeners on 127.0.0.1. It touches nothing but the calling
+// thread's network namespace.
 package loopback
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,4 +54,42 @@ func noTimeWait() error {
 		return fmt.Errorf("keep no TIME_WAIT: %w", err)
 	}
 	return nil
+}
+
+// Door is a listener opened inside, as a file to pass on.
+type Door struct {
+	Name, Addr string
+	File       *os.File
+}
+
+// plainTCP listens without MPTCP (Go's default where the kernel has it):
+// a door's accepted connections are then TCP sockets, which a recycle's
+// sweep ends (sockdiag.Sweep); an MPTCP socket it could not.
+var plainTCP = func() net.ListenConfig {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	return lc
+}()
+
+// Listen opens a door on 127.0.0.1 for each name, at its port in ports
+// (0: any).
+func Listen(names []string, ports []int) ([]Door, error) {
+	var out []Door
+	for i, name := range names {
+		l, err := plainTCP.Listen(context.Background(), "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])))
+		if err != nil {
+			for _, o := range out {
+				o.File.Close()
+			}
+			return nil, fmt.Errorf("door %s: %w", name, err)
+		}
+		f, err := l.(*net.TCPListener).File()
+		addr := l.Addr().String()
+		l.Close()
+		if err != nil {
+			return nil, fmt.Errorf("door %s: %w", name, err)
+		}
+		out = append(out, Door{Name: name, Addr: addr, File: f})
+	}
+	return out, nil
 }
