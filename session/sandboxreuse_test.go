@@ -111,14 +111,11 @@ func initOf(t *testing.T, s *session.Session) int {
 // (utimensat); a later episode in the same recycled sandbox must not read
 // that value. The positive control: the episode that set it reads it.
 //
-// HOLE: quota.EmptyKeeping gives the kept directories back private and
-// the daemon's, but keeps their times (and inode flags): the
-// modification time (64 bits of seconds and nanoseconds) reaches the
-// next episode whole when the tenant leaves the directory empty (the
-// access time is moved on by relatime, as it is not later than the
-// modification time); internal/quota's
-// TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags shows it below
-// the session.
+// Found by the red team (the modification time reached the next episode
+// whole); quota.EmptyKeeping now gives the kept directories the time of
+// the emptying (internal/quota's
+// TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags below the
+// session).
 func TestSandboxedResetsResetTheWorkspaceItself(t *testing.T) {
 	needQuota(t)
 	reuse := true

@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,9 @@ func (f *FS) Empty(fresh Usage) error {
 	if used := u.Inodes - u.FreeInodes; used > fresh.Inodes-fresh.FreeInodes+MaxReuseInodes {
 		return fmt.Errorf("%w: %d files and directories are cheaper to drop with the file system than to remove", ErrNotFresh, used)
 	}
+	if err := boundNames(f.Dir); err != nil {
+		return err
+	}
 	ents, err := os.ReadDir(f.Dir)
 	if err != nil {
 		return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
@@ -73,7 +77,9 @@ func (f *FS) Empty(fresh Usage) error {
 // the caller, without extended attributes. skeleton is Usage right after
 // they were made in the fresh file system: the usage must be exactly that
 // again (a directory the last writer grew, a file still held open, makes
-// it ErrNotFresh).
+// it ErrNotFresh). Their times become the time of the emptying, as a
+// directory made then would have, and the inode flags a writer may set
+// (chattr: no dump, no atime, sync...) are cleared.
 func (f *FS) EmptyKeeping(skeleton Usage, keep []string) error {
 	u, err := f.Usage()
 	if err != nil {
@@ -81,6 +87,9 @@ func (f *FS) EmptyKeeping(skeleton Usage, keep []string) error {
 	}
 	if used := u.Inodes - u.FreeInodes; used > skeleton.Inodes-skeleton.FreeInodes+MaxReuseInodes {
 		return fmt.Errorf("%w: %d files and directories are cheaper to drop with the file system than to remove", ErrNotFresh, used)
+	}
+	if err := boundNames(f.Dir); err != nil {
+		return err
 	}
 	ents, err := os.ReadDir(f.Dir)
 	if err != nil {
@@ -100,6 +109,9 @@ func (f *FS) EmptyKeeping(skeleton Usage, keep []string) error {
 	}
 	for _, dir := range append([]string{""}, keep...) {
 		if err := makePrivate(filepath.Join(f.Dir, dir)); err != nil {
+			return err
+		}
+		if err := clearInode(filepath.Join(f.Dir, dir)); err != nil {
 			return err
 		}
 	}
@@ -148,6 +160,62 @@ func makePrivate(dir string) error {
 		return fmt.Errorf("quota: empty %s: list its extended attributes: %w", dir, err)
 	} else if n > 0 {
 		return fmt.Errorf("%w: %s carries extended attributes", ErrNotFresh, dir)
+	}
+	return nil
+}
+
+// boundNames walks below root and fails with ErrNotFresh past
+// MaxReuseInodes names: hard links are names without inodes, so the
+// inode count alone does not bound the removal's work.
+func boundNames(root string) error {
+	n := 0
+	errTooMany := errors.New("too many names")
+	err := filepath.WalkDir(root, func(_ string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n++; n > MaxReuseInodes {
+			return errTooMany
+		}
+		return nil
+	})
+	if errors.Is(err, errTooMany) {
+		return fmt.Errorf("%w: more than %d names are cheaper to drop with the file system than to remove", ErrNotFresh, MaxReuseInodes)
+	}
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: %w", root, err)
+	}
+	return nil
+}
+
+// userFlags are the inode flags (FS_IOC_SETFLAGS) a directory's owner
+// may set without a capability, and the ones that need one: none is a
+// fresh directory's.
+const userFlags = 0x000380FF | 0x00800000 | 0x20000000 // FS_FL_USER_MODIFIABLE, FS_NOCOW_FL, FS_PROJINHERIT_FL
+
+// clearInode gives dir the times of now and clears its user-settable
+// inode flags (none where the file system has no flags).
+func clearInode(dir string) error {
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, dir, nil, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("quota: empty %s: reset its times: %w", dir, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: %w", dir, err)
+	}
+	defer d.Close()
+	flags, err := unix.IoctlGetUint32(int(d.Fd()), unix.FS_IOC_GETFLAGS)
+	if errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EOPNOTSUPP) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: read its inode flags: %w", dir, err)
+	}
+	if flags&userFlags == 0 {
+		return nil
+	}
+	if err := unix.IoctlSetPointerInt(int(d.Fd()), unix.FS_IOC_SETFLAGS, int(flags&^userFlags)); err != nil {
+		return fmt.Errorf("quota: empty %s: clear its inode flags: %w", dir, err)
 	}
 	return nil
 }

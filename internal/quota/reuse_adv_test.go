@@ -86,9 +86,8 @@ func tenantDisk(t *testing.T) (*quota.FS, quota.Usage, string) {
 // the caller's; the next tenant must find it as the skeleton had it. The
 // positive control: the marks are there before EmptyKeeping.
 //
-// HOLE: EmptyKeeping resets the owner, the mode and (by refusing them)
-// the extended attributes, not the times or the inode flags: the next
-// episode reads the last one's 128 bits of times and its flags.
+// Found by the red team (the times and flags were kept); EmptyKeeping now
+// gives them the time of the emptying and clears the flags.
 func TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags(t *testing.T) {
 	fs, skeleton, ws := tenantDisk(t)
 	flags0 := inodeFlags(t, ws)
@@ -126,10 +125,9 @@ func TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags(t *testing.T) {
 // costs less; a tenant's 6000 hard links to one file are 6001 names of
 // one inode (ext4 charges a name nothing but directory space).
 //
-// HOLE (cost, not a leak): the bound counts inodes, so EmptyKeeping
-// removes every name: the work is bounded by the quota's directory
-// space only (millions of names). The positive control: the names are
-// there before.
+// Found by the red team (the bound counted inodes only, a cost, not a
+// leak); the names are now counted first. The positive control: the
+// names are there before.
 func TestEmptyKeepingBoundsTheNamesItRemoves(t *testing.T) {
 	fs, skeleton, ws := tenantDisk(t)
 	sub := filepath.Join(ws, "links")

@@ -24,9 +24,10 @@ import (
 // tenant and looks for it as the next. Every one has its positive
 // control: the trace is seen by a later run of the same sandbox when no
 // Recycle came between (or the attack is shown to work where it should),
-// so that none passes by not running. A test whose doc comment starts a
-// paragraph with "HOLE:" shows a trace the recycle does not remove and
-// fails on the code it was written against.
+// so that none passes by not running. The holes the red team found are
+// closed; a test whose doc comment says RESIDUAL shows a counter the
+// recycle keeps by design, and runs (failing) only when asked
+// (HARNESSD_TEST_RESIDUAL=1).
 
 // recycleModes are the agent's modes for these tests (runAgent's default
 // case looks here).
@@ -818,11 +819,9 @@ func stuckConnection(network, addr string) result {
 // recycle the next tenant must not find it. The positive control: it
 // takes a connection after its planter closed every descriptor.
 //
-// HOLE: the sweep covers TCP and UDP only, and nothing checks for Unix
-// sockets: the next tenant connects to the last one's listener (which
-// nobody accepts on: a client of a well-known abstract name hangs), cannot
-// bind its name (EADDRINUSE) and reads its name in /proc/net/unix (any
-// 107 bytes of the last tenant's choosing, per socket).
+// Found by the red team (the sweep covered TCP and UDP only); the sweep
+// now counts every protocol's sockets and has the kernel collect such a
+// cycle.
 func TestRecycleEndsAnAbstractSocketHiddenInFlight(t *testing.T) {
 	need(t)
 	ctx, sb := openSandbox(t, recycleCfg(t))
@@ -876,16 +875,9 @@ func protoCounts(table string) map[string]int {
 // the sockets a new sandbox has (its doors). The positive control:
 // without a recycle the next run counts the connection.
 //
-// HOLE (mptcp): the door is an MPTCP listener (Go listens with MPTCP by
-// default), so the connection is a real MPTCP one, and so is the
-// daemon's end the door accepted, which lives in the sandbox's network
-// namespace too. The sweep destroys the TCP subflows (over TCP the
-// daemon's end is aborted) but not the MPTCP socket above them: neither
-// sockstat (Lingering) nor the TCP/UDP dumps see it. The recycle succeeds
-// with the last tenant's connection still a socket of the namespace,
-// which the next tenant finds counted in /proc/net/protocols (and listed
-// by sock_diag's MPTCP dump). Closing the daemon's end before the recycle
-// (checked by hand) leaves none.
+// Found by the red team (mptcp: the doors listened with MPTCP, Go's
+// default, and the daemon's MPTCP end outlived the sweep); the doors now
+// listen with plain TCP and the sweep counts every protocol.
 func TestRecycleEndsOrphanedConnections(t *testing.T) {
 	need(t)
 	for _, network := range []string{"tcp", "mptcp"} {
