@@ -13,8 +13,8 @@ import (
 
 	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/process/sandbox/internal/control"
-	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
+	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
 	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
 
