@@ -41,6 +41,13 @@
 // Close, or the daemon's death (Pdeathsig) — every process of the
 // namespace dies with it.
 //
+// Between tenants (a session's episodes) Recycle puts a sandbox back to
+// new: the init kills and reaps what is left, ends every socket of its
+// network namespace, removes every IPC object, mounts a new /tmp and
+// /dev/shm and resets its pid counter, checking each (package
+// internal/tenancy, internal/linux/sockdiag and internal/linux/ipcns do
+// the work); the files below the binds are the caller's to empty.
+//
 // Start runs in named phases (ids, cgroup, binds, spawn, handshake), each
 // with its own undo, undone in reverse when a later one fails. Every tmpfs
 // of the sandbox has a size= and its devpts a max= (Config.Storage), and
