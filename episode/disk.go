@@ -274,12 +274,7 @@ func (ds *disks) put(ctx context.Context, d *disk, clean bool, log *slog.Logger)
 	if d.sb != nil && keep {
 		err := d.recycle(ctx)
 		if err == nil {
-			ds.mu.Lock()
-			if keep = !ds.closed && len(ds.idle) < maxIdleDisks; keep {
-				ds.idle = append(ds.idle, d)
-			}
-			ds.mu.Unlock()
-			if keep {
+			if keep = ds.keepIdle(d); keep {
 				return nil
 			}
 		}
@@ -291,12 +286,7 @@ func (ds *disks) put(ctx context.Context, d *disk, clean bool, log *slog.Logger)
 	if keep {
 		err := d.fs.Empty(d.fresh)
 		if err == nil {
-			ds.mu.Lock()
-			if keep = !ds.closed && len(ds.idle) < maxIdleDisks; keep {
-				ds.idle = append(ds.idle, d)
-			}
-			ds.mu.Unlock()
-			if keep {
+			if ds.keepIdle(d) {
 				return nil
 			}
 		} else {
@@ -304,6 +294,18 @@ func (ds *disks) put(ctx context.Context, d *disk, clean bool, log *slog.Logger)
 		}
 	}
 	return errors.Join(d.fs.Unmount(), os.Remove(d.fs.Dir))
+}
+
+// keepIdle adds d to the disks waiting for an episode unless the session
+// has closed or has enough waiting.
+func (ds *disks) keepIdle(d *disk) bool {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.closed || len(ds.idle) >= maxIdleDisks {
+		return false
+	}
+	ds.idle = append(ds.idle, d)
+	return true
 }
 
 // close unmounts the waiting disks; put unmounts the rest as they come

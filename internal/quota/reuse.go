@@ -37,38 +37,7 @@ const MaxReuseInodes = 4096
 // (or the removal's error): the file system must then be unmounted, not
 // reused. It must not run while any other process may still write below
 // the root.
-func (f *FS) Empty(fresh Usage) error {
-	u, err := f.Usage()
-	if err != nil {
-		return err
-	}
-	if used := u.Inodes - u.FreeInodes; used > fresh.Inodes-fresh.FreeInodes+MaxReuseInodes {
-		return fmt.Errorf("%w: %d files and directories are cheaper to drop with the file system than to remove", ErrNotFresh, used)
-	}
-	if err := boundNames(f.Dir); err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(f.Dir)
-	if err != nil {
-		return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
-	}
-	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(f.Dir, e.Name())); err != nil {
-			return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
-		}
-	}
-	if err := makePrivate(f.Dir); err != nil {
-		return err
-	}
-	if u, err = f.Usage(); err != nil {
-		return err
-	}
-	if u.Inodes-u.FreeInodes != fresh.Inodes-fresh.FreeInodes || u.Avail != fresh.Avail || u.Total != fresh.Total {
-		return fmt.Errorf("%w: %d inodes in use and %d bytes available, %d and %d when mounted",
-			ErrNotFresh, u.Inodes-u.FreeInodes, u.Avail, fresh.Inodes-fresh.FreeInodes, fresh.Avail)
-	}
-	return nil
-}
+func (f *FS) Empty(fresh Usage) error { return f.EmptyKeeping(fresh, nil) }
 
 // EmptyKeeping is Empty for a file system whose top-level directories
 // keep stay, as themselves (a sandbox kept with the file system has them
@@ -119,7 +88,7 @@ func (f *FS) EmptyKeeping(skeleton Usage, keep []string) error {
 		return err
 	}
 	if u.Inodes-u.FreeInodes != skeleton.Inodes-skeleton.FreeInodes || u.Avail != skeleton.Avail || u.Total != skeleton.Total {
-		return fmt.Errorf("%w: %d inodes in use and %d bytes available, %d and %d with only its top directories",
+		return fmt.Errorf("%w: %d inodes in use and %d bytes available, %d and %d fresh",
 			ErrNotFresh, u.Inodes-u.FreeInodes, u.Avail, skeleton.Inodes-skeleton.FreeInodes, skeleton.Avail)
 	}
 	return nil
