@@ -2,7 +2,6 @@ package quota_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -24,13 +23,7 @@ var marker = bytes.Repeat([]byte("harnessd-previous-episode-"), 40<<10) // ~1 Mi
 // as zeros. The positive control: the deleted file's data is still in
 // the image's blocks (so it could have leaked), read from the host.
 func TestEmptyLeavesNothingOfTheWriterBefore(t *testing.T) {
-	need(t)
-	dir := t.TempDir()
-	fs, err := quota.Mount(context.Background(), filepath.Join(dir, "mnt"), filepath.Join(dir, "img"), size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Unmount()
+	fs := mountedForTest(t)
 	fresh, err := fs.Usage()
 	if err != nil {
 		t.Fatal(err)
@@ -126,13 +119,7 @@ func TestEmptyLeavesNothingOfTheWriterBefore(t *testing.T) {
 // blocks; Empty says the file system is not fresh instead of handing it
 // on. The control: once the file is closed, Empty succeeds.
 func TestEmptyRefusesWhatItCannotMakeFresh(t *testing.T) {
-	need(t)
-	dir := t.TempDir()
-	fs, err := quota.Mount(context.Background(), filepath.Join(dir, "mnt"), filepath.Join(dir, "img"), size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Unmount()
+	fs := mountedForTest(t)
 	fresh, _ := fs.Usage()
 	held, err := os.Create(filepath.Join(fs.Dir, "held"))
 	if err != nil {
@@ -176,13 +163,7 @@ func syncFS(t *testing.T, dir string) {
 // one the writer grew, is refused; a kept name that is no longer a
 // directory too.
 func TestEmptyKeepingKeepsTheTopDirectoriesThemselves(t *testing.T) {
-	need(t)
-	dir := t.TempDir()
-	fs, err := quota.Mount(context.Background(), filepath.Join(dir, "mnt"), filepath.Join(dir, "img"), size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Unmount()
+	fs := mountedForTest(t)
 	keep := []string{"workspace", "home"}
 	for _, k := range keep {
 		if err := os.Mkdir(filepath.Join(fs.Dir, k), 0o700); err != nil {
