@@ -39,6 +39,10 @@ func Sweep() (left int, err error) {
 	if c["TCP"]+c["TCPv6"]+c["UDP"]+c["UDPv6"]+c[timeWait] > 0 {
 		errs = append(errs, destroyInet())
 	}
+	// The kernel collects Unix cycles, and frees an MPTCP socket once its
+	// subflows are gone, in the background: count again, with growing
+	// pauses, until none is left or collectWait has passed.
+	deadline := time.Now().Add(collectWait)
 	for wait := time.Millisecond; ; wait *= 2 {
 		if c, err = Census(); err != nil {
 			return 0, err
@@ -47,12 +51,10 @@ func Sweep() (left int, err error) {
 		for _, n := range c {
 			left += n
 		}
-		// The kernel collects Unix cycles, and frees an MPTCP socket
-		// once its subflows are gone, in the background.
-		if left == 0 || wait > collectWait {
+		if left == 0 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(wait)
+		time.Sleep(min(wait, time.Until(deadline)+time.Millisecond))
 	}
 	if left > 0 {
 		if err := errors.Join(errs...); err != nil {
