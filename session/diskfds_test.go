@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/harnessd/harnessd/config"
@@ -47,6 +48,46 @@ func harnessFDsBelow(t *testing.T, pid int, dir string) []string {
 	return out
 }
 
+// maxKeptDisks is how many disks a session holds at most between resets:
+// its episode's, the spare's prepared ahead and the emptied ones waiting
+// (episode.maxIdleDisks, 2).
+const maxKeptDisks = 1 + 1 + 2
+
+// checkDiskRootFDs fails unless the directories this process holds open
+// below root are 1 to maxKeptDisks disks' roots, each once and each still
+// a mounted file system's root (a descriptor kept past its disk's unmount
+// would fail that). Regular files are not counted: the session's lock and
+// the images a spare's preparation copies while the test looks.
+func checkDiskRootFDs(t *testing.T, episode int, root string) {
+	t.Helper()
+	var dirs []string
+	seen := map[string]bool{}
+	for _, p := range fdsBelow(t, root) {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("episode %d: a descriptor held for %s, which is gone: %v", episode, p, err)
+		}
+		if !st.IsDir() {
+			continue
+		}
+		if seen[p] {
+			t.Fatalf("episode %d: two descriptors held for %s", episode, p)
+		}
+		seen[p] = true
+		parent, err := os.Stat(filepath.Dir(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Sys().(*syscall.Stat_t).Dev == parent.Sys().(*syscall.Stat_t).Dev {
+			t.Fatalf("episode %d: a descriptor held for %s, which is no longer a disk's root", episode, p)
+		}
+		dirs = append(dirs, p)
+	}
+	if len(dirs) == 0 || len(dirs) > maxKeptDisks {
+		t.Fatalf("episode %d: the process holds %d disk roots open below the workspace root, want 1 to %d (a disk's each): %v", episode, len(dirs), maxKeptDisks, dirs)
+	}
+}
+
 // TestDiskQuotaHoldsNoDescriptorPastItsDisks: each turn's end reads the
 // episode's disk usage through a descriptor of its quota file system's
 // root (kept until the disk is unmounted). Over a dozen episodes taking
@@ -67,9 +108,7 @@ func TestDiskQuotaHoldsNoDescriptorPastItsDisks(t *testing.T) {
 				t.Fatalf("episode %d: %q", i, got)
 			}
 		}
-		if fds := fdsBelow(t, root); len(fds) == 0 || len(fds) > 3 {
-			t.Fatalf("episode %d: the process holds %d descriptors below the workspace root, want 1 to 3 (a disk's each): %v", i, len(fds), fds)
-		}
+		checkDiskRootFDs(t, i, root)
 		// The harness inherits none of them (close on exec).
 		if fds := harnessFDsBelow(t, s.State().HarnessPID, root); len(fds) != 0 {
 			t.Fatalf("episode %d: the harness holds descriptors below the workspace root: %v", i, fds)
