@@ -173,7 +173,9 @@ func TestConsoleEpisodesTable(t *testing.T) {
 	}
 	// Sort by reward, descending then ascending.
 	click(`#episodes th button[data-sort="reward"]`)
-	waitPage(t, ctx, "sorted by reward", `location.search.includes("sort=-reward") && document.querySelector("#episodes tbody td.ep-reward").textContent === "0.9"`)
+	// The header's mark is set when the sorted page renders (the first
+	// row's 0.9 is also the newest episode's, shown before the click).
+	waitPage(t, ctx, "sorted by reward", `location.search.includes("sort=-reward") && document.querySelector('#episodes th button[data-sort="reward"]').classList.contains("desc") && document.querySelector("#episodes tbody td.ep-reward").textContent === "0.9"`)
 	click(`#episodes th button[data-sort="reward"]`)
 	waitPage(t, ctx, "sorted by reward ascending", `location.search.includes("sort=reward") && !location.search.includes("sort=-reward")`)
 	waitPage(t, ctx, "no reward first", `document.querySelector("#episodes tbody td.ep-reward").textContent === "—"`)
@@ -181,6 +183,7 @@ func TestConsoleEpisodesTable(t *testing.T) {
 	if rs := eval[[]string](t, ctx, rowsJS("ep-reward")); rs[19] != "—" || rs[20] != "0" {
 		t.Errorf("ascending rewards %v", rs[15:25])
 	}
+	laterClickWins(t, ctx, click)
 	// Filter by task: 200 of each.
 	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#ep-task"), "task-3")); err != nil {
 		t.Fatal(err)
@@ -373,5 +376,42 @@ func TestConsoleLiveScreenshot(t *testing.T) {
 	waitPage(t, ctx, "the live episode listed", `document.querySelector("#episodes tbody td.ep-status") && document.querySelector("#episodes tbody td.ep-status").textContent === "active (live)"`)
 	if got := eval[string](t, ctx, `document.querySelector("#episodes tbody td.ep-id").textContent`); got != ep {
 		t.Errorf("episodes table lists %q, want the live episode %q", got, ep)
+	}
+}
+
+// heldFetchJS makes the page's fetch hold the answer to a request for
+// sort=-reward until window.releaseHeld() is called; window.heldDone is
+// set once the page has had the held answer (its json read, and the
+// tasks that awaited it run).
+const heldFetchJS = `(() => {
+	const real = window.fetch;
+	window.fetch = async (url, opts) => {
+		const res = await real(url, opts);
+		if (!String(url).includes("sort=-reward")) return res;
+		await new Promise((resolve) => { window.releaseHeld = resolve; });
+		const json = res.json.bind(res);
+		res.json = async () => { const v = await json(); setTimeout(() => { window.heldDone = true; }, 0); return v; };
+		return res;
+	};
+	return true;
+})()`
+
+// laterClickWins: on the episodes table sorted by reward ascending, two
+// clicks on the reward header (descending, then ascending again) whose
+// answers arrive in the other order leave the table as the later click
+// asked: the earlier answer, arriving last, is dropped.
+func laterClickWins(t *testing.T, ctx context.Context, click func(string)) {
+	t.Helper()
+	eval[bool](t, ctx, heldFetchJS)
+	click(`#episodes th button[data-sort="reward"]`) // descending: held
+	waitPage(t, ctx, "the descending request held", `location.search.includes("sort=-reward") && window.releaseHeld`)
+	click(`#episodes th button[data-sort="reward"]`) // ascending: answered
+	asc := `location.search.includes("sort=reward") && !location.search.includes("sort=-reward") && document.querySelector('#episodes th button[data-sort="reward"]').classList.contains("asc") && document.querySelector("#episodes tbody td.ep-reward").textContent === "—"`
+	waitPage(t, ctx, "sorted ascending again", asc)
+	eval[bool](t, ctx, `(() => { window.releaseHeld(); return true; })()`)
+	waitPage(t, ctx, "the held answer arrived", `window.heldDone`)
+	if !eval[bool](t, ctx, "!!("+asc+")") {
+		t.Errorf("the earlier click's answer, arriving last, replaced the later one's: first reward %q",
+			eval[string](t, ctx, `document.querySelector("#episodes tbody td.ep-reward").textContent`))
 	}
 }

@@ -58,7 +58,12 @@ function episodesQuery() {
 // loadEpisodes reads the filters from the address (on first load) and
 // fetches the page of episodes they select.
 let epWired = false;
+// epLoads counts loadEpisodes calls: a response that arrives after a
+// later call's request (a second sort click while the first's answer is
+// on its way) is dropped, not shown over the later one's.
+let epLoads = 0;
 async function loadEpisodes(fromForm) {
+  const load = ++epLoads;
   if (!epWired) wireEpisodes();
   if (!fromForm) {
     const q = new URLSearchParams(location.search);
@@ -74,8 +79,8 @@ async function loadEpisodes(fromForm) {
   history.replaceState(null, "", "/web/episodes?" + q.toString());
   try {
     const r = await api("/web/api/episodes?" + q.toString());
-    renderEpisodes(r);
-  } catch (e) { $("ep-range").textContent = String(e.message || e); }
+    if (load === epLoads) renderEpisodes(r);
+  } catch (e) { if (load === epLoads) $("ep-range").textContent = String(e.message || e); }
 }
 
 function wireEpisodes() {
