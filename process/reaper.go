@@ -37,6 +37,9 @@ func enableSubreaper() error {
 // not start (orphans re-parented to a subreaper or to PID 1) and returns how
 // many it reaped. Tracked children are left to their own Wait.
 func ReapOrphans() int {
+	if !anyZombieChild() {
+		return 0
+	}
 	children.Lock()
 	defer children.Unlock()
 	n := 0
@@ -54,6 +57,23 @@ func ReapOrphans() int {
 		}
 	}
 	return n
+}
+
+// anyZombieChild reports whether the daemon has a child that has exited
+// and is not yet reaped (tracked or not), without reaping it: when none
+// has, ReapOrphans has nothing to do and skips reading /proc (a SIGCHLD
+// storm of resets scanned every child's stat for nothing). An error other
+// than having no children at all answers true: the scan decides.
+func anyZombieChild() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	switch {
+	case err == unix.ECHILD:
+		return false
+	case err != nil:
+		return true
+	}
+	return info.Signo == int32(unix.SIGCHLD)
 }
 
 // reapLoop reaps orphans on every SIGCHLD (debounced) and on a slow timer
