@@ -30,12 +30,20 @@ func TestClearEmptiesTheNamespace(t *testing.T) {
 			if err := unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
 				return err
 			}
+			for _, k := range sysv {
+				if n, err := k.count(); err != nil || n != 0 {
+					t.Errorf("%s: a new namespace counts %d (%v), want 0", k.table, n, err)
+				}
+			}
 			if err := makeOneOfEach(); err != nil {
 				return err
 			}
 			for _, k := range sysv {
 				if ids, err := listIDs(k.table); err != nil || len(ids) != 1 {
 					t.Errorf("%s lists %v (%v) before the clear, want one object", k.table, ids, err)
+				}
+				if n, err := k.count(); err != nil || n != 1 {
+					t.Errorf("%s: counted %d (%v) before the clear, want 1", k.table, n, err)
 				}
 			}
 			if n, err := countQueues(dir); err != nil || n != 1 {
@@ -50,6 +58,9 @@ func TestClearEmptiesTheNamespace(t *testing.T) {
 			for _, k := range sysv {
 				if ids, err := listIDs(k.table); err != nil || len(ids) != 0 {
 					t.Errorf("%s lists %v (%v) after the clear", k.table, ids, err)
+				}
+				if n, err := k.count(); err != nil || n != 0 {
+					t.Errorf("%s: counted %d (%v) after the clear", k.table, n, err)
 				}
 			}
 			if n, err := countQueues(dir); err != nil || n != 0 {
@@ -91,4 +102,21 @@ func countQueues(dir string) (int, error) {
 	defer unix.Unmount(dir, unix.MNT_DETACH)
 	ents, err := os.ReadDir(dir)
 	return len(ents), err
+}
+
+// BenchmarkClearSysVEmpty: clearing a namespace with no System V object
+// (a recycled sandbox's usual case).
+func BenchmarkClearSysVEmpty(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("an IPC namespace of the benchmark's own needs root")
+	}
+	runtime.LockOSThread() // thrown away with its namespace: never unlocked
+	if err := unix.Unshare(unix.CLONE_NEWIPC); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := ClearSysV(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
