@@ -31,20 +31,29 @@ type Mount struct {
 }
 
 // Scratch is a Mount as it was set up: the entries the init made there
-// (mount points of binds), its usage and its root's times then.
+// (mount points of binds), whether a mount lies below it, its usage and
+// its root's times then.
 type Scratch struct {
 	Mount
 	setup        map[string]bool
+	nested       bool
 	fresh        unix.Statfs_t
 	atime, mtime unix.Timespec
 }
 
 // Record notes each mount as it is once the root is built, for Empty to
-// restore.
+// restore. The mount table is read here, once per sandbox: what lies
+// below a scratch file system is the init's binds, fixed at setup (a
+// tenant without mount rights adds none; one it could add would go with
+// the remount, or fail the removal of entries).
 func Record(mounts []Mount) ([]Scratch, error) {
+	points, err := mountPoints()
+	if err != nil {
+		return nil, err
+	}
 	var out []Scratch
 	for _, m := range mounts {
-		s := Scratch{Mount: m, setup: map[string]bool{}}
+		s := Scratch{Mount: m, setup: map[string]bool{}, nested: anyBelow(points, m.Dir)}
 		ents, err := os.ReadDir(m.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("note %s: %w", m.Dir, err)
@@ -73,11 +82,8 @@ func Record(mounts []Mount) ([]Scratch, error) {
 // usage must be exactly that at setup (no file left, none still held
 // open).
 func (s Scratch) Empty() error {
-	nested, err := hasMountsBelow(s.Dir)
-	if err != nil {
-		return err
-	}
-	if nested {
+	var err error
+	if s.nested {
 		err = s.removeEntries()
 	} else {
 		err = s.remount()
@@ -134,19 +140,29 @@ func (s Scratch) removeEntries() error {
 	return nil
 }
 
-// hasMountsBelow reports whether a mount point lies below dir (in this
-// process's mount table).
-func hasMountsBelow(dir string) (bool, error) {
+// mountPoints lists the mount points of this process's mount table.
+func mountPoints() ([]string, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("read the mount table: %w", err)
 	}
+	var points []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			return true, nil
+		if f := strings.Fields(line); len(f) > 4 {
+			points = append(points, f[4])
 		}
 	}
-	return false, nil
+	return points, nil
+}
+
+// anyBelow reports whether a mount point of points lies below dir.
+func anyBelow(points []string, dir string) bool {
+	for _, p := range points {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // OnlyInitLeft checks that the PID namespace holds no process but the
