@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -70,6 +71,11 @@ func dropLethalSignals() {
 
 // runInit is PID 1 of the sandbox.
 func runInit() int {
+	// The init's work is serial (a run at a time, its signals, its
+	// control socket): one P spares the machine the runtime's idle Ps
+	// spinning for work and its GC's parallel marking, on the cores the
+	// harnesses need (a sandbox's init started in every reset).
+	runtime.GOMAXPROCS(1)
 	// Nothing in the sandbox may read the init's memory or descriptors.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// The init leads a session of its own (the spawner's Setsid), as each
