@@ -23,9 +23,11 @@ const prepareTimeout = 5 * time.Minute
 // ready (a standby, held: what its doors see is dropped until taken).
 // Preparations run in the background, started by Fill; Take hands the
 // oldest over and at once reserves its replacement, whose preparation
-// the next Fill starts: a reset arriving before then (back to back with
-// the one that took the last) waits for that preparation instead of
-// finding the pool empty and starting a cold episode beside it. The zero
+// the next Fill starts (or Take itself, when it must wait for the one it
+// takes: resets back to back then overlap their waits): a reset arriving
+// before then (back to back with the one that took the last) waits for
+// that preparation instead of finding the pool empty and starting a cold
+// episode beside it. The zero
 // value is not usable; use NewPool.
 type Pool struct {
 	env        *Env
@@ -64,11 +66,22 @@ func (p *Pool) Fill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reserveLocked()
+	p.startLocked()
+}
+
+// startLocked starts every preparation not yet started; p.mu is held.
+func (p *Pool) startLocked() {
 	for _, it := range p.items {
-		if !it.started {
-			it.started = true
-			close(it.start)
-		}
+		it.startLocked()
+	}
+}
+
+// startLocked starts the preparation unless it has started; the pool's
+// mu is held.
+func (it *prepared) startLocked() {
+	if !it.started {
+		it.started = true
+		close(it.start)
 	}
 }
 
@@ -127,13 +140,17 @@ func (p *Pool) Take(ctx context.Context) *Episode {
 	}
 	it := p.items[0]
 	p.items = p.items[1:]
-	if !it.started {
-		// Reserved by the reset before, whose Fill has not run yet: this
-		// reset waits for it, so it starts now.
-		it.started = true
-		close(it.start)
-	}
 	p.reserveLocked() // the replacement: the next Fill starts it
+	select {
+	case <-it.done:
+	default:
+		// This reset waits for its episode (reserved by the reset before,
+		// whose Fill may not have run yet, or still preparing): a reset
+		// right after it would wait too, for a replacement started only
+		// once this one replies. Both start now.
+		it.startLocked()
+		p.startLocked()
+	}
 	p.mu.Unlock()
 	select {
 	case <-it.done:
