@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,7 +19,8 @@ import (
 // DropBounding drops every capability the kernel knows from the calling
 // thread's bounding set, and clears its ambient set.
 func DropBounding() error {
-	for c := 0; c <= lastCap(); c++ {
+	last := lastCap()
+	for c := 0; c <= last; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
@@ -46,12 +48,15 @@ func ClearInheritable() error {
 	return nil
 }
 
-// lastCap is the highest capability number the kernel knows.
-func lastCap() int {
+// lastCap is the highest capability number the kernel knows, read once
+// per process (63, every number a capability set can hold, when it
+// cannot be read: dropping one the kernel does not know fails with
+// EINVAL, which DropBounding ignores).
+var lastCap = sync.OnceValue(func() int {
 	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			return n
 		}
 	}
 	return 63
-}
+})
