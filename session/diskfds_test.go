@@ -55,32 +55,48 @@ const maxKeptDisks = 1 + 1 + 2
 
 // checkDiskRootFDs fails unless the directories this process holds open
 // below root are 1 to maxKeptDisks disks' roots, each once and each still
-// a mounted file system's root (a descriptor kept past its disk's unmount
-// would fail that). Regular files are not counted: the session's lock and
-// the images a spare's preparation copies while the test looks.
+// the mounted file system's root at its path (a descriptor kept past its
+// disk's unmount would fail that). Regular files are not counted: the
+// session's lock and the images a spare's preparation copies while the
+// test looks. A descriptor closed while the test looks at it (a disk
+// given up at that moment: its root's descriptor is closed before the
+// unmount) is not counted either.
 func checkDiskRootFDs(t *testing.T, episode int, root string) {
 	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var dirs []string
 	seen := map[string]bool{}
-	for _, p := range fdsBelow(t, root) {
-		st, err := os.Stat(p)
-		if err != nil {
-			t.Fatalf("episode %d: a descriptor held for %s, which is gone: %v", episode, p, err)
-		}
-		if !st.IsDir() {
+	for _, e := range ents {
+		fd := filepath.Join("/proc/self/fd", e.Name())
+		p, err := os.Readlink(fd)
+		if err != nil || (p != root && !strings.HasPrefix(p, root+"/")) {
 			continue
 		}
-		if seen[p] {
+		held, err := os.Stat(fd) // the open file itself
+		if err != nil || !held.IsDir() {
+			continue
+		}
+		atPath, pathErr := os.Stat(p)
+		parent, parentErr := os.Stat(filepath.Dir(p))
+		if again, err := os.Stat(fd); err != nil || !os.SameFile(held, again) {
+			continue // closed meanwhile: the looks at p may have come after its unmount
+		}
+		switch {
+		case pathErr != nil:
+			t.Fatalf("episode %d: a descriptor held for %s, which is gone: %v", episode, p, pathErr)
+		case !os.SameFile(held, atPath):
+			t.Fatalf("episode %d: a descriptor held for %s, which no longer holds the file system it was opened on", episode, p)
+		case parentErr != nil:
+			t.Fatal(parentErr)
+		case atPath.Sys().(*syscall.Stat_t).Dev == parent.Sys().(*syscall.Stat_t).Dev:
+			t.Fatalf("episode %d: a descriptor held for %s, which is not a disk's root", episode, p)
+		case seen[p]:
 			t.Fatalf("episode %d: two descriptors held for %s", episode, p)
 		}
 		seen[p] = true
-		parent, err := os.Stat(filepath.Dir(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Sys().(*syscall.Stat_t).Dev == parent.Sys().(*syscall.Stat_t).Dev {
-			t.Fatalf("episode %d: a descriptor held for %s, which is no longer a disk's root", episode, p)
-		}
 		dirs = append(dirs, p)
 	}
 	if len(dirs) == 0 || len(dirs) > maxKeptDisks {
