@@ -16,7 +16,6 @@ import (
 	"github.com/harnessd/harnessd/process/sandbox/internal/control"
 	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
 	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
-	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
 
 // Hidden subcommands the init binary is re-executed with (argv[1]).
@@ -120,7 +119,7 @@ func runInit() int {
 	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 		return initFail(ctl, StageUTS, fmt.Errorf("sethostname: %w", err))
 	}
-	scratches, err := tenancy.Record(scratchMounts(spec.Mounts.Storage))
+	tenant, err := noteTenantState(scratchMounts(spec.Mounts.Storage))
 	if err != nil {
 		return initFail(ctl, StageMounts, err)
 	}
@@ -128,7 +127,7 @@ func runInit() int {
 		return initFail(nil, StageInit, err)
 	}
 
-	return serveRuns(ctl, spec, scratches, sigs)
+	return serveRuns(ctl, spec, tenant, sigs)
 }
 
 // sendDoors sends a ready message with doors attached and closes them.
@@ -151,13 +150,13 @@ func sendDoors(ctl *net.UnixConn, doors []loopback.Door) error {
 // other process of the namespace is killed before its exit is reported, so
 // nothing of one run outlives it. A recycle message between runs puts the
 // sandbox back to new for a later tenant (recycleInside).
-func serveRuns(ctl *net.UnixConn, spec initSpec, scratches []tenancy.Scratch, sigs <-chan os.Signal) int {
+func serveRuns(ctl *net.UnixConn, spec initSpec, tenant tenantState, sigs <-chan os.Signal) int {
 	harnesses := startForker(spec)
 	for {
 		m, files, err := receive(ctl)
 		if err == nil && m.Type == msgRecycle {
 			control.CloseAll(files)
-			if sendRecycled(ctl, spec, scratches) != nil {
+			if sendRecycled(ctl, spec, tenant) != nil {
 				return 0
 			}
 			continue
@@ -186,8 +185,8 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, scratches []tenancy.Scratch, si
 
 // sendRecycled recycles the sandbox and sends the new doors (a ready
 // message) or why it could not be recycled (an error message).
-func sendRecycled(ctl *net.UnixConn, spec initSpec, scratches []tenancy.Scratch) error {
-	doors, err := recycleInside(spec, scratches)
+func sendRecycled(ctl *net.UnixConn, spec initSpec, tenant tenantState) error {
+	doors, err := recycleInside(spec, tenant)
 	if err != nil {
 		return send(ctl, message{Type: msgError, Stage: StageRecycle, Error: err.Error()})
 	}

@@ -1,6 +1,7 @@
 package ipcns
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -119,4 +120,103 @@ func BenchmarkClearSysVEmpty(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestQueuesClearsWithoutAMount: a Queues opened in a namespace of the
+// test's own sees a POSIX queue made after it opened (the positive
+// control), clears it and is reused: a second queue made later is seen
+// and cleared too, and no mount is added to the mount table.
+func TestQueuesClearsWithoutAMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testbin.Missing(t, "IPC and mount namespaces of the test's own need root")
+	}
+	errs := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // thrown away with its namespaces
+		errs <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWIPC | unix.CLONE_NEWNS); err != nil {
+				return err
+			}
+			before, err := os.ReadFile("/proc/thread-self/mountinfo")
+			if err != nil {
+				return err
+			}
+			q, err := OpenQueues()
+			if err != nil {
+				return err
+			}
+			defer q.Close()
+			for round := range 2 {
+				if err := makePOSIXQueue(fmt.Sprintf("left-%d", round)); err != nil {
+					return err
+				}
+				if names, err := q.list(); err != nil || len(names) != 1 {
+					t.Errorf("round %d: listed %v (%v) before the clear, want one queue", round, names, err)
+				}
+				if err := q.Clear(); err != nil {
+					return err
+				}
+				if names, err := q.list(); err != nil || len(names) != 0 {
+					t.Errorf("round %d: listed %v (%v) after the clear", round, names, err)
+				}
+			}
+			after, err := os.ReadFile("/proc/thread-self/mountinfo")
+			if err != nil {
+				return err
+			}
+			if string(after) != string(before) {
+				t.Errorf("the mount table changed:\n%s\nthen\n%s", before, after)
+			}
+			return nil
+		}()
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makePOSIXQueue makes a POSIX message queue called name.
+func makePOSIXQueue(name string) error {
+	p, _ := unix.BytePtrFromString(name)
+	fd, _, e := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(p)), unix.O_CREAT|unix.O_RDWR, 0o600, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return unix.Close(int(fd))
+}
+
+// BenchmarkClearMessageQueues: clearing a namespace with no POSIX queue,
+// by mounting mqueue for the moment (ClearMessageQueues) and through a
+// Queues kept open.
+func BenchmarkClearMessageQueues(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("namespaces of the benchmark's own need root")
+	}
+	runtime.LockOSThread() // thrown away with its namespaces: never unlocked
+	if err := unix.Unshare(unix.CLONE_NEWIPC | unix.CLONE_NEWNS); err != nil {
+		b.Fatal(err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	b.Run("mount", func(b *testing.B) {
+		for b.Loop() {
+			if err := ClearMessageQueues(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("kept", func(b *testing.B) {
+		q, err := OpenQueues()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer q.Close()
+		for b.Loop() {
+			if err := q.Clear(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
