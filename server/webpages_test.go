@@ -238,6 +238,27 @@ func TestConsoleEpisodesTable(t *testing.T) {
 	if got := eval[string](t, ctx, `document.getElementById("ep-title").textContent`); got != "Episode "+id {
 		t.Errorf("episode page title %q", got)
 	}
+	laterEpisodeWins(t, ctx)
+}
+
+// laterEpisodeWins: an episode's page opened while another's answer is on
+// its way shows the later one only, even when the earlier answer arrives
+// last (held in the page's fetch).
+func laterEpisodeWins(t *testing.T, ctx context.Context) {
+	t.Helper()
+	eval[bool](t, ctx, heldFetchJS("/web/api/episodes/ep-0001"))
+	eval[bool](t, ctx, `(() => { go("/web/episodes/ep-0001"); return true; })()`)
+	waitPage(t, ctx, "ep-0001's answer held", `window.releaseHeld`)
+	eval[bool](t, ctx, `(() => { go("/web/episodes/ep-0002"); return true; })()`)
+	shown := `document.getElementById("ep-title").textContent === "Episode ep-0002" && document.querySelector("#ep-turns article") && document.querySelectorAll("#ep-summary p.label").length === 1`
+	waitPage(t, ctx, "ep-0002's page", shown)
+	eval[bool](t, ctx, `(() => { window.releaseHeld(); return true; })()`)
+	waitPage(t, ctx, "ep-0001's held answer arrived", `window.heldDone`)
+	if !eval[bool](t, ctx, "!!("+shown+")") {
+		t.Errorf("ep-0001's answer, arriving last, was shown on ep-0002's page: title %q, %d summaries",
+			eval[string](t, ctx, `document.getElementById("ep-title").textContent`),
+			eval[int](t, ctx, `document.querySelectorAll("#ep-summary p.label").length`))
+	}
 }
 
 // TestConsoleEpisodePage opens an episode by its deep link and checks what
@@ -379,22 +400,26 @@ func TestConsoleLiveScreenshot(t *testing.T) {
 	}
 }
 
-// heldFetchJS makes the page's fetch hold the answer to a request for
-// sort=-reward until window.releaseHeld() is called; window.heldDone is
-// set once the page has had the held answer (its json read, and the
-// tasks that awaited it run).
-const heldFetchJS = `(() => {
+// heldFetchJS makes the page's fetch hold the answer to a request whose
+// address contains part until window.releaseHeld() is called;
+// window.heldDone is set once the page has had the held answer (its json
+// read, and the tasks that awaited it run).
+func heldFetchJS(part string) string {
+	return fmt.Sprintf(`(() => {
 	const real = window.fetch;
+	window.heldDone = false;
 	window.fetch = async (url, opts) => {
 		const res = await real(url, opts);
-		if (!String(url).includes("sort=-reward")) return res;
+		if (!String(url).includes(%q)) return res;
+		window.fetch = real;
 		await new Promise((resolve) => { window.releaseHeld = resolve; });
 		const json = res.json.bind(res);
 		res.json = async () => { const v = await json(); setTimeout(() => { window.heldDone = true; }, 0); return v; };
 		return res;
 	};
 	return true;
-})()`
+})()`, part)
+}
 
 // laterClickWins: on the episodes table sorted by reward ascending, two
 // clicks on the reward header (descending, then ascending again) whose
@@ -402,7 +427,7 @@ const heldFetchJS = `(() => {
 // asked: the earlier answer, arriving last, is dropped.
 func laterClickWins(t *testing.T, ctx context.Context, click func(string)) {
 	t.Helper()
-	eval[bool](t, ctx, heldFetchJS)
+	eval[bool](t, ctx, heldFetchJS("sort=-reward"))
 	click(`#episodes th button[data-sort="reward"]`) // descending: held
 	waitPage(t, ctx, "the descending request held", `location.search.includes("sort=-reward") && window.releaseHeld`)
 	click(`#episodes th button[data-sort="reward"]`) // ascending: answered

@@ -169,13 +169,17 @@ function lineage(r) {
 }
 
 // ---- one episode ----
+// epPageLoads counts loadEpisodePage calls: an episode's answer arriving
+// after another episode was opened is dropped, not shown under it.
+let epPageLoads = 0;
 async function loadEpisodePage(id) {
+  const load = ++epPageLoads;
   $("ep-title").textContent = "Episode " + id;
   for (const k of ["ep-summary", "ep-task-body", "ep-grade-body", "ep-turns", "ep-tokens"]) $(k).replaceChildren();
   let r;
   try { r = await api("/web/api/episodes/" + encodeURIComponent(id)); }
-  catch (e) { $("ep-summary").append(el("p", { class: "item error" }, String(e.message || e))); return; }
-  renderEpisodePage(r);
+  catch (e) { if (load === epPageLoads) $("ep-summary").append(el("p", { class: "item error" }, String(e.message || e))); return; }
+  if (load === epPageLoads) renderEpisodePage(r);
 }
 
 // canonical is JSON with sorted keys, to compare tool arguments.
