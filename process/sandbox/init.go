@@ -16,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/process/sandbox/internal/control"
 	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
 	"github.com/harnessd/harnessd/process/sandbox/internal/spawner"
+	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
 
 // Hidden subcommands the init binary is re-executed with (argv[1]).
@@ -119,7 +120,9 @@ func runInit() int {
 	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 		return initFail(ctl, StageUTS, fmt.Errorf("sethostname: %w", err))
 	}
-	tenant, err := noteTenantState(scratchMounts(spec.Mounts.Storage))
+	// The empty read-only /sys is where an mqueue file system is looked
+	// into, where the kernel cannot keep one mounted nowhere.
+	tenant, err := tenancy.Note(scratchMounts(spec.Mounts.Storage), "/sys")
 	if err != nil {
 		return initFail(ctl, StageMounts, err)
 	}
@@ -150,7 +153,7 @@ func sendDoors(ctl *net.UnixConn, doors []loopback.Door) error {
 // other process of the namespace is killed before its exit is reported, so
 // nothing of one run outlives it. A recycle message between runs puts the
 // sandbox back to new for a later tenant (recycleInside).
-func serveRuns(ctl *net.UnixConn, spec initSpec, tenant tenantState, sigs <-chan os.Signal) int {
+func serveRuns(ctl *net.UnixConn, spec initSpec, tenant tenancy.State, sigs <-chan os.Signal) int {
 	harnesses := startForker(spec)
 	for {
 		m, files, err := receive(ctl)
@@ -185,7 +188,7 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, tenant tenantState, sigs <-chan
 
 // sendRecycled recycles the sandbox and sends the new doors (a ready
 // message) or why it could not be recycled (an error message).
-func sendRecycled(ctl *net.UnixConn, spec initSpec, tenant tenantState) error {
+func sendRecycled(ctl *net.UnixConn, spec initSpec, tenant tenancy.State) error {
 	doors, err := recycleInside(spec, tenant)
 	if err != nil {
 		return send(ctl, message{Type: msgError, Stage: StageRecycle, Error: err.Error()})

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"fmt"
 
-	"github.com/harnessd/harnessd/internal/linux/ipcns"
 	"github.com/harnessd/harnessd/internal/linux/sockdiag"
 	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
 	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
@@ -17,45 +16,13 @@ import (
 // instead of handing it on (docs/security.md, "A sandbox kept across a
 // session's episodes").
 
-// tenantState is what the init notes at setup to put the sandbox back
-// for a later tenant: its own scratch file systems as they were made and
-// a view of the namespace's POSIX message queues (nil where the kernel
-// has no detached mounts: each clear then mounts one for the moment).
-type tenantState struct {
-	scratches []tenancy.Scratch
-	queues    *ipcns.Queues
-}
-
-// noteTenantState notes the scratch mounts and opens the queues' view.
-func noteTenantState(storage []tenancy.Mount) (tenantState, error) {
-	scratches, err := tenancy.Record(storage)
-	if err != nil {
-		return tenantState{}, err
-	}
-	q, err := ipcns.OpenQueues()
-	if err != nil {
-		q = nil // ClearMessageQueues mounts one at each clear
-	}
-	return tenantState{scratches: scratches, queues: q}, nil
-}
-
-// clearQueues removes every POSIX message queue of the namespace.
-func (t tenantState) clearQueues() error {
-	if t.queues != nil {
-		return t.queues.Clear()
-	}
-	// The empty read-only /sys is where a mqueue file system is looked
-	// into for the moment it takes.
-	return ipcns.ClearMessageQueues("/sys")
-}
-
 // recycleInside puts the namespaces back to new for the next tenant and
 // opens the doors again (the daemon closed the last tenant's): nothing of
 // the last tenant's processes, sockets, IPC objects or files in the
 // sandbox's own file systems is left, and the next process gets the pid a
 // first one would. It runs on a thread that holds the init's capabilities
 // (never the forker's), with no run going.
-func recycleInside(spec initSpec, t tenantState) ([]loopback.Door, error) {
+func recycleInside(spec initSpec, t tenancy.State) ([]loopback.Door, error) {
 	killRest()
 	if err := tenancy.OnlyInitLeft(); err != nil {
 		return nil, err
@@ -66,13 +33,10 @@ func recycleInside(spec initSpec, t tenantState) ([]loopback.Door, error) {
 			return nil, fmt.Errorf("sockets of the last tenant: %d left (%v)", left, err)
 		}
 	}
-	if err := ipcns.ClearSysV(); err != nil {
+	if err := t.ClearIPC(); err != nil {
 		return nil, err
 	}
-	if err := t.clearQueues(); err != nil {
-		return nil, err
-	}
-	for _, s := range t.scratches {
+	for _, s := range t.Scratches {
 		if err := s.Empty(); err != nil {
 			return nil, err
 		}

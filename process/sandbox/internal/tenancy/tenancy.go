@@ -1,7 +1,8 @@
 // Package tenancy puts what a sandbox's init owns inside back to new for a
 // later tenant (the next episode of a session): it empties the sandbox's
-// own scratch file systems back to their usage at setup, checks that the
-// PID namespace holds nothing but the init, and resets its pid counter.
+// own scratch file systems back to their usage at setup and the IPC
+// namespace of every object, checks that the PID namespace holds nothing
+// but the init, and resets its pid counter.
 // It runs in the init only; it knows nothing of the control channel, the
 // doors or the files below the binds (the daemon's to empty).
 package tenancy
@@ -15,6 +16,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/linux/ipcns"
 )
 
 // maxEntries bounds how many files a tenant may leave in the
@@ -39,6 +42,43 @@ type Scratch struct {
 	nested       bool
 	fresh        unix.Statfs_t
 	atime, mtime unix.Timespec
+}
+
+// State is what the init notes at setup to put the sandbox back for a
+// later tenant: its own scratch file systems as they were made, and a
+// view of the namespace's POSIX message queues (nil where the kernel has
+// no detached mounts: each clear then mounts mqueue on mqueueDir for the
+// moment it takes).
+type State struct {
+	Scratches []Scratch
+	queues    *ipcns.Queues
+	mqueueDir string
+}
+
+// Note records mounts (Record) and opens the view of the queues, with
+// mqueueDir (an empty directory) the fallback's mount point.
+func Note(mounts []Mount, mqueueDir string) (State, error) {
+	scratches, err := Record(mounts)
+	if err != nil {
+		return State{}, err
+	}
+	q, err := ipcns.OpenQueues()
+	if err != nil {
+		q = nil // ClearIPC mounts one at each clear
+	}
+	return State{Scratches: scratches, queues: q, mqueueDir: mqueueDir}, nil
+}
+
+// ClearIPC removes every System V object and POSIX message queue of the
+// namespace, and checks that none is left.
+func (s State) ClearIPC() error {
+	if err := ipcns.ClearSysV(); err != nil {
+		return err
+	}
+	if s.queues != nil {
+		return s.queues.Clear()
+	}
+	return ipcns.ClearMessageQueues(s.mqueueDir)
 }
 
 // Record notes each mount as it is once the root is built, for Empty to
