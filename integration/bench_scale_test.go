@@ -128,7 +128,7 @@ func BenchmarkScale(b *testing.B) {
 // isolation, and both without the per-episode disk quota (limits.disk: 0),
 // to tell the quota's share. The phases alternate, repeats times, each daemon fresh; CPU
 // per reset (the daemon's and everything it started, by rusage: see
-// childrenCPU) is reported next to the floor's.
+// childrenUsage) is reported next to the floor's.
 func BenchmarkResetThroughput(b *testing.B) {
 	const conc = 16
 	type level struct {
@@ -147,14 +147,19 @@ func BenchmarkResetThroughput(b *testing.B) {
 		{name: "process, limits.disk 0", flags: append([]string{"--config", noDisk}, isolationProcess...)},
 	}
 	rate, cpu, ratio, cpuRatio := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	switches, faults := map[string][]float64{}, map[string][]float64{}
+	note := func(name string, c resetCost) {
+		rate[name], cpu[name] = append(rate[name], c.perSec), append(cpu[name], c.cpuMS)
+		switches[name], faults[name] = append(switches[name], c.switches), append(faults[name], c.faults)
+	}
 	for rep := 0; rep < repeats; rep++ {
-		fr, fc := bareResets(b, conc)
-		rate["bare"], cpu["bare"] = append(rate["bare"], fr), append(cpu["bare"], fc)
+		floor := bareResets(b, conc)
+		note("bare", floor)
 		for _, l := range levels {
 			// Each level names its isolation: infoLog's would be HARNESSD_BENCH_ISOLATION's.
-			dr, dc := daemonResets(b, conc, append(append([]string{"--max-sessions", fmt.Sprint(conc)}, infoLevel...), l.flags...), l.env)
-			rate[l.name], cpu[l.name] = append(rate[l.name], dr), append(cpu[l.name], dc)
-			ratio[l.name], cpuRatio[l.name] = append(ratio[l.name], dr/fr), append(cpuRatio[l.name], dc/fc)
+			c := daemonResets(b, conc, append(append([]string{"--max-sessions", fmt.Sprint(conc)}, infoLevel...), l.flags...), l.env)
+			note(l.name, c)
+			ratio[l.name], cpuRatio[l.name] = append(ratio[l.name], c.perSec/floor.perSec), append(cpuRatio[l.name], c.cpuMS/floor.cpuMS)
 		}
 	}
 	ds, fs, rs := spreadOf(rate["sandbox"]), spreadOf(rate["bare"]), spreadOf(ratio["sandbox"])
@@ -179,8 +184,9 @@ func BenchmarkResetThroughput(b *testing.B) {
 		spreadOf(cpu["process"]).Format("%.1f")+" ms", sp.Format("%.2f"), "—", "—")
 	for _, l := range levels {
 		r, rr, c, cr := spreadOf(rate[l.name]), spreadOf(ratio[l.name]), spreadOf(cpu[l.name]), spreadOf(cpuRatio[l.name])
-		summary("reset throughput (%s) sessions=%d n=%d×%d each: %s resets/s vs bare kill+spawn-until-ready at %d at once %s/s → ratio %s (target ≥ 0.8); CPU per reset %s ms vs bare %s ms → %s× (target ≤ 2)",
-			l.name, conc, repeats, b.N, r.Format("%.0f"), conc, fs.Format("%.0f"), rr.Format("%.2f"), c.Format("%.1f"), bc.Format("%.1f"), cr.Format("%.2f"))
+		summary("reset throughput (%s) sessions=%d n=%d×%d each: %s resets/s vs bare kill+spawn-until-ready at %d at once %s/s → ratio %s (target ≥ 0.8); CPU per reset %s ms vs bare %s ms → %s× (target ≤ 2); per reset %s voluntary context switches and %s minor faults vs bare %s and %s",
+			l.name, conc, repeats, b.N, r.Format("%.0f"), conc, fs.Format("%.0f"), rr.Format("%.2f"), c.Format("%.1f"), bc.Format("%.1f"), cr.Format("%.2f"),
+			spreadOf(switches[l.name]).Format("%.0f"), spreadOf(faults[l.name]).Format("%.0f"), spreadOf(switches["bare"]).Format("%.0f"), spreadOf(faults["bare"]).Format("%.0f"))
 		row(fmt.Sprintf("resets/s, %d sessions at once (%s), vs bare kill+spawn at %d", conc, l.name, conc), r.Format("%.0f")+" /s", fs.Format("%.0f")+" /s",
 			rr.Format("%.2f"), "≥ 0.8×", verdict(rr, 0.8, false))
 		row(fmt.Sprintf("CPU per reset (%s) vs bare kill+spawn", l.name), c.Format("%.1f")+" ms", bc.Format("%.1f")+" ms",
@@ -202,9 +208,9 @@ func benchConfig(b *testing.B, name, extra string) string {
 // daemonResets runs b.N resets on each of conc sessions of a fresh daemon
 // at once and returns resets per second and machine CPU milliseconds per
 // reset.
-func daemonResets(b *testing.B, conc int, flags, env []string) (perSec, cpuMS float64) {
+func daemonResets(b *testing.B, conc int, flags, env []string) resetCost {
 	iso := flagIsolation(flags)
-	cpu0 := childrenCPU(b)
+	use0 := childrenUsage(b)
 	harness := agentCmd(b)
 	if slices.Contains(flags, "--config") {
 		harness = nil // the configuration names it
@@ -242,16 +248,15 @@ func daemonResets(b *testing.B, conc int, flags, env []string) (perSec, cpuMS fl
 	closeSessions(envs)
 	d.WaitSessions(0)
 	d.Stop()
-	busy := childrenCPU(b) - cpu0 // the daemon's start and its sessions' opening included
-	n := float64(conc * b.N)
-	return n / wall.Seconds(), float64(busy.Milliseconds()) / n
+	// The daemon's start and its sessions' opening included.
+	return costSince(use0, childrenUsage(b), conc*b.N, wall)
 }
 
 // bareResets is the floor: conc goroutines each b.N times stopping its
 // bare agent and spawning the next until ready.
-func bareResets(b *testing.B, conc int) (perSec, cpuMS float64) {
+func bareResets(b *testing.B, conc int) resetCost {
 	var wg sync.WaitGroup
-	cpu0 := childrenCPU(b)
+	use0 := childrenUsage(b)
 	start := time.Now()
 	for range conc {
 		wg.Add(1)
@@ -266,23 +271,43 @@ func bareResets(b *testing.B, conc int) (perSec, cpuMS float64) {
 		}()
 	}
 	wg.Wait()
-	wall, busy := time.Since(start), childrenCPU(b)-cpu0
-	n := float64(conc * b.N)
-	return n / wall.Seconds(), float64(busy.Milliseconds()) / n
+	wall := time.Since(start)
+	return costSince(use0, childrenUsage(b), conc*b.N, wall)
 }
 
-// childrenCPU is the user and system CPU time of this process's children
-// that have ended and been waited for, and of their waited descendants
+// childrenUsage is the resource usage of this process's children that
+// have ended and been waited for, and of their waited descendants
 // (getrusage RUSAGE_CHILDREN): a daemon counts once stopped, with every
 // sandbox init, harness and side process it reaped; a bare agent once
 // stopped. Unlike /proc/stat it ignores whatever else runs on the machine,
 // and it misses kernel workers' share (network namespaces are torn down
 // by one).
-func childrenCPU(tb testing.TB) time.Duration {
+func childrenUsage(tb testing.TB) syscall.Rusage {
 	tb.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru
+}
+
+// resetCost is what n resets cost, from two childrenUsage readings.
+type resetCost struct {
+	perSec   float64 // resets per second of wall time
+	cpuMS    float64 // user and system CPU per reset
+	switches float64 // voluntary context switches per reset
+	faults   float64 // minor page faults per reset
+}
+
+// costSince is the cost of the n resets done in wall between the
+// childrenUsage readings ru0 and ru.
+func costSince(ru0, ru syscall.Rusage, n int, wall time.Duration) resetCost {
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	f := float64(n)
+	return resetCost{
+		perSec:   f / wall.Seconds(),
+		cpuMS:    float64(cpu.Microseconds()) / 1000 / f,
+		switches: float64(ru.Nvcsw-ru0.Nvcsw) / f,
+		faults:   float64(ru.Minflt-ru0.Minflt) / f,
+	}
 }
