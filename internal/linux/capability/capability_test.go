@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // inThrowawayThread runs f on a locked OS thread that ends with it (its
@@ -24,7 +26,7 @@ func inThrowawayThread(f func() error) error {
 // positive control: CAP_CHOWN is in it before, as root).
 func TestDropBoundingEmptiesTheBoundingSet(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("root's full bounding set is needed to see it emptied")
+		testbin.Missing(t, "root's full bounding set is needed to see it emptied")
 	}
 	err := inThrowawayThread(func() error {
 		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_CHOWN, 0, 0, 0); err != nil || in != 1 {
