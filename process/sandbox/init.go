@@ -153,7 +153,7 @@ func sendDoors(ctl *net.UnixConn, doors []loopback.Door) error {
 // other process of the namespace is killed before its exit is reported, so
 // nothing of one run outlives it. A recycle message between runs puts the
 // sandbox back to new for a later tenant (recycleInside).
-func serveRuns(ctl *net.UnixConn, spec initSpec, tenant tenancy.State, sigs <-chan os.Signal) int {
+func serveRuns(ctl *net.UnixConn, spec initSpec, tenant *tenancy.State, sigs <-chan os.Signal) int {
 	harnesses := startForker(spec)
 	for {
 		m, files, err := receive(ctl)
@@ -188,7 +188,7 @@ func serveRuns(ctl *net.UnixConn, spec initSpec, tenant tenancy.State, sigs <-ch
 
 // sendRecycled recycles the sandbox and sends the new doors (a ready
 // message) or why it could not be recycled (an error message).
-func sendRecycled(ctl *net.UnixConn, spec initSpec, tenant tenancy.State) error {
+func sendRecycled(ctl *net.UnixConn, spec initSpec, tenant *tenancy.State) error {
 	doors, err := recycleInside(spec, tenant)
 	if err != nil {
 		return send(ctl, message{Type: msgError, Stage: StageRecycle, Error: err.Error()})

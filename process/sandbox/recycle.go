@@ -22,7 +22,7 @@ import (
 // sandbox's own file systems is left, and the next process gets the pid a
 // first one would. It runs on a thread that holds the init's capabilities
 // (never the forker's), with no run going.
-func recycleInside(spec initSpec, t tenancy.State) ([]loopback.Door, error) {
+func recycleInside(spec initSpec, t *tenancy.State) ([]loopback.Door, error) {
 	killRest()
 	if err := tenancy.OnlyInitLeft(); err != nil {
 		return nil, err

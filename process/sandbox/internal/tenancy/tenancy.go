@@ -46,34 +46,39 @@ type Scratch struct {
 
 // State is what the init notes at setup to put the sandbox back for a
 // later tenant: its own scratch file systems as they were made, and a
-// view of the namespace's POSIX message queues (nil where the kernel has
-// no detached mounts: each clear then mounts mqueue on mqueueDir for the
-// moment it takes).
+// view of the namespace's POSIX message queues, opened at the first
+// recycle (a sandbox never recycled, a side sandbox's, pays nothing for
+// it; nil where the kernel has no detached mounts: each clear then
+// mounts mqueue on mqueueDir for the moment it takes).
 type State struct {
 	Scratches []Scratch
 	queues    *ipcns.Queues
+	tried     bool // the view was asked for
 	mqueueDir string
 }
 
-// Note records mounts (Record) and opens the view of the queues, with
-// mqueueDir (an empty directory) the fallback's mount point.
-func Note(mounts []Mount, mqueueDir string) (State, error) {
+// Note records mounts (Record), with mqueueDir (an empty directory) the
+// mount point of the queues' view where it cannot be kept mounted
+// nowhere.
+func Note(mounts []Mount, mqueueDir string) (*State, error) {
 	scratches, err := Record(mounts)
 	if err != nil {
-		return State{}, err
+		return nil, err
 	}
-	q, err := ipcns.OpenQueues()
-	if err != nil {
-		q = nil // ClearIPC mounts one at each clear
-	}
-	return State{Scratches: scratches, queues: q, mqueueDir: mqueueDir}, nil
+	return &State{Scratches: scratches, mqueueDir: mqueueDir}, nil
 }
 
 // ClearIPC removes every System V object and POSIX message queue of the
 // namespace, and checks that none is left.
-func (s State) ClearIPC() error {
+func (s *State) ClearIPC() error {
 	if err := ipcns.ClearSysV(); err != nil {
 		return err
+	}
+	if !s.tried {
+		s.tried = true
+		if q, err := ipcns.OpenQueues(); err == nil {
+			s.queues = q
+		}
 	}
 	if s.queues != nil {
 		return s.queues.Clear()
