@@ -12,40 +12,40 @@ import (
 	"github.com/harnessd/harnessd/config"
 )
 
-// fdsBelow lists this process's descriptors that point at or below dir.
-func fdsBelow(t *testing.T, dir string) []string {
+// heldFD is one descriptor of a process: its /proc link and the path it
+// points at.
+type heldFD struct{ link, path string }
+
+// heldBelow lists the descriptors in fdDir (/proc/PID/fd) that point at
+// or below dir.
+func heldBelow(t *testing.T, fdDir, dir string) []heldFD {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	ents, err := os.ReadDir(fdDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []heldFD
 	for _, e := range ents {
-		p, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		link := filepath.Join(fdDir, e.Name())
+		p, err := os.Readlink(link)
 		if err == nil && (p == dir || strings.HasPrefix(p, dir+"/")) {
-			out = append(out, p)
+			out = append(out, heldFD{link, p})
 		}
 	}
 	return out
 }
 
+// fdsBelow lists this process's descriptors that point at or below dir.
+func fdsBelow(t *testing.T, dir string) []heldFD {
+	t.Helper()
+	return heldBelow(t, "/proc/self/fd", dir)
+}
+
 // harnessFDsBelow lists the descriptors of process pid (the harness)
 // that point at or below dir.
-func harnessFDsBelow(t *testing.T, pid int, dir string) []string {
+func harnessFDsBelow(t *testing.T, pid int, dir string) []heldFD {
 	t.Helper()
-	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(fdDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		p, err := os.Readlink(filepath.Join(fdDir, e.Name()))
-		if err == nil && (p == dir || strings.HasPrefix(p, dir+"/")) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return heldBelow(t, fmt.Sprintf("/proc/%d/fd", pid), dir)
 }
 
 // maxKeptDisks is how many disks a session holds at most between resets:
@@ -63,18 +63,10 @@ const maxKeptDisks = 1 + 1 + 2
 // unmount) is not counted either.
 func checkDiskRootFDs(t *testing.T, episode int, root string) {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dirs []string
 	seen := map[string]bool{}
-	for _, e := range ents {
-		fd := filepath.Join("/proc/self/fd", e.Name())
-		p, err := os.Readlink(fd)
-		if err != nil || (p != root && !strings.HasPrefix(p, root+"/")) {
-			continue
-		}
+	for _, h := range fdsBelow(t, root) {
+		fd, p := h.link, h.path
 		held, err := os.Stat(fd) // the open file itself
 		if err != nil || !held.IsDir() {
 			continue
