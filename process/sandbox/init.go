@@ -223,7 +223,7 @@ func reportRunError(ctl *net.UnixConn, err error) {
 	}
 	send(ctl, message{Type: msgError, Stage: stage, Error: err.Error()})
 	fmt.Fprintf(os.Stderr, "harnessd sandbox init: %s: %v\n", stage, err)
-	killRest()
+	tenancy.KillRest()
 }
 
 // superviseRun reports the harness started (with pidfd, which it closes,
@@ -237,27 +237,11 @@ func superviseRun(ctl *net.UnixConn, harness, pidfd int, sigs <-chan os.Signal) 
 		return errChannelGone
 	}
 	exit := superviseHarness(harness, sigs)
-	killRest()
+	tenancy.KillRest()
 	if err := send(ctl, exit); err != nil {
 		return errChannelGone
 	}
 	return nil
-}
-
-// killRest kills every process of the namespace but the init (kill(-1)
-// from PID 1 spares only itself) and reaps them all.
-func killRest() {
-	unix.Kill(-1, unix.SIGKILL)
-	for {
-		var ws unix.WaitStatus
-		_, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil { // ECHILD: nothing left
-			return
-		}
-	}
 }
 
 // superviseHarness reaps every child until the harness exits, forwarding

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"fmt"
 
-	"github.com/harnessd/harnessd/internal/linux/sockdiag"
 	"github.com/harnessd/harnessd/process/sandbox/internal/loopback"
 	"github.com/harnessd/harnessd/process/sandbox/internal/tenancy"
 )
@@ -23,13 +22,13 @@ import (
 // first one would. It runs on a thread that holds the init's capabilities
 // (never the forker's), with no run going.
 func recycleInside(spec initSpec, t *tenancy.State) ([]loopback.Door, error) {
-	killRest()
+	tenancy.KillRest()
 	if err := tenancy.OnlyInitLeft(); err != nil {
 		return nil, err
 	}
 	if !spec.HostNetwork {
 		// The host's network namespace is not the sandbox's to sweep.
-		if left, err := sockdiag.Sweep(); err != nil || left > 0 {
+		if left, err := t.SweepSockets(); err != nil || left > 0 {
 			return nil, fmt.Errorf("sockets of the last tenant: %d left (%v)", left, err)
 		}
 	}

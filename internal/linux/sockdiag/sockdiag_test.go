@@ -174,8 +174,10 @@ func TestCountProtocolsAndTimeWaits(t *testing.T) {
 }
 
 // censusTotal counts every socket Census counts (-1 on an error).
-func censusTotal() int {
-	c, err := Census()
+func censusTotal() int { return total(Census()) }
+
+// total adds up a census (-1 on an error).
+func total(c map[string]int, err error) int {
 	if err != nil {
 		return -1
 	}
@@ -184,4 +186,92 @@ func censusTotal() int {
 		n += v
 	}
 	return n
+}
+
+// TestCounterCountsAgainAtEachCensus keeps one Counter of a network
+// namespace A of the test's own: a socket opened in A after the Counter
+// is counted, and not once closed (each Census reads the kernel's tables
+// again, not what the files held at the first), also when the Census runs
+// on a thread in another namespace B with a socket of its own, which the
+// Counter does not count and B's one-shot Census does (the positive
+// control).
+func TestCounterCountsAgainAtEachCensus(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testbin.Missing(t, "a network namespace of the test's own needs root")
+	}
+	type counts struct{ emptyA, openA, fromB, closedFromB, oneShotB int }
+	var got counts
+	// inNamespace runs f on a thread of a new network namespace, which is
+	// thrown away with the thread once f returns.
+	inNamespace := func(f func() error) error {
+		done := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+				done <- err
+				return
+			}
+			done <- f()
+		}()
+		return <-done
+	}
+	var k *Counter
+	var a net.PacketConn
+	err := inNamespace(func() (err error) {
+		if k, err = OpenCounter(); err != nil {
+			return err
+		}
+		got.emptyA = total(k.Census())
+		if a, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		got.openA = total(k.Census())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	err = inNamespace(func() error {
+		b, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		got.fromB = total(k.Census())
+		a.Close()
+		got.closedFromB = total(k.Census())
+		got.oneShotB = total(Census())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (counts{emptyA: 0, openA: 1, fromB: 1, closedFromB: 0, oneShotB: 1}); got != want {
+		t.Fatalf("counts = %+v, want %+v", got, want)
+	}
+}
+
+// BenchmarkCensus compares a count that opens the two /proc files each
+// time (the package's Census) with a kept Counter's.
+func BenchmarkCensus(b *testing.B) {
+	b.Run("one-shot", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Census(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("kept counter", func(b *testing.B) {
+		k, err := OpenCounter()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer k.Close()
+		for b.Loop() {
+			if _, err := k.Census(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +26,18 @@ import (
 // at once: a dump walks the kernel's socket tables, which every
 // namespace shares.
 func Sweep() (left int, err error) {
-	c, err := Census()
+	c, err := OpenCounter()
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.Sweep()
+}
+
+// Sweep is the package's Sweep in the namespace k counts, which must be
+// the calling thread's.
+func (k *Counter) Sweep() (left int, err error) {
+	c, err := k.Census()
 	if err != nil || len(c) == 0 {
 		return 0, err
 	}
@@ -44,7 +53,7 @@ func Sweep() (left int, err error) {
 	// pauses, until none is left or collectWait has passed.
 	deadline := time.Now().Add(collectWait)
 	for wait := time.Millisecond; ; wait *= 2 {
-		if c, err = Census(); err != nil {
+		if c, err = k.Census(); err != nil {
 			return 0, err
 		}
 		left = 0
@@ -232,69 +241,4 @@ func netlinkError(data []byte) error {
 	default:
 		return errno
 	}
-}
-
-// timeWait is Census's name for TCP's TIME_WAIT count.
-const timeWait = "TCP TIME_WAIT"
-
-// Census counts the sockets of the calling thread's network namespace by
-// protocol, the ones with none left out: each protocol's live sockets
-// (/proc/net/protocols, "sockets": per namespace) and TCP's TIME_WAIT
-// ones (/proc/net/sockstat, "tw"). Reading them costs a few lines.
-func Census() (map[string]int, error) {
-	out := map[string]int{}
-	b, err := os.ReadFile("/proc/thread-self/net/protocols")
-	if err != nil {
-		return nil, fmt.Errorf("count sockets: %w", err)
-	}
-	if err := countProtocols(string(b), out); err != nil {
-		return nil, fmt.Errorf("count sockets: %w", err)
-	}
-	b, err = os.ReadFile("/proc/thread-self/net/sockstat")
-	if err != nil {
-		return nil, fmt.Errorf("count sockets: %w", err)
-	}
-	if tw := timeWaits(string(b)); tw > 0 {
-		out[timeWait] = tw
-	}
-	return out, nil
-}
-
-// countProtocols adds the non-zero "sockets" counts of a
-// /proc/net/protocols table to out.
-func countProtocols(s string, out map[string]int) error {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) < 2 || !strings.HasPrefix(lines[0], "protocol") {
-		return errors.New("no protocols table")
-	}
-	for _, l := range lines[1:] {
-		f := strings.Fields(l)
-		if len(f) < 3 {
-			return fmt.Errorf("bad protocols line %q", l)
-		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil {
-			return fmt.Errorf("bad protocols line %q", l)
-		}
-		if n > 0 {
-			out[f[0]] += n
-		}
-	}
-	return nil
-}
-
-// timeWaits reads TCP's "tw" count of a sockstat table (0 when absent).
-func timeWaits(s string) int {
-	for _, line := range strings.Split(s, "\n") {
-		if rest, ok := strings.CutPrefix(line, "TCP:"); ok {
-			f := strings.Fields(rest)
-			for i := 0; i+1 < len(f); i += 2 {
-				if f[i] == "tw" {
-					n, _ := strconv.Atoi(f[i+1])
-					return n
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -1,8 +1,9 @@
 // Package tenancy puts what a sandbox's init owns inside back to new for a
 // later tenant (the next episode of a session): it empties the sandbox's
 // own scratch file systems back to their usage at setup and the IPC
-// namespace of every object, checks that the PID namespace holds nothing
-// but the init, and resets its pid counter.
+// namespace of every object, ends what is left of the network namespace's
+// sockets, kills what is left of the PID namespace's processes and checks
+// that it holds nothing but the init, and resets its pid counter.
 // It runs in the init only; it knows nothing of the control channel, the
 // doors or the files below the binds (the daemon's to empty).
 package tenancy
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/linux/ipcns"
+	"github.com/harnessd/harnessd/internal/linux/sockdiag"
 )
 
 // maxEntries bounds how many files a tenant may leave in the
@@ -55,6 +57,7 @@ type State struct {
 	queues    *ipcns.Queues
 	tried     bool // the view was asked for
 	mqueueDir string
+	sockets   *sockdiag.Counter // opened at the first SweepSockets
 }
 
 // Note records mounts (Record), with mqueueDir (an empty directory) the
@@ -84,6 +87,21 @@ func (s *State) ClearIPC() error {
 		return s.queues.Clear()
 	}
 	return ipcns.ClearMessageQueues(s.mqueueDir)
+}
+
+// SweepSockets ends what the last tenant left of the network
+// namespace's sockets and returns how many are left (sockdiag.Sweep). The
+// Counter it counts with is opened at the first call, in the calling
+// thread's namespace (every thread of the init shares one), and kept.
+func (s *State) SweepSockets() (int, error) {
+	if s.sockets == nil {
+		c, err := sockdiag.OpenCounter()
+		if err != nil {
+			return 0, err
+		}
+		s.sockets = c
+	}
+	return s.sockets.Sweep()
 }
 
 // Record notes each mount as it is once the root is built, for Empty to
@@ -213,12 +231,18 @@ func anyBelow(points []string, dir string) bool {
 // OnlyInitLeft checks that the PID namespace holds no process but the
 // init (the caller has killed and reaped the rest).
 func OnlyInitLeft() error {
-	ents, err := os.ReadDir("/proc")
+	d, err := os.Open("/proc")
 	if err != nil {
 		return err
 	}
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 {
+	defer d.Close()
+	// Names only, unsorted: a recycle's check need not pay for more.
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if pid, err := strconv.Atoi(name); err == nil && pid != 1 {
 			return fmt.Errorf("process %d outlived the kill of the namespace", pid)
 		}
 	}
