@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -146,6 +147,12 @@ func BenchmarkResetThroughput(b *testing.B) {
 		{name: "process", flags: isolationProcess},
 		{name: "process, limits.disk 0", flags: append([]string{"--config", noDisk}, isolationProcess...)},
 	}
+	// HARNESSD_BENCH_RESET_LEVELS (names, comma-separated) runs only those
+	// levels (and the floor): a profile of one level's storm.
+	if only := os.Getenv("HARNESSD_BENCH_RESET_LEVELS"); only != "" {
+		names := strings.Split(only, ",")
+		levels = slices.DeleteFunc(levels, func(l level) bool { return !slices.Contains(names, l.name) })
+	}
 	rate, cpu, ratio, cpuRatio := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	switches, faults := map[string][]float64{}, map[string][]float64{}
 	note := func(name string, c resetCost) {
@@ -174,7 +181,7 @@ func BenchmarkResetThroughput(b *testing.B) {
 	// episodes (docs/security.md, "A sandbox kept across a session's
 	// episodes").
 	var sbOverProc []float64
-	for i := range cpu["sandbox"] {
+	for i := range min(len(cpu["sandbox"]), len(cpu["process"])) {
 		sbOverProc = append(sbOverProc, cpu["sandbox"][i]/cpu["process"][i])
 	}
 	sp := spreadOf(sbOverProc)
