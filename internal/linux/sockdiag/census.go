@@ -1,6 +1,7 @@
 package sockdiag
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ const timeWait = "TCP TIME_WAIT"
 // the namespace's of the thread that opened it.
 type Counter struct {
 	protocols, sockstat *os.File
-	buf                 []byte
+	buf                 bytes.Buffer // what read reads into, kept between counts
 }
 
 // OpenCounter opens a Counter of the calling thread's network namespace.
@@ -52,7 +53,7 @@ func Census() (map[string]int, error) {
 	return c.Census()
 }
 
-// Census counts the sockets of c's namespace by protocol, the ones with
+// Census counts the sockets of k's namespace by protocol, the ones with
 // none left out: each protocol's live sockets (/proc/net/protocols,
 // "sockets": per namespace) and TCP's TIME_WAIT ones (/proc/net/sockstat,
 // "tw"). Each read starts the file over, which the kernel generates
@@ -83,27 +84,14 @@ const maxTable = 1 << 20
 // read reads f whole from its start into the Counter's buffer, which the
 // result aliases until the next read.
 func (k *Counter) read(f *os.File) ([]byte, error) {
-	if k.buf == nil {
-		k.buf = make([]byte, 0, 8<<10)
+	k.buf.Reset()
+	if _, err := k.buf.ReadFrom(io.NewSectionReader(f, 0, maxTable+1)); err != nil {
+		return nil, err
 	}
-	b := k.buf[:0]
-	for {
-		if len(b) == cap(b) {
-			if cap(b) >= maxTable {
-				return nil, fmt.Errorf("%s exceeds %d bytes", f.Name(), maxTable)
-			}
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := f.ReadAt(b[len(b):cap(b)], int64(len(b)))
-		b = b[:len(b)+n]
-		if errors.Is(err, io.EOF) {
-			k.buf = b
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	if k.buf.Len() > maxTable {
+		return nil, fmt.Errorf("%s exceeds %d bytes", f.Name(), maxTable)
 	}
+	return k.buf.Bytes(), nil
 }
 
 // countProtocols adds the non-zero "sockets" counts of a
