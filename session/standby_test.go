@@ -116,6 +116,10 @@ func TestWarmStandbyHandsOverFreshEpisodes(t *testing.T) {
 		return err != nil && !alive
 	})
 	pid2 := pidIn(f2.workspace)
+	marker2 := filepath.Join(f2.workspace, "episode-2")
+	if err := os.WriteFile(marker2, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if got := responseText(t, s, `tool add {"a":2,"b":3}`); got != "add -> 5" {
 		t.Fatalf("a standby's bridge: %q", got)
 	}
@@ -146,8 +150,12 @@ func TestWarmStandbyHandsOverFreshEpisodes(t *testing.T) {
 		t.Fatalf("a dead standby was handed out")
 	}
 	f3 := facts(t, s, o3)
-	if f3.token == f2.token || f3.workspace == f2.workspace {
-		t.Fatalf("the replacement shares with the previous episode: %+v %+v", f2, f3)
+	// The replacement may take the previous episode's disk once that
+	// episode has closed and the disk is emptied (the session's disks are
+	// taken in turn): the same workspace path then, but nothing of it.
+	_, leftover := os.Stat(filepath.Join(f3.workspace, "episode-2"))
+	if f3.id == f2.id || f3.token == f2.token || leftover == nil {
+		t.Fatalf("the replacement shares with the previous episode: %+v %+v (its file left: %v)", f2, f3, leftover == nil)
 	}
 	waitFor(t, "the replacement standby", func() bool { return len(agentsUnder(t, root)) == 2 })
 	if err := s.Close(context.Background()); err != nil {
