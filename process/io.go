@@ -55,9 +55,7 @@ func (p *Process) readPTY() {
 			p.outN.Add(int64(n))
 			chunk := bytes.Clone(buf[:n])
 			p.tail.Write(chunk)
-			select {
-			case p.output <- chunk:
-			case <-p.closing:
+			if !deliver(p.output, chunk, p.closing) {
 				return
 			}
 		}

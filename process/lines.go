@@ -96,10 +96,27 @@ func (p *Process) readLines() {
 			}
 			return
 		}
-		select {
-		case p.lines <- Line(l):
-		case <-p.closing:
+		if !deliver(p.lines, Line(l), p.closing) {
 			return
 		}
+	}
+}
+
+// deliver sends v on ch and reports whether it did. While ch has room it
+// always does, even once closing is closed: what the reader took from the
+// process's output before Stop tore the readers down is the caller's (the
+// harness's last words). Only a full ch that nobody drains gives way to
+// closing.
+func deliver[T any](ch chan<- T, v T, closing <-chan struct{}) bool {
+	select {
+	case ch <- v:
+		return true
+	default:
+	}
+	select {
+	case ch <- v:
+		return true
+	case <-closing:
+		return false
 	}
 }
