@@ -190,7 +190,7 @@ func TestPeerCheckCatchesMemberThatLeftItsCgroup(t *testing.T) {
 	moved, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	s.recordMembers() // the move is seen on the tracker's next pass
 	peer, err := s.PeerOf(c.LocalAddr(), c.RemoteAddr())
-	if err != nil || !peer.Harness || !peer.Escaped || peer.PID != moved || s.members.owns(peer.CgroupID) {
+	if err != nil || !peer.Harness || !peer.Escaped || peer.PID != moved || s.members.Owns(peer.CgroupID) {
 		t.Fatalf("PeerOf(member moved to %s) = %+v, %v; want an escaped harness peer, pid %d", elsewhere, peer, err, moved)
 	}
 	if err := p.Stop(context.Background(), 0); err != nil {

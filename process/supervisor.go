@@ -85,8 +85,8 @@ func (m Mechanisms) KillMode() string {
 type Supervisor struct {
 	mech     Mechanisms
 	cg       *cgtree.Manager
-	members  *cgroupMembership // the peer check by cgroup; nil: by ancestry
-	sockDiag bool              // sock_diag answers (for the socket's inode by ancestry too)
+	members  *cgtree.Membership // the peer check by cgroup; nil: by ancestry
+	sockDiag bool               // sock_diag answers (for the socket's inode by ancestry too)
 	// cgMount locates cgroup v2 paths of /proc/PID/cgroup
 	// (with cgroup leaves only).
 	cgMount cgroups.Mount
@@ -160,7 +160,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	} else if diagErr != nil {
 		m.Notes = append(m.Notes, "peer check: sock_diag unusable ("+diagErr.Error()+"); scanning /proc for the trees' processes by ancestry")
 	} else {
-		s.members = newCgroupMembership(s.cg)
+		s.members = cgtree.NewMembership(s.cg)
 		m.PeerCheck = PeerCheckCgroup
 	}
 

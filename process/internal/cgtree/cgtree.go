@@ -2,7 +2,8 @@
 // harnessd-<pid>-<random> below the daemon's own cgroup (or a given root),
 // flocked for as long as the daemon lives, with one leaf per process tree
 // (cgroup.kill ends every process in it, however it forked or detached),
-// and the sweep at start of the directories of daemons that are gone. It
+// the sweep at start of the directories of daemons that are gone, and
+// Membership (is a cgroup id one of ours: a leaf, below one, a daemon's). It
 // acts only on directories a daemon made (their names say so); reading
 // and writing cgroup files is internal/linux/cgroups'. Package process
 // starts trees in the leaves and decides when to kill them; this package
