@@ -60,7 +60,8 @@ const maxKeptDisks = 1 + 1 + 2
 // session's lock and the images a spare's preparation copies while the
 // test looks. A descriptor closed while the test looks at it (a disk
 // given up at that moment: its root's descriptor is closed before the
-// unmount) is not counted either.
+// unmount), or whose number another open took meanwhile, is not counted
+// either.
 func checkDiskRootFDs(t *testing.T, episode int, root string) {
 	t.Helper()
 	var dirs []string
@@ -75,6 +76,12 @@ func checkDiskRootFDs(t *testing.T, episode int, root string) {
 		parent, parentErr := os.Stat(filepath.Dir(p))
 		if again, err := os.Stat(fd); err != nil || !os.SameFile(held, again) {
 			continue // closed meanwhile: the looks at p may have come after its unmount
+		}
+		if now, err := os.Readlink(fd); err != nil || now != p {
+			// The number was closed and taken again by another open (a
+			// spare's image copy, a disk's root) since heldBelow read it:
+			// held is not p's.
+			continue
 		}
 		switch {
 		case pathErr != nil:
