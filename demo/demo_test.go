@@ -41,8 +41,11 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// exampleConfig copies the worked example's configuration next to its
-// customer, naming the freshly built test binary.
+// exampleConfig copies the worked example (its configuration and its
+// customer, side by side as in the repository) into a temporary
+// directory, naming the freshly built test binary: a checkout under the
+// host's /tmp or HOME, which every sandbox hides, with the configuration
+// file the daemon hides from every sandbox beside the customer's program.
 func exampleConfig(t *testing.T, th string) string {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
@@ -56,14 +59,19 @@ func exampleConfig(t *testing.T, th string) string {
 	if !strings.Contains(string(b), "../../../bin/testharness") || !strings.Contains(string(b), "./customer.py") {
 		t.Fatal("examples/helpdesk/env.yaml no longer names ../../../bin/testharness and ./customer.py")
 	}
-	customer, err := filepath.Abs(filepath.Join(dir, "customer.py"))
+	customer, err := os.ReadFile(filepath.Join(dir, "customer.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	y := strings.ReplaceAll(string(b), "../../../bin/testharness", th)
-	y = strings.ReplaceAll(y, "./customer.py", customer)
-	path := filepath.Join(t.TempDir(), "helpdesk.yaml")
-	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+	copyDir := filepath.Join(t.TempDir(), "helpdesk")
+	if err := os.Mkdir(copyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copyDir, "customer.py"), customer, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(copyDir, "env.yaml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), "../../../bin/testharness", th)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

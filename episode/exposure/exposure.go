@@ -332,8 +332,9 @@ func (s *View) computeExposures() ([]sandbox.Bind, []string, error) {
 // or untraversable directory would keep from it: what the harness needs
 // (Binds: PATH, sandbox.read_only; a side process runs the same
 // host's programs), and its own program's directory and the absolute
-// paths among its arguments, under the same refusals (never what is,
-// holds or lies in what the sandbox hides).
+// paths among its arguments, under the same refusals (never what is or
+// lies in what the sandbox hides; a directory that holds a hidden file is
+// bound entry by entry, without it).
 func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 	hb, hh, _ := e.Binds()
 	binds := append([]sandbox.Bind(nil), hb...)
@@ -373,8 +374,18 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 		}
 		for _, d := range dirs {
 			d = exposeRoot(filepath.Clean(d))
-			if have[d] || e.refusal(d) != "" {
+			if have[d] {
 				continue
+			}
+			// A directory that holds a hidden file (the program beside
+			// the configuration file that names it) is bound entry by
+			// entry, without it, as the harness's is (computeExposures).
+			split := false
+			if e.refusal(d) != "" {
+				if skip, sp := e.entryPolicy(d); skip || !sp {
+					continue
+				}
+				split = true
 			}
 			under := false
 			for _, c := range covered {
@@ -387,6 +398,14 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 				if !slices.Contains(hides, u) {
 					hides = append(hides, u)
 				}
+			}
+			if split {
+				have[d] = true
+				if !under && !slices.Contains(hides, d) {
+					hides = append(hides, d)
+				}
+				binds = append(binds, expand(d, 0, e.entryPolicy)...)
+				continue
 			}
 			if under {
 				have[d] = true

@@ -106,3 +106,44 @@ func TestExposuresBindResolvedSubtreesAndExpandPrivateDirectories(t *testing.T) 
 		t.Errorf("the private directory %s is not covered: %v", priv, hide)
 	}
 }
+
+// TestSideCommandBesideAHiddenFileIsBoundWithoutIt: a side process's
+// program (a simulated user's) under /tmp, in the directory of the
+// configuration file the daemon hides from every sandbox, is bound entry
+// by entry: its program and a sibling come back, the hidden file does
+// not. The control: the same directory without a hidden file is bound
+// whole.
+func TestSideCommandBesideAHiddenFileIsBoundWithoutIt(t *testing.T) {
+	tmp := t.TempDir() // under os.TempDir(): covered inside a sandbox
+	for _, name := range []string{"withconf", "plain"} {
+		for _, f := range []string{"customer.py", "lib.py", "env.yaml"} {
+			os.MkdirAll(filepath.Join(tmp, name), 0o755)
+			if err := os.WriteFile(filepath.Join(tmp, name, f), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	conf := filepath.Join(tmp, "withconf", "env.yaml")
+	v := New(&config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{"/bin/true"}}}}, []string{conf}, true, nil)
+	binds, _ := v.ForCommand([]string{filepath.Join(tmp, "withconf", "customer.py")})
+	got := map[string]bool{}
+	for _, b := range binds {
+		got[b.Src] = true
+	}
+	for _, want := range []string{"customer.py", "lib.py"} {
+		if !got[filepath.Join(tmp, "withconf", want)] {
+			t.Errorf("%s not bound back beside the hidden file; binds %v", want, binds)
+		}
+	}
+	if got[conf] || got[filepath.Join(tmp, "withconf")] {
+		t.Errorf("the hidden configuration file came back with its directory; binds %v", binds)
+	}
+	binds, _ = v.ForCommand([]string{filepath.Join(tmp, "plain", "customer.py")})
+	got = map[string]bool{}
+	for _, b := range binds {
+		got[b.Src] = true
+	}
+	if !got[filepath.Join(tmp, "plain")] || got[filepath.Join(tmp, "plain", "customer.py")] {
+		t.Errorf("a directory without a hidden file: binds %v, want it whole", binds)
+	}
+}
