@@ -92,7 +92,9 @@ func runCheck(args []string) int {
 	}
 	if fs.NArg() > 0 {
 		p := &harnessProbe{adapter: *probeAdapter, startup: *probeStartup, readOnly: *probeRO}
-		return p.run(context.Background(), os.Stdout, log, fs.Args())
+		// A relative program is the caller's, as with run and serve, not
+		// one inside the probe's workspace.
+		return p.run(context.Background(), os.Stdout, log, absProgram(fs.Args()))
 	}
 	opts, required, err := iso.checkOptions(log)
 	if err != nil {

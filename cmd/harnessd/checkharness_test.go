@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,5 +43,29 @@ func TestCheckProbesAHarness(t *testing.T) {
 	out, errOut, code = harnessd(t, env, "check", "--startup-timeout", "10s", "--sandbox-ro", secret, "--", prog)
 	if code != exitOK || !strings.Contains(out, "started in the sandbox and ready") || !strings.Contains(out, secret) {
 		t.Fatalf("probe with the file given: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestCheckRunsARelativeProgramFromTheCallersDirectory: `harnessd check --
+// ./my-harness`, as the README writes it, probes the file in the
+// directory check runs in (as run and serve do), not one inside the
+// probe's workspace, where it is "not found in the sandbox".
+func TestCheckRunsARelativeProgramFromTheCallersDirectory(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\necho '{\"type\":\"ready\"}'\ncat >/dev/null\n"
+	if err := os.WriteFile(filepath.Join(dir, "my-harness"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testbin.Path(t, "harnessd"), "check", "--startup-timeout", "10s", "--", "./my-harness")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == exitMissing {
+		testbin.Missing(t, "%s", strings.TrimSpace(out.String()))
+	}
+	if err != nil || !strings.Contains(out.String(), "started in the sandbox and ready") {
+		t.Fatalf("check -- ./my-harness in its directory: %v\n%s", err, out.String())
 	}
 }
