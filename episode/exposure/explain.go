@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // maxExplained bounds the paths one failure's explanation names.
@@ -42,8 +43,9 @@ func (s *View) lookHarnessPath(name string) string {
 // Explain adds to a start-up failure of a harness sandboxed in the episode
 // directory root what the sandbox keeps from it: each path its message or
 // stderr tail names that is hidden or unreadable inside, why, and the
-// knobs that change it (sandbox.read_only, --isolation process). It
-// changes nothing when no such path is named.
+// knobs that change it (sandbox.read_only, --isolation process; not the
+// latter for a simulated user's failure: it runs in a sandbox of its own in
+// every isolation). It changes nothing when no such path is named.
 func (s *View) Explain(root string, f *harness.Failure) {
 	if f == nil {
 		return
@@ -51,6 +53,7 @@ func (s *View) Explain(root string, f *harness.Failure) {
 	var notes []string
 	seen := map[string]bool{}
 	home, _ := os.UserHomeDir()
+	side := f.Type == wire.FailureUser
 	for _, m := range pathInText.FindAllStringSubmatch(f.Message+"\n"+f.StderrTail, -1) {
 		p := strings.TrimRight(m[1], ".")
 		if strings.HasPrefix(p, "~/") && home != "" {
@@ -61,7 +64,7 @@ func (s *View) Explain(root string, f *harness.Failure) {
 			continue
 		}
 		seen[p] = true
-		if n := s.whyUnseen(root, p, ""); n != "" {
+		if n := s.whyUnseen(root, p, "", side); n != "" {
 			notes = append(notes, n)
 			continue
 		}
@@ -69,7 +72,7 @@ func (s *View) Explain(root string, f *harness.Failure) {
 		// as "not found" too.
 		if interp := shebangInterpreter(p); interp != "" && !seen[interp] {
 			seen[interp] = true
-			if n := s.whyUnseen(root, interp, "the interpreter of "+p+", "); n != "" {
+			if n := s.whyUnseen(root, interp, "the interpreter of "+p+", ", side); n != "" {
 				notes = append(notes, n)
 			}
 		}
@@ -86,7 +89,7 @@ func (s *View) Explain(root string, f *harness.Failure) {
 			continue
 		}
 		seen[p] = true
-		if n := s.whyUnseen(root, p, name+" (found on the host's PATH as "+p+"): "); n != "" {
+		if n := s.whyUnseen(root, p, name+" (found on the host's PATH as "+p+"): ", side); n != "" {
 			notes = append(notes, n)
 		}
 	}
@@ -99,7 +102,11 @@ func (s *View) Explain(root string, f *harness.Failure) {
 // whyUnseen explains why the existing host path p is hidden or unreadable
 // inside a sandbox of the episode whose directory is root ("" when it is
 // not, or does not exist on the host either).
-func (s *View) whyUnseen(root, p, what string) string {
+func (s *View) whyUnseen(root, p, what string, side bool) string {
+	orProcess, instead := ", or run with --isolation process", "run with --isolation process"
+	if side {
+		orProcess, instead = "", "move it elsewhere (a simulated user runs in a sandbox of its own in every isolation)"
+	}
 	fi, err := os.Stat(p)
 	if err != nil {
 		return ""
@@ -112,7 +119,7 @@ func (s *View) whyUnseen(root, p, what string) string {
 		if Within(p, b.Src) {
 			if fi.Mode().Perm()&0o005 == 0 || (fi.IsDir() && fi.Mode().Perm()&0o001 == 0) {
 				return fmt.Sprintf("%s%s is visible but not readable by the harness's uid (mode %04o on the host); "+
-					"make it readable by others, or run with --isolation process", what, p, fi.Mode().Perm())
+					"make it readable by others%s", what, p, fi.Mode().Perm(), orProcess)
 			}
 			return ""
 		}
@@ -128,7 +135,7 @@ func (s *View) whyUnseen(root, p, what string) string {
 	if cover == "" {
 		if a := untraversable(p); a != "" {
 			return fmt.Sprintf("%s%s is unreachable: %s is not searchable by the harness's uid; "+
-				"expose it with sandbox.read_only: [%s], or run with --isolation process", what, p, a, p)
+				"expose it with sandbox.read_only: [%s]%s", what, p, a, p, orProcess)
 		}
 		return ""
 	}
@@ -136,9 +143,9 @@ func (s *View) whyUnseen(root, p, what string) string {
 	if rel, err := filepath.Rel(cover, p); err == nil && rel != "." {
 		suggest = filepath.Join(cover, strings.SplitN(rel, "/", 2)[0])
 	}
-	knob := fmt.Sprintf("expose it with sandbox.read_only: [%s] (flag --sandbox-ro %s), or run with --isolation process", suggest, suggest)
+	knob := fmt.Sprintf("expose it with sandbox.read_only: [%s] (flag --sandbox-ro %s)%s", suggest, suggest, orProcess)
 	if r := s.refusal(suggest); r != "" {
-		knob = "it cannot be exposed (" + r + "); run with --isolation process"
+		knob = "it cannot be exposed (" + r + "); " + instead
 	}
 	return fmt.Sprintf("%s%s is hidden: it is inside %s, %s; %s", what, p, cover, s.hiddenWhy(cover), knob)
 }

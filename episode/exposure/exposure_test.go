@@ -3,11 +3,13 @@ package exposure
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // TestExposuresBindBackWhatTheSandboxCovers: the harness program under
@@ -145,5 +147,32 @@ func TestSideCommandBesideAHiddenFileIsBoundWithoutIt(t *testing.T) {
 	}
 	if !got[filepath.Join(tmp, "plain")] || got[filepath.Join(tmp, "plain", "customer.py")] {
 		t.Errorf("a directory without a hidden file: binds %v, want it whole", binds)
+	}
+}
+
+// TestExplainNamesOnlyKnobsThatApply: a start-up failure naming a file
+// under the daemon's HOME is explained with the knobs that change it; for
+// the harness that includes --isolation process, for a simulated user
+// (which runs in a sandbox of its own in every isolation) it does not.
+func TestExplainNamesOnlyKnobsThatApply(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	prog := filepath.Join(home, "customer.py")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v := New(&config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{"/bin/true"}}}}, nil, true, nil)
+	for _, c := range []struct {
+		typ         wire.FailureType
+		withProcess bool
+	}{{wire.FailureHarnessCrashed, true}, {wire.FailureUser, false}} {
+		f := &harness.Failure{Type: c.typ, Message: "start " + prog + ": not found in the sandbox"}
+		v.Explain(filepath.Join(t.TempDir(), "episode"), f)
+		if !strings.Contains(f.Message, "is hidden") || !strings.Contains(f.Message, "sandbox.read_only") {
+			t.Fatalf("%s: not explained: %s", c.typ, f.Message)
+		}
+		if got := strings.Contains(f.Message, "--isolation process"); got != c.withProcess {
+			t.Errorf("%s: names --isolation process: %v, want %v: %s", c.typ, got, c.withProcess, f.Message)
+		}
 	}
 }
