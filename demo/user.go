@@ -40,7 +40,7 @@ func userEpisodes(ctx context.Context, d *daemon) error {
 		}
 		out.Observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
 		if n > 3 {
-			return fmt.Errorf("the customer did not say done after turn 3: %+v", obs.Metadata)
+			return fmt.Errorf("the customer did not say done after turn 3: %s", describe(obs))
 		}
 	}
 	if err := userDone(obs, 3); err != nil {
@@ -72,7 +72,22 @@ func userEpisodes(ctx context.Context, d *daemon) error {
 func userDone(obs *wire.Observation, turns int) error {
 	md := obs.Metadata
 	if !obs.Done || !md.UserDone || md.TurnNumber != turns || md.ErrorType != "" || obs.Reward == nil || *obs.Reward != 1 {
-		return fmt.Errorf("want the customer's done after turn %d with reward 1, got done=%v reward=%v %+v", turns, obs.Done, obs.Reward, md)
+		return fmt.Errorf("want the customer's done after turn %d with reward 1; got %s", turns, describe(obs))
 	}
 	return nil
+}
+
+// describe is what a check of obs needs to show: its end, turn and reward,
+// and the failure, if any, on a line of its own.
+func describe(obs *wire.Observation) string {
+	md := obs.Metadata
+	reward := "none"
+	if obs.Reward != nil {
+		reward = fmt.Sprint(*obs.Reward)
+	}
+	s := fmt.Sprintf("done=%v user_done=%v turn %d reward %s", obs.Done, md.UserDone, md.TurnNumber, reward)
+	if md.ErrorType != "" {
+		s += fmt.Sprintf("\n  error_type %s: %s", md.ErrorType, md.Error)
+	}
+	return s
 }
