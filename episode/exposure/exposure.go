@@ -37,6 +37,10 @@ type View struct {
 	binds  []sandbox.Bind
 	covers []string // the untraversable directories covered for the binds
 	err    error
+
+	secretOnce  sync.Once
+	secrets     []string      // secretPaths: as named and as resolved
+	secretFiles []os.FileInfo // the regular files among them
 }
 
 // New returns the view of the environment cfg (normalized): hide lists
@@ -109,16 +113,45 @@ func (s *View) HiddenPaths() []string {
 // Within reports whether p is dir or inside it.
 func Within(p, dir string) bool {
 	dir = filepath.Clean(dir)
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// secretPaths are never bound nor held by a bind.
+// secretPaths are never bound nor held by a bind: each as named and, when
+// a link in it leads elsewhere, as resolved (a configuration named through
+// a linked directory is the same file under its real name).
 func (s *View) secretPaths() []string {
-	out := []string{s.cfg.WorkspaceRoot()}
-	if s.cfg.RecordDir != "" {
-		out = append(out, s.cfg.RecordDir)
+	s.secretOnce.Do(func() {
+		named := []string{s.cfg.WorkspaceRoot()}
+		if s.cfg.RecordDir != "" {
+			named = append(named, s.cfg.RecordDir)
+		}
+		for _, p := range append(named, s.hide...) {
+			p = filepath.Clean(p)
+			s.secrets = append(s.secrets, p)
+			if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+				s.secrets = append(s.secrets, real)
+			}
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				s.secretFiles = append(s.secretFiles, fi)
+			}
+		}
+	})
+	return s.secrets
+}
+
+// isSecretFile reports whether fi is one of the hidden files under
+// another name (a hard link to it).
+func (s *View) isSecretFile(fi os.FileInfo) bool {
+	s.secretPaths()
+	for _, x := range s.secretFiles {
+		if os.SameFile(fi, x) {
+			return true
+		}
 	}
-	return append(out, s.hide...)
+	return false
 }
 
 // coveredPaths are hidden inside as a whole; subtrees may be bound back.
@@ -308,7 +341,7 @@ func (s *View) computeExposures() ([]sandbox.Bind, []string, error) {
 				hideSet[p] = true
 				hide = append(hide, p)
 			}
-			binds = append(binds, expand(p, 0, s.entryPolicy)...)
+			binds = append(binds, s.expand(p)...)
 			continue
 		}
 		binds = append(binds, sandbox.Bind{Src: p})
@@ -380,6 +413,11 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 			// A directory that holds a hidden file (the program beside
 			// the configuration file that names it) is bound entry by
 			// entry, without it, as the harness's is (computeExposures).
+			// A bind follows a link at its source: what the link names
+			// must pass too (computeExposures does the same).
+			if real, err := filepath.EvalSymlinks(d); err == nil && real != d && e.refusal(real) != "" {
+				continue
+			}
 			split := false
 			if e.refusal(d) != "" {
 				if skip, sp := e.entryPolicy(d); skip || !sp {
@@ -404,7 +442,7 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 				if !under && !slices.Contains(hides, d) {
 					hides = append(hides, d)
 				}
-				binds = append(binds, expand(d, 0, e.entryPolicy)...)
+				binds = append(binds, e.expand(d)...)
 				continue
 			}
 			if under {
@@ -445,7 +483,23 @@ func (s *View) entryPolicy(p string) (skip, split bool) {
 // program runs without any change on the host, and a hidden entry is
 // simply absent. Entries that are private directories or hold a hidden
 // path are expanded in turn; the walk is bounded.
-func expand(dir string, depth int, policy func(string) (skip, split bool)) []sandbox.Bind {
+//
+// A bind follows its source's links on the host, where the directory bound
+// whole would have its links followed inside the sandbox: so a link is
+// bound only when it leads inside dir, to an entry that passes on its own
+// (a link to /, to the daemon's HOME or to the hidden file is left out),
+// and a hard link to a hidden file is left out too.
+func (s *View) expand(dir string) []sandbox.Bind {
+	top := dir
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		top = real
+	}
+	return s.expandIn(dir, top, 0)
+}
+
+// expandIn is expand's walk of dir, depth levels below the directory top
+// (as resolved) that the expansion started from.
+func (s *View) expandIn(dir, top string, depth int) []sandbox.Bind {
 	ents, err := os.ReadDir(dir)
 	if err != nil || depth > maxExpandDepth {
 		return nil
@@ -456,10 +510,12 @@ func expand(dir string, depth int, policy func(string) (skip, split bool)) []san
 			break
 		}
 		p := filepath.Join(dir, e.Name())
-		skip, split := policy(p)
-		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
-			if rs, rsplit := policy(real); rs || rsplit {
-				skip = true // a link to what is, or holds, what the sandbox hides
+		skip, split := s.entryPolicy(p)
+		if real, err := filepath.EvalSymlinks(p); err != nil {
+			skip = true
+		} else if real != p {
+			if rs, rsplit := s.entryPolicy(real); rs || rsplit || real == top || !Within(real, top) {
+				skip = true // a link to what is, or holds, what the sandbox hides, or out of dir
 			}
 		}
 		if skip {
@@ -470,7 +526,10 @@ func expand(dir string, depth int, policy func(string) (skip, split bool)) []san
 			continue
 		}
 		if fi.IsDir() && (split || fi.Mode().Perm()&0o001 == 0) {
-			out = append(out, expand(p, depth+1, policy)...)
+			out = append(out, s.expandIn(p, top, depth+1)...)
+			continue
+		}
+		if fi.Mode().IsRegular() && s.isSecretFile(fi) {
 			continue
 		}
 		if fi.Mode().IsRegular() || fi.IsDir() {
