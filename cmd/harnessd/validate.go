@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/episode"
+	"github.com/harnessd/harnessd/episode/exposure"
 	"github.com/harnessd/harnessd/episode/preflight"
 	"github.com/harnessd/harnessd/harness/agents"
 	"github.com/harnessd/harnessd/internal/units"
@@ -24,8 +26,9 @@ func runValidate(args []string) int {
 		"Loads CONFIG as serve would and reports every problem at once, one per line as CONFIG: KEY: CAUSE:\n"+
 		"unknown or invalid keys; a harness program or tool server command that does not exist or is not\n"+
 		"executable (a bare name is looked up on PATH, a relative path next to the config file); tool servers\n"+
-		"that do not start or list their tools (each is started, asked for its tools, and stopped); tool name\n"+
-		"conflicts; and tool rubrics naming a tool no server offers. No harness is started.\n\n"+
+		"that do not start or list their tools (each is started, asked for its tools, and stopped); a simulated\n"+
+		"user's program its sandbox would not show; tool name conflicts; and tool rubrics naming a tool no\n"+
+		"server offers. No harness is started.\n\n"+
 		"Exit codes: 0 valid; 2 a problem was found (or usage); 3 the process supervisor cannot be set up.")
 	fs := c.fs
 	var lf logFlags
@@ -140,6 +143,14 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 	}
 	for _, p := range cfg.CheckPrograms() {
 		out = append(out, p.String())
+	}
+	if u := cfg.User; u != nil && len(u.Command) > 0 {
+		// The user runs in a sandbox of its own, which hides what serve
+		// hides (this configuration file among them).
+		v := exposure.New(cfg, daemonFiles(path), episode.ResolveCommand, log)
+		if why := v.SideUnseen(u.Command); why != "" {
+			out = append(out, "user.command: in its sandbox "+why)
+		}
 	}
 	for _, p := range preflight.CheckTools(ctx, cfg, sup, log) {
 		out = append(out, p.String())

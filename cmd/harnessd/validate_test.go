@@ -275,3 +275,39 @@ rubrics:
 		}
 	}
 }
+
+// TestValidateSaysASimulatedUsersProgramIsUnreadableInItsSandbox: the
+// user's program runs in a sandbox of its own as none of the daemon's ids,
+// so a program only its owner may read (mode 0700) is reported by
+// validate, with the cause; the control, the same program at 0755, is
+// valid.
+func TestValidateSaysASimulatedUsersProgramIsUnreadableInItsSandbox(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	user := filepath.Join(dir, "customer.sh")
+	cfg := writeConfig(t, dir, "env.yaml", `
+harness:
+  command: [`+th+`, agent]
+user:
+  command: [./customer.sh]
+`)
+	for _, c := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{{0o700, false}, {0o755, true}} {
+		writeScript(t, user, "cat >/dev/null", c.mode)
+		if err := os.Chmod(user, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := harnessd(t, nil, "validate", cfg)
+		if c.ok {
+			if code != exitOK {
+				t.Fatalf("mode %04o: exit %d, stdout %q, stderr %q", c.mode, code, out, errOut)
+			}
+			continue
+		}
+		if code == exitOK || !strings.Contains(errOut, "user.command: in its sandbox "+user+" is visible but not readable by its uid") {
+			t.Fatalf("mode %04o: exit %d, stdout %q, stderr %q", c.mode, code, out, errOut)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -103,9 +104,27 @@ func (s *View) Explain(root string, f *harness.Failure) {
 // inside a sandbox of the episode whose directory is root ("" when it is
 // not, or does not exist on the host either).
 func (s *View) whyUnseen(root, p, what string, side bool) string {
-	orProcess, instead := ", or run with --isolation process", "run with --isolation process"
+	binds, hide, _ := s.Binds()
+	return s.whyUnseenWith(binds, hide, root, p, what, side)
+}
+
+// SideUnseen says why a side process running command (a simulated user's)
+// would not find its program in its sandbox: hidden there, or visible but
+// not readable; "" when it would, or the program is not on the host.
+func (s *View) SideUnseen(command []string) string {
+	if len(command) == 0 {
+		return ""
+	}
+	binds, covers := s.ForCommand(command)
+	return s.whyUnseenWith(binds, covers, "", s.sideProgram(command[0]), "", true)
+}
+
+// whyUnseenWith is whyUnseen for a sandbox that binds binds back and
+// covers hide (beyond what every sandbox hides).
+func (s *View) whyUnseenWith(binds []sandbox.Bind, hide []string, root, p, what string, side bool) string {
+	orProcess, instead, who := ", or run with --isolation process", "run with --isolation process", "the harness's uid"
 	if side {
-		orProcess, instead = "", "move it elsewhere (a simulated user runs in a sandbox of its own in every isolation)"
+		orProcess, instead, who = "", "move it elsewhere (a simulated user runs in a sandbox of its own in every isolation)", "its uid"
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -114,12 +133,11 @@ func (s *View) whyUnseen(root, p, what string, side bool) string {
 	if Within(p, root) {
 		return ""
 	}
-	binds, hide, _ := s.Binds()
 	for _, b := range binds {
 		if Within(p, b.Src) {
 			if fi.Mode().Perm()&0o005 == 0 || (fi.IsDir() && fi.Mode().Perm()&0o001 == 0) {
-				return fmt.Sprintf("%s%s is visible but not readable by the harness's uid (mode %04o on the host); "+
-					"make it readable by others%s", what, p, fi.Mode().Perm(), orProcess)
+				return fmt.Sprintf("%s%s is visible but not readable by %s (mode %04o on the host); "+
+					"make it readable by others%s", what, p, who, fi.Mode().Perm(), orProcess)
 			}
 			return ""
 		}
@@ -134,7 +152,7 @@ func (s *View) whyUnseen(root, p, what string, side bool) string {
 	}
 	if cover == "" {
 		if a := untraversable(p); a != "" {
-			return fmt.Sprintf("%s%s is unreachable: %s is not searchable by the harness's uid; "+
+			return fmt.Sprintf("%s%s is unreachable: %s is not searchable by "+who+"; "+
 				"expose it with sandbox.read_only: [%s]%s", what, p, a, p, orProcess)
 		}
 		return ""

@@ -375,16 +375,7 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 	if len(command) == 0 {
 		return binds, hides
 	}
-	prog := command[0]
-	if !strings.Contains(prog, "/") {
-		path, _ := environ.Lookup(e.HarnessEnviron(), "PATH")
-		for _, d := range filepath.SplitList(path) {
-			if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
-				prog = filepath.Join(d, prog)
-				break
-			}
-		}
-	}
+	prog := e.sideProgram(command[0])
 	have := map[string]bool{}
 	for _, b := range binds {
 		have[b.Src] = true
@@ -452,6 +443,21 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 		}
 	}
 	return outermostBinds(binds), hides
+}
+
+// sideProgram is a side command's program as the host finds it: a bare
+// name looked up in the harness's PATH.
+func (e *View) sideProgram(prog string) string {
+	if strings.Contains(prog, "/") {
+		return prog
+	}
+	path, _ := environ.Lookup(e.HarnessEnviron(), "PATH")
+	for _, d := range filepath.SplitList(path) {
+		if fi, err := os.Stat(filepath.Join(d, prog)); err == nil && !fi.IsDir() {
+			return filepath.Join(d, prog)
+		}
+	}
+	return prog
 }
 
 // entryPolicy says how a directory entry is bound by expand: skip it (it
