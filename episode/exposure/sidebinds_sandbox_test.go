@@ -1,4 +1,4 @@
-package sandbox_test
+package exposure
 
 import (
 	"context"
@@ -9,10 +9,29 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/config"
-	"github.com/harnessd/harnessd/episode/exposure"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
+
+// TestMain lets this test binary be the init of the sandboxes its tests
+// start (it lies where go test builds it, which every sandbox's uid can
+// reach).
+func TestMain(m *testing.M) {
+	sandbox.Init()
+	os.Exit(m.Run())
+}
+
+// needSandbox skips (fails under CI=true) where no sandbox runs.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testbin.Missing(t, "the sandbox's uids need root")
+	}
+	if r := sandbox.Probe(context.Background(), ""); !r.OK {
+		testbin.Missing(t, "no sandbox here: %s", r.Detail)
+	}
+}
 
 // TestSideBindsKeepHiddenFilesHiddenInsideASandbox: a side program
 // (customer.py) beside the daemon's configuration (env.yaml, hidden from
@@ -26,7 +45,7 @@ import (
 // so the reads would see an exposure (an outside review found ForCommand
 // returning exactly that bind).
 func TestSideBindsKeepHiddenFilesHiddenInsideASandbox(t *testing.T) {
-	need(t)
+	needSandbox(t)
 	base := t.TempDir()
 	// Traversable by the sandbox's uid, as a clone in /srv or a 0755 HOME is.
 	for _, d := range []string{base, filepath.Dir(base)} {
@@ -47,7 +66,7 @@ func TestSideBindsKeepHiddenFilesHiddenInsideASandbox(t *testing.T) {
 	mustWrite(t, conf, "TOKEN=s3cret\n", 0o644)
 	cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{"/bin/true"}}}}
 	cfg.Workspace.Root = filepath.Join(base, "ws")
-	v := exposure.New(cfg, []string{conf}, true, nil)
+	v := New(cfg, []string{conf}, true, nil)
 
 	reads := func(d string) string {
 		return "echo direct:; cat " + conf + "; echo via-links:; cat " + filepath.Join(d, "r1") + conf +
