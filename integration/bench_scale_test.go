@@ -267,22 +267,9 @@ func daemonResets(b *testing.B, conc int, flags, env []string) resetCost {
 // bareResets is the floor: conc goroutines each b.N times stopping its
 // bare agent and spawning the next until ready.
 func bareResets(b *testing.B, conc int) resetCost {
-	var wg sync.WaitGroup
 	use0 := childrenUsage(b)
 	start := time.Now()
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prev := startDirectAgent(b)
-			for range b.N {
-				prev.stop()
-				prev = startDirectAgent(b)
-			}
-			prev.stop()
-		}()
-	}
-	wg.Wait()
+	bareLoops(b, conc)
 	wall := time.Since(start)
 	return costSince(use0, childrenUsage(b), conc*b.N, wall)
 }
