@@ -350,10 +350,22 @@ func (c *Config) resolvePaths(base string) {
 		} else {
 			t.Dir = abs(t.Dir)
 		}
+		// A relative program ("./server", "../bin/server") is the file
+		// from the server's directory: a sandbox shows that file's own
+		// directory, not the one the server runs in and its parents.
+		absProgramIn(t.Dir, t.Command)
 		for _, s := range []*ToolServer{t.Simulation, t.Production} {
-			if s != nil && s.Dir != "" {
+			if s == nil {
+				continue
+			}
+			if s.Dir != "" {
 				s.Dir = abs(s.Dir)
 			}
+			dir := s.Dir
+			if dir == "" {
+				dir = t.Dir
+			}
+			absProgramIn(dir, s.Command)
 		}
 	}
 	if u := c.User; u != nil {
@@ -364,6 +376,15 @@ func (c *Config) resolvePaths(base string) {
 			u.Model.PromptFile = abs(u.Model.PromptFile)
 		}
 	}
+}
+
+// absProgramIn makes command's program, a relative path, absolute from
+// dir (a bare name stays one, for PATH; without dir nothing changes).
+func absProgramIn(dir string, command []string) {
+	if dir == "" || len(command) == 0 || !strings.Contains(command[0], "/") || filepath.IsAbs(command[0]) {
+		return
+	}
+	command[0] = filepath.Join(dir, command[0])
 }
 
 // Normalize applies defaults and validates. Call it after building a Config

@@ -6,7 +6,8 @@ import (
 )
 
 // A mapped entry serves its mode's side under its own name, in its own
-// fields; SetMode selects the other side; relative dirs are the file's.
+// fields; SetMode selects the other side; relative dirs are the file's,
+// and a relative program is its side's directory's.
 func TestToolMappingSelectsTheModesSide(t *testing.T) {
 	y := `
 harness: {command: [agent]}
@@ -21,7 +22,7 @@ tools:
 		t.Fatal(err)
 	}
 	m := cfg.Tools[0]
-	if m.Name != "mail" || len(m.Command) != 1 || m.Command[0] != "./fake-mail" || m.URL != "" || m.Dir != "/base/sim" || !m.PerEpisode {
+	if m.Name != "mail" || len(m.Command) != 1 || m.Command[0] != "/base/sim/fake-mail" || m.URL != "" || m.Dir != "/base/sim" || !m.PerEpisode {
 		t.Fatalf("simulation side: %+v", m)
 	}
 	if err := cfg.SetMode(ModeProduction); err != nil {
@@ -35,10 +36,10 @@ tools:
 		t.Fatalf("normalize again: %v %+v", err, cfg.Tools[0])
 	}
 	ms := cfg.Mappings()
-	if len(ms) != 1 || ms[0].Selected != ModeProduction || ms[0].Simulation.Describe() != "command ./fake-mail" {
+	if len(ms) != 1 || ms[0].Selected != ModeProduction || ms[0].Simulation.Describe() != "command /base/sim/fake-mail" {
 		t.Fatalf("mappings: %+v", ms)
 	}
-	if w := cfg.Tools[0].WithSide(ModeSimulation); w.Command[0] != "./fake-mail" || w.URL != "" || w.Dir != "/base/sim" {
+	if w := cfg.Tools[0].WithSide(ModeSimulation); w.Command[0] != "/base/sim/fake-mail" || w.URL != "" || w.Dir != "/base/sim" {
 		t.Fatalf("WithSide(simulation): %+v", w)
 	}
 	if err := cfg.SetMode("staging"); err == nil || !strings.Contains(err.Error(), `not "staging"`) {
@@ -85,6 +86,31 @@ func TestUserConfig(t *testing.T) {
 		_, err := ParseConfig([]byte("harness: {command: [agent]}\nuser: "+c.user+"\n"), "")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("user %s: %v, want %q", c.user, err, c.want)
+		}
+	}
+}
+
+// TestRelativeToolProgramsAreTheirDirectorysFiles: a tool server's
+// relative program ("../bin/server", "./server") is made absolute from the
+// server's directory (dir:, else the configuration's), as the harness's is
+// from the configuration's: inside its sandbox only the program's own
+// directory is shown, not the parents of the one it runs in. A bare name
+// stays one (PATH).
+func TestRelativeToolProgramsAreTheirDirectorysFiles(t *testing.T) {
+	y := `
+harness: {command: [agent]}
+tools:
+  - {name: up, command: [../bin/server, tools]}
+  - {name: here, command: [./server], dir: sub}
+  - {name: bare, command: [python3, tools.py]}
+`
+	cfg, err := ParseConfig([]byte(y), "/base/envs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"/base/bin/server", "/base/envs/sub/server", "python3"} {
+		if got := cfg.Tools[i].Command[0]; got != want {
+			t.Errorf("%s: program %q, want %q", cfg.Tools[i].Name, got, want)
 		}
 	}
 }

@@ -99,7 +99,7 @@ rubrics:
 	want := []string{
 		cfg + `: harness.command: program ` + filepath.Join(dir, "no-such-harness") + ` does not exist`,
 		cfg + `: tools[1].command (tool server "missing"): program "harnessd-test-no-such-tool-binary" not found on PATH`,
-		cfg + `: tools[2].command (tool server "not-exec"): program ./not-exec.sh (` + filepath.Join(dir, "not-exec.sh") + `) is not executable`,
+		cfg + `: tools[2].command (tool server "not-exec"): program ` + filepath.Join(dir, "not-exec.sh") + ` is not executable`,
 		cfg + `: rubrics[0].tool (rubric "grader"): names tool "no_such_grader", which no tool server that started offers`,
 		"harnessd validate: " + cfg + ": 4 problems",
 	}
