@@ -324,3 +324,17 @@ harness:
 		t.Errorf("exit %d %v\n%s", code, sum, errOut)
 	}
 }
+
+// TestRunTaskServesItsMCPServerThroughPathsPython: Harbor's hello-mcp
+// declares its MCP server as "python3 server.py"; started in its own
+// sandbox, it serves its tool to the test agent whatever python3 is on
+// the daemon's PATH (on this project's machines, a pyenv shim under
+// root's HOME, which needs pyenv's libexec and the selected version bound
+// into that sandbox; the shim failed there before).
+func TestRunTaskServesItsMCPServerThroughPathsPython(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	sum, errOut, code := runTask(t, "--task", testTasks+"/harbor-examples/hello-mcp", "-m", "tools", "--", th, "agent")
+	if code == exitUsage || sum["error_type"] != nil || !strings.Contains(errOut, "tools: get_secret") {
+		t.Fatalf("hello-mcp with the test agent: exit %d %v\n%s", code, sum, errOut)
+	}
+}

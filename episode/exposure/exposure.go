@@ -381,6 +381,7 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 		have[b.Src] = true
 	}
 	covered := coveredPaths()
+	var dirs []string
 	for _, a := range append([]string{prog}, command[1:]...) {
 		if !filepath.IsAbs(a) {
 			continue
@@ -389,57 +390,71 @@ func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
 		if err != nil {
 			continue
 		}
-		dirs := []string{a}
-		if !fi.IsDir() {
-			dirs[0] = filepath.Dir(a)
+		if fi.IsDir() {
+			dirs = append(dirs, a)
+		} else {
+			dirs = append(dirs, filepath.Dir(a))
 		}
 		if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
 			dirs = append(dirs, filepath.Dir(real))
 		}
-		for _, d := range dirs {
-			d = exposeRoot(filepath.Clean(d))
-			if have[d] {
+	}
+	if e.resolve {
+		// What the command executes, as for the harness: a version
+		// manager's shim (pyenv's python3 under HOME) needs its libexec
+		// and the selected version; an interpreter's script, its
+		// interpreter.
+		res := execpath.Resolve(execpath.Request{Command: command, Env: e.HarnessEnviron()})
+		if res.Program != "" {
+			dirs = append(dirs, filepath.Dir(res.Program))
+		}
+		for _, n := range res.Needs {
+			dirs = append(dirs, n.Path)
+		}
+	}
+	for _, d := range dirs {
+		d = exposeRoot(filepath.Clean(d))
+		if have[d] {
+			continue
+		}
+		// A directory that holds a hidden file (the program beside
+		// the configuration file that names it) is bound entry by
+		// entry, without it, as the harness's is (computeExposures).
+		// A bind follows a link at its source: what the link names
+		// must pass too (computeExposures does the same).
+		if real, err := filepath.EvalSymlinks(d); err == nil && real != d && e.refusal(real) != "" {
+			continue
+		}
+		split := false
+		if e.refusal(d) != "" {
+			if skip, sp := e.entryPolicy(d); skip || !sp {
 				continue
 			}
-			// A directory that holds a hidden file (the program beside
-			// the configuration file that names it) is bound entry by
-			// entry, without it, as the harness's is (computeExposures).
-			// A bind follows a link at its source: what the link names
-			// must pass too (computeExposures does the same).
-			if real, err := filepath.EvalSymlinks(d); err == nil && real != d && e.refusal(real) != "" {
-				continue
-			}
-			split := false
-			if e.refusal(d) != "" {
-				if skip, sp := e.entryPolicy(d); skip || !sp {
-					continue
-				}
-				split = true
-			}
-			under := false
-			for _, c := range covered {
-				if Within(d, filepath.Clean(c)) {
-					under = true
-				}
-			}
-			if u := untraversable(d); u != "" {
+			split = true
+		}
+		under := false
+		for _, c := range covered {
+			if Within(d, filepath.Clean(c)) {
 				under = true
-				if !slices.Contains(hides, u) {
-					hides = append(hides, u)
-				}
 			}
-			if split {
-				have[d] = true
-				if !under && !slices.Contains(hides, d) {
-					hides = append(hides, d)
-				}
-				binds = append(binds, e.expand(d)...)
-				continue
+		}
+		if u := untraversable(d); u != "" {
+			under = true
+			if !slices.Contains(hides, u) {
+				hides = append(hides, u)
 			}
-			if under {
-				have[d] = true
-				binds = append(binds, sandbox.Bind{Src: d})
+		}
+		if split {
+			have[d] = true
+			if !under && !slices.Contains(hides, d) {
+				hides = append(hides, d)
 			}
+			binds = append(binds, e.expand(d)...)
+			continue
+		}
+		if under {
+			have[d] = true
+			binds = append(binds, sandbox.Bind{Src: d})
 		}
 	}
 	return outermostBinds(binds), hides

@@ -176,3 +176,46 @@ func TestExplainNamesOnlyKnobsThatApply(t *testing.T) {
 		}
 	}
 }
+
+// TestSideCommandThroughAVersionManagerShim: a side command run as a bare
+// name through a pyenv shim under the daemon's HOME (a task's MCP server
+// "python3 server.py") gets what the shim executes bound, as the harness's
+// command does: pyenv's libexec and the selected version. The control: the
+// harness's own binds (its command needs no Python) hold neither, so they
+// come from the side command's resolution.
+func TestSideCommandThroughAVersionManagerShim(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o700)
+	t.Setenv("HOME", home)
+	root := filepath.Join(home, ".pyenv")
+	for _, f := range []string{"libexec/pyenv", "versions/3.12.1/bin/python3"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755)
+		os.WriteFile(filepath.Join(root, f), []byte("#!/bin/sh\n"), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "version"), []byte("3.12.1\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, "shims"), 0o755)
+	os.WriteFile(filepath.Join(root, "shims", "python3"), []byte("#!/bin/sh\nexport PYENV_ROOT=\""+root+"\"\nexec \""+root+"/libexec/pyenv\" exec \"$program\" \"$@\"\n"), 0o755)
+	v := New(&config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{"/bin/true"}, Env: map[string]string{"PATH": filepath.Join(root, "shims") + ":/usr/bin:/bin"}}}}, nil, true, nil)
+	wants := []string{filepath.Join(root, "libexec"), filepath.Join(root, "versions", "3.12.1")}
+	hb, _, _ := v.Binds()
+	for _, b := range hb {
+		for _, w := range wants {
+			if Within(w, b.Src) {
+				t.Fatalf("control: the harness's own binds already hold %s (%v)", w, hb)
+			}
+		}
+	}
+	binds, _ := v.ForCommand([]string{"python3", "server.py"})
+	got := map[string]bool{}
+	for _, b := range binds {
+		got[b.Src] = true
+		if b.Src == home || b.Src == root {
+			t.Errorf("%s bound", b.Src)
+		}
+	}
+	for _, w := range wants {
+		if !got[w] {
+			t.Errorf("%s not bound for the side command: %v", w, binds)
+		}
+	}
+}
