@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -67,5 +68,47 @@ func TestCheckRunsARelativeProgramFromTheCallersDirectory(t *testing.T) {
 	}
 	if err != nil || !strings.Contains(out.String(), "started in the sandbox and ready") {
 		t.Fatalf("check -- ./my-harness in its directory: %v\n%s", err, out.String())
+	}
+}
+
+// TestCheckFindsTheSandboxFromAPrivateDirectory: harnessd under a
+// directory the sandbox's ids may not search (a clone under a 0700 HOME)
+// runs its episodes' sandboxes with the embedded init, placed where they
+// can reach it; check probes the sandbox the same way, so it reports it
+// verified and the isolation sandbox, not a sandbox missing for a cause
+// (user namespaces) that is not the one.
+func TestCheckFindsTheSandboxFromAPrivateDirectory(t *testing.T) {
+	priv := t.TempDir()
+	if err := os.Chmod(priv, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(priv, "harnessd")
+	src, err := os.ReadFile(testbin.Path(t, "harnessd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "check", "--json")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Run() // exit 1 when an optional item is missing
+	var rep struct {
+		Isolation string `json:"isolation"`
+		Checks    map[string]struct {
+			Status string `json:"status"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	sb := rep.Checks["sandbox"]
+	if sb.Status == "missing" && strings.Contains(sb.Detail, "user namespaces") && rep.Checks["userns"].Status != "verified" {
+		testbin.Missing(t, "no sandbox on this machine: %s", sb.Detail)
+	}
+	if sb.Status != "verified" || rep.Isolation != "sandbox" {
+		t.Fatalf("check from %s: sandbox %+v, isolation %q", priv, sb, rep.Isolation)
 	}
 }

@@ -134,7 +134,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	if want(Sandbox) {
 		rep.Checks[Sandbox] = runProbe(sandboxTimeout, func(ctx context.Context) Item {
-			return probeSandbox(ctx, self)
+			return probeSandbox(ctx)
 		})
 	}
 	if want(DiskQuota) {
