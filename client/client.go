@@ -86,6 +86,22 @@ type conn struct {
 	wmu    sync.Mutex
 }
 
+// HTTPStatusError is a connection the server answered with an HTTP
+// status instead of the WebSocket upgrade: 401 for a missing or wrong API
+// token (Options.Token), 503 at capacity.
+type HTTPStatusError struct {
+	URL    string // the WebSocket URL dialled
+	Status int    // the HTTP status
+	Err    error  // the WebSocket library's error
+}
+
+func (e *HTTPStatusError) Error() string {
+	return fmt.Sprintf("connect %s: HTTP %d: %v", e.URL, e.Status, e.Err)
+}
+
+// Unwrap returns the WebSocket library's error.
+func (e *HTTPStatusError) Unwrap() error { return e.Err }
+
 func dial(ctx context.Context, u string, opts *Options) (*conn, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -100,7 +116,7 @@ func dial(ctx context.Context, u string, opts *Options) (*conn, error) {
 	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h, HTTPClient: opts.HTTPClient})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("connect %s: HTTP %d: %w", u, resp.StatusCode, err)
+			return nil, &HTTPStatusError{URL: u, Status: resp.StatusCode, Err: err}
 		}
 		return nil, fmt.Errorf("connect %s: %w", u, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -385,4 +386,33 @@ func TestHarnessCannotReachOrchestration(t *testing.T) {
 		t.Fatalf("the harness's call to the orchestration API: %q", resp)
 	}
 	target.WaitLog(`"msg":"refused a connection from a harness process"`, fmt.Sprintf(`"peer_pid":%d`, pid))
+}
+
+// TestChatNamesTheTokenKnobOn401: `harnessd chat` against a server that
+// wants an API token says which knob gives it one, without a token and
+// with a wrong one; with the right one (the control) it connects and
+// plays its turn.
+func TestChatNamesTheTokenKnobOn401(t *testing.T) {
+	t.Parallel()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret-chat-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, spec{Flags: []string{"--api-token-file", tokenFile}, Harness: agentCmd(t)})
+	chat := func(env ...string) (string, error) {
+		cmd := exec.Command(harnessdBin(t), "chat", "--url", d.URL)
+		cmd.Env = append(os.Environ(), append([]string{"HARNESSD_API_TOKEN="}, env...)...)
+		cmd.Stdin = strings.NewReader("reply hello\n")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := chat(); err == nil || !strings.Contains(out, "HTTP 401") || !strings.Contains(out, "the server wants an API token: --api-token-file FILE, or set HARNESSD_API_TOKEN") {
+		t.Errorf("without a token: %v\n%s", err, out)
+	}
+	if out, err := chat("HARNESSD_API_TOKEN=wrong"); err == nil || !strings.Contains(out, "refused the API token given") {
+		t.Errorf("with a wrong token: %v\n%s", err, out)
+	}
+	if out, err := chat("HARNESSD_API_TOKEN=s3cret-chat-token"); err != nil || !strings.Contains(out, "hello") {
+		t.Errorf("with the token: %v\n%s", err, out)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -46,7 +47,7 @@ func runChat(args []string) int {
 	}
 	env, err := client.Dial(ctx, *url, opts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd chat:", err)
+		fmt.Fprintln(os.Stderr, "harnessd chat:", withTokenHint(err, token))
 		return exitFailure
 	}
 	defer env.Close()
@@ -103,7 +104,7 @@ func runChat(args []string) int {
 func chatHarness(ctx context.Context, url string, opts *client.Options, pr *printer, next func() (string, bool)) int {
 	h, err := client.DialHarness(ctx, url, opts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd chat:", err)
+		fmt.Fprintln(os.Stderr, "harnessd chat:", withTokenHint(err, opts.Token))
 		return exitFailure
 	}
 	defer h.Close()
@@ -137,4 +138,17 @@ func chatHarness(ctx context.Context, url string, opts *client.Options, pr *prin
 			}
 		}
 	}
+}
+
+// withTokenHint adds to a connection the server refused with 401 the knob
+// that gives chat the API token (given is whether one was sent).
+func withTokenHint(err error, token string) error {
+	var se *client.HTTPStatusError
+	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized {
+		return err
+	}
+	if token == "" {
+		return fmt.Errorf("%w (the server wants an API token: --api-token-file FILE, or set HARNESSD_API_TOKEN)", err)
+	}
+	return fmt.Errorf("%w (the server refused the API token given: check --api-token-file or HARNESSD_API_TOKEN against the server's)", err)
 }
