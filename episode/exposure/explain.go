@@ -152,8 +152,8 @@ func (s *View) whyUnseenWith(binds []sandbox.Bind, hide []string, root, p, what 
 	}
 	if cover == "" {
 		if a := untraversable(p); a != "" {
-			return fmt.Sprintf("%s%s is unreachable: %s is not searchable by "+who+"; "+
-				"expose it with sandbox.read_only: [%s]%s", what, p, a, p, orProcess)
+			return fmt.Sprintf("%s%s is unreachable: %s is not searchable by %s; "+
+				"expose it with sandbox.read_only: [%s]%s", what, p, a, who, p, orProcess)
 		}
 		return ""
 	}

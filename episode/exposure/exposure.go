@@ -41,7 +41,20 @@ type View struct {
 	secretOnce  sync.Once
 	secrets     []string      // secretPaths: as named and as resolved
 	secretFiles []os.FileInfo // the regular files among them
+
+	sideMu sync.Mutex
+	side   map[string]sideExposure // ForCommand's answers by command
 }
+
+// sideExposure is one answer of ForCommand.
+type sideExposure struct {
+	binds  []sandbox.Bind
+	covers []string
+}
+
+// maxSideAnswers bounds ForCommand's kept answers (a taskset's MCP
+// servers may be many commands); past it they are computed again.
+const maxSideAnswers = 256
 
 // New returns the view of the environment cfg (normalized): hide lists
 // further host paths every sandbox covers (the daemon's token and
@@ -368,7 +381,33 @@ func (s *View) computeExposures() ([]sandbox.Bind, []string, error) {
 // paths among its arguments, under the same refusals (never what is or
 // lies in what the sandbox hides; a directory that holds a hidden file is
 // bound entry by entry, without it).
+//
+// Each command's answer is computed once (a side sandbox starts at every
+// reset, and the resolution reads the host); it is shared, so callers
+// must not change its elements (appending is fine: the slices are clipped).
 func (e *View) ForCommand(command []string) ([]sandbox.Bind, []string) {
+	key := strings.Join(command, "\x00")
+	e.sideMu.Lock()
+	a, ok := e.side[key]
+	e.sideMu.Unlock()
+	if ok {
+		return a.binds, a.covers
+	}
+	binds, covers := e.forCommand(command)
+	// Clipped: a caller's append copies instead of writing into the
+	// answer the next caller gets.
+	binds, covers = slices.Clip(binds), slices.Clip(covers)
+	e.sideMu.Lock()
+	if e.side == nil || len(e.side) >= maxSideAnswers {
+		e.side = map[string]sideExposure{}
+	}
+	e.side[key] = sideExposure{binds, covers}
+	e.sideMu.Unlock()
+	return binds, covers
+}
+
+// forCommand computes ForCommand's answer.
+func (e *View) forCommand(command []string) ([]sandbox.Bind, []string) {
 	hb, hh, _ := e.Binds()
 	binds := append([]sandbox.Bind(nil), hb...)
 	hides := append([]string(nil), hh...)
