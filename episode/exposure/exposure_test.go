@@ -3,12 +3,14 @@ package exposure
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/process/sandbox"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -217,5 +219,35 @@ func TestSideCommandThroughAVersionManagerShim(t *testing.T) {
 		if !got[w] {
 			t.Errorf("%s not bound for the side command: %v", w, binds)
 		}
+	}
+}
+
+// TestForCommandAnswersAreSharedSafely: ForCommand answers a command once
+// and hands the same answer to every caller; a caller appending to it (as
+// the side sandbox's configuration does) leaves the next caller's answer
+// as it was.
+func TestForCommandAnswersAreSharedSafely(t *testing.T) {
+	tmp := t.TempDir() // covered inside a sandbox: the program's directory is bound
+	prog := filepath.Join(tmp, "srv", "server")
+	os.MkdirAll(filepath.Dir(prog), 0o755)
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v := New(&config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{"/bin/true"}}}}, nil, true, nil)
+	b1, c1 := v.ForCommand([]string{prog})
+	want := len(b1)
+	_ = append(b1, sandbox.Bind{Src: "/appended"})
+	_ = append(c1, "/appended")
+	b2, c2 := v.ForCommand([]string{prog})
+	if len(b2) != want || len(c2) != len(c1) {
+		t.Fatalf("second answer %v %v, first %v %v", b2, c2, b1, c1)
+	}
+	for _, b := range b2[:cap(b2)] {
+		if b.Src == "/appended" {
+			t.Fatalf("an append to the first answer reached the second: %v", b2[:cap(b2)])
+		}
+	}
+	if !slices.ContainsFunc(b2, func(b sandbox.Bind) bool { return b.Src == filepath.Dir(prog) }) {
+		t.Fatalf("the program's directory is not bound: %v", b2)
 	}
 }
