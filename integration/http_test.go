@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -414,5 +415,31 @@ func TestChatNamesTheTokenKnobOn401(t *testing.T) {
 	}
 	if out, err := chat("HARNESSD_API_TOKEN=s3cret-chat-token"); err != nil || !strings.Contains(out, "hello") {
 		t.Errorf("with the token: %v\n%s", err, out)
+	}
+}
+
+// TestChatExitsNonZeroWhenARequestFailed: a scripted chat whose step the
+// server refuses (a step after the harness declared the episode done) says
+// how many requests failed and exits 1; the same chat without that step
+// (the control) exits 0.
+func TestChatExitsNonZeroWhenARequestFailed(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, spec{Harness: agentCmd(t)})
+	chat := func(input string) (string, error) {
+		cmd := exec.Command(harnessdBin(t), "chat", "--url", d.URL)
+		cmd.Stdin = strings.NewReader(input)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := chat("reply hello;;done\n"); err != nil || !strings.Contains(out, "hello") {
+		t.Fatalf("the control: %v\n%s", err, out)
+	}
+	out, err := chat("reply hello;;done\nreply again\n/state\n")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("a chat with a refused step: %v, want exit 1 (reset, two steps and a state: one refused)\n%s", err, out)
+	}
+	if !strings.Contains(out, "step: ") || !strings.Contains(out, "1 of 4 requests failed") {
+		t.Errorf("chat's output does not say what failed:\n%s", out)
 	}
 }

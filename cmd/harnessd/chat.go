@@ -22,7 +22,8 @@ func runChat(args []string) int {
 	c := newCLI("chat", "harnessd chat [flags]\n\n"+
 		"Each input line is one turn. Over /ws (simulation) the turn's events print when it ends; with\n"+
 		"--harness (production servers) they stream live and Ctrl-C cancels the running turn.\n"+
-		"Commands: /reset, /state, /quit.")
+		"Commands: /reset, /state, /quit. Exits 1 when the server refused or failed any request\n"+
+		"(a turn that ends the episode, e.g. a timeout, is an observation, not a failure).")
 	fs := c.fs
 	url := fs.String("url", "http://127.0.0.1:8000", "server `URL`")
 	tokenFile := fs.String("api-token-file", "", "`file` holding the API token (or set HARNESSD_API_TOKEN)")
@@ -51,10 +52,10 @@ func runChat(args []string) int {
 		return exitFailure
 	}
 	defer env.Close()
+	var tally requestTally
 	reset := func() bool {
 		obs, err := env.Reset(ctx, client.ResetOptions{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "reset:", err)
+		if !tally.ok("reset", err) {
 			return false
 		}
 		pr.observation("reset", obs)
@@ -66,26 +67,23 @@ func runChat(args []string) int {
 	for {
 		line, ok := next()
 		if !ok {
-			return exitOK
+			return tally.exitCode()
 		}
 		switch strings.TrimSpace(line) {
 		case "/quit", "/exit":
-			return exitOK
+			return tally.exitCode()
 		case "/reset":
 			reset()
 			continue
 		case "/state":
 			st, err := env.State(ctx)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "state:", err)
-				continue
+			if tally.ok("state", err) {
+				fmt.Println(compact(st))
 			}
-			fmt.Println(compact(st))
 			continue
 		}
 		obs, err := env.Step(ctx, line)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "step:", err)
+		if !tally.ok("step", err) {
 			if errors.Is(err, client.ErrClosed) {
 				return exitFailure
 			}
@@ -112,13 +110,14 @@ func chatHarness(ctx context.Context, url string, opts *client.Options, pr *prin
 	ints := make(chan os.Signal, 1)
 	signal.Notify(ints, syscall.SIGINT)
 	defer signal.Stop(ints)
+	var tally requestTally
 	for {
 		line, ok := next()
 		if !ok {
-			return exitOK
+			return tally.exitCode()
 		}
 		if t := strings.TrimSpace(line); t == "/quit" || t == "/exit" {
-			return exitOK
+			return tally.exitCode()
 		}
 		turnDone := make(chan struct{})
 		go func() {
@@ -130,14 +129,43 @@ func chatHarness(ctx context.Context, url string, opts *client.Options, pr *prin
 		}()
 		_, err := h.Send(ctx, line, func(e wire.Event) { pr.event(e) })
 		close(turnDone)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
+		if !tally.ok("turn", err) {
 			var te *client.TurnError
 			if errors.As(err, &te) || errors.Is(err, client.ErrClosed) {
 				return exitFailure
 			}
 		}
 	}
+}
+
+// requestTally counts the requests of a chat the server refused or failed,
+// so a scripted chat (lines piped in) exits non-zero when any of them did,
+// as run does when its episode ends in an error. An episode the harness
+// ended (a timeout, a crash) is an observation, not a failed request.
+type requestTally struct {
+	sent, failed int
+}
+
+// ok records one request's outcome, printing its error under what (reset,
+// step, state), and says whether it succeeded.
+func (t *requestTally) ok(what string, err error) bool {
+	t.sent++
+	if err == nil {
+		return true
+	}
+	t.failed++
+	fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
+	return false
+}
+
+// exitCode is chat's exit status at its end: exitFailure, with a count on
+// stderr, when any request failed.
+func (t *requestTally) exitCode() int {
+	if t.failed == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "harnessd chat: %d of %d requests failed\n", t.failed, t.sent)
+	return exitFailure
 }
 
 // withTokenHint adds to a connection the server refused with 401 the knob
