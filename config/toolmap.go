@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -150,13 +151,18 @@ func (t ToolConfig) WithSide(mode string) ToolConfig {
 }
 
 // DescribeEnvironmentSide lists, for harnessd validate, the mapped tool
-// entries (both servers and the one the mode serves) and the simulated
-// user.
-func (c *Config) DescribeEnvironmentSide() []string {
+// entries (both servers, the one the mode serves, and whether the two were
+// compared: uncompared names those with a side out of reach) and the
+// simulated user.
+func (c *Config) DescribeEnvironmentSide(uncompared []string) []string {
 	var out []string
 	for _, m := range c.Mappings() {
-		out = append(out, fmt.Sprintf("tool mapping %q: simulation %s; production %s; mode %s serves %s (same tool names and schemas)",
-			m.Name, m.Simulation.Describe(), m.Production.Describe(), c.EffectiveMode(), m.Selected))
+		compared := "same tool names and schemas"
+		if slices.Contains(uncompared, m.Name) {
+			compared = "not compared: a side could not be reached"
+		}
+		out = append(out, fmt.Sprintf("tool mapping %q: simulation %s; production %s; mode %s serves %s (%s)",
+			m.Name, m.Simulation.Describe(), m.Production.Describe(), c.EffectiveMode(), m.Selected, compared))
 	}
 	if c.User != nil {
 		out = append(out, "simulated user: "+c.User.Describe())

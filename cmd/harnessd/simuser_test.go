@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,6 +70,37 @@ func TestValidateShowsAToolMapping(t *testing.T) {
 	t.Logf("validate:\n%s", out)
 	if hits.Load() == 0 {
 		t.Error("validate never listed the production server's tools")
+	}
+}
+
+// A mapped entry whose production side is out of reach (a training
+// cluster without the production service) is valid in simulation mode:
+// validate warns, as serve and run do, says the two were not compared, and
+// exits 0. The control: the same file in production mode, which serves
+// that side, is refused.
+func TestValidateWarnsOfAnUnreachableSideItDoesNotServe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close() // nothing listens there now
+	cfg := mappedConfig(t, "add,echo", url)
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	if code != exitOK || !strings.Contains(errOut, "warning: tools[0] (tool server \"mail\"): production server") ||
+		!strings.Contains(out, "mode simulation serves simulation (not compared: a side could not be reached)") {
+		t.Fatalf("simulation mode: exit %d\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "mode: production\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = harnessd(t, nil, "validate", cfg)
+	if code != exitUsage || !strings.Contains(errOut, "does not start") {
+		t.Fatalf("production mode: exit %d, want %d with the served side refused\n%s%s", code, exitUsage, out, errOut)
 	}
 }
 

@@ -27,8 +27,9 @@ func runValidate(args []string) int {
 		"unknown or invalid keys; a harness program or tool server command that does not exist or is not\n"+
 		"executable (a bare name is looked up on PATH, a relative path next to the config file); tool servers\n"+
 		"that do not start or list their tools (each is started, asked for its tools, and stopped); a simulated\n"+
-		"user's program its sandbox would not show; tool name conflicts; and tool rubrics naming a tool no\n"+
-		"server offers. No harness is started.\n\n"+
+		"user's program its sandbox would not show; tool name conflicts; tool rubrics naming a tool no\n"+
+		"server offers; and a mapped tool entry whose simulation and production servers differ (a side out\n"+
+		"of reach that the mode does not serve is a warning, as at serve's start). No harness is started.\n\n"+
 		"Exit codes: 0 valid; 2 a problem was found (or usage); 3 the process supervisor cannot be set up.")
 	fs := c.fs
 	var lf logFlags
@@ -64,17 +65,21 @@ func runValidate(args []string) int {
 	ctx, cancel := context.WithTimeout(ctx, d.D())
 	defer cancel()
 
-	cfg, problems := validateConfig(ctx, path, *agentsDir, sup, log)
-	if len(problems) > 0 {
-		for _, p := range problems {
+	v := validateConfig(ctx, path, *agentsDir, sup, log)
+	for _, w := range v.warnings {
+		fmt.Fprintf(os.Stderr, "%s: warning: %s\n", path, w)
+	}
+	if len(v.problems) > 0 {
+		for _, p := range v.problems {
 			fmt.Fprintf(os.Stderr, "%s: %s\n", path, p)
 		}
 		noun := "problems"
-		if len(problems) == 1 {
+		if len(v.problems) == 1 {
 			noun = "problem"
 		}
-		return c.fail(exitUsage, "%s: %d %s", path, len(problems), noun)
+		return c.fail(exitUsage, "%s: %d %s", path, len(v.problems), noun)
 	}
+	cfg := v.cfg
 	fmt.Printf("%s: ok (%s)\n", path, describeConfig(cfg))
 	// What runs on the host with the daemon's power over the harness's
 	// data (tool servers declared isolation: host, or every tool server
@@ -83,7 +88,7 @@ func runValidate(args []string) int {
 	for _, d := range cfg.SideDoors("") {
 		fmt.Printf("%s: side door: %s\n", path, d)
 	}
-	for _, line := range cfg.DescribeEnvironmentSide() {
+	for _, line := range cfg.DescribeEnvironmentSide(v.uncompared) {
 		fmt.Printf("%s: %s\n", path, line)
 	}
 	for i := range cfg.Events {
@@ -110,16 +115,31 @@ func gradingNetworkNotes(cfg *config.Config) []string {
 	return out
 }
 
+// validation is what validate found in a configuration.
+type validation struct {
+	// cfg is the decoded configuration; nil when the file could not be
+	// decoded.
+	cfg *config.Config
+	// problems make the configuration invalid: serve would refuse it or
+	// an episode would fail on it. Each is "KEY: CAUSE".
+	problems []string
+	// warnings are what serve and run log at start and go on: a mapped
+	// tool entry's side out of reach (production from a training
+	// cluster), whose two servers were therefore not compared.
+	warnings []string
+	// uncompared names those mapped entries.
+	uncompared []string
+}
+
 // validateConfig loads the configuration at path as serve would and
-// returns every problem found, each "KEY: CAUSE". cfg is nil when the file
-// could not be decoded.
-func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Supervisor, log *slog.Logger) (*config.Config, []string) {
+// returns every problem and warning found.
+func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Supervisor, log *slog.Logger) validation {
 	var out []string
 	cfg, err := config.LoadConfig(path)
 	if err != nil {
 		out = append(out, configErrorLines(path, err)...)
 		if cfg == nil {
-			return nil, out
+			return validation{problems: out}
 		}
 	}
 	usable := true
@@ -155,11 +175,16 @@ func validateConfig(ctx context.Context, path, agentsDir string, sup *process.Su
 	for _, p := range preflight.CheckTools(ctx, cfg, sup, log) {
 		out = append(out, p.String())
 	}
-	mismatches, unreachable := preflight.CheckMappings(ctx, cfg, sup, log)
-	for _, p := range append(mismatches, unreachable...) {
+	v := validation{cfg: cfg}
+	mappings := preflight.CheckMappings(ctx, cfg, sup, log)
+	for _, p := range mappings.Mismatches {
 		out = append(out, p.String())
 	}
-	return cfg, out
+	for _, p := range mappings.Unreachable {
+		v.warnings = append(v.warnings, p.String()+" (not compared; serve and run warn likewise and go on)")
+	}
+	v.problems, v.uncompared = out, mappings.Uncompared
+	return v
 }
 
 // configErrorLines splits a LoadConfig error (problems joined by newlines,

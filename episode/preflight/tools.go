@@ -108,20 +108,30 @@ func toolNames(cat *bridge.Catalog) string {
 	return strings.Join(names, ", ")
 }
 
+// MappingCheck is what CheckMappings found.
+type MappingCheck struct {
+	// Mismatches has one problem per difference between the two servers
+	// of a mapped entry, naming the tool and the field.
+	Mismatches []config.Problem
+	// Unreachable has one problem per side that did not start or list its
+	// tools (a production service out of reach of a training cluster,
+	// say); its entry was not compared.
+	Unreachable []config.Problem
+	// Uncompared names the mapped entries (by tool server name) that were
+	// not compared because a side was unreachable.
+	Uncompared []string
+}
+
 // CheckMappings starts both servers of every mapped tool entry of cfg
-// (simulation: and production:), lists their tools, and reports in
-// mismatches each entry whose two servers do not serve the same tools
-// under the same names and schemas: one problem per difference, naming the
-// tool and the field. A side that does not start or list its tools (a
-// production service out of reach of a training cluster, say) is reported
-// in unreachable instead, and that entry is not compared. Like CheckTools
-// it runs the servers as the operator's check, on no episode's data, and
-// stops everything it started before it returns.
-func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) (mismatches, unreachable []config.Problem) {
+// (simulation: and production:), lists their tools, and compares them: the
+// same tools under the same names and schemas. Like CheckTools it runs the
+// servers as the operator's check, on no episode's data, and stops
+// everything it started before it returns.
+func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) MappingCheck {
 	if log == nil {
 		log = slog.Default()
 	}
-	var out []config.Problem
+	var out MappingCheck
 	for _, m := range cfg.Mappings() {
 		tc := cfg.Tools[m.Index]
 		key := fmt.Sprintf("tools[%d] (tool server %q)", m.Index, m.Name)
@@ -130,20 +140,21 @@ func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervi
 		for i, side := range []string{config.ModeSimulation, config.ModeProduction} {
 			tools, err := listSide(ctx, tc.WithSide(side), cfg, sup, log)
 			if err != nil {
-				unreachable = append(unreachable, config.Problem{Key: key, Cause: fmt.Sprintf("%s server (%s): %v", side, tc.Side(side).Describe(), err)})
+				out.Unreachable = append(out.Unreachable, config.Problem{Key: key, Cause: fmt.Sprintf("%s server (%s): %v", side, tc.Side(side).Describe(), err)})
 				ok = false
 				continue
 			}
 			lists[i] = tools
 		}
 		if !ok {
+			out.Uncompared = append(out.Uncompared, m.Name)
 			continue
 		}
 		for _, d := range bridge.CompareTools(lists[0], lists[1]) {
-			out = append(out, config.Problem{Key: key, Cause: "simulation and production differ: " + d.Describe(config.ModeSimulation, config.ModeProduction)})
+			out.Mismatches = append(out.Mismatches, config.Problem{Key: key, Cause: "simulation and production differ: " + d.Describe(config.ModeSimulation, config.ModeProduction)})
 		}
 	}
-	return out, unreachable
+	return out
 }
 
 // listSide starts one server of a mapped entry, lists its tools and stops it.
@@ -176,12 +187,12 @@ func CheckMappingsAtStart(ctx context.Context, cfg *config.Config, sup *process.
 	if log == nil {
 		log = slog.Default()
 	}
-	mismatches, unreachable := CheckMappings(ctx, cfg, sup, log)
-	for _, p := range unreachable {
+	check := CheckMappings(ctx, cfg, sup, log)
+	for _, p := range check.Unreachable {
 		log.Warn("a mapped tool entry's servers were not compared: one cannot be reached", "problem", p.String())
 	}
 	var out []error
-	for _, p := range mismatches {
+	for _, p := range check.Mismatches {
 		out = append(out, fmt.Errorf("refusing to start: %s", p))
 	}
 	return out
