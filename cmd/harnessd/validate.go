@@ -27,8 +27,8 @@ func runValidate(args []string) int {
 		"unknown or invalid keys; a harness program or tool server command that does not exist or is not\n"+
 		"executable (a bare name is looked up on PATH, a relative path next to the config file); tool servers\n"+
 		"that do not start or list their tools (each is started, asked for its tools, and stopped); a simulated\n"+
-		"user's program its sandbox would not show; tool name conflicts; tool rubrics naming a tool no\n"+
-		"server offers; and a mapped tool entry whose simulation and production servers differ (a side out\n"+
+		"user's program its sandbox would not show; tool name conflicts; tool rubrics and events naming a\n"+
+		"tool no server offers; and a mapped tool entry whose simulation and production servers differ (a side out\n"+
 		"of reach that the mode does not serve is a warning, as at serve's start). No harness is started.\n\n"+
 		"Exit codes: 0 valid; 2 a problem was found (or usage); 3 the process supervisor cannot be set up.")
 	fs := c.fs

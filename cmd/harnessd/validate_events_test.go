@@ -57,3 +57,41 @@ events:
 		}
 	}
 }
+
+// validate refuses an event whose tool names cannot be met by the served
+// catalog: a tool effect naming a tool its server does not offer, an
+// after_tool pattern matching no tool, and one matching only a hidden tool
+// (the harness cannot call it, so the event never fires). The control: the
+// same events with names the server offers (count, hidden but callable by
+// the environment; add, served) are accepted.
+func TestValidateRefusesEventsNamingToolsNoServerOffers(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	config := func(file, effectTool, pattern string) string {
+		return writeConfig(t, dir, file, `
+harness:
+  command: [`+th+`, agent]
+tools:
+  - {name: calc, command: [`+th+`, tools]}
+hide: [count]
+events:
+  - {name: tick, after: 30s, tool: {server: calc, name: `+effectTool+`}}
+  - {name: ci, after_tool: {name: "`+pattern+`"}, message: "CI failed"}
+`)
+	}
+	good := config("good.yaml", "count", "ad*")
+	if out, errOut, code := harnessd(t, nil, "validate", good); code != exitOK {
+		t.Fatalf("the control: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, c := range []struct{ effectTool, pattern, want string }{
+		{"cuont", "ad*", `events[0] "tick".tool: tool server "calc" offers no tool "cuont" (its tools: `},
+		{"count", "run_*", `events[1] "ci".after_tool: name "run_*" matches no tool the harness is served, so the event never fires (served: `},
+		{"count", "count", `events[1] "ci".after_tool: name "count" matches only hidden tools (count), which the harness cannot call`},
+	} {
+		bad := config("bad.yaml", c.effectTool, c.pattern)
+		out, errOut, code := harnessd(t, nil, "validate", bad)
+		if code != exitUsage || !strings.Contains(errOut, bad+": "+c.want) {
+			t.Errorf("tool %s, after_tool %s: exit %d, stdout %q, stderr lacks %q:\n%s", c.effectTool, c.pattern, code, out, c.want, errOut)
+		}
+	}
+}

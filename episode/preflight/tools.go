@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
@@ -20,8 +19,9 @@ import (
 // CheckTools starts every tool server of cfg (as reset does, per-episode
 // ones included), lists their tools, builds the catalog the harness would
 // get (hiding and conflict rules applied), and reports each server that
-// does not start or list its tools, a catalog conflict, and each tool
-// rubric naming a tool that no server offers. A server whose program
+// does not start or list its tools, a catalog conflict, each tool rubric
+// naming a tool that no server offers, and each event naming a tool that
+// cannot be met (checkEventTools). A server whose program
 // CheckPrograms rejects is neither started nor reported again. Everything it
 // starts is stopped before it returns. Call it on a normalized Config.
 func CheckTools(ctx context.Context, cfg *config.Config, sup *process.Supervisor, log *slog.Logger) []config.Problem {
@@ -90,22 +90,18 @@ func CheckTools(ctx context.Context, cfg *config.Config, sup *process.Supervisor
 			out = append(out, config.Problem{Key: key, Cause: fmt.Sprintf("names tool %q, which no tool server offers (tools: %s)", r.Tool, toolNames(cat))})
 		}
 	}
-	return out
+	return append(out, checkEventTools(cfg, cat, failed)...)
 }
 
 // toolNames lists a catalog's tools, hidden ones included.
 func toolNames(cat *bridge.Catalog) string {
-	if cat == nil {
-		return "none"
-	}
 	var names []string
-	for _, e := range cat.Entries() {
-		names = append(names, e.Served)
+	if cat != nil {
+		for _, e := range cat.Entries() {
+			names = append(names, e.Served)
+		}
 	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
+	return orNone(names)
 }
 
 // MappingCheck is what CheckMappings found.
