@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -299,8 +298,6 @@ func LoadConfig(path string) (*Config, error) {
 	return cfg, nil
 }
 
-var yamlFieldErr = regexp.MustCompile(`field (\S+) not found in type \S+`)
-
 // ParseConfig decodes YAML strictly (an unknown key is an error naming the
 // key and its line), resolves relative paths against baseDir, applies
 // defaults and validates. It reports every problem at once: keys that do
@@ -314,7 +311,7 @@ func ParseConfig(data []byte, baseDir string) (*Config, error) {
 	var cfg Config
 	var decodeErr error
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		decodeErr = fmt.Errorf("config: %s", yamlFieldErr.ReplaceAllString(err.Error(), "unknown key $1"))
+		decodeErr = fmt.Errorf("config: %s", unknownKeys(err.Error()))
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
 			return nil, decodeErr
