@@ -173,7 +173,7 @@ tools:
 
 	bad := writeConfig(t, dir, "typo.yaml", "harness:\n  comand: [x]\n")
 	_, errOut, code = harnessd(t, nil, "validate", bad)
-	if code != exitUsage || !strings.Contains(errOut, bad+": line 2: unknown key comand\n") {
+	if code != exitUsage || !strings.Contains(errOut, bad+": line 2: unknown key comand (did you mean command?)\n") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 	if _, errOut, code := harnessd(t, nil, "validate"); code != exitUsage || !strings.Contains(errOut, "want one configuration file") {
