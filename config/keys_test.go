@@ -38,15 +38,3 @@ tools:
 		t.Errorf("the error names a Go type:\n%s", msg)
 	}
 }
-
-func TestClosestKey(t *testing.T) {
-	keys := []string{"command", "adapter", "agent", "env", "max_line_bytes"}
-	for k, want := range map[string]string{
-		"comand": "command", "Command": "command", "agnet": "agent", "evn": "env",
-		"max_line_byte": "max_line_bytes", "xyz": "", "commander_x": "", "": "",
-	} {
-		if got := closestKey(k, keys); got != want {
-			t.Errorf("closestKey(%q) = %q, want %q", k, got, want)
-		}
-	}
-}

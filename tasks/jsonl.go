@@ -67,7 +67,7 @@ func loadJSONL(file string) ([]*Task, []lineProblem, error) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&jt); err != nil {
-			problems = append(problems, lineProblem{id: jt.ID, source: src, err: fmt.Errorf("invalid JSON task: %w", err)})
+			problems = append(problems, lineProblem{id: jt.ID, source: src, err: describeJSONLError(err)})
 			continue
 		}
 		t, err := jt.task(base, src)
