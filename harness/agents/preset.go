@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/beneath"
 )
 
 // AdapterPrefix prefixes the names of the wrapping adapters that presets
@@ -178,30 +179,42 @@ func (e *Episode) Path(elem ...string) string {
 	return filepath.Join(append([]string{e.Home}, elem...)...)
 }
 
-// MkdirAll creates a directory under Home (mode 0700).
+// MkdirAll creates a directory under Home (mode 0700). Like every write
+// of the daemon in an episode's HOME (which the harness shapes, links
+// included, and a fork copies) it stays beneath Home: no link leads out.
 func (e *Episode) MkdirAll(rel string) error {
 	p, err := e.under(rel)
 	if err != nil {
 		return err
 	}
-	return os.MkdirAll(p, 0o700)
+	root, err := os.OpenRoot(e.Home)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(p, 0o700); err != nil {
+		return fmt.Errorf("make %s: %w", rel, err)
+	}
+	return nil
 }
 
 // WriteFile writes a file under Home with mode 0600, creating its
-// directories with mode 0700.
+// directories with mode 0700, beneath Home (beneath.Dir): a link on the
+// way out of Home, or at the file, or a file that is not a regular one,
+// is an error, and nothing outside Home is written.
 func (e *Episode) WriteFile(rel string, data []byte) error {
 	p, err := e.under(rel)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	if err := os.WriteFile(p, data, 0o600); err != nil {
+	if err := e.home().WriteFile(p, data); err != nil {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	return nil
 }
+
+// home is the episode's HOME as a directory the harness shapes.
+func (e *Episode) home() beneath.Dir { return beneath.Dir{Path: e.Home} }
 
 // WriteJSON writes v as indented JSON under Home (see WriteFile).
 func (e *Episode) WriteJSON(rel string, v any) error {
@@ -219,7 +232,7 @@ func (e *Episode) under(rel string) (string, error) {
 	if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("%s: not a path inside the episode's HOME", rel)
 	}
-	return filepath.Join(e.Home, rel), nil
+	return filepath.Clean(rel), nil
 }
 
 // Catalog is a set of presets by name: the agents harness.agent and

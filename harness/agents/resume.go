@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"time"
 	"unicode/utf16"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/beneath"
 )
 
 // forkSession is the session id a resume fork state carries (the claude
@@ -68,26 +68,36 @@ func qwenResume(e *Episode, state *harness.ForkState) error {
 	}
 	projects := e.Path(".qwen", "projects")
 	want := filepath.Join(projects, sanitizePath(e.Dir), "chats", id+".jsonl")
-	if _, err := os.Stat(want); err == nil {
+	home := e.home()
+	if home.Exists(want) {
 		return nil
 	}
 	found, _ := filepath.Glob(filepath.Join(projects, "*", "chats", id+".jsonl"))
 	if len(found) == 0 {
 		return fmt.Errorf("no session %s under %s: the sibling's HOME must be a copy of the parent's", id, projects)
 	}
-	b, err := os.ReadFile(found[0])
+	// The copy of the parent's HOME is the parent harness's work: what is
+	// read and written goes through home, which no link leads out of.
+	var b []byte
+	for _, f := range found {
+		if b, err = home.ReadFile(f, MaxSessionFile); err == nil {
+			break
+		}
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("session %s: %w", id, err)
 	}
 	out, err := withField(b, "cwd", e.Dir)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(want), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(want, out, 0o600)
+	return home.WriteFile(want, out)
 }
+
+// MaxSessionFile bounds the bytes of an agent's session file the daemon
+// reads to resume or fork it; a longer one cannot be forked by the agent's
+// own resume.
+const MaxSessionFile = 256 << 20
 
 // withField returns the JSONL records of b with every string field name
 // set to value. A record without the field keeps its bytes; one with it is
@@ -132,7 +142,7 @@ func qwenSettle(ctx context.Context, e *Episode, state *harness.ForkState, last 
 		return err
 	}
 	file := e.Path(".qwen", "projects", sanitizePath(e.Dir), "chats", id+".jsonl")
-	return waitFile(ctx, file, turnWritten(last, `"type":"assistant"`))
+	return waitFile(ctx, e.home(), file, turnWritten(last, `"type":"assistant"`))
 }
 
 // turnWritten reports a session file that holds the turn of message last
@@ -153,16 +163,18 @@ func turnWritten(last, answer string) func([]byte) bool {
 	}
 }
 
-// waitFile polls file until done holds for its content, for up to
-// SettleTimeout; then the fork cannot use the agent's resume (the error
-// wraps harness.ErrForkUnsupported).
-func waitFile(ctx context.Context, file string, done func([]byte) bool) error {
+// waitFile polls file beneath dir until done holds for its content, for
+// up to SettleTimeout; then the fork cannot use the agent's resume (the
+// error wraps harness.ErrForkUnsupported). The file is read as dir allows
+// (beneath.Dir: a link out of it, a FIFO or a file over MaxSessionFile is
+// never done).
+func waitFile(ctx context.Context, dir beneath.Dir, file string, done func([]byte) bool) error {
 	deadline := time.NewTimer(SettleTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if b, err := os.ReadFile(file); err == nil && done(b) {
+		if b, err := dir.ReadFile(file, MaxSessionFile); err == nil && done(b) {
 			return nil
 		}
 		select {

@@ -13,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/internal/bearer"
+	"github.com/harnessd/harnessd/internal/beneath"
 	"github.com/harnessd/harnessd/internal/environ"
 )
 
@@ -44,12 +45,12 @@ func writeMCPConfig(shape string, l *harness.Launch, env map[string]string) ([]s
 	auth := map[string]any{bearer.HeaderName: bearer.Header(l.MCP.Token)}
 	switch shape {
 	case MCPGemini:
-		path := filepath.Join(l.Home, ".gemini", "settings.json")
-		return nil, mergeJSON(path, "mcpServers", name, map[string]any{"httpUrl": l.MCP.URL, "headers": auth, "trust": true})
+		home := beneath.Dir{Path: l.Home}
+		return nil, mergeJSON(home, filepath.Join(".gemini", "settings.json"), "mcpServers", name, map[string]any{"httpUrl": l.MCP.URL, "headers": auth, "trust": true})
 	case MCPOpenCode:
-		path := filepath.Join(l.Home, ".config", "opencode", "opencode.json")
-		err := mergeJSON(path, "mcp", name, map[string]any{"type": "remote", "url": l.MCP.URL, "headers": auth, "enabled": true})
-		return []string{"OPENCODE_CONFIG=" + path}, err
+		rel := filepath.Join(".config", "opencode", "opencode.json")
+		err := mergeJSON(beneath.Dir{Path: l.Home}, rel, "mcp", name, map[string]any{"type": "remote", "url": l.MCP.URL, "headers": auth, "enabled": true})
+		return []string{"OPENCODE_CONFIG=" + filepath.Join(l.Home, rel)}, err
 	case MCPCodex:
 		dir, ok := env["CODEX_HOME"]
 		if !ok {
@@ -62,19 +63,41 @@ func writeMCPConfig(shape string, l *harness.Launch, env map[string]string) ([]s
 		}
 		table := fmt.Sprintf("[mcp_servers.%s]\nurl = %s\nbearer_token_env_var = \"HARNESSD_MCP_TOKEN\"\n",
 			tomlKey(name), kit.TOMLString(l.MCP.URL))
-		return set, mergeTOMLTable(filepath.Join(dir, "config.toml"), "mcp_servers."+tomlKey(name), table)
+		root, rel, err := codexConfig(l.Home, dir)
+		if err != nil {
+			return set, err
+		}
+		return set, mergeTOMLTable(root, rel, "mcp_servers."+tomlKey(name), table)
 	}
 	return nil, fmt.Errorf("unknown mcp_config %q", shape)
 }
 
-// mergeJSON sets obj[section][name] = value in the JSON object file at path.
-func mergeJSON(path, section, name string, value any) error {
+// codexConfig is where Codex's config.toml is for CODEX_HOME dir: beneath
+// the episode's HOME when dir is in it (the harness shapes it), else
+// beneath dir itself, an operator's directory, made if need be.
+func codexConfig(home, dir string) (beneath.Dir, string, error) {
+	if rel, err := filepath.Rel(home, dir); err == nil && filepath.IsLocal(rel) {
+		return beneath.Dir{Path: home}, filepath.Join(rel, "config.toml"), nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return beneath.Dir{}, "", err
+	}
+	return beneath.Dir{Path: dir}, "config.toml", nil
+}
+
+// maxConfigFile bounds the bytes of an agent's config file read to merge
+// the bridge into it.
+const maxConfigFile = 4 << 20
+
+// mergeJSON sets obj[section][name] = value in the JSON object file rel
+// beneath dir (a directory the harness may shape: beneath.Dir).
+func mergeJSON(dir beneath.Dir, rel, section, name string, value any) error {
 	doc := map[string]any{}
-	b, err := os.ReadFile(path)
+	b, err := dir.ReadFile(rel, maxConfigFile)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("%s: existing file is not a JSON object: %w", path, err)
+			return fmt.Errorf("%s: existing file is not a JSON object: %w", rel, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
@@ -92,13 +115,13 @@ func mergeJSON(path, section, name string, value any) error {
 	if err := enc.Encode(doc); err != nil {
 		return err
 	}
-	return writePrivate(path, buf.Bytes())
+	return dir.WriteFile(rel, buf.Bytes())
 }
 
-// mergeTOMLTable replaces the table [header] in the TOML file at path (or
-// appends it) with table.
-func mergeTOMLTable(path, header, table string) error {
-	b, err := os.ReadFile(path)
+// mergeTOMLTable replaces the table [header] in the TOML file rel beneath
+// dir (or appends it) with table.
+func mergeTOMLTable(dir beneath.Dir, rel, header, table string) error {
+	b, err := dir.ReadFile(rel, maxConfigFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -117,14 +140,7 @@ func mergeTOMLTable(path, header, table string) error {
 	if text != "" {
 		text += "\n\n"
 	}
-	return writePrivate(path, []byte(text+table))
-}
-
-func writePrivate(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
+	return dir.WriteFile(rel, []byte(text+table))
 }
 
 // tomlKey writes a bare key when it can, else a quoted one.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/beneath"
 )
 
 func TestExpandIsArgumentSafe(t *testing.T) {
@@ -94,7 +95,7 @@ func mcpLaunch(t *testing.T, shape string) *harness.Launch {
 func TestMCPConfigGemini(t *testing.T) {
 	l := mcpLaunch(t, MCPGemini)
 	path := filepath.Join(l.Home, ".gemini", "settings.json")
-	writePrivate(path, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"mcpServers":{"other":{"command":"x"}}}`))
+	(beneath.Dir{Path: l.Home}).WriteFile(path, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"mcpServers":{"other":{"command":"x"}}}`))
 	start(t, l)
 	m := readJSON(t, path)
 	if str(m, "security.auth.selectedType") != "gemini-api-key" || obj(m, "mcpServers.other") == nil {
@@ -127,7 +128,7 @@ func TestMCPConfigCodex(t *testing.T) {
 	l := mcpLaunch(t, MCPCodex)
 	path := filepath.Join(l.Home, ".codex", "config.toml")
 	old := "model_provider = \"mock\"\n\n[mcp_servers.env]\nurl = \"http://old\"\n\n[model_providers.mock]\nbase_url = \"http://127.0.0.1:1/v1\"\n"
-	writePrivate(path, []byte(old))
+	(beneath.Dir{Path: l.Home}).WriteFile(path, []byte(old))
 	a := start(t, l)
 	b, _ := os.ReadFile(path)
 	want := "model_provider = \"mock\"\n\n[model_providers.mock]\nbase_url = \"http://127.0.0.1:1/v1\"\n\n" +

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/beneath"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -132,9 +134,11 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	return nil
 }
 
+// removeConfig removes the MCP config file at path (HOME/mcpConfigFile),
+// beneath that HOME: a link on the way out of it is not followed.
 func removeConfig(path string) {
-	if path != "" {
-		os.Remove(path)
+	if home, ok := strings.CutSuffix(path, string(filepath.Separator)+mcpConfigFile); ok {
+		(beneath.Dir{Path: home}).Remove(mcpConfigFile)
 	}
 }
 

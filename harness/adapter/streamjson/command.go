@@ -8,6 +8,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/bearer"
+	"github.com/harnessd/harnessd/internal/beneath"
 	"github.com/harnessd/harnessd/internal/environ"
 )
 
@@ -64,7 +65,9 @@ func buildInvocation(l *harness.Launch, o Options) (invocation, error) {
 		value := string(cfg)
 		if l.Home != "" {
 			inv.cfgPath = filepath.Join(l.Home, mcpConfigFile)
-			if err := writePrivate(inv.cfgPath, cfg); err != nil {
+			// The HOME is the harness's to shape (a fork's is its parent's
+			// copy, links included): the write stays beneath it.
+			if err := (beneath.Dir{Path: l.Home}).WriteFile(mcpConfigFile, cfg); err != nil {
 				return inv, fmt.Errorf("write MCP config: %w", err)
 			}
 			value = inv.cfgPath
@@ -101,22 +104,6 @@ func mcpConfigJSON(m *harness.MCPInjection, style string) ([]byte, error) {
 		server = map[string]any{"httpUrl": m.URL, "headers": headers, "trust": true}
 	}
 	return json.Marshal(map[string]any{"mcpServers": map[string]any{name: server}})
-}
-
-// writePrivate writes b to path with mode 0600, creating its directory 0700.
-func writePrivate(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // needsSandboxEnv reports a Claude invocation that bypasses permissions.

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/beneath"
 	"github.com/harnessd/harnessd/internal/environ"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -158,8 +157,8 @@ func (a *Adapter) ForkState(ctx context.Context) (*harness.ForkState, error) {
 	case cfg == "":
 		return nil, fmt.Errorf("the agent has no config dir (no HOME) to keep its session in: %w", harness.ErrForkUnsupported)
 	}
-	file := filepath.Join(cfg, "projects", project, session+".jsonl")
-	if err := waitWritten(ctx, file, last); err != nil {
+	file := filepath.Join("projects", project, session+".jsonl")
+	if err := waitWritten(ctx, beneath.Dir{Path: cfg}, file, last); err != nil {
 		return nil, err
 	}
 	data, _ := json.Marshal(forkData{SessionID: session, Project: project, Model: model})
@@ -172,18 +171,24 @@ func (a *Adapter) ForkState(ctx context.Context) (*harness.ForkState, error) {
 // turn's answer.
 const SessionWriteTimeout = 5 * time.Second
 
+// MaxSessionFile bounds the bytes of a session file ForkState reads; a
+// longer one cannot be forked by the agent's own resume.
+const MaxSessionFile = 256 << 20
+
 // waitWritten waits, up to SessionWriteTimeout, until the session file
+// (beneath the config dir, which the harness shapes: no link out of it is
+// followed, a FIFO is refused, at most MaxSessionFile bytes are read)
 // exists and (when uuid is not empty) holds the message uuid. A file that
 // does not get there in time cannot be resumed from: the error wraps
 // harness.ErrForkUnsupported.
-func waitWritten(ctx context.Context, file, uuid string) error {
+func waitWritten(ctx context.Context, dir beneath.Dir, file, uuid string) error {
 	deadline := time.NewTimer(SessionWriteTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	needle := []byte(`"uuid":"` + uuid + `"`)
 	for {
-		b, err := os.ReadFile(file)
+		b, err := dir.ReadFile(file, MaxSessionFile)
 		switch {
 		case err == nil && (uuid == "" || bytes.Contains(b, needle)):
 			return nil
@@ -245,16 +250,19 @@ func resumeArgs(l *harness.Launch, o Options) ([]string, string, error) {
 	if cfg == "" {
 		return nil, "", errors.New("no config dir (no HOME) to find the parent's session in")
 	}
+	// The config dir is in the sibling's HOME, a copy of the parent's,
+	// shaped by the parent's harness: every look and write stays beneath it.
+	dir := beneath.Dir{Path: cfg}
 	projects := filepath.Join(cfg, "projects")
 	want := filepath.Join(projects, launchProject(l), d.SessionID+".jsonl")
-	if _, err := os.Stat(want); err == nil {
+	if dir.Exists(want) {
 		return flags, d.SessionID, nil
 	}
 	src := ""
 	if d.Project != "" && filepath.IsLocal(d.Project) {
 		src = filepath.Join(projects, d.Project, d.SessionID+".jsonl")
 	}
-	if _, err := os.Stat(src); src == "" || err != nil {
+	if src == "" || !dir.Exists(src) {
 		// The state's project is not there: any project of the copy.
 		found, _ := filepath.Glob(filepath.Join(projects, "*", d.SessionID+".jsonl"))
 		if len(found) == 0 {
@@ -262,37 +270,10 @@ func resumeArgs(l *harness.Launch, o Options) ([]string, string, error) {
 		}
 		src = found[0]
 	}
-	if err := linkOrCopy(src, want); err != nil {
+	if err := dir.LinkOrCopy(src, want); err != nil {
 		return nil, "", fmt.Errorf("put the parent's session where the sibling's working directory looks: %w", err)
 	}
 	return flags, d.SessionID, nil
-}
-
-// linkOrCopy makes dst (in a new private directory if need be) a hard link
-// of src, or a copy where links do not work. Both are in the sibling's
-// own HOME.
-func linkOrCopy(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(dst)
-		return err
-	}
-	return out.Close()
 }
 
 var _ harness.Forker = (*Adapter)(nil)
