@@ -105,7 +105,16 @@ func (sp Spec) sysProcAttr() *syscall.SysProcAttr {
 // when the daemon reaps it) and exits. Should it die first, its inits die
 // with it (Pdeathsig).
 func Run() int {
-	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// As root the spawner is not dumpable: its /proc files are root's,
+	// whatever uid it runs as later. Not as any other uid: a child forked
+	// into a new user namespace stays non-dumpable until it execs, which
+	// makes its /proc/PID/uid_map root's, and an unprivileged spawner could
+	// then not write the child's id map (EACCES; every sandbox of a non-root
+	// daemon failed so). The harness in a sandbox cannot name the spawner
+	// (another PID namespace), and the daemon itself is dumpable.
+	if os.Geteuid() == 0 {
+		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	}
 	// An init gets the files of its request and no other descriptor: not
 	// those the daemon inherited without close-on-exec.
 	unix.CloseRange(controlFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
