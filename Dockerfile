@@ -68,7 +68,7 @@ EXPOSE 8000
 # --drain-timeout (20s) plus a few seconds: `docker stop -t 30`, or Kubernetes' terminationGracePeriodSeconds.
 STOPSIGNAL SIGTERM
 
-# No curl in the image: harnessd asks its own /health (200 "healthy"; 503 while draining). Kubernetes ignores
+# No curl in the image: harnessd asks its own /health (200 "healthy", during a drain too). Kubernetes ignores
 # HEALTHCHECK and uses the pod's probes instead (docs/deploy.md). Adjust --url if you change --listen.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
     CMD ["harnessd", "health", "--url", "http://127.0.0.1:8000", "--timeout", "3s"]
