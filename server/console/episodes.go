@@ -295,10 +295,10 @@ func (c *Console) handleWebEpisodeByID(w http.ResponseWriter, r *http.Request) {
 		if st.EpisodeID == nil || *st.EpisodeID != id {
 			continue
 		}
-		evs, om := m.Session.TrajectoryWindow()
-		out["live"], out["session_id"], out["records"] = true, m.ID, c.log(m.ID).records(evs)
-		if om.Turns > 0 {
-			out["omitted"] = WebOmitted{Turns: om.Turns, LastTurn: om.LastTurn, RecordFile: om.RecordFile}
+		recs, om := c.liveRecords(m)
+		out["live"], out["session_id"], out["records"] = true, m.ID, recs
+		if om != nil {
+			out["omitted"] = om
 		}
 		if ex, err := m.Session.Export(id); err == nil {
 			out["export"] = ex

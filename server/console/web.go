@@ -123,15 +123,31 @@ func (c *Console) handleWebEpisode(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// The session keeps a window of the episode's latest turns (the
-	// console's log keeps as many): older turns are named, and the record
-	// file they are in, if any.
-	evs, om := m.Session.TrajectoryWindow()
-	out := map[string]any{"session": c.webSummary(m), "records": c.log(m.ID).records(evs)}
-	if om.Turns > 0 {
-		out["omitted"] = WebOmitted{Turns: om.Turns, LastTurn: om.LastTurn, RecordFile: om.RecordFile}
+	recs, om := c.liveRecords(m)
+	out := map[string]any{"session": c.webSummary(m), "records": recs}
+	if om != nil {
+		out["omitted"] = om
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// liveRecords returns the records of m's episode the console shows, and
+// which of its turns are left out (nil: none). The session keeps a window
+// of the episode's latest turns' events, the console's log one of their
+// messages and observations, each within the same bounds of turns and
+// bytes: what either left out is left out of both, named, and the record
+// file it is in, if any.
+func (c *Console) liveRecords(m Session) ([]wire.Record, *WebOmitted) {
+	evs, om := m.Session.TrajectoryWindow()
+	recs, dropped := c.log(m.ID).records(evs)
+	o := WebOmitted{Turns: om.Turns, LastTurn: om.LastTurn, RecordFile: om.RecordFile}
+	if dropped.lastTurn > o.LastTurn {
+		o.Turns, o.LastTurn = dropped.turns, dropped.lastTurn
+	}
+	if o.Turns == 0 {
+		return recs, nil
+	}
+	return recs, &o
 }
 
 func (c *Console) handleWebCancel(w http.ResponseWriter, r *http.Request) {

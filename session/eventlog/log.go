@@ -14,8 +14,8 @@ import (
 //
 // The trajectory is not kept whole: every event goes to the record file
 // (when the daemon has a record_dir) as it is kept, and memory holds only a
-// window of the latest turns (at most windowTurns ended turns and
-// windowBytes of their events, always the last ended turn, plus the running
+// window of the latest turns (at most WindowTurns ended turns and
+// WindowBytes of their events, always the last ended turn, plus the running
 // turn), so a long episode costs the daemon the same at turn 60,000 as at
 // turn 1,000. What fell out of the window is counted (omitted).
 //
@@ -66,11 +66,16 @@ type Omitted struct {
 }
 
 // The window of past turns a Log keeps in memory (the record file
-// keeps every turn). windowTurns matches what the web console shows of a
-// live episode (server/console's maxWebTurns).
+// keeps every turn): at most WindowTurns ended turns and WindowBytes of
+// their events, the last ended turn always kept. The web console keeps its
+// own records of a live episode's turns within the same bounds
+// (server/console's window).
 const (
-	windowTurns = 1000
-	windowBytes = 16 << 20
+	// WindowTurns is the most ended turns the window keeps.
+	WindowTurns = 1000
+	// WindowBytes is the most bytes of ended turns' events the window
+	// keeps (as the turn's caps count them: their JSON encoding).
+	WindowBytes = 16 << 20
 )
 
 // turnSpan is one ended turn of the window: how many of traj's events are
@@ -319,12 +324,12 @@ func (l *Log) endSpan() {
 }
 
 // trim drops the oldest ended turns from the window while it holds more
-// than windowTurns turns or windowBytes, keeping the last ended turn. The
+// than WindowTurns turns or WindowBytes, keeping the last ended turn. The
 // dropped events are cleared so that what they point to can be freed; the
 // array itself is reallocated at the window's size by a later append.
 func (l *Log) trim() {
 	drop, events := 0, 0
-	for len(l.spans)-drop > 1 && (len(l.spans)-drop > windowTurns || l.winSize > windowBytes) {
+	for len(l.spans)-drop > 1 && (len(l.spans)-drop > WindowTurns || l.winSize > WindowBytes) {
 		sp := l.spans[drop]
 		drop++
 		events += sp.events

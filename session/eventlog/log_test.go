@@ -15,34 +15,34 @@ func runTurn(l *Log, n int, text string) []wire.Event {
 	return l.EndTurn()
 }
 
-// A long episode keeps a window of its latest windowTurns turns in memory,
+// A long episode keeps a window of its latest WindowTurns turns in memory,
 // counts what fell out, and its memory does not grow with the episode.
 func TestEventLogWindowOfTurns(t *testing.T) {
 	l := newTestLog(0, 0)
-	const turns = 3*windowTurns + 17
+	const turns = 3*WindowTurns + 17
 	maxCap := 0
 	for n := 1; n <= turns; n++ {
 		if evs := runTurn(l, n, "line"); len(evs) != 2 {
 			t.Fatalf("turn %d kept %d events, want 2", n, len(evs))
 		}
-		if n > 2*windowTurns {
+		if n > 2*WindowTurns {
 			maxCap = max(maxCap, cap(l.traj))
 		}
 	}
 	traj, om := l.Trajectory()
-	if len(traj) != 2*windowTurns {
-		t.Fatalf("window holds %d events, want %d (the last %d turns)", len(traj), 2*windowTurns, windowTurns)
+	if len(traj) != 2*WindowTurns {
+		t.Fatalf("window holds %d events, want %d (the last %d turns)", len(traj), 2*WindowTurns, WindowTurns)
 	}
-	if first, last := traj[0].Turn, traj[len(traj)-1].Turn; first != turns-windowTurns+1 || last != turns {
-		t.Errorf("window spans turns %d–%d, want %d–%d", first, last, turns-windowTurns+1, turns)
+	if first, last := traj[0].Turn, traj[len(traj)-1].Turn; first != turns-WindowTurns+1 || last != turns {
+		t.Errorf("window spans turns %d–%d, want %d–%d", first, last, turns-WindowTurns+1, turns)
 	}
-	want := Omitted{Turns: turns - windowTurns, Events: 2 * (turns - windowTurns), LastTurn: turns - windowTurns}
+	want := Omitted{Turns: turns - WindowTurns, Events: 2 * (turns - WindowTurns), LastTurn: turns - WindowTurns}
 	if om != want {
 		t.Errorf("omitted %+v, want %+v", om, want)
 	}
 	// The array is reallocated at the window's size, not the episode's.
-	if maxCap > 4*2*windowTurns {
-		t.Errorf("the window's array grew to %d events for a window of %d", maxCap, 2*windowTurns)
+	if maxCap > 4*2*WindowTurns {
+		t.Errorf("the window's array grew to %d events for a window of %d", maxCap, 2*WindowTurns)
 	}
 	// A running turn is in the window too.
 	l.BeginTurn(turns+1, nil)
@@ -75,8 +75,8 @@ func TestEventLogWindowOfBytes(t *testing.T) {
 		size += eventSize(e)
 		turns[e.Turn] = true
 	}
-	if size > windowBytes || len(turns) < windowBytes/(4<<20) {
-		t.Errorf("window holds %d turns, %d bytes (bound %d)", len(turns), size, windowBytes)
+	if size > WindowBytes || len(turns) < WindowBytes/(4<<20) {
+		t.Errorf("window holds %d turns, %d bytes (bound %d)", len(turns), size, WindowBytes)
 	}
 	if om.Turns != 20-len(turns) || om.LastTurn != 20-len(turns) {
 		t.Errorf("omitted %+v with %d turns kept of 20", om, len(turns))

@@ -202,6 +202,14 @@ function obsItem(o) {
     o.done ? el("span", { class: "badge" }, "done") : null, m.harness_done ? el("span", { class: "badge" }, "harness done") : null,
     m.cancelled ? el("span", { class: "badge" }, "cancelled") : null);
   if (m.response !== undefined && m.response !== null) item.append(el("pre", {}, m.response));
+  const cut = m.truncated || {};
+  if (cut.response_bytes_dropped) {
+    // The console keeps a live episode's turns within 16 MiB: a larger
+    // turn is kept cut (the trainer and the record file have it whole).
+    const byConsole = (cut.reason || "").split(",").includes("console_window");
+    item.append(el("p", { class: "hint response-cut" }, "… " + fmtNum(cut.response_bytes_dropped) + " more bytes of the response are not shown" +
+      (byConsole ? ": the console keeps at most 16 MiB of a live episode's turns (the record file has the whole response)" : "") + "."));
+  }
   for (const d of m.reward_details || []) {
     item.append(el("div", { class: "rubric" }, el("span", { class: "label" }, "rubric " + d.name + " (" + d.type + ", weight " + fmtNum(d.weight) + ")"),
       d.score === null ? el("span", { class: "badge bad" }, "no score: " + (d.error || "")) : el("span", { class: "reward" }, fmtNum(d.score)),
