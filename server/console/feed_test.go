@@ -1,6 +1,11 @@
 package console
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/harnessd/harnessd/wire"
+)
 
 // TestWebFeedSlowViewer checks that publishing never waits for a viewer
 // that reads nothing: past its buffer its messages are dropped and counted.
@@ -20,5 +25,38 @@ func TestWebFeedSlowViewer(t *testing.T) {
 	unsubscribe()
 	if f.active() {
 		t.Error("feed active after the last viewer left")
+	}
+}
+
+// TestWebFeedBoundsAViewerByBytes checks that a viewer that reads nothing
+// holds at most viewerBytes of large messages (observations of 3 MiB
+// responses), the first always sent, the rest dropped and counted; and
+// that what it takes makes room again.
+func TestWebFeedBoundsAViewerByBytes(t *testing.T) {
+	var f webFeed
+	slow, unsubscribe := f.subscribe()
+	defer unsubscribe()
+	resp := strings.Repeat("r", 3<<20)
+	const msgs = 40
+	for range msgs {
+		f.publish(Message{Type: "record", Record: &wire.Record{Kind: wire.RecordObservation,
+			Observation: &wire.Observation{Metadata: wire.Metadata{Response: &resp}}}})
+	}
+	q := slow.queued.Load()
+	if q > viewerBytes || len(slow.ch) < 1 || len(slow.ch) > viewerBytes/(3<<20) {
+		t.Errorf("a slow viewer holds %d messages, %d bytes (bound %d)", len(slow.ch), q, viewerBytes)
+	}
+	if n := slow.dropped.Load(); n != int64(msgs-len(slow.ch)) {
+		t.Errorf("dropped %d, want %d", n, msgs-len(slow.ch))
+	}
+	for len(slow.ch) > 0 {
+		slow.received(<-slow.ch)
+	}
+	if q := slow.queued.Load(); q != 0 {
+		t.Errorf("%d bytes counted queued after the viewer took every message", q)
+	}
+	f.publish(Message{Type: "session", SessionID: "a"})
+	if len(slow.ch) != 1 {
+		t.Errorf("the viewer that caught up got %d messages, want 1", len(slow.ch))
 	}
 }

@@ -271,8 +271,8 @@ func readRecordFile(dir, name string) ([]wire.Record, error) {
 
 // handleWebEvents is the console's live feed: the session list, then every
 // change as it happens, as server-sent events. A viewer that falls
-// viewerBuffer messages behind loses messages and gets a "dropped" message;
-// the sessions never wait for it.
+// viewerBuffer messages or viewerBytes behind loses messages and gets a
+// "dropped" message; the sessions never wait for it.
 func (c *Console) handleWebEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -308,6 +308,7 @@ func (c *Console) handleWebEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case b := <-v.ch:
+			v.received(b)
 			if err := send(b); err != nil {
 				return
 			}

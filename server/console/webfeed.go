@@ -7,9 +7,16 @@ import (
 )
 
 // viewerBuffer is how many live messages one console viewer may have
-// waiting; past it the viewer's messages are dropped (and counted, and the
-// viewer told) rather than anyone waiting for it.
-const viewerBuffer = 256
+// waiting, and viewerBytes how many bytes of them (a message larger than
+// that alone is sent when nothing else waits); past either the viewer's
+// messages are dropped (and counted, and the viewer told) rather than
+// anyone waiting for it. A message carries what a harness reported (an
+// observation's response, up to the console's window, or an event), so
+// the count alone would let a slow viewer hold 256 of the largest.
+const (
+	viewerBuffer = 256
+	viewerBytes  = 16 << 20
+)
 
 // webFeed fans the daemon's live messages (sessions, turns, events,
 // observations) out to the console's viewers. Publishing never blocks: it
@@ -24,8 +31,12 @@ type webFeed struct {
 // viewer is one console's subscription.
 type viewer struct {
 	ch      chan []byte
+	queued  atomic.Int64 // the bytes of the messages in ch
 	dropped atomic.Int64 // messages lost since the viewer was last told
 }
+
+// received accounts for b, taken from the viewer's channel.
+func (v *viewer) received(b []byte) { v.queued.Add(-int64(len(b))) }
 
 // subscribe adds a viewer; the returned function removes it.
 func (f *webFeed) subscribe() (*viewer, func()) {
@@ -60,9 +71,17 @@ func (f *webFeed) publish(msg any) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	n := int64(len(b))
 	for v := range f.viewers {
+		// Only publish adds to queued (under f.mu): what the viewer takes
+		// meanwhile only makes room.
+		if q := v.queued.Load(); q > 0 && q+n > viewerBytes {
+			v.dropped.Add(1)
+			continue
+		}
 		select {
 		case v.ch <- b:
+			v.queued.Add(n)
 		default:
 			v.dropped.Add(1)
 		}
