@@ -3,7 +3,6 @@ package metrics
 import (
 	"net/http"
 	"runtime"
-	"runtime/debug"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/harnessd/harnessd/gateway"
+	"github.com/harnessd/harnessd/internal/version"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -248,15 +248,12 @@ func (m *Metrics) endEpisode(t wire.FailureType) {
 	m.episodesEnded.WithLabelValues(label).Inc()
 }
 
-// buildRevision is the VCS revision the binary was built from, "unknown"
-// when the build did not record it.
+// buildRevision is the VCS revision the binary was built from, as
+// harnessd version says it (the Go build info, else the revision stamped
+// with -ldflags), "unknown" when the build recorded none.
 func buildRevision() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				return s.Value
-			}
-		}
+	if r := version.Read().Revision; r != "" {
+		return r
 	}
 	return "unknown"
 }
