@@ -27,7 +27,8 @@ func newEvalCLI() (*cli, *evaljob.Flags, *setupFlags) {
 		"sandbox) of its own, graded by the task's tests; the job directory keeps every trial's record, trajectory and\n"+
 		"grade. Prints progress, then a table per agent and task (mean reward, pass@k, error types, durations, tokens;\n"+
 		"--json: summary.json). Exit status 0 when every trial ran to a reward (whatever the rewards), 1 when some could\n"+
-		"not (after retries) or the job was interrupted, 2 for a usage or configuration error. docs/eval.md.")
+		"not (after retries) or the job was interrupted, 2 for a usage or configuration error, 3 when a required\n"+
+		"isolation mechanism is missing (--isolation sandbox where there is none). docs/eval.md.")
 	c.fs.SetInterspersed(false)
 	jf, sf := &evaljob.Flags{}, &setupFlags{}
 	jf.Register(c.fs)
