@@ -245,30 +245,7 @@ func (s *View) computeExposures() ([]sandbox.Bind, []string, error) {
 		if res.Program != "" {
 			prog = res.Program
 		}
-		// The program's directory and every absolute path among its
-		// arguments (a script run by an interpreter: node /…/cli.js),
-		// with their siblings.
-		for i, a := range append([]string{prog}, h.Command[1:]...) {
-			if !filepath.IsAbs(a) {
-				continue
-			}
-			fi, err := os.Stat(a)
-			if err != nil {
-				continue
-			}
-			why := "the harness program"
-			if i > 0 {
-				why = "an argument of the harness command"
-			}
-			dir := a
-			if !fi.IsDir() {
-				dir = filepath.Dir(a)
-			}
-			want = append(want, exposure{path: dir, why: why})
-			if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
-				want = append(want, exposure{path: filepath.Dir(real), why: why + " (its link's target)"})
-			}
-		}
+		want = append(want, commandPaths(prog, h.Command[1:], "the harness program", "an argument of the harness command")...)
 		if s.resolve {
 			for _, n := range res.Needs {
 				want = append(want, exposure{path: n.Path, why: n.Why})
@@ -307,57 +284,18 @@ func (s *View) computeExposures() ([]sandbox.Bind, []string, error) {
 			continue
 		}
 		seen[p] = true
-		split := false
-		// A bind follows a link at its source: what the link names must
-		// pass too.
-		why := s.refusal(p)
-		if real, err := filepath.EvalSymlinks(p); err == nil && real != p && why == "" {
-			if r := s.refusal(real); r != "" {
-				why = "it is a link to " + real + ": " + r
-			}
-		}
-		if why != "" {
-			// A PATH entry that is the daemon's HOME: never bound, the
-			// bind would show what the hiding covers. A harness program
-			// there is not found in the sandbox, which fails the reset
-			// with that reason. A directory that only holds a hidden file
-			// (the harness beside the configuration file that names it)
-			// is bound entry by entry, without it.
-			if w.asked {
-				errs = append(errs, fmt.Errorf("sandbox.read_only %s is refused: %s", p, why))
-				continue
-			}
-			if _, sp := s.entryPolicy(p); !sp || !fi.IsDir() {
-				continue
-			}
-			split = true
-		}
-		under := false
-		for _, c := range covered {
-			if Within(p, filepath.Clean(c)) {
-				under = true
-			}
-		}
-		if a := untraversable(filepath.Dir(p)); a != "" {
-			under = true
-			if !hideSet[a] {
-				hideSet[a] = true
-				hide = append(hide, a)
-			}
-		}
-		private := fi.IsDir() && fi.Mode().Perm()&0o001 == 0
-		if !under && !private && !w.asked {
-			continue // visible inside as on the host (what it holds hidden is covered)
-		}
-		if private || split {
-			if !hideSet[p] && !under {
-				hideSet[p] = true
-				hide = append(hide, p)
-			}
-			binds = append(binds, s.expand(p)...)
+		pl := s.place(p, fi, covered, w.asked)
+		if pl.refused != "" {
+			errs = append(errs, fmt.Errorf("sandbox.read_only %s is refused: %s", p, pl.refused))
 			continue
 		}
-		binds = append(binds, sandbox.Bind{Src: p})
+		binds = append(binds, pl.binds...)
+		for _, c := range pl.covers {
+			if !hideSet[c] {
+				hideSet[c] = true
+				hide = append(hide, c)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, nil, fmt.Errorf("sandbox.read_only: %w", errors.Join(errs...))
@@ -421,22 +359,8 @@ func (e *View) forCommand(command []string) ([]sandbox.Bind, []string) {
 	}
 	covered := coveredPaths()
 	var dirs []string
-	for _, a := range append([]string{prog}, command[1:]...) {
-		if !filepath.IsAbs(a) {
-			continue
-		}
-		fi, err := os.Stat(a)
-		if err != nil {
-			continue
-		}
-		if fi.IsDir() {
-			dirs = append(dirs, a)
-		} else {
-			dirs = append(dirs, filepath.Dir(a))
-		}
-		if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
-			dirs = append(dirs, filepath.Dir(real))
-		}
+	for _, x := range commandPaths(prog, command[1:], "", "") {
+		dirs = append(dirs, x.path)
 	}
 	if e.resolve {
 		// What the command executes, as for the harness: a version
@@ -456,47 +380,129 @@ func (e *View) forCommand(command []string) ([]sandbox.Bind, []string) {
 		if have[d] {
 			continue
 		}
-		// A directory that holds a hidden file (the program beside
-		// the configuration file that names it) is bound entry by
-		// entry, without it, as the harness's is (computeExposures).
-		// A bind follows a link at its source: what the link names
-		// must pass too (computeExposures does the same).
-		if real, err := filepath.EvalSymlinks(d); err == nil && real != d && e.refusal(real) != "" {
+		have[d] = true
+		fi, err := os.Stat(d)
+		if err != nil {
 			continue
 		}
-		split := false
-		if e.refusal(d) != "" {
-			if skip, sp := e.entryPolicy(d); skip || !sp {
-				continue
+		// As the harness's own directories are placed (computeExposures):
+		// a private directory or one holding a hidden file is bound entry
+		// by entry under a cover.
+		pl := e.place(d, fi, covered, false)
+		binds = append(binds, pl.binds...)
+		for _, c := range pl.covers {
+			if !slices.Contains(hides, c) {
+				hides = append(hides, c)
 			}
-			split = true
-		}
-		under := false
-		for _, c := range covered {
-			if Within(d, filepath.Clean(c)) {
-				under = true
-			}
-		}
-		if u := untraversable(d); u != "" {
-			under = true
-			if !slices.Contains(hides, u) {
-				hides = append(hides, u)
-			}
-		}
-		if split {
-			have[d] = true
-			if !under && !slices.Contains(hides, d) {
-				hides = append(hides, d)
-			}
-			binds = append(binds, e.expand(d)...)
-			continue
-		}
-		if under {
-			have[d] = true
-			binds = append(binds, sandbox.Bind{Src: d})
 		}
 	}
 	return outermostBinds(binds), hides
+}
+
+// commandPaths are the host directories a command needs: its program's
+// and those of the absolute paths among its arguments (a script run by an
+// interpreter: node /…/cli.js), with their siblings, and where one is a
+// link, its target's too. progWhy and argWhy say why, for the log.
+func commandPaths(prog string, args []string, progWhy, argWhy string) []exposure {
+	var out []exposure
+	for i, a := range append([]string{prog}, args...) {
+		if !filepath.IsAbs(a) {
+			continue
+		}
+		fi, err := os.Stat(a)
+		if err != nil {
+			continue
+		}
+		why := progWhy
+		if i > 0 {
+			why = argWhy
+		}
+		dir := a
+		if !fi.IsDir() {
+			dir = filepath.Dir(a)
+		}
+		out = append(out, exposure{path: dir, why: why})
+		if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
+			out = append(out, exposure{path: filepath.Dir(real), why: why + " (its link's target)"})
+		}
+	}
+	return out
+}
+
+// placement is how a host path a sandbox needs reaches it past what the
+// sandbox hides: binds (the path whole, or its entries one by one), and
+// covers (directories the sandbox covers so that the binds have a way in:
+// an ancestor its ids may not search, the path itself when bound entry by
+// entry). No binds: the path is visible as on the host, or never bound.
+type placement struct {
+	binds  []sandbox.Bind
+	covers []string
+	// refused says why a path the operator asked for by name is never
+	// bound (then binds and covers are empty).
+	refused string
+}
+
+// place decides how p (clean; a directory widened by exposeRoot, fi its
+// status) reaches a sandbox that hides covered and the secret paths. It is
+// the one rule for the harness's directories and for side commands':
+//   - a path that is, lies in or holds a hidden path (itself or, for a
+//     link, its target) is never bound whole: a directory that only holds
+//     one is bound entry by entry without it (expand); anything else is
+//     left out, or, when asked (sandbox.read_only), refused;
+//   - a path under a covered directory, or below an ancestor the
+//     sandbox's ids may not search (covered in turn), is bound back;
+//     a private directory (no o+x) is bound entry by entry under a cover,
+//     so its entries keep their modes and the directory's own stays out;
+//   - anything else is visible as on the host and needs nothing, unless
+//     asked.
+func (s *View) place(p string, fi os.FileInfo, covered []string, asked bool) placement {
+	var out placement
+	// A bind follows a link at its source: what the link names must pass
+	// too.
+	why := s.refusal(p)
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != p && why == "" {
+		if r := s.refusal(real); r != "" {
+			why = "it is a link to " + real + ": " + r
+		}
+	}
+	split := false
+	if why != "" {
+		if asked {
+			out.refused = why
+			return out
+		}
+		// A PATH entry that is the daemon's HOME: never bound, the bind
+		// would show what the hiding covers. A directory that only holds
+		// a hidden file (a program beside the configuration file that
+		// names it) is bound entry by entry, without it.
+		if _, sp := s.entryPolicy(p); !sp || !fi.IsDir() {
+			return out
+		}
+		split = true
+	}
+	under := false
+	for _, c := range covered {
+		if Within(p, filepath.Clean(c)) {
+			under = true
+		}
+	}
+	if a := untraversable(filepath.Dir(p)); a != "" {
+		under = true
+		out.covers = append(out.covers, a)
+	}
+	private := fi.IsDir() && fi.Mode().Perm()&0o001 == 0
+	switch {
+	case !under && !private && !asked:
+		// Visible inside as on the host (what it holds hidden is covered).
+	case private || split:
+		if !under {
+			out.covers = append(out.covers, p)
+		}
+		out.binds = s.expand(p)
+	default:
+		out.binds = []sandbox.Bind{{Src: p}}
+	}
+	return out
 }
 
 // sideProgram is a side command's program as the host finds it: a bare
