@@ -52,26 +52,36 @@ func TestReadmeHarnessAsPrinted(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("harnessd run: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
 	}
-	var obs struct {
-		Done     bool `json:"done"`
-		Metadata struct {
-			Response  string `json:"response"`
-			ErrorType string `json:"error_type"`
-			Isolation string `json:"isolation"`
-		} `json:"metadata"`
-	}
-	// The final observation is the last JSON object on stdout.
-	text := strings.TrimSpace(out.String())
-	if i := strings.LastIndex(text, "\n{"); i >= 0 {
-		text = text[i+1:]
-	}
-	if err := json.Unmarshal([]byte(text), &obs); err != nil {
-		t.Fatalf("final observation: %v\n%s\nstderr: %s", err, out.String(), errb.String())
-	}
+	obs := finalObservation(t, out.String(), errb.String())
 	if !obs.Done || obs.Metadata.Response != "BYE" || obs.Metadata.ErrorType != "" {
 		t.Fatalf("the README harness's episode: %+v\nstderr: %s", obs, errb.String())
 	}
 	if left := waitNoMarked(marker, goneTimeout); len(left) > 0 {
 		t.Errorf("harnessd run left processes behind: %s", describe(left))
 	}
+}
+
+// runObservation is what the tests read of the final observation `harnessd
+// run` prints.
+type runObservation struct {
+	Done     bool `json:"done"`
+	Metadata struct {
+		Response  string `json:"response"`
+		ErrorType string `json:"error_type"`
+	} `json:"metadata"`
+}
+
+// finalObservation decodes the last JSON object of `harnessd run`'s stdout
+// (its final observation; stderr is for the failure message).
+func finalObservation(t *testing.T, stdout, stderr string) runObservation {
+	t.Helper()
+	text := strings.TrimSpace(stdout)
+	if i := strings.LastIndex(text, "\n{"); i >= 0 {
+		text = text[i+1:]
+	}
+	var obs runObservation
+	if err := json.Unmarshal([]byte(text), &obs); err != nil {
+		t.Fatalf("final observation: %v\n%s\nstderr: %s", err, stdout, stderr)
+	}
+	return obs
 }

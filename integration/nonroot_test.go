@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -65,19 +64,7 @@ func TestSandboxedEpisodeOfANonRootDaemon(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("harnessd run as uid %d: %v\nstdout: %s\nstderr: %s", nonRootUID, err, out.String(), errb.String())
 	}
-	var obs struct {
-		Metadata struct {
-			Response  string `json:"response"`
-			ErrorType string `json:"error_type"`
-		} `json:"metadata"`
-	}
-	text := strings.TrimSpace(out.String())
-	if i := strings.LastIndex(text, "\n{"); i >= 0 {
-		text = text[i+1:]
-	}
-	if err := json.Unmarshal([]byte(text), &obs); err != nil {
-		t.Fatalf("final observation: %v\n%s\nstderr: %s", err, out.String(), errb.String())
-	}
+	obs := finalObservation(t, out.String(), errb.String())
 	// --isolation sandbox refuses to start where no sandbox can be had, so
 	// an answer is a sandboxed one.
 	if obs.Metadata.Response != "hi from a non-root daemon" || obs.Metadata.ErrorType != "" {

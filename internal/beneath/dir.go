@@ -47,6 +47,20 @@ func (d Dir) rel(name string) (string, error) {
 	return r, nil
 }
 
+// open opens d as a root and makes name relative to it; the caller closes
+// the root.
+func (d Dir) open(name string) (*os.Root, string, error) {
+	r, err := d.rel(name)
+	if err != nil {
+		return nil, "", err
+	}
+	root, err := os.OpenRoot(d.Path)
+	if err != nil {
+		return nil, "", err
+	}
+	return root, r, nil
+}
+
 func (d Dir) fileMode() fs.FileMode {
 	if d.FileMode == 0 {
 		return 0o600
@@ -79,11 +93,7 @@ func openRegular(root *os.Root, name string, flag int, perm fs.FileMode) (*os.Fi
 // ReadFile reads name beneath d, at most limit bytes: a longer file is
 // ErrTooLarge. A missing file's error wraps fs.ErrNotExist.
 func (d Dir) ReadFile(name string, limit int64) ([]byte, error) {
-	r, err := d.rel(name)
-	if err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(d.Path)
+	root, r, err := d.open(name)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +115,7 @@ func (d Dir) ReadFile(name string, limit int64) ([]byte, error) {
 
 // Exists says whether name beneath d is there (a link counts, unfollowed).
 func (d Dir) Exists(name string) bool {
-	r, err := d.rel(name)
-	if err != nil {
-		return false
-	}
-	root, err := os.OpenRoot(d.Path)
+	root, r, err := d.open(name)
 	if err != nil {
 		return false
 	}
@@ -122,11 +128,7 @@ func (d Dir) Exists(name string) bool {
 // out of d, or anything but a regular file, at name is an error, and the
 // file is truncated only once it is known to be a regular one.
 func (d Dir) WriteFile(name string, data []byte) error {
-	r, err := d.rel(name)
-	if err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(d.Path)
+	root, r, err := d.open(name)
 	if err != nil {
 		return err
 	}
@@ -157,11 +159,7 @@ func (d Dir) LinkOrCopy(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	rd, err := d.rel(dst)
-	if err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(d.Path)
+	root, rd, err := d.open(dst)
 	if err != nil {
 		return err
 	}
@@ -192,11 +190,7 @@ func (d Dir) LinkOrCopy(src, dst string) error {
 // Remove removes name beneath d (a link is removed, not followed); a
 // missing name is not an error.
 func (d Dir) Remove(name string) error {
-	r, err := d.rel(name)
-	if err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(d.Path)
+	root, r, err := d.open(name)
 	if err != nil {
 		return err
 	}
