@@ -1,6 +1,10 @@
 package sandbox
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
 
 // Setup stages a SetupError names.
 const (
@@ -24,17 +28,21 @@ type SetupError struct {
 }
 
 func (e *SetupError) Error() string {
-	return fmt.Sprintf("sandbox %s: %v%s", e.Stage, e.Err, hint(e.Stage))
+	return fmt.Sprintf("sandbox %s: %v%s", e.Stage, e.Err, hint(e.Stage, e.Err))
 }
 
 func (e *SetupError) Unwrap() error { return e.Err }
 
 // hint says what a failure at a stage usually means on a host.
-func hint(stage string) string {
-	switch stage {
-	case StageClone:
+func hint(stage string, err error) string {
+	switch {
+	case stage == StageClone && errors.Is(err, syscall.EACCES):
+		return " (the new user namespace's id map could not be written: an unprivileged daemon maps only its own uid, from a process its /proc files belong to)"
+	case stage == StageClone && !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EINVAL):
+		return ""
+	case stage == StageClone:
 		return " (no permission to create user namespaces: kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0 or an AppArmor restriction (Ubuntu 24.04's kernel.apparmor_restrict_unprivileged_userns); run as root or allow user namespaces)"
-	case StageProc:
+	case stage == StageProc:
 		return " (mounting proc in the sandbox failed: the host's /proc is partly masked (a container without --privileged))"
 	}
 	return ""

@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -59,5 +62,24 @@ func TestResolveInStaysInsideTheRoot(t *testing.T) {
 	}
 	if _, err := resolveIn(root, "/loop/x"); err == nil {
 		t.Error("a symlink loop resolved")
+	}
+}
+
+// A clone that failed names the likely cause by its errno: a namespace
+// the host refuses (EPERM), an id map that could not be written (EACCES);
+// another errno gets no guess.
+func TestCloneFailureHintFollowsTheErrno(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{syscall.EPERM, "no permission to create user namespaces"},
+		{syscall.EACCES, "id map could not be written"},
+		{syscall.ENOMEM, ""},
+	} {
+		got := (&SetupError{Stage: StageClone, Err: fmt.Errorf("fork/exec init: %w", c.err)}).Error()
+		if (c.want == "" && strings.Contains(got, "(")) || !strings.Contains(got, c.want) {
+			t.Errorf("%v: %q, want the hint %q", c.err, got, c.want)
+		}
 	}
 }
