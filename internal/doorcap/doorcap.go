@@ -11,10 +11,20 @@
 // door connections however many doors flood at once. It also raises the
 // process's RLIMIT_NOFILE soft limit to the hard limit (RaiseNOFILE).
 //
-// It owns only listeners and the connections they hand out: what a door
-// serves (HTTP servers, handlers, their timeouts' use), which episode it
-// belongs to and what to record of a refusal are the callers'. It must not
-// touch sessions, sandboxes or namespaces.
+// A door's request bodies are bounded together as well (Budget): each is
+// capped by its door (the gateway's 32 MiB, the bridge's 8 MiB), and the
+// bytes of all the bodies a door is reading or handling at once by its
+// budget (by default twice the door's body cap: 64 MiB for the gateway,
+// 16 MiB for the bridge); a body the budget has no room for is refused at
+// once (*BodyBudgetError, ReasonBodies), and one not read whole within
+// DefaultBodyReadTimeout (30 s) is dropped (*BodyTimeoutError), so a
+// stalled body gives its bytes back.
+//
+// It owns only listeners, the connections they hand out and the budget of
+// their request bodies: what a door serves (HTTP servers, handlers, their
+// timeouts' use), how it answers a refused body, which episode it belongs
+// to and what to record of a refusal are the callers'. It must not touch
+// sessions, sandboxes or namespaces.
 package doorcap
 
 import (
@@ -62,10 +72,19 @@ type Bounds struct {
 	// ReadHeaderTimeout bounds reading a request's header; default
 	// DefaultReadHeaderTimeout. It is the HTTP server's ReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+	// BodyBytes bounds the bytes of request bodies the door holds at once,
+	// across its connections (a Budget); zero means the door's own default
+	// (the model gateway's and the bridge's: twice their largest body).
+	// WithDefaults leaves it alone.
+	BodyBytes int64
+	// BodyReadTimeout bounds reading one request body whole; zero means
+	// DefaultBodyReadTimeout, negative none (NewBudget). WithDefaults
+	// leaves it alone.
+	BodyReadTimeout time.Duration
 }
 
-// WithDefaults returns b with every zero or negative field set to its
-// default.
+// WithDefaults returns b with every zero or negative connection field
+// (MaxConns, IdleTimeout, ReadHeaderTimeout) set to its default.
 func (b Bounds) WithDefaults() Bounds {
 	if b.MaxConns <= 0 {
 		b.MaxConns = DefaultMaxConns
