@@ -7,13 +7,22 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/harnessd/harnessd/internal/bearer"
+	"github.com/harnessd/harnessd/internal/doorcap"
 )
 
 // guard wraps the MCP handler: every request needs the bearer token (the
-// answer without it closes the connection), and a POST body is read
-// (bounded) before mcp-go sees it.
+// answer without it closes the connection); a POST body is read before
+// mcp-go sees it, bounded on its own (MaxBodyBytes) and with the door's
+// other bodies (its body budget and read timeout, held until the request
+// is answered); an initialize, or a GET without a session (mcp-go makes
+// one for either), needs room in the session table; a GET naming a
+// session that is not live is answered 404; and a request of a live
+// session keeps that session from eviction while it runs.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if presented, ok := s.authorized(r); !ok {
@@ -31,20 +40,79 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 				return
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+			in, err := s.bodies.Open(w, r)
+			if err != nil {
+				refuseBody(w, err)
+				return
+			}
+			defer in.Release()
+			body, err := io.ReadAll(http.MaxBytesReader(w, io.NopCloser(in), s.maxBody))
 			if err != nil {
 				var tooBig *http.MaxBytesError
 				if errors.As(err, &tooBig) {
 					http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 					return
 				}
-				http.Error(w, "cannot read request body", http.StatusBadRequest)
+				if !refuseBody(w, err) {
+					http.Error(w, "cannot read request body", http.StatusBadRequest)
+				}
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			if isInitialize(body) {
+				done, err := s.sessions.admit()
+				if err != nil {
+					refuseInitialize(w, body, err)
+					return
+				}
+				defer done()
+			}
+		}
+		id := r.Header.Get(server.HeaderKeySessionID)
+		if r.Method == http.MethodGet && id == "" {
+			// mcp-go makes a session for a GET without one, as for an
+			// initialize.
+			done, err := s.sessions.admit()
+			if err != nil {
+				w.Header().Set("Retry-After", "1")
+				w.Header().Set("X-Harnessd-Refused", ReasonSessions)
+				http.Error(w, "harnessd: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			defer done()
+		}
+		if id != "" {
+			done, live := s.sessions.use(id)
+			if !live && r.Method == http.MethodGet {
+				// mcp-go would open (and keep) a session under any ID a GET
+				// names; only live ones are served.
+				http.Error(w, "harnessd: no live MCP session "+strconv.Quote(id)+"; initialize first", http.StatusNotFound)
+				return
+			}
+			defer done()
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseBody answers a body the door's budget refused (503) or its read
+// timeout dropped (408), naming the cause and the bound, and reports
+// whether err was either.
+func refuseBody(w http.ResponseWriter, err error) bool {
+	var spent *doorcap.BodyBudgetError
+	var slow *doorcap.BodyTimeoutError
+	switch {
+	case errors.As(err, &spent):
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("X-Harnessd-Refused", doorcap.ReasonBodies)
+		http.Error(w, "harnessd: "+spent.Error(), http.StatusServiceUnavailable)
+	case errors.As(err, &slow):
+		w.Header().Set("Connection", "close")
+		http.Error(w, "harnessd: "+slow.Error(), http.StatusRequestTimeout)
+	default:
+		return false
+	}
+	return true
 }
 
 // authorized reports whether r carries the Server's bearer token, and

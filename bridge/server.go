@@ -48,8 +48,15 @@ type ServerOptions struct {
 	// MaxBodyBytes bounds a request body; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// SessionIdleTTL forgets MCP sessions idle this long (the client must
-	// initialize again); zero keeps them until Close.
+	// initialize again); zero keeps them until Close or until MaxSessions
+	// needs room. It is mcp-go's idle sweep; memory is bounded without it.
 	SessionIdleTTL time.Duration
+	// MaxSessions bounds the MCP sessions kept at once; zero means
+	// DefaultMaxSessions (64). An initialize beyond it ends the least
+	// recently used session with no request in flight, or, when every
+	// session has one, is refused with 503 and a JSON-RPC error naming
+	// the cap (X-Harnessd-Refused: bridge_session_cap).
+	MaxSessions int
 	// Logger receives the server's records (mcp-go's per-request lines at
 	// Debug); nil means slog.Default().
 	Logger *slog.Logger
@@ -59,7 +66,10 @@ type ServerOptions struct {
 	Listener net.Listener
 	// Door bounds the harness's connections to the Server: zero fields
 	// mean doorcap's defaults (256 connections, 2 minutes idle, 10 s to
-	// send a header).
+	// send a header, 30 s to send a body), and the bytes of the POST
+	// bodies it holds at once, Door.BodyBytes: zero means twice
+	// MaxBodyBytes (16 MiB); a body that does not fit is refused with 503
+	// naming the budget (X-Harnessd-Refused: door_body_budget).
 	Door doorcap.Bounds
 
 	// Record keeps every served call's ToolRecord for Records (record.go),
@@ -129,6 +139,8 @@ type Server struct {
 	streamable *server.StreamableHTTPServer
 	handler    http.Handler // the guarded MCP endpoint the door serves
 	servers    httpgroup.Group
+	bodies     *doorcap.Budget // the harness's POST bodies in flight
+	sessions   *sessions       // the live MCP sessions, the streamable server's manager
 	cancelBase context.CancelFunc
 	idPrefix   string
 	seq        atomic.Int64
@@ -151,6 +163,12 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	budget := opts.Door.BodyBytes
+	if budget <= 0 {
+		budget = 2 * s.maxBody
+	}
+	s.bodies = doorcap.NewBudget(budget, opts.Door.BodyReadTimeout, "bridge", log)
+	s.sessions = newSessions(opts.MaxSessions, s.endSession, log)
 	var tok [32]byte
 	var idp [4]byte
 	if _, err := rand.Read(tok[:]); err != nil {
@@ -170,7 +188,7 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	sopts := []server.StreamableHTTPOption{
-		server.WithStateful(true),
+		server.WithSessionIdManager(s.sessions), // stateful: mcp-go keeps the sessions it validates
 		server.WithEventStore(server.NewInMemoryEventStore()),
 		server.WithStreamableHTTPLogger(mcpLog),
 	}

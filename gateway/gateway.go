@@ -77,6 +77,7 @@ type Gateway struct {
 	lastPrint printedMessages
 
 	servers httpgroup.Group // its Serve loops
+	bodies  *doorcap.Budget // the agent's request bodies in flight (Options.Door.BodyBytes)
 
 	refusedOnce atomic.Bool // a request on no model route was refused (and logged as a warning)
 }
@@ -164,6 +165,7 @@ func New(opts Options) (*Gateway, error) {
 		sampling: opts.Sampling,
 		fullIDs:  opts.FullTokenIDs,
 		servers:  httpgroup.Group{Closed: ErrClosed, Limit: doorcap.NewLimit(opts.Door, "model gateway", log)},
+		bodies:   doorcap.NewBudget(bodyBudget(opts), opts.Door.BodyReadTimeout, "model gateway", log),
 	}
 	g.adopt(opts.History)
 	return g, nil
@@ -251,6 +253,22 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request) {
 // DoorStats counts the agent's connections to the gateway: held now, and
 // refused at its cap or at the daemon's descriptor reserve.
 func (g *Gateway) DoorStats() doorcap.Stats { return g.servers.Limit.Stats() }
+
+// BodyStats counts the agent's request bodies against the door's body
+// budget: the bytes held now, and the bodies refused for want of room or
+// dropped at the read timeout.
+func (g *Gateway) BodyStats() doorcap.BudgetStats { return g.bodies.Stats() }
+
+// bodyBudget is the bytes of request bodies the door holds at once:
+// Options.Door.BodyBytes, by default twice MaxRequestBody (64 MiB), so
+// that a body at the cap always fits beside the few smaller ones an agent
+// sends at once (its main loop, subagents, a count_tokens).
+func bodyBudget(opts Options) int64 {
+	if opts.Door.BodyBytes > 0 {
+		return opts.Door.BodyBytes
+	}
+	return 2 * opts.MaxRequestBody
+}
 
 // Close stops serving: it waits for calls in flight until ctx ends, then
 // drops the connections. It is idempotent.

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
 	"github.com/harnessd/harnessd/gateway/dialect"
+	"github.com/harnessd/harnessd/internal/doorcap"
 )
 
 // ServeHTTP implements http.Handler: the agent-facing endpoint.
@@ -51,11 +53,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.models(w, d)
 		return
 	}
-	body, f := g.readBody(w, r)
+	body, release, f := g.readBody(w, r)
 	if f != nil {
 		d.WriteError(w, *f)
 		return
 	}
+	defer release()
 	if rt.Kind == dialect.RouteCountTokens {
 		g.countTokens(w, d, body)
 		return
@@ -63,25 +66,55 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.generate(w, r, d, rt, body)
 }
 
-// readBody reads an agent's request body, bounded.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *failure) {
+// readBody reads an agent's request body, bounded on its own
+// (MaxRequestBody) and with the door's other bodies (the body budget,
+// Options.Door.BodyBytes, and its read timeout); release gives its bytes
+// back to the budget once the call is done with them. A body the budget
+// has no room for is refused with 503 (Anthropic: 529 overloaded_error),
+// which agents retry; one not received within the read timeout with 408.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), f *failure) {
 	max := g.opts.MaxRequestBody
 	tooBig := &failure{Status: http.StatusRequestEntityTooLarge, Kind: failTooLarge, Message: fmt.Sprintf("gateway: request body over %d bytes", max)}
 	if r.ContentLength > max {
-		return nil, tooBig
+		return nil, nil, tooBig
 	}
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return nil, &failure{Status: http.StatusUnsupportedMediaType, Kind: failInvalid, Message: "gateway: unsupported Content-Encoding " + enc}
+		return nil, nil, &failure{Status: http.StatusUnsupportedMediaType, Kind: failInvalid, Message: "gateway: unsupported Content-Encoding " + enc}
 	}
-	b, err := readAllSized(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
+	in, err := g.bodies.Open(w, r)
 	if err != nil {
+		return nil, nil, bodyFailure(w, err)
+	}
+	b, err := readAllSized(http.MaxBytesReader(w, io.NopCloser(in), max), r.ContentLength)
+	if err != nil {
+		in.Release()
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, tooBig
+			return nil, nil, tooBig
 		}
-		return nil, &failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: cannot read request body: " + err.Error()}
+		if f := bodyFailure(w, err); f != nil {
+			return nil, nil, f
+		}
+		return nil, nil, &failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: cannot read request body: " + err.Error()}
 	}
-	return b, nil
+	return b, in.Release, nil
+}
+
+// bodyFailure is the answer to a body the door's budget refused or its
+// read timeout dropped, or nil for any other error.
+func bodyFailure(w http.ResponseWriter, err error) *failure {
+	var spent *doorcap.BodyBudgetError
+	var slow *doorcap.BodyTimeoutError
+	switch {
+	case errors.As(err, &spent):
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("X-Harnessd-Refused", doorcap.ReasonBodies)
+		return &failure{Status: http.StatusServiceUnavailable, Kind: failUnavailable, Message: "gateway: " + spent.Error()}
+	case errors.As(err, &slow):
+		w.Header().Set("Connection", "close")
+		return &failure{Status: http.StatusRequestTimeout, Kind: failInvalid, Message: "gateway: " + slow.Error()}
+	}
+	return nil
 }
 
 // countTokens answers a count_tokens request locally with an estimate: it

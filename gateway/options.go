@@ -109,7 +109,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Door bounds the agent's connections to the gateway, across all its
 	// listeners: zero fields mean doorcap's defaults (256 connections, 2
-	// minutes idle, 10 s to send a header).
+	// minutes idle, 10 s to send a header, 30 s to send a body), and the
+	// bytes of the request bodies it holds at once, Door.BodyBytes: zero
+	// means twice MaxRequestBody (64 MiB); a body that does not fit is
+	// refused with 503 (Anthropic: 529) naming the budget.
 	Door doorcap.Bounds
 
 	// History, when set, makes the new gateway (a fork's) start with these

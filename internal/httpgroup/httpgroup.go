@@ -36,15 +36,21 @@ type Group struct {
 // ErrClosed is Serve's error after Shutdown when Group.Closed is nil.
 var ErrClosed = errors.New("server group closed")
 
+// MaxHeaderBytes bounds a door request's header (Go's default is 1 MiB,
+// which every one of a door's connections could make the daemon hold
+// before any credential is checked).
+const MaxHeaderBytes = 64 << 10
+
 // NewServer returns a door's http.Server for h: b's idle and header
-// timeouts (their defaults for zero fields), the server's own errors to
-// log at debug.
+// timeouts (their defaults for zero fields), headers of at most
+// MaxHeaderBytes, the server's own errors to log at debug.
 func NewServer(h http.Handler, b doorcap.Bounds, log *slog.Logger) *http.Server {
 	b = b.WithDefaults()
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		IdleTimeout:       b.IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
