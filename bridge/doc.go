@@ -22,7 +22,13 @@
 //     authoritative record of environment tool use. It is a door: it holds
 //     at most ServerOptions.Door.MaxConns connections, closes idle ones,
 //     and closes the connection after answering a request without the
-//     token (package doorcap; its serve loop is package httpgroup's).
+//     token (package doorcap; its serve loop is package httpgroup's); its
+//     POST bodies in flight share a budget (Door.BodyBytes, by default
+//     twice MaxBodyBytes: 16 MiB; 503 door_body_budget) and a 30 s read
+//     timeout; and it keeps at most ServerOptions.MaxSessions MCP sessions
+//     (64), ending the least recently used idle one to make room, refusing
+//     an initialize (503, bridge_session_cap) only when every session has
+//     a request in flight (sessions.go).
 //   - Records and replays, for forks of an episode (record.go): a Server
 //     can keep every served call (ServerOptions.Record, bounded; Records),
 //     and answer a fork's calls from such a record without calling the

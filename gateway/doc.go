@@ -8,6 +8,13 @@
 //     x-goog-api-key or ?key=), compared in constant time, or gets 401 in
 //     the dialect's error shape. The upstream's real key lives only in
 //     Options and is sent only upstream.
+//   - the door's bounds on what the agent sends: each request body at most
+//     MaxRequestBody (32 MiB, 413), and the bytes of all the bodies in
+//     flight together at most the door's body budget (Options.Door.BodyBytes,
+//     by default twice MaxRequestBody: 64 MiB; a body without room is
+//     refused at once with 503 in the dialect's shape, door_body_budget),
+//     each received within 30 s (408); connections are capped by package
+//     doorcap.
 //   - the agent-side dialects, each streamed or not, on the routes each
 //     defines and no others (dialect.Match: exact, normalised paths; only
 //     the query parameters the dialect uses go upstream, never the key):
