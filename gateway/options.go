@@ -157,11 +157,17 @@ const (
 // sharedClient is the default upstream client: one pool for every gateway
 // of the daemon, so that an open gateway costs no connections of its own.
 // Its dials refuse a descriptor in the daemon's reserve, as the doors'
-// own connections do (doorcap.GuardDial).
-var sharedClient = &http.Client{Transport: &http.Transport{
+// own connections do (doorcap.GuardDial). It never follows a redirect: a
+// model API does not redirect a POST, and net/http would re-send the call,
+// body and real key (x-api-key and x-goog-api-key even to another host) to
+// wherever Location points; the 3xx is the upstream's answer.
+var sharedClient = &http.Client{CheckRedirect: noRedirects, Transport: &http.Transport{
 	Proxy:               nil, // upstreams are configured explicitly, never via the environment
 	DialContext:         doorcap.GuardDial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 	ForceAttemptHTTP2:   true,
 	MaxIdleConnsPerHost: 64,
 	IdleConnTimeout:     90 * time.Second,
 }}
+
+// noRedirects makes a client return a redirect as the answer.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
