@@ -109,8 +109,7 @@ func Summarize(spec *Spec, results []*Result) *Summary {
 // makeRow computes a row from its trials; attempts bounds pass@k's k.
 func makeRow(agent, task string, rs []*Result, attempts int) Row {
 	row := Row{Agent: agent, Task: task, Trials: len(rs), PassAtK: map[string]float64{}}
-	sum := 0.0
-	var durs []float64
+	var rewards, durs []float64
 	for _, r := range rs {
 		durs = append(durs, r.DurationMS)
 		if r.ErrorType != "" {
@@ -127,13 +126,13 @@ func makeRow(agent, task string, rs []*Result, attempts int) Row {
 			continue
 		}
 		row.Rewarded++
-		sum += *r.Reward
+		rewards = append(rewards, *r.Reward)
 		if *r.Reward >= PassThreshold {
 			row.Passed++
 		}
 	}
 	if row.Rewarded > 0 {
-		m := sum / float64(row.Rewarded)
+		m := mean(rewards)
 		row.MeanReward = &m
 	}
 	for k := 1; k <= min(attempts, row.Rewarded); k++ {
@@ -164,12 +163,22 @@ func meanPassAtK(rows []Row, attempts int) map[string]float64 {
 	return out
 }
 
+// mean is the mean of finite xs, finite itself: a sum that overflows
+// (two rewards of 1e308) is taken again as a sum of each x/n, which cannot.
 func mean(xs []float64) float64 {
 	s := 0.0
 	for _, x := range xs {
 		s += x
 	}
-	return s / float64(len(xs))
+	n := float64(len(xs))
+	if m := s / n; !math.IsInf(m, 0) {
+		return m
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x / n
+	}
+	return m
 }
 
 // sortedKeys are m's keys in order (error types in the table).

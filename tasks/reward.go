@@ -56,12 +56,31 @@ func readReward(dir string, res *Result) {
 		return
 	}
 	sort.Strings(keys)
-	sum := 0.0
-	for _, k := range keys {
-		sum += res.Scores[k]
+	xs := make([]float64, len(keys))
+	for i, k := range keys {
+		xs[i] = res.Scores[k]
 	}
-	mean := sum / float64(len(keys))
+	mean := finiteMean(xs)
 	res.Reward = &mean
+}
+
+// finiteMean is the mean of finite xs, finite itself: a sum that
+// overflows (two scores of 1e308) is taken again as a sum of each x/n,
+// which cannot, since its magnitude is at most the largest |x|.
+func finiteMean(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	n := float64(len(xs))
+	if m := sum / n; !math.IsInf(m, 0) {
+		return m
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x / n
+	}
+	return m
 }
 
 // readSmall reads a reward file: ok false when it does not exist (or is

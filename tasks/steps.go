@@ -288,11 +288,11 @@ func (t *Task) TrialRewards(rs []StepResult) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for k := range keys {
-		sum := 0.0
-		for _, v := range valid {
-			sum += v[k]
+		xs := make([]float64, len(valid))
+		for i, v := range valid {
+			xs[i] = v[k]
 		}
-		out[k] = sum / float64(len(valid))
+		out[k] = finiteMean(xs)
 	}
 	return out
 }
