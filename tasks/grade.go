@@ -275,47 +275,23 @@ func (t *Task) transferArtifacts(agentWS, ws string, step *Step) error {
 	if step != nil {
 		arts = append(arts, step.Artifacts...)
 	}
+	// The agent's workspace may be live (a step before the last):
+	// everything is read beneath it (copyArtifact).
+	root, err := os.OpenRoot(agentWS)
+	if err != nil {
+		return fmt.Errorf("task %s: the agent's workspace: %w", t.ID, err)
+	}
+	defer root.Close()
 	for _, a := range arts {
-		rel := strings.TrimPrefix(strings.TrimPrefix(a, t.WorkDir), "/")
-		src, err := beneath(agentWS, rel)
+		rel, err := artifactPath(strings.TrimPrefix(a, t.WorkDir))
 		if err != nil {
-			continue // not there (or not inside): not transferred, as in Harbor
+			continue // not inside: not transferred, as in Harbor
 		}
-		fi, err := os.Lstat(src)
-		if err != nil {
-			continue
-		}
-		dst := filepath.Join(ws, filepath.FromSlash(rel))
-		if fi.IsDir() {
-			err = copyDir(src, dst)
-		} else {
-			err = copyOne(src, dst)
-		}
-		if err != nil {
+		if err := copyArtifact(root, rel, filepath.Join(ws, filepath.FromSlash(rel))); err != nil {
 			return fmt.Errorf("task %s: transfer artifact %s: %w", t.ID, a, err)
 		}
 	}
 	return nil
-}
-
-// beneath resolves rel inside root without following a symlink out of it
-// (the agent made the workspace).
-func beneath(root, rel string) (string, error) {
-	p := root
-	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean("/" + rel))[1:], "/") {
-		if part == "" {
-			continue
-		}
-		p = filepath.Join(p, part)
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			return "", fmt.Errorf("%s is a symbolic link", p)
-		}
-	}
-	return p, nil
 }
 
 // Solve runs the task's reference solution (solution/solve.sh, bound

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Prepare fills workspace (an existing, empty directory standing for the
@@ -16,6 +17,11 @@ import (
 // overwrites an earlier one), then a JSONL task's directory and inline
 // files. tests/ and solution/ are never copied.
 func (t *Task) Prepare(workspace string) error {
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+	}
+	defer root.Close()
 	for _, c := range t.copies {
 		dst := c.dst
 		if c.intoDir {
@@ -24,25 +30,103 @@ func (t *Task) Prepare(workspace string) error {
 		if !within(dst, t.WorkDir) {
 			continue // reported at load time
 		}
-		target := filepath.Join(workspace, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(dst, t.WorkDir), "/")))
+		rel := filepath.FromSlash(path.Clean("/" + strings.TrimPrefix(dst, t.WorkDir))[1:])
+		if rel == "" {
+			rel = "."
+		}
 		var err error
 		if c.isDir {
-			err = copyDir(c.src, target)
+			err = copyDirInto(c.src, root, rel)
 		} else {
-			err = copyOne(c.src, target)
+			err = copyOneInto(c.src, root, rel)
 		}
 		if err != nil {
 			return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
 		}
 	}
 	for p, content := range t.files {
-		target := filepath.Join(workspace, filepath.FromSlash(path.Clean(p)))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		rel := filepath.FromSlash(path.Clean("/" + p)[1:])
+		if dir := filepath.Dir(rel); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+			}
+		}
+		if old, err := root.Lstat(rel); err == nil && !old.Mode().IsRegular() {
+			if err := root.RemoveAll(rel); err != nil {
+				return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+			}
+		}
+		if err := root.WriteFile(rel, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
 		}
-		if err := os.WriteFile(target, []byte(content), 0o644); err != nil {
-			return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+	}
+	return nil
+}
+
+// copyDirInto copies the contents of src into rel beneath root (created as
+// needed), replacing files already there. Every path is resolved beneath
+// root (os.Root): a link already in the workspace (the agent's, between
+// the steps of a task; an earlier copy's) is never followed out of it.
+func copyDirInto(src string, root *os.Root, rel string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
+		r, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		return copyOneInto(p, root, filepath.Join(rel, r))
+	})
+}
+
+// copyOneInto is copyOne with its destination rel beneath root.
+func copyOneInto(src string, root *os.Root, rel string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		if rel == "." {
+			return nil
+		}
+		return root.MkdirAll(rel, fi.Mode().Perm()|0o700)
+	}
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		link, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		root.Remove(rel)
+		return root.Symlink(link, rel)
+	case fi.Mode().IsRegular():
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if old, err := root.Lstat(rel); err == nil && !old.Mode().IsRegular() {
+			root.RemoveAll(rel)
+		}
+		out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, fi.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Chmod(fi.Mode().Perm()); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
 	}
 	return nil
 }

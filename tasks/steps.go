@@ -316,14 +316,21 @@ func (t *Task) PrepareStep(workspace string, n int) error {
 	if s.workdirDir == "" {
 		return nil
 	}
-	if err := copyDir(s.workdirDir, workspace); err != nil {
+	// The workspace is the live agent's: every path is resolved beneath
+	// it (os.Root), never through a link it left out of it.
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return fmt.Errorf("task %s: step %s: upload workdir/: %w", t.ID, s.Name, err)
+	}
+	defer root.Close()
+	if err := copyDirInto(s.workdirDir, root, "."); err != nil {
 		return fmt.Errorf("task %s: step %s: upload workdir/: %w", t.ID, s.Name, err)
 	}
 	// A harness's sandbox owns the workspace between steps: the files
 	// uploaded become its, as the workspace's root is.
 	if fi, err := os.Stat(workspace); err == nil && os.Geteuid() == 0 {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-			if err := chownNew(s.workdirDir, workspace, int(st.Uid), int(st.Gid)); err != nil {
+			if err := chownNew(s.workdirDir, root, int(st.Uid), int(st.Gid)); err != nil {
 				return fmt.Errorf("task %s: step %s: upload workdir/: %w", t.ID, s.Name, err)
 			}
 		}
@@ -342,7 +349,7 @@ func (t *Task) allArtifacts() []string {
 
 // chownNew gives the files of workspace that src's tree names (what
 // PrepareStep copied) to uid:gid.
-func chownNew(src, workspace string, uid, gid int) error {
+func chownNew(src string, workspace *os.Root, uid, gid int) error {
 	return filepath.Walk(src, func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -351,7 +358,7 @@ func chownNew(src, workspace string, uid, gid int) error {
 		if err != nil || rel == "." {
 			return err
 		}
-		return os.Lchown(filepath.Join(workspace, rel), uid, gid)
+		return workspace.Lchown(rel, uid, gid)
 	})
 }
 
