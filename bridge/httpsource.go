@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/internal/redirect"
 )
 
 // HTTPSpec describes an upstream MCP server reached over streamable HTTP.
@@ -100,7 +101,9 @@ func (s *httpSource) connect(ctx context.Context) error {
 	// Connections to the tool server stay out of the daemon's descriptor
 	// reserve, as the harness's own connections to the bridge do.
 	pool.DialContext = doorcap.GuardDial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
-	hc := &http.Client{Transport: pool}
+	// The operator's headers go to the server it named only: a redirect
+	// elsewhere is refused, not followed with them.
+	hc := &http.Client{Transport: pool, CheckRedirect: redirect.SameOrigin}
 	tr, err := transport.NewStreamableHTTP(s.spec.URL,
 		transport.WithHTTPBasicClient(hc),
 		transport.WithHTTPHeaders(s.spec.Headers),

@@ -24,6 +24,7 @@ import (
 	"sync"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/redirect"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -189,6 +190,10 @@ func (u *Model) Ask(ctx context.Context, q Query) (*Answer, error) {
 	return &Answer{Message: &text}, nil
 }
 
+// userClient calls a model user's endpoint; it carries the model key, so
+// it follows a redirect only within that endpoint's server.
+var userClient = &http.Client{CheckRedirect: redirect.SameOrigin}
+
 // chatCompletion makes one non-streaming Chat Completions call to the model
 // user's endpoint and returns the first choice's text.
 func chatCompletion(ctx context.Context, m *config.UserModelConfig, req map[string]any) (string, error) {
@@ -204,7 +209,7 @@ func chatCompletion(ctx context.Context, m *config.UserModelConfig, req map[stri
 			hr.Header.Set("Authorization", "Bearer "+key)
 		}
 	}
-	resp, err := http.DefaultClient.Do(hr)
+	resp, err := userClient.Do(hr)
 	if err != nil {
 		return "", fmt.Errorf("user model call: %w", err)
 	}
