@@ -3,6 +3,8 @@ package evaljob
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/internal/recordfile"
 )
@@ -54,9 +58,39 @@ type JobFile struct {
 	Created     time.Time   `json:"created"`
 }
 
-// trialName is the directory name of agent's attempt at task.
+// trialName is the directory name of agent's attempt at task:
+// AGENT__TASK__N, each part a file name (recordfile.FileName) in which
+// "__" can only be the separator (trialPart), so that no two trials share
+// a directory, and the whole within a file name's 255 bytes.
 func trialName(agent, task string, attempt int) string {
-	return recordfile.FileName(agent) + "__" + recordfile.FileName(task) + "__" + strconv.Itoa(attempt)
+	return trialPart(agent) + "__" + trialPart(task) + "__" + strconv.Itoa(attempt)
+}
+
+// maxTrialPart bounds a trial name's agent and task parts.
+const maxTrialPart = 112
+
+// trialPart is s as a part of a trial name: recordfile.FileName(s), with
+// every "_" escaped (%5F) when it holds "__" or starts or ends with "_"
+// (names that could blur the separator; any other name is unchanged, so
+// job directories of earlier versions resume), and a longer one cut,
+// with a digest of s to keep it apart from others.
+func trialPart(s string) string {
+	p := recordfile.FileName(s)
+	if strings.Contains(p, "__") || strings.HasPrefix(p, "_") || strings.HasSuffix(p, "_") {
+		p = strings.ReplaceAll(p, "_", "%5F")
+	}
+	if len(p) <= maxTrialPart {
+		return p
+	}
+	sum := sha256.Sum256([]byte(s))
+	cut := maxTrialPart - 1 - 16
+	if i := strings.LastIndexByte(p[:cut], '%'); i >= cut-2 {
+		cut = i // not inside an escape
+	}
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return p[:cut] + "~" + hex.EncodeToString(sum[:8])
 }
 
 // writeJSON writes v to path atomically (a temporary file renamed over it).
