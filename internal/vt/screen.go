@@ -30,6 +30,18 @@ func (s *screen) height() int {
 	return s.rows
 }
 
+// lastCol is the rightmost column a cursor move reaches (0-based): a
+// terminal keeps its cursor within its width (80 when unset). Only text
+// makes a row longer, so a few bytes of control sequence never become a
+// row of blanks as long as MaxLine.
+func (s *screen) lastCol() int {
+	w := s.cols
+	if w <= 0 {
+		w = 80
+	}
+	return min(w, MaxLine) - 1
+}
+
 func (s *screen) ensure() {
 	if len(s.win) == 0 {
 		s.win = append(s.win, nil)
@@ -216,7 +228,7 @@ func (s *screen) csi(private byte, args []int, final byte) {
 		}
 	case '@': // ICH: insert blanks
 		if l := s.line(); s.col < len(l) {
-			n := min(arg(0, 1), MaxLine-len(l))
+			n := min(arg(0, 1), MaxLine-len(l), s.lastCol()+1)
 			s.win[s.crow] = append(l[:s.col], append([]rune(strings.Repeat(" ", n)), l[s.col:]...)...)
 		}
 	case 'L': // IL: insert lines
@@ -232,14 +244,14 @@ func (s *screen) csi(private byte, args []int, final byte) {
 		}
 		s.col = 0
 	case 'C', 'a': // CUF, HPR
-		s.col = min(s.col+arg(0, 1), MaxLine)
+		s.col = min(s.col+arg(0, 1), max(s.col, s.lastCol()))
 	case 'D': // CUB
 		s.col = max(s.col-arg(0, 1), 0)
 	case 'G', '`': // CHA, HPA
-		s.col = min(arg(0, 1)-1, MaxLine)
+		s.col = min(arg(0, 1)-1, s.lastCol())
 	case 'H', 'f': // CUP
 		s.moveRow(arg(0, 1) - 1)
-		s.col = min(arg(1, 1)-1, MaxLine)
+		s.col = min(arg(1, 1)-1, s.lastCol())
 	case 'A': // CUU
 		s.moveRow(row - arg(0, 1))
 	case 'B', 'e': // CUD, VPR
