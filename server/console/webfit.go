@@ -43,14 +43,49 @@ func responseOf(obs *wire.Observation) string {
 	return *obs.Metadata.Response
 }
 
-// restSize is the JSON length of obs without its response.
+// restSize is about the JSON length of obs without its response: its
+// strings' lengths, and the encoding of its structured parts only when it
+// has them (a task's metadata, a grade, reward details, model issues,
+// extra), plus the overhead of its small fields (entryOverhead). An
+// ordinary turn's observation is sized without encoding anything: this
+// runs at every turn's end.
 func restSize(obs *wire.Observation) int64 {
 	if obs == nil {
 		return 0
 	}
-	o := *obs
-	o.Metadata.Response = nil
-	b, err := wire.MarshalNoEscape(&o)
+	m := &obs.Metadata
+	n := int64(len(m.EpisodeID) + len(m.Error) + len(m.StderrTail) + len(m.TaskID) + len(m.TaskInstruction) +
+		len(m.UserReason) + len(m.MessageSource) + len(m.Isolation))
+	for _, s := range m.InjectedTools {
+		n += int64(len(s)) + 3
+	}
+	for _, s := range m.LimitsReached {
+		n += int64(len(s)) + 3
+	}
+	if len(m.TaskMetadata) > 0 {
+		n += encodedSize(m.TaskMetadata)
+	}
+	if len(m.Extra) > 0 {
+		n += encodedSize(m.Extra)
+	}
+	if m.Grade != nil {
+		n += encodedSize(m.Grade)
+	}
+	if len(m.RewardDetails) > 0 {
+		n += encodedSize(m.RewardDetails)
+	}
+	if len(m.ModelIssues) > 0 {
+		n += encodedSize(m.ModelIssues)
+	}
+	if m.Fork != nil || m.Truncated != nil {
+		n += 256 // a few small fields each
+	}
+	return n
+}
+
+// encodedSize is v's JSON length (0 if it does not encode).
+func encodedSize(v any) int64 {
+	b, err := wire.MarshalNoEscape(v)
 	if err != nil {
 		return 0
 	}
