@@ -45,6 +45,7 @@ func (ep *Episode) Launch() *harness.Launch {
 		StartupTimeout: h.StartupTimeout.D(),
 		StopGrace:      h.StopGrace.D(),
 		MaxLineBytes:   int(h.MaxLineBytes),
+		OutputLimit:    int64(e.Config.Episode.OutputLimit),
 		Supervisor:     e.Supervisor,
 		Logger:         ep.Log(),
 	}

@@ -83,6 +83,13 @@ type Launch struct {
 	StopGrace time.Duration
 	// MaxLineBytes bounds one line of harness output.
 	MaxLineBytes int
+	// OutputLimit bounds the bytes the harness may write before it is
+	// ready (and, for adapters that keep what a harness writes between
+	// turns, what is kept of that), as TurnInput.OutputLimit bounds a
+	// turn's: it is episode.output_limit too. A harness that writes more
+	// during start-up fails it (startup_failed, naming the knob). Zero or
+	// less means process.DefaultMaxStartupBytes.
+	OutputLimit int64
 	// Supervisor starts the process tree.
 	Supervisor *process.Supervisor
 	// Launcher, when set, is the episode's sandbox: adapters put it in

@@ -56,7 +56,19 @@ const (
 	FailExited    StartFailure = "exited"    // it exited (or closed stdout) before ready
 	FailTimeout   StartFailure = "timeout"   // the start-up deadline passed
 	FailCancelled StartFailure = "cancelled" // the caller's context was cancelled
+	FailOutput    StartFailure = "output"    // it wrote more than Spec.MaxStartupBytes before ready
 )
+
+// StartupOutputError is a child that wrote more than Limit bytes of output
+// while it was not ready yet (Spec.MaxStartupBytes).
+type StartupOutputError struct {
+	// Limit is the bound that was passed.
+	Limit int64
+}
+
+func (e *StartupOutputError) Error() string {
+	return fmt.Sprintf("wrote more than %d bytes of output before it was ready", e.Limit)
+}
 
 // StartError reports a process that failed to spawn or to become ready. It
 // carries what is known about the child for diagnostics.
@@ -90,6 +102,8 @@ func (e *StartError) Error() string {
 		}
 	case FailCancelled:
 		fmt.Fprintf(&b, "%s start-up cancelled: %v", name, e.Err)
+	case FailOutput:
+		fmt.Fprintf(&b, "%s %v", name, e.Err)
 	default:
 		fmt.Fprintf(&b, "%s failed to start: %v", name, e.Err)
 	}

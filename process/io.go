@@ -78,7 +78,9 @@ func (p *Process) readStderr() {
 // WaitReady consumes output until ready reports true for a stdout line (in
 // PTY mode: for all terminal output so far), the child exits, or ctx ends.
 // It returns the output consumed before the ready line, so that nothing the
-// child printed is silently lost. A nil ready returns at once.
+// child printed is silently lost: at most Spec.MaxStartupBytes of it, for a
+// child that writes more before it is ready fails (a *StartError of Reason
+// FailOutput wrapping a *StartupOutputError). A nil ready returns at once.
 //
 // On failure the tree is killed and a *StartError is returned that carries
 // the exit status and stderr tail.
@@ -97,6 +99,9 @@ func (p *Process) WaitReady(ctx context.Context, ready func([]byte) bool) ([][]b
 			if !l.TooLong && ready(l.Text) {
 				return early, nil
 			}
+			if err := p.CheckStartupOutput(); err != nil {
+				return nil, p.startFailed(err)
+			}
 			early = append(early, l.Text)
 		case errors.Is(err, io.EOF):
 			return early, p.startFailed(nil)
@@ -108,7 +113,8 @@ func (p *Process) WaitReady(ctx context.Context, ready func([]byte) bool) ([][]b
 	}
 }
 
-// waitReadyPTY is WaitReady in PTY mode: ready sees all output so far.
+// waitReadyPTY is WaitReady in PTY mode: ready sees all output so far (its
+// last 64 KiB).
 func (p *Process) waitReadyPTY(ctx context.Context, ready func([]byte) bool) ([][]byte, error) {
 	var early [][]byte
 	var acc []byte
@@ -126,10 +132,24 @@ func (p *Process) waitReadyPTY(ctx context.Context, ready func([]byte) bool) ([]
 			if ready(acc) {
 				return early, nil
 			}
+			if err := p.CheckStartupOutput(); err != nil {
+				return nil, p.startFailed(err)
+			}
 		case <-ctx.Done():
 			return early, p.startFailed(ctx.Err())
 		}
 	}
+}
+
+// CheckStartupOutput returns a *StartupOutputError when the child has
+// written more than Spec.MaxStartupBytes to stdout (its terminal) since it
+// started, else nil. A caller that waits for readiness by its own reads
+// calls it for each line or chunk it keeps before ready.
+func (p *Process) CheckStartupOutput() error {
+	if p.outN.Load() > p.spec.MaxStartupBytes {
+		return &StartupOutputError{Limit: p.spec.MaxStartupBytes}
+	}
+	return nil
 }
 
 // nextLine reads the next stdout line through ReadLine, or from Lines once
@@ -159,7 +179,10 @@ func (p *Process) nextLine(ctx context.Context) (Line, error) {
 // context error, nil when the child closed its output, or the read error.
 func (p *Process) startFailed(cause error) error {
 	e := &StartError{Name: p.spec.Name, Err: cause}
+	var oe *StartupOutputError
 	switch {
+	case errors.As(cause, &oe):
+		e.Reason = FailOutput
 	case errors.Is(cause, context.DeadlineExceeded):
 		e.Reason = FailTimeout
 	case errors.Is(cause, context.Canceled):

@@ -12,6 +12,10 @@ const (
 	DefaultStderrTailLines = 50
 	DefaultStderrTailBytes = 16 << 10
 	DefaultLineBuffer      = 256 // stdout lines buffered before the child blocks
+	// DefaultMaxStartupBytes bounds the output a child writes before it is
+	// ready (Spec.MaxStartupBytes), as episode.output_limit's default
+	// bounds a turn's.
+	DefaultMaxStartupBytes = 16 << 20
 	DefaultKillWait        = 5 * time.Second
 )
 
@@ -55,6 +59,11 @@ type Spec struct {
 	// MaxLineBytes bounds one stdout line; longer lines arrive as a Line with
 	// TooLong set and only a prefix kept.
 	MaxLineBytes int
+	// MaxStartupBytes bounds what the child may write to stdout (its
+	// terminal in PTY mode) while it is not ready yet: WaitReady and
+	// CheckStartupOutput fail with a *StartupOutputError beyond it, so
+	// that what is kept of start-up output stays bounded in bytes.
+	MaxStartupBytes int64
 	// LineBuffer is how many stdout lines Process.Lines buffers before the
 	// child blocks (ReadLine buffers nothing beyond the pipe).
 	LineBuffer int
@@ -79,6 +88,9 @@ func (s *Spec) withDefaults() Spec {
 	c := *s
 	if c.MaxLineBytes <= 0 {
 		c.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if c.MaxStartupBytes <= 0 {
+		c.MaxStartupBytes = DefaultMaxStartupBytes
 	}
 	if c.LineBuffer <= 0 {
 		c.LineBuffer = DefaultLineBuffer

@@ -18,6 +18,7 @@ type screen struct {
 	replies  []byte
 	paste    bool
 	newlines int
+	gen      uint64 // counts the writes that may change the rows or the cursor
 }
 
 func (s *screen) height() int {
@@ -53,6 +54,7 @@ func (s *screen) ensure() {
 // rows that no longer fit above the cursor.
 func (s *screen) clampWindow() {
 	s.ensure()
+	s.gen++
 	h := s.height()
 	for s.top+len(s.win) > h {
 		switch {
@@ -121,6 +123,7 @@ func (s *screen) line() []rune { return s.win[s.crow] }
 // put writes a printable character at the cursor.
 func (s *screen) put(r rune) {
 	s.ensure()
+	s.gen++
 	if s.col >= MaxLine {
 		s.col = 0
 		s.lineFeed()
@@ -141,6 +144,9 @@ func (s *screen) put(r rune) {
 // control executes a C0 control.
 func (s *screen) control(r rune) {
 	s.ensure()
+	if strings.ContainsRune("\r\n\v\f\b\t", r) {
+		s.gen++
+	}
 	switch r {
 	case '\r':
 		s.col = 0
@@ -159,6 +165,9 @@ func (s *screen) control(r rune) {
 // escape executes ESC F (no intermediates).
 func (s *screen) escape(r rune) {
 	s.ensure()
+	if strings.ContainsRune("DEMc", r) {
+		s.gen++
+	}
 	switch r {
 	case 'D': // IND
 		s.lineFeed()
@@ -196,6 +205,9 @@ func (s *screen) csi(private byte, args []int, final byte) {
 			s.reportCursor("?")
 		}
 		return
+	}
+	if strings.IndexByte(textFinals, final) >= 0 {
+		s.gen++
 	}
 	row := s.top + s.crow
 	switch final {
@@ -279,6 +291,10 @@ func (s *screen) csi(private byte, args []int, final byte) {
 	// SGR (m), modes (h, l), scrolling regions, tabs and the rest do not
 	// change text.
 }
+
+// textFinals are the final bytes of the control sequences (without a
+// private marker) that change text or move the cursor: the cases of csi.
+const textFinals = "KJXP@LMCaDG`HfABeEFd"
 
 func (s *screen) eraseLine(mode int) {
 	l := s.line()

@@ -21,6 +21,9 @@
 // window holds at most MaxRows rows, and sequence parameters beyond a small
 // limit are dropped.
 //
+// Generation counts the writes that may change what the model shows, so that
+// a caller looking at the window per write copies it only after a change.
+//
 // The package also notices what a terminal must answer (device status and
 // attribute queries) and whether the program enabled bracketed paste.
 package vt
@@ -67,6 +70,7 @@ func (t *Text) TakeLines() []string {
 // Settle makes the rows above the cursor final: TakeLines returns them next.
 func (t *Text) Settle() {
 	t.ensure()
+	t.gen++
 	for _, l := range t.win[:t.crow] {
 		t.settled = append(t.settled, trim(l))
 	}
@@ -84,6 +88,21 @@ func (t *Text) Window() []string {
 	}
 	return out
 }
+
+// WindowLen returns how many rows Window would return, without copying
+// them.
+func (t *Text) WindowLen() int {
+	t.ensure()
+	return t.crow
+}
+
+// Generation counts the writes that may have changed the terminal's rows or
+// its cursor (text, cursor moves, erasures, line feeds, Settle, SetSize);
+// styles, bells, queries and the rest leave it as it is. While it stays
+// the same, so do Window, Pending, BeforeCursor and Newlines: a caller that
+// looks at them per write compares generations first and copies only when
+// something may have changed.
+func (t *Text) Generation() uint64 { return t.gen }
 
 // Pending returns the cursor's row with trailing blanks removed.
 func (t *Text) Pending() string {

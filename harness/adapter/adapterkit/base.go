@@ -57,6 +57,7 @@ type Base struct {
 	p         *process.Process
 	grace     time.Duration
 	maxLine   int
+	outLimit  int64
 	stopByEOF bool
 	tail      func(string) string
 }
@@ -95,6 +96,8 @@ func (b *Base) Start(ctx context.Context, l *harness.Launch, s Spec, ready Ready
 		PTY:      s.PTY,
 		Logger:   l.Logger,
 		Launcher: l.Launcher,
+
+		MaxStartupBytes: OutputLimit(l),
 	}
 	if s.PTY == nil {
 		spec.MaxLineBytes = maxLine
@@ -118,7 +121,7 @@ func (b *Base) Start(ctx context.Context, l *harness.Launch, s Spec, ready Ready
 		}
 	}
 	b.mu.Lock()
-	b.p, b.grace, b.maxLine, b.stopByEOF, b.tail = p, l.StopGrace, maxLine, s.StopByEOF, tail
+	b.p, b.grace, b.maxLine, b.outLimit, b.stopByEOF, b.tail = p, l.StopGrace, maxLine, OutputLimit(l), s.StopByEOF, tail
 	b.mu.Unlock()
 	return p, nil
 }
@@ -131,6 +134,21 @@ func MaxLineBytes(l *harness.Launch) int {
 	}
 	return l.MaxLineBytes
 }
+
+// OutputLimit returns the bound of l's harness output before it is ready
+// (and of what an adapter keeps of its output between turns):
+// l.OutputLimit (episode.output_limit), or process.DefaultMaxStartupBytes
+// when that is not positive.
+func OutputLimit(l *harness.Launch) int64 {
+	if l.OutputLimit <= 0 {
+		return process.DefaultMaxStartupBytes
+	}
+	return l.OutputLimit
+}
+
+// OutputKnob is the configuration key of the output limit, named in the
+// failures it causes.
+const OutputKnob = "episode.output_limit"
 
 // startFailure turns an error from starting or readying a process into a
 // startup_failed Failure carrying the exit status and stderr tail.
@@ -153,8 +171,14 @@ func notReady(ctx context.Context, p *process.Process, err error, timedOut bool,
 	p.Stop(context.WithoutCancel(ctx), 0)
 	f, described := harness.AsFailure(err)
 	var se *process.StartError
+	var oe *process.StartupOutputError
 	switch {
 	case described:
+	case errors.As(err, &oe):
+		// A *StartError of WaitReady, or the adapter's own check.
+		f = &harness.Failure{Type: wire.FailureStartupFailed, Err: err, Message: fmt.Sprintf(
+			"harness wrote more than %d bytes of output before it was ready (%s bounds start-up output as it does a turn's)",
+			oe.Limit, OutputKnob)}
 	case timedOut:
 		f = startFailure(err) // keeps a StartError's exit status and tail
 		f.Message = fmt.Sprintf("harness did not become ready within %s", timeout)
@@ -197,6 +221,14 @@ func (b *Base) Process() *process.Process {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.p
+}
+
+// OutputLimit returns the output bound of the running harness's launch
+// (see the function OutputLimit; 0 before Start).
+func (b *Base) OutputLimit() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.outLimit
 }
 
 // MaxLineBytes returns the line limit of the running harness: the launch's

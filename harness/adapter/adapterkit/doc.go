@@ -3,7 +3,11 @@
 // the one environment every adapter gives (Env: the HARNESSD_* variables),
 // bounds start-up by the launch's startup timeout, maps every start-up
 // error onto a startup_failed harness.Failure carrying the exit status and
-// stderr tail, applies the launch's line limit, and provides the Stop,
+// stderr tail, applies the launch's line limit and its output limit at
+// start-up (process.Spec.MaxStartupBytes: a harness that writes more before
+// it is ready fails, the failure naming episode.output_limit, whether
+// process.WaitReady or the adapter's own handshake noticed it through
+// process.Process.CheckStartupOutput), and provides the Stop,
 // Alive and Diagnostics methods of harness.Adapter. An adapter embeds Base
 // and keeps its protocol to itself: the readiness handshake (a ReadyFunc),
 // turns and interrupts. Adapters that run one process per turn (exec) use

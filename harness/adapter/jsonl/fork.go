@@ -17,7 +17,8 @@ import (
 )
 
 // maxPendingLines bounds the lines a harness may write between turns while
-// it is asked to fork or restore; they are handled in the next turn.
+// it is asked to fork or restore; they are handled in the next turn. Their
+// bytes are bounded too: by the output limit (adapterkit.OutputLimit).
 const maxPendingLines = 1024
 
 // answer is a line read while waiting for a fork or restore answer.
@@ -176,6 +177,11 @@ func (a *Adapter) keepPending(text []byte) error {
 	if len(a.pending) >= maxPendingLines {
 		return harness.Fail(wire.FailureProtocol, "harness wrote more than %d lines between turns without answering", maxPendingLines)
 	}
+	if limit := a.OutputLimit(); a.pendingN+int64(len(text)) > limit {
+		return harness.Fail(wire.FailureOutputLimit, "harness wrote more than %d bytes between turns without answering (%s)",
+			limit, adapterkit.OutputKnob)
+	}
+	a.pendingN += int64(len(text))
 	a.pending = append(a.pending, append([]byte(nil), text...))
 	return nil
 }
@@ -209,6 +215,9 @@ func (a *Adapter) restore(ctx context.Context, p *process.Process, fs *harness.F
 		}
 		if l.TooLong {
 			return nil, harness.Fail(wire.FailureStartupFailed, "harness wrote a %d-byte line while restoring (limit %d)", l.Size, maxLine)
+		}
+		if err := p.CheckStartupOutput(); err != nil {
+			return nil, err // still start-up: all it wrote since it started counts
 		}
 		ans, isAnswer := readAnswer(l.Text, "restored")
 		switch {

@@ -13,7 +13,11 @@
 // the optional {"type":"fork"} message answered by fork_state), and it
 // starts a forked sibling's harness from such a state (Launch.Fork: the
 // restore message after ready, answered by restored). Options has the one
-// knob, fork_timeout. The adapter must not touch anything beyond the
+// knob, fork_timeout. Lines written before ready (and, for a sibling,
+// before restored) become the first turn's text events; more than the
+// launch's output limit (episode.output_limit) of output by then fails
+// start-up, and lines written during a fork request are kept for the next
+// turn within 1,024 lines and the same bound in bytes. The adapter must not touch anything beyond the
 // harness's process tree: it never decides rewards or sees the trainer.
 package jsonl
 
@@ -54,16 +58,17 @@ func Factory(cfg *harness.Config) (harness.Adapter, error) {
 type Adapter struct {
 	adapterkit.Base
 
-	mu      sync.Mutex
-	opts    Options
-	logger  *slog.Logger
-	turn    int              // the running turn, 0 between turns
-	writing kit.MessageWrite // the running turn's message being written
-	after   int              // bytes written to stdin after the turn's message (cancels)
-	early   []wire.Event
-	pending [][]byte // lines written between turns (during a fork or restore), handled in the next turn
-	stale   int      // fork requests that timed out: their late fork_state answers are dropped
-	forkSeq int      // numbers the fork requests
+	mu       sync.Mutex
+	opts     Options
+	logger   *slog.Logger
+	turn     int              // the running turn, 0 between turns
+	writing  kit.MessageWrite // the running turn's message being written
+	after    int              // bytes written to stdin after the turn's message (cancels)
+	early    []wire.Event
+	pending  [][]byte // lines written between turns (during a fork or restore), handled in the next turn
+	pendingN int64    // the bytes of pending
+	stale    int      // fork requests that timed out: their late fork_state answers are dropped
+	forkSeq  int      // numbers the fork requests
 }
 
 // New returns an idle adapter.
@@ -109,7 +114,10 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	for _, line := range early {
 		a.early = append(a.early, textEvent(line))
 	}
-	a.pending = pending
+	a.pending, a.pendingN = pending, 0
+	for _, line := range pending {
+		a.pendingN += int64(len(line))
+	}
 	a.mu.Unlock()
 	return nil
 }
@@ -158,7 +166,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	}
 	a.mu.Lock()
 	early, pending := a.early, a.pending
-	a.early, a.pending = nil, nil
+	a.early, a.pending, a.pendingN = nil, nil, 0
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()

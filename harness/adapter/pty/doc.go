@@ -17,13 +17,19 @@
 // and carriage returns applied (package internal/vt); the echo of the message
 // is dropped unless strip_echo is false. A row is reported when it scrolls
 // off the screen, when the rows above the cursor have stayed unchanged for
-// settle (default 250ms; a spinner on the cursor's row does not count), so
+// settle (default 250ms; a spinner on the cursor's row does not count; they
+// are compared once a period, so they are reported one to two periods
+// after their last change), so
 // a turn's text is seen while the turn runs, or at the turn's end; settle 0
 // is for a program that redraws rows above its cursor after a pause, whose
 // redraw would read as new rows. The response is the text of the
 // turn without the echo and without the final prompt. The adapter answers the
 // terminal queries a real terminal answers (cursor position, device status and
-// attributes). Interrupt types the interrupt key (Ctrl-C); the turn then ends
+// attributes). The rows printed before the program is ready are the first
+// turn's first text_output event; a program that writes more than the
+// launch's output limit (episode.output_limit) to its terminal before it is
+// ready, or whose rows kept by then come to more, fails start-up
+// (startup_failed, naming the knob). Interrupt types the interrupt key (Ctrl-C); the turn then ends
 // by its usual rules and reports Cancelled. Output beyond the turn's limit is
 // an output_limit failure; the terminal hanging up or the program exiting
 // mid-turn is harness_crashed with the exit status and the (stripped) tail of

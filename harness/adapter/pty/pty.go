@@ -74,7 +74,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		Tail: vt.Strip,
 	}, func(ctx context.Context, p *process.Process) error {
 		var err error
-		early, err = waitReady(ctx, p, term, opts)
+		early, err = waitReady(ctx, p, term, opts, adapterkit.OutputLimit(l))
 		return err
 	})
 	if err != nil {
@@ -93,10 +93,15 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 }
 
 // waitReady reads the terminal until the program is ready and returns the
-// lines it printed before.
-func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Options) ([]string, error) {
+// lines it printed before. A program that writes more than limit bytes to
+// its terminal first, or whose rows kept meanwhile come to more (cursor
+// moves make a row longer than the bytes that drew it), fails start-up
+// with a *process.StartupOutputError, which adapterkit describes.
+func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Options, limit int64) ([]string, error) {
 	var early []string
+	var kept int64 // bytes of early
 	var seen string
+	gen := term.Generation()
 	var quiet *time.Timer
 	var quietC <-chan time.Time
 	if o.Ready == nil && o.Prompt == nil {
@@ -113,9 +118,19 @@ func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Option
 			term.Write(chunk)
 			answer(ctx, p, term)
 			lines := term.TakeLines()
+			for _, l := range lines {
+				kept += int64(len(l)) + 1
+			}
 			early = append(early, lines...)
+			// Nothing to look at again unless the terminal changed: the
+			// ready pattern's text and the prompt's row copy the window
+			// or the cursor's row.
+			changed := term.Generation() != gen
+			gen = term.Generation()
 			ready := false
-			if o.Ready != nil {
+			switch {
+			case !changed:
+			case o.Ready != nil:
 				if len(lines) > 0 {
 					seen += strings.Join(lines, "\n") + "\n"
 					if len(seen) > readySeen {
@@ -124,12 +139,18 @@ func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Option
 				}
 				window := strings.Join(append(term.Window(), term.Pending()), "\n")
 				ready = o.Ready.MatchString(seen + window)
-			} else if o.Prompt != nil {
+			case o.Prompt != nil:
 				ready = o.Prompt.MatchString(term.BeforeCursor())
 			}
 			if ready {
 				term.Settle()
 				return append(early, term.TakeLines()...), nil
+			}
+			if err := p.CheckStartupOutput(); err != nil {
+				return nil, err
+			}
+			if kept > limit {
+				return nil, &process.StartupOutputError{Limit: limit}
 			}
 			if quiet != nil {
 				quiet.Reset(o.Quiet)

@@ -159,7 +159,15 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	settle := time.NewTimer(time.Hour) // the rows above the cursor are reported when it fires
 	settle.Stop()
 	defer settle.Stop()
-	var shown []string // the rows above the cursor when settle was last reset
+	// The rows above the cursor are copied only when something may have
+	// changed (term.Generation), and for settle at most twice a period:
+	// when it starts and when it fires. Copying them per chunk made a
+	// program that keeps a big window unsettled cost the daemon the whole
+	// window per byte it wrote.
+	var shown []string  // the rows above the cursor when settle last started
+	var shownGen uint64 // term's generation then
+	settling := false   // settle runs
+	gen := term.Generation()
 	for {
 		select {
 		case err := <-written:
@@ -193,25 +201,37 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			if out := ts.consume(term.TakeLines()); len(out) > 0 {
 				emit(textEvent(strings.Join(out, "\n")))
 			}
+			changed := term.Generation() != gen
+			gen = term.Generation()
 			newline := term.Newlines() > newlines
-			if o.Prompt != nil && newline {
-				if loc := o.Prompt.FindStringIndex(term.BeforeCursor()); loc != nil {
-					return a.finish(ts, term, term.BeforeCursor()[:loc[0]], EndPrompt, emit), nil
+			if o.Prompt != nil && newline && changed {
+				before := term.BeforeCursor()
+				if loc := o.Prompt.FindStringIndex(before); loc != nil {
+					return a.finish(ts, term, before[:loc[0]], EndPrompt, emit), nil
 				}
 			}
-			ts.arm(term.Window(), term.Pending(), newline)
+			if !ts.armed && newline && changed {
+				ts.arm(term.Window(), term.Pending(), newline)
+			}
 			if ts.armed && o.Quiet > 0 {
 				quiet.Reset(o.Quiet)
 			}
-			if o.Settle > 0 {
+			if o.Settle > 0 && !settling && changed && term.WindowLen() > 0 {
 				// Wait for the rows above the cursor to stay as they are
 				// (a spinner on the cursor's row does not count).
-				if w := term.Window(); len(w) > 0 && !slices.Equal(w, shown) {
-					shown = w
-					settle.Reset(o.Settle)
-				}
+				shown, shownGen, settling = term.Window(), gen, true
+				settle.Reset(o.Settle)
 			}
 		case <-settle.C:
+			settling = false
+			if g := term.Generation(); g != shownGen {
+				if w := term.Window(); len(w) > 0 && !slices.Equal(w, shown) {
+					// Changed within the period: wait another.
+					shown, shownGen, settling = w, g, true
+					settle.Reset(o.Settle)
+					continue
+				}
+			}
 			shown = nil
 			term.Settle()
 			if out := ts.consume(term.TakeLines()); len(out) > 0 {

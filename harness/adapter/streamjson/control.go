@@ -21,7 +21,9 @@ const (
 	// must stay alive to count as started (Claude prints nothing before the
 	// first user message, so there is no other signal).
 	settleTime = 200 * time.Millisecond
-	// maxEarlyLines bounds the lines kept from before readiness.
+	// maxEarlyLines bounds the lines kept from before readiness; their
+	// bytes are bounded by the launch's output limit
+	// (process.Process.CheckStartupOutput).
 	maxEarlyLines = 1024
 )
 
@@ -33,7 +35,8 @@ const (
 // if still alive — unless the start-up deadline (ctx) comes first, which is
 // a failure: an initialize_timeout at or above the startup timeout makes
 // the response mandatory. Without Initialize the agent is ready once alive
-// after settleTime.
+// after settleTime. An agent that writes more than the launch's output limit
+// (episode.output_limit) before its answer fails start-up.
 func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) ([]process.Line, error) {
 	if !o.Initialize {
 		t := time.NewTimer(settleTime)
@@ -70,6 +73,9 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 			if len(early) == maxEarlyLines {
 				return nil, a.startupFailure(ctx, p,
 					fmt.Sprintf("wrote more than %d lines before answering initialize", maxEarlyLines), nil)
+			}
+			if err := p.CheckStartupOutput(); err != nil {
+				return nil, err // described by adapterkit, naming the knob
 			}
 			early = append(early, l)
 		case <-t.C:

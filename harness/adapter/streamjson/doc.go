@@ -28,6 +28,11 @@
 // session file, found in the sibling's copy of HOME, into the project
 // directory of the sibling's working directory (ProjectDirName).
 //
+// Lines the agent prints before it answers initialize are mapped in the
+// first turn: at most 1,024 of them, and at most the launch's output limit
+// (episode.output_limit) of output before the answer, beyond which start-up
+// fails (startup_failed, naming the knob).
+//
 // Subagent lines keep their parent_tool_use_id in the event data. The final
 // text of a turn is result.result. See Adapter for how each result subtype
 // ends a turn.
