@@ -13,3 +13,12 @@ func Bytes(b []byte) string {
 	}
 	return string(b)
 }
+
+// String is Bytes for a string: s cut after Limit bytes with "…" appended
+// when it is longer.
+func String(s string) string {
+	if len(s) > Limit {
+		return s[:Limit] + "…"
+	}
+	return s
+}

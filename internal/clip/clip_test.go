@@ -18,3 +18,11 @@ func TestBytes(t *testing.T) {
 		t.Errorf("long: %q", got)
 	}
 }
+
+func TestString(t *testing.T) {
+	for _, s := range []string{"", "short", strings.Repeat("x", Limit), strings.Repeat("y", Limit+1)} {
+		if got, want := String(s), Bytes([]byte(s)); got != want {
+			t.Errorf("String(%d bytes) = %q, Bytes gives %q", len(s), got, want)
+		}
+	}
+}

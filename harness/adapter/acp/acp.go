@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"path/filepath"
 	"sync"
@@ -104,7 +103,7 @@ type Adapter struct {
 	// Set by Start; read by the goroutine running Start or Turn, which is
 	// also the one that reads the agent's output and serves its requests.
 	opts  Options
-	log   *slog.Logger
+	log   *adapterkit.LogLimit // the episode's records about the agent's output
 	cur   *turnState           // the running turn, nil outside turns
 	calls map[string]*toolCall // tool calls by id, across the episode's turns
 }
@@ -132,13 +131,14 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 	if err != nil {
 		return harness.Wrap(wire.FailureStartupFailed, err, "workspace path")
 	}
-	log := l.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := adapterkit.NewLogLimit(l.Logger)
 	a.mu.Lock()
+	prev := a.log
 	a.opts, a.log, a.cur, a.calls = opts, log, nil, map[string]*toolCall{}
 	a.mu.Unlock()
+	if prev != nil {
+		prev.Close() // the counts of an earlier episode not stopped
+	}
 	var c *conn
 	var info Info
 	_, err = a.Base.Start(ctx, l, adapterkit.Spec{}, func(sctx context.Context, p *process.Process) error {
@@ -157,9 +157,10 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		if c != nil {
 			c.wait() // the base has stopped the agent: its output ends
 		}
+		log.Close()
 		return err
 	}
-	log.Debug("acp session open", "session", info.SessionID, "agent", info.AgentInfo, "mode", info.Mode, "mcp", info.MCPTransport)
+	log.Logger().Debug("acp session open", "session", info.SessionID, "agent", info.AgentInfo, "mode", info.Mode, "mcp", info.MCPTransport)
 	a.mu.Lock()
 	a.c, a.info, a.reported = c, info, false
 	a.mu.Unlock()
@@ -485,7 +486,7 @@ func (a *Adapter) Interrupt(ctx context.Context) error {
 func (a *Adapter) Stop(ctx context.Context) error {
 	p := a.Process()
 	a.mu.Lock()
-	c := a.c
+	c, log := a.c, a.log
 	a.mu.Unlock()
 	if p == nil {
 		return nil
@@ -494,5 +495,6 @@ func (a *Adapter) Stop(ctx context.Context) error {
 	p.CloseStdin() // an error means it is closed already
 	err := a.Base.Stop(ctx)
 	c.wait()
+	log.Close() // the episode's counts of records not logged
 	return err
 }

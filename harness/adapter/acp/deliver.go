@@ -8,6 +8,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/clip"
 )
 
 // Deliver implements harness.Deliverer for agents that queue prompts
@@ -68,7 +69,7 @@ func (a *Adapter) queuedAnswer(m *message) bool {
 	}
 	delete(a.queued, id)
 	if m.Error != nil {
-		a.log.Debug("acp: a queued prompt was refused", "id", id, "err", m.Error)
+		a.log.Debug("acp: a queued prompt was refused", "id", id, "err", clip.String(m.Error.Error()))
 	}
 	return true
 }

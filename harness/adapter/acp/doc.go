@@ -75,6 +75,29 @@
 // are logged and ignored but count towards the output limit; responses to
 // unknown ids are logged.
 //
+// # Bounds on what the agent can make the daemon hold
+//
+// Logs: every record the agent's output causes (the lines above, a
+// malformed session/update, a call of an fs/ or terminal/ method, a
+// permission request without a suitable option) goes through the episode's
+// adapterkit.LogLimit: the first 8 of a kind in full, then counts, with a
+// summary at each power of two and at Stop (docs/deploy.md, Logs).
+//
+// Answers to the agent's requests are written in order by one goroutine
+// from a queue of at most 64 answers or 1 MiB. An agent that does not read
+// its stdin fills the pipe and then the queue; the adapter then stops
+// reading the agent until the queue has room, and the turn ends at its
+// deadline (turn_timeout). Every write of the connection waits for the one
+// before under its own context, so a prompt or session/cancel queued behind
+// an unread answer still ends at its deadline.
+//
+// Tool calls: the table that maps a call's updates to its tool_call and
+// tool_result events is the episode's, but each turn drops the calls that
+// finished and those without an update during the last turn, so it holds at
+// most two turns' calls. A call the agent never finishes has a tool_call
+// event and no tool_result; an update of a dropped call opens it again,
+// with a second tool_call event.
+//
 // # Why not github.com/coder/acp-go-sdk
 //
 // The SDK (v0.13.0, weighed for issue 21) was not taken: its connection

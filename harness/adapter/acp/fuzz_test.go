@@ -2,10 +2,12 @@ package acp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"testing"
 
+	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/internal/fuzzcheck"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -38,7 +40,7 @@ func FuzzMessage(f *testing.F) {
 	for _, s := range acpSeeds {
 		f.Add([]byte(s))
 	}
-	log := slog.New(slog.DiscardHandler)
+	log := adapterkit.NewLogLimit(slog.New(slog.DiscardHandler))
 	opts, err := ParseOptions(map[string]any{"deny_patterns": []any{"^rm "}})
 	if err != nil {
 		f.Fatal(err)
@@ -60,7 +62,7 @@ func FuzzMessage(f *testing.F) {
 					t.Fatalf("an error answer to %s without a message", m.Method)
 				}
 			}
-			raw, done, err := c.dispatch(line, 1, watch{notify: ts.notify})
+			raw, done, err := c.dispatch(context.Background(), line, 1, watch{notify: ts.notify})
 			if !done {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -25,11 +26,11 @@ func (a *Adapter) serve(method string, params json.RawMessage) (any, *RPCError) 
 	// fs/* and terminal/* are not advertised (clientCapabilities false), and
 	// elicitation and the rest are not offered either.
 	if strings.HasPrefix(method, "fs/") || strings.HasPrefix(method, "terminal/") {
-		a.log.Warn("acp: agent called a client capability that was not advertised", "method", method)
+		a.log.Warn("acp: agent called a client capability that was not advertised", "method", clip.String(method))
 	} else {
-		a.log.Debug("acp: agent called an unsupported method", "method", method)
+		a.log.Debug("acp: agent called an unsupported method", "method", clip.String(method))
 	}
-	return nil, &RPCError{Code: CodeMethodNotFound, Message: "method not found: " + method}
+	return nil, &RPCError{Code: CodeMethodNotFound, Message: "method not found: " + clip.String(method)}
 }
 
 type permissionParams struct {
@@ -82,11 +83,11 @@ func (a *Adapter) permission(params json.RawMessage) (any, *RPCError) {
 			outcome = map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": id}}
 		} else {
 			a.log.Warn("acp: permission request without a suitable option; answering cancelled",
-				"title", title, "wanted", kinds)
+				"title", clip.String(title), "wanted", kinds)
 			rec.Decision = "cancelled"
 		}
 	}
-	a.log.Debug("acp: permission", "title", title, "decision", rec.Decision)
+	a.log.Debug("acp: permission", "title", clip.String(title), "decision", rec.Decision)
 	if a.cur != nil {
 		a.cur.permissions = append(a.cur.permissions, rec)
 	}

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 )
@@ -79,6 +79,15 @@ type watch struct {
 	response func(m *message) bool
 }
 
+// answerQueue and answerBytes bound the answers to the agent's requests
+// that wait to be written (beyond what the agent's stdin pipe holds, 64 KiB
+// on Linux): their number, and their bytes (an answer echoes the request's
+// id and may echo an option id, which the agent chose).
+const (
+	answerQueue = 64
+	answerBytes = 1 << 20
+)
+
 // conn is the JSON-RPC 2.0 connection over the agent's stdio. It has no
 // reader of its own: the caller waiting for a response reads the agent's
 // stdout lines, so notifications are handled in order, before the response
@@ -87,26 +96,43 @@ type watch struct {
 // line buffer and then in the pipe.
 //
 // Requests of the agent are answered by serve, called on the reading
-// goroutine (decisions are quick and see the turn's state); each answer is
-// written from its own goroutine, so that an agent that does not read its
-// stdin cannot block the reader. close ends those writers.
+// goroutine (decisions are quick and see the turn's state); the answers
+// are written, in order, by one writer goroutine (started with the first
+// answer) from a queue bounded by answerQueue and answerBytes. When the
+// queue is full the agent has not read its stdin for a pipe's worth of
+// answers: the reader waits for room under the waiting call's context
+// (the turn's deadline), so that it stops reading an agent that does not
+// read, and neither memory nor goroutines grow with the agent's requests.
+// close ends the writer.
+//
+// Every write takes wsem first, under its caller's context: a write that
+// waits for the agent to read holds the process's write lock, which does
+// not heed a context, so without wsem a turn's prompt queued behind an
+// unread answer would outlive the turn's deadline.
 type conn struct {
 	p       *process.Process
-	log     *slog.Logger
+	log     *adapterkit.LogLimit
 	serve   handler
 	maxLine int // the line limit in force, for messages
 	nextID  atomic.Int64
+	wsem    chan struct{} // one write at a time
 
-	ctx    context.Context // ends answer writers
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
+	ctx     context.Context // ends the answer writer
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	closed  bool
+	writer  bool          // the answer writer was started
+	pending [][]byte      // the answers to write, encoded, oldest first
+	queued  int           // bytes in pending
+	ready   chan struct{} // signals the writer: an answer was queued
+	room    chan struct{} // signals the reader: the writer took an answer
+	wg      sync.WaitGroup
 }
 
-func newConn(p *process.Process, log *slog.Logger, maxLine int, serve handler) *conn {
+func newConn(p *process.Process, log *adapterkit.LogLimit, maxLine int, serve handler) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &conn{p: p, log: log, serve: serve, maxLine: maxLine, ctx: ctx, cancel: cancel}
+	return &conn{p: p, log: log, serve: serve, maxLine: maxLine, ctx: ctx, cancel: cancel,
+		wsem: make(chan struct{}, 1), ready: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 }
 
 // write sends one message as one line.
@@ -116,6 +142,17 @@ func (c *conn) write(ctx context.Context, m *message) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", m.Method, err)
 	}
+	return c.writeLine(ctx, b)
+}
+
+// writeLine writes b and a newline once no other write of c is under way.
+func (c *conn) writeLine(ctx context.Context, b []byte) error {
+	select {
+	case c.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.wsem }()
 	return c.p.WriteLine(ctx, b)
 }
 
@@ -203,7 +240,7 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 				return nil, &limitError{fmt.Sprintf("agent wrote more than %d bytes in one turn", w.limit)}
 			}
 		}
-		if result, done, err := c.dispatch(line.Text, id, w); done {
+		if result, done, err := c.dispatch(ctx, line.Text, id, w); done {
 			return result, err
 		}
 	}
@@ -212,7 +249,7 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 // dispatch handles one stdout line while waiting for the response to id:
 // it answers requests, passes notifications to w.notify and reports done
 // with the result or error of the response to id.
-func (c *conn) dispatch(text []byte, id int64, w watch) (json.RawMessage, bool, error) {
+func (c *conn) dispatch(ctx context.Context, text []byte, id int64, w watch) (json.RawMessage, bool, error) {
 	m, ok := c.decode(text)
 	if !ok {
 		return nil, false, nil
@@ -230,12 +267,14 @@ func (c *conn) dispatch(text []byte, id int64, w watch) (json.RawMessage, bool, 
 		}
 		c.log.Warn("acp: response to an unknown request id", "id", clip.Bytes(m.ID))
 	case m.Method != "" && hasID(m.ID):
-		c.answer(m)
+		if err := c.answer(ctx, m); err != nil {
+			return nil, true, err
+		}
 	case m.Method != "":
 		if w.notify != nil {
 			w.notify(m.Method, m.Params)
 		} else {
-			c.log.Debug("acp: notification outside a turn", "method", m.Method)
+			c.log.Debug("acp: notification outside a turn", "method", clip.String(m.Method))
 		}
 	default:
 		c.log.Warn("acp: malformed JSON-RPC message", "line", clip.Bytes(text))
@@ -258,11 +297,11 @@ func (c *conn) decode(text []byte) (*message, bool) {
 	return &m, true
 }
 
-// answer serves a request of the agent and writes the answer in the
-// background.
-func (c *conn) answer(m *message) {
+// answer serves a request of the agent and queues the answer for the
+// writer, waiting for room in the queue until ctx ends (with its error).
+func (c *conn) answer(ctx context.Context, m *message) error {
 	result, rerr := c.serve(m.Method, m.Params)
-	out := &message{ID: m.ID}
+	out := &message{JSONRPC: "2.0", ID: m.ID}
 	if rerr != nil {
 		out.Error = rerr
 	} else {
@@ -276,21 +315,81 @@ func (c *conn) answer(m *message) {
 			out.Result = raw
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
+	b, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode the answer to %s: %w", clip.String(m.Method), err)
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		if err := c.write(c.ctx, out); err != nil {
-			c.log.Debug("acp: answer not delivered", "method", m.Method, "err", err)
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil
 		}
-	}()
+		if !c.writer {
+			c.writer = true
+			c.wg.Add(1)
+			go c.writeAnswers()
+		}
+		// One answer is taken whatever its size, or none could be.
+		if len(c.pending) == 0 || (len(c.pending) < answerQueue && c.queued+len(b) <= answerBytes) {
+			c.pending = append(c.pending, b)
+			c.queued += len(b)
+			c.mu.Unlock()
+			signal(c.ready)
+			return nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.ctx.Done():
+			return nil
+		}
+	}
 }
 
-// close stops the answer writers; wait waits for them.
+// signal wakes the one waiter on ch (capacity 1) now or at its next wait.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// writeAnswers writes the queued answers, in order, until close.
+func (c *conn) writeAnswers() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ready:
+		case <-c.ctx.Done():
+			return
+		}
+		for {
+			c.mu.Lock()
+			if len(c.pending) == 0 {
+				c.pending = nil // let the backing array go
+				c.mu.Unlock()
+				break
+			}
+			b := c.pending[0]
+			c.pending[0] = nil
+			c.pending = c.pending[1:]
+			c.queued -= len(b)
+			c.mu.Unlock()
+			signal(c.room)
+			if err := c.writeLine(c.ctx, b); err != nil {
+				if c.ctx.Err() != nil {
+					return
+				}
+				c.log.Debug("acp: answer not delivered", "err", err)
+			}
+		}
+	}
+}
+
+// close stops the answer writer; wait waits for it.
 func (c *conn) close() {
 	c.mu.Lock()
 	c.closed = true

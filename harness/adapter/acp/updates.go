@@ -2,10 +2,10 @@ package acp
 
 import (
 	"encoding/json"
-	"log/slog"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -15,6 +15,7 @@ type toolCall struct {
 	id, title, name, kind, status string
 	args                          any
 	done                          bool // its tool_result was emitted
+	stale                         bool // no update since the turn before the running one began
 }
 
 // toolName is the call's name when the agent gives one, else its title.
@@ -67,7 +68,7 @@ type update struct {
 // the turn.
 type turnState struct {
 	emit    func(wire.Event)
-	log     *slog.Logger
+	log     *adapterkit.LogLimit
 	session string
 	calls   map[string]*toolCall
 
@@ -80,12 +81,18 @@ type turnState struct {
 }
 
 // newTurnState starts a turn; calls is the episode's tool call table, from
-// which calls finished in earlier turns are dropped.
-func newTurnState(emit func(wire.Event), log *slog.Logger, session string, calls map[string]*toolCall) *turnState {
+// which it drops the calls finished in earlier turns and the unfinished
+// ones without an update during the last turn. So the table holds at most
+// the calls of two turns however long the episode (a call left unfinished,
+// as a cancelled turn may leave one, has one turn to finish); an update of
+// a dropped call opens it again, with a new tool_call event.
+func newTurnState(emit func(wire.Event), log *adapterkit.LogLimit, session string, calls map[string]*toolCall) *turnState {
 	for id, tc := range calls {
-		if tc.done {
+		if tc.done || tc.stale {
 			delete(calls, id)
+			continue
 		}
+		tc.stale = true
 	}
 	return &turnState{emit: emit, log: log, session: session, calls: calls}
 }
@@ -93,7 +100,7 @@ func newTurnState(emit func(wire.Event), log *slog.Logger, session string, calls
 // notify handles one notification of the agent.
 func (t *turnState) notify(method string, params json.RawMessage) {
 	if method != "session/update" {
-		t.log.Debug("acp: ignoring notification", "method", method)
+		t.log.Debug("acp: ignoring notification", "method", clip.String(method))
 		return
 	}
 	var n struct {
@@ -105,7 +112,7 @@ func (t *turnState) notify(method string, params json.RawMessage) {
 		return
 	}
 	if n.SessionID != "" && n.SessionID != t.session {
-		t.log.Debug("acp: session/update for another session", "session", n.SessionID)
+		t.log.Debug("acp: session/update for another session", "session", clip.String(n.SessionID))
 		return
 	}
 	var u update
@@ -135,7 +142,7 @@ func (t *turnState) notify(method string, params json.RawMessage) {
 		// user_message_chunk, available_commands_update, current_mode_update,
 		// config_option_update, session_info_update, notice, ... and kinds
 		// of later versions.
-		t.log.Debug("acp: ignoring session/update", "kind", u.SessionUpdate)
+		t.log.Debug("acp: ignoring session/update", "kind", clip.String(u.SessionUpdate))
 	}
 }
 
@@ -155,7 +162,7 @@ func (t *turnState) chunk(u *update, thought bool) {
 		Meta json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(u.Content, &b); err != nil {
-		t.log.Warn("acp: chunk without a content block", "kind", u.SessionUpdate, "content", clip.Bytes(u.Content))
+		t.log.Warn("acp: chunk without a content block", "kind", clip.String(u.SessionUpdate), "content", clip.Bytes(u.Content))
 		return
 	}
 	t.keepUsage(b.Meta)
@@ -184,7 +191,7 @@ func (t *turnState) keepUsage(meta json.RawMessage) {
 // id makes a tool_call event, the first terminal status a tool_result.
 func (t *turnState) toolCall(u *update) {
 	if u.ToolCallID == "" {
-		t.log.Warn("acp: tool call update without toolCallId", "kind", u.SessionUpdate)
+		t.log.Warn("acp: tool call update without toolCallId", "kind", clip.String(u.SessionUpdate))
 		return
 	}
 	tc, known := t.calls[u.ToolCallID]
@@ -192,6 +199,7 @@ func (t *turnState) toolCall(u *update) {
 		tc = &toolCall{id: u.ToolCallID}
 		t.calls[tc.id] = tc
 	}
+	tc.stale = false
 	tc.apply(u)
 	if !known {
 		call := &wire.ToolCall{ToolName: tc.toolName(), Arguments: wire.RawJSON(tc.arguments()), CallID: tc.id}

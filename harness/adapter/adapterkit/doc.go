@@ -13,7 +13,13 @@
 // turns and interrupts. Adapters that run one process per turn (exec) use
 // Env and MaxLineBytes only.
 //
+// LogLimit bounds the log records a harness can cause: adapters write
+// every record about the harness's output (a line they cannot use, a
+// request they refuse) through one per episode, which writes the first
+// LogFirst records of a kind and then counts, with summaries at powers of
+// two and at the episode's end.
+//
 // The package must not build or map events, speak any harness protocol or
 // decide what a turn's output means; it holds nothing beyond the one
-// process of the current episode.
+// process of the current episode (and a LogLimit only its counts).
 package adapterkit

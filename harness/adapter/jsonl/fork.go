@@ -153,7 +153,7 @@ func (a *Adapter) staleAnswer(got, want string) bool {
 	if a.stale > 0 {
 		a.stale--
 	}
-	a.logger.Debug("dropped the late answer of an earlier fork request", "id", got)
+	a.logger.Debug("dropped the late answer of an earlier fork request", "id", clip.String(got))
 	return true
 }
 

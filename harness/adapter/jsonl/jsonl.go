@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"sync"
 
@@ -60,10 +59,10 @@ type Adapter struct {
 
 	mu       sync.Mutex
 	opts     Options
-	logger   *slog.Logger
-	turn     int              // the running turn, 0 between turns
-	writing  kit.MessageWrite // the running turn's message being written
-	after    int              // bytes written to stdin after the turn's message (cancels)
+	logger   *adapterkit.LogLimit // the episode's records about the harness's output
+	turn     int                  // the running turn, 0 between turns
+	writing  kit.MessageWrite     // the running turn's message being written
+	after    int                  // bytes written to stdin after the turn's message (cancels)
 	early    []wire.Event
 	pending  [][]byte // lines written between turns (during a fork or restore), handled in the next turn
 	pendingN int64    // the bytes of pending
@@ -72,7 +71,7 @@ type Adapter struct {
 }
 
 // New returns an idle adapter.
-func New() *Adapter { return &Adapter{logger: slog.Default()} }
+func New() *Adapter { return &Adapter{logger: adapterkit.NewLogLimit(nil)} }
 
 // protocolEnv is what the line protocol adds to the harnessd variables.
 var protocolEnv = []string{"HARNESSD_PROTOCOL=1"}
@@ -90,10 +89,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		return harness.Fail(wire.FailureStartupFailed,
 			"the jsonl adapter continues only from a %q fork state with JSON data, not %q", harness.ForkLine, fs.Mechanism)
 	}
-	logger := l.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
+	logger := adapterkit.NewLogLimit(l.Logger)
 	var early, pending [][]byte
 	_, err = a.Base.Start(ctx, l, adapterkit.Spec{Env: protocolEnv}, func(ctx context.Context, p *process.Process) error {
 		var err error
@@ -108,6 +104,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		return err
 	}
 	a.mu.Lock()
+	prev := a.logger
 	a.opts, a.logger = o, logger
 	a.turn, a.stale = 0, 0
 	a.early = a.early[:0]
@@ -119,7 +116,18 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		a.pendingN += int64(len(line))
 	}
 	a.mu.Unlock()
+	prev.Close() // the counts of an earlier episode not stopped
 	return nil
+}
+
+// Stop stops the harness as Base.Stop does, then logs the episode's counts
+// of records not logged (adapterkit.LogLimit).
+func (a *Adapter) Stop(ctx context.Context) error {
+	a.mu.Lock()
+	log := a.logger
+	a.mu.Unlock()
+	defer log.Close()
+	return a.Base.Stop(ctx)
 }
 
 func isReady(line []byte) bool {

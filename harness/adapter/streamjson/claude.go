@@ -3,7 +3,6 @@ package streamjson
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,9 +52,9 @@ type Adapter struct {
 
 	mu        sync.Mutex
 	opts      Options
-	server    string // injected MCP server name
-	cfgPath   string // MCP config file written for this episode
-	log       *slog.Logger
+	server    string               // injected MCP server name
+	cfgPath   string               // MCP config file written for this episode
+	log       *adapterkit.LogLimit // the episode's records about the agent's output
 	early     []process.Line
 	session   string           // session_id from system/init
 	turn      int              // the running turn, 0 between turns
@@ -71,7 +70,7 @@ type Adapter struct {
 }
 
 // New returns an idle adapter.
-func New() *Adapter { return &Adapter{log: slog.Default()} }
+func New() *Adapter { return &Adapter{log: adapterkit.NewLogLimit(nil)} }
 
 // Start builds the command line (protocol flags, options, MCP injection),
 // spawns the agent and waits until it is ready (see handshake).
@@ -98,13 +97,12 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		}
 		inv.args = append(inv.args, resume...)
 	}
-	log := l.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := adapterkit.NewLogLimit(l.Logger)
 	a.mu.Lock()
+	prev := a.log
 	a.log = log
 	a.mu.Unlock()
+	prev.Close() // the counts of an earlier episode not stopped
 	var early []process.Line
 	_, err = a.Base.Start(ctx, l, adapterkit.Spec{Args: inv.args, Env: inv.env, StopByEOF: true},
 		func(ctx context.Context, p *process.Process) error {
@@ -114,6 +112,7 @@ func (a *Adapter) Start(ctx context.Context, l *harness.Launch) error {
 		})
 	if err != nil {
 		removeConfig(inv.cfgPath)
+		log.Close()
 		return err
 	}
 	server := ""
@@ -286,8 +285,9 @@ func (a *Adapter) SessionID() string {
 // file written for the episode. It is idempotent.
 func (a *Adapter) Stop(ctx context.Context) error {
 	a.mu.Lock()
-	cfg := a.cfgPath
+	cfg, log := a.cfgPath, a.log
 	a.mu.Unlock()
 	defer removeConfig(cfg)
+	defer log.Close() // the episode's counts of records not logged
 	return a.Base.Stop(ctx)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/harness/internal/kit"
+	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -152,7 +153,7 @@ func (a *Adapter) answer(ctx context.Context, p *process.Process, l line) {
 		reply = controlResponseLine(l.RequestID, nil, "harnessd does not handle control request "+req.Subtype)
 	}
 	if err := p.WriteLine(ctx, reply); err != nil {
-		a.log.Warn("could not answer a control request", "subtype", req.Subtype, "err", err)
+		a.log.Warn("could not answer a control request", "subtype", clip.String(req.Subtype), "err", err)
 	}
 }
 

@@ -37,6 +37,12 @@
 // text of a turn is result.result. See Adapter for how each result subtype
 // ends a turn.
 //
+// Records the agent's output causes (an unreadable system/init or
+// control_response, a result line printed before the turn, a control
+// request that cannot be answered) go through the episode's
+// adapterkit.LogLimit: the first 8 of a kind in full, then counts, with a
+// summary at each power of two and at Stop.
+//
 // The adapter must not touch anything outside the agent's process tree,
 // the MCP config file it writes under the episode's HOME and, for a forked
 // sibling, the session file it links within that HOME: it never decides

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/internal/fuzzcheck"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -61,7 +62,7 @@ func FuzzStreamJSON(f *testing.F) {
 	}
 	f.Add([]byte(streamSeeds[3]), true)
 	p := exited(f)
-	log := slog.New(slog.DiscardHandler)
+	log := adapterkit.NewLogLimit(slog.New(slog.DiscardHandler))
 	f.Fuzz(func(t *testing.T, out []byte, partial bool) {
 		a := &Adapter{log: log}
 		m := &mapper{a: a, p: p, ctx: context.Background(), emit: func(e wire.Event) { fuzzcheck.Emitted(t, e) },
