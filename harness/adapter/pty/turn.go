@@ -125,7 +125,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	for _, e := range early {
 		emit(e)
 	}
-	if err := a.drain(ctx, p, term, emit); err != nil {
+	if err := a.drain(ctx, p, term, emit, in.OutputLimit); err != nil {
 		return harness.TurnResult{}, err
 	}
 	// The turn's text starts at the cursor's row.
@@ -295,9 +295,18 @@ func (a *Adapter) finish(ts *turnState, term *vt.Text, rest, end string, emit fu
 }
 
 // drain reports output that arrived between turns, and notices a harness
-// that is gone.
-func (a *Adapter) drain(ctx context.Context, p *process.Process, term *vt.Text, emit func(wire.Event)) error {
+// that is gone. It takes what is waiting, not what keeps coming: a harness
+// that writes without pause would keep it reading, so it stops at the
+// turn's context and at limit bytes (0: none), the turn's output_limit.
+func (a *Adapter) drain(ctx context.Context, p *process.Process, term *vt.Text, emit func(wire.Event), limit int64) error {
+	start := p.OutputBytes()
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if limit > 0 && p.OutputBytes()-start > limit {
+			return harness.Fail(wire.FailureOutputLimit, "harness wrote more than %d bytes between turns", limit)
+		}
 		select {
 		case chunk, ok := <-p.Output():
 			if !ok {
