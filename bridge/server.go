@@ -159,7 +159,7 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	log := orDefault(opts.Logger).With("component", "bridge")
 	s := &Server{cat: cat, opts: opts, log: log, timeout: callTimeout(opts.CallTimeout),
 		maxBody: opts.MaxBodyBytes, rec: newCallRecord(opts)}
-	s.servers.Limit = doorcap.NewLimit(opts.Door, "bridge", log)
+	s.servers.Limit = doorcap.NewLimit(opts.Door, bridgeDoor, log)
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -167,7 +167,7 @@ func Serve(cat *Catalog, opts ServerOptions) (*Server, error) {
 	if budget <= 0 {
 		budget = 2 * s.maxBody
 	}
-	s.bodies = doorcap.NewBudget(budget, opts.Door.BodyReadTimeout, "bridge", log)
+	s.bodies = doorcap.NewBudget(budget, opts.Door.BodyReadTimeout, bridgeDoor, log)
 	s.sessions = newSessions(opts.MaxSessions, s.endSession, log)
 	var tok [32]byte
 	var idp [4]byte

@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/harnessd/harnessd/internal/doorcap"
 )
 
 // DefaultMaxSessions is the MCP sessions a Server keeps at once when
@@ -24,6 +26,9 @@ const DefaultMaxSessions = 64
 // ReasonSessions: every one of the Server's MCP sessions is in use, as a
 // refused initialize's X-Harnessd-Refused and message say.
 const ReasonSessions = "bridge_session_cap"
+
+// bridgeDoor is the bridge's door name, as its refusals and counts say it.
+const bridgeDoor = "bridge"
 
 // ErrSessionCap is what a refused initialize's error wraps.
 var ErrSessionCap = errors.New("the bridge's MCP sessions are all in use")
@@ -74,6 +79,7 @@ func newSessions(max int, end func(string), log *slog.Logger) *sessions {
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
+	doorcap.Expect(bridgeDoor, ReasonSessions)
 	return &sessions{max: max, end: end, log: log, live: map[string]*sessionUse{}}
 }
 
@@ -156,6 +162,7 @@ func (t *sessions) admit() (done func(), err error) {
 func (t *sessions) refuse() error {
 	err := fmt.Errorf("%w: the bridge keeps at most %d MCP sessions and each has a request in flight (%s); end one (DELETE) or retry once a request ends",
 		ErrSessionCap, t.max, ReasonSessions)
+	doorcap.CountRefusal(bridgeDoor, ReasonSessions)
 	switch n := t.refused.Add(1); {
 	case n == 1:
 		t.log.Warn("bridge refused an MCP initialize", "reason", ReasonSessions, "max_sessions", t.max)

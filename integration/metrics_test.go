@@ -85,6 +85,9 @@ func TestMetricsDuringEpisode(t *testing.T) {
 	expectSample(t, before, 0, "harnessd_episodes_started_total")
 	expectSample(t, before, 0, "harnessd_sessions_open", "kind", "ws")
 	expectSample(t, before, 0, "harnessd_draining")
+	// The doors' refusals exist at 0 from the start.
+	expectSample(t, before, 0, "harnessd_door_refusals_total", "door", "bridge", "reason", "bridge_session_cap")
+	expectSample(t, before, 0, "harnessd_door_refusals_total", "door", "model_gateway", "reason", "door_body_budget")
 	// build_info names the version the daemon reports in /metadata.
 	_, metaBody := d.DoRaw("GET", "/metadata", "", map[string]string{"Authorization": "Bearer " + token})
 	var md struct {

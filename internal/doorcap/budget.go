@@ -103,6 +103,7 @@ func NewBudget(limit int64, timeout time.Duration, door string, log *slog.Logger
 	if timeout == 0 {
 		timeout = DefaultBodyReadTimeout
 	}
+	Expect(door, ReasonBodies, ReasonBodyTimeout)
 	return &Budget{max: max(limit, 1), timeout: timeout, door: door, log: log}
 }
 
@@ -142,6 +143,7 @@ func (b *Budget) take(n int64) bool {
 // spent counts a refusal, logs it and returns its error.
 func (b *Budget) spent() error {
 	err := &BodyBudgetError{Door: b.door, Max: b.max}
+	CountRefusal(b.door, ReasonBodies)
 	switch n := b.refused.Add(1); {
 	case n == 1:
 		b.log.Warn("door refused a request body", "door", b.door, "reason", ReasonBodies, "detail", err.Error(), "in_flight", b.used.Load())
@@ -213,6 +215,7 @@ func (x *Body) Read(p []byte) (int, error) {
 		x.endDeadline()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			x.b.expired.Add(1)
+			CountRefusal(x.b.door, ReasonBodyTimeout)
 			x.b.log.Debug("door dropped a stalled request body", "door", x.b.door, "timeout", x.b.timeout, "read", x.read)
 			err = &BodyTimeoutError{Door: x.b.door, Timeout: x.b.timeout, Err: err}
 		}

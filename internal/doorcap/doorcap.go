@@ -126,6 +126,7 @@ func NewLimit(b Bounds, door string, log *slog.Logger) *Limit {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	Expect(door, ReasonCap, ReasonReserve)
 	return &Limit{max: b.WithDefaults().MaxConns, door: door, log: log}
 }
 
@@ -192,6 +193,7 @@ func (l *Limit) admit(c net.Conn) string {
 func (l *Limit) refuse(c net.Conn, why string) {
 	var n uint64
 	var msg string
+	CountRefusal(l.door, why)
 	switch why {
 	case ReasonCap:
 		n = l.refusedCap.Add(1)

@@ -141,6 +141,8 @@ func New(o Options) *Metrics {
 	m.model = newModelMetrics(f)
 	m.fork = newForkMetrics(f)
 	f(policyCollector{o.Policy})
+	expectDoors()
+	f(doorCollector{})
 
 	m.received = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harnessd_received_bytes_total", Help: "Bytes of WebSocket frames and HTTP bodies received, by surface (ws, harness, http, mcp).",
