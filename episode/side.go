@@ -116,23 +116,37 @@ func (e *Env) sideConfig(ep *Episode, sp sideSpec) sandbox.Config {
 // every hidden path inside it (the configuration and token files, the
 // workspace root, the record directory) covered again by an empty file or
 // directory: binds come after the hiding, so a bind alone would show them.
-// A directory that is itself hidden, or /, is not bound. The side process
-// runs as none of the daemon's ids: a directory it may not search stays
-// out of its reach however it is mounted.
+// A directory that is, or lies in, a hidden path, or /, is not bound; a
+// directory named through a link is judged, bound and covered as the
+// directory the link names (a bind follows the link: judged by the name,
+// a link to a hidden directory showed it). The side process runs as none
+// of the daemon's ids: a directory it may not search stays out of its
+// reach however it is mounted.
 func (e *Env) sideDirs(dirs []string) []sandbox.Bind {
-	hidden := e.view().HiddenPaths()
+	var hidden []string
+	add := func(ps []string) {
+		for _, h := range ps {
+			hidden = append(hidden, filepath.Clean(h))
+			if real, err := filepath.EvalSymlinks(h); err == nil && real != filepath.Clean(h) {
+				hidden = append(hidden, real)
+			}
+		}
+	}
+	add(e.view().HiddenPaths())
 	if set := e.Config.Taskset(); set != nil {
-		hidden = append(hidden, set.HiddenPaths()...)
+		add(set.HiddenPaths())
 	}
 	var out []sandbox.Bind
 	for _, d := range dirs {
-		d = filepath.Clean(d)
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || d == "/" || slices.Contains(hidden, d) {
+		d, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || d == "/" || slices.ContainsFunc(hidden, func(h string) bool { return exposure.Within(d, h) }) {
 			continue
 		}
 		out = append(out, sandbox.Bind{Src: d})
 		for _, h := range hidden {
-			h = filepath.Clean(h)
 			if h == d || !exposure.Within(h, d) {
 				continue
 			}
