@@ -62,7 +62,7 @@ func runChat(args []string) int {
 		return true
 	}
 	if !reset() {
-		return exitFailure
+		return tally.exitCode()
 	}
 	for {
 		line, ok := next()

@@ -91,6 +91,18 @@ func TestValidateWarnsOfAnUnreachableSideItDoesNotServe(t *testing.T) {
 		!strings.Contains(out, "mode simulation serves simulation (not compared: a side could not be reached)") {
 		t.Fatalf("simulation mode: exit %d\n%s%s", code, out, errOut)
 	}
+	// Production mode, as serve would select it: by --mode, by
+	// $OPENENV_MODE, by the file's mode:. The served side out of reach is
+	// a problem, and not also a warning.
+	production := func(how string, env []string, args ...string) {
+		t.Helper()
+		out, errOut, code := harnessd(t, env, append([]string{"validate"}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "does not start") || strings.Contains(errOut, "warning:") {
+			t.Errorf("production mode by %s: exit %d, want %d with the served side refused, no warning\n%s%s", how, code, exitUsage, out, errOut)
+		}
+	}
+	production("--mode", nil, "--mode", "production", cfg)
+	production("$OPENENV_MODE", []string{"OPENENV_MODE=production"}, cfg)
 	b, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +110,7 @@ func TestValidateWarnsOfAnUnreachableSideItDoesNotServe(t *testing.T) {
 	if err := os.WriteFile(cfg, append(b, "mode: production\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = harnessd(t, nil, "validate", cfg)
-	if code != exitUsage || !strings.Contains(errOut, "does not start") {
-		t.Fatalf("production mode: exit %d, want %d with the served side refused\n%s%s", code, exitUsage, out, errOut)
-	}
+	production("mode:", nil, cfg)
 }
 
 // A schema difference between the two servers is refused, by validate and

@@ -112,10 +112,18 @@ type MappingCheck struct {
 	// Unreachable has one problem per side that did not start or list its
 	// tools (a production service out of reach of a training cluster,
 	// say); its entry was not compared.
-	Unreachable []config.Problem
+	Unreachable []Unreachable
 	// Uncompared names the mapped entries (by tool server name) that were
 	// not compared because a side was unreachable.
 	Uncompared []string
+}
+
+// Unreachable is a side of a mapped entry that did not start or list its
+// tools.
+type Unreachable struct {
+	config.Problem
+	// Side is which: config.ModeSimulation or config.ModeProduction.
+	Side string
 }
 
 // CheckMappings starts both servers of every mapped tool entry of cfg
@@ -136,7 +144,8 @@ func CheckMappings(ctx context.Context, cfg *config.Config, sup *process.Supervi
 		for i, side := range []string{config.ModeSimulation, config.ModeProduction} {
 			tools, err := listSide(ctx, tc.WithSide(side), cfg, sup, log)
 			if err != nil {
-				out.Unreachable = append(out.Unreachable, config.Problem{Key: key, Cause: fmt.Sprintf("%s server (%s): %v", side, tc.Side(side).Describe(), err)})
+				out.Unreachable = append(out.Unreachable, Unreachable{Side: side,
+					Problem: config.Problem{Key: key, Cause: fmt.Sprintf("%s server (%s): %v", side, tc.Side(side).Describe(), err)}})
 				ok = false
 				continue
 			}
