@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -11,16 +10,16 @@ import (
 )
 
 // copyArtifact copies the artifact rel (slash-separated, "." for the whole
-// workspace) of the agent's workspace, opened as root, to dst in a
-// separate verifier's fresh workspace. The agent's workspace is live while
-// a step before the last is graded (a background process of the harness
-// may swap its entries at any moment), so nothing is looked up by host
-// path: every open is beneath root (a link out of it is refused), a file
-// is opened without following a link at its end and without blocking
-// (a FIFO swapped in cannot hang the grading), and only what fstat says is
-// a regular file is copied. An entry that changed under the copy is left
-// out, as a missing artifact is.
-func copyArtifact(root *os.Root, rel, dst string) error {
+// workspace) of the agent's workspace, opened as root, to the same path
+// beneath dst, a separate verifier's fresh workspace. The agent's
+// workspace is live while a step before the last is graded (a background
+// process of the harness may swap its entries at any moment), so nothing
+// is looked up by host path: every open is beneath root (a link out of it
+// is refused), a file is opened without following a link at its end and
+// without blocking (a FIFO swapped in cannot hang the grading), and only
+// what fstat says is a regular file is copied. An entry that changed under
+// the copy is left out, as a missing artifact is.
+func copyArtifact(root *os.Root, rel string, dst *os.Root) error {
 	fi, err := root.Lstat(rel)
 	if err != nil {
 		return nil // not there: not transferred, as in Harbor
@@ -35,36 +34,32 @@ func copyArtifact(root *os.Root, rel, dst string) error {
 			}
 			return nil
 		}
-		sub, err := filepath.Rel(filepath.FromSlash(rel), filepath.FromSlash(p))
-		if err != nil {
-			return nil
-		}
 		info, err := root.Lstat(p)
 		if err != nil {
 			return nil
 		}
-		return copyRootEntry(root, p, info, filepath.Join(dst, sub))
+		return copyRootEntry(root, p, info, dst)
 	})
 }
 
 // copyRootEntry copies one entry name beneath root, as Lstat saw it (fi),
-// to dst: a directory is made, a link copied as a link, a regular file's
-// bytes copied from a descriptor that fstat says is still one; anything
-// else is skipped.
-func copyRootEntry(root *os.Root, name string, fi fs.FileInfo, dst string) error {
+// to the same path beneath dst: a directory is made, a link copied as a
+// link, a regular file's bytes copied from a descriptor that fstat says is
+// still one; anything else is skipped.
+func copyRootEntry(root *os.Root, name string, fi fs.FileInfo, dst *os.Root) error {
+	rel := filepath.FromSlash(name)
 	switch {
 	case fi.IsDir():
-		return os.MkdirAll(dst, fi.Mode().Perm()|0o700)
+		if rel == "." {
+			return nil
+		}
+		return dst.MkdirAll(rel, fi.Mode().Perm()|0o700)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		link, err := root.Readlink(name)
 		if err != nil {
 			return nil
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		os.Remove(dst)
-		return os.Symlink(link, dst)
+		return linkInto(dst, rel, link)
 	case !fi.Mode().IsRegular():
 		return nil
 	}
@@ -77,24 +72,7 @@ func copyRootEntry(root *os.Root, name string, fi fs.FileInfo, dst string) error
 	if err != nil || !st.Mode().IsRegular() {
 		return nil // swapped for a FIFO or a device
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	if old, err := os.Lstat(dst); err == nil && !old.Mode().IsRegular() {
-		os.RemoveAll(dst)
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, st.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, st.Mode().Perm())
+	return writeInto(dst, rel, in, st.Mode().Perm())
 }
 
 // artifactPath is a declared artifact's path relative to the workspace,

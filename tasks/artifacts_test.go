@@ -52,11 +52,11 @@ func artifactWorkspace(t *testing.T) (dir, ws string, task *Task) {
 
 // TestTransferArtifactsDoesNotFollowASwappedLink (red team 6): a separate
 // verifier's artifacts are copied by the daemon, on the host, from the
-// agent's workspace (transferArtifacts -> copyDir -> copyOne). copyOne
-// checks the entry with Lstat, then os.Open's it by path, following a
-// symbolic link: an entry the agent swaps from a regular file to a link
-// between the two is read through the link, as the daemon, from anywhere
-// on the host. Between the steps of a multi-step task the harness is alive
+// agent's workspace (transferArtifacts). The copy used to check an entry
+// with Lstat, then os.Open it by path, following a symbolic link: an entry
+// the agent swapped from a regular file to a link between the two was read
+// through the link, as the daemon, from anywhere on the host; now it is
+// opened beneath the workspace without following a link (copyArtifact). Between the steps of a multi-step task the harness is alive
 // (session.gradeTaskStep grades steps before the last without stopping
 // it), so its background process can keep swapping. Here a file outside
 // the workspace (standing for a host file the harness cannot read) ends up
@@ -102,10 +102,10 @@ func TestTransferArtifactsDoesNotFollowASwappedLink(t *testing.T) {
 }
 
 // TestTransferArtifactsCannotBeWedgedByAFIFO (red team 6): the same race
-// with a FIFO: copyOne skips FIFOs by its Lstat, but an entry swapped to a
-// FIFO after it is opened with a blocking open(2), which waits for a writer
-// that never comes: the step's grading, and with it the session's step,
-// hangs (nothing cancels the open). The control: a FIFO in place is
+// with a FIFO: the copy skipped FIFOs by its Lstat, but an entry swapped
+// to a FIFO after it was opened with a blocking open(2), which waits for a
+// writer that never comes: the step's grading, and with it the session's
+// step, hung (nothing cancels the open); now the open does not block. The control: a FIFO in place is
 // skipped at once.
 func TestTransferArtifactsCannotBeWedgedByAFIFO(t *testing.T) {
 	dir, ws, task := artifactWorkspace(t)
@@ -164,6 +164,6 @@ func TestTransferArtifactsCannotBeWedgedByAFIFO(t *testing.T) {
 	}
 	stop()
 	if hung > 0 {
-		t.Fatalf("grading %d hung for 10 s in open(2) of a FIFO the agent swapped in after copyOne's Lstat (released by the test)", hung)
+		t.Fatalf("grading %d hung for 10 s in open(2) of a FIFO the agent swapped in after the copy's Lstat (released by the test)", hung)
 	}
 }

@@ -282,12 +282,17 @@ func (t *Task) transferArtifacts(agentWS, ws string, step *Step) error {
 		return fmt.Errorf("task %s: the agent's workspace: %w", t.ID, err)
 	}
 	defer root.Close()
+	dst, err := os.OpenRoot(ws)
+	if err != nil {
+		return fmt.Errorf("task %s: separate verifier workspace: %w", t.ID, err)
+	}
+	defer dst.Close()
 	for _, a := range arts {
 		rel, err := artifactPath(strings.TrimPrefix(a, t.WorkDir))
 		if err != nil {
 			continue // not inside: not transferred, as in Harbor
 		}
-		if err := copyArtifact(root, rel, filepath.Join(ws, filepath.FromSlash(rel))); err != nil {
+		if err := copyArtifact(root, rel, dst); err != nil {
 			return fmt.Errorf("task %s: transfer artifact %s: %w", t.ID, a, err)
 		}
 	}
@@ -394,7 +399,15 @@ func makeScratch(dir string) (string, error) {
 // copyReadable copies src to dst and makes everything readable (and
 // directories searchable) by any id, as the sandbox's ids are not ours.
 func copyReadable(src, dst string) error {
-	if err := copyDir(src, dst); err != nil {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := copyDirInto(src, root, "."); err != nil {
 		return err
 	}
 	return filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {

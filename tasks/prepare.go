@@ -80,115 +80,73 @@ func copyDirInto(src string, root *os.Root, rel string) error {
 	})
 }
 
-// copyOneInto is copyOne with its destination rel beneath root.
+// copyOneInto copies one directory (without its contents), regular file
+// or symbolic link from src to rel beneath root, replacing what is there;
+// other kinds (devices, sockets, FIFOs) are skipped.
 func copyOneInto(src string, root *os.Root, rel string) error {
 	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir():
 		if rel == "." {
 			return nil
 		}
 		return root.MkdirAll(rel, fi.Mode().Perm()|0o700)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		link, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return linkInto(root, rel, link)
+	case fi.Mode().IsRegular():
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		return writeInto(root, rel, in, fi.Mode().Perm())
 	}
+	return nil
+}
+
+// writeInto writes what in holds to rel beneath root with mode perm
+// (making its directories), replacing what is there: an entry that is not
+// a regular file is removed first, and the file is opened without
+// following a link at its end and without blocking.
+func writeInto(root *os.Root, rel string, in io.Reader, perm fs.FileMode) error {
 	if dir := filepath.Dir(rel); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		link, err := os.Readlink(src)
-		if err != nil {
-			return err
-		}
-		root.Remove(rel)
-		return root.Symlink(link, rel)
-	case fi.Mode().IsRegular():
-		in, err := os.Open(src)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		if old, err := root.Lstat(rel); err == nil && !old.Mode().IsRegular() {
-			root.RemoveAll(rel)
-		}
-		out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, fi.Mode().Perm())
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Chmod(fi.Mode().Perm()); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
+	if old, err := root.Lstat(rel); err == nil && !old.Mode().IsRegular() {
+		root.RemoveAll(rel)
 	}
-	return nil
-}
-
-// copyDir copies the contents of src into dst (created as needed),
-// replacing files already there.
-func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		return copyOne(p, filepath.Join(dst, rel))
-	})
-}
-
-// copyOne copies one directory (without its contents), regular file or
-// symlink from src to dst, replacing a file at dst. Other kinds (devices,
-// sockets, FIFOs) are skipped.
-func copyOne(src, dst string) error {
-	fi, err := os.Lstat(src)
+	out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
-		return os.MkdirAll(dst, fi.Mode().Perm()|0o700)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
 		return err
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		link, err := os.Readlink(src)
-		if err != nil {
-			return err
-		}
-		os.Remove(dst)
-		return os.Symlink(link, dst)
-	case fi.Mode().IsRegular():
-		in, err := os.Open(src)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		if old, err := os.Lstat(dst); err == nil && !old.Mode().IsRegular() {
-			os.RemoveAll(dst)
-		}
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return err
-		}
-		return os.Chmod(dst, fi.Mode().Perm())
+	if err := out.Chmod(perm); err != nil {
+		out.Close()
+		return err
 	}
-	return nil
+	return out.Close()
+}
+
+// linkInto makes rel beneath root a symbolic link to target (making its
+// directories), replacing what is there.
+func linkInto(root *os.Root, rel, target string) error {
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	root.Remove(rel)
+	return root.Symlink(target, rel)
 }
