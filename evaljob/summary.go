@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/harnessd/harnessd/tasks"
 )
 
 // PassThreshold is the reward at or above which a trial passes, for
@@ -132,14 +134,14 @@ func makeRow(agent, task string, rs []*Result, attempts int) Row {
 		}
 	}
 	if row.Rewarded > 0 {
-		m := mean(rewards)
+		m := tasks.FiniteMean(rewards)
 		row.MeanReward = &m
 	}
 	for k := 1; k <= min(attempts, row.Rewarded); k++ {
 		row.PassAtK[strconv.Itoa(k)] = PassAtK(row.Rewarded, row.Passed, k)
 	}
 	if len(durs) > 0 {
-		row.DurationMS = Durations{Mean: mean(durs), Min: slices.Min(durs), Max: slices.Max(durs)}
+		row.DurationMS = Durations{Mean: tasks.FiniteMean(durs), Min: slices.Min(durs), Max: slices.Max(durs)}
 	}
 	return row
 }
@@ -157,28 +159,10 @@ func meanPassAtK(rows []Row, attempts int) map[string]float64 {
 			}
 		}
 		if len(xs) > 0 {
-			out[key] = mean(xs)
+			out[key] = tasks.FiniteMean(xs)
 		}
 	}
 	return out
-}
-
-// mean is the mean of finite xs, finite itself: a sum that overflows
-// (two rewards of 1e308) is taken again as a sum of each x/n, which cannot.
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	n := float64(len(xs))
-	if m := s / n; !math.IsInf(m, 0) {
-		return m
-	}
-	m := 0.0
-	for _, x := range xs {
-		m += x / n
-	}
-	return m
 }
 
 // sortedKeys are m's keys in order (error types in the table).

@@ -60,14 +60,15 @@ func readReward(dir string, res *Result) {
 	for i, k := range keys {
 		xs[i] = res.Scores[k]
 	}
-	mean := finiteMean(xs)
+	mean := FiniteMean(xs)
 	res.Reward = &mean
 }
 
-// finiteMean is the mean of finite xs, finite itself: a sum that
+// FiniteMean is the mean of finite xs, finite itself: a sum that
 // overflows (two scores of 1e308) is taken again as a sum of each x/n,
-// which cannot, since its magnitude is at most the largest |x|.
-func finiteMean(xs []float64) float64 {
+// which cannot, since its magnitude is at most the largest |x|. Rewards'
+// means (a grade's, a multi-step trial's, an evaluation's) are taken so.
+func FiniteMean(xs []float64) float64 {
 	sum := 0.0
 	for _, x := range xs {
 		sum += x

@@ -292,7 +292,7 @@ func (t *Task) TrialRewards(rs []StepResult) map[string]float64 {
 		for i, v := range valid {
 			xs[i] = v[k]
 		}
-		out[k] = finiteMean(xs)
+		out[k] = FiniteMean(xs)
 	}
 	return out
 }
