@@ -121,6 +121,21 @@ func (t *Text) BeforeCursor() string {
 	return string(l) + strings.Repeat(" ", t.col-len(l))
 }
 
+// BeforeCursorTail is BeforeCursor's last n characters at most (all of
+// it when shorter): what a check at every change of a long line may read
+// without costing the line's whole length each time.
+func (t *Text) BeforeCursorTail(n int) string {
+	t.ensure()
+	l := t.win[t.crow]
+	pad := max(t.col-len(l), 0)
+	end := min(t.col, len(l))
+	if pad >= n {
+		return strings.Repeat(" ", n)
+	}
+	start := max(end-(n-pad), 0)
+	return string(l[start:end]) + strings.Repeat(" ", pad)
+}
+
 // Newlines returns how many line feeds the program has written.
 func (t *Text) Newlines() int { return t.newlines }
 

@@ -65,7 +65,9 @@ type Options struct {
 	// Rows and Cols size the terminal.
 	Rows, Cols uint16
 	// Prompt marks "ready for input": it must match the cursor line up to
-	// the cursor, at its end. Nil when not configured.
+	// the cursor, at its end, and its last 512 characters alone (a
+	// pattern needing more of a longer line, such as one anchored at the
+	// line's start, does not match there). Nil when not configured.
 	Prompt *regexp.Regexp
 	// Ready marks the end of start-up, searched in all text so far; nil
 	// means the prompt (or, without one, the first quiet period).

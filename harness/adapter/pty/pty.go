@@ -140,7 +140,7 @@ func waitReady(ctx context.Context, p *process.Process, term *vt.Text, o *Option
 				window := strings.Join(append(term.Window(), term.Pending()), "\n")
 				ready = o.Ready.MatchString(seen + window)
 			case o.Prompt != nil:
-				ready = o.Prompt.MatchString(term.BeforeCursor())
+				ready = promptAtCursor(o.Prompt, term) && o.Prompt.MatchString(term.BeforeCursor())
 			}
 			if ready {
 				term.Settle()

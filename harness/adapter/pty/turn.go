@@ -3,6 +3,7 @@ package pty
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -204,7 +205,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			changed := term.Generation() != gen
 			gen = term.Generation()
 			newline := term.Newlines() > newlines
-			if o.Prompt != nil && newline && changed {
+			if o.Prompt != nil && newline && changed && promptAtCursor(o.Prompt, term) {
 				before := term.BeforeCursor()
 				if loc := o.Prompt.FindStringIndex(before); loc != nil {
 					return a.finish(ts, term, before[:loc[0]], EndPrompt, emit), nil
@@ -292,6 +293,19 @@ func (a *Adapter) finish(ts *turnState, term *vt.Text, rest, end string, emit fu
 		Cancelled: cancelled,
 		Extra:     map[string]any{"turn_end": end},
 	}
+}
+
+// promptTail is how much of the cursor line, before the cursor, the
+// prompt is first matched against at each change of the terminal: a
+// harness that alters a very long line a byte at a time would otherwise
+// cost the daemon the line's whole length per byte. Only a match there is
+// checked again against the whole line.
+const promptTail = 512
+
+// promptAtCursor says whether the prompt may end at the cursor: it matches
+// the last promptTail characters before it.
+func promptAtCursor(prompt *regexp.Regexp, term *vt.Text) bool {
+	return prompt.MatchString(term.BeforeCursorTail(promptTail))
 }
 
 // drain reports output that arrived between turns, and notices a harness
