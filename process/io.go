@@ -225,8 +225,14 @@ func (p *Process) Write(ctx context.Context, b []byte) error {
 	default:
 	}
 	p.settle()
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
+	// Behind another write the wait keeps ctx: the writer ahead may be one
+	// the child never reads.
+	select {
+	case p.writeMu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.writeMu }()
 	if p.ptmx != nil {
 		return p.writePTY(ctx, b)
 	}
@@ -300,7 +306,7 @@ func (p *Process) CloseStdin() error {
 	if p.stdin == nil {
 		return nil
 	}
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
+	p.writeMu <- struct{}{}
+	defer func() { <-p.writeMu }()
 	return p.stdin.Close()
 }

@@ -80,8 +80,8 @@ type Process struct {
 	tail       *Tail
 	readers    sync.WaitGroup
 
-	writeMu sync.Mutex
-	fast    *pipewrite.Writer // Write's first attempt, under writeMu; nil: none
+	writeMu chan struct{}     // one writer at a time; a waiting Write keeps its ctx
+	fast    *pipewrite.Writer // Write's first attempt, holding writeMu; nil: none
 
 	exited   chan struct{}
 	exit     ExitStatus
@@ -103,6 +103,7 @@ func (s *Supervisor) Start(spec Spec) (*Process, error) {
 		exited:  make(chan struct{}),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
+		writeMu: make(chan struct{}, 1),
 	}
 	if err := s.track(p); err != nil {
 		return nil, &StartError{Name: spec.Name, Reason: FailSpawn, Err: err}

@@ -85,9 +85,9 @@ func (p *Process) releaseIO() {
 	p.ioDone = true
 	p.ioMu.Unlock()
 	if p.stdin != nil {
-		p.writeMu.Lock()
+		p.writeMu <- struct{}{}
 		p.stdin.Close()
-		p.writeMu.Unlock()
+		<-p.writeMu
 	}
 	done := make(chan struct{})
 	go func() {
