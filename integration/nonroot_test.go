@@ -27,7 +27,7 @@ const nonRootUID = 10001
 func TestSandboxedEpisodeOfANonRootDaemon(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Skip("runs the daemon as uid 10001, which needs root to switch to")
+		testbin.Missing(t, "runs the daemon as uid 10001, which needs root to switch to")
 	}
 	for file, off := range map[string]string{"/proc/sys/kernel/unprivileged_userns_clone": "0", "/proc/sys/user/max_user_namespaces": "0"} {
 		if b, err := os.ReadFile(file); err == nil && strings.TrimSpace(string(b)) == off {

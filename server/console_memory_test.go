@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 )
 
@@ -38,7 +39,7 @@ for line in sys.stdin:
 func TestConsoleBoundsATurnWindowByBytes(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not on PATH")
+		testbin.Missing(t, "python3 is not on PATH: %v", err)
 	}
 	const turns = 40
 	script := filepath.Join(t.TempDir(), "agent.py")
