@@ -7,23 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/harnessd/harnessd/internal/doorcap"
 	"github.com/harnessd/harnessd/internal/doorcap/doortest"
+	"github.com/harnessd/harnessd/internal/testbin"
 )
-
-// heapInUse is the test process's (the bridge's) heap in use, after a
-// collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
-}
 
 // TestBridgeBoundsBodiesInFlight: the bridge bounds each POST body
 // (MaxBodyBytes, 8 MiB by default), the door's connections (256), and the
@@ -54,11 +45,11 @@ func TestBridgeBoundsBodiesInFlight(t *testing.T) {
 		t.Fatalf("control: a whole %d-byte body answered %d %s, want 400 (read, not JSON-RPC)", bodySize, a.Status, a.Body)
 	}
 
-	before := heapInUse()
+	before := testbin.HeapInUse()
 	stalled := doortest.StallBodies(t, addr, head, body, conns)
 	var grew uint64
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && grew <= bound; {
-		if h := heapInUse(); h > before {
+		if h := testbin.HeapInUse(); h > before {
 			grew = max(grew, h-before)
 		}
 		time.Sleep(50 * time.Millisecond) // paces the collections; nothing waits on it
@@ -116,7 +107,7 @@ func TestBridgeBoundsMCPSessions(t *testing.T) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	req := []byte(initializeRequest(addr, srv.Token()))
-	before := heapInUse()
+	before := testbin.HeapInUse()
 	ok := 0
 	var first, last string
 	for range n {
@@ -137,7 +128,7 @@ func TestBridgeBoundsMCPSessions(t *testing.T) {
 			last = id
 		}
 	}
-	grew := int64(heapInUse()) - int64(before)
+	grew := int64(testbin.HeapInUse()) - int64(before)
 	t.Logf("%d initializes answered 200 with a session; heap in use grew by %d MiB (%d bytes a session)", ok, grew>>20, grew/int64(max(ok, 1)))
 	if ok != n {
 		t.Fatalf("control: only %d of %d initializes made a session", ok, n)

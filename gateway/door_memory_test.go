@@ -6,24 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/harnessd/harnessd/internal/doorcap"
 	"github.com/harnessd/harnessd/internal/doorcap/doortest"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/testharness/fakellm"
 )
-
-// heapInUse is the test process's (the gateway's) heap in use, after a
-// collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
-}
 
 // TestGatewayBoundsBodiesInFlight: the gateway bounds each request body
 // (MaxRequestBody, 32 MiB by default), each door's connections (256), and
@@ -57,11 +48,11 @@ func TestGatewayBoundsBodiesInFlight(t *testing.T) {
 		t.Fatalf("control: a whole %d MiB body answered %d %s, want 400 (read in full, not JSON)", bodySize>>20, a.Status, a.Body)
 	}
 
-	before := heapInUse()
+	before := testbin.HeapInUse()
 	stalled := doortest.StallBodies(t, addr, head, whole, conns)
 	var grew uint64
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && grew <= bound; {
-		if h := heapInUse(); h > before {
+		if h := testbin.HeapInUse(); h > before {
 			grew = max(grew, h-before)
 		}
 		time.Sleep(50 * time.Millisecond) // paces the collections; nothing waits on it

@@ -4,55 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
 )
-
-// warnCounter counts the records of level Warn and above: those written in
-// full, by message, and the records the summaries say were not written.
-type warnCounter struct {
-	mu         sync.Mutex
-	full       map[string]int
-	summaries  int
-	suppressed int64
-}
-
-func (h *warnCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (h *warnCounter) Handle(_ context.Context, r slog.Record) error {
-	if r.Level < slog.LevelWarn {
-		return nil
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	summary := false
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "suppressed" {
-			h.suppressed += a.Value.Int64()
-			summary = true
-		}
-		return true
-	})
-	if summary {
-		h.summaries++
-	} else {
-		if h.full == nil {
-			h.full = map[string]int{}
-		}
-		h.full[r.Message]++
-	}
-	return nil
-}
-func (h *warnCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *warnCounter) WithGroup(string) slog.Handler      { return h }
-
-func (h *warnCounter) counts() (records int, logged, suppressed int64, kinds int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, n := range h.full {
-		logged += int64(n)
-	}
-	return int(logged) + h.summaries, logged, h.suppressed, len(h.full)
-}
 
 // TestBadLinesAreLoggedWithinTheBound: the agent's lines the adapter cannot
 // use (a response to an id it never used, a JSON-RPC object that is neither
@@ -78,17 +33,17 @@ func TestBadLinesAreLoggedWithinTheBound(t *testing.T) {
 	}
 	parts = append(parts, "reply done")
 	l := launch(t)
-	h := &warnCounter{}
+	h := &adaptertest.WarnCounter{}
 	l.Logger = slog.New(h)
 	a := start(t, l)
 	res, _, err := turn(t, a, 1, strings.Join(parts, ";;"))
-	records, _, _, kinds := h.counts()
+	records, _, _, kinds := h.Counts()
 	t.Logf("turn: %q %v; %d warning records for %d bad lines", res.Response, err, records, each*len(bad))
 	if err != nil || res.Response != "done" {
 		t.Fatalf("turn: %q %v", res.Response, err)
 	}
 	if kinds != len(bad) {
-		t.Fatalf("control: %d kinds of bad line logged, want %d (%v)", kinds, len(bad), h.full)
+		t.Fatalf("control: %d kinds of bad line logged, want %d (%v)", kinds, len(bad), h.Kinds())
 	}
 	if records > 100 {
 		t.Fatalf("%d bad lines of one turn made %d warning log records", each*len(bad), records)
@@ -96,7 +51,7 @@ func TestBadLinesAreLoggedWithinTheBound(t *testing.T) {
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	records, logged, suppressed, _ := h.counts()
+	records, logged, suppressed, _ := h.Counts()
 	t.Logf("after Stop: %d records, %d lines logged in full, %d counted in summaries", records, logged, suppressed)
 	if logged+suppressed != each*int64(len(bad)) {
 		t.Fatalf("the log accounts for %d+%d bad lines, want %d", logged, suppressed, each*len(bad))

@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -267,4 +269,70 @@ func LiveTurn(tb testing.TB, a harness.Adapter) harness.TurnResult {
 		tb.Errorf("the turn's response %q does not end with its last line", r.res.Response)
 	}
 	return r.res
+}
+
+// WarnCounter is a slog.Handler counting the records of level Warn and
+// above: those written in full, by message, and the summaries of an
+// adapterkit.LogLimit with the records they say were not written (their
+// "suppressed" attribute). Its zero value is ready; it is safe for
+// concurrent use.
+type WarnCounter struct {
+	mu         sync.Mutex
+	full       map[string]int
+	summaries  int
+	suppressed int64
+}
+
+// Enabled reports every level as enabled.
+func (h *WarnCounter) Enabled(context.Context, slog.Level) bool { return true }
+
+// Handle counts r.
+func (h *WarnCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	summary := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "suppressed" {
+			h.suppressed += a.Value.Int64()
+			summary = true
+		}
+		return true
+	})
+	if summary {
+		h.summaries++
+	} else {
+		if h.full == nil {
+			h.full = map[string]int{}
+		}
+		h.full[r.Message]++
+	}
+	return nil
+}
+
+// WithAttrs returns h: attributes are not counted.
+func (h *WarnCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+// WithGroup returns h.
+func (h *WarnCounter) WithGroup(string) slog.Handler { return h }
+
+// Counts returns the records written (in full and summaries), those
+// written in full, those the summaries say were not written, and the kinds
+// (messages) written in full.
+func (h *WarnCounter) Counts() (records int, logged, suppressed int64, kinds int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.full {
+		logged += int64(n)
+	}
+	return int(logged) + h.summaries, logged, h.suppressed, len(h.full)
+}
+
+// Kinds returns how many records of each message were written in full.
+func (h *WarnCounter) Kinds() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.full)
 }

@@ -10,16 +10,9 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
-
-// heapAfterGC is the live heap.
-func heapAfterGC() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // flood is a shell command printing n bytes of 4 KiB lines.
 func flood(n int) string {
@@ -44,11 +37,11 @@ func wantOutputBound(t *testing.T, err error, typ wire.FailureType) {
 func TestOutputBeforeReadyIsBoundedByTheOutputLimit(t *testing.T) {
 	const n = 40 << 20
 	l := adaptertest.Launch(t, "sh", "-c", flood(n)+`; echo '{"type":"ready"}'; exec cat >/dev/null`)
-	base := heapAfterGC()
+	base := testbin.LiveHeap()
 	a := New()
 	err := a.Start(context.Background(), l)
 	defer a.Stop(context.Background())
-	held := int64(heapAfterGC()) - int64(base)
+	held := int64(testbin.LiveHeap()) - int64(base)
 	t.Logf("start: %v; heap after start grew by %d MiB", err, held>>20)
 	wantOutputBound(t, err, wire.FailureStartupFailed)
 	if held > n/4 {

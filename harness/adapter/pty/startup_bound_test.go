@@ -8,16 +8,9 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
-
-// heapAfterGC is the live heap.
-func heapAfterGC() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // The rows a program prints before its prompt are kept for the first turn,
 // bounded by the output limit as a turn's output is: 24 MB before the
@@ -33,11 +26,11 @@ for i in $(seq %d); do printf '%%s\n' "$row"; done
 printf 'ready> '; exec cat >/dev/null`
 	startFails := func(t *testing.T, l *harness.Launch) {
 		t.Helper()
-		base := heapAfterGC()
+		base := testbin.LiveHeap()
 		a := New()
 		err := a.Start(context.Background(), l)
 		defer a.Stop(context.Background())
-		held := int64(heapAfterGC()) - int64(base)
+		held := int64(testbin.LiveHeap()) - int64(base)
 		t.Logf("start: %.200v; heap after start grew by %d MiB", err, held>>20)
 		if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "episode.output_limit") {
 			t.Fatalf("got %.300v, want startup_failed naming episode.output_limit", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -32,11 +33,11 @@ exec cat >/dev/null`
 // limit, starts with the 40 lines kept.
 func TestOutputBeforeInitializeIsBoundedByTheOutputLimit(t *testing.T) {
 	l := adaptertest.Launch(t, "bash", "-c", noisyInitialize(40, 1000000))
-	base := heapAfterGC()
+	base := testbin.LiveHeap()
 	a := New()
 	err := a.Start(context.Background(), l)
 	defer a.Stop(context.Background())
-	held := int64(heapAfterGC()) - int64(base)
+	held := int64(testbin.LiveHeap()) - int64(base)
 	t.Logf("start: %v; heap after start grew by %d MiB", err, held>>20)
 	if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, "episode.output_limit") {
 		t.Fatalf("40 MB before initialize's answer: %v, want startup_failed naming episode.output_limit", err)
@@ -57,12 +58,4 @@ func TestOutputBeforeInitializeIsBoundedByTheOutputLimit(t *testing.T) {
 		t.Errorf("%d lines kept for the first turn, want 40", len(a.early))
 	}
 	a.mu.Unlock()
-}
-
-// heapAfterGC is the live heap.
-func heapAfterGC() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
