@@ -103,19 +103,15 @@ const (
 // answers: the reader waits for room under the waiting call's context
 // (the turn's deadline), so that it stops reading an agent that does not
 // read, and neither memory nor goroutines grow with the agent's requests.
-// close ends the writer.
-//
-// Every write takes wsem first, under its caller's context: a write that
-// waits for the agent to read holds the process's write lock, which does
-// not heed a context, so without wsem a turn's prompt queued behind an
-// unread answer would outlive the turn's deadline.
+// close ends the writer. A turn's prompt queued behind an unread answer
+// keeps the turn's deadline: the process's write lock is taken under the
+// writer's context (process.Process.Write).
 type conn struct {
 	p       *process.Process
 	log     *adapterkit.LogLimit
 	serve   handler
 	maxLine int // the line limit in force, for messages
 	nextID  atomic.Int64
-	wsem    chan struct{} // one write at a time
 
 	ctx     context.Context // ends the answer writer
 	cancel  context.CancelFunc
@@ -132,7 +128,7 @@ type conn struct {
 func newConn(p *process.Process, log *adapterkit.LogLimit, maxLine int, serve handler) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{p: p, log: log, serve: serve, maxLine: maxLine, ctx: ctx, cancel: cancel,
-		wsem: make(chan struct{}, 1), ready: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+		ready: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 }
 
 // write sends one message as one line.
@@ -145,14 +141,9 @@ func (c *conn) write(ctx context.Context, m *message) error {
 	return c.writeLine(ctx, b)
 }
 
-// writeLine writes b and a newline once no other write of c is under way.
+// writeLine writes b and a newline as one write (one at a time: the
+// process's write lock, taken under ctx).
 func (c *conn) writeLine(ctx context.Context, b []byte) error {
-	select {
-	case c.wsem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-c.wsem }()
 	return c.p.WriteLine(ctx, b)
 }
 
