@@ -99,20 +99,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // timeout dropped (408), naming the cause and the bound, and reports
 // whether err was either.
 func refuseBody(w http.ResponseWriter, err error) bool {
-	var spent *doorcap.BodyBudgetError
-	var slow *doorcap.BodyTimeoutError
-	switch {
-	case errors.As(err, &spent):
-		w.Header().Set("Retry-After", "1")
-		w.Header().Set("X-Harnessd-Refused", doorcap.ReasonBodies)
-		http.Error(w, "harnessd: "+spent.Error(), http.StatusServiceUnavailable)
-	case errors.As(err, &slow):
-		w.Header().Set("Connection", "close")
-		http.Error(w, "harnessd: "+slow.Error(), http.StatusRequestTimeout)
-	default:
-		return false
+	status, msg, ok := doorcap.BodyRefusal(w, err)
+	if ok {
+		http.Error(w, "harnessd: "+msg, status)
 	}
-	return true
+	return ok
 }
 
 // authorized reports whether r carries the Server's bearer token, and

@@ -103,18 +103,14 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 // bodyFailure is the answer to a body the door's budget refused or its
 // read timeout dropped, or nil for any other error.
 func bodyFailure(w http.ResponseWriter, err error) *failure {
-	var spent *doorcap.BodyBudgetError
-	var slow *doorcap.BodyTimeoutError
+	status, msg, ok := doorcap.BodyRefusal(w, err)
 	switch {
-	case errors.As(err, &spent):
-		w.Header().Set("Retry-After", "1")
-		w.Header().Set("X-Harnessd-Refused", doorcap.ReasonBodies)
-		return &failure{Status: http.StatusServiceUnavailable, Kind: failUnavailable, Message: "gateway: " + spent.Error()}
-	case errors.As(err, &slow):
-		w.Header().Set("Connection", "close")
-		return &failure{Status: http.StatusRequestTimeout, Kind: failInvalid, Message: "gateway: " + slow.Error()}
+	case !ok:
+		return nil
+	case status == http.StatusServiceUnavailable:
+		return &failure{Status: status, Kind: failUnavailable, Message: "gateway: " + msg}
 	}
-	return nil
+	return &failure{Status: status, Kind: failInvalid, Message: "gateway: " + msg}
 }
 
 // countTokens answers a count_tokens request locally with an estimate: it

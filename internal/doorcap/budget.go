@@ -247,3 +247,23 @@ func (x *Body) Release() {
 		x.err = errors.New("doorcap: request body read after its release")
 	}
 }
+
+// BodyRefusal sets on w the headers of the answer to a body err refused
+// (the budget: 503 with Retry-After and X-Harnessd-Refused; the read
+// timeout: 408, the connection closed) and returns its status and message;
+// ok is false for any other error. The door writes the answer in its own
+// shape.
+func BodyRefusal(w http.ResponseWriter, err error) (status int, msg string, ok bool) {
+	var spent *BodyBudgetError
+	var slow *BodyTimeoutError
+	switch {
+	case errors.As(err, &spent):
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("X-Harnessd-Refused", ReasonBodies)
+		return http.StatusServiceUnavailable, spent.Error(), true
+	case errors.As(err, &slow):
+		w.Header().Set("Connection", "close")
+		return http.StatusRequestTimeout, slow.Error(), true
+	}
+	return 0, "", false
+}
