@@ -128,3 +128,27 @@ func BenchmarkReadLine(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLines: the same line through Lines' goroutine and channel (what
+// the stream-json and ACP adapters read with before they moved to
+// ReadLine), the comparison for BenchmarkReadLine.
+func BenchmarkLines(b *testing.B) {
+	s, err := NewSupervisor(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(context.Background(), 0)
+	p, err := s.Start(Spec{Name: "yes", Path: "yes", Args: []string{`{"type":"text_output","data":{"text":"a line of a typical turn, about a hundred bytes long"}}`}, Env: DefaultEnviron(nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Stop(context.Background(), 0)
+	lines := p.Lines()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, ok := <-lines; !ok {
+			b.Fatal("stdout closed")
+		}
+	}
+}

@@ -59,6 +59,13 @@ func (p *Process) ReadLine(ctx context.Context) (Line, error) {
 // (or when Stop tears the readers down). The first call starts the
 // goroutine that feeds it, after any ReadLine in progress has returned;
 // from then on ReadLine fails with ErrLinesMode. It is nil in other modes.
+//
+// Lines is for a consumer that reads until EOF (a turn's own process): its
+// goroutine reads ahead into a buffer of Spec.LineBuffer lines, which may
+// hold LineBuffer × MaxLineBytes bytes (1 GiB by default) while the
+// consumer does not read. A consumer that pauses between reads (a
+// long-lived harness between turns) uses ReadLine, which leaves what it
+// has not read in the pipe, where a child that writes on blocks.
 func (p *Process) Lines() <-chan Line {
 	if p.lr == nil {
 		return nil

@@ -73,21 +73,21 @@ func AskProgram(ctx context.Context, p *process.Process, q Query) (*Answer, erro
 		return nil, fmt.Errorf("write to the user program: %w%s", err, stderrOf(p))
 	}
 	for {
-		select {
-		case <-ctx.Done():
+		// Read on this goroutine: what the program prints between
+		// questions waits in its pipe, not in the daemon.
+		line, err := p.ReadLine(ctx)
+		switch {
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case line, ok := <-p.Lines():
-			if !ok {
-				st, _ := p.Wait(context.WithoutCancel(ctx))
-				return nil, fmt.Errorf("the user program %s before answering%s", st, stderrOf(p))
-			}
-			if line.TooLong {
-				return nil, fmt.Errorf("the user program wrote a line over %d bytes", line.Size)
-			}
-			text := bytes.TrimSpace(line.Text)
-			if len(text) == 0 {
-				continue
-			}
+		case errors.Is(err, io.EOF):
+			st, _ := p.Wait(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("the user program %s before answering%s", st, stderrOf(p))
+		case err != nil:
+			return nil, fmt.Errorf("read the user program's answer: %w", err)
+		case line.TooLong:
+			return nil, fmt.Errorf("the user program wrote a line over %d bytes", line.Size)
+		}
+		if text := bytes.TrimSpace(line.Text); len(text) > 0 {
 			return DecodeAnswer(text)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -92,8 +93,8 @@ const (
 // reader of its own: the caller waiting for a response reads the agent's
 // stdout lines, so notifications are handled in order, before the response
 // that follows them, on the caller's goroutine. Nothing reads the agent's
-// output while no call waits (between turns); it queues in the process's
-// line buffer and then in the pipe.
+// output while no call waits (between turns); it waits in the agent's
+// stdout pipe, and an agent that fills it blocks until the next call.
 //
 // Requests of the agent are answered by serve, called on the reading
 // goroutine (decisions are quick and see the turn's state); the answers
@@ -213,14 +214,14 @@ func isID(raw json.RawMessage, id int64) bool {
 // long.
 func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, error) {
 	for {
-		var line process.Line
-		var ok bool
-		select {
-		case line, ok = <-c.p.Lines():
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if !ok {
+		line, err := c.p.ReadLine(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("acp: read the agent's output: %w", err)
+			}
 			return nil, errClosed
 		}
 		if line.TooLong {

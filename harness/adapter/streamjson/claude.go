@@ -2,7 +2,9 @@ package streamjson
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -194,16 +196,14 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	in.MarkLive()
 	answered := false // the harness wrote a line of this turn
 	for {
-		var l process.Line
-		var ok bool
-		select {
-		case l, ok = <-p.Lines():
-		case <-ctx.Done():
-			return harness.TurnResult{}, ctx.Err()
-		}
-		if !ok {
+		// Read on this goroutine: output nobody reads waits in the pipe.
+		l, err := p.ReadLine(ctx)
+		if err != nil {
 			if ctx.Err() != nil {
 				return harness.TurnResult{}, ctx.Err()
+			}
+			if !errors.Is(err, io.EOF) {
+				return harness.TurnResult{}, fmt.Errorf("streamjson: read the harness's output: %w", err)
 			}
 			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
 		}

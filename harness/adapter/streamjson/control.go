@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -56,39 +57,40 @@ func (a *Adapter) handshake(ctx context.Context, p *process.Process, o Options) 
 	if err := p.WriteLine(ctx, req); err != nil {
 		return nil, a.startupFailure(ctx, p, "stopped reading its input during start-up", err)
 	}
-	t := time.NewTimer(o.InitializeTimeout)
-	defer t.Stop()
+	ictx, cancel := context.WithTimeout(ctx, o.InitializeTimeout)
+	defer cancel()
 	var early []process.Line
 	for {
-		select {
-		case l, ok := <-p.Lines():
-			if !ok {
-				return nil, a.startupFailure(ctx, p, "closed its output during start-up", nil)
-			}
-			if r, ok := initializeResponse(l, id); ok {
-				if r.Subtype == "error" {
-					a.log.Warn("agent refused the initialize control request", "error", r.errorText())
-				}
-				return early, nil
-			}
-			if len(early) == maxEarlyLines {
-				return nil, a.startupFailure(ctx, p,
-					fmt.Sprintf("wrote more than %d lines before answering initialize", maxEarlyLines), nil)
-			}
-			if err := p.CheckStartupOutput(); err != nil {
-				return nil, err // described by adapterkit, naming the knob
-			}
-			early = append(early, l)
-		case <-t.C:
+		l, err := p.ReadLine(ictx)
+		switch {
+		case ctx.Err() != nil:
+			return nil, a.startupFailure(ctx, p, "did not become ready", ctx.Err())
+		case ictx.Err() != nil:
 			if !p.Alive() {
 				return nil, a.startupFailure(ctx, p, "exited during start-up", nil)
 			}
 			a.log.Info("agent did not answer the initialize control request; assuming it is ready",
 				"waited", o.InitializeTimeout)
 			return early, nil
-		case <-ctx.Done():
-			return nil, a.startupFailure(ctx, p, "did not become ready", ctx.Err())
+		case errors.Is(err, io.EOF):
+			return nil, a.startupFailure(ctx, p, "closed its output during start-up", nil)
+		case err != nil:
+			return nil, a.startupFailure(ctx, p, "output could not be read during start-up", err)
 		}
+		if r, ok := initializeResponse(l, id); ok {
+			if r.Subtype == "error" {
+				a.log.Warn("agent refused the initialize control request", "error", r.errorText())
+			}
+			return early, nil
+		}
+		if len(early) == maxEarlyLines {
+			return nil, a.startupFailure(ctx, p,
+				fmt.Sprintf("wrote more than %d lines before answering initialize", maxEarlyLines), nil)
+		}
+		if err := p.CheckStartupOutput(); err != nil {
+			return nil, err // described by adapterkit, naming the knob
+		}
+		early = append(early, l)
 	}
 }
 
