@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/harnessd/harnessd/internal/version"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -167,5 +170,43 @@ func TestMetricsDuringEpisode(t *testing.T) {
 		if !known {
 			t.Errorf("error_type label %q is outside the bounded set", v)
 		}
+	}
+}
+
+// Guards harnessd_build_info's revision (4ae2eac): it is the revision
+// harnessd version names, the Go build info's or else the one make build
+// stamps with -ldflags. The test builds the real binary as make build does
+// in a tree the Go toolchain does not stamp (-buildvcs=false, -X ...revision),
+// serves it and scrapes /metrics: the series' revision label is the stamp,
+// as version --json says. Reading the build info alone (the code before)
+// labels it "unknown".
+func TestBuildInfoCarriesTheStampedRevision(t *testing.T) {
+	t.Parallel()
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	bin := filepath.Join(t.TempDir(), "harnessd")
+	build := exec.Command("go", "build", "-buildvcs=false",
+		"-ldflags", "-X github.com/harnessd/harnessd/internal/version.revision="+rev, "-o", bin, "./cmd/harnessd")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version", "--json").Output()
+	var v version.Info
+	if err != nil || json.Unmarshal(out, &v) != nil || v.Revision != rev {
+		t.Fatalf("the control: version --json of the stamped build: %s (%v), want revision %s", out, err, rev)
+	}
+	const token = "build-info-token"
+	d := startDaemon(t, spec{Bin: bin, Flags: isolationProcess, Harness: agentCmd(t), Env: []string{"HARNESSD_API_TOKEN=" + token}})
+	fams := scrape(t, d, token)
+	f, ok := fams["harnessd_build_info"]
+	if !ok || len(f.GetMetric()) != 1 {
+		t.Fatalf("harnessd_build_info: %v, want one series", f)
+	}
+	labels := map[string]string{}
+	for _, l := range f.GetMetric()[0].GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if labels["revision"] != rev || labels["version"] != v.Version {
+		t.Errorf("harnessd_build_info labels %v, want revision %s and version %s (as version --json says)", labels, rev, v.Version)
 	}
 }
