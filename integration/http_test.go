@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -441,5 +442,44 @@ func TestChatExitsNonZeroWhenARequestFailed(t *testing.T) {
 	}
 	if !strings.Contains(out, "step: ") || !strings.Contains(out, "1 of 4 requests failed") {
 		t.Errorf("chat's output does not say what failed:\n%s", out)
+	}
+}
+
+// Guards the count line of a chat whose first reset fails (ff7fd2b): chat
+// ends there, exit 1, and says, as after any failed request, how many of
+// its requests failed ("harnessd chat: 1 of 1 requests failed", the reset
+// being its only request). The server is a real daemon whose tool server's
+// URL has no listener, so every reset fails (EXECUTION_ERROR: start tool
+// source ...); before ff7fd2b chat exited 1 with the reset's error only.
+// The control, a daemon whose reset works, gets no count line and exit 0.
+func TestChatSaysHowManyRequestsFailedWhenItsFirstResetFails(t *testing.T) {
+	t.Parallel()
+	chat := func(d *daemon) (string, error) {
+		cmd := exec.Command(harnessdBin(t), "chat", "--url", d.URL)
+		cmd.Env = append(os.Environ(), "HARNESSD_API_TOKEN=")
+		cmd.Stdin = strings.NewReader("reply hello\n")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	ok := startDaemon(t, spec{Flags: isolationProcess, Harness: agentCmd(t)})
+	if out, err := chat(ok); err != nil || strings.Contains(out, "requests failed") || !strings.Contains(out, "hello") {
+		t.Fatalf("the control, a reset that works: %v\n%s", err, out)
+	}
+	// A tool server by URL where nothing listens: serve starts (the
+	// service may come back) and each reset fails starting its source.
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + gone.Addr().String() + "/mcp"
+	gone.Close()
+	broken := startDaemon(t, spec{Flags: append([]string{"--tool=gone=http:" + url}, isolationProcess...), Harness: agentCmd(t)})
+	out, err := chat(broken)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("chat whose first reset fails: %v, want exit 1\n%s", err, out)
+	}
+	if !strings.Contains(out, "reset: ") || !strings.Contains(out, "harnessd chat: 1 of 1 requests failed\n") {
+		t.Errorf("chat whose first reset fails does not say how many requests failed:\n%s", out)
 	}
 }
