@@ -93,9 +93,11 @@ func (b *turnCaps) merge(t *wire.Truncation) (first bool) {
 }
 
 // exempt events are kept whatever the bounds: the turn's end and the
-// daemon's own (failures, notices), a few per turn.
+// daemon's own (failures, notices), a few per turn. An egress event is the
+// daemon's report of a connection the harness made, one per connection,
+// as many as the harness makes: it counts like the harness's own events.
 func exempt(e wire.Event) bool {
-	return e.Type == wire.EventTurnComplete || e.Origin == wire.OriginDaemon
+	return e.Type == wire.EventTurnComplete || e.Origin == wire.OriginDaemon && e.Type != wire.EventEgress
 }
 
 // truncationNotice is the message of the daemon's event that says a turn's

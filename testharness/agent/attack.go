@@ -57,6 +57,7 @@ var attacks = map[string]func(ctx context.Context, args []string) AttackResult{
 	"forkflood":    attackForkFlood,
 	"memhog":       attackMemHog,
 	"escape":       attackEscape,
+	"egress-flood": attackEgressFlood,
 }
 
 // AttackNames lists the attacks, for the README and errors.
