@@ -151,11 +151,7 @@ func (s *Server) mcpDispatch(ctx context.Context, method string, params map[stri
 	case "openenv/session/create":
 		m, err := s.create(kindMCP)
 		if err != nil {
-			var ce *CapacityError
-			if errors.As(err, &ce) {
-				return nil, &rpcError{Code: rpcCapacity, Message: ce.Error(), Data: map[string]any{"active_sessions": ce.Active, "max_sessions": ce.Max}}
-			}
-			return nil, s.rpcInternal(err)
+			return nil, s.rpcSessionError(err)
 		}
 		return map[string]any{"session_id": m.id}, nil
 	case "openenv/session/close":
@@ -179,7 +175,10 @@ func (s *Server) mcpDispatch(ctx context.Context, method string, params map[stri
 
 // mcpSession picks the session a tools/* request uses: the /ws connection's,
 // the one named by session_id, or a throwaway session that starts only the
-// tool servers (never a harness).
+// tool servers (never a harness). The throwaway session takes a slot of
+// max_sessions while the request runs: it starts processes as a session
+// does, and requests without a session_id must not start them past the
+// capacity (refused with the capacity error, as a session's creation is).
 func (s *Server) mcpSession(id string, bound *managed) (*session.Session, func(), *rpcError) {
 	switch {
 	case bound != nil:
@@ -193,15 +192,31 @@ func (s *Server) mcpSession(id string, bound *managed) (*session.Session, func()
 		m.touch()
 		return m.sess, func() {}, nil
 	}
+	release, err := s.reg.reserve()
+	if err != nil {
+		return nil, nil, s.rpcSessionError(err)
+	}
 	sess, err := s.newSession("", nil)
 	if err != nil {
+		release()
 		return nil, nil, s.rpcInternal(err)
 	}
 	return sess, func() {
+		defer release()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		sess.Close(ctx)
 	}, nil
+}
+
+// rpcSessionError answers a session that could not be made: the capacity
+// error with its numbers, else an internal error.
+func (s *Server) rpcSessionError(err error) *rpcError {
+	var ce *CapacityError
+	if errors.As(err, &ce) {
+		return &rpcError{Code: rpcCapacity, Message: ce.Error(), Data: map[string]any{"active_sessions": ce.Active, "max_sessions": ce.Max}}
+	}
+	return s.rpcInternal(err)
 }
 
 func (s *Server) rpcInternal(err error) *rpcError {
