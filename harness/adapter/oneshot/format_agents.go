@@ -1,6 +1,8 @@
 package oneshot
 
 import (
+	"strings"
+
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -147,11 +149,9 @@ func (p *geminiParser) set(k string, v any) {
 // flush reports the open segment's text.
 func (p *geminiParser) flush(emit func(wire.Event)) {
 	if len(p.delta) > 0 {
-		t := ""
-		for _, d := range p.delta {
-			t += d
-		}
-		emit(textEvent(t))
+		// One join: adding the deltas one at a time copied the text once
+		// per delta (quadratic in a turn's deltas).
+		emit(textEvent(strings.Join(p.delta, "")))
 		p.delta = nil
 	}
 	p.text.cut("")
