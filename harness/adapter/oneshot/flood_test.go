@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -69,5 +70,61 @@ func TestGeminiDeltasJoinInLinearTime(t *testing.T) {
 	if attack > 4*control+(16<<20) {
 		t.Errorf("%d deltas of %d bytes allocated %d bytes (%d× the %d of whole messages): the join is quadratic",
 			n, len(content), attack, attack/max(control, 1), control)
+	}
+}
+
+// floodPeak runs one turn under the default output limit, discarding its
+// events, and returns the most live heap (after a collection) seen at
+// sixteen points of the turn, over the heap before it.
+func floodPeak(t *testing.T, a *Adapter, lines int) (res harness.TurnResult, events int, peak uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	base := testbin.LiveHeap()
+	every := max(lines/16, 1)
+	res, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "go", OutputLimit: 16 << 20}, func(wire.Event) {
+		if events++; events%every == 0 {
+			if h := testbin.LiveHeap(); h > base {
+				peak = max(peak, h-base)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("turn: %v", err)
+	}
+	return res, events, peak
+}
+
+// TestTextFormatsHoldTheirOutputNotTheirLines: the text format keeps
+// every line of the turn for its response (joined at the end), one string
+// each, and the jsonl format every line that is not JSON; a line of one
+// byte ("\n") is a 16-byte string header in that slice, so a turn's output
+// within the 16 MiB output limit held up to 16 times its size (and the
+// slice's growth copies on top): 16 MiB of empty lines, 268 MB live per
+// turn and half again while the slice grows, against the design's ~64 MiB
+// per flooding turn.
+//
+// Measured here before the fix, 4 MiB of output: as 1,024 lines of 4 KiB
+// (the control) the text turn held at most 5.0 MB; as 4,194,304 empty
+// lines, 67.9 MB; the jsonl turn as 2,097,152 lines "a", 34.8 MB.
+func TestTextFormatsHoldTheirOutputNotTheirLines(t *testing.T) {
+	const out = 4 << 20
+	long := strings.Repeat("x", 4095)
+	_, events, control := floodPeak(t, printLines(t, FormatText, long, out/4096), out/4096)
+	t.Logf("control: %d lines of 4 KiB: %d events, at most %d bytes held", out/4096, events, control)
+	if events != out/4096 || control < out/2 {
+		t.Fatalf("control: %d events, %d bytes held: the turn's lines are not what was measured", events, control)
+	}
+	for _, c := range []struct{ format, line string }{{FormatText, ""}, {FormatJSONL, "a"}} {
+		n := out / (len(c.line) + 1)
+		res, events, attack := floodPeak(t, printLines(t, c.format, c.line, n), n)
+		t.Logf("%s: %d lines %q: %d events, at most %d bytes held, response %d bytes", c.format, n, c.line, events, attack, len(res.Response))
+		if events != n {
+			t.Fatalf("%s: %d events of %d lines", c.format, events, n)
+		}
+		if attack > 2*control+(4<<20) {
+			t.Errorf("%s: %d bytes of output as lines %q held %d bytes (%d as 4 KiB lines): the format keeps a string per line",
+				c.format, out, c.line, attack, control)
+		}
 	}
 }

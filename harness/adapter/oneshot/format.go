@@ -62,19 +62,37 @@ func errorText(v any) *string {
 	return &s
 }
 
+// joinedLines joins a turn's lines with newlines as they come: it holds their
+// bytes, not a string per line (a 16-byte header for a 1-byte line held
+// a flood of short lines at 16 times its size).
+type joinedLines struct {
+	b strings.Builder
+	n int
+}
+
+func (l *joinedLines) add(s string) {
+	if l.n > 0 {
+		l.b.WriteByte('\n')
+	}
+	l.b.WriteString(s)
+	l.n++
+}
+
+func (l *joinedLines) String() string { return l.b.String() }
+
 // textParser: every stdout line, control sequences stripped, is text; the
 // response is all of it.
-type textParser struct{ lines []string }
+type textParser struct{ lines joinedLines }
 
 func (p *textParser) line(b []byte, emit func(wire.Event)) error {
 	s := vt.Strip(string(b))
-	p.lines = append(p.lines, s)
+	p.lines.add(s)
 	emit(textEvent(s))
 	return nil
 }
 
 func (p *textParser) result(func(wire.Event)) (string, bool, map[string]any) {
-	return strings.Trim(strings.Join(p.lines, "\n"), "\n"), false, nil
+	return strings.Trim(p.lines.String(), "\n"), false, nil
 }
 
 // jsonlParser: harnessd's line-protocol events, one turn per process. A
@@ -83,7 +101,7 @@ func (p *textParser) result(func(wire.Event)) (string, bool, map[string]any) {
 // that is not JSON is text; malformed JSON or an unknown event type is a
 // protocol error.
 type jsonlParser struct {
-	texts    []string
+	texts    joinedLines
 	complete *wire.TurnComplete
 }
 
@@ -93,7 +111,7 @@ func (p *jsonlParser) line(b []byte, emit func(wire.Event)) error {
 		return nil
 	}
 	if t[0] != '{' {
-		p.texts = append(p.texts, string(b))
+		p.texts.add(string(b))
 		emit(textEvent(string(b)))
 		return nil
 	}
@@ -120,7 +138,7 @@ func (p *jsonlParser) line(b []byte, emit func(wire.Event)) error {
 		p.complete = pl
 		return nil
 	case *wire.TextOutput:
-		p.texts = append(p.texts, pl.Text)
+		p.texts.add(pl.Text)
 	}
 	emit(ev(pl))
 	return nil
@@ -128,7 +146,7 @@ func (p *jsonlParser) line(b []byte, emit func(wire.Event)) error {
 
 func (p *jsonlParser) result(func(wire.Event)) (string, bool, map[string]any) {
 	if p.complete == nil {
-		return strings.Join(p.texts, "\n"), false, nil
+		return p.texts.String(), false, nil
 	}
 	var extra map[string]any
 	for k, v := range p.complete.Extra {
