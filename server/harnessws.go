@@ -16,7 +16,8 @@ import (
 // connection, session_started first, then per client message every event of
 // the turn as its own frame, ending in turn_complete — or a terminal error
 // event, after which the socket closes. {"type":"cancel"} interrupts the
-// running turn. Frames sent during a turn are handled after it.
+// running turn. Frames sent during a turn are handled after it (at most
+// maxHarnessBacklog of them; a cancel is taken at once).
 func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 	wc, err := s.accept(w, r, surfaceHarness)
 	if err != nil {
@@ -80,8 +81,8 @@ func (s *Server) handleHarness(w http.ResponseWriter, r *http.Request) {
 		if msg == nil { // a cancel with no turn running
 			continue
 		}
-		end, more := s.harnessTurn(wc, m, *msg)
-		backlog = append(backlog, more...)
+		var end string
+		end, backlog = s.harnessTurn(wc, m, *msg, backlog)
 		if end != "" {
 			why = end
 			return
@@ -122,9 +123,18 @@ func parseHarnessFrame(in inbound) (*string, *wireError) {
 	return nil, &wireError{Message: fmt.Sprintf("Invalid message: type must be %q or %q", frameTypeMessage, frameTypeCancel), Code: codeValidation}
 }
 
+// maxHarnessBacklog bounds the frames of a /harness client that wait for
+// the running turn to end: each costs its record whatever its size (the
+// frame limit bounds only their bytes), so a client sending frames of one
+// byte during a long turn made the daemon hold about 50 bytes for each 7 it
+// sent, without end. A frame past it (a cancel excepted) is dropped, and
+// one protocol_error after the turn says how many were.
+const maxHarnessBacklog = 64
+
 // harnessTurn runs one turn, streaming its events. It returns a non-empty
-// reason when the connection must end, and frames that arrived meanwhile.
-func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string, backlog []inbound) {
+// reason when the connection must end, and backlog with the frames that
+// arrived meanwhile appended (at most maxHarnessBacklog in all).
+func (s *Server) harnessTurn(wc *wsConn, m *managed, content string, backlog []inbound) (end string, _ []inbound) {
 	events := make(chan wire.Event, 1024)
 	flushed := make(chan struct{})
 	// The terminal error event is held back until the turn's error type is
@@ -155,6 +165,7 @@ func (s *Server) harnessTurn(wc *wsConn, m *managed, content string) (end string
 	var res result
 	quit := s.quit
 	bounded := false
+	dropped := 0
 	defer func() {
 		if bounded {
 			releaseFloodMemory()
@@ -171,6 +182,11 @@ wait:
 				ctx, cancel := context.WithTimeout(wc.ctx, writeTimeout)
 				m.sess.Interrupt(ctx)
 				cancel()
+				continue
+			}
+			if len(backlog) >= maxHarnessBacklog {
+				wc.release(in)
+				dropped++
 				continue
 			}
 			backlog = append(backlog, in)
@@ -203,6 +219,11 @@ wait:
 	case res.obs.Done:
 		wc.close(websocket.StatusNormalClosure, "episode complete")
 		return "episode complete", nil
+	}
+	if dropped > 0 {
+		wc.send((&wireError{Code: codeValidation, Message: fmt.Sprintf(
+			"%d frames sent during the turn were dropped: at most %d frames wait for a turn to end",
+			dropped, maxHarnessBacklog)}).frame(frameTypeProtoError))
 	}
 	return "", backlog
 }
