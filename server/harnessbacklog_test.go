@@ -114,3 +114,63 @@ func TestHarnessSocketBacklogIsBounded(t *testing.T) {
 		t.Errorf("after the turn: %d protocol errors %.3q; want the count of the dropped frames, then one per kept frame", len(after), after)
 	}
 }
+
+// cancelAfter starts a long turn on a /harness socket, sends frames of
+// 64 KiB of queued bytes first, then a cancel, and returns how long the
+// turn took to end after the cancel and whether it says it was cancelled.
+func cancelAfter(t *testing.T, ts *testServer, queued int) (time.Duration, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := ts.ws(t, "/harness", nil)
+	defer c.CloseNow()
+	if m := read(t, c, ctx); m["type"] != "session_started" {
+		t.Fatalf("first frame %v", m)
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"message","content":"sleep 20s;;reply late"}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the turn runs
+	big := []byte(`{"type":"message","content":"` + strings.Repeat("x", 64<<10-31) + `"}`)
+	for n := 0; n < queued; n += len(big) {
+		if err := c.Write(ctx, websocket.MessageText, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Now()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"cancel"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m := read(t, c, ctx)
+		if m["type"] == "turn_complete" {
+			c, _ := data(m)["cancelled"].(bool)
+			return time.Since(t0), c
+		}
+	}
+}
+
+// TestHarnessCancelBehindQueuedFramesIsTaken: {"type":"cancel"} interrupts
+// a /harness turn; but frames sent during the turn wait with their bytes
+// counted against the frame limit, and once they had reached it every
+// later frame was refused unread, the cancel among them: the turn ran to
+// its end. Small frames (a cancel is 17 bytes) are now taken whatever is
+// queued; their number is bounded by maxHarnessBacklog.
+//
+// Measured before the fix, frame limit 1 MiB: a cancel after 16 pipelined
+// messages of 64 KiB was never seen, the 20 s turn ended on its own 19.9 s
+// later, not cancelled; the control, a cancel with nothing queued, ended it
+// in 0.9 ms.
+func TestHarnessCancelBehindQueuedFramesIsTaken(t *testing.T) {
+	ts := start(t, Options{Mode: Production, MaxFrameBytes: 1 << 20, MaxSessions: 2})
+	took, cancelled := cancelAfter(t, ts, 0)
+	t.Logf("control: a cancel with nothing queued: the turn ended in %v, cancelled %v", took, cancelled)
+	if !cancelled || took > 5*time.Second {
+		t.Fatalf("control: the cancel did not end the turn (%v, cancelled %v)", took, cancelled)
+	}
+	took, cancelled = cancelAfter(t, ts, 1<<20)
+	t.Logf("attack: a cancel behind 1 MiB of queued messages: the turn ended in %v, cancelled %v", took, cancelled)
+	if !cancelled || took > 5*time.Second {
+		t.Errorf("a cancel behind 1 MiB of queued frames was not taken: the turn ended in %v, cancelled %v", took, cancelled)
+	}
+}

@@ -66,7 +66,8 @@ type wsConn struct {
 	readErr error
 	// queued counts the bytes of frames read but not yet handled (in frames
 	// or a handler's backlog); a frame that would take it past max is
-	// refused, so a client pipelining large frames cannot pile them up.
+	// refused (unless it is small: readFrame), so a client pipelining large
+	// frames cannot pile them up.
 	queued atomic.Int64
 	ctx    context.Context // ends when the peer is gone
 	cancel context.CancelFunc
@@ -209,7 +210,11 @@ func (wc *wsConn) readFrame(r io.Reader) (inbound, error) {
 	}
 	n := int64(len(buf))
 	wc.received.Add(float64(n))
-	if q := wc.queued.Load(); q > 0 && q+n > wc.max {
+	// A small frame is taken whatever is queued: a cancel or a close
+	// request behind frames that filled the limit was refused unread, and
+	// the turn it was to end ran on. Their number is bounded where they
+	// wait (cap(wc.frames), maxHarnessBacklog), and so their bytes.
+	if q := wc.queued.Load(); q > 0 && q+n > wc.max && n > smallFrame {
 		return inbound{tooBig: n, allowed: wc.max - q, queued: q}, nil
 	}
 	wc.queued.Add(n)
