@@ -77,11 +77,12 @@ func parseObject(b []byte) (map[string]json.RawMessage, *wireError) {
 	if err := json.Unmarshal(b, &raw); err == nil && raw != nil {
 		return raw, nil
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	// Validated without building its values (a frame of 64 MiB of zeros
+	// decoded into Go values is 2.6 GB), and echoed within maxEchoedInput.
+	if err := json.Unmarshal(b, new(json.RawMessage)); err != nil {
 		return nil, &wireError{Message: "Invalid JSON: " + err.Error(), Code: codeInvalidJSON}
 	}
-	return nil, invalid(fieldError{Type: "model_type", Loc: []any{}, Msg: "Input should be a valid dictionary", Input: v})
+	return nil, invalid(fieldError{Type: "model_type", Loc: []any{}, Msg: "Input should be a valid dictionary", Input: rawInput(b)})
 }
 
 // parseWSFrame validates a /ws frame's envelope.
@@ -115,8 +116,8 @@ func parseWSFrame(b []byte) (frame, *wireError) {
 
 // parseAction validates a step's data as a harness action: {"message": str,
 // "metadata": {}} with no other keys; the message may hold tabs and
-// newlines but no other control characters. The metadata is the client's
-// own and kept as given.
+// newlines but no other control characters. Of the metadata, the client's
+// own, the daemon keeps the keys it reads (actionMetadata).
 func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 	var a wire.Action
 	if data == nil {
@@ -144,7 +145,7 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 		}
 	}
 	if md, ok := raw["metadata"]; ok && !bytes.Equal(md, []byte("null")) {
-		if json.Unmarshal(md, &a.Metadata) != nil {
+		if a.Metadata, ok = actionMetadata(md); !ok {
 			errs = append(errs, fieldError{Type: "dict_type", Loc: append(loc, "metadata"), Msg: "Input should be a valid dictionary", Input: rawInput(md)})
 		}
 	}
@@ -157,6 +158,25 @@ func parseAction(data json.RawMessage, loc ...any) (wire.Action, *wireError) {
 		return a, invalid(errs...)
 	}
 	return a, nil
+}
+
+// actionMetadata reads an action's metadata, which must be an object: the
+// keys the daemon uses (session.SubmitKey, session.PlayKey) with a boolean
+// value; the rest is the client's own, validated and not decoded into Go
+// values (8 MiB of zeros under a key of its own allocated 338 MiB).
+func actionMetadata(md []byte) (map[string]any, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(md, &fields) != nil || fields == nil {
+		return nil, false
+	}
+	m := map[string]any{}
+	for _, k := range []string{session.SubmitKey, session.PlayKey} {
+		var b bool
+		if v, ok := fields[k]; ok && json.Unmarshal(v, &b) == nil {
+			m[k] = b
+		}
+	}
+	return m, true
 }
 
 // parseStepFast reads the usual step frame, {"type":"step","data":

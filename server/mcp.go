@@ -57,37 +57,29 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request) {
 // mcpRequest validates and dispatches one JSON-RPC request. bound is the
 // /ws connection's session, if the request came over /ws.
 func (s *Server) mcpRequest(ctx context.Context, body []byte, bound *managed) map[string]any {
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil || body == nil {
+	// The request is decoded a field at a time, each only once its JSON
+	// kind is right: the params (a tool's arguments) stay raw JSON, and
+	// nothing a client sends becomes Go values in bulk (64 MiB of zeros
+	// decoded into them is 2.6 GB).
+	var raw map[string]json.RawMessage
+	if body == nil || !json.Valid(body) {
 		return rpcResponse(nil, nil, &rpcError{Code: rpcParseError, Message: "Parse error"})
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
+	if json.Unmarshal(body, &raw) != nil || raw == nil {
 		return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: must be a JSON object"})
 	}
-	var raw map[string]json.RawMessage
-	json.Unmarshal(body, &raw)
-	id := raw["id"]
-	switch idv := obj["id"].(type) {
-	case string:
-		// Echoed as decoded, so that invalid UTF-8 in the request's id
-		// never reaches the response (a WebSocket text frame must be UTF-8).
-		id = marshal(idv)
-	case float64, nil:
-		if f, isNum := idv.(float64); isNum && f != float64(int64(f)) {
-			return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: id must be a string, an integer or null"})
-		}
-	default:
+	id, ok := rpcRequestID(raw["id"])
+	if !ok {
 		return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: id must be a string, an integer or null"})
 	}
-	if obj["jsonrpc"] != "2.0" {
+	if v, ok := jsonString(raw["jsonrpc"]); !ok || v != "2.0" {
 		return rpcResponse(id, nil, &rpcError{Code: rpcInvalidRequest, Message: `Invalid request: jsonrpc must be "2.0"`})
 	}
-	method, ok := obj["method"].(string)
+	method, ok := jsonString(raw["method"])
 	if !ok {
 		return rpcResponse(id, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: method must be a string"})
 	}
-	for k := range obj {
+	for k := range raw {
 		switch k {
 		case "jsonrpc", "method", "params", "id":
 		default:
@@ -96,13 +88,53 @@ func (s *Server) mcpRequest(ctx context.Context, body []byte, bound *managed) ma
 	}
 	params := map[string]json.RawMessage{}
 	if p, ok := raw["params"]; ok && !bytes.Equal(p, []byte("null")) {
-		if _, isObj := obj["params"].(map[string]any); !isObj {
+		if jsonKind(p) != '{' {
 			return rpcResponse(id, nil, &rpcError{Code: rpcInvalidParams, Message: "Params must be an object"})
 		}
 		json.Unmarshal(p, &params)
 	}
 	result, rerr := s.mcpDispatch(ctx, method, params, bound)
 	return rpcResponse(id, result, rerr)
+}
+
+// rpcRequestID is a request's id as the response echoes it: a string
+// (re-encoded from its decoded value, so that invalid UTF-8 never reaches
+// the response: a WebSocket text frame must be UTF-8), an integer as sent,
+// or null (absent too). ok is false for any other id.
+func rpcRequestID(raw json.RawMessage) (id json.RawMessage, ok bool) {
+	switch jsonKind(raw) {
+	case 0, 'n':
+		return raw, true
+	case '"':
+		v, ok := jsonString(raw)
+		return marshal(v), ok
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		var f float64
+		if json.Unmarshal(raw, &f) != nil || f != float64(int64(f)) {
+			return nil, false
+		}
+		return raw, true
+	}
+	return nil, false
+}
+
+// jsonKind is the first byte of a JSON value (0 for none): '{', '[', '"',
+// 't', 'f', 'n', or the start of a number.
+func jsonKind(raw json.RawMessage) byte {
+	b := bytes.TrimLeft(raw, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// jsonString decodes raw when it is a JSON string.
+func jsonString(raw json.RawMessage) (string, bool) {
+	var v string
+	if jsonKind(raw) != '"' || json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	return v, true
 }
 
 func (s *Server) mcpDispatch(ctx context.Context, method string, params map[string]json.RawMessage, bound *managed) (any, *rpcError) {

@@ -328,7 +328,8 @@ type LastError struct {
 type Action struct {
 	// Message is the user message.
 	Message string `json:"message"`
-	// Metadata is the client's own data about the action, kept as given.
+	// Metadata is what the daemon reads of the client's own data about the
+	// action: its submit and play keys (the server drops the rest).
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Timeout overrides the configured turn timeout for this step (0: use
 	// the configuration), as OpenEnv's HTTP /step timeout_s does. It is not
