@@ -53,6 +53,13 @@ _WS_MAJOR = int(str(getattr(websockets, "__version__", "10")).split(".")[0])
 T = TypeVar("T")
 
 
+def _is_closed(ws: Any) -> bool:
+    """Whether a websockets connection is closing or closed (every version's
+    connection has a ``state`` with these names)."""
+    state = getattr(ws, "state", None)
+    return getattr(state, "name", "") in ("CLOSING", "CLOSED")
+
+
 def _ws_url(base_url: str, session_id: str | None = None) -> str:
     b = normalize_base_url(base_url)
     u = ("wss" + b[5:] if b.startswith("https") else "ws" + b[4:]) + "/ws"
@@ -121,11 +128,14 @@ class AsyncEnv:
         await self.close()
 
     async def connect(self) -> None:
-        """Open the WebSocket (the session). Raises
+        """Open the WebSocket (the session); a connection the server has
+        closed (a drained daemon) is replaced by a new session. Raises
         :class:`~harnessd.errors.TransportError` when the daemon cannot be
         reached or refuses the upgrade (401 without the right token)."""
         if self._ws is not None:
-            return
+            if not _is_closed(self._ws):
+                return
+            self._ws = None  # the server closed it (a drained daemon): a new session
         headers = {"Authorization": "Bearer " + self.token} if self.token else {}
         kw: dict[str, Any] = {"max_size": self.max_frame_bytes, "open_timeout": self.open_timeout, "close_timeout": 5}
         kw["additional_headers" if _WS_MAJOR >= 14 else "extra_headers"] = headers
@@ -159,26 +169,13 @@ class AsyncEnv:
             if ws is None:
                 raise TransportError(f"{self.base_url}: the session is closed", url=self.base_url)
             try:
-                await ws.send(text)
-            except websockets.exceptions.ConnectionClosed as e:
-                # The server may have refused the session (capacity) and
-                # closed before our request: its error frame is still queued.
-                try:
-                    reply = await asyncio.wait_for(ws.recv(), 1.0)
-                except (websockets.exceptions.ConnectionClosed, asyncio.TimeoutError):
-                    raise self._closed(e) from e
-            else:
-                try:
-                    reply = await asyncio.wait_for(ws.recv(), self.request_timeout)
-                except websockets.exceptions.ConnectionClosed as e:
-                    raise self._closed(e) from e
-                except asyncio.TimeoutError as e:
-                    # The reply may still come: the session cannot be used
-                    # for another request, so end it.
-                    await self._abort()
-                    raise TransportError(f"{self.base_url}: no {want} reply within {self.request_timeout}s", url=self.base_url) from e
-                except OSError as e:
-                    raise TransportError(f"{self.base_url}: {e}", url=self.base_url) from e
+                reply = await self._exchange(ws, text, want)
+            except asyncio.CancelledError:
+                # The caller gave up (asyncio.wait_for, task.cancel()): the
+                # reply may still come and would answer the next request,
+                # so the session ends, as after a request_timeout.
+                await asyncio.shield(self._abort())
+                raise
         try:
             env = json.loads(reply)
         except (ValueError, TypeError) as e:
@@ -190,6 +187,39 @@ class AsyncEnv:
         if env.get("type") != want:
             raise ProtocolError(f"{self.base_url}: expected a {want!r} frame, got {env.get('type')!r}")
         return env.get("data")
+
+    async def _exchange(self, ws: Any, text: str, want: str) -> Any:
+        """Send one request frame and read its reply. A connection the
+        server closed is dropped, so that the next request (or
+        :meth:`connect`) opens a new session."""
+        try:
+            await ws.send(text)
+        except websockets.exceptions.ConnectionClosed as e:
+            # The server may have refused the session (capacity) and
+            # closed before our request: its error frame is still queued.
+            try:
+                return await asyncio.wait_for(ws.recv(), 1.0)
+            except (websockets.exceptions.ConnectionClosed, asyncio.TimeoutError):
+                self._drop(ws)
+                raise self._closed(e) from e
+        try:
+            return await asyncio.wait_for(ws.recv(), self.request_timeout)
+        except websockets.exceptions.ConnectionClosed as e:
+            self._drop(ws)
+            raise self._closed(e) from e
+        except asyncio.TimeoutError as e:
+            # The reply may still come: the session cannot be used
+            # for another request, so end it.
+            await self._abort()
+            raise TransportError(f"{self.base_url}: no {want} reply within {self.request_timeout}s", url=self.base_url) from e
+        except OSError as e:
+            self._drop(ws)
+            raise TransportError(f"{self.base_url}: {e}", url=self.base_url) from e
+
+    def _drop(self, ws: Any) -> None:
+        """Forget ws, a connection that is closed, if it is still ours."""
+        if self._ws is ws:
+            self._ws = None
 
     async def reset(
         self,
