@@ -325,3 +325,37 @@ def test_the_checker_refuses_what_does_not_conform(group: harnessd.GroupResult) 
     with pytest.raises(AssertionError):
         conforms([{"instance_id": "a"}], List[SkyRLTrajectoryID], "x")
     assert out["trajectory_ids"]
+
+
+def failing_policy(obs: harnessd.Observation, traj: Trajectory) -> str | None:
+    """A model call, then episode 1 of the group crashes its harness (exit
+    3) while the others answer."""
+    if not traj.turns:
+        return "llm what is 2+3"
+    if len(traj.turns) == 1:
+        return "crash 3" if traj.episode_id.endswith("-1") else "reply 5"
+    return None
+
+
+def test_a_failed_episode_is_marked_and_can_be_dropped(daemons) -> None:
+    """An episode that ended in a failure (here its harness crashed after a
+    model call) became a sample like any other: reward 0.0 (its crash's
+    reward is None, no rubric ran), finish_reason "stop", nothing saying it
+    failed, so a trainer took a crash of its harness for the policy's low
+    score. Its samples carry the failure; failed="drop" leaves them out."""
+    d = daemons.start(max_sessions=3)
+
+    async def go() -> harnessd.GroupResult:
+        async with harnessd.Pool([d.url]) as pool:
+            return await harnessd.rollout_group(pool, None, 3, failing_policy, group_id="fail")
+
+    g = asyncio.run(go())
+    assert [e.trajectory.error_type for e in g.episodes] == ["", "harness_crashed", ""]
+    kept = convert.samples_from_group(g)
+    assert [(s.index, s.error_type, s.failed) for s in kept] == [(0, "", False), (1, "harness_crashed", True), (2, "", False)]
+    assert kept[1].completion_ids and kept[1].reward == 0.0  # the control: its tokens are there, as before
+    assert convert.to_trl(kept)["error_type"] == ["", "harness_crashed", ""]
+    dropped = convert.samples_from_group(g, failed="drop")
+    assert [s.index for s in dropped] == [0, 2] and all(s.reward == 1.0 for s in dropped)
+    with pytest.raises(ValueError, match="failed is"):
+        convert.samples_from_group(g, failed="skip")

@@ -90,6 +90,14 @@ class Sample:
     ``inherited_calls`` are the chain's calls inherited from a fork's
     parent (empty for an episode not forked); whether their tokens are
     trained is the converter's ``inherited`` mode.
+
+    ``error_type`` is the episode's failure (``turn_timeout``,
+    ``harness_crashed``, ``episode_timeout``, …; docs/protocol.md), ``""``
+    for an episode that ended normally or was stopped by the policy. A
+    failed episode's reward is what its turns scored before the failure
+    (its last observation's reward is None: no rubric ran), not a
+    judgement of the whole episode; :func:`samples_from_group` can leave
+    failed episodes out (``failed="drop"``).
     """
 
     episode_id: str
@@ -112,6 +120,12 @@ class Sample:
     sampling_pinned: bool = False
     sampling_differs_calls: list[int] = field(default_factory=list)
     inherited_calls: list[int] = field(default_factory=list)
+    error_type: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """The episode ended in a failure (``error_type`` is set)."""
+        return bool(self.error_type)
 
     @property
     def oldest_policy_version(self) -> int | None:
@@ -160,15 +174,17 @@ def _check_inherited(inherited: str) -> None:
 
 
 def samples_from_export(export: dict[str, Any], reward: float | None = None, *, drop_fatal: bool = True, group: str = "", index: int = 0,
-                        inherited: str = "mask") -> list[Sample]:
+                        inherited: str = "mask", error_type: str = "") -> list[Sample]:
     """One :class:`Sample` per chain of ``export``, in chain order.
 
     ``reward`` (default: :func:`export_reward`, the sum of the turns'
     rewards) is given to every sample of the episode. With ``drop_fatal`` a
     chain a ``fatal`` issue names (directly or through one of its calls) is
     left out. ``inherited`` says what becomes of a fork's inherited
-    spans (:data:`INHERITED_MODES`, the module doc). Raises ValueError for
-    an export of another format, or a chain whose arrays do not line up."""
+    spans (:data:`INHERITED_MODES`, the module doc). ``error_type`` is the
+    episode's failure as the caller saw it (the export does not say; see
+    :attr:`Sample.error_type`). Raises ValueError for an export of another
+    format, or a chain whose arrays do not line up."""
     _check_inherited(inherited)
     if export.get("format") != EXPORT_FORMAT:
         raise ValueError(f"not a {EXPORT_FORMAT} export: format {export.get('format')!r}")
@@ -226,25 +242,39 @@ def samples_from_export(export: dict[str, Any], reward: float | None = None, *, 
             sampling_pinned=bool(cinfo) and all(bool(c.get("sampling_pinned")) for c in cinfo),
             sampling_differs_calls=[ci for ci, c in zip(calls, cinfo) if c.get("sampling_differs")],
             inherited_calls=[ci for ci, c in zip(calls, cinfo) if c.get("inherited")],
+            error_type=error_type,
         ))
     return out
 
 
-def samples_from_group(group: GroupResult, *, reward: str = "export", drop_fatal: bool = True, inherited: str = "mask") -> list[Sample]:
+def samples_from_group(group: GroupResult, *, reward: str = "export", drop_fatal: bool = True, inherited: str = "mask",
+                       failed: str = "keep") -> list[Sample]:
     """The samples of every episode of ``group`` that has an export, each
-    tagged with the group (its task, else its id) and the episode's index.
-    ``reward`` is ``"export"`` (the export's sum of turn rewards) or
-    ``"final"`` (the episode's last observation reward, 0.0 when None).
-    ``inherited`` is :func:`samples_from_export`'s (a
-    :class:`~harnessd.ForkGroup`'s siblings share the parent's prefix)."""
+    tagged with the group (its task, else its id), the episode's index and
+    its failure (:attr:`Sample.error_type`). ``reward`` is ``"export"``
+    (the export's sum of turn rewards) or ``"final"`` (the episode's last
+    observation reward, 0.0 when None — which a failure's is).
+    ``failed`` is ``"keep"`` (every episode, a failed one marked by its
+    ``error_type``: a group keeps its size) or ``"drop"`` (an episode that
+    ended in a failure — a timeout, a crash — is left out, so that a
+    failure of the harness or the infrastructure is not trained as the
+    policy's low reward). ``inherited`` is :func:`samples_from_export`'s
+    (a :class:`~harnessd.ForkGroup`'s siblings share the parent's
+    prefix)."""
     if reward not in ("export", "final"):
         raise ValueError("reward is 'export' or 'final'")
+    if failed not in ("keep", "drop"):
+        raise ValueError("failed is 'keep' or 'drop'")
     out: list[Sample] = []
     for ep in group.episodes:
         if ep.export is None:
             continue
+        err = ep.trajectory.error_type if ep.trajectory is not None else ""
+        if err and failed == "drop":
+            continue
         r = None if reward == "export" else float(ep.reward or 0.0)
-        out.extend(samples_from_export(ep.export, r, drop_fatal=drop_fatal, group=group.task or group.group_id, index=ep.index, inherited=inherited))
+        out.extend(samples_from_export(ep.export, r, drop_fatal=drop_fatal, group=group.task or group.group_id, index=ep.index,
+                                       inherited=inherited, error_type=err))
     return out
 
 
@@ -428,7 +458,8 @@ def to_trl(samples: Iterable[Sample]) -> dict[str, list[Any]]:
     TRL uses as its ``tool_mask``. Every other key is forwarded by TRL to
     the reward functions: ``harnessd_reward`` (the sample's reward, read by
     :func:`trl_reward`), ``episode_id``, ``chain_id``, ``policy_version``
-    (the sample's oldest call's version sent) and ``straddles_update``."""
+    (the sample's oldest call's version sent), ``straddles_update`` and
+    ``error_type`` (the episode's failure, ``""`` for none)."""
     ss = list(samples)
     return {
         "prompt_ids": [list(s.prompt_ids) for s in ss],
@@ -440,6 +471,7 @@ def to_trl(samples: Iterable[Sample]) -> dict[str, list[Any]]:
         "chain_id": [s.chain_id for s in ss],
         "policy_version": [s.oldest_policy_version for s in ss],
         "straddles_update": [s.straddles_update for s in ss],
+        "error_type": [s.error_type for s in ss],
     }
 
 
