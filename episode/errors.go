@@ -10,5 +10,5 @@ var (
 	// ErrNoTrainingCalls: the episode made no model call usable for
 	// training; Export returns the export beside it, for its calls and
 	// issues.
-	ErrNoTrainingCalls = errors.New("the episode has no training traffic: none of its model calls is usable for training")
+	ErrNoTrainingCalls = errors.New("the episode has no training traffic")
 )

@@ -288,8 +288,11 @@ func (ep *Episode) Export() (*gateway.Export, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ex.Chains) == 0 {
-		return ex, ErrNoTrainingCalls
+	switch {
+	case len(ex.Calls) == 0:
+		return ex, fmt.Errorf("%w: it made no model call through the gateway", ErrNoTrainingCalls)
+	case len(ex.Chains) == 0:
+		return ex, fmt.Errorf("%w: none of its %d model calls is usable for training (the export's issues say why)", ErrNoTrainingCalls, len(ex.Calls))
 	}
 	return ex, nil
 }

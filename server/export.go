@@ -116,7 +116,7 @@ func (s *Server) recordedExport(id string) (json.RawMessage, *exportError) {
 	if _, err := os.Stat(record); err != nil {
 		return nil, unknown
 	}
-	why := "episode " + quote(id) + " has ended (its record is " + record + ") without an export: "
+	why := "episode " + quote(id) + " has a record (" + record + ") but no export file: "
 	model := &s.cfg.Harness.Model
 	switch {
 	case !model.Enabled():
@@ -124,7 +124,10 @@ func (s *Server) recordedExport(id string) (json.RawMessage, *exportError) {
 	case model.UpstreamKind() != config.ModelUpstreamEngine:
 		return nil, &exportError{status: http.StatusConflict, reason: reasonEvaluation, msg: why + gateway.ErrEvaluationTraffic.Error()}
 	}
-	return nil, &exportError{status: http.StatusConflict, reason: reasonNoTraining, msg: why + session.ErrNoTrainingCalls.Error()}
+	return nil, &exportError{status: http.StatusConflict, reason: reasonNoTraining, msg: why +
+		// The export file is written as the episode ends.
+		"either it ended without a model call usable for training, or its daemon stopped before it ended " +
+		"(the export file is written as an episode ends; the record keeps its calls' token ids as gateway events)"}
 }
 
 // handleExport: GET /episodes/{episode_id}/export, the training export of

@@ -153,15 +153,17 @@ func checkChain(t *testing.T, ex *gateway.Export, turns []int) {
 }
 
 // TestExportWithoutTrainingTraffic: a passthrough episode and one without
-// a model call say so (409 with a reason), never with an empty export.
+// a model call say so (409 with a reason and a message that says which),
+// never with an empty export.
 func TestExportWithoutTrainingTraffic(t *testing.T) {
 	for _, c := range []struct {
 		engine bool
 		msg    string
 		reason string
+		says   string
 	}{
-		{false, "llm hi", reasonEvaluation},
-		{true, "reply no model call", reasonNoTraining},
+		{false, "llm hi", reasonEvaluation, "evaluation"},
+		{true, "reply no model call", reasonNoTraining, "it made no model call through the gateway"},
 	} {
 		ts := modelServer(t, c.engine, "")
 		cl := ts.ws(t, "/ws", http.Header{"Authorization": {"Bearer api-token"}})
@@ -170,8 +172,8 @@ func TestExportWithoutTrainingTraffic(t *testing.T) {
 		code, b := getExport(t, ts, "ep-none", "api-token")
 		var body map[string]any
 		json.Unmarshal(b, &body)
-		if code != http.StatusConflict || body["reason"] != c.reason {
-			t.Errorf("%s: %d %s, want 409 %s", c.msg, code, b, c.reason)
+		if msg, _ := body["detail"].(string); code != http.StatusConflict || body["reason"] != c.reason || !strings.Contains(msg, c.says) {
+			t.Errorf("%s: %d %s, want 409 %s saying %q", c.msg, code, b, c.reason, c.says)
 		}
 		f := roundTrip(t, cl, `{"type":"export"}`)
 		if f["type"] != "error" || !strings.Contains(data(f)["message"].(string), c.reason) {
@@ -182,16 +184,19 @@ func TestExportWithoutTrainingTraffic(t *testing.T) {
 
 // After its connection closed, an episode without training traffic is
 // still 409 with its reason (docs/gateway.md), found by its record in
-// record_dir; it used to be 404 (no export file is written for it). An
-// episode with no record at all stays 404.
+// record_dir; it used to be 404 (no export file is written for it). Its
+// message allows for the other cause of a record without an export file,
+// a daemon that died before the episode ended. An episode with no record
+// at all stays 404.
 func TestExportWithoutTrainingTrafficAfterClose(t *testing.T) {
 	for _, c := range []struct {
 		engine bool
 		msg    string
 		reason string
+		says   string
 	}{
-		{false, "llm hi", reasonEvaluation},
-		{true, "reply no model call", reasonNoTraining},
+		{false, "llm hi", reasonEvaluation, "evaluation"},
+		{true, "reply no model call", reasonNoTraining, "or its daemon stopped before it ended"},
 	} {
 		ts := modelServer(t, c.engine, t.TempDir())
 		cl := ts.ws(t, "/ws", http.Header{"Authorization": {"Bearer api-token"}})
@@ -202,8 +207,8 @@ func TestExportWithoutTrainingTrafficAfterClose(t *testing.T) {
 		code, b := getExport(t, ts, "ep%2Fnone", "api-token")
 		var body map[string]any
 		json.Unmarshal(b, &body)
-		if code != http.StatusConflict || body["reason"] != c.reason {
-			t.Errorf("%s after close: %d %s, want 409 %s", c.msg, code, b, c.reason)
+		if msg, _ := body["detail"].(string); code != http.StatusConflict || body["reason"] != c.reason || !strings.Contains(msg, c.says) {
+			t.Errorf("%s after close: %d %s, want 409 %s saying %q", c.msg, code, b, c.reason, c.says)
 		}
 		if code, b := getExport(t, ts, "ep-never", "api-token"); code != http.StatusNotFound {
 			t.Errorf("unknown episode: %d %s", code, b)

@@ -341,6 +341,8 @@ func TestModelIssuesInObservation(t *testing.T) {
 			}
 			if _, err := s.Export(""); !errors.Is(err, c.export) {
 				t.Fatalf("export: %v, want %v", err, c.export)
+			} else if err != nil && !strings.Contains(err.Error(), "none of its 2 model calls is usable") {
+				t.Fatalf("export: %v, want it to say none of the 2 calls is usable", err)
 			}
 		})
 	}
