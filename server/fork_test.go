@@ -249,6 +249,16 @@ func TestForkRefusalsKeepTheConnection(t *testing.T) {
 	if code, v := post(t, ts.url+"/fork", `{"session_id":"`+id+`","count":1}`); code != http.StatusConflict || v["code"] != codeBusy {
 		t.Errorf("POST /fork during a turn: %d %v", code, v)
 	}
+	// A reset or a step meanwhile is BUSY too (it was EXECUTION_ERROR,
+	// which a client could not tell from "no episode").
+	for path, body := range map[string]string{"/reset": `{"session_id":"` + id + `"}`, "/step": `{"session_id":"` + id + `","action":{"message":"hi"}}`} {
+		if code, v := post(t, ts.url+path, body); code != http.StatusConflict || v["code"] != codeBusy || !strings.Contains(fmt.Sprint(v["detail"]), "busy") {
+			t.Errorf("POST %s during a turn: %d %v", path, code, v)
+		}
+	}
+	if r := roundTrip(t, c, `{"type":"step","data":{"message":"hi"}}`); r["type"] != "error" || data(r)["code"] != codeBusy {
+		t.Errorf("a step frame during a turn: %v", r)
+	}
 	if !m.sess.Busy() {
 		t.Error("the fork ended the running turn")
 	}

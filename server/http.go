@@ -88,8 +88,10 @@ func (s *Server) httpError(w http.ResponseWriter, err error) {
 		// The client's error, not the environment's: a step with no episode
 		// (before a reset, or after the episode ended), or while a turn
 		// runs. OpenEnv's reference answers 500 (its stateless HTTP has no
-		// episode to step); 409 tells a client to reset first.
-		writeJSONStatus(w, http.StatusConflict, map[string]any{"detail": s.execError(err).Message, "code": codeExecution})
+		// episode to step); 409 tells a client to reset first (code
+		// EXECUTION_ERROR), or to wait for the running turn (BUSY).
+		we := s.execError(err)
+		writeJSONStatus(w, http.StatusConflict, map[string]any{"detail": we.Message, "code": we.Code})
 	default:
 		writeJSONStatus(w, http.StatusInternalServerError, map[string]any{"detail": s.execError(err).Message})
 	}

@@ -341,6 +341,8 @@ func (s *Server) execError(err error) *wireError {
 			Code: codeFactory, FactoryName: s.cfg.Name}
 	case errors.Is(err, errDraining):
 		return &wireError{Message: "server is shutting down", Code: codeSession}
+	case errors.Is(err, session.ErrBusy):
+		return &wireError{Message: err.Error(), Code: codeBusy}
 	case isTaskChoiceError(err):
 		return &wireError{Message: err.Error(), Code: codeValidation}
 	}

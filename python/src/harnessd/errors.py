@@ -174,12 +174,14 @@ class SessionError(ServerError, InfrastructureError):
     code = "SESSION_ERROR"
 
 
-class BusyError(ServerError):
-    """``BUSY``: a fork asked for while a turn (or a reset) runs on the
-    session — a fork is taken between turns. The running turn is not
-    disturbed; fork again once it has ended. (Over one ``/ws`` connection
-    frames are handled one at a time, so this comes when the session is
-    also driven from elsewhere: HTTP, another connection.)"""
+class BusyError(ExecutionError):
+    """``BUSY``: a reset, a step or a fork asked for while a turn (or a
+    reset) runs on the session. The running turn is not disturbed; ask
+    again once it has ended. (Over one ``/ws`` connection frames are
+    handled one at a time, so this comes when the session is also driven
+    from elsewhere: HTTP, another connection.) It is an
+    :class:`ExecutionError`, which a busy reset or step was before it had
+    a code of its own."""
 
     code = "BUSY"
 
