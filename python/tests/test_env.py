@@ -186,3 +186,19 @@ def test_calls_rebuild_whole_events(daemons) -> None:
     # Without the base a delta cannot be rebuilt, and says so.
     with pytest.raises(harnessd.MissingBase):
         harnessd.full_calls([e for e in delta if not (e.type == "llm_response" and e.data.get("call_index") == 3)])
+
+
+def test_harness_done_tells_terminated_from_truncated(daemons) -> None:
+    """An episode the harness declared done has ``harness_done``; one ended by
+    ``max_turns`` is done without it (the key is absent, not false, so
+    ``metadata["harness_done"]`` raised KeyError) and without an error."""
+    d = daemons.start(config="episode: {max_turns: 2}\n")
+    with harnessd.Env(d.url) as env:
+        env.reset(episode_id="ep-terminated")
+        obs = env.step("done")
+        assert obs.done and obs.harness_done and not obs.error_type
+        env.reset(episode_id="ep-truncated")
+        assert not env.step("reply one").done
+        obs = env.step("reply two")
+        assert obs.done and not obs.harness_done and not obs.error_type
+        assert "harness_done" not in obs.metadata

@@ -83,6 +83,15 @@ class Observation:
         return str(self.metadata.get("error_type", ""))
 
     @property
+    def harness_done(self) -> bool:
+        """The harness declared the task complete (``metadata.harness_done``,
+        present only when true). A ``done`` observation without it and
+        without an ``error_type`` ended at a limit (``max_turns``; its
+        ``limits_reached``): a trainer's "truncated", where this is
+        "terminated"."""
+        return self.metadata.get("harness_done") is True
+
+    @property
     def error(self) -> str:
         """The daemon's account of that failure, else ``""``."""
         return str(self.metadata.get("error", ""))
