@@ -105,19 +105,26 @@ func BenchmarkStartReady(b *testing.B) {
 	})
 }
 
-// BenchmarkReadLine: the cost of one stdout line through ReadLine (Line.Text
-// a fresh copy), from a child that writes them as fast as it can.
-func BenchmarkReadLine(b *testing.B) {
+// startLineWriter starts a child writing one 100-byte line as fast as it
+// can (yes), stopped at the benchmark's end.
+func startLineWriter(b *testing.B) *Process {
 	s, err := NewSupervisor(Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close(context.Background(), 0)
+	b.Cleanup(func() { s.Close(context.Background(), 0) })
 	p, err := s.Start(Spec{Name: "yes", Path: "yes", Args: []string{`{"type":"text_output","data":{"text":"a line of a typical turn, about a hundred bytes long"}}`}, Env: DefaultEnviron(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer p.Stop(context.Background(), 0)
+	b.Cleanup(func() { p.Stop(context.Background(), 0) })
+	return p
+}
+
+// BenchmarkReadLine: the cost of one stdout line through ReadLine (Line.Text
+// a fresh copy), from a child that writes them as fast as it can.
+func BenchmarkReadLine(b *testing.B) {
+	p := startLineWriter(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.ReportAllocs()
@@ -133,17 +140,7 @@ func BenchmarkReadLine(b *testing.B) {
 // the stream-json and ACP adapters read with before they moved to
 // ReadLine), the comparison for BenchmarkReadLine.
 func BenchmarkLines(b *testing.B) {
-	s, err := NewSupervisor(Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close(context.Background(), 0)
-	p, err := s.Start(Spec{Name: "yes", Path: "yes", Args: []string{`{"type":"text_output","data":{"text":"a line of a typical turn, about a hundred bytes long"}}`}, Env: DefaultEnviron(nil)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Stop(context.Background(), 0)
-	lines := p.Lines()
+	lines := startLineWriter(b).Lines()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
