@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"sort"
 	"strings"
@@ -47,10 +48,26 @@ func (p ToolResult) MarshalJSON() ([]byte, error) {
 	return marshalExtra(plain(p), p.Extra)
 }
 
-// UnmarshalJSON reads the payload, keeping unnamed fields in Extra.
+// UnmarshalJSON reads the payload, keeping unnamed fields in Extra. Result
+// and StructuredContent are decoded into Go values up to PlainLimit bytes
+// each and kept as raw JSON beyond (plainField).
 func (p *ToolResult) UnmarshalJSON(b []byte) error {
 	type plain ToolResult
-	return unmarshalExtra(b, (*plain)(p), &p.Extra)
+	var s struct {
+		*plain
+		Result            json.RawMessage `json:"result"`
+		StructuredContent json.RawMessage `json:"structured_content"`
+	}
+	s.plain = (*plain)(p)
+	if err := unmarshalExtraAs(b, &s, reflect.TypeOf(s.plain).Elem(), &p.Extra); err != nil {
+		return err
+	}
+	var err error
+	if p.Result, err = plainField("result", s.Result); err != nil {
+		return err
+	}
+	p.StructuredContent, err = plainField("structured_content", s.StructuredContent)
+	return err
 }
 
 // MarshalJSON writes the payload's fields, then its extra ones.
@@ -71,10 +88,22 @@ func (p LLMResponse) MarshalJSON() ([]byte, error) {
 	return marshalExtra(plain(p), p.Extra)
 }
 
-// UnmarshalJSON reads the payload, keeping unnamed fields in Extra.
+// UnmarshalJSON reads the payload, keeping unnamed fields in Extra. Content
+// is decoded into Go values up to PlainLimit bytes and kept as raw JSON
+// beyond (plainField).
 func (p *LLMResponse) UnmarshalJSON(b []byte) error {
 	type plain LLMResponse
-	return unmarshalExtra(b, (*plain)(p), &p.Extra)
+	var s struct {
+		*plain
+		Content json.RawMessage `json:"content"`
+	}
+	s.plain = (*plain)(p)
+	if err := unmarshalExtraAs(b, &s, reflect.TypeOf(s.plain).Elem(), &p.Extra); err != nil {
+		return err
+	}
+	var err error
+	p.Content, err = plainField("content", s.Content)
+	return err
 }
 
 // MarshalJSON writes the payload's fields, then its extra ones.
@@ -175,10 +204,21 @@ func marshalExtra(v any, extra Extra) ([]byte, error) {
 // unmarshalExtra decodes b into v (a pointer to a struct without methods)
 // and keeps the keys v's type does not name in *extra.
 func unmarshalExtra(b []byte, v any, extra *Extra) error {
+	return unmarshalExtraAs(b, v, reflect.TypeOf(v).Elem(), extra)
+}
+
+// unmarshalExtraAs is unmarshalExtra for a v whose fields are those of
+// the struct type named (v may embed it and shadow some of its fields).
+func unmarshalExtraAs(b []byte, v any, named reflect.Type, extra *Extra) error {
 	if err := json.Unmarshal(b, v); err != nil {
+		// A field of the embedded struct is named as the payload's own.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			te.Field = strings.TrimPrefix(te.Field, "plain.")
+		}
 		return err
 	}
-	known := fieldNames(reflect.TypeOf(v).Elem())
+	known := fieldNames(named)
 	*extra = nil
 	unknown := false
 	if !objectKeys(b, func(k []byte) bool { unknown = !known[string(k)]; return !unknown }) {
