@@ -28,6 +28,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -302,16 +304,20 @@ func messageLine(turn int, content string) []byte {
 const protocolDoc = "docs/protocol.md"
 
 // extraValues decodes the raw values of a turn_complete's extra fields, so
-// that TurnResult.Extra holds plain values as every adapter's does.
+// that TurnResult.Extra holds plain values as every adapter's does: up to
+// wire.PlainLimit bytes of them in all, in the order of their keys; the rest
+// stay raw JSON, which encodes the same (decoded, a line of [0,0,...] costs
+// 40 times its size).
 func extraValues(x wire.Extra) map[string]any {
 	if len(x) == 0 {
 		return nil
 	}
 	out := make(map[string]any, len(x))
-	for k, v := range x {
+	budget := wire.PlainBudget(wire.PlainLimit)
+	for _, k := range slices.Sorted(maps.Keys(x)) {
+		v := x[k]
 		if raw, ok := v.(json.RawMessage); ok {
-			var d any
-			if json.Unmarshal(raw, &d) == nil {
+			if d := budget.Decode(raw); d != nil || string(bytes.TrimSpace(raw)) == "null" {
 				out[k] = d
 				continue
 			}
