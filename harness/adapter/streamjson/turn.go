@@ -156,7 +156,7 @@ func (m *mapper) assistant(l line) error {
 			}
 		case "tool_use":
 			m.names[b.ID] = b.Name
-			tc := &wire.ToolCall{ToolName: b.Name, Arguments: wire.RawJSON(arguments(b.Input)), CallID: b.ID}
+			tc := &wire.ToolCall{ToolName: b.Name, Arguments: arguments(b.Input), CallID: b.ID}
 			if server, tool, ok := splitMCPName(b.Name); ok {
 				tc.Extra = wire.Extra{"mcp_server": server, "mcp_tool": tool}
 			}
@@ -217,10 +217,12 @@ func (m *mapper) controlResponse(l line) {
 	}
 }
 
-// result ends the turn.
+// result ends the turn. Only the fields it reads are taken from the line
+// (resultFields); their values are plain Go values up to wire.PlainLimit in
+// all, raw JSON beyond.
 func (m *mapper) result(raw []byte) (harness.TurnResult, bool, error) {
-	var r map[string]any
-	if err := json.Unmarshal(raw, &r); err != nil {
+	r, err := resultFields(raw)
+	if err != nil {
 		return harness.TurnResult{}, true, harness.Fail(wire.FailureProtocol, "unreadable result line: %v", err)
 	}
 	subtype, ok := r["subtype"].(string)
@@ -261,13 +263,71 @@ func (m *mapper) result(raw []byte) (harness.TurnResult, bool, error) {
 	return res, true, nil
 }
 
-// arguments decodes tool input as an object when it is one.
-func arguments(raw json.RawMessage) any {
-	var v any
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v == nil {
-		return map[string]any{}
+// resultFields reads the fields of the result object b that result uses
+// (the keys of resultExtra, and result) as wire.PlainBudget decodes them,
+// in the line's order: a later duplicate wins and null is nil, as a
+// decoded map[string]any has them. Other fields are skipped, not decoded
+// (decoded into a map, a 4 MiB line of [0,0,...] allocated 170 MiB). The
+// error for b that is not JSON is json.Unmarshal's.
+func resultFields(b []byte) (map[string]any, error) {
+	if !json.Valid(b) {
+		var r map[string]any
+		return nil, json.Unmarshal(b, &r) // fails in its first, validating scan
 	}
-	return v
+	used := func(k string) bool {
+		_, ok := resultExtra[k]
+		return ok || k == "result"
+	}
+	out := map[string]any{}
+	budget := wire.PlainBudget(wire.PlainLimit)
+	if wire.ObjectFields(b, func(k, v []byte) bool {
+		if used(string(k)) {
+			out[string(k)] = budget.Decode(v)
+		}
+		return true
+	}) {
+		return out, nil
+	}
+	// Keys with escapes: a decoder reads them one at a time.
+	clear(out)
+	budget = wire.PlainBudget(wire.PlainLimit)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		var r map[string]any
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, err
+		}
+		return r, nil // null
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		if used(k) {
+			out[k] = budget.Decode(raw)
+		}
+	}
+	return out, nil
+}
+
+// arguments is tool input as wire.RawJSON writes its decoded value ({} for
+// none): decoded up to wire.PlainLimit, kept as raw JSON beyond (decoded, a
+// 4 MiB input of [0,0,...] allocated 170 MiB).
+func arguments(raw json.RawMessage) json.RawMessage {
+	switch v := wire.Plain(raw).(type) {
+	case nil:
+		return wire.RawJSON(map[string]any{})
+	case json.RawMessage:
+		return v
+	default:
+		return wire.RawJSON(v)
+	}
 }
 
 // splitMCPName splits mcp__<server>__<tool>.
