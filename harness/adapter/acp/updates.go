@@ -182,8 +182,24 @@ func (t *turnState) chunk(u *update, thought bool) {
 }
 
 func (t *turnState) keepUsage(meta json.RawMessage) {
-	if m, ok := decodeAny(meta).(map[string]any); ok && m["usage"] != nil {
-		t.usage = m["usage"]
+	switch m := decodeAny(meta).(type) {
+	case map[string]any:
+		if m["usage"] != nil {
+			t.usage = m["usage"]
+		}
+	case json.RawMessage:
+		// Too large to decode: its usage field alone, if its keys are
+		// plain (the last one, as a decoded map keeps).
+		var usage any
+		wire.ObjectFields(m, func(k, v []byte) bool {
+			if string(k) == "usage" {
+				usage = decodeAny(v)
+			}
+			return true
+		})
+		if usage != nil {
+			t.usage = usage
+		}
 	}
 }
 
@@ -284,15 +300,10 @@ func (t *turnState) result(pr promptResult) harness.TurnResult {
 	return harness.TurnResult{Response: t.text.String(), Cancelled: pr.StopReason == StopCancelled, Extra: extra}
 }
 
-// decodeAny decodes JSON into plain Go values; nothing, null or invalid
-// JSON give nil.
+// decodeAny decodes JSON into plain Go values up to wire.PlainLimit and
+// keeps it as raw JSON beyond (wire.Plain): decoded, an update's 4 MiB of
+// [0,0,...] allocated 170 MiB, and a tool call's input is kept for two
+// turns. Nothing, null or invalid JSON give nil.
 func decodeAny(raw json.RawMessage) any {
-	if len(raw) == 0 {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	return v
+	return wire.Plain(raw)
 }
