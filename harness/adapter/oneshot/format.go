@@ -3,6 +3,8 @@ package oneshot
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
@@ -148,14 +150,18 @@ func (p *jsonlParser) result(func(wire.Event)) (string, bool, map[string]any) {
 	if p.complete == nil {
 		return p.texts.String(), false, nil
 	}
+	// The extra values are decoded into Go values up to wire.PlainLimit in
+	// all, in key order, and kept as raw JSON beyond (decoded, a line of
+	// [0,0,...] costs 40 times its size).
 	var extra map[string]any
-	for k, v := range p.complete.Extra {
+	budget := wire.PlainBudget(wire.PlainLimit)
+	for _, k := range slices.Sorted(maps.Keys(p.complete.Extra)) {
+		v := p.complete.Extra[k]
 		if extra == nil {
 			extra = map[string]any{}
 		}
 		if raw, ok := v.(json.RawMessage); ok {
-			var d any
-			if json.Unmarshal(raw, &d) == nil {
+			if d := budget.Decode(raw); d != nil || string(bytes.TrimSpace(raw)) == "null" {
 				v = d
 			}
 		}
