@@ -13,6 +13,7 @@ import (
 
 	"github.com/harnessd/harnessd/internal/bearer"
 	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // guard wraps the MCP handler: every request needs the bearer token (the
@@ -56,6 +57,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				if !refuseBody(w, err) {
 					http.Error(w, "cannot read request body", http.StatusBadRequest)
 				}
+				return
+			}
+			// What mcp-go's decoding makes of it (a tool's arguments
+			// become Go values) is held with it.
+			if err := in.ChargeContainers(wire.Containers(body)); err != nil {
+				refuseBody(w, err)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))

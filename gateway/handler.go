@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/gateway/dialect"
 	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // ServeHTTP implements http.Handler: the agent-facing endpoint.
@@ -86,6 +87,11 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 		return nil, nil, bodyFailure(w, err)
 	}
 	b, err := readAllSized(http.MaxBytesReader(w, io.NopCloser(in), max), r.ContentLength)
+	if err == nil {
+		// What the dialect's decoding makes of it is held with it: 2 MiB
+		// of empty tool calls made 1,728 MiB (TestDecodingIsChargedToTheBodyBudget).
+		err = in.ChargeContainers(wire.Containers(b))
+	}
 	if err != nil {
 		in.Release()
 		var mb *http.MaxBytesError
@@ -109,6 +115,8 @@ func bodyFailure(w http.ResponseWriter, err error) *failure {
 		return nil
 	case status == http.StatusServiceUnavailable:
 		return &failure{Status: status, Kind: failUnavailable, Message: "gateway: " + msg}
+	case status == http.StatusRequestEntityTooLarge:
+		return &failure{Status: status, Kind: failTooLarge, Message: "gateway: " + msg}
 	}
 	return &failure{Status: status, Kind: failInvalid, Message: "gateway: " + msg}
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf8"
 )
@@ -301,3 +302,42 @@ func ObjectFields(b []byte, f func(key, value []byte) bool) bool {
 // PlainString returns the JSON string value v when it has no escapes and
 // is valid UTF-8 (its bytes are then the string); false otherwise.
 func PlainString(v []byte) (string, bool) { return simpleString(v) }
+
+// Containers counts the objects and arrays of the JSON text b: its '{' and
+// '[' outside strings. Decoding JSON into Go values makes at least a map,
+// a slice or a struct of each, whatever its size in b (`{},` is 3 bytes),
+// so it is what a door charges for decoding a body besides its bytes. b
+// need not be valid; the scan jumps from quote to quote inside strings.
+func Containers(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			n++
+		case '"':
+			i = closingQuote(b, i+1)
+		}
+	}
+	return n
+}
+
+// closingQuote is the index of the quote that ends the string whose
+// content starts at b[i] (one not escaped by an odd run of backslashes),
+// or len(b) when it does not end.
+func closingQuote(b []byte, i int) int {
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		j += i
+		k := j
+		for k > i && b[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j
+		}
+		i = j + 1
+	}
+}

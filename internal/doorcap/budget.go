@@ -41,6 +41,26 @@ func (e *BodyBudgetError) Error() string {
 // Unwrap returns ErrBodyBudget.
 func (e *BodyBudgetError) Unwrap() error { return ErrBodyBudget }
 
+// ReasonDecodeCost: a request body whose decoded form would cost more than
+// the door's whole budget (Body.Charge) was refused.
+const ReasonDecodeCost = "door_decode_cost"
+
+// DecodeCostError refuses a request body whose bytes and what decoding it
+// makes (Body.Charge) would take more than the door's whole budget: it
+// could never be served, so it is refused for good (413), not retried.
+type DecodeCostError struct {
+	// Door names the door; Max is its budget, Cost what the body would
+	// take of it in bytes (its own and its decoded form's).
+	Door      string
+	Max, Cost int64
+}
+
+// Error names the door, the cost, the budget and ReasonDecodeCost.
+func (e *DecodeCostError) Error() string {
+	return fmt.Sprintf("the %s door refused a request body that would take %s of its budget of %s once decoded (%s): too many JSON objects and arrays for its size",
+		e.Door, Size(e.Cost), Size(e.Max), ReasonDecodeCost)
+}
+
 // BodyTimeoutError drops a request body not read whole within the door's
 // body read timeout.
 type BodyTimeoutError struct {
@@ -103,7 +123,7 @@ func NewBudget(limit int64, timeout time.Duration, door string, log *slog.Logger
 	if timeout == 0 {
 		timeout = DefaultBodyReadTimeout
 	}
-	Expect(door, ReasonBodies, ReasonBodyTimeout)
+	Expect(door, ReasonBodies, ReasonBodyTimeout, ReasonDecodeCost)
 	return &Budget{max: max(limit, 1), timeout: timeout, door: door, log: log}
 }
 
@@ -223,6 +243,50 @@ func (x *Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Charge takes n more bytes from the budget for the body, read whole, for
+// what decoding it makes (a door's estimate, e.g. per JSON container:
+// wire.Containers), held until Release like the body's own. When the
+// budget has no room now it fails with a *BodyBudgetError (retryable);
+// when the body and n would exceed the whole budget, with a
+// *DecodeCostError (never servable).
+func (x *Body) Charge(n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if cost := x.held + n; cost > x.b.max {
+		CountRefusal(x.b.door, ReasonDecodeCost)
+		err := &DecodeCostError{Door: x.b.door, Max: x.b.max, Cost: cost}
+		x.b.log.Debug("door refused a request body's decoding", "door", x.b.door, "reason", ReasonDecodeCost, "detail", err.Error())
+		return err
+	}
+	if !x.b.take(n) {
+		return x.b.spent()
+	}
+	x.held += n
+	return nil
+}
+
+// DecodedContainerBytes is what a door charges its budget for each JSON
+// object or array of a body besides the body's bytes (ChargeContainers):
+// decoding makes a struct, a map or a slice of each, whatever its size on
+// the wire. Bodies of 3-byte elements ({},) decoded at 100 to 860 times
+// their size (the gateway's chat tool_calls: 2 MiB made 1,728 MiB), about
+// 500 bytes an element; an ordinary request has a container per few
+// hundred bytes or fewer.
+const DecodedContainerBytes = 512
+
+// FreeContainers is how many JSON containers of a body ChargeContainers
+// leaves uncharged: an ordinary request's few dozen decode into a few
+// kilobytes, which a small budget (a test's, a door of kilobytes) must not
+// refuse.
+const FreeContainers = 32
+
+// ChargeContainers charges n JSON containers (wire.Containers of the body)
+// beyond FreeContainers at DecodedContainerBytes each: Charge.
+func (x *Body) ChargeContainers(n int) error {
+	return x.Charge(int64(max(n-FreeContainers, 0)) * DecodedContainerBytes)
+}
+
 // endDeadline clears the read deadline Open set: the server's own reads
 // (its check for a closed connection while the handler answers, the next
 // request's header) follow their own timeouts.
@@ -249,14 +313,19 @@ func (x *Body) Release() {
 }
 
 // BodyRefusal sets on w the headers of the answer to a body err refused
-// (the budget: 503 with Retry-After and X-Harnessd-Refused; the read
+// (the budget: 503 with Retry-After and X-Harnessd-Refused; a decoded
+// form past the whole budget: 413 with X-Harnessd-Refused; the read
 // timeout: 408, the connection closed) and returns its status and message;
 // ok is false for any other error. The door writes the answer in its own
 // shape.
 func BodyRefusal(w http.ResponseWriter, err error) (status int, msg string, ok bool) {
 	var spent *BodyBudgetError
 	var slow *BodyTimeoutError
+	var costly *DecodeCostError
 	switch {
+	case errors.As(err, &costly):
+		w.Header().Set("X-Harnessd-Refused", ReasonDecodeCost)
+		return http.StatusRequestEntityTooLarge, costly.Error(), true
 	case errors.As(err, &spent):
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("X-Harnessd-Refused", ReasonBodies)

@@ -163,3 +163,46 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// TestChargeHoldsWhatDecodingMakes: a body's decoded form is charged with
+// it (beyond FreeContainers containers) and given back with it; a charge
+// past the whole budget is a *DecodeCostError (413, never servable), one
+// past what is free now the budget's retryable refusal.
+func TestChargeHoldsWhatDecodingMakes(t *testing.T) {
+	b := NewBudget(10_000, -1, "test", nil)
+	open := func() *Body {
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", 100)))
+		x, err := b.Open(httptest.NewRecorder(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	few := open()
+	if err := few.ChargeContainers(FreeContainers); err != nil || b.Stats().InFlight != 100 {
+		t.Fatalf("%d containers: %v, %d in flight, want free", FreeContainers, err, b.Stats().InFlight)
+	}
+	few.Release()
+	x := open()
+	if err := x.ChargeContainers(FreeContainers + 10); err != nil || b.Stats().InFlight != 100+10*DecodedContainerBytes {
+		t.Fatalf("10 containers past the free ones: %v, %d in flight", err, b.Stats().InFlight)
+	}
+	y := open()
+	err := y.ChargeContainers(FreeContainers + 10)
+	var spent *BodyBudgetError
+	if !errors.As(err, &spent) {
+		t.Errorf("a charge past what is free now: %v, want a *BodyBudgetError", err)
+	}
+	err = y.ChargeContainers(FreeContainers + 20)
+	var costly *DecodeCostError
+	w := httptest.NewRecorder()
+	if status, _, _ := BodyRefusal(w, err); !errors.As(err, &costly) || status != http.StatusRequestEntityTooLarge ||
+		w.Header().Get("X-Harnessd-Refused") != ReasonDecodeCost || !strings.Contains(err.Error(), ReasonDecodeCost) {
+		t.Errorf("a charge past the whole budget: %v (%d), want a *DecodeCostError, 413 %s", err, status, ReasonDecodeCost)
+	}
+	x.Release()
+	y.Release()
+	if s := b.Stats(); s.InFlight != 0 {
+		t.Errorf("%d in flight after release, want 0", s.InFlight)
+	}
+}

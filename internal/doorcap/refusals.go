@@ -19,7 +19,7 @@ type Refusal struct {
 	// underscores ("model_gateway", "bridge", "egress").
 	Door string
 	// Reason is the refusal's reason (ReasonCap, ReasonReserve,
-	// ReasonBodies, ReasonBodyTimeout, or a door's own, e.g. the bridge's
+	// ReasonBodies, ReasonBodyTimeout, ReasonDecodeCost, or a door's own, e.g. the bridge's
 	// session cap).
 	Reason string
 	// Count is how many there were.
