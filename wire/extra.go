@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -162,6 +163,13 @@ func (u *Unknown) UnmarshalJSON(b []byte) error {
 
 var emptyObject = json.RawMessage("{}")
 
+// MaxExtraKeys bounds the fields of its own an event may carry beyond its
+// schema's (Extra): each costs a map entry whatever its size on the line,
+// so {"k1":0,"k2":0,...} was kept at 27 times its size, with the event.
+const MaxExtraKeys = 256
+
+var errTooManyExtraKeys = fmt.Errorf("more than %d fields beyond the event's schema", MaxExtraKeys)
+
 // marshalExtra encodes v (a struct without methods) and appends the keys
 // of extra that v's type does not name, in sorted order.
 func marshalExtra(v any, extra Extra) ([]byte, error) {
@@ -220,16 +228,26 @@ func unmarshalExtraAs(b []byte, v any, named reflect.Type, extra *Extra) error {
 	}
 	known := fieldNames(named)
 	*extra = nil
-	unknown := false
-	if !objectKeys(b, func(k []byte) bool { unknown = !known[string(k)]; return !unknown }) {
-		unknown = true // cannot tell without decoding
-	}
-	if !unknown {
+	unknown := 0
+	scanned := objectKeys(b, func(k []byte) bool {
+		if !known[string(k)] {
+			unknown++
+		}
+		return unknown <= MaxExtraKeys
+	})
+	switch {
+	case unknown > MaxExtraKeys:
+		return errTooManyExtraKeys
+	case scanned && unknown == 0:
 		return nil
 	}
+	// Unknown keys, or escaped ones (told by decoding).
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {
 		return err
+	}
+	if len(all) > MaxExtraKeys+len(known) {
+		return errTooManyExtraKeys
 	}
 	for k, raw := range all {
 		if known[k] {
