@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
@@ -226,6 +227,10 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 		}
 		if line.TooLong {
 			return nil, &limitError{fmt.Sprintf("agent wrote a %d-byte line (limit %d)", line.Size, c.maxLine)}
+		}
+		if err := adapterkit.CheckLineShape(line.Text); err != nil {
+			f, _ := harness.AsFailure(err)
+			return nil, &limitError{f.Message}
 		}
 		if w.limit > 0 {
 			if n := c.p.OutputBytes() - w.base; n > w.limit {

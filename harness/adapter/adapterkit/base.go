@@ -242,12 +242,16 @@ func (b *Base) MaxLineBytes() int {
 
 // CheckOutput returns the output_limit failure for line, read from the
 // harness during a turn that began when the harness had written start bytes
-// (process.OutputBytes), or nil: a line longer than the line limit, or more
-// than in.OutputLimit bytes (when positive) written in the turn.
+// (process.OutputBytes), or nil: a line longer than the line limit, one of
+// more than MaxLineContainers JSON objects and arrays (CheckLineShape), or
+// more than in.OutputLimit bytes (when positive) written in the turn.
 func (b *Base) CheckOutput(line process.Line, in harness.TurnInput, start int64) error {
 	if line.TooLong {
 		return harness.Fail(wire.FailureOutputLimit,
 			"harness wrote a %d-byte line (limit %d)", line.Size, b.MaxLineBytes())
+	}
+	if err := CheckLineShape(line.Text); err != nil {
+		return err
 	}
 	if p := b.Process(); p != nil && in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
 		return harness.Fail(wire.FailureOutputLimit,

@@ -260,6 +260,9 @@ func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, 
 				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
 					"harness wrote a %d-byte line (limit %d)", line.Size, adapterkit.MaxLineBytes(a.launch))
 			}
+			if err := adapterkit.CheckLineShape(line.Text); err != nil {
+				return harness.TurnResult{}, err
+			}
 			capt.stdout(line.Text)
 			if err := ps.line(line.Text, emit); err != nil {
 				return harness.TurnResult{}, err
