@@ -1,6 +1,7 @@
 package rubric
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,10 +198,13 @@ func parseScore(text string) (float64, bool) {
 	if f, err := strconv.ParseFloat(t, 64); err == nil {
 		return f, true
 	}
-	var obj map[string]any
+	// Only the two keys are decoded: the rest of the output (which may
+	// echo what the harness wrote) stays raw JSON.
+	var obj map[string]json.RawMessage
 	if json.Unmarshal([]byte(t), &obj) == nil {
 		for _, k := range []string{"score", "reward"} {
-			if f, ok := obj[k].(float64); ok {
+			var f float64
+			if v := bytes.TrimSpace(obj[k]); len(v) > 0 && (v[0] == '-' || '0' <= v[0] && v[0] <= '9') && json.Unmarshal(v, &f) == nil {
 				return f, true
 			}
 		}
