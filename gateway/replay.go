@@ -165,12 +165,27 @@ func messageHash(h *maphash.Hash, m *dialect.Message) uint64 {
 	return h.Sum64()
 }
 
+// maxCanonical bounds the JSON canonicalJSON decodes to sort its keys: an
+// agent's offered tools are a few hundred kilobytes at most, and decoded
+// into Go values JSON costs up to forty times its size (an array of
+// numbers is one JSON container, which the door does not charge for).
+const maxCanonical = 1 << 20
+
 // canonicalJSON returns raw with object keys sorted and insignificant
 // space removed (raw itself when it is not JSON; nil for nothing or null).
 func canonicalJSON(raw []byte) []byte {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
+	}
+	if len(raw) > maxCanonical {
+		// Decoded into Go values it would cost tens of times its size:
+		// compacted, its keys in the order sent.
+		var out bytes.Buffer
+		if json.Compact(&out, raw) != nil {
+			return raw
+		}
+		return out.Bytes()
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

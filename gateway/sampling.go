@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"github.com/harnessd/harnessd/wire"
 )
 
 // Sampling is the sampling a trainer pins for an episode's engine calls, in
@@ -275,6 +277,11 @@ func sameJSON(a, b json.RawMessage) bool {
 	}
 	if bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b)) {
 		return true
+	}
+	if len(a) > wire.PlainLimit || len(b) > wire.PlainLimit {
+		// The agent's bytes, decoded into Go values, would cost tens of
+		// times their size; a sampling value that large differs.
+		return false
 	}
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
