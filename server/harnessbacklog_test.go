@@ -100,7 +100,9 @@ func TestHarnessSocketBacklogIsBounded(t *testing.T) {
 	const wire = 7_000_000
 	frames, control, _ := harnessFlood(t, ts, 64<<10, wire, 0)
 	t.Logf("control: %d frames of 64 KiB during a turn: %d bytes held", frames, control)
-	frames, attack, after := harnessFlood(t, ts, 1, wire/7, maxHarnessBacklog+1)
+	// 200,000 frames (1.4 MB on the wire) held 12.5 MB before the fix;
+	// a million, as measured, took over a minute to read under -race.
+	frames, attack, after := harnessFlood(t, ts, 1, 200_000, maxHarnessBacklog+1)
 	t.Logf("attack: %d frames of 1 byte during a turn: %d bytes held; after the turn %d protocol errors", frames, attack, len(after))
 	if control > 4<<20 {
 		t.Fatalf("control: large frames held %d bytes, over the 1 MiB frame limit's bound", control)
