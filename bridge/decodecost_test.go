@@ -71,4 +71,28 @@ func TestToolCallDecodingIsChargedToTheBodyBudget(t *testing.T) {
 	if resp, body := call(objects(2000)); resp.StatusCode != http.StatusOK || !strings.Contains(body, "{},{}") {
 		t.Errorf("the control, 2,000 objects: %d %.200s", resp.StatusCode, body)
 	}
+
+	// An array's elements are charged like its objects, scalars too:
+	// 1 MiB of ones (1,) in a call's _meta allocated 193 MiB. The control:
+	// 2,000 numbers as arguments are served.
+	var answer string
+	meta := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","_meta":{"x":[` +
+		strings.Repeat("1,", 512<<10) + `1]},"arguments":{}}}`
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	resp, answer = send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s",
+		EndpointPath, addr, srv.Token(), sid, len(meta), meta))
+	runtime.ReadMemStats(&after)
+	got = after.TotalAlloc - before.TotalAlloc
+	t.Logf("1 MiB of ones in _meta: %d %s, %d MiB allocated", resp.StatusCode, resp.Header.Get("X-Harnessd-Refused"), got>>20)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("X-Harnessd-Refused") != doorcap.ReasonDecodeCost {
+		t.Errorf("1 MiB of ones in _meta: %d %.200s, want 413 door_decode_cost", resp.StatusCode, answer)
+	}
+	if got > 16<<20 {
+		t.Errorf("1 MiB of ones in _meta allocated %d MiB", got>>20)
+	}
+	if resp, body := call("[" + strings.Repeat("7,", 1999) + "7]"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "7,7") {
+		t.Errorf("the control, 2,000 numbers: %d %.200s", resp.StatusCode, body)
+	}
 }

@@ -68,3 +68,35 @@ func TestDecodingIsChargedToTheBodyBudget(t *testing.T) {
 		t.Errorf("the control, 2,000 tool calls: %d (%s) %s", a.Status, a.Refused, a.Body)
 	}
 }
+
+// An array's elements are charged like its objects, scalars too: decoding
+// makes an element of its slice's type of each whatever it is (a decoder
+// goes on past an element of the wrong kind, growing the slice), so 1 MiB
+// of zeros (0,) as a message's content allocated 307 MiB (in every dialect
+// alike: a list of messages, blocks, parts, tools). Such a body is now
+// refused with 413 (door_decode_cost) before it is decoded. The control: a
+// request with 2,000 stop sequences is served.
+func TestArrayElementsAreCharged(t *testing.T) {
+	llm := engine(t, fakellm.Options{})
+	gw := startGateway(t, llm.URL(), Options{})
+	addr := strings.TrimPrefix(gw.base, "http://")
+	send := func(body []byte) doortest.Answer {
+		head := fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", gw.Key(), len(body))
+		return doortest.Send(t, addr, head, body)
+	}
+	zeros := []byte(`{"model":"m","messages":[{"role":"user","content":[` + strings.Repeat("0,", 512<<10) + `0]}],"max_tokens":8}`)
+	var a doortest.Answer
+	got := allocatedDuring(func() { a = send(zeros) })
+	t.Logf("1 MiB of zeros as a message's content: %d %s, %d MiB allocated", a.Status, a.Refused, got>>20)
+	if a.Status != http.StatusRequestEntityTooLarge || a.Refused != doorcap.ReasonDecodeCost {
+		t.Errorf("1 MiB of zeros as a message's content answered %d (%s) %.200s, want 413 door_decode_cost", a.Status, a.Refused, a.Body)
+	}
+	if got > 16<<20 {
+		t.Errorf("1 MiB of zeros as a message's content allocated %d MiB", got>>20)
+	}
+	stops := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":[` + strings.Repeat(`"s",`, 1999) + `"s"],"max_tokens":8}`)
+	if a := send(stops); a.Status != http.StatusOK || a.Refused != "" {
+		t.Errorf("the control, 2,000 stop sequences: %d (%s) %.200s", a.Status, a.Refused, a.Body)
+	}
+}

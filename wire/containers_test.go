@@ -12,11 +12,14 @@ func TestContainers(t *testing.T) {
 		`"x"`:                                 0,
 		`{}`:                                  1,
 		`[{},{},[]]`:                          4,
-		`{"a":"{[","b":[1,2]}`:                2,
+		`{"a":"{[","b":[1,2]}`:                4,
 		`{"a":"q\"{[","b":{}}`:                2,
 		`{"a":"\\","b":{}}`:                   2,
 		`{"a":"\\\"[","b":[]}`:                2,
-		`["unterminated {`:                    1,
+		`["unterminated {`:                    2,
+		`[0,0,0]`:                             4,
+		`[ null , "]" , true,[],{"a":[1]}]`:   8,
+		`{"a":1,"b":"x","c":{"d":2}}`:         2,
 		`{"k":[{"type":"text","text":"hi"}]}`: 3,
 	} {
 		if got := Containers([]byte(in)); got != want {
@@ -25,7 +28,7 @@ func TestContainers(t *testing.T) {
 	}
 	// Against a decoder's count on generated JSON with escapes in strings.
 	var v any
-	doc := `{"messages":[` + strings.Repeat(`{"role":"user","content":[{"type":"text","text":"a \"[quoted]\" {x} \\"}]},`, 50) + `{}]}`
+	doc := `{"messages":[` + strings.Repeat(`{"role":"user","content":[{"type":"text","text":"a \"[quoted]\" {x} \\"}],"n":[1, "x]",null,[2,true]]},`, 50) + `{}]}`
 	if err := json.Unmarshal([]byte(doc), &v); err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +48,22 @@ func countDecoded(v any) int {
 	case []any:
 		n := 1
 		for _, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+			default:
+				n++ // a scalar element of an array
+			}
 			n += countDecoded(e)
 		}
 		return n
 	}
 	return 0
+}
+
+func BenchmarkContainers(b *testing.B) {
+	doc := []byte(`{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":[{"type":"text","text":"`+strings.Repeat("some words of a conversation, ", 20)+`"}]},`, 2000) + `{}],"stop":["a","b"]}`)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		Containers(doc)
+	}
 }

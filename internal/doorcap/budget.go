@@ -57,7 +57,7 @@ type DecodeCostError struct {
 
 // Error names the door, the cost, the budget and ReasonDecodeCost.
 func (e *DecodeCostError) Error() string {
-	return fmt.Sprintf("the %s door refused a request body that would take %s of its budget of %s once decoded (%s): too many JSON objects and arrays for its size",
+	return fmt.Sprintf("the %s door refused a request body that would take %s of its budget of %s once decoded (%s): too many JSON objects, arrays and array elements for its size",
 		e.Door, Size(e.Cost), Size(e.Max), ReasonDecodeCost)
 }
 
@@ -267,12 +267,14 @@ func (x *Body) Charge(n int64) error {
 }
 
 // DecodedContainerBytes is what a door charges its budget for each JSON
-// object or array of a body besides the body's bytes (ChargeContainers):
-// decoding makes a struct, a map or a slice of each, whatever its size on
-// the wire. Bodies of 3-byte elements ({},) decoded at 100 to 860 times
-// their size (the gateway's chat tool_calls: 2 MiB made 1,728 MiB), about
-// 500 bytes an element; an ordinary request has a container per few
-// hundred bytes or fewer.
+// object, array or array element of a body besides the body's bytes
+// (ChargeContainers, wire.Containers): decoding makes a struct, a map, a
+// slice or a slice element of each, whatever its size on the wire. Bodies
+// of 3-byte elements ({},) decoded at 100 to 860 times their size (the
+// gateway's chat tool_calls: 2 MiB made 1,728 MiB), about 500 bytes an
+// element, and of 2-byte ones (0,) at up to 1,000 (a slice of content
+// blocks, grown as it is decoded); an ordinary request has a container
+// per few hundred bytes or fewer.
 const DecodedContainerBytes = 512
 
 // FreeContainers is how many JSON containers of a body ChargeContainers
@@ -281,7 +283,7 @@ const DecodedContainerBytes = 512
 // refuse.
 const FreeContainers = 32
 
-// ChargeContainers charges n JSON containers (wire.Containers of the body)
+// ChargeContainers charges n JSON values (wire.Containers of the body)
 // beyond FreeContainers at DecodedContainerBytes each: Charge.
 func (x *Body) ChargeContainers(n int) error {
 	return x.Charge(int64(max(n-FreeContainers, 0)) * DecodedContainerBytes)
