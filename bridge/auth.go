@@ -61,7 +61,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			// What mcp-go's decoding makes of it (a tool's arguments
 			// become Go values) is held with it.
-			if err := in.ChargeContainers(wire.Containers(body)); err != nil {
+			if err := in.ChargeValues(wire.DecodedValues(body), doorcap.DefaultDecodedValueBytes); err != nil {
 				refuseBody(w, err)
 				return
 			}

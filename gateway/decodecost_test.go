@@ -32,13 +32,14 @@ func chatWithToolCalls(n int) []byte {
 }
 
 // A request's JSON objects and arrays are charged to the door's body
-// budget besides its bytes (512 bytes each), for what decoding makes of
-// them: 2 MiB of empty tool calls ({},) allocated 1,728 MiB, so a body at
+// budget besides its bytes (decodedValueBytes each), for what decoding makes of
+// them: 2 MiB of empty tool calls ({},) allocated 1,728 MiB in the test
+// process (the in-process fake engine's decoding included), so a body at
 // MaxRequestBody cost gigabytes and a few in flight could end the daemon.
 // Such a body now costs more than the whole budget and is refused with 413
 // (X-Harnessd-Refused: door_decode_cost) before it is decoded. The
 // controls: a request of the same size as text is served, and one with
-// 2,000 tool calls (1 MiB charged) too.
+// 2,000 tool calls (4 MiB charged) too.
 func TestDecodingIsChargedToTheBodyBudget(t *testing.T) {
 	llm := engine(t, fakellm.Options{})
 	gw := startGateway(t, llm.URL(), Options{})

@@ -303,7 +303,7 @@ func ObjectFields(b []byte, f func(key, value []byte) bool) bool {
 // is valid UTF-8 (its bytes are then the string); false otherwise.
 func PlainString(v []byte) (string, bool) { return simpleString(v) }
 
-// Containers counts the values of the JSON text b that decoding makes a Go
+// DecodedValues counts the values of the JSON text b that decoding makes a Go
 // value of whatever their size: its objects and arrays ('{' and '['
 // outside strings) and every element of an array, a scalar too. Decoding
 // makes at least a map, a slice or a struct of each object and array
@@ -312,7 +312,7 @@ func PlainString(v []byte) (string, bool) { return simpleString(v) }
 // kind): `0,` into a slice of structs cost 250 to 1,000 times its size.
 // It is what a door charges for decoding a body besides its bytes. b need
 // not be valid; the scan jumps from quote to quote inside strings.
-func Containers(b []byte) int {
+func DecodedValues(b []byte) int {
 	n := 0
 	// arrays has a bit per open container, set for an array (one word
 	// on the stack for the first 64 levels).

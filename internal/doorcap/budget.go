@@ -245,7 +245,7 @@ func (x *Body) Read(p []byte) (int, error) {
 
 // Charge takes n more bytes from the budget for the body, read whole, for
 // what decoding it makes (a door's estimate, e.g. per JSON container:
-// wire.Containers), held until Release like the body's own. When the
+// wire.DecodedValues), held until Release like the body's own. When the
 // budget has no room now it fails with a *BodyBudgetError (retryable);
 // when the body and n would exceed the whole budget, with a
 // *DecodeCostError (never servable).
@@ -266,27 +266,30 @@ func (x *Body) Charge(n int64) error {
 	return nil
 }
 
-// DecodedContainerBytes is what a door charges its budget for each JSON
-// object, array or array element of a body besides the body's bytes
-// (ChargeContainers, wire.Containers): decoding makes a struct, a map, a
-// slice or a slice element of each, whatever its size on the wire. Bodies
-// of 3-byte elements ({},) decoded at 100 to 860 times their size (the
-// gateway's chat tool_calls: 2 MiB made 1,728 MiB), about 500 bytes an
-// element, and of 2-byte ones (0,) at up to 1,000 (a slice of content
-// blocks, grown as it is decoded); an ordinary request has a container
-// per few hundred bytes or fewer.
-const DecodedContainerBytes = 512
+// DefaultDecodedValueBytes is what a door charges its budget by default
+// for each JSON object, array or array element of a body besides the
+// body's bytes (ChargeValues, wire.DecodedValues): decoding makes a
+// struct, a map, a slice or a slice element of each, whatever its size on
+// the wire. Decoded into plain Go values (map[string]any, as mcp-go does a
+// tool's arguments) 2 MiB of empty objects ({},) made 127 MiB, about 190
+// bytes an element; a door that decodes into typed structs charges more
+// (the model gateway: DecodedValueBytes of its own). An ordinary request
+// has a value per few hundred bytes or fewer.
+const DefaultDecodedValueBytes = 512
 
-// FreeContainers is how many JSON containers of a body ChargeContainers
-// leaves uncharged: an ordinary request's few dozen decode into a few
-// kilobytes, which a small budget (a test's, a door of kilobytes) must not
-// refuse.
-const FreeContainers = 32
+// FreeValues is how many JSON values of a body ChargeValues leaves
+// uncharged: an ordinary request's few dozen decode into a few kilobytes,
+// which a small budget (a test's, a door of kilobytes) must not refuse.
+const FreeValues = 32
 
-// ChargeContainers charges n JSON values (wire.Containers of the body)
-// beyond FreeContainers at DecodedContainerBytes each: Charge.
-func (x *Body) ChargeContainers(n int) error {
-	return x.Charge(int64(max(n-FreeContainers, 0)) * DecodedContainerBytes)
+// ChargeValues charges n JSON values (wire.DecodedValues of the body)
+// beyond FreeValues at each bytes apiece (DefaultDecodedValueBytes when
+// not positive): Charge.
+func (x *Body) ChargeValues(n int, each int64) error {
+	if each <= 0 {
+		each = DefaultDecodedValueBytes
+	}
+	return x.Charge(int64(max(n-FreeValues, 0)) * each)
 }
 
 // endDeadline clears the read deadline Open set: the server's own reads

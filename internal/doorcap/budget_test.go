@@ -165,7 +165,7 @@ func TestSize(t *testing.T) {
 }
 
 // TestChargeHoldsWhatDecodingMakes: a body's decoded form is charged with
-// it (beyond FreeContainers containers) and given back with it; a charge
+// it (beyond FreeValues containers) and given back with it; a charge
 // past the whole budget is a *DecodeCostError (413, never servable), one
 // past what is free now the budget's retryable refusal.
 func TestChargeHoldsWhatDecodingMakes(t *testing.T) {
@@ -179,21 +179,21 @@ func TestChargeHoldsWhatDecodingMakes(t *testing.T) {
 		return x
 	}
 	few := open()
-	if err := few.ChargeContainers(FreeContainers); err != nil || b.Stats().InFlight != 100 {
-		t.Fatalf("%d containers: %v, %d in flight, want free", FreeContainers, err, b.Stats().InFlight)
+	if err := few.ChargeValues(FreeValues, 0); err != nil || b.Stats().InFlight != 100 {
+		t.Fatalf("%d containers: %v, %d in flight, want free", FreeValues, err, b.Stats().InFlight)
 	}
 	few.Release()
 	x := open()
-	if err := x.ChargeContainers(FreeContainers + 10); err != nil || b.Stats().InFlight != 100+10*DecodedContainerBytes {
+	if err := x.ChargeValues(FreeValues+10, 0); err != nil || b.Stats().InFlight != 100+10*DefaultDecodedValueBytes {
 		t.Fatalf("10 containers past the free ones: %v, %d in flight", err, b.Stats().InFlight)
 	}
 	y := open()
-	err := y.ChargeContainers(FreeContainers + 10)
+	err := y.ChargeValues(FreeValues+10, 0)
 	var spent *BodyBudgetError
 	if !errors.As(err, &spent) {
 		t.Errorf("a charge past what is free now: %v, want a *BodyBudgetError", err)
 	}
-	err = y.ChargeContainers(FreeContainers + 20)
+	err = y.ChargeValues(FreeValues+20, 0)
 	var costly *DecodeCostError
 	w := httptest.NewRecorder()
 	if status, _, _ := BodyRefusal(w, err); !errors.As(err, &costly) || status != http.StatusRequestEntityTooLarge ||

@@ -11,12 +11,12 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// A line's JSON objects and arrays are bounded (adapterkit.MaxLineContainers)
+// A line's JSON objects and arrays are bounded (adapterkit.MaxLineValues)
 // for ACP too: a session/update of 4 MiB of empty objects ({},) is refused
 // with output_limit before it is decoded. The control: 1,000 objects in
 // the update, and the turn ends normally.
 func TestALineOfManyObjectsFailsTheACPTurn(t *testing.T) {
-	turn := func(n string) (error, uint64) {
+	turn := func(n string) (uint64, error) {
 		script := `read l; printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}\n'
 read l; printf '{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}\n'
 read l
@@ -34,12 +34,12 @@ exec cat >/dev/null`
 		runtime.ReadMemStats(&before)
 		_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "go", OutputLimit: 16 << 20}, func(wire.Event) {})
 		runtime.ReadMemStats(&after)
-		return err, after.TotalAlloc - before.TotalAlloc
+		return after.TotalAlloc - before.TotalAlloc, err
 	}
-	if err, _ := turn("1000"); err != nil {
+	if _, err := turn("1000"); err != nil {
 		t.Fatalf("the control, 1,000 objects: %v", err)
 	}
-	err, got := turn("1400000")
+	got, err := turn("1400000")
 	t.Logf("an update of 1,400,000 empty objects: %v; %d MiB allocated", err, got>>20)
 	if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureOutputLimit {
 		t.Errorf("an update of 1,400,000 empty objects: %v, want output_limit", err)

@@ -243,7 +243,7 @@ func (b *Base) MaxLineBytes() int {
 // CheckOutput returns the output_limit failure for line, read from the
 // harness during a turn that began when the harness had written start bytes
 // (process.OutputBytes), or nil: a line longer than the line limit, one of
-// more than MaxLineContainers JSON objects, arrays and array elements (CheckLineShape), or
+// more than MaxLineValues JSON objects, arrays and array elements (CheckLineShape), or
 // more than in.OutputLimit bytes (when positive) written in the turn.
 func (b *Base) CheckOutput(line process.Line, in harness.TurnInput, start int64) error {
 	if line.TooLong {

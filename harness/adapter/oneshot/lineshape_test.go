@@ -9,13 +9,13 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// A line's JSON objects and arrays are bounded (adapterkit.MaxLineContainers):
+// A line's JSON objects and arrays are bounded (adapterkit.MaxLineValues):
 // an agent format's line is decoded whole into Go values, so a 4 MiB codex
 // event of empty objects ({},) cost hundreds of MiB. The turn now fails
 // with output_limit naming the count. The control: 1,000 objects are read
 // and the turn ends normally.
 func TestALineOfManyObjectsFailsTheOneShotTurn(t *testing.T) {
-	turn := func(n string) (error, uint64) {
+	turn := func(n string) (uint64, error) {
 		script := `printf '{"type":"item.completed","item":{"type":"agent_message","text":"ok","pad":['
 yes '{},' | head -n ` + n + ` | tr -d '\n'
 printf '{}]}}\n'`
@@ -28,12 +28,12 @@ printf '{}]}}\n'`
 		got := allocatedBy(func() {
 			_, err = a.Turn(ctx, harness.TurnInput{Number: 1, Message: "go", OutputLimit: 16 << 20}, func(wire.Event) {})
 		})
-		return err, got
+		return got, err
 	}
-	if err, _ := turn("1000"); err != nil {
+	if _, err := turn("1000"); err != nil {
 		t.Fatalf("the control, 1,000 objects: %v", err)
 	}
-	err, got := turn("1400000")
+	got, err := turn("1400000")
 	t.Logf("a line of 1,400,000 empty objects: %v; %d MiB allocated", err, got>>20)
 	if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureOutputLimit {
 		t.Errorf("a line of 1,400,000 empty objects: %v, want output_limit", err)

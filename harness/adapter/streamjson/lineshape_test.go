@@ -44,7 +44,7 @@ func lineTurn(t *testing.T, script string) (harness.TurnResult, uint64, error) {
 	return res, got, err
 }
 
-// A line's JSON objects and arrays are bounded (adapterkit.MaxLineContainers):
+// A line's JSON objects and arrays are bounded (adapterkit.MaxLineValues):
 // decoding made a block struct of each, so a 4 MiB assistant line of empty
 // content blocks ({},) allocated 1,122 MiB. The turn now fails with
 // output_limit naming the count, before the line is decoded. The control:

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestContainers(t *testing.T) {
+func TestDecodedValues(t *testing.T) {
 	for in, want := range map[string]int{
 		``:                                    0,
 		`"x"`:                                 0,
@@ -22,8 +22,8 @@ func TestContainers(t *testing.T) {
 		`{"a":1,"b":"x","c":{"d":2}}`:         2,
 		`{"k":[{"type":"text","text":"hi"}]}`: 3,
 	} {
-		if got := Containers([]byte(in)); got != want {
-			t.Errorf("Containers(%s) = %d, want %d", in, got, want)
+		if got := DecodedValues([]byte(in)); got != want {
+			t.Errorf("DecodedValues(%s) = %d, want %d", in, got, want)
 		}
 	}
 	// Against a decoder's count on generated JSON with escapes in strings.
@@ -32,8 +32,8 @@ func TestContainers(t *testing.T) {
 	if err := json.Unmarshal([]byte(doc), &v); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := Containers([]byte(doc)), countDecoded(v); got != want {
-		t.Errorf("Containers of the generated document = %d, a decoder made %d", got, want)
+	if got, want := DecodedValues([]byte(doc)), countDecoded(v); got != want {
+		t.Errorf("DecodedValues of the generated document = %d, a decoder made %d", got, want)
 	}
 }
 
@@ -60,10 +60,10 @@ func countDecoded(v any) int {
 	return 0
 }
 
-func BenchmarkContainers(b *testing.B) {
+func BenchmarkDecodedValues(b *testing.B) {
 	doc := []byte(`{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":[{"type":"text","text":"`+strings.Repeat("some words of a conversation, ", 20)+`"}]},`, 2000) + `{}],"stop":["a","b"]}`)
 	b.SetBytes(int64(len(doc)))
 	for b.Loop() {
-		Containers(doc)
+		DecodedValues(doc)
 	}
 }
