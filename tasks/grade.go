@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -701,12 +702,43 @@ func (t *Task) giveWorkspace(ws string, sp runSpec, huid, hgid, uid int) (func()
 // whose inside 0 is host uid0:gid0: a file a sandbox's id N owns (a host
 // id of one of the sandbox ranges, DefaultRanges) becomes uid0+N; any
 // other (the daemon's) becomes uid0+daemonOwned, or keeps its owner when
-// daemonOwned is negative. Symlinks are not followed.
+// daemonOwned is negative. Symlinks are not followed, and the walk stays
+// beneath dir (chownBeneath).
 func remapTree(dir string, uid0, gid0, daemonOwned int) error {
 	if os.Geteuid() != 0 {
 		return nil // the single id map: the sandbox's root is our own uid
 	}
-	return filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+	return chownBeneath(dir, func(st *syscall.Stat_t) (int, int, bool) {
+		u, uok := insideID(st.Uid)
+		g, gok := insideID(st.Gid)
+		if !uok || !gok {
+			if daemonOwned < 0 {
+				return 0, 0, false
+			}
+			u, g = daemonOwned, daemonOwned
+		}
+		return uid0 + u, gid0 + g, true
+	})
+}
+
+// chownBeneath walks dir and gives each entry the owner ids says (none
+// when ok is false), never following a symbolic link and never leaving
+// dir: the workspace may be live (a harness between the steps of a task),
+// so each entry is listed, stat'ed and chowned by its path beneath dir
+// (os.Root), never from the host's root, where a directory swapped for a
+// link to /etc between the listing and the chown would hand /etc's files
+// to the sandbox.
+func chownBeneath(dir string, ids func(st *syscall.Stat_t) (uid, gid int, ok bool)) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(rel string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := root.Lstat(rel)
 		if err != nil {
 			return err
 		}
@@ -714,15 +746,10 @@ func remapTree(dir string, uid0, gid0, daemonOwned int) error {
 		if !ok {
 			return nil
 		}
-		u, uok := insideID(st.Uid)
-		g, gok := insideID(st.Gid)
-		if !uok || !gok {
-			if daemonOwned < 0 {
-				return nil
-			}
-			u, g = daemonOwned, daemonOwned
+		if uid, gid, ok := ids(st); ok {
+			return root.Lchown(rel, uid, gid)
 		}
-		return os.Lchown(p, uid0+u, gid0+g)
+		return nil
 	})
 }
 
@@ -755,17 +782,13 @@ func insideID(h uint32) (int, bool) {
 }
 
 // chownTree gives dir and everything in it to uid:gid (not following
-// symlinks), so that the sandbox's root may write there.
+// symlinks, beneath dir: chownBeneath), so that the sandbox's root may
+// write there.
 func chownTree(dir string, uid, gid int) error {
 	if os.Geteuid() != 0 {
 		return nil // the single id map: the sandbox's root is our own uid
 	}
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
+	return chownBeneath(dir, func(*syscall.Stat_t) (int, int, bool) { return uid, gid, true })
 }
 
 // tail keeps the last max bytes written to it.
