@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -99,7 +100,7 @@ func (s *Session) beginTaskStep(ctx context.Context, r *run, n int) *wire.Observ
 	err := t.PrepareStep(ws, n)
 	var res *tasks.Result
 	if err == nil {
-		scratch := filepath.Join(r.ep.Dirs().Root, fmt.Sprintf("step%d-setup", n))
+		scratch := scratchIn(r.ep.Dirs().Root, fmt.Sprintf("step%d-setup", n))
 		defer os.RemoveAll(scratch)
 		res, err = t.Setup(ctx, tasks.RunOptions{Workspace: ws, Scratch: scratch, Hide: s.gradeHide(), Step: n})
 	}
@@ -148,6 +149,17 @@ var gradedFailures = []wire.FailureType{
 	wire.FailureProtocol, wire.FailureOutputLimit, wire.FailureModelBudget, wire.FailureResourceLimit, wire.FailureMaxTurns,
 }
 
+// scratchIn is the path of a grading's or a setup's scratch directory in
+// the episode's directory root, named kind and 128 random bits: root is
+// bound in the harness's sandbox (read-only, mode 0711: not listable but
+// searchable), and between the steps of a task the harness is alive while
+// the scratch holds the tests (the task's, which grade every later step,
+// and the step's) and the verifier's logs, readable by any id. Only a
+// name the harness cannot guess keeps them out of its reach.
+func scratchIn(root, kind string) string {
+	return filepath.Join(root, kind+"-"+rand.Text())
+}
+
 // gradeTask grades the episode's task when obs ends the episode: the
 // harness is stopped first, then the task's tests run (tasks.Task.Grade)
 // against the workspace, and their reward is added to obs's (a "tests"
@@ -172,7 +184,7 @@ func (s *Session) gradeTask(ctx context.Context, r *run, obs *wire.Observation) 
 	tctx, cancel := teardown(ctx)
 	ep.StopHarness(tctx)
 	cancel()
-	scratch := filepath.Join(ep.Dirs().Root, "grade")
+	scratch := scratchIn(ep.Dirs().Root, "grade")
 	defer os.RemoveAll(scratch)
 	start := time.Now()
 	l := s.cfg.Limits
@@ -273,7 +285,7 @@ func (s *Session) gradeTaskStep(ctx context.Context, r *run, obs *wire.Observati
 		cancel()
 	}
 	name := t.Steps[n-1].Name
-	scratch := filepath.Join(ep.Dirs().Root, fmt.Sprintf("step%d-grade", n))
+	scratch := scratchIn(ep.Dirs().Root, fmt.Sprintf("step%d-grade", n))
 	defer os.RemoveAll(scratch)
 	start := time.Now()
 	l := s.cfg.Limits
