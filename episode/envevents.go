@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/harnessd/harnessd/gateway"
 	"github.com/harnessd/harnessd/internal/beneath"
@@ -16,12 +15,12 @@ import (
 // beneath); in a sandbox what it made becomes the harness's.
 func (ep *Episode) PlaceFile(rel, content string) error {
 	made, err := beneath.WriteFile(ep.dirs.Workspace, rel, content)
-	for _, p := range made {
-		if ep.sandbox == nil {
-			break
-		}
-		if cerr := ep.sandbox.Chown(filepath.Join(ep.dirs.Workspace, p)); cerr != nil && err == nil {
-			err = fmt.Errorf("place %q: give %s to the harness: %w", rel, p, cerr)
+	if ep.sandbox != nil {
+		// Beneath the workspace: the harness is live, and a directory on
+		// the way may be a link to a host directory by now.
+		uid, gid := ep.sandbox.HostIDs()
+		if cerr := beneath.Lchown(ep.dirs.Workspace, uid, gid, made...); cerr != nil && err == nil {
+			err = fmt.Errorf("place %q: give it to the harness: %w", rel, cerr)
 		}
 	}
 	return err

@@ -72,3 +72,25 @@ func WriteFile(dir, rel, content string) ([]string, error) {
 	}
 	return append(made, clean), nil
 }
+
+// Lchown gives each of rels, paths beneath dir, to uid:gid, each entry
+// alone (nothing is walked), resolving every path beneath dir (os.Root: no
+// link out of it is followed, the last component's never): dir may be a
+// live harness's workspace, where a directory on the way can become a link
+// to a host directory at any time.
+func Lchown(dir string, uid, gid int, rels ...string) error {
+	if len(rels) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, rel := range rels {
+		if err := root.Lchown(rel, uid, gid); err != nil {
+			return fmt.Errorf("give %s to uid %d: %w", rel, uid, err)
+		}
+	}
+	return nil
+}
