@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -144,8 +145,8 @@ func (s *Set) Score(ctx context.Context, in Input) (float64, []Result) {
 	if s == nil {
 		return 0, nil
 	}
-	var total float64
 	var results []Result
+	var terms []float64
 	for i := range s.specs {
 		sp := &s.specs[i]
 		if sp.On == OnDone && !in.Done {
@@ -162,11 +163,35 @@ func (s *Set) Score(ctx context.Context, in Input) (float64, []Result) {
 			s.deps.Logger.Warn("rubric failed", "rubric", sp.Name, "episode_id", in.EpisodeID, "turn", in.TurnNumber, "err", err)
 		} else {
 			r.Score = &score
-			total += score * r.Weight
+			terms = append(terms, score)
+			terms = append(terms, r.Weight)
 		}
 		results = append(results, r)
 	}
-	return total, results
+	return finiteWeightedSum(terms), results
+}
+
+// finiteWeightedSum is the sum of the products of terms' pairs (score,
+// weight), finite: each score is finite, but their weighted sum may not
+// be (two scores of 1.7e308, or one of weight 2, gave +Inf; +Inf and -Inf
+// beside each other NaN, neither a JSON number). When the quick sum is not
+// finite it is taken again exactly, and a sum beyond float64's range is
+// its largest finite value of that sign.
+func finiteWeightedSum(terms []float64) float64 {
+	var total float64
+	for i := 0; i+1 < len(terms); i += 2 {
+		total += terms[i] * terms[i+1]
+	}
+	if !math.IsNaN(total) && !math.IsInf(total, 0) {
+		return total
+	}
+	exact := new(big.Float).SetPrec(4096)
+	for i := 0; i+1 < len(terms); i += 2 {
+		p := new(big.Float).SetPrec(4096).SetFloat64(terms[i])
+		exact.Add(exact, p.Mul(p, new(big.Float).SetFloat64(terms[i+1])))
+	}
+	f, _ := exact.Float64()
+	return math.Max(-math.MaxFloat64, math.Min(math.MaxFloat64, f))
 }
 
 func (s *Set) run(ctx context.Context, i int, in Input) (float64, string, error) {

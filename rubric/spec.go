@@ -3,6 +3,7 @@ package rubric
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 
 	"github.com/harnessd/harnessd/internal/units"
@@ -99,6 +100,9 @@ func (s *Spec) validate(i int) error {
 		bad("type is required (command, match or tool)")
 	default:
 		bad("unknown type %q (want command, match or tool)", s.Type)
+	}
+	if w := s.weight(); math.IsNaN(w) || math.IsInf(w, 0) {
+		bad("weight must be a finite number, not %v", w)
 	}
 	if (s.Type == KindCommand || s.Type == KindTool) && s.Timeout == 0 {
 		s.Timeout = DefaultCommandTimeout
