@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,7 +236,8 @@ func addTaskGrade(obs *wire.Observation, id string, g *wire.TaskGrade) {
 	if g.Reward != nil {
 		total := *g.Reward
 		if obs.Reward != nil {
-			total += *obs.Reward
+			// Both are finite; their sum may not be (JSON has no +Inf).
+			total = math.Max(-math.MaxFloat64, math.Min(math.MaxFloat64, total+*obs.Reward))
 		}
 		obs.Reward = &total
 	}
