@@ -26,17 +26,13 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request, c *Connecti
 		return
 	}
 	c.Port = port
-	v := p.check(r.Context(), host, port)
+	v := p.take(r.Context(), host, port)
 	if v.reason != "" {
 		p.refuse(w, c, v.status, v.reason)
 		return
 	}
-	c.Allowed = true
-	if !p.acquire() {
-		p.refuse(w, c, http.StatusServiceUnavailable, p.tooMany())
-		return
-	}
 	defer p.release()
+	c.Allowed = true
 	upstream, addr, err := p.dial(r.Context(), v.addrs, port)
 	if err != nil {
 		p.refuse(w, c, http.StatusBadGateway, err.Error())

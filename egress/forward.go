@@ -62,17 +62,13 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request, c *Connecti
 		port = n
 	}
 	c.Port = port
-	v := p.check(r.Context(), c.Host, port)
+	v := p.take(r.Context(), c.Host, port)
 	if v.reason != "" {
 		p.refuse(w, c, v.status, v.reason)
 		return
 	}
-	c.Allowed = true
-	if !p.acquire() {
-		p.refuse(w, c, http.StatusServiceUnavailable, p.tooMany())
-		return
-	}
 	defer p.release()
+	c.Allowed = true
 	f := &forward{p: p, addrs: v.addrs, port: port}
 	defer func() {
 		f.mu.Lock()
