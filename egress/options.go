@@ -48,8 +48,8 @@ type Options struct {
 	DialTimeout time.Duration
 
 	// MaxConnections caps concurrent upstream connections (tunnels and
-	// forwarded requests together); one more gets 503. Default
-	// DefaultMaxConnections.
+	// forwarded requests together, each from its host's lookup on); one
+	// more gets 503. Default DefaultMaxConnections.
 	MaxConnections int
 	// MaxClientConnections caps the harness's connections to the proxy
 	// (idle keep-alive ones and tunnels alike), across all its listeners:
