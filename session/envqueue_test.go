@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -368,6 +369,12 @@ func TestEmptyQueueChangesNothing(t *testing.T) {
 func normalized(t *testing.T, o *wire.Observation) string {
 	t.Helper()
 	o.Metadata.EpisodeID = ""
+	// The harness's account and the bridge's of one tool call arrive
+	// concurrently: each source's events keep their order, the sources'
+	// interleaving is a race (seen under load).
+	sort.SliceStable(o.Metadata.TurnEvents, func(i, j int) bool {
+		return o.Metadata.TurnEvents[i].Origin < o.Metadata.TurnEvents[j].Origin
+	})
 	for i := range o.Metadata.TurnEvents {
 		e := &o.Metadata.TurnEvents[i]
 		e.Timestamp = 0
