@@ -213,8 +213,13 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	start := p.OutputBytes()
 	answered := false // the harness wrote a line of this turn
 	// Lines written between turns (while asked to fork or restore) come
-	// first, as they would have without the question.
+	// first, as they would have without the question, and are bounded as
+	// a line of the turn is (CheckOutput's shape check; their bytes were
+	// bounded as they were kept).
 	for _, text := range pending {
+		if err := adapterkit.CheckLineShape(text); err != nil {
+			return harness.TurnResult{}, err
+		}
 		if res, done, err := a.handleLine(text, emit); err != nil || done {
 			return res, err
 		}
