@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/egress"
+	"github.com/harnessd/harnessd/internal/beneath"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
@@ -703,12 +703,12 @@ func (t *Task) giveWorkspace(ws string, sp runSpec, huid, hgid, uid int) (func()
 // id of one of the sandbox ranges, DefaultRanges) becomes uid0+N; any
 // other (the daemon's) becomes uid0+daemonOwned, or keeps its owner when
 // daemonOwned is negative. Symlinks are not followed, and the walk stays
-// beneath dir (chownBeneath).
+// beneath dir (beneath.LchownTree).
 func remapTree(dir string, uid0, gid0, daemonOwned int) error {
 	if os.Geteuid() != 0 {
 		return nil // the single id map: the sandbox's root is our own uid
 	}
-	return chownBeneath(dir, func(st *syscall.Stat_t) (int, int, bool) {
+	return beneath.LchownTree(dir, func(st *syscall.Stat_t) (int, int, bool) {
 		u, uok := insideID(st.Uid)
 		g, gok := insideID(st.Gid)
 		if !uok || !gok {
@@ -718,38 +718,6 @@ func remapTree(dir string, uid0, gid0, daemonOwned int) error {
 			u, g = daemonOwned, daemonOwned
 		}
 		return uid0 + u, gid0 + g, true
-	})
-}
-
-// chownBeneath walks dir and gives each entry the owner ids says (none
-// when ok is false), never following a symbolic link and never leaving
-// dir: the workspace may be live (a harness between the steps of a task),
-// so each entry is listed, stat'ed and chowned by its path beneath dir
-// (os.Root), never from the host's root, where a directory swapped for a
-// link to /etc between the listing and the chown would hand /etc's files
-// to the sandbox.
-func chownBeneath(dir string, ids func(st *syscall.Stat_t) (uid, gid int, ok bool)) error {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	return fs.WalkDir(root.FS(), ".", func(rel string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := root.Lstat(rel)
-		if err != nil {
-			return err
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		if uid, gid, ok := ids(st); ok {
-			return root.Lchown(rel, uid, gid)
-		}
-		return nil
 	})
 }
 
@@ -782,13 +750,13 @@ func insideID(h uint32) (int, bool) {
 }
 
 // chownTree gives dir and everything in it to uid:gid (not following
-// symlinks, beneath dir: chownBeneath), so that the sandbox's root may
+// symlinks, beneath dir: beneath.LchownTree), so that the sandbox's root may
 // write there.
 func chownTree(dir string, uid, gid int) error {
 	if os.Geteuid() != 0 {
 		return nil // the single id map: the sandbox's root is our own uid
 	}
-	return chownBeneath(dir, func(*syscall.Stat_t) (int, int, bool) { return uid, gid, true })
+	return beneath.LchownTree(dir, func(*syscall.Stat_t) (int, int, bool) { return uid, gid, true })
 }
 
 // tail keeps the last max bytes written to it.

@@ -1,5 +1,5 @@
-// Package beneath writes files beneath a directory that someone else
-// shapes (an episode's workspace, which the harness may fill with links):
+// Package beneath writes and chowns files beneath a directory that someone
+// else shapes (an episode's workspace, which the harness may fill with links):
 // the path stays beneath the directory, and no link is followed, neither a
 // directory on the way nor the file itself. It owns only that; it must not
 // know about episodes, sandboxes or events.
@@ -93,4 +93,51 @@ func Lchown(dir string, uid, gid int, rels ...string) error {
 		}
 	}
 	return nil
+}
+
+// LchownTree walks dir and gives each entry, dir included, the owner ids
+// says (none when ok is false), never following a symbolic link and never
+// leaving dir: each entry is listed, stat'ed and chowned by its path
+// beneath dir (os.Root), never from the host's root, where a directory a
+// live process swapped for a link to /etc between the listing and the
+// chown would hand /etc's files to whoever the ids name. dir itself may be
+// anything (its parent is not someone else's): a file or a link is
+// chowned alone, as filepath.WalkDir would visit it.
+func LchownTree(dir string, ids func(st *syscall.Stat_t) (uid, gid int, ok bool)) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		if uid, gid, ok := ids(st); ok {
+			return os.Lchown(dir, uid, gid)
+		}
+		return nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(rel string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := root.Lstat(rel)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		if uid, gid, ok := ids(st); ok {
+			return root.Lchown(rel, uid, gid)
+		}
+		return nil
+	})
 }

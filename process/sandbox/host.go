@@ -6,16 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/harnessd/harnessd/internal/beneath"
 	"github.com/harnessd/harnessd/internal/linux/cgroups"
 	"github.com/harnessd/harnessd/internal/linux/procfs"
 	"github.com/harnessd/harnessd/internal/linux/session"
@@ -506,13 +505,14 @@ func (s *Sandbox) Close() error {
 
 // chownTree gives dir and everything in it to uid:gid (not following
 // symlinks), so the harness's host uid can write its workspace and HOME.
+// Each entry is chowned beneath dir (beneath.LchownTree), never by its
+// path from the host's root: processes with the harness's ids may be
+// alive while a run starts (a tool server's side sandbox has them and the
+// workspace, and a one-shot agent's turn is a run of its own), and a
+// directory they swapped for a link to a host directory made the daemon
+// chown that directory's files.
 func chownTree(dir string, uid, gid int) error {
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
+	err := beneath.LchownTree(dir, func(*syscall.Stat_t) (int, int, bool) { return uid, gid, true })
 	if err != nil {
 		return fmt.Errorf("give %s to the sandbox's uid %d: %w", dir, uid, err)
 	}

@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestChownTreeDoesNotFollowASwappedDirectory: Run gives the workspace and
+// HOME to the harness's host uid (chownTree) each time it starts a
+// harness, every turn for a one-shot agent. Processes with the harness's
+// ids may be alive then (a tool server's side sandbox has them and the
+// workspace, and goes on between turns), and one that replaces a
+// directory of the workspace by a link to a host directory between the
+// walk's listing and its chown made the daemon, as root, chown the host
+// directory's files. Each entry is now chowned beneath the directory
+// (os.Root). The control: without the swapper every file is given.
+func TestChownTreeDoesNotFollowASwappedDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chowning to another uid needs root")
+	}
+	const files = 200
+	dir := t.TempDir()
+	ws, host := filepath.Join(dir, "ws"), filepath.Join(dir, "host")
+	for _, d := range []string{filepath.Join(ws, "d"), host} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range files {
+			if err := os.WriteFile(filepath.Join(d, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	owner := func(p string) uint32 {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Uid
+	}
+	harness := DefaultIDBase + 3*RangeSize
+	if err := chownTree(ws, harness, harness); err != nil {
+		t.Fatal(err)
+	}
+	if got := owner(filepath.Join(ws, "d", "f7")); got != uint32(harness) {
+		t.Fatalf("control: a workspace file is uid %d, want the harness's %d", got, harness)
+	}
+
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // a live process of the harness's ids
+		defer wg.Done()
+		d, keep := filepath.Join(ws, "d"), filepath.Join(ws, ".d")
+		for !done.Load() {
+			if os.Rename(d, keep) != nil {
+				continue
+			}
+			_ = os.Symlink(host, d)
+			time.Sleep(20 * time.Microsecond)
+			_ = os.Remove(d)
+			_ = os.Rename(keep, d)
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	rounds := 0
+	for ; time.Now().Before(deadline); rounds++ {
+		_ = chownTree(ws, harness+rounds%2, harness+rounds%2) // an entry may vanish meanwhile
+	}
+	done.Store(true)
+	wg.Wait()
+	for i := range files {
+		p := filepath.Join(host, "f"+strconv.Itoa(i))
+		if got := owner(p); got != 0 {
+			t.Fatalf("after %d walks a host file outside the workspace, %s, is owned by uid %d: chowned through a directory swapped for a link", rounds, p, got)
+		}
+	}
+	t.Logf("%d walks against the swapper, no host file chowned", rounds)
+}
