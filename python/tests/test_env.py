@@ -202,3 +202,27 @@ def test_harness_done_tells_terminated_from_truncated(daemons) -> None:
         obs = env.step("reply two")
         assert obs.done and not obs.harness_done and not obs.error_type
         assert "harness_done" not in obs.metadata
+
+
+def test_a_refused_session_reconnects_once_there_is_room(daemons) -> None:
+    """A session the server refused (CAPACITY_REACHED) is closed by the
+    server; the client's next request opens a new one. Before, it was sent
+    on the dead connection and raised a TransportError, and only the request
+    after that reconnected."""
+    d = daemons.start(max_sessions=1)
+    env = harnessd.Env(d.url)
+    other = harnessd.Env(d.url)
+    try:
+        env.reset(episode_id="ep-first")
+        with pytest.raises(errors.CapacityError):
+            other.reset()
+        env.close()
+        h = harnessd.DaemonHTTP(d.url)
+        for _ in range(100):
+            if not h.health().active_sessions:
+                break
+            asyncio.run(asyncio.sleep(0.05))
+        assert other.reset(episode_id="ep-second").episode_id == "ep-second"
+    finally:
+        env.close()
+        other.close()

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import websockets
 import websockets.exceptions
 
-from .errors import ProtocolError, SiblingFailed, TransportError, server_error
+from .errors import CapacityError, ProtocolError, SessionError, SiblingFailed, TransportError, server_error
 from .http import _check_version, normalize_base_url
 from .types import Observation, PolicyVersion, Sibling, State
 
@@ -183,7 +183,13 @@ class AsyncEnv:
         if not isinstance(env, dict):
             raise ProtocolError(f"{self.base_url}: a frame that is not an object")
         if env.get("type") == "error":
-            raise server_error(env.get("data"), export=export)
+            err = server_error(env.get("data"), export=export)
+            if isinstance(err, (CapacityError, SessionError)) and typ != "fork":
+                # The server refused the session itself (no free slot, an
+                # unknown session to attach, shutting down) and closes the
+                # connection: the next request opens a new one.
+                await self._abort()
+            raise err
         if env.get("type") != want:
             raise ProtocolError(f"{self.base_url}: expected a {want!r} frame, got {env.get('type')!r}")
         return env.get("data")
