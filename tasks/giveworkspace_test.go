@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
 
@@ -62,7 +63,7 @@ func ownerOf(t *testing.T, path string) uint32 {
 // swapper gives every workspace file to the sandbox and back.
 func TestGiveWorkspaceDoesNotChownThroughASwappedDirectory(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the workspace is walked and chowned only as root")
+		testbin.Missing(t, "the workspace is walked and chowned only as root")
 	}
 	const files = 200
 	dir := t.TempDir()

@@ -5,13 +5,15 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // LchownTree chowns a directory and what is in it; a file or a link
 // named as dir is chowned alone, the link itself, not what it names.
 func TestLchownTreeOfAFileOrALink(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("chowning to another uid needs root")
+		testbin.Missing(t, "chowning to another uid needs root")
 	}
 	dir := t.TempDir()
 	sub, file, target, link := filepath.Join(dir, "sub"), filepath.Join(dir, "file"), filepath.Join(dir, "target"), filepath.Join(dir, "link")

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // TestChownTreeDoesNotFollowASwappedDirectory: Run gives the workspace and
@@ -22,7 +24,7 @@ import (
 // (os.Root). The control: without the swapper every file is given.
 func TestChownTreeDoesNotFollowASwappedDirectory(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("chowning to another uid needs root")
+		testbin.Missing(t, "chowning to another uid needs root")
 	}
 	const files = 200
 	dir := t.TempDir()
