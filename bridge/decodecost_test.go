@@ -6,11 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/internal/doorcap"
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // A tool call's JSON objects and arrays are charged to the door's body
@@ -52,12 +52,8 @@ func TestToolCallDecodingIsChargedToTheBodyBudget(t *testing.T) {
 	}
 	objects := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("{},", n), ",") + "]" }
 
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	resp, body := call(objects(700_000))
-	runtime.ReadMemStats(&after)
-	got := after.TotalAlloc - before.TotalAlloc
+	var body string
+	got := testbin.Allocated(func() { resp, body = call(objects(700_000)) })
 	t.Logf("2 MiB of empty objects as arguments: %d %s, %d MiB allocated", resp.StatusCode, resp.Header.Get("X-Harnessd-Refused"), got>>20)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("X-Harnessd-Refused") != doorcap.ReasonDecodeCost {
 		t.Errorf("2 MiB of empty objects as arguments: %d %s, want 413 door_decode_cost", resp.StatusCode, body)
@@ -78,13 +74,11 @@ func TestToolCallDecodingIsChargedToTheBodyBudget(t *testing.T) {
 	var answer string
 	meta := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","_meta":{"x":[` +
 		strings.Repeat("1,", 512<<10) + `1]},"arguments":{}}}`
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	resp, answer = send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
-		"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s",
-		EndpointPath, addr, srv.Token(), sid, len(meta), meta))
-	runtime.ReadMemStats(&after)
-	got = after.TotalAlloc - before.TotalAlloc
+	got = testbin.Allocated(func() {
+		resp, answer = send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s",
+			EndpointPath, addr, srv.Token(), sid, len(meta), meta))
+	})
 	t.Logf("1 MiB of ones in _meta: %d %s, %d MiB allocated", resp.StatusCode, resp.Header.Get("X-Harnessd-Refused"), got>>20)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("X-Harnessd-Refused") != doorcap.ReasonDecodeCost {
 		t.Errorf("1 MiB of ones in _meta: %d %.200s, want 413 door_decode_cost", resp.StatusCode, answer)

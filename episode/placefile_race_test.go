@@ -7,11 +7,12 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // TestPlaceFileDoesNotChownThroughASwappedDirectory: an event's file
@@ -40,7 +41,7 @@ func TestPlaceFileDoesNotChownThroughASwappedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"a/ctl", "a/ctl/f"} {
-		if got := ownerOf(t, filepath.Join(ws, p)); got != uint32(huid) {
+		if got := testbin.Owner(t, filepath.Join(ws, p)); got != uint32(huid) {
 			t.Fatalf("control: %s is uid %d, want the harness's %d", p, got, huid)
 		}
 	}
@@ -79,7 +80,7 @@ func TestPlaceFileDoesNotChownThroughASwappedDirectory(t *testing.T) {
 	wg.Wait()
 	chowned := 0
 	for j := range dirs {
-		if ownerOf(t, filepath.Join(host, "b"+strconv.Itoa(j))) != 0 {
+		if testbin.Owner(t, filepath.Join(host, "b"+strconv.Itoa(j))) != 0 {
 			chowned++
 		}
 	}
@@ -87,14 +88,4 @@ func TestPlaceFileDoesNotChownThroughASwappedDirectory(t *testing.T) {
 		t.Fatalf("after %d placed files (%d refused), %d host directories outside the workspace are owned by the harness's uid %d: chowned through a directory swapped for a link", i, errs, chowned, huid)
 	}
 	t.Logf("%d files placed against the swapper, no host directory chowned", i)
-}
-
-// ownerOf is path's uid (not following a link).
-func ownerOf(t *testing.T, path string) uint32 {
-	t.Helper()
-	fi, err := os.Lstat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Sys().(*syscall.Stat_t).Uid
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // A sampling value compared under a pin, and JSON canonicalised for a
@@ -21,13 +23,13 @@ func TestLargeJSONIsComparedWithoutDecoding(t *testing.T) {
 	zeros := "[" + strings.Repeat("0,", 4<<20) + "0]" // 8 MiB
 	spaced := strings.ReplaceAll(zeros, ",", ", ")
 	var same bool
-	got := allocatedDuring(func() { same = sameJSON(json.RawMessage(zeros), json.RawMessage(spaced)) })
+	got := testbin.Allocated(func() { same = sameJSON(json.RawMessage(zeros), json.RawMessage(spaced)) })
 	t.Logf("comparing two 8 MiB sampling values: same %v, %d MiB allocated", same, got>>20)
 	if got > 64<<20 {
 		t.Errorf("comparing two 8 MiB sampling values allocated %d MiB", got>>20)
 	}
 	var canon []byte
-	got = allocatedDuring(func() { canon = canonicalJSON([]byte(spaced)) })
+	got = testbin.Allocated(func() { canon = canonicalJSON([]byte(spaced)) })
 	t.Logf("canonicalising 8 MiB: %d MiB allocated", got>>20)
 	if got > 64<<20 || string(canon) != zeros {
 		t.Errorf("canonicalising 8 MiB allocated %d MiB (compacted: %v)", got>>20, string(canon) == zeros)

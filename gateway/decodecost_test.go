@@ -4,24 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/internal/doorcap"
 	"github.com/harnessd/harnessd/internal/doorcap/doortest"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/testharness/fakellm"
 )
-
-// allocatedDuring is the bytes the test process allocated while f ran.
-func allocatedDuring(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // chatWithToolCalls is a chat request of about size bytes whose one
 // assistant message has tool_calls of n empty objects, then a user turn.
@@ -52,7 +42,7 @@ func TestDecodingIsChargedToTheBodyBudget(t *testing.T) {
 
 	flood := chatWithToolCalls(700_000) // 2 MiB
 	var a doortest.Answer
-	got := allocatedDuring(func() { a = send(flood) })
+	got := testbin.Allocated(func() { a = send(flood) })
 	t.Logf("%d MiB of empty tool calls: %d %s, %d MiB allocated", len(flood)>>20, a.Status, a.Refused, got>>20)
 	if a.Status != http.StatusRequestEntityTooLarge || a.Refused != doorcap.ReasonDecodeCost || !strings.Contains(a.Body, "once decoded") {
 		t.Errorf("2 MiB of empty tool calls answered %d (%s) %s, want 413 door_decode_cost", a.Status, a.Refused, a.Body)
@@ -88,7 +78,7 @@ func TestArrayElementsAreCharged(t *testing.T) {
 	}
 	zeros := []byte(`{"model":"m","messages":[{"role":"user","content":[` + strings.Repeat("0,", 512<<10) + `0]}],"max_tokens":8}`)
 	var a doortest.Answer
-	got := allocatedDuring(func() { a = send(zeros) })
+	got := testbin.Allocated(func() { a = send(zeros) })
 	t.Logf("1 MiB of zeros as a message's content: %d %s, %d MiB allocated", a.Status, a.Refused, got>>20)
 	if a.Status != http.StatusRequestEntityTooLarge || a.Refused != doorcap.ReasonDecodeCost {
 		t.Errorf("1 MiB of zeros as a message's content answered %d (%s) %.200s, want 413 door_decode_cost", a.Status, a.Refused, a.Body)

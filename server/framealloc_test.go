@@ -1,27 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"runtime"
 	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
-
-// allocatedBy is the bytes f allocates on the heap.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// zeros is a JSON array of n/2 zeros: n bytes.
-func zeros(n int) []byte {
-	return append(append([]byte{'['}, bytes.Repeat([]byte("0,"), n/2-1)...), '0', ']')
-}
 
 // A step frame's metadata, the client's own, is read for the keys the
 // daemon uses (submit, play) and otherwise only validated: decoded into Go
@@ -33,9 +18,9 @@ func zeros(n int) []byte {
 // is wrong.
 func TestFrameParsingAllocatesInProportionToTheFrame(t *testing.T) {
 	const size = 8 << 20
-	step := append(append([]byte(`{"type":"step","data":{"message":"hi","metadata":{"submit":true,"pad":`), zeros(size)...), "}}}"...)
+	step := append(append([]byte(`{"type":"step","data":{"message":"hi","metadata":{"submit":true,"pad":`), testbin.JSONZeros(size)...), "}}}"...)
 	var md map[string]any
-	got := allocatedBy(func() {
+	got := testbin.Allocated(func() {
 		f, werr := parseWSFrame(step)
 		if werr != nil {
 			t.Fatalf("frame: %+v", werr)
@@ -54,9 +39,9 @@ func TestFrameParsingAllocatesInProportionToTheFrame(t *testing.T) {
 		t.Errorf("the metadata's submit key was not read: %v", md)
 	}
 
-	array := zeros(size)
+	array := []byte(testbin.JSONZeros(size))
 	var code string
-	got = allocatedBy(func() {
+	got = testbin.Allocated(func() {
 		_, werr := parseWSFrame(array)
 		if werr != nil {
 			code = werr.Code
@@ -81,9 +66,9 @@ func TestFrameParsingAllocatesInProportionToTheFrame(t *testing.T) {
 // /harness frame and an MCP request (whose tool arguments stay raw JSON).
 func TestHarnessAndMCPParsingAllocateInProportionToTheFrame(t *testing.T) {
 	const size = 8 << 20
-	frame := append(append([]byte(`{"type":"message","content":"hi","pad":`), zeros(size)...), '}')
+	frame := append(append([]byte(`{"type":"message","content":"hi","pad":`), testbin.JSONZeros(size)...), '}')
 	var content *string
-	got := allocatedBy(func() { content, _ = parseHarnessFrame(inbound{data: frame}) })
+	got := testbin.Allocated(func() { content, _ = parseHarnessFrame(inbound{data: frame}) })
 	t.Logf("a /harness frame with %d MiB of padding allocated %d MiB", size>>20, got>>20)
 	if got > 4*size {
 		t.Errorf("a /harness frame with %d MiB of padding allocated %d MiB (over 4× the frame)", size>>20, got>>20)
@@ -91,14 +76,14 @@ func TestHarnessAndMCPParsingAllocateInProportionToTheFrame(t *testing.T) {
 	if content == nil || *content != "hi" {
 		t.Errorf("the /harness frame's content was not read: %v", content)
 	}
-	if _, werr := parseHarnessFrame(inbound{data: zeros(size)}); werr == nil || werr.Code != codeValidation {
+	if _, werr := parseHarnessFrame(inbound{data: []byte(testbin.JSONZeros(size))}); werr == nil || werr.Code != codeValidation {
 		t.Errorf("a /harness frame that is an array: %+v, want %s", werr, codeValidation)
 	}
 
 	s := &Server{}
-	req := append(append([]byte(`{"jsonrpc":"2.0","id":7,"method":"nope","params":{"arguments":`), zeros(size)...), "}}"...)
+	req := append(append([]byte(`{"jsonrpc":"2.0","id":7,"method":"nope","params":{"arguments":`), testbin.JSONZeros(size)...), "}}"...)
 	var resp map[string]any
-	got = allocatedBy(func() { resp = s.mcpRequest(context.Background(), req, nil) })
+	got = testbin.Allocated(func() { resp = s.mcpRequest(context.Background(), req, nil) })
 	t.Logf("an MCP request with %d MiB of arguments allocated %d MiB: %v", size>>20, got>>20, resp["error"])
 	if got > 4*size {
 		t.Errorf("an MCP request with %d MiB of arguments allocated %d MiB (over 4× the request)", size>>20, got>>20)

@@ -4,50 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/process/sandbox"
 )
-
-// dirSwapper keeps replacing the directory ws/d by a symbolic link to
-// target and back (renames), as a background process of a live harness
-// can while a step of a multi-step task is set up or graded (the harness
-// stays alive between steps: session.gradeTaskStep).
-func dirSwapper(t *testing.T, ws, target string) (stop func()) {
-	t.Helper()
-	var done atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d, keep := filepath.Join(ws, "d"), filepath.Join(ws, ".d")
-		for !done.Load() {
-			if os.Rename(d, keep) != nil {
-				continue
-			}
-			_ = os.Symlink(target, d)
-			time.Sleep(20 * time.Microsecond)
-			_ = os.Remove(d)
-			_ = os.Rename(keep, d)
-		}
-	}()
-	return func() { done.Store(true); wg.Wait() }
-}
-
-// ownerOf is path's uid (not following a link).
-func ownerOf(t *testing.T, path string) uint32 {
-	t.Helper()
-	fi, err := os.Lstat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Sys().(*syscall.Stat_t).Uid
-}
 
 // TestGiveWorkspaceDoesNotChownThroughASwappedDirectory: as root, the
 // daemon hands the workspace to each grading (and setup, oracle) sandbox
@@ -97,15 +59,15 @@ func TestGiveWorkspaceDoesNotChownThroughASwappedDirectory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ownerOf(t, filepath.Join(ws, "d", "f7")); got != uint32(grader) {
+		if got := testbin.Owner(t, filepath.Join(ws, "d", "f7")); got != uint32(grader) {
 			t.Fatalf("%s: control: a workspace file is uid %d during grading, want the grader's %d", task.ID, got, grader)
 		}
 		restore()
-		if got := ownerOf(t, filepath.Join(ws, "d", "f7")); got != uint32(harness) {
+		if got := testbin.Owner(t, filepath.Join(ws, "d", "f7")); got != uint32(harness) {
 			t.Fatalf("%s: control: a workspace file is uid %d after grading, want the harness's %d", task.ID, got, harness)
 		}
 
-		stop := dirSwapper(t, ws, host)
+		stop := testbin.SwapDirWithLink(ws, host)
 		deadline := time.Now().Add(3 * time.Second)
 		rounds := 0
 		for ; time.Now().Before(deadline); rounds++ {
@@ -115,7 +77,7 @@ func TestGiveWorkspaceDoesNotChownThroughASwappedDirectory(t *testing.T) {
 		stop()
 		for i := range files {
 			p := filepath.Join(host, "f"+strconv.Itoa(i))
-			if got := ownerOf(t, p); got != 0 {
+			if got := testbin.Owner(t, p); got != 0 {
 				t.Fatalf("%s: after %d gradings a host file outside the workspace, %s, is owned by uid %d (the harness is uid %d, the grader %d): chowned through a directory swapped for a link",
 					task.ID, rounds, p, got, harness, grader)
 			}

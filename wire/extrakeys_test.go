@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -34,7 +35,7 @@ func TestExtraKeysAreBounded(t *testing.T) {
 	}
 	flood := fields(400_000) // 4 MiB
 	var err2 error
-	got := allocatedBy(func() { _, err2 = wire.DecodeChecked(wire.EventTextOutput, flood) })
+	got := testbin.Allocated(func() { _, err2 = wire.DecodeChecked(wire.EventTextOutput, flood) })
 	t.Logf("%d MiB of fields of its own: %v; %d MiB allocated", len(flood)>>20, err2, got>>20)
 	if err2 == nil || !strings.Contains(err2.Error(), "fields beyond the event's schema") {
 		t.Errorf("400,000 fields of its own: %v, want refused", err2)

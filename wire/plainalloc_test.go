@@ -11,21 +11,6 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// allocatedBy is the bytes f allocates on the heap.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// zeros is a JSON array of n/2 zeros: n bytes.
-func zeros(n int) string {
-	return "[" + strings.Repeat("0,", n/2-1) + "0]"
-}
-
 // A harness's tool_result and llm_response events carry values of any JSON
 // kind (result, structured_content, content), which were decoded into Go
 // values: a 4 MiB line of [0,0,...] (the adapters' line limit) allocated
@@ -38,11 +23,11 @@ func TestHarnessValuesAllocateInProportionToTheLine(t *testing.T) {
 		t    wire.EventType
 		data string
 	}{
-		{wire.EventToolResult, `{"tool_name":"x","result":` + zeros(size) + `}`},
-		{wire.EventToolResult, `{"tool_name":"x","result":"ok","structured_content":{"a":` + zeros(size) + `}}`},
-		{wire.EventLLMResponse, `{"content":` + zeros(size) + `,"model":"m"}`},
+		{wire.EventToolResult, `{"tool_name":"x","result":` + testbin.JSONZeros(size) + `}`},
+		{wire.EventToolResult, `{"tool_name":"x","result":"ok","structured_content":{"a":` + testbin.JSONZeros(size) + `}}`},
+		{wire.EventLLMResponse, `{"content":` + testbin.JSONZeros(size) + `,"model":"m"}`},
 	} {
-		measure(t, c.t, []byte(c.data), zeros(size))
+		measure(t, c.t, []byte(c.data), testbin.JSONZeros(size))
 	}
 
 	p, err := wire.DecodeChecked(wire.EventToolResult, []byte(`{"tool_name":"x","result":[1,{"a":"b"}],"structured_content":{"n":2}}`))
@@ -56,7 +41,7 @@ func TestHarnessValuesAllocateInProportionToTheLine(t *testing.T) {
 	if m, ok := r.StructuredContent.(map[string]any); !ok || m["n"] != 2.0 {
 		t.Errorf("small structured content is not decoded: %#v", r.StructuredContent)
 	}
-	big := wire.Plain([]byte(zeros(wire.PlainLimit + 2)))
+	big := wire.Plain([]byte(testbin.JSONZeros(wire.PlainLimit + 2)))
 	if _, ok := big.(json.RawMessage); !ok {
 		t.Errorf("Plain of %d bytes gave a %T, want raw JSON", wire.PlainLimit+2, big)
 	}
@@ -79,7 +64,7 @@ func measure(t *testing.T, typ wire.EventType, data []byte, value string) {
 	var p wire.Payload
 	var err error
 	base := testbin.LiveHeap()
-	got := allocatedBy(func() { p, err = wire.DecodeChecked(typ, data) })
+	got := testbin.Allocated(func() { p, err = wire.DecodeChecked(typ, data) })
 	kept := int64(testbin.LiveHeap()) - int64(base)
 	if err != nil {
 		t.Fatalf("%s: %v", typ, err)

@@ -4,9 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,47 +36,24 @@ func TestChownTreeDoesNotFollowASwappedDirectory(t *testing.T) {
 			}
 		}
 	}
-	owner := func(p string) uint32 {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Sys().(*syscall.Stat_t).Uid
-	}
 	harness := DefaultIDBase + 3*RangeSize
 	if err := chownTree(ws, harness, harness); err != nil {
 		t.Fatal(err)
 	}
-	if got := owner(filepath.Join(ws, "d", "f7")); got != uint32(harness) {
+	if got := testbin.Owner(t, filepath.Join(ws, "d", "f7")); got != uint32(harness) {
 		t.Fatalf("control: a workspace file is uid %d, want the harness's %d", got, harness)
 	}
 
-	var done atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // a live process of the harness's ids
-		defer wg.Done()
-		d, keep := filepath.Join(ws, "d"), filepath.Join(ws, ".d")
-		for !done.Load() {
-			if os.Rename(d, keep) != nil {
-				continue
-			}
-			_ = os.Symlink(host, d)
-			time.Sleep(20 * time.Microsecond)
-			_ = os.Remove(d)
-			_ = os.Rename(keep, d)
-		}
-	}()
+	stop := testbin.SwapDirWithLink(ws, host) // a live process of the harness's ids
 	deadline := time.Now().Add(2 * time.Second)
 	rounds := 0
 	for ; time.Now().Before(deadline); rounds++ {
 		_ = chownTree(ws, harness+rounds%2, harness+rounds%2) // an entry may vanish meanwhile
 	}
-	done.Store(true)
-	wg.Wait()
+	stop()
 	for i := range files {
 		p := filepath.Join(host, "f"+strconv.Itoa(i))
-		if got := owner(p); got != 0 {
+		if got := testbin.Owner(t, p); got != 0 {
 			t.Fatalf("after %d walks a host file outside the workspace, %s, is owned by uid %d: chowned through a directory swapped for a link", rounds, p, got)
 		}
 	}

@@ -2,12 +2,12 @@ package acp
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -29,12 +29,11 @@ exec cat >/dev/null`
 		a := start(t, l)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		_, err := a.Turn(ctx, harness.TurnInput{Number: 1, Message: "go", OutputLimit: 16 << 20}, func(wire.Event) {})
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc, err
+		var err error
+		got := testbin.Allocated(func() {
+			_, err = a.Turn(ctx, harness.TurnInput{Number: 1, Message: "go", OutputLimit: 16 << 20}, func(wire.Event) {})
+		})
+		return got, err
 	}
 	if _, err := turn("1000"); err != nil {
 		t.Fatalf("the control, 1,000 objects: %v", err)

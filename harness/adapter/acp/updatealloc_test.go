@@ -3,26 +3,13 @@ package acp
 import (
 	"encoding/json"
 	"log/slog"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
-
-// allocatedBy is the bytes f allocates on the heap.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// zeros is a JSON array of n/2 zeros: n bytes.
-func zeros(n int) string { return "[" + strings.Repeat("0,", n/2-1) + "0]" }
 
 // The agent's session/update values (a tool call's rawInput, kept with the
 // call for two turns; its rawOutput; a plan; a usage_update; a chunk's
@@ -32,7 +19,7 @@ func zeros(n int) string { return "[" + strings.Repeat("0,", n/2-1) + "0]" }
 // string, and small values decoded as before.
 func TestUpdatesAllocateInProportionToTheLine(t *testing.T) {
 	const size = 4 << 20
-	z := zeros(size)
+	z := testbin.JSONZeros(size)
 	log := adapterkit.NewLogLimit(slog.New(slog.DiscardHandler))
 	for _, c := range []struct{ name, update string }{
 		{"a string", `{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` + strings.Repeat("a", size) + `"}}`},
@@ -45,7 +32,7 @@ func TestUpdatesAllocateInProportionToTheLine(t *testing.T) {
 		var events []wire.Event
 		ts := newTurnState(func(e wire.Event) { events = append(events, e) }, log, "s", map[string]*toolCall{})
 		params := []byte(`{"sessionId":"s","update":` + c.update + `}`)
-		got := allocatedBy(func() { ts.notify("session/update", params) })
+		got := testbin.Allocated(func() { ts.notify("session/update", params) })
 		t.Logf("an update of %d MiB with %s allocated %d MiB", len(params)>>20, c.name, got>>20)
 		if got > 16*uint64(len(params)) { // 196 MiB before, 24-32 after (buffer growth varies)
 			t.Errorf("an update of %d MiB with %s allocated %d MiB (over 16× the update)", len(params)>>20, c.name, got>>20)

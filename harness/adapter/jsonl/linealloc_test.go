@@ -3,25 +3,12 @@ package jsonl
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
-
-// allocatedBy is the bytes f allocates on the heap.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// zeros is a JSON array of n/2 zeros: n bytes.
-func zeros(n int) string { return "[" + strings.Repeat("0,", n/2-1) + "0]" }
 
 // A turn_complete's extra fields became TurnResult.Extra decoded into Go
 // values: a 4 MiB line (the line limit) of [0,0,...] under one key, or
@@ -33,16 +20,16 @@ func TestTurnCompleteExtraAllocatesInProportionToTheLine(t *testing.T) {
 	const size = 4 << 20
 	var many strings.Builder
 	for i := 0; many.Len() < size; i++ {
-		fmt.Fprintf(&many, `,"k%d":%s`, i, zeros(32<<10))
+		fmt.Fprintf(&many, `,"k%d":%s`, i, testbin.JSONZeros(32<<10))
 	}
 	for _, c := range []struct{ name, extra string }{
 		{"a string", `,"pad":"` + strings.Repeat("a", size) + `"`},
-		{"one array of zeros", `,"pad":` + zeros(size)},
+		{"one array of zeros", `,"pad":` + testbin.JSONZeros(size)},
 		{"128 arrays of zeros", many.String()},
 	} {
 		line := []byte(`{"type":"turn_complete","data":{"response":"r","done":true` + c.extra + `}}`)
 		var res map[string]any
-		got := allocatedBy(func() {
+		got := testbin.Allocated(func() {
 			r, done, err := (&Adapter{}).handleLine(line, func(wire.Event) {})
 			if err != nil || !done {
 				t.Fatalf("%s: %v", c.name, err)

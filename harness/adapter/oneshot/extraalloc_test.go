@@ -2,22 +2,12 @@ package oneshot
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
-
-// allocatedBy is the bytes f allocates on the heap.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // The jsonl format's turn_complete extra fields were decoded into Go values:
 // a 4 MiB line of [0,0,...], under one key or under 128, allocated 150-170
@@ -26,20 +16,19 @@ func allocatedBy(f func()) uint64 {
 // extra values decoded as before.
 func TestJSONLExtraAllocatesInProportionToTheLine(t *testing.T) {
 	const size = 4 << 20
-	zeros := func(n int) string { return "[" + strings.Repeat("0,", n/2-1) + "0]" }
 	var many strings.Builder
 	for i := 0; many.Len() < size; i++ {
-		fmt.Fprintf(&many, `,"k%d":%s`, i, zeros(32<<10))
+		fmt.Fprintf(&many, `,"k%d":%s`, i, testbin.JSONZeros(32<<10))
 	}
 	for _, c := range []struct{ name, extra string }{
 		{"a string", `,"pad":"` + strings.Repeat("a", size) + `"`},
-		{"one array of zeros", `,"pad":` + zeros(size)},
+		{"one array of zeros", `,"pad":` + testbin.JSONZeros(size)},
 		{"128 arrays of zeros", many.String()},
 	} {
 		line := []byte(`{"type":"turn_complete","data":{"response":"r","done":true` + c.extra + `}}`)
 		p := &jsonlParser{}
 		var extra map[string]any
-		got := allocatedBy(func() {
+		got := testbin.Allocated(func() {
 			if err := p.line(line, func(wire.Event) {}); err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -25,7 +26,7 @@ printf '{}]}}\n'`
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		var err error
-		got := allocatedBy(func() {
+		got := testbin.Allocated(func() {
 			_, err = a.Turn(ctx, harness.TurnInput{Number: 1, Message: "go", OutputLimit: 16 << 20}, func(wire.Event) {})
 		})
 		return got, err

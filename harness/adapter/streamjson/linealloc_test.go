@@ -4,26 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
-
-// allocatedBy is the bytes f allocates on the heap.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// zeros is a JSON array of n/2 zeros: n bytes.
-func zeros(n int) string { return "[" + strings.Repeat("0,", n/2-1) + "0]" }
 
 // The result line was decoded whole into a map[string]any, and a tool_use
 // block's input into Go values: a 4 MiB line (the line limit) of [0,0,...]
@@ -36,14 +23,14 @@ func TestResultLineAllocatesInProportionToTheLine(t *testing.T) {
 	log := adapterkit.NewLogLimit(slog.New(slog.DiscardHandler))
 	for _, c := range []struct{ name, line string }{
 		{"a string", `{"type":"result","subtype":"success","result":"ok","pad":"` + strings.Repeat("a", size) + `"}`},
-		{"an unread field of zeros", `{"type":"result","subtype":"success","result":"ok","pad":` + zeros(size) + `}`},
-		{"usage of zeros", `{"type":"result","subtype":"success","result":"ok","usage":{"a":` + zeros(size) + `}}`},
-		{"a tool input of zeros", `{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"add","input":{"a":` + zeros(size) + `}}]}}`},
+		{"an unread field of zeros", `{"type":"result","subtype":"success","result":"ok","pad":` + testbin.JSONZeros(size) + `}`},
+		{"usage of zeros", `{"type":"result","subtype":"success","result":"ok","usage":{"a":` + testbin.JSONZeros(size) + `}}`},
+		{"a tool input of zeros", `{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"add","input":{"a":` + testbin.JSONZeros(size) + `}}]}}`},
 	} {
 		m := &mapper{a: &Adapter{log: log}, ctx: context.Background(), emit: func(wire.Event) {},
 			server: "env", names: map[string]string{}, extra: map[string]any{}}
 		line := []byte(c.line)
-		got := allocatedBy(func() {
+		got := testbin.Allocated(func() {
 			if _, _, err := m.handle(line, false); err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/adaptertest"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -38,7 +39,7 @@ func lineTurn(t *testing.T, script string) (harness.TurnResult, uint64, error) {
 	defer cancel()
 	var res harness.TurnResult
 	var err error
-	got := allocatedBy(func() {
+	got := testbin.Allocated(func() {
 		res, err = a.Turn(ctx, harness.TurnInput{Number: 1, Message: "go", OutputLimit: 16 << 20}, func(wire.Event) {})
 	})
 	return res, got, err
