@@ -28,21 +28,7 @@ func TestGiveWorkspaceDoesNotChownThroughASwappedDirectory(t *testing.T) {
 		testbin.Missing(t, "the workspace is walked and chowned only as root")
 	}
 	const files = 200
-	dir := t.TempDir()
-	ws, host := filepath.Join(dir, "ws"), filepath.Join(dir, "host")
-	for _, d := range []string{filepath.Join(ws, "d"), host} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range files {
-		name := "f" + strconv.Itoa(i)
-		for _, d := range []string{filepath.Join(ws, "d"), host} {
-			if err := os.WriteFile(filepath.Join(d, name), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	ws, host := testbin.SwapTargets(t, files)
 	// The workspace is the harness's (its sandbox's root, a range id),
 	// the grading sandbox another range's.
 	harness, grader := sandbox.DefaultIDBase+3*sandbox.RangeSize, sandbox.DefaultIDBase+5*sandbox.RangeSize

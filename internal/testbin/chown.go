@@ -3,6 +3,7 @@ package testbin
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,4 +43,26 @@ func Owner(tb testing.TB, path string) uint32 {
 		tb.Fatal(err)
 	}
 	return fi.Sys().(*syscall.Stat_t).Uid
+}
+
+// SwapTargets makes the two trees of a chown-race test beneath a temporary
+// directory: ws, a workspace holding the directory d (the one
+// SwapDirWithLink swaps), and host, standing for a host directory the
+// daemon must never chown; each of ws/d and host holds files f0 … f<n-1>,
+// owned by the test's uid.
+func SwapTargets(tb testing.TB, n int) (ws, host string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	ws, host = filepath.Join(dir, "ws"), filepath.Join(dir, "host")
+	for _, d := range []string{filepath.Join(ws, "d"), host} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		for i := range n {
+			if err := os.WriteFile(filepath.Join(d, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return ws, host
 }

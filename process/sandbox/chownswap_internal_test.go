@@ -24,18 +24,7 @@ func TestChownTreeDoesNotFollowASwappedDirectory(t *testing.T) {
 		testbin.Missing(t, "chowning to another uid needs root")
 	}
 	const files = 200
-	dir := t.TempDir()
-	ws, host := filepath.Join(dir, "ws"), filepath.Join(dir, "host")
-	for _, d := range []string{filepath.Join(ws, "d"), host} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for i := range files {
-			if err := os.WriteFile(filepath.Join(d, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	ws, host := testbin.SwapTargets(t, files)
 	harness := DefaultIDBase + 3*RangeSize
 	if err := chownTree(ws, harness, harness); err != nil {
 		t.Fatal(err)
