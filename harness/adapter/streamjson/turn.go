@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
@@ -264,57 +266,28 @@ func (m *mapper) result(raw []byte) (harness.TurnResult, bool, error) {
 }
 
 // resultFields reads the fields of the result object b that result uses
-// (the keys of resultExtra, and result) as wire.PlainBudget decodes them,
-// in the line's order: a later duplicate wins and null is nil, as a
-// decoded map[string]any has them. Other fields are skipped, not decoded
-// (decoded into a map, a 4 MiB line of [0,0,...] allocated 170 MiB). The
+// (result, and the keys of resultExtra) as wire.PlainBudget decodes them,
+// in the order of resultKeys; the others stay raw JSON, never decoded
+// (decoded into a map, a 4 MiB line of [0,0,...] allocated 170 MiB). Its
 // error for b that is not JSON is json.Unmarshal's.
 func resultFields(b []byte) (map[string]any, error) {
-	if !json.Valid(b) {
-		var r map[string]any
-		return nil, json.Unmarshal(b, &r) // fails in its first, validating scan
-	}
-	used := func(k string) bool {
-		_, ok := resultExtra[k]
-		return ok || k == "result"
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil || raw == nil {
+		return nil, err
 	}
 	out := map[string]any{}
 	budget := wire.PlainBudget(wire.PlainLimit)
-	if wire.ObjectFields(b, func(k, v []byte) bool {
-		if used(string(k)) {
-			out[string(k)] = budget.Decode(v)
-		}
-		return true
-	}) {
-		return out, nil
-	}
-	// Keys with escapes: a decoder reads them one at a time.
-	clear(out)
-	budget = wire.PlainBudget(wire.PlainLimit)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		var r map[string]any
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, err
-		}
-		return r, nil // null
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		k, _ := t.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		if used(k) {
-			out[k] = budget.Decode(raw)
+	for _, k := range resultKeys {
+		if v, ok := raw[k]; ok {
+			out[k] = budget.Decode(v)
 		}
 	}
 	return out, nil
 }
+
+// resultKeys are the fields result reads: result, then resultExtra's keys
+// in order.
+var resultKeys = append([]string{"result"}, slices.Sorted(maps.Keys(resultExtra))...)
 
 // arguments is tool input as wire.RawJSON writes its decoded value ({} for
 // none): decoded up to wire.PlainLimit, kept as raw JSON beyond (decoded, a
