@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/harnessd/harnessd/internal/jsonscan"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -108,10 +109,10 @@ func parseHarnessFrame(in inbound) (*string, *wireError) {
 	if json.Unmarshal(in.data, &obj) != nil || obj == nil {
 		return nil, &wireError{Message: "Invalid message: expected a JSON object", Code: codeValidation}
 	}
-	typ, _ := jsonString(obj["type"])
+	typ, _ := jsonscan.StringValue(obj["type"])
 	switch typ {
 	case frameTypeMessage:
-		c, ok := jsonString(obj["content"])
+		c, ok := jsonscan.StringValue(obj["content"])
 		if !ok {
 			return nil, &wireError{Message: "Invalid message: content must be a string", Code: codeValidation}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/bridge"
+	"github.com/harnessd/harnessd/internal/jsonscan"
 	"github.com/harnessd/harnessd/session"
 )
 
@@ -72,10 +73,10 @@ func (s *Server) mcpRequest(ctx context.Context, body []byte, bound *managed) ma
 	if !ok {
 		return rpcResponse(nil, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: id must be a string, an integer or null"})
 	}
-	if v, ok := jsonString(raw["jsonrpc"]); !ok || v != "2.0" {
+	if v, ok := jsonscan.StringValue(raw["jsonrpc"]); !ok || v != "2.0" {
 		return rpcResponse(id, nil, &rpcError{Code: rpcInvalidRequest, Message: `Invalid request: jsonrpc must be "2.0"`})
 	}
-	method, ok := jsonString(raw["method"])
+	method, ok := jsonscan.StringValue(raw["method"])
 	if !ok {
 		return rpcResponse(id, nil, &rpcError{Code: rpcInvalidRequest, Message: "Invalid request: method must be a string"})
 	}
@@ -106,7 +107,7 @@ func rpcRequestID(raw json.RawMessage) (id json.RawMessage, ok bool) {
 	case 0, 'n':
 		return raw, true
 	case '"':
-		v, ok := jsonString(raw)
+		v, ok := jsonscan.StringValue(raw)
 		return marshal(v), ok
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		var f float64
@@ -126,15 +127,6 @@ func jsonKind(raw json.RawMessage) byte {
 		return 0
 	}
 	return b[0]
-}
-
-// jsonString decodes raw when it is a JSON string.
-func jsonString(raw json.RawMessage) (string, bool) {
-	var v string
-	if jsonKind(raw) != '"' || json.Unmarshal(raw, &v) != nil {
-		return "", false
-	}
-	return v, true
 }
 
 func (s *Server) mcpDispatch(ctx context.Context, method string, params map[string]json.RawMessage, bound *managed) (any, *rpcError) {

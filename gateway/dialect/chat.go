@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"unicode/utf8"
+
+	"github.com/harnessd/harnessd/internal/jsonscan"
 )
 
 // chatTranslator is OpenAI Chat Completions, the middle format's own
@@ -41,13 +42,13 @@ type chatWireMessage struct {
 // chatMessage reads the message w.
 func chatMessage(w *chatWireMessage) (Message, bool) {
 	var m Message
-	if s, ok := jsonString(w.Role); !ok || s == "" {
+	if s, ok := jsonscan.StringValue(w.Role); !ok || s == "" {
 		return m, false
 	} else {
 		m.Role = s
 	}
 	if c := bytes.TrimSpace(w.Content); len(c) > 0 && c[0] == '"' {
-		if s, ok := jsonString(c); ok {
+		if s, ok := jsonscan.StringValue(c); ok {
 			m.Content = &s
 		}
 	} else if len(c) > 0 && c[0] == '[' {
@@ -65,8 +66,8 @@ func chatMessage(w *chatWireMessage) (Message, bool) {
 			}
 		}
 	}
-	m.Reasoning, _ = jsonString(w.ReasoningContent)
-	m.ToolCallID, _ = jsonString(w.ToolCallID)
+	m.Reasoning, _ = jsonscan.StringValue(w.ReasoningContent)
+	m.ToolCallID, _ = jsonscan.StringValue(w.ToolCallID)
 	if len(w.ToolCalls) > 0 {
 		var calls []struct {
 			ID       string `json:"id"`
@@ -82,20 +83,6 @@ func chatMessage(w *chatWireMessage) (Message, bool) {
 		}
 	}
 	return m, true
-}
-
-// jsonString reads a JSON string value; ok is false for anything else.
-// A string without escapes is taken as it is, without a decoder.
-func jsonString(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) {
-		return string(inner), true
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // chatTool reads one offered tool.

@@ -1,7 +1,9 @@
 // Package jsonscan finds where JSON values end in a byte slice without
 // decoding them: the scanning that harnessd's fast paths (the wire
 // package's event lines, the gateway's cuts of request and answer bodies)
-// share. It tells brackets and strings apart and nothing more: it is not a
+// share, and the one reading of a JSON string into a Go string
+// (StringValue) that the server's and the gateway's fast paths share. It
+// tells brackets and strings apart and nothing more: it is not a
 // validator, and its callers validate what they keep or fall back to
 // encoding/json. It owns no types and must not import harnessd packages.
 package jsonscan
