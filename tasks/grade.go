@@ -708,9 +708,9 @@ func remapTree(dir string, uid0, gid0, daemonOwned int) error {
 	if os.Geteuid() != 0 {
 		return nil // the single id map: the sandbox's root is our own uid
 	}
-	return beneath.LchownTree(dir, func(st *syscall.Stat_t) (int, int, bool) {
-		u, uok := insideID(st.Uid)
-		g, gok := insideID(st.Gid)
+	return beneath.LchownTree(dir, func(uid, gid uint32) (int, int, bool) {
+		u, uok := insideID(uid)
+		g, gok := insideID(gid)
 		if !uok || !gok {
 			if daemonOwned < 0 {
 				return 0, 0, false
@@ -756,7 +756,7 @@ func chownTree(dir string, uid, gid int) error {
 	if os.Geteuid() != 0 {
 		return nil // the single id map: the sandbox's root is our own uid
 	}
-	return beneath.LchownTree(dir, func(*syscall.Stat_t) (int, int, bool) { return uid, gid, true })
+	return beneath.LchownTree(dir, func(uint32, uint32) (int, int, bool) { return uid, gid, true })
 }
 
 // tail keeps the last max bytes written to it.

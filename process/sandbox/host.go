@@ -512,7 +512,7 @@ func (s *Sandbox) Close() error {
 // directory they swapped for a link to a host directory made the daemon
 // chown that directory's files.
 func chownTree(dir string, uid, gid int) error {
-	err := beneath.LchownTree(dir, func(*syscall.Stat_t) (int, int, bool) { return uid, gid, true })
+	err := beneath.LchownTree(dir, func(uint32, uint32) (int, int, bool) { return uid, gid, true })
 	if err != nil {
 		return fmt.Errorf("give %s to the sandbox's uid %d: %w", dir, uid, err)
 	}
