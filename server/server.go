@@ -358,5 +358,6 @@ func (s *Server) execError(err error) *wireError {
 // show in any mode.
 func isUsageError(err error) bool {
 	return errors.Is(err, session.ErrNoEpisode) || errors.Is(err, session.ErrEpisodeDone) ||
-		errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed)
+		errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) ||
+		errors.Is(err, session.ErrEpisodeIDInUse)
 }

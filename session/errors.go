@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/harnessd/harnessd/process"
+	"github.com/harnessd/harnessd/session/eventlog"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -21,6 +22,10 @@ var (
 	// ErrNoUser: a step asked to play the episode to its end (PlayKey)
 	// in an environment without a simulated user (user:).
 	ErrNoUser = errors.New("playing an episode to its end needs a simulated user (user: in the configuration)")
+	// ErrEpisodeIDInUse: a reset named the episode id of a live episode
+	// (another session's, or another daemon's sharing record_dir) while
+	// record_dir is set; the id may be reused once that episode has ended.
+	ErrEpisodeIDInUse = eventlog.ErrEpisodeIDInUse
 )
 
 // wireExit converts an exit status to its observation form: the one place

@@ -3,10 +3,13 @@ package eventlog
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/recordfile"
 	"github.com/harnessd/harnessd/wire"
@@ -29,8 +32,17 @@ type Recorder struct {
 	name string // the file's name in the record directory
 }
 
+// ErrEpisodeIDInUse is returned by OpenRecorder for an episode id whose
+// record file a live episode holds (in this daemon or another one sharing
+// record_dir): a client-chosen id may be reused once its episode has ended,
+// never by two live episodes at once.
+var ErrEpisodeIDInUse = errors.New("episode id in use: a live episode records to it")
+
 // OpenRecorder opens (creating it, or appending to it) the record file of
-// episodeID in dir.
+// episodeID in dir, and holds it (an exclusive flock, released when the
+// Recorder closes): a second live episode of the same id gets
+// ErrEpisodeIDInUse instead of interleaving its records into the first's
+// lines, or cutting the first's unterminated last line as a "cut line".
 func OpenRecorder(dir, episodeID string) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create record directory: %w", err)
@@ -40,11 +52,42 @@ func OpenRecorder(dir, episodeID string) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trajectory record: %w", err)
 	}
+	if err := holdRecord(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("episode %q (record %s): %w", episodeID, name, err)
+	}
 	if err := dropCutLine(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open trajectory record %s: %w", name, err)
 	}
 	return &Recorder{f: f, w: bufio.NewWriterSize(f, 64<<10), name: name}, nil
+}
+
+// holdRecord takes f's exclusive flock without waiting: ErrEpisodeIDInUse
+// when another open of the file holds it. A file system without flock
+// (ENOLCK, EOPNOTSUPP) records unheld, as before.
+func holdRecord(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if lerr = unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB); lerr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	switch {
+	case lerr == nil, errors.Is(lerr, unix.ENOLCK), errors.Is(lerr, unix.EOPNOTSUPP):
+		return nil
+	case errors.Is(lerr, unix.EWOULDBLOCK):
+		return ErrEpisodeIDInUse
+	}
+	return fmt.Errorf("lock: %w", lerr)
 }
 
 // dropCutLine truncates f, a record file an episode appends to (its id was

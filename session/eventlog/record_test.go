@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,4 +208,64 @@ func BenchmarkRecordEvent(b *testing.B) {
 			l.EndTurn()
 		})
 	}
+}
+
+// TestASecondLiveEpisodeOfAnIDDoesNotTouchTheFirstsRecord (red team 11): a
+// client chooses the episode id, so two sessions may open the same record
+// file at once. Before, the second OpenRecorder appended beside the first
+// and, at its open, took the first's unterminated last record (a record
+// larger than the buffer is written through before its newline) for a
+// line cut by a killed daemon and truncated it: the first episode's record
+// was gone from its file. Now the file is held while its episode records:
+// the second open gets ErrEpisodeIDInUse and the first's record is whole.
+// The control: once the first has closed, the id is reused (appended to),
+// as documented.
+func TestASecondLiveEpisodeOfAnIDDoesNotTouchTheFirstsRecord(t *testing.T) {
+	dir := t.TempDir()
+	first, err := OpenRecorder(dir, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 100<<10) // past the 64 KiB buffer: written through, newline pending
+	first.note(wire.Record{Kind: wire.RecordMessage, Turn: 1, Content: &big})
+
+	second, err := OpenRecorder(dir, "shared")
+	if err == nil {
+		second.close()
+	}
+	first.close()
+	if !errors.Is(err, ErrEpisodeIDInUse) {
+		t.Errorf("a second live episode of the id opened its record: err = %v, want ErrEpisodeIDInUse", err)
+	}
+	recs := readRecords(t, filepath.Join(dir, "shared.jsonl"))
+	if len(recs) != 1 || recs[0].Content == nil || *recs[0].Content != big {
+		t.Fatalf("the first episode's record file holds %d records, want its one %d-byte message", len(recs), len(big))
+	}
+
+	// Control: the id of an ended episode is reused, appending.
+	again, err := OpenRecorder(dir, "shared")
+	if err != nil {
+		t.Fatalf("reusing the id of an ended episode: %v", err)
+	}
+	text := "again"
+	again.note(wire.Record{Kind: wire.RecordMessage, Turn: 1, Content: &text})
+	again.close()
+	if recs := readRecords(t, filepath.Join(dir, "shared.jsonl")); len(recs) != 2 || recs[1].Content == nil || *recs[1].Content != text {
+		t.Fatalf("after reuse the file holds %d records, want 2", len(recs))
+	}
+}
+
+// readRecords reads every record of the record file at path.
+func readRecords(t *testing.T, path string) []wire.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := wire.ReadRecords(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return recs
 }
