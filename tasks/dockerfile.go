@@ -17,6 +17,9 @@ type copyOp struct {
 	isDir bool   // src is a directory: its contents go into dst
 	// intoDir: dst is a directory and src keeps its base name in it.
 	intoDir bool
+	// context is the build context src must resolve within ("": a JSONL
+	// task's dir, which names a host directory).
+	context string
 }
 
 // dockerfile is what the honoured subset of a Dockerfile says.
@@ -30,19 +33,16 @@ type dockerfile struct {
 // maxDockerfileBytes bounds a Dockerfile read at load time.
 const maxDockerfileBytes = 1 << 20
 
-// parseDockerfile reads the Dockerfile at file, whose build context is
-// dir. Honoured: WORKDIR, ENV, ARG (defaults, for substitution), COPY and
+// parseDockerfile reads the Dockerfile at file of the task directory
+// taskDir (readTaskFile), whose build context is dir. Honoured: WORKDIR, ENV, ARG (defaults, for substitution), COPY and
 // ADD of local paths; of a multi-stage file only the last stage counts.
 // Everything else (RUN, FROM's image, CMD, USER, ...) is ignored and
 // counted in the warnings. A problem that makes the environment wrong (a
 // source missing or outside the context) is an error.
-func parseDockerfile(file, dir string) (*dockerfile, error) {
-	b, err := os.ReadFile(file)
+func parseDockerfile(taskDir, file, dir string) (*dockerfile, error) {
+	b, err := readTaskFile(taskDir, file, maxDockerfileBytes)
 	if err != nil {
 		return nil, err
-	}
-	if len(b) > maxDockerfileBytes {
-		return nil, fmt.Errorf("the Dockerfile is larger than %d bytes", maxDockerfileBytes)
 	}
 	d := &dockerfile{}
 	vars := map[string]string{}
@@ -319,6 +319,9 @@ func parseCopy(kw, rest, contextDir, cwd string, vars map[string]string, dirs ma
 			intoDir = true
 		}
 		for _, m := range matches {
+			if err := beneathDir(contextDir, m); err != nil {
+				return nil, nil, fmt.Errorf("source %q is outside the build context: %w", src, err)
+			}
 			fi, err := os.Stat(m)
 			if err != nil {
 				return nil, nil, fmt.Errorf("source %q: %w", src, err)
@@ -326,7 +329,7 @@ func parseCopy(kw, rest, contextDir, cwd string, vars map[string]string, dirs ma
 			if kw == "ADD" && !fi.IsDir() && isArchive(m) {
 				warnings = append(warnings, fmt.Sprintf("ADD %s: the archive is copied as it is, not extracted", src))
 			}
-			ops = append(ops, copyOp{src: m, dst: dst, isDir: fi.IsDir(), intoDir: intoDir && !fi.IsDir()})
+			ops = append(ops, copyOp{src: m, dst: dst, isDir: fi.IsDir(), intoDir: intoDir && !fi.IsDir(), context: contextDir})
 		}
 	}
 	if intoDir || (len(ops) > 0 && ops[0].isDir) {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
 	"github.com/harnessd/harnessd/internal/environ"
 )
 
@@ -109,11 +110,15 @@ type taskSection struct {
 func loadHarbor(dir string) (*Task, error) {
 	t := &Task{ID: filepath.Base(dir), Source: dir, VerifierTimeout: DefaultVerifierTimeout, hidden: []string{dir}}
 	var cfg taskTOML
-	md, err := toml.DecodeFile(filepath.Join(dir, "task.toml"), &cfg)
+	b, err := readTaskFile(dir, filepath.Join(dir, "task.toml"), maxTaskTOMLBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errors.New("no task.toml")
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, errors.New("no task.toml")
-		}
+		return nil, fmt.Errorf("task.toml: %w", err)
+	}
+	md, err := toml.Decode(string(b), &cfg)
+	if err != nil {
 		return nil, fmt.Errorf("task.toml: %w", err)
 	}
 	for _, k := range md.Undecoded() {
@@ -220,7 +225,7 @@ func loadHarbor(dir string) (*Task, error) {
 
 	t.WorkDir = DefaultWorkDir
 	if df := filepath.Join(envDir, "Dockerfile"); exists(df) {
-		d, err := parseDockerfile(df, envDir)
+		d, err := parseDockerfile(dir, df, envDir)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("environment/Dockerfile: %w", err))
 		} else {
@@ -276,6 +281,7 @@ func loadHarbor(dir string) (*Task, error) {
 			t.Warnings = append(t.Warnings, "multi_step_reward_strategy ignored: the task has no [[steps]]")
 		}
 	}
+	errs = append(errs, t.checkBeneath(dir)...)
 	if err := t.assignIDs(); err != nil {
 		errs = append(errs, err)
 	}
@@ -299,7 +305,7 @@ func loadHarbor(dir string) (*Task, error) {
 // solution/.
 func (t *Task) loadSingle(dir string) []error {
 	var errs []error
-	instr, err := readInstruction(filepath.Join(dir, "instruction.md"), "instruction.md")
+	instr, err := readInstruction(dir, filepath.Join(dir, "instruction.md"), "instruction.md")
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -321,16 +327,15 @@ func (t *Task) loadSingle(dir string) []error {
 	return errs
 }
 
-// readInstruction reads an instruction.md (name is how errors call it).
-func readInstruction(p, name string) (string, error) {
-	instr, err := os.ReadFile(p)
+// readInstruction reads an instruction.md p of the task directory dir
+// (readTaskFile; name is how errors call it).
+func readInstruction(dir, p, name string) (string, error) {
+	instr, err := readTaskFile(dir, p, maxInstructionBytes)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("no %s", name)
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", name, err)
-	case len(instr) > maxInstructionBytes:
-		return "", fmt.Errorf("%s is larger than %d bytes", name, maxInstructionBytes)
 	case !utf8.Valid(instr):
 		return "", fmt.Errorf("%s is not UTF-8", name)
 	case strings.TrimSpace(string(instr)) == "":

@@ -229,7 +229,7 @@ func (t *Task) loadVerifierMode(dir string, cfg taskTOML) []error {
 	// The verifier's image is built from tests/ (its Dockerfile, when
 	// there is one): harnessd honours its ENV and nothing else.
 	if df := filepath.Join(dir, "tests", "Dockerfile"); exists(df) {
-		d, err := parseDockerfile(df, filepath.Join(dir, "tests"))
+		d, err := parseDockerfile(dir, df, filepath.Join(dir, "tests"))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tests/Dockerfile: %w", err))
 		} else {

@@ -34,6 +34,13 @@ func (t *Task) Prepare(workspace string) error {
 		if rel == "" {
 			rel = "."
 		}
+		if c.context != "" {
+			// Again at each copy: the task directory may have changed
+			// since it was loaded.
+			if err := beneathDir(c.context, c.src); err != nil {
+				return fmt.Errorf("task %s: prepare workspace: %w", t.ID, err)
+			}
+		}
 		var err error
 		if c.isDir {
 			err = copyDirInto(c.src, root, rel)

@@ -88,7 +88,7 @@ func (t *Task) loadSteps(dir string, cfg taskTOML) []error {
 		seen[st.Name] = true
 		key = fmt.Sprintf("steps[%q]", st.Name)
 		sd := filepath.Join(dir, "steps", st.Name)
-		instr, err := readInstruction(filepath.Join(sd, "instruction.md"), "steps/"+st.Name+"/instruction.md")
+		instr, err := readInstruction(dir, filepath.Join(sd, "instruction.md"), "steps/"+st.Name+"/instruction.md")
 		errs = appendErr(errs, err)
 		s.Instruction = instr
 		if d, err := seconds(key+".agent.timeout_sec", st.Agent.TimeoutSec); err != nil {
