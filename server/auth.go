@@ -6,6 +6,15 @@ import (
 	"github.com/harnessd/harnessd/internal/bearer"
 )
 
+// crossOrigin refuses a browser's cross-origin request that is not a GET,
+// HEAD or OPTIONS: Sec-Fetch-Site other than same-origin or none, or,
+// without it, an Origin whose host is not the request's Host. A client that
+// is not a browser sends neither header and passes (net/http's
+// CrossOriginProtection). A GET changes nothing, and a cross-origin page
+// cannot read its answer; /ws is a GET whose upgrade checks the Origin itself
+// (coder/websocket's Accept).
+var crossOrigin = http.NewCrossOriginProtection()
+
 // guard wraps h with the orchestration surface's checks: the peer must not
 // be a harness process (looked up once per connection, on its first guarded
 // request; see connPeer), and with an API token configured the request must
@@ -14,9 +23,18 @@ import (
 // sends for ws://user:TOKEN@host/ws, so OpenEnv's unmodified client can
 // authenticate through its base URL; or ?token= for clients that cannot set
 // headers (the query parameter is removed before h runs).
+//
+// A browser's cross-origin request (crossOrigin) is refused before the
+// token is looked at: a page the user opened must not drive the daemon,
+// with or without credentials the browser remembered.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.refusedPeer(w, r) {
+			return
+		}
+		if err := crossOrigin.Check(r); err != nil {
+			s.log.Warn("refused a browser's cross-origin request", "err", err, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
+			writeJSONStatus(w, http.StatusForbidden, map[string]any{"detail": "forbidden: a cross-origin request from a browser page"})
 			return
 		}
 		if s.token != "" && !bearer.Authorized(r, s.token) {
