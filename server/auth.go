@@ -1,10 +1,36 @@
 package server
 
 import (
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 
 	"github.com/harnessd/harnessd/internal/bearer"
 )
+
+// rebound reports a request that reached a loopback listener by a Host
+// that is neither a loopback name (localhost, *.localhost) nor an IP
+// literal: DNS rebinding, a page whose name was re-resolved to 127.0.0.1,
+// is same-origin to the browser, so only the name it must use gives it
+// away. A listener on another address was exposed on purpose and is not
+// asked.
+func rebound(r *http.Request) bool {
+	la, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	if la == nil || !la.IP.IsLoopback() || r.Host == "" {
+		return false
+	}
+	h := r.Host
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return false
+	}
+	_, err := netip.ParseAddr(strings.Trim(h, "[]"))
+	return err != nil
+}
 
 // crossOrigin refuses a browser's cross-origin request that is not a GET,
 // HEAD or OPTIONS: Sec-Fetch-Site other than same-origin or none, or,
@@ -24,12 +50,20 @@ var crossOrigin = http.NewCrossOriginProtection()
 // authenticate through its base URL; or ?token= for clients that cannot set
 // headers (the query parameter is removed before h runs).
 //
-// A browser's cross-origin request (crossOrigin) is refused before the
+// Without a token, a request to a loopback listener by a name that is not
+// a loopback one is refused (rebound). A browser's cross-origin request
+// (crossOrigin) is refused before the
 // token is looked at: a page the user opened must not drive the daemon,
 // with or without credentials the browser remembered.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.refusedPeer(w, r) {
+			return
+		}
+		if s.token == "" && rebound(r) {
+			s.log.Warn("refused a request by a name on a loopback listener without an API token (DNS rebinding?); set --api-token-file to serve other names",
+				"host", r.Host, "path", r.URL.Path)
+			writeJSONStatus(w, http.StatusForbidden, map[string]any{"detail": "forbidden: without an API token a loopback listener answers only localhost and IP addresses"})
 			return
 		}
 		if err := crossOrigin.Check(r); err != nil {

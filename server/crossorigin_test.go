@@ -80,3 +80,57 @@ func TestBrowsersCannotDriveTheOrchestrationSurface(t *testing.T) {
 		t.Fatalf("control: a client's POST /reset with the token: %d, want 200", code)
 	}
 }
+
+// getWithHost sends GET path with the Host header host and returns the status.
+func getWithHost(t *testing.T, ts *testServer, path, host string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, ts.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestALoopbackListenerWithoutATokenAnswersOnlyLoopbackNames (red team 11):
+// DNS rebinding. A page at http://rebind.evil.example:8000 whose name is
+// then re-resolved to 127.0.0.1 reads and drives the daemon as its own
+// origin (same-origin to the browser, so no cross-origin check sees it):
+// without an API token every route answered a request whose Host was
+// that name, /web/api/records (every record) and /ws included. Now a
+// loopback listener without a token answers only Hosts that are loopback
+// names or IP literals (which a rebinding page cannot have). The controls:
+// 127.0.0.1, localhost and [::1] are answered, and with a token a foreign
+// Host is too (the token is the defence then).
+func TestALoopbackListenerWithoutATokenAnswersOnlyLoopbackNames(t *testing.T) {
+	ts := start(t, Options{})
+	port := ts.url[strings.LastIndexByte(ts.url, ':'):]
+	for _, path := range []string{"/web/api/records", "/state", "/metadata"} {
+		if code := getWithHost(t, ts, path, "rebind.evil.example"+port); code != http.StatusForbidden {
+			t.Errorf("GET %s with Host rebind.evil.example%s: %d, want 403", path, port, code)
+		}
+	}
+	for _, host := range []string{"127.0.0.1" + port, "localhost" + port, "[::1]" + port, "app.localhost" + port} {
+		if code := getWithHost(t, ts, "/metadata", host); code != http.StatusOK {
+			t.Errorf("control: GET /metadata with Host %s: %d, want 200", host, code)
+		}
+	}
+	tok := start(t, Options{APIToken: "api-token"})
+	req, _ := http.NewRequest(http.MethodGet, tok.url+"/metadata", nil)
+	req.Host = "harnessd.example" + port
+	req.Header.Set("Authorization", "Bearer api-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("control: with the token a foreign Host got %d, want 200", resp.StatusCode)
+	}
+}
