@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -115,19 +116,11 @@ func (ep *Episode) openModel() error {
 }
 
 // modelLaunch points l at the episode's gateway: the model URL becomes the
-// gateway's, the key its per-episode key, and the daemon's variable holding
-// the real key is taken out of the harness's environment.
+// gateway's, the key its per-episode key, and the daemon's real keys are
+// taken out of the harness's environment (withholdKeys).
 func (ep *Episode) modelLaunch(l *harness.Launch) {
 	m := ep.env.Config.Harness.Model
-	if k := m.APIKeyEnv; k != "" {
-		env := l.Env[:0:0]
-		for _, kv := range l.Env {
-			if name, _, _ := strings.Cut(kv, "="); name != k {
-				env = append(env, kv)
-			}
-		}
-		l.Env = env
-	}
+	l.Env = ep.withholdKeys(l.Env)
 	if ep.model == nil {
 		l.Model = harness.ModelAccess{Name: m.Name}
 		return
@@ -295,4 +288,41 @@ func (ep *Episode) Export() (*gateway.Export, error) {
 		return ex, fmt.Errorf("%w: none of its %d model calls is usable for training (the export's issues say why)", ErrNoTrainingCalls, len(ex.Calls))
 	}
 	return ex, nil
+}
+
+// minWithheldKey is the shortest key value withholdKeys looks for inside
+// other variables: a shorter one would match innocent values.
+const minWithheldKey = 8
+
+// withholdKeys returns env without the daemon's variables holding a real
+// model key (harness.model.api_key_env, the simulated user's api_key_env)
+// and without any other variable whose value holds such a key: a task's
+// environment.env resolves ${VAR} from the daemon's environment under a
+// name of its own (STOLEN = "${OPENAI_API_KEY}"), which a filter by name
+// alone let through to the harness.
+func (ep *Episode) withholdKeys(env []string) []string {
+	c := ep.env.Config
+	names := []string{c.Harness.Model.APIKeyEnv}
+	if c.User != nil && c.User.Model != nil {
+		names = append(names, c.User.Model.APIKeyEnv)
+	}
+	var keys []string
+	for _, k := range names {
+		if v := os.Getenv(k); k != "" && len(v) >= minWithheldKey {
+			keys = append(keys, v)
+		}
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		name, v, _ := strings.Cut(kv, "=")
+		if name != "" && slices.Contains(names, name) {
+			continue
+		}
+		if i := slices.IndexFunc(keys, func(key string) bool { return strings.Contains(v, key) }); i >= 0 {
+			ep.Log().Warn("a variable holding a model key withheld from the harness (a task's environment.env or harness.env named it)", "variable", name)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
