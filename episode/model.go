@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/gateway"
@@ -258,12 +261,11 @@ func (ep *Episode) writeExport() error {
 	if err != nil {
 		return fmt.Errorf("encode the export: %w", err)
 	}
+	// A temporary file of its own, renamed over the export: an ended
+	// episode's export may still be written while a new episode of the
+	// same id writes its own.
 	path := recordfile.Export(ep.env.Config.RecordDir, ep.ID())
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write the export: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := renameio.WriteFile(path, append(b, '\n'), 0o644, renameio.WithTempDir(filepath.Dir(path))); err != nil {
 		return fmt.Errorf("write the export: %w", err)
 	}
 	return nil

@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/renameio/v2"
+
 	"github.com/harnessd/harnessd/internal/recordfile"
 )
 
@@ -99,14 +101,17 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeAtomic(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeAtomic writes data to path through a temporary file of its own in
+// the same directory, renamed over path: a reader sees the old content or
+// the new, and two writers of one path never share a temporary file.
+func writeAtomic(path string, data []byte) error {
+	return renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(filepath.Dir(path)))
 }
 
 // readJSON decodes path into v.
@@ -201,11 +206,7 @@ func openResultLog(dir string, done map[string]*Result, order []trial) (*resultL
 			keep.Write(append(b, '\n'))
 		}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, keep.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("write %s: %w", resultsFile, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeAtomic(path, keep.Bytes()); err != nil {
 		return nil, fmt.Errorf("write %s: %w", resultsFile, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
