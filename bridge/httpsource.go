@@ -29,6 +29,11 @@ type HTTPSpec struct {
 	// CallTimeout bounds each call (and each tools/list); zero means
 	// DefaultCallTimeout, negative means none.
 	CallTimeout time.Duration
+	// Dial, if set, makes every connection to the server, directly: no
+	// proxy from the environment (HTTPS_PROXY) is used, so that the
+	// address Dial checks is the server's. Nil: a plain net.Dialer, and the
+	// environment's proxy.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // httpSource is a Source over a streamable-HTTP MCP connection.
@@ -100,7 +105,11 @@ func (s *httpSource) connect(ctx context.Context) error {
 	pool := http.DefaultTransport.(*http.Transport).Clone()
 	// Connections to the tool server stay out of the daemon's descriptor
 	// reserve, as the harness's own connections to the bridge do.
-	pool.DialContext = doorcap.GuardDial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if s.spec.Dial != nil {
+		dial, pool.Proxy = s.spec.Dial, nil
+	}
+	pool.DialContext = doorcap.GuardDial(dial)
 	// The operator's headers go to the server it named only: a redirect
 	// elsewhere is refused, not followed with them.
 	hc := &http.Client{Transport: pool, CheckRedirect: redirect.SameOrigin}

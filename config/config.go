@@ -176,7 +176,9 @@ const (
 
 // SideDoors lists what the configuration runs on the host, outside every
 // sandbox, on the harness's behalf: stdio tool servers with isolation:
-// host (and, in process isolation, every stdio tool server). isolation is
+// host (and, in process isolation, every stdio tool server), and the
+// daemon dialling a task's MCP url on loopback, private and the host's own
+// addresses (network.task_mcp_private). isolation is
 // the effective one (a --isolation flag's); "" means c.Isolation. check
 // and validate print them.
 func (c *Config) SideDoors(isolation string) []string {
@@ -194,6 +196,9 @@ func (c *Config) SideDoors(isolation string) []string {
 		case isolation == IsolationProcess:
 			out = append(out, fmt.Sprintf("tool server %q runs on the host as the daemon's user (isolation: process)", t.Name))
 		}
+	}
+	if c.Network.TaskMCPPrivate {
+		out = append(out, "a task's mcp_servers url may name loopback, private and this host's own addresses (network.task_mcp_private)")
 	}
 	return out
 }

@@ -82,6 +82,12 @@ type NetworkConfig struct {
 	// Allow lists the host patterns reachable through the egress proxy
 	// (egress: allow): "pypi.org", "*.github.com", "host:port".
 	Allow []string `yaml:"allow" json:"allow,omitempty"`
+	// TaskMCPPrivate lets a task's mcp_servers url (which the daemon
+	// dials) name a loopback or private address or one of this host's own,
+	// for testing a taskset against servers run locally. Off, such a URL
+	// is refused as the egress proxy refuses it; link-local (cloud
+	// metadata), multicast and unspecified addresses are refused either way.
+	TaskMCPPrivate bool `yaml:"task_mcp_private" json:"task_mcp_private,omitempty"`
 }
 
 // EgressPolicy returns the effective policy (none when unset).

@@ -90,10 +90,13 @@ func newGuard(prefixes []netip.Prefix, addrs []netip.Addr) guard {
 // check returns why addr must not be dialled, or "".
 func (g guard) check(addr netip.Addr) string {
 	addr = addr.Unmap().WithZone("")
+	if why := deniedBy(g.prefixes, addr); why != "" {
+		return why // the range says more (a loopback address is also the host's own)
+	}
 	if g.addrs[addr] {
 		return "one of the daemon's own addresses"
 	}
-	return deniedBy(g.prefixes, addr)
+	return ""
 }
 
 // HostAddrs are this host's own interface addresses, for Options.DenyAddrs:

@@ -47,44 +47,79 @@ func (p *Proxy) check(ctx context.Context, host string, port uint16) verdict {
 		return verdict{status: http.StatusServiceUnavailable, reason: p.tooMany()}
 	}
 	v := verdict{slot: true}
+	addrs, err := resolveChecked(ctx, p.opts, p.guard, hp, h, addr)
+	var denied *DeniedError
+	switch {
+	case errors.As(err, &denied):
+		v.status, v.reason = http.StatusForbidden, err.Error()
+	case err != nil:
+		v.status, v.reason = http.StatusBadGateway, err.Error()
+	default:
+		v.addrs = addrs
+	}
+	return v
+}
+
+// DeniedError is a destination refused by the address guard: one of the
+// addresses it resolves to (or the literal it is) is denied.
+type DeniedError struct {
+	// Dest is the destination as asked, host:port.
+	Dest string
+	// Addr is the denied address.
+	Addr netip.Addr
+	// Why names the range or set it falls in ("a loopback address").
+	Why string
+}
+
+// Error implements error.
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("%s resolves to %s, %s: never allowed", e.Dest, e.Addr.Unmap(), e.Why)
+}
+
+// resolveChecked returns the addresses of h (hp is host:port as asked;
+// addr is h's address when h is an IP literal), resolved under
+// o.DialTimeout, every one of which passes g; else a *DeniedError naming
+// the first denied one, or the lookup's failure.
+func resolveChecked(ctx context.Context, o Options, g guard, hp, h string, addr netip.Addr) ([]netip.Addr, error) {
 	addrs := []netip.Addr{addr}
 	if !addr.IsValid() {
-		ctx, cancel := context.WithTimeout(ctx, p.opts.DialTimeout)
+		ctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
 		defer cancel()
-		addrs, err = p.opts.Resolve(ctx, h)
-		if err != nil {
-			v.status, v.reason = http.StatusBadGateway, fmt.Sprintf("cannot resolve %s: %v", h, err)
-			return v
+		var err error
+		if addrs, err = o.Resolve(ctx, h); err != nil {
+			return nil, fmt.Errorf("cannot resolve %s: %w", h, err)
 		}
 		if len(addrs) == 0 {
-			v.status, v.reason = http.StatusBadGateway, fmt.Sprintf("cannot resolve %s: no addresses", h)
-			return v
+			return nil, fmt.Errorf("cannot resolve %s: no addresses", h)
 		}
 	}
 	for _, a := range addrs {
 		if !a.IsValid() {
-			v.status, v.reason = http.StatusBadGateway, fmt.Sprintf("cannot resolve %s: an invalid address", h)
-			return v
+			return nil, fmt.Errorf("cannot resolve %s: an invalid address", h)
 		}
-		if why := p.guard.check(a); why != "" {
-			v.status, v.reason = http.StatusForbidden, fmt.Sprintf("%s resolves to %s, %s: never allowed", hp, a.Unmap(), why)
-			return v
+		if why := g.check(a); why != "" {
+			return nil, &DeniedError{Dest: hp, Addr: a.Unmap(), Why: why}
 		}
 	}
-	v.addrs = addrs
-	return v
+	return addrs, nil
 }
 
 // dial connects to port on the first of addrs that answers. Every address
 // was checked by check, and each is dialled as a literal: nothing is
 // resolved again.
 func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, netip.AddrPort, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.DialTimeout)
+	return dialChecked(ctx, p.opts, "tcp", addrs, port)
+}
+
+// dialChecked dials port on the first of addrs (each checked, dialled as a
+// literal) that answers, under o.DialTimeout.
+func dialChecked(ctx context.Context, o Options, network string, addrs []netip.Addr, port uint16) (net.Conn, netip.AddrPort, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
 	defer cancel()
 	var errs []error
 	for _, a := range addrs {
 		ap := netip.AddrPortFrom(a.Unmap(), port)
-		conn, err := p.opts.Dial(ctx, "tcp", ap.String())
+		conn, err := o.Dial(ctx, network, ap.String())
 		if err == nil {
 			return conn, ap, nil
 		}

@@ -25,7 +25,12 @@ import (
 // newSource makes the bridge source for a configured tool server of the
 // session (ep nil) or of episode ep: a stdio server runs in a side
 // sandbox of its own (side.go) unless it runs on the host (toolOnHost).
+// workspaceDir marks a task's server (run from the workspace); a task's
+// url is dialled under the address guard (taskurl.go).
 func (e *Env) newSource(ep *Episode, tc config.ToolConfig, workspaceDir bool) bridge.Source {
+	if workspaceDir && tc.URL != "" {
+		return e.taskHTTPSource(tc)
+	}
 	if !e.sandboxedTool(tc) {
 		if len(tc.Command) > 0 && tc.Isolation == config.ToolIsolationHost {
 			e.Logger.Warn("side door: a tool server runs on the host as the daemon's user (isolation: host)", "tool", tc.Name)
