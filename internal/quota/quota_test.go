@@ -19,7 +19,7 @@ import (
 )
 
 // need skips (fails under CI=true) where this host cannot mount a quota.
-func need(t *testing.T) {
+func need(t testing.TB) {
 	t.Helper()
 	if err := quota.Probe(context.Background(), t.TempDir()); err != nil {
 		testbin.Missing(t, "disk quota: %v", err)

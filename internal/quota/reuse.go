@@ -3,10 +3,8 @@ package quota
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,32 +55,8 @@ func (f *FS) EmptyKeeping(skeleton Usage, keep []string) error {
 	if used := u.Inodes - u.FreeInodes; used > skeleton.Inodes-skeleton.FreeInodes+MaxReuseInodes {
 		return fmt.Errorf("%w: %d files and directories are cheaper to drop with the file system than to remove", ErrNotFresh, used)
 	}
-	if err := boundNames(f.Dir); err != nil {
+	if err := emptyBelow(f.Dir, keep); err != nil {
 		return err
-	}
-	ents, err := os.ReadDir(f.Dir)
-	if err != nil {
-		return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
-	}
-	for _, e := range ents {
-		p := filepath.Join(f.Dir, e.Name())
-		if !slices.Contains(keep, e.Name()) {
-			if err := os.RemoveAll(p); err != nil {
-				return fmt.Errorf("quota: empty %s: %w", f.Dir, err)
-			}
-			continue
-		}
-		if err := emptyDir(p); err != nil {
-			return err
-		}
-	}
-	for _, dir := range append([]string{""}, keep...) {
-		if err := makePrivate(filepath.Join(f.Dir, dir)); err != nil {
-			return err
-		}
-		if err := clearInode(filepath.Join(f.Dir, dir)); err != nil {
-			return err
-		}
 	}
 	if u, err = f.Usage(); err != nil {
 		return err
@@ -94,65 +68,80 @@ func (f *FS) EmptyKeeping(skeleton Usage, keep []string) error {
 	return nil
 }
 
-// emptyDir removes everything inside the directory dir (not a link to
-// one), which stays.
-func emptyDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("quota: empty %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%w: %s is no longer a directory", ErrNotFresh, dir)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("quota: empty %s: %w", dir, err)
-	}
-	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("quota: empty %s: %w", dir, err)
-		}
-	}
-	return nil
-}
-
-// makePrivate gives dir back to the caller, mode 0700, and checks it
-// carries no extended attribute (an ACL is one).
-func makePrivate(dir string) error {
-	if err := os.Lchown(dir, os.Getuid(), os.Getgid()); err != nil {
-		return fmt.Errorf("quota: empty %s: %w", dir, err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return fmt.Errorf("quota: empty %s: %w", dir, err)
-	}
-	if n, err := unix.Llistxattr(dir, nil); err != nil && !errors.Is(err, unix.ENOTSUP) {
-		return fmt.Errorf("quota: empty %s: list its extended attributes: %w", dir, err)
-	} else if n > 0 {
-		return fmt.Errorf("%w: %s carries extended attributes", ErrNotFresh, dir)
-	}
-	return nil
-}
-
-// boundNames walks below root and fails with ErrNotFresh past
-// MaxReuseInodes names: hard links are names without inodes, so the
-// inode count alone does not bound the removal's work.
-func boundNames(root string) error {
-	n := 0
-	errTooMany := errors.New("too many names")
-	err := filepath.WalkDir(root, func(_ string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if n++; n > MaxReuseInodes {
-			return errTooMany
-		}
-		return nil
-	})
-	if errors.Is(err, errTooMany) {
-		return fmt.Errorf("%w: more than %d names are cheaper to drop with the file system than to remove", ErrNotFresh, MaxReuseInodes)
-	}
+// emptyBelow removes everything below root but the directories keep
+// (not links to them), and everything inside those, in one pass that
+// counts the names it removes and fails with ErrNotFresh past
+// MaxReuseInodes (remove.go); then gives each of them and root back
+// (resetDir). Each directory is opened once for all of it.
+func emptyBelow(root string, keep []string) error {
+	d, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("quota: empty %s: %w", root, err)
+	}
+	defer unix.Close(d)
+	b := &names{left: MaxReuseInodes}
+	skip := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		skip[k] = true
+		if err := emptyKept(d, filepath.Join(root, k), k, b); err != nil {
+			return err
+		}
+	}
+	if err := removeIn(d, skip, b); err != nil {
+		return fmt.Errorf("quota: empty %s: %w", root, err)
+	}
+	return resetDir(d, root)
+}
+
+// emptyKept empties the kept directory name of the root rootfd (path
+// for messages) and gives it back (resetDir).
+func emptyKept(rootfd int, path, name string, b *names) error {
+	fd, err := unix.Openat(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("%w: %s is no longer a directory", ErrNotFresh, path)
+	}
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := removeIn(fd, nil, b); err != nil {
+		return fmt.Errorf("quota: empty %s: %w", path, err)
+	}
+	return resetDir(fd, path)
+}
+
+// resetDir gives the directory fd (path for messages) back to the
+// caller, mode 0700, checks it carries no extended attribute (an ACL is
+// one), gives it the times of now and clears its user-settable inode
+// flags (none where the file system has no flags).
+func resetDir(fd int, path string) error {
+	if err := unix.Fchown(fd, os.Getuid(), os.Getgid()); err != nil {
+		return fmt.Errorf("quota: empty %s: %w", path, err)
+	}
+	if err := unix.Fchmod(fd, 0o700); err != nil {
+		return fmt.Errorf("quota: empty %s: %w", path, err)
+	}
+	if n, err := unix.Flistxattr(fd, nil); err != nil && !errors.Is(err, unix.ENOTSUP) {
+		return fmt.Errorf("quota: empty %s: list its extended attributes: %w", path, err)
+	} else if n > 0 {
+		return fmt.Errorf("%w: %s carries extended attributes", ErrNotFresh, path)
+	}
+	// utimensat(fd, NULL, NULL): futimens to now.
+	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("quota: empty %s: reset its times: %w", path, e)
+	}
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EOPNOTSUPP) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("quota: empty %s: read its inode flags: %w", path, err)
+	}
+	if flags&userFlags == 0 {
+		return nil
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^userFlags)); err != nil {
+		return fmt.Errorf("quota: empty %s: clear its inode flags: %w", path, err)
 	}
 	return nil
 }
@@ -161,30 +150,3 @@ func boundNames(root string) error {
 // may set without a capability, and the ones that need one: none is a
 // fresh directory's.
 const userFlags = 0x000380FF | 0x00800000 | 0x20000000 // FS_FL_USER_MODIFIABLE, FS_NOCOW_FL, FS_PROJINHERIT_FL
-
-// clearInode gives dir the times of now and clears its user-settable
-// inode flags (none where the file system has no flags).
-func clearInode(dir string) error {
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, dir, nil, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("quota: empty %s: reset its times: %w", dir, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("quota: empty %s: %w", dir, err)
-	}
-	defer d.Close()
-	flags, err := unix.IoctlGetUint32(int(d.Fd()), unix.FS_IOC_GETFLAGS)
-	if errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EOPNOTSUPP) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("quota: empty %s: read its inode flags: %w", dir, err)
-	}
-	if flags&userFlags == 0 {
-		return nil
-	}
-	if err := unix.IoctlSetPointerInt(int(d.Fd()), unix.FS_IOC_SETFLAGS, int(flags&^userFlags)); err != nil {
-		return fmt.Errorf("quota: empty %s: clear its inode flags: %w", dir, err)
-	}
-	return nil
-}

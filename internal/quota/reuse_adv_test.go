@@ -126,8 +126,9 @@ func TestEmptyKeepingResetsTheTopDirectoriesTimesAndFlags(t *testing.T) {
 // one inode (ext4 charges a name nothing but directory space).
 //
 // Found by the red team (the bound counted inodes only, a cost, not a
-// leak); the names are now counted first. The positive control: the
-// names are there before.
+// leak); the names are now counted as they are read, each read's before
+// any of them is removed, so the work stops a read past the bound. The
+// positive control: the names are there before.
 func TestEmptyKeepingBoundsTheNamesItRemoves(t *testing.T) {
 	fs, skeleton, ws := tenantDisk(t)
 	sub := filepath.Join(ws, "links")
@@ -149,5 +150,99 @@ func TestEmptyKeepingBoundsTheNamesItRemoves(t *testing.T) {
 	}
 	if err := fs.EmptyKeeping(skeleton, []string{"workspace", "home"}); err == nil {
 		t.Errorf("EmptyKeeping removed %d names of one inode one by one: its bound of %d counts inodes only", names+1, quota.MaxReuseInodes)
+	}
+}
+
+// TestEmptyKeepingRemovesInOnePassWithoutFollowingLinks: the emptying
+// that counts names as it removes them (no walk first) removes a
+// directory of more entries than it reads at once, trees below the kept
+// directories and beside them, and links to a host directory without
+// touching what they name. The control: the links' target holds its files
+// and the tree is there before.
+func TestEmptyKeepingRemovesInOnePassWithoutFollowingLinks(t *testing.T) {
+	fs, skeleton, ws := tenantDisk(t)
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "precious"), []byte("host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	many := filepath.Join(ws, "many")
+	if err := os.MkdirAll(filepath.Join(many, "a", "b", "c"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := os.WriteFile(filepath.Join(many, strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, link := range []string{filepath.Join(ws, "tohost"), filepath.Join(many, "a", "b", "c", "tohost"), filepath.Join(fs.Dir, "home", "tohost")} {
+		if err := os.Symlink(host, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(fs.Dir, "beside", "deep"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(many); len(ents) != 1001 {
+		t.Fatalf("control: %d entries in the tenant's directory, want 1001", len(ents))
+	}
+	if err := fs.EmptyKeeping(skeleton, []string{"workspace", "home"}); err != nil {
+		t.Fatalf("EmptyKeeping: %v", err)
+	}
+	for _, dir := range []string{fs.Dir, ws, filepath.Join(fs.Dir, "home")} {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dir == fs.Dir && len(ents) == 2 {
+			continue // workspace and home
+		}
+		if dir != fs.Dir && len(ents) == 0 {
+			continue
+		}
+		t.Errorf("after EmptyKeeping %s holds %d entries", dir, len(ents))
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "precious")); err != nil || string(b) != "host" {
+		t.Errorf("the host directory a link named lost its file: %q, %v", b, err)
+	}
+}
+
+// BenchmarkEmptyKeeping: emptying a disk as a reset leaves it (a file
+// and a directory holding one in each kept directory); the writes are
+// not timed.
+func BenchmarkEmptyKeeping(b *testing.B) {
+	need(b)
+	dir := b.TempDir()
+	fs, err := quota.Mount(context.Background(), filepath.Join(dir, "mnt"), filepath.Join(dir, "img"), size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { fs.Unmount() })
+	keep := []string{"workspace", "home", "tmp"}
+	for _, k := range keep {
+		if err := os.Mkdir(filepath.Join(fs.Dir, k), 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	skeleton, err := fs.Usage()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		for _, k := range keep {
+			d := filepath.Join(fs.Dir, k, "d")
+			if err := os.Mkdir(d, 0o700); err != nil {
+				b.Fatal(err)
+			}
+			for _, f := range []string{filepath.Join(fs.Dir, k, "f"), filepath.Join(d, "g")} {
+				if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StartTimer()
+		if err := fs.EmptyKeeping(skeleton, keep); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
