@@ -8,11 +8,14 @@ package procfs
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Stat is what this package reads of a process's /proc/<pid>/stat.
@@ -230,9 +233,27 @@ func PidsInNamespace(ns string) []int {
 }
 
 // PidfdPid returns the pid, in the caller's PID namespace, of the process
-// the caller's descriptor pidfd refers to (its fdinfo's Pid): an error
-// for a process that has ended or has no pid in the caller's namespace.
+// the caller's descriptor pidfd refers to: an error for a process that
+// has ended or has no pid in the caller's namespace. It asks the pidfd
+// itself (PIDFD_GET_INFO, one ioctl) and reads its fdinfo's Pid (an open,
+// a read and a close of a /proc file) only on a kernel without that
+// (before 6.13).
 func PidfdPid(pidfd int) (int, error) {
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
+	err := unix.IoctlPidfdInfo(pidfd, &info)
+	switch {
+	case err == nil && info.Mask&unix.PIDFD_INFO_PID != 0 && info.Pid > 0:
+		return int(info.Pid), nil
+	case errors.Is(err, unix.ESRCH):
+		return 0, fmt.Errorf("pidfd %d: no process in this PID namespace: %w", pidfd, err)
+	case errors.Is(err, unix.EBADF):
+		return 0, fmt.Errorf("descriptor %d: %w", pidfd, err)
+	}
+	return pidfdInfoPid(pidfd)
+}
+
+// pidfdInfoPid is PidfdPid from the pidfd's fdinfo.
+func pidfdInfoPid(pidfd int) (int, error) {
 	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
 	if err != nil {
 		return 0, err
