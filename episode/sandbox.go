@@ -84,6 +84,17 @@ func (e *Env) mountAt(t *tasks.Task) string {
 	return e.Config.Workspace.MountAt
 }
 
+// mayServeTools reports whether an episode of the session may have tools
+// to serve (openTools), so that its sandbox needs the bridge's door: a
+// tool server configured (for the session or per episode, the built-in
+// sources included) or a taskset, whose tasks may name their own. Without
+// either the door would be opened by the sandbox's init, at its start and
+// at every recycle, only for openTools to close it; with no door at all a
+// connection to the port is refused as it is to a closed one.
+func (e *Env) mayServeTools() bool {
+	return len(e.Sources) > 0 || len(e.perEpisode) > 0 || e.Config.Taskset() != nil
+}
+
 // startSandbox starts a sandbox of cfg for an episode.
 func (e *Env) startSandbox(ctx context.Context, cfg sandbox.Config) (*sandbox.Sandbox, error) {
 	sb, err := sandbox.Start(ctx, cfg)
@@ -98,7 +109,10 @@ func (e *Env) startSandbox(ctx context.Context, cfg sandbox.Config) (*sandbox.Sa
 // known), preparing what it binds from dirs.
 func (e *Env) sandboxConfig(dirs Dirs, t *tasks.Task) (sandbox.Config, error) {
 	s := e
-	doors := []sandbox.Door{{Name: doorMCP}}
+	var doors []sandbox.Door
+	if e.mayServeTools() {
+		doors = append(doors, sandbox.Door{Name: doorMCP})
+	}
 	if s.Config.Harness.Model.Enabled() {
 		doors = append(doors, sandbox.Door{Name: doorModel})
 	}
