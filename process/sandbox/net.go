@@ -12,6 +12,12 @@ func openDoors(doors []Door, hostNetwork bool) ([]loopback.Door, error) {
 			return nil, err
 		}
 	}
+	return listenDoors(doors)
+}
+
+// listenDoors opens each door on 127.0.0.1 (a recycle: lo is up and
+// TIME_WAIT off from the sandbox's setup, the namespace root's to change).
+func listenDoors(doors []Door) ([]loopback.Door, error) {
 	names, ports := make([]string, len(doors)), make([]int, len(doors))
 	for i, d := range doors {
 		names[i], ports[i] = d.Name, d.Port

@@ -958,14 +958,42 @@ func changeNamespaceState() result {
 	if _, err := unix.AddKey("user", "left-by-a", []byte("x"), unix.KEY_SPEC_USER_KEYRING); err == nil {
 		r.List = append(r.List, "user keyring")
 	}
+	if read, err := loDown(); err == nil {
+		r.List = append(r.List, "lo down")
+	} else if !read {
+		r.Value = "lo's flags unread: " + err.Error()
+	} else {
+		r.Errno = errnoOf(err)
+	}
 	return r
+}
+
+// loDown tries to take lo down (SIOCSIFFLAGS without IFF_UP), which would
+// leave the next tenant's doors unreachable: a recycle does not bring lo
+// up again. read reports whether lo's flags were read.
+func loDown() (read bool, err error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return false, err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return false, err
+	}
+	ifr.SetUint16(ifr.Uint16() &^ unix.IFF_UP)
+	return true, unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // TestRecycleTenantCannotChangeTheNamespaces: what the sandbox's
 // namespaces hold besides processes, sockets, IPC objects and files (its
-// host name, its sysctls, a keyring of the harness's uid) is out of a
-// tenant's reach, so no recycle needs to restore it. The positive
-// control: the sysctls are there to read.
+// host name, its sysctls, a keyring of the harness's uid, lo's flags) is
+// out of a tenant's reach, so no recycle needs to restore it (nor brings
+// lo up or turns TIME_WAIT off again). The positive control: the sysctls
+// and lo's flags are there to read.
 //
 // With the single id map (IDSelf) the harness is uid 0 inside, the owner
 // of the namespaces' /proc/sys files, whose writes the kernel checks by
@@ -980,13 +1008,17 @@ func TestRecycleTenantCannotChangeTheNamespaces(t *testing.T) {
 			cfg := recycleCfg(t)
 			cfg.IDs = ids
 			r := firstLook(t, cfg, "nsstate")
-			if r.N != len(nsSysctls) {
-				t.Errorf("the harness reads %d of %d sysctls: the look is broken", r.N, len(nsSysctls))
+			if r.N != len(nsSysctls) || r.Value != "" {
+				t.Errorf("the harness reads %d of %d sysctls (%s): the look is broken", r.N, len(nsSysctls), r.Value)
 			}
 			// uid 0 inside (IDSelf) owns them: such a sandbox is never
 			// recycled (TestRecycleKeepsNoSysctlOfTheLastTenant).
 			if ids == sandbox.IDRange && len(r.List) != 0 {
 				t.Errorf("a tenant changed %v", r.List)
+			}
+			// Refused for want of CAP_NET_ADMIN, not for a malformed request.
+			if ids == sandbox.IDRange && r.Errno != "EPERM" {
+				t.Errorf("taking lo down: %q, want EPERM", r.Errno)
 			}
 			if ids == sandbox.IDSelf && len(r.List) == 0 {
 				t.Errorf("as uid 0 inside the harness changed none of %d sysctls: the look is broken", r.N)
