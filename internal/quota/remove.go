@@ -13,9 +13,18 @@ import (
 // removed, so one pass both bounds and removes (an emptying used to walk
 // the tree once to count and again to remove).
 type names struct {
-	left int
-	buf  []byte // what a directory is read into; its names are parsed out before any is removed
+	left  int
+	depth int    // the directories open beneath the emptied one
+	buf   []byte // what a directory is read into; its names are parsed out before any is removed
 }
+
+// maxRemoveDepth bounds the directories an emptying holds open at once,
+// one per level: a tree deeper than this (which only a harness making it
+// on purpose has) is cheaper to drop with the file system than to walk.
+const maxRemoveDepth = 128
+
+// errTooDeep: the file system's tree is deeper than maxRemoveDepth.
+var errTooDeep = fmt.Errorf("%w: a tree deeper than %d directories is cheaper to drop with the file system than to remove", ErrNotFresh, maxRemoveDepth)
 
 // errTooManyNames: the file system holds more names than the bound.
 var errTooManyNames = fmt.Errorf("%w: more than %d names are cheaper to drop with the file system than to remove", ErrNotFresh, MaxReuseInodes)
@@ -99,6 +108,11 @@ func removeAt(dirfd int, name string, b *names) error {
 // removeDirIn opens the directory name of dirfd (not a link to one) and
 // removes everything in it.
 func removeDirIn(dirfd int, name string, b *names) error {
+	if b.depth >= maxRemoveDepth {
+		return errTooDeep
+	}
+	b.depth++
+	defer func() { b.depth-- }()
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", name, err)

@@ -2,10 +2,12 @@ package quota_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -244,5 +246,36 @@ func BenchmarkEmptyKeeping(b *testing.B) {
 		if err := fs.EmptyKeeping(skeleton, keep); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestEmptyKeepingBoundsTheDirectoriesItHoldsOpen: the emptying holds one
+// descriptor per level of the tree it removes, so a tree a tenant made
+// deeper than the bound (128) fails the emptying (the disk is dropped, as
+// for too many names) instead of holding a descriptor per level of the
+// daemon's; a tree as deep as the bound is emptied (the control).
+func TestEmptyKeepingBoundsTheDirectoriesItHoldsOpen(t *testing.T) {
+	fs, skeleton, ws := tenantDisk(t)
+	deep := func(levels int) string {
+		p := filepath.Join(ws, "deep")
+		for range levels - 1 {
+			p = filepath.Join(p, "d")
+		}
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	deep(128)
+	if err := fs.EmptyKeeping(skeleton, []string{"workspace", "home"}); err != nil {
+		t.Fatalf("control: a tree 128 deep below the workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "deep")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("control: the tree is still there after the emptying: %v", err)
+	}
+	deep(130)
+	err := fs.EmptyKeeping(skeleton, []string{"workspace", "home"})
+	if !errors.Is(err, quota.ErrNotFresh) || !strings.Contains(err.Error(), "deeper than") {
+		t.Fatalf("a tree 130 deep below the workspace: err = %v, want ErrNotFresh naming the depth", err)
 	}
 }
