@@ -377,7 +377,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			a.log.Debug("acp: session/cancel not delivered", "err", err)
 		}
 	}
-	w := watch{notify: t.notify, limit: in.OutputLimit, base: base, response: a.queuedAnswer}
+	w := watch{notify: t.notify, limit: in.OutputLimit, base: base, values: adapterkit.NewTurnValues(in.OutputLimit), response: a.queuedAnswer}
 	raw, err := c.await(ctx, id, w)
 	if err == nil {
 		err = a.awaitQueued(ctx, c, w)

@@ -76,6 +76,9 @@ type watch struct {
 	notify func(method string, params json.RawMessage)
 	// limit bounds the agent's output from base (OutputBytes) on; 0: none.
 	limit, base int64
+	// values bounds the JSON values of the turn's lines; nil: each line's
+	// alone.
+	values *adapterkit.TurnValues
 	// response, when set, is offered the responses to other ids than the
 	// awaited one; it returns true for those it takes (queued prompts).
 	response func(m *message) bool
@@ -228,7 +231,7 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 		if line.TooLong {
 			return nil, &limitError{fmt.Sprintf("agent wrote a %d-byte line (limit %d)", line.Size, c.maxLine)}
 		}
-		if err := adapterkit.CheckLineShape(line.Text); err != nil {
+		if err := w.values.Check(line.Text); err != nil {
 			f, _ := harness.AsFailure(err)
 			return nil, &limitError{f.Message}
 		}

@@ -243,14 +243,16 @@ func (b *Base) MaxLineBytes() int {
 // CheckOutput returns the output_limit failure for line, read from the
 // harness during a turn that began when the harness had written start bytes
 // (process.OutputBytes), or nil: a line longer than the line limit, one of
-// more than MaxLineValues JSON objects, arrays and array elements (CheckLineShape), or
-// more than in.OutputLimit bytes (when positive) written in the turn.
-func (b *Base) CheckOutput(line process.Line, in harness.TurnInput, start int64) error {
+// more than MaxLineValues JSON objects, arrays and array elements, one
+// taking the turn's over their bound (values.Check; values nil: no bound
+// for the turn), or more than in.OutputLimit bytes (when positive) written
+// in the turn.
+func (b *Base) CheckOutput(line process.Line, in harness.TurnInput, start int64, values *TurnValues) error {
 	if line.TooLong {
 		return harness.Fail(wire.FailureOutputLimit,
 			"harness wrote a %d-byte line (limit %d)", line.Size, b.MaxLineBytes())
 	}
-	if err := CheckLineShape(line.Text); err != nil {
+	if err := values.Check(line.Text); err != nil {
 		return err
 	}
 	if p := b.Process(); p != nil && in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {

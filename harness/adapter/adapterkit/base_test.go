@@ -178,7 +178,7 @@ func TestCheckOutput(t *testing.T) {
 	}
 	defer b.Stop(context.Background())
 	in := harness.TurnInput{OutputLimit: 1}
-	if err := b.CheckOutput(process.Line{Text: []byte("x")}, harness.TurnInput{}, p.OutputBytes()); err != nil {
+	if err := b.CheckOutput(process.Line{Text: []byte("x")}, harness.TurnInput{}, p.OutputBytes(), nil); err != nil {
 		t.Fatalf("a short line: %v", err)
 	}
 	for _, c := range []struct {
@@ -189,7 +189,7 @@ func TestCheckOutput(t *testing.T) {
 		{process.Line{TooLong: true, Size: 100}, p.OutputBytes(), "100-byte line (limit 64)"},
 		{process.Line{Text: []byte("x")}, 0, "more than 1 bytes in one turn"},
 	} {
-		err := b.CheckOutput(c.line, in, c.start)
+		err := b.CheckOutput(c.line, in, c.start, nil)
 		if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureOutputLimit || !strings.Contains(f.Message, c.want) {
 			t.Errorf("CheckOutput: %v, want %q", err, c.want)
 		}

@@ -216,8 +216,9 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 	// first, as they would have without the question, and are bounded as
 	// a line of the turn is (CheckOutput's shape check; their bytes were
 	// bounded as they were kept).
+	values := adapterkit.NewTurnValues(in.OutputLimit)
 	for _, text := range pending {
-		if err := adapterkit.CheckLineShape(text); err != nil {
+		if err := values.Check(text); err != nil {
 			return harness.TurnResult{}, err
 		}
 		if res, done, err := a.handleLine(text, emit); err != nil || done {
@@ -237,7 +238,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			return harness.TurnResult{}, a.deadHarness(ctx, p, kit.Delivery{Written: true, Answered: answered}, "harness closed its output mid-turn")
 		}
 		answered = true
-		if err := a.CheckOutput(line, in, start); err != nil {
+		if err := a.CheckOutput(line, in, start, values); err != nil {
 			return harness.TurnResult{}, err
 		}
 		res, done, err := a.handleLine(line.Text, emit)

@@ -243,6 +243,7 @@ func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, 
 	p, o := tp.p, a.opts
 	ps := parsers[o.Format]()
 	start := p.OutputBytes()
+	values := adapterkit.NewTurnValues(in.OutputLimit)
 	lines, exited := p.Lines(), p.Exited()
 	var drain, grace <-chan time.Time
 	for lines != nil {
@@ -260,7 +261,7 @@ func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, 
 				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
 					"harness wrote a %d-byte line (limit %d)", line.Size, adapterkit.MaxLineBytes(a.launch))
 			}
-			if err := adapterkit.CheckLineShape(line.Text); err != nil {
+			if err := values.Check(line.Text); err != nil {
 				return harness.TurnResult{}, err
 			}
 			capt.stdout(line.Text)

@@ -167,7 +167,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			Message: fmt.Sprintf("harness %s before the turn", st), Exit: &st, StderrTail: p.StderrTail()}
 	}
 	m := &mapper{a: a, p: p, ctx: ctx, emit: emit, server: server, names: map[string]string{},
-		extra:   map[string]any{},
+		extra: map[string]any{}, values: adapterkit.NewTurnValues(in.OutputLimit),
 		partial: o.IncludePartialMessages || slices.Contains(o.ExtraArgs, "--include-partial-messages")}
 	start := p.OutputBytes()
 	for _, l := range early {
@@ -222,7 +222,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 
 // turnLine applies the output limits, then maps the line.
 func (a *Adapter) turnLine(m *mapper, l process.Line, in harness.TurnInput, p *process.Process, start int64, replay bool) (harness.TurnResult, bool, error) {
-	if err := a.CheckOutput(l, in, start); err != nil {
+	if err := a.CheckOutput(l, in, start, m.values); err != nil {
 		return harness.TurnResult{}, true, err
 	}
 	return m.handle(l.Text, replay)

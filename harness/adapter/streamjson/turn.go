@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/adapter/adapterkit"
 	"github.com/harnessd/harnessd/internal/clip"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/wire"
@@ -37,6 +38,7 @@ type mapper struct {
 	names    map[string]string // tool_use id -> tool name, for tool_result events
 	lastText string            // the last top-level assistant text
 	extra    map[string]any
+	values   *adapterkit.TurnValues // the turn's JSON values, bounded
 }
 
 // event emits p, marked with the subagent's tool use that produced it.
