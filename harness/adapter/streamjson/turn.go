@@ -137,12 +137,14 @@ func (m *mapper) assistant(l line) error {
 	if err := json.Unmarshal(l.Message, &msg); err != nil {
 		return harness.Fail(wire.FailureProtocol, "assistant line with an unreadable message: %v", err)
 	}
-	bs, err := blocks(msg.Content)
+	bs, err := blocks(msg.Content, func(b *block) bool {
+		return b.Type == "text" || b.Type == "thinking" || b.Type == "tool_use"
+	})
 	if err != nil {
 		return harness.Fail(wire.FailureProtocol, "assistant message: %v", err)
 	}
 	synthetic := len(l.Error) > 0 && string(l.Error) != "null"
-	for i, b := range bs {
+	for _, b := range bs {
 		switch b.Type {
 		case "text":
 			if synthetic {
@@ -156,7 +158,7 @@ func (m *mapper) assistant(l line) error {
 			}
 		case "thinking":
 			if !m.partial {
-				m.event(&wire.LLMChunk{Content: b.Thinking, Index: i, Thought: true}, l.ParentToolUseID)
+				m.event(&wire.LLMChunk{Content: b.Thinking, Index: b.index, Thought: true}, l.ParentToolUseID)
 			}
 		case "tool_use":
 			m.names[b.ID] = b.Name
@@ -177,14 +179,11 @@ func (m *mapper) user(l line) error {
 	if err := json.Unmarshal(l.Message, &msg); err != nil {
 		return harness.Fail(wire.FailureProtocol, "user line with an unreadable message: %v", err)
 	}
-	bs, err := blocks(msg.Content)
+	bs, err := blocks(msg.Content, func(b *block) bool { return b.Type == "tool_result" })
 	if err != nil {
 		return harness.Fail(wire.FailureProtocol, "user message: %v", err)
 	}
 	for _, b := range bs {
-		if b.Type != "tool_result" {
-			continue
-		}
 		result := contentText(b.Content)
 		r := &wire.ToolResult{ToolName: m.names[b.ToolUseID], Result: result, CallID: b.ToolUseID}
 		if b.IsError {

@@ -3,7 +3,6 @@ package streamjson
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync/atomic"
 )
 
@@ -29,53 +28,6 @@ type line struct {
 type message struct {
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"`
-}
-
-// block is one content block: text, thinking, tool_use or tool_result.
-type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
-}
-
-// blocks decodes message content: a string is one text block.
-func blocks(raw json.RawMessage) ([]block, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []block{{Type: "text", Text: s}}, nil
-	}
-	var bs []block
-	if err := json.Unmarshal(raw, &bs); err != nil {
-		return nil, fmt.Errorf("content is neither a string nor a content-block array: %w", err)
-	}
-	return bs, nil
-}
-
-// contentText joins the text of tool_result content (a string or blocks);
-// other block kinds are named in brackets.
-func contentText(raw json.RawMessage) string {
-	bs, err := blocks(raw)
-	if err != nil {
-		return string(raw)
-	}
-	parts := make([]string, 0, len(bs))
-	for _, b := range bs {
-		if b.Type == "text" {
-			parts = append(parts, b.Text)
-		} else {
-			parts = append(parts, "["+b.Type+"]")
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // streamEvent is the raw Anthropic SSE event of a stream_event line.
