@@ -245,22 +245,7 @@ func (t *turnState) toolCall(u *update) {
 // else its rawOutput, else its other content (diffs, terminals). It also
 // returns the result as text, for error messages.
 func toolOutput(content, rawOutput json.RawMessage) (any, string) {
-	var parts []struct {
-		Type    string          `json:"type"`
-		Content json.RawMessage `json:"content"`
-	}
-	var texts []string
-	if json.Unmarshal(content, &parts) == nil {
-		for _, p := range parts {
-			var b struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if p.Type == "content" && json.Unmarshal(p.Content, &b) == nil && b.Type == "text" {
-				texts = append(texts, b.Text)
-			}
-		}
-	}
+	texts, items := contentTexts(content)
 	if len(texts) > 0 {
 		s := strings.Join(texts, "\n")
 		return s, s
@@ -271,7 +256,7 @@ func toolOutput(content, rawOutput json.RawMessage) (any, string) {
 		}
 		return v, clip.Bytes(rawOutput)
 	}
-	if len(parts) > 0 {
+	if items {
 		return decodeAny(content), ""
 	}
 	return "", ""
