@@ -90,3 +90,24 @@ func closing(b []byte, i, depth, maxDepth int) int {
 func endsScalar(c byte) bool {
 	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r'
 }
+
+// Elements calls f with each element of the JSON array b (leading and
+// trailing white space allowed), in order, until f returns false. It
+// reports whether b is an array that f accepted throughout; b must be
+// valid JSON for its elements to be.
+func Elements(b []byte, f func(elem []byte) bool) bool {
+	i := Space(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return false
+	}
+	for i = Space(b, i+1); i < len(b) && b[i] != ']'; {
+		end := Value(b, i, 0)
+		if end < 0 || !f(b[i:end]) {
+			return false
+		}
+		if i = Space(b, end); i < len(b) && b[i] == ',' {
+			i = Space(b, i+1)
+		}
+	}
+	return i < len(b)
+}

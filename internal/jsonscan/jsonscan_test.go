@@ -1,6 +1,9 @@
 package jsonscan
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestValue(t *testing.T) {
 	for _, c := range []struct {
@@ -38,5 +41,28 @@ func TestRestAndSpace(t *testing.T) {
 	}
 	if got := Space([]byte("  "), 0); got != 2 {
 		t.Errorf("Space at the end = %d", got)
+	}
+}
+
+func TestElements(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		{` [ 1 , "a,]" ,{"b":[1,2]}, null ] `, []string{`1`, `"a,]"`, `{"b":[1,2]}`, `null`}, true},
+		{`[]`, nil, true},
+		{`{}`, nil, false},
+		{`[1,2`, []string{`1`, `2`}, false},
+	} {
+		var got []string
+		ok := Elements([]byte(c.in), func(e []byte) bool { got = append(got, string(e)); return true })
+		if ok != c.ok || strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("Elements(%s): %q %v, want %q %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+	n := 0
+	if Elements([]byte(`[1,2,3]`), func([]byte) bool { n++; return n < 2 }) || n != 2 {
+		t.Errorf("Elements did not stop when f returned false: %d", n)
 	}
 }

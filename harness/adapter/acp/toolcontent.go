@@ -22,22 +22,16 @@ func contentTexts(content json.RawMessage) (texts []string, items bool) {
 		return nil, false
 	}
 	var p contentItem // one for all: a closure's captures escape
-	for i := jsonscan.Space(content, 1); i < len(content) && content[i] != ']'; {
-		end := jsonscan.Value(content, i, 0)
-		if end < 0 {
-			return nil, items
-		}
+	ok := jsonscan.Elements(content, func(item []byte) bool {
 		items = true
-		text, ok := p.text(content[i:end])
-		if !ok {
-			return nil, true
-		}
-		if text != nil {
+		text, ok := p.text(item)
+		if ok && text != nil {
 			texts = append(texts, *text)
 		}
-		if i = jsonscan.Space(content, end); i < len(content) && content[i] == ',' {
-			i = jsonscan.Space(content, i+1)
-		}
+		return ok
+	})
+	if !ok {
+		return nil, items
 	}
 	return texts, items
 }

@@ -54,25 +54,24 @@ func eachBlock(raw json.RawMessage, f func(b *block)) error {
 		f(&b)
 		return nil
 	}
-	if raw[0] != '[' {
-		return fmt.Errorf("%w: %.20s", errNotBlocks, raw)
-	}
-	for i, n := jsonscan.Space(raw, 1), 0; i < len(raw) && raw[i] != ']'; n++ {
-		end := jsonscan.Value(raw, i, 0)
-		if end < 0 {
-			return fmt.Errorf("%w: a cut array", errNotBlocks)
-		}
+	n := 0
+	var err error
+	if !jsonscan.Elements(raw, func(elem []byte) bool {
 		b = block{index: n}
-		if elem := raw[i:end]; string(elem) != "null" && !fastBlock(elem, &b) {
-			b = block{index: n}
-			if err := json.Unmarshal(elem, &b); err != nil {
-				return fmt.Errorf("%w: %w", errNotBlocks, err)
+		n++
+		if string(elem) != "null" && !fastBlock(elem, &b) {
+			b = block{index: b.index}
+			if err = json.Unmarshal(elem, &b); err != nil {
+				return false
 			}
 		}
 		f(&b)
-		if i = jsonscan.Space(raw, end); i < len(raw) && raw[i] == ',' {
-			i = jsonscan.Space(raw, i+1)
+		return true
+	}) {
+		if err != nil {
+			return fmt.Errorf("%w: %w", errNotBlocks, err)
 		}
+		return fmt.Errorf("%w: %.20s", errNotBlocks, raw)
 	}
 	return nil
 }

@@ -192,8 +192,8 @@ func TestToolCallOverMCP(t *testing.T) {
 			if res.Response != "add -> 5" {
 				t.Fatalf("response %q", res.Response)
 			}
-			servers, _ := res.Extra["mcp_servers"].([]map[string]any)
-			if len(servers) != 1 || servers[0]["name"] != "env" || servers[0]["status"] != "connected" {
+			servers, _ := res.Extra["mcp_servers"].([]mcpServer)
+			if len(servers) != 1 || servers[0] != (mcpServer{Name: "env", Status: "connected"}) {
 				t.Fatalf("mcp_servers %+v", res.Extra["mcp_servers"])
 			}
 			if tools, _ := res.Extra["tools"].([]string); !strings.Contains(strings.Join(tools, ","), "mcp__env__add") {

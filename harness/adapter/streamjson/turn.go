@@ -102,7 +102,13 @@ func (m *mapper) handle(text []byte, replay bool) (harness.TurnResult, bool, err
 // and reports the injected MCP server when it is not connected.
 func (m *mapper) init(raw []byte) {
 	var in initInfo
-	if err := json.Unmarshal(raw, &in); err != nil {
+	err := json.Unmarshal(raw, &in)
+	var tools []string
+	var servers []mcpServer
+	if err == nil {
+		tools, servers, err = initLists(in.Tools, in.MCPServers)
+	}
+	if err != nil {
 		m.a.log.Warn("unreadable system/init line", "err", err)
 		return
 	}
@@ -113,14 +119,12 @@ func (m *mapper) init(raw []byte) {
 	}
 	set("session_id", in.SessionID, in.SessionID != "")
 	set("model", in.Model, in.Model != "")
-	set("tools", in.Tools, in.Tools != nil)
+	set("tools", tools, tools != nil)
 	mode := cmp.Or(in.PermissionMode, in.QwenMode)
 	set("permission_mode", mode, mode != "")
 	set("agent_version", in.Version, in.Version != "")
-	if in.MCPServers != nil {
-		servers := make([]map[string]any, len(in.MCPServers))
-		for i, s := range in.MCPServers {
-			servers[i] = map[string]any{"name": s.Name, "status": s.Status}
+	if servers != nil {
+		for _, s := range servers {
 			if s.Name == m.server && s.Status != "connected" {
 				m.event(&wire.Error{Recoverable: true,
 					Message: fmt.Sprintf("MCP server %q is %s: the environment's tools are unavailable", s.Name, s.Status)}, nil)

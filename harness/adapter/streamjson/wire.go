@@ -41,18 +41,16 @@ type streamEvent struct {
 	} `json:"delta"`
 }
 
-// initInfo is the part of system/init kept for the turn's Extra.
+// initInfo is the part of system/init kept for the turn's Extra; its lists
+// are decoded by initLists.
 type initInfo struct {
-	SessionID      string   `json:"session_id"`
-	Model          string   `json:"model"`
-	Tools          []string `json:"tools"`
-	PermissionMode string   `json:"permissionMode"`
-	QwenMode       string   `json:"permission_mode"`
-	Version        string   `json:"claude_code_version"`
-	MCPServers     []struct {
-		Name   string `json:"name"`
-		Status string `json:"status"`
-	} `json:"mcp_servers"`
+	SessionID      string          `json:"session_id"`
+	Model          string          `json:"model"`
+	Tools          json.RawMessage `json:"tools"`
+	PermissionMode string          `json:"permissionMode"`
+	QwenMode       string          `json:"permission_mode"`
+	Version        string          `json:"claude_code_version"`
+	MCPServers     json.RawMessage `json:"mcp_servers"`
 }
 
 // controlResponse is the response of a control_response line.
