@@ -52,35 +52,14 @@ func chatMessage(w *chatWireMessage) (Message, bool) {
 			m.Content = &s
 		}
 	} else if len(c) > 0 && c[0] == '[' {
-		var parts []struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			ImageURL struct {
-				URL string `json:"url"`
-			} `json:"image_url"`
-		}
-		if json.Unmarshal(c, &parts) == nil {
-			m.Parts = make([]Part, 0, len(parts))
-			for _, p := range parts {
-				m.Parts = append(m.Parts, Part{Type: p.Type, Text: p.Text, ImageURL: p.ImageURL.URL})
-			}
+		if parts, ok := chatParts(c); ok {
+			m.Parts = parts
 		}
 	}
 	m.Reasoning, _ = jsonscan.StringValue(w.ReasoningContent)
 	m.ToolCallID, _ = jsonscan.StringValue(w.ToolCallID)
 	if len(w.ToolCalls) > 0 {
-		var calls []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		}
-		if json.Unmarshal(w.ToolCalls, &calls) == nil {
-			for _, c := range calls {
-				m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
-			}
-		}
+		m.ToolCalls = chatToolCalls(w.ToolCalls)
 	}
 	return m, true
 }
