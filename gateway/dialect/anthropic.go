@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/harnessd/harnessd/internal/jsonscan"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // anthropicTranslator is Anthropic Messages (Claude Code), translated to
@@ -67,10 +70,38 @@ func blocks(raw json.RawMessage) ([]anthropicBlock, error) {
 		return []anthropicBlock{{Type: "text", Text: s}}, nil
 	}
 	var bs []anthropicBlock
-	if err := json.Unmarshal(raw, &bs); err != nil {
+	var b anthropicBlock
+	if !jsonscan.Elements(raw, func(e []byte) bool {
+		if string(e) == "null" || noBlockField(e) {
+			return true // the zero block, of no kind read
+		}
+		b = anthropicBlock{}
+		if json.Unmarshal(e, &b) != nil {
+			return false
+		}
+		if readBlock[b.Type] {
+			bs = append(bs, b)
+		}
+		return true
+	}) {
 		return nil, errors.New("content must be a string or a list of blocks")
 	}
 	return bs, nil
+}
+
+// readBlock is the kinds of block the translation reads; blocks keeps only
+// those. Decoding the list whole into a slice of 250-byte blocks made one
+// of each element however small: 6,000 empty blocks ({},, 18 KB) cost 3.5
+// MiB (205× the body).
+var readBlock = map[string]bool{"text": true, "thinking": true, "image": true, "tool_use": true, "tool_result": true}
+
+// noBlockField reports whether e is an object of plain keys none of which
+// json.Unmarshal could match to a block field (it decodes to the zero
+// block).
+func noBlockField(e []byte) bool {
+	return wire.ObjectFields(e, func(k, _ []byte) bool {
+		return !mayName(k, "type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error", "source")
+	})
 }
 
 // blockText joins the text of a tool result's content.
