@@ -140,6 +140,13 @@ func elements(raw []byte) int {
 	return n
 }
 
+// noField reports whether e is an object of plain keys none of which
+// json.Unmarshal could match to one of the field names: it decodes to the
+// zero value of a struct of those fields.
+func noField(e []byte, names ...string) bool {
+	return wire.ObjectFields(e, func(k, _ []byte) bool { return !mayName(k, names...) })
+}
+
 // plainInto sets *dst to the JSON string v when it has no escapes.
 func plainInto(dst *string, v []byte) bool {
 	s, ok := wire.PlainString(v)
