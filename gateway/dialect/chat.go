@@ -94,18 +94,11 @@ func (t *chatTranslator) Decode(_ *http.Request, body []byte) (*Request, error) 
 	if fields == nil {
 		return nil, errors.New("chat request: not a JSON object")
 	}
-	var wires []chatWireMessage
-	if err := json.Unmarshal(fields["messages"], &wires); err != nil || len(wires) == 0 {
-		return nil, errors.New("chat request: messages must be a non-empty list of objects")
+	msgs, err := chatMessages(fields["messages"])
+	if err != nil {
+		return nil, err
 	}
-	chat := &ChatRequest{Messages: make([]Message, len(wires))}
-	for i := range wires {
-		m, ok := chatMessage(&wires[i])
-		if !ok {
-			return nil, fmt.Errorf("chat request: message %d has no role", i)
-		}
-		chat.Messages[i] = m
-	}
+	chat := &ChatRequest{Messages: msgs}
 	if t.memo != nil {
 		compact, err := json.Marshal(fields["messages"])
 		if err != nil {
