@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/harnessd/harnessd/internal/jsonlist"
 	"github.com/harnessd/harnessd/internal/jsonscan"
-	"github.com/harnessd/harnessd/wire"
 )
 
 // anthropicTranslator is Anthropic Messages (Claude Code), translated to
@@ -72,7 +72,7 @@ func blocks(raw json.RawMessage) ([]anthropicBlock, error) {
 	var bs []anthropicBlock
 	var b anthropicBlock
 	if !jsonscan.Elements(raw, func(e []byte) bool {
-		if string(e) == "null" || noBlockField(e) {
+		if string(e) == "null" || jsonlist.NoField(e, "type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error", "source") {
 			return true // the zero block, of no kind read
 		}
 		b = anthropicBlock{}
@@ -94,15 +94,6 @@ func blocks(raw json.RawMessage) ([]anthropicBlock, error) {
 // of each element however small: 6,000 empty blocks ({},, 18 KB) cost 3.5
 // MiB (205× the body).
 var readBlock = map[string]bool{"text": true, "thinking": true, "image": true, "tool_use": true, "tool_result": true}
-
-// noBlockField reports whether e is an object of plain keys none of which
-// json.Unmarshal could match to a block field (it decodes to the zero
-// block).
-func noBlockField(e []byte) bool {
-	return wire.ObjectFields(e, func(k, _ []byte) bool {
-		return !mayName(k, "type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error", "source")
-	})
-}
 
 // blockText joins the text of a tool result's content.
 func blockText(raw json.RawMessage) (string, error) {
@@ -133,23 +124,21 @@ func (t *anthropicTranslator) Decode(_ *http.Request, body []byte) (*Request, er
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("messages request: %w", err)
 	}
-	var msgs []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(in.Messages, &msgs); err != nil || len(msgs) == 0 {
-		return nil, errors.New("messages request: messages must be a non-empty list")
-	}
-	out, err := anthropicSystem(in.System)
+	var out []Message
+	err := anthropicMessages(in.Messages, func(i int, m *anthropicWire) error {
+		if i == 0 {
+			sys, err := anthropicSystem(in.System)
+			if err != nil {
+				return err
+			}
+			out = sys
+		}
+		ms, err := anthropicMessage(i, m.Role, m.Content)
+		out = append(out, ms...)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	for i, m := range msgs {
-		ms, err := anthropicMessage(i, m.Role, m.Content)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ms...)
 	}
 	return t.finish(fields, &in, out)
 }
@@ -300,22 +289,7 @@ func anthropicTools(raw json.RawMessage) ([]Tool, error) {
 	if !set(raw) {
 		return nil, nil
 	}
-	var tools []struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		InputSchema json.RawMessage `json:"input_schema"`
-	}
-	if err := json.Unmarshal(raw, &tools); err != nil {
-		return nil, errors.New("messages request: tools must be a list of tools")
-	}
-	var out []Tool
-	for _, t := range tools {
-		if t.Name == "" || len(t.InputSchema) == 0 {
-			continue
-		}
-		out = append(out, Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
-	}
-	return out, nil
+	return anthropicToolList(raw)
 }
 
 func anthropicToolChoice(raw json.RawMessage) json.RawMessage {

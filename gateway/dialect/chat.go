@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/harnessd/harnessd/internal/jsonlist"
 	"github.com/harnessd/harnessd/internal/jsonscan"
 )
 
@@ -127,7 +128,7 @@ func (t *chatTranslator) finish(fields map[string]json.RawMessage, chat *ChatReq
 		return nil, errors.New("chat request: stream must be a boolean")
 	}
 	if v, ok := fields["tools"]; ok && string(v) != "null" {
-		n := elements(v)
+		n := jsonlist.Count(v)
 		if n < 0 {
 			return nil, errors.New("chat request: tools must be a list")
 		}
@@ -137,7 +138,7 @@ func (t *chatTranslator) finish(fields map[string]json.RawMessage, chat *ChatReq
 		req.Chat.Tools = make([]Tool, 0, n)
 		jsonscan.Elements(v, func(e []byte) bool {
 			var tool Tool
-			if string(e) != "null" && !noField(e, "function") {
+			if string(e) != "null" && !jsonlist.NoField(e, "function") {
 				tool = chatTool(e)
 			}
 			req.Chat.Tools = append(req.Chat.Tools, tool)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/harnessd/harnessd/internal/jsonlist"
 	"github.com/harnessd/harnessd/internal/jsonscan"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -27,7 +28,7 @@ type chatToolCall struct {
 // chatToolCalls reads a message's tool calls: nil unless raw is a list
 // every element of which decodes (as a decode of the whole list did).
 func chatToolCalls(raw json.RawMessage) []ToolCall {
-	n := elements(raw)
+	n := jsonlist.Count(raw)
 	if n <= 0 {
 		return nil
 	}
@@ -59,19 +60,19 @@ func fastToolCall(e []byte, c *chatToolCall) bool {
 	return wire.ObjectFields(e, func(k, v []byte) bool {
 		switch string(k) {
 		case "id":
-			return plainInto(&c.ID, v)
+			return jsonlist.PlainInto(&c.ID, v)
 		case "function":
 			return string(v) == "null" || wire.ObjectFields(v, func(k, v []byte) bool {
 				switch string(k) {
 				case "name":
-					return plainInto(&c.Function.Name, v)
+					return jsonlist.PlainInto(&c.Function.Name, v)
 				case "arguments":
-					return plainInto(&c.Function.Arguments, v)
+					return jsonlist.PlainInto(&c.Function.Arguments, v)
 				}
-				return !mayName(k, "name", "arguments")
+				return !jsonlist.MayName(k, "name", "arguments")
 			})
 		}
-		return !mayName(k, "id", "function")
+		return !jsonlist.MayName(k, "id", "function")
 	})
 }
 
@@ -87,7 +88,7 @@ type chatPart struct {
 // chatParts reads a message's content list: ok is false unless every
 // element decodes (as a decode of the whole list did).
 func chatParts(raw json.RawMessage) (parts []Part, ok bool) {
-	n := elements(raw)
+	n := jsonlist.Count(raw)
 	if n < 0 {
 		return nil, false
 	}
@@ -117,87 +118,19 @@ func fastPart(e []byte, p *chatPart) bool {
 	return wire.ObjectFields(e, func(k, v []byte) bool {
 		switch string(k) {
 		case "type":
-			return plainInto(&p.Type, v)
+			return jsonlist.PlainInto(&p.Type, v)
 		case "text":
-			return plainInto(&p.Text, v)
+			return jsonlist.PlainInto(&p.Text, v)
 		case "image_url":
 			return string(v) == "null" || wire.ObjectFields(v, func(k, v []byte) bool {
 				if string(k) == "url" {
-					return plainInto(&p.ImageURL.URL, v)
+					return jsonlist.PlainInto(&p.ImageURL.URL, v)
 				}
-				return !mayName(k, "url")
+				return !jsonlist.MayName(k, "url")
 			})
 		}
-		return !mayName(k, "type", "text", "image_url")
+		return !jsonlist.MayName(k, "type", "text", "image_url")
 	})
-}
-
-// elements counts the elements of the JSON array raw, -1 when it is not
-// one.
-func elements(raw []byte) int {
-	n := 0
-	if !jsonscan.Elements(raw, func([]byte) bool { n++; return true }) {
-		return -1
-	}
-	return n
-}
-
-// noField reports whether e is an object of plain keys none of which
-// json.Unmarshal could match to one of the field names: it decodes to the
-// zero value of a struct of those fields.
-func noField(e []byte, names ...string) bool {
-	return wire.ObjectFields(e, func(k, _ []byte) bool { return !mayName(k, names...) })
-}
-
-// plainInto sets *dst to the JSON string v when it has no escapes.
-func plainInto(dst *string, v []byte) bool {
-	s, ok := wire.PlainString(v)
-	*dst = s
-	return ok
-}
-
-// mayName reports whether json.Unmarshal might match the key k to one of
-// the field names: it matches without regard to case, and to be safe '_'
-// and '-' are ignored here and a non-ASCII key may match any.
-func mayName(k []byte, names ...string) bool {
-	var folded [24]byte
-	n := 0
-	for _, c := range k {
-		switch {
-		case c >= 0x80:
-			return true
-		case c == '_' || c == '-':
-			continue
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		if n == len(folded) {
-			return false // longer than every name
-		}
-		folded[n] = c
-		n++
-	}
-	for _, name := range names {
-		if equalSkipping(folded[:n], name) {
-			return true
-		}
-	}
-	return false
-}
-
-// equalSkipping reports whether the folded key k is name without its '_'.
-func equalSkipping(k []byte, name string) bool {
-	j := 0
-	for i := 0; i < len(name); i++ {
-		if name[i] == '_' {
-			continue
-		}
-		if j == len(k) || k[j] != name[i] {
-			return false
-		}
-		j++
-	}
-	return j == len(k)
 }
 
 // chatMessages reads a request's messages one at a time, failing at the
@@ -256,7 +189,7 @@ func fastWire(e []byte, w *chatWireMessage) bool {
 		case "tool_call_id":
 			w.ToolCallID = v
 		default:
-			return !mayName(k, "role", "content", "reasoning_content", "tool_calls", "tool_call_id")
+			return !jsonlist.MayName(k, "role", "content", "reasoning_content", "tool_calls", "tool_call_id")
 		}
 		return true
 	})

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/harnessd/harnessd/internal/jsonlist"
 )
 
 // geminiTranslator is Google's generateContent and streamGenerateContent
@@ -61,23 +63,30 @@ type geminiPart struct {
 		MimeType string `json:"mimeType"`
 		Data     string `json:"data"`
 	} `json:"inlineData"`
+
+	index int // its place in the content's parts
 }
 
 type geminiContent struct {
-	Role  string       `json:"role"`
-	Parts []geminiPart `json:"parts"`
+	Role  string         `json:"role"`
+	Parts geminiPartList `json:"parts"`
+
+	index int // its place in the request's contents
+}
+
+// geminiDecl is a function declaration.
+type geminiDecl struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Parameters           json.RawMessage `json:"parameters"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 }
 
 type geminiRequest struct {
-	Contents          []geminiContent `json:"contents"`
-	SystemInstruction *geminiContent  `json:"systemInstruction"`
+	Contents          geminiContentList `json:"contents"`
+	SystemInstruction *geminiContent    `json:"systemInstruction"`
 	Tools             []struct {
-		FunctionDeclarations []struct {
-			Name                 string          `json:"name"`
-			Description          string          `json:"description"`
-			Parameters           json.RawMessage `json:"parameters"`
-			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
-		} `json:"functionDeclarations"`
+		FunctionDeclarations geminiDeclList `json:"functionDeclarations"`
 	} `json:"tools"`
 	ToolConfig *struct {
 		FunctionCallingConfig struct {
@@ -125,7 +134,7 @@ func (t *geminiTranslator) Decode(r *http.Request, body []byte) (*Request, error
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("generateContent request: %w", err)
 	}
-	if len(in.Contents) == 0 {
+	if len(in.Contents) == 0 && jsonlist.Count(fields["contents"]) <= 0 {
 		return nil, errors.New("generateContent request: contents must be a non-empty list")
 	}
 	var out []Message
@@ -141,7 +150,8 @@ func (t *geminiTranslator) Decode(r *http.Request, body []byte) (*Request, error
 		}
 	}
 	pending := map[string][]string{} // function name -> ids of calls not yet answered
-	for i, c := range in.Contents {
+	for _, c := range in.Contents {
+		i := c.index
 		switch c.Role {
 		case "model":
 			msg, err := geminiModel(i, c.Parts, pending)
@@ -215,7 +225,8 @@ func (t *geminiTranslator) Decode(r *http.Request, body []byte) (*Request, error
 func geminiModel(i int, parts []geminiPart, pending map[string][]string) (Message, error) {
 	var text strings.Builder
 	msg := Message{Role: "assistant"}
-	for j, p := range parts {
+	for _, p := range parts {
+		j := p.index
 		switch {
 		case p.FunctionCall != nil:
 			args, err := compactObject(p.FunctionCall.Args)

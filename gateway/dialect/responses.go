@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harnessd/harnessd/internal/jsonlist"
 	"github.com/harnessd/harnessd/internal/jsonscan"
 )
 
@@ -74,7 +75,7 @@ func responsesText(raw json.RawMessage) (string, []Part, error) {
 	var images []Part
 	var p responsesPart
 	if !jsonscan.Elements(raw, func(e []byte) bool {
-		if string(e) == "null" || noField(e, "type", "text", "image_url") {
+		if string(e) == "null" || jsonlist.NoField(e, "type", "text", "image_url") {
 			return true // the zero part, of no type read
 		}
 		p = responsesPart{}
@@ -118,7 +119,7 @@ func responsesItems(raw json.RawMessage) (items []responsesItem, ok bool) {
 	ok = jsonscan.Elements(raw, func(e []byte) bool {
 		i := n
 		n++
-		if string(e) == "null" || noField(e, "type", "role", "content", "call_id", "name", "namespace", "arguments", "output") {
+		if string(e) == "null" || jsonlist.NoField(e, "type", "role", "content", "call_id", "name", "namespace", "arguments", "output") {
 			return true
 		}
 		var it responsesItem
@@ -312,7 +313,7 @@ func responsesTools(raw json.RawMessage, namespaced map[string]namespacedTool) (
 	var out []Tool
 	var t responsesTool
 	if !jsonscan.Elements(raw, func(e []byte) bool {
-		if string(e) == "null" || noField(e, "type", "name", "description", "parameters", "tools") {
+		if string(e) == "null" || jsonlist.NoField(e, "type", "name", "description", "parameters", "tools") {
 			return true // the zero tool, not a function
 		}
 		t = responsesTool{}

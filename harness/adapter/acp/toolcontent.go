@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/harnessd/harnessd/internal/jsonlist"
 	"github.com/harnessd/harnessd/internal/jsonscan"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -56,7 +57,7 @@ func (p *contentItem) text(item []byte) (*string, bool) {
 			p.Content = v
 			return true
 		}
-		return !bytes.EqualFold(k, []byte("type")) && !bytes.EqualFold(k, []byte("content")) && plainASCII(k)
+		return !jsonlist.MayName(k, "type", "content")
 	})
 	if !fast {
 		*p = contentItem{}
@@ -75,15 +76,4 @@ func (p *contentItem) text(item []byte) (*string, bool) {
 		return &b.Text, true
 	}
 	return nil, true
-}
-
-// plainASCII reports whether the key k is ASCII (a non-ASCII key may fold
-// to a field's name: the Kelvin sign to k).
-func plainASCII(k []byte) bool {
-	for _, c := range k {
-		if c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/harnessd/harnessd/internal/jsonlist"
 	"github.com/harnessd/harnessd/internal/jsonscan"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -27,8 +27,8 @@ type block struct {
 	index int // its place in the message's content
 }
 
-// blockFields are block's JSON names, lower case without '_'.
-var blockFields = []string{"type", "text", "thinking", "id", "name", "input", "tooluseid", "content", "iserror"}
+// blockFields are block's JSON names.
+var blockFields = []string{"type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error"}
 
 // errNotBlocks is the error of content that is neither form.
 var errNotBlocks = errors.New("content is neither a string nor a content-block array")
@@ -106,36 +106,12 @@ func fastBlock(elem []byte, b *block) bool {
 			b.IsError = string(v) == "true"
 			return b.IsError || string(v) == "false"
 		default:
-			return !fieldKey(k)
+			return !jsonlist.MayName(k, blockFields...)
 		}
 		s, ok := wire.PlainString(v)
 		*dst = s
 		return ok
 	})
-}
-
-// fieldKey reports whether the key k may name a block field: encoding/json
-// matches names without regard to case, and to be safe '_' and '-' are
-// ignored here and any key with an escape or a non-ASCII byte may.
-func fieldKey(k []byte) bool {
-	var folded [16]byte
-	n := 0
-	for _, c := range k {
-		switch {
-		case c >= 0x80 || c == '\\':
-			return true
-		case c == '_' || c == '-':
-			continue
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		if n == len(folded) {
-			return false // longer than every field's name
-		}
-		folded[n] = c
-		n++
-	}
-	return slices.Contains(blockFields, string(folded[:n]))
 }
 
 // blocks returns the content blocks of raw for which keep is true, with

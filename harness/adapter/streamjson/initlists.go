@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/harnessd/harnessd/internal/jsonlist"
 	"github.com/harnessd/harnessd/internal/jsonscan"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -107,21 +108,10 @@ func fastServer(e []byte, s *mcpServer) bool {
 		case "status":
 			dst = &s.Status
 		default:
-			return !bytes.EqualFold(k, []byte("name")) && !bytes.EqualFold(k, []byte("status")) && asciiKey(k)
+			return !jsonlist.MayName(k, "name", "status")
 		}
 		var ok bool
 		*dst, ok = wire.PlainString(v)
 		return ok
 	})
-}
-
-// asciiKey reports whether k is ASCII (a non-ASCII key may fold to a
-// field's name: the long s to s).
-func asciiKey(k []byte) bool {
-	for _, c := range k {
-		if c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
