@@ -90,22 +90,15 @@ func continued(body []byte, last memoEntry) (map[string]json.RawMessage, *ChatRe
 	if err != nil || tail == nil {
 		return nil, nil, errMiss
 	}
-	var wires []chatWireMessage
-	if err := json.Unmarshal(tail, &wires); err != nil || len(wires) == 0 {
+	added, err := chatMessages(tail) // one at a time: a bad one misses at once
+	if err != nil {
 		return nil, nil, errMiss
 	}
 	compactTail, err := json.Marshal(json.RawMessage(tail))
 	if err != nil {
 		return nil, nil, errMiss
 	}
-	msgs := last.msgs
-	for i := range wires {
-		m, ok := chatMessage(&wires[i])
-		if !ok {
-			return nil, nil, errMiss
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := append(last.msgs, added...)
 	open := append(append(last.open, ','), compactTail[1:len(compactTail)-1]...)
 	return fields, &ChatRequest{Messages: msgs, compactOpen: open}, nil
 }

@@ -74,3 +74,27 @@ func TestMessageListsAllocateInProportionToTheBody(t *testing.T) {
 		}
 	}
 }
+
+// A request that continues the remembered one (Memo) had its new messages
+// decoded whole before the first was read: 6,000 empty ones after the
+// remembered head cost 3.5 MiB (the miss, then the full decode) to be
+// refused. They are read one at a time there too: the miss comes at the
+// first. The control: the existing memo tests (a continuation is served
+// from the memo).
+func TestContinuedChatRequestMissesAtTheFirstBadMessage(t *testing.T) {
+	var m Memo
+	tr := &chatTranslator{memo: &m}
+	if _, err := tr.Decode(nil, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"},` + strings.TrimSuffix(strings.Repeat("{},", 6000), ",") + `]}`)
+	var err error
+	got := testbin.Allocated(func() { _, err = tr.Decode(nil, body) })
+	t.Logf("a continuation of 6,000 empty messages, %d KB: %v, %d KiB allocated", len(body)>>10, err, got>>10)
+	if err == nil || !strings.Contains(err.Error(), "message 1 has no role") {
+		t.Errorf("a continuation of 6,000 empty messages: %v, want refused", err)
+	}
+	if got > 6*uint64(len(body)) {
+		t.Errorf("a continuation of 6,000 empty messages, %d KB: %d KiB allocated (over 6× the body)", len(body)>>10, got>>10)
+	}
+}
