@@ -98,3 +98,17 @@ func TestSingleDashLongFlagsStillWork(t *testing.T) {
 		t.Errorf("version -json: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// --max-sessions below 1 is a usage error naming the flag: the server took
+// 0 or a negative count as its default of 1 and served one session. (The
+// listen address has no port, so a serve that accepted the count would
+// fail there, naming --listen, rather than serve on.)
+func TestMaxSessionsBelowOneIsAUsageError(t *testing.T) {
+	for _, n := range []string{"0", "-4"} {
+		out, errOut, code := harnessd(t, nil, "serve", "--max-sessions", n, "--listen", "127.0.0.1", "--", "true")
+		want := "harnessd serve: --max-sessions " + n + ": want at least 1"
+		if code != exitUsage || !strings.HasPrefix(errOut, want) || out != "" {
+			t.Errorf("--max-sessions %s: exit %d, stdout %q, stderr %q; want 2 and %q", n, code, out, errOut, want)
+		}
+	}
+}

@@ -106,6 +106,11 @@ func (f *serveFlags) serverOptions() (server.Options, error) {
 	if err != nil {
 		return server.Options{}, err
 	}
+	if f.maxSessions < 1 {
+		// The server would take it as its default of 1: a typo'd 0 or -8
+		// would serve one session where the operator asked otherwise.
+		return server.Options{}, fmt.Errorf("--max-sessions %d: want at least 1 (the sessions served at once)", f.maxSessions)
+	}
 	idle, err := units.ParseDuration(f.idle)
 	if err != nil {
 		return server.Options{}, fmt.Errorf("--idle-timeout: %w", err)
