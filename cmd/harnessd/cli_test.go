@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
 
@@ -110,5 +111,25 @@ func TestMaxSessionsBelowOneIsAUsageError(t *testing.T) {
 		if code != exitUsage || !strings.HasPrefix(errOut, want) || out != "" {
 			t.Errorf("--max-sessions %s: exit %d, stdout %q, stderr %q; want 2 and %q", n, code, out, errOut, want)
 		}
+	}
+}
+
+// A listen address in use is an error naming --listen and what to do:
+// it was net.Listen's own "listen tcp ADDR: bind: address already in use".
+func TestListenAddressInUseNamesTheFlag(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	_, errOut, code := harnessd(t, nil, "serve", "--listen", addr, "--log-level", "error", "--", "true")
+	want := "harnessd serve: --listen " + addr + ": the address is in use"
+	if code != exitFailure || !strings.Contains(errOut, want) || !strings.Contains(errOut, "--listen 127.0.0.1:0 with --addr-file") {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+	_, errOut, code = harnessd(t, nil, "serve", "--listen", "127.0.0.1", "--log-level", "error", "--", "true")
+	if code != exitFailure || !strings.Contains(errOut, "harnessd serve: --listen 127.0.0.1: listen tcp: address 127.0.0.1: missing port") {
+		t.Errorf("no port: exit %d, stderr %q", code, errOut)
 	}
 }

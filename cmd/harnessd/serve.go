@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -229,7 +230,7 @@ func (f *serveFlags) start(log *slog.Logger, d *daemon, opts *server.Options, dr
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return nil, nil, withCode(exitFailure, err)
+		return nil, nil, withCode(exitFailure, listenError(f.listen, err))
 	}
 	if f.addrFile != "" {
 		if err := writeAddrFile(f.addrFile, ln.Addr().String()+"\n"); err != nil {
@@ -238,6 +239,14 @@ func (f *serveFlags) start(log *slog.Logger, d *daemon, opts *server.Options, dr
 		}
 	}
 	return srv, ln, nil
+}
+
+// listenError names --listen and, for an address in use, what to do.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("--listen %s: the address is in use (another process listens there): stop it or choose another port; --listen 127.0.0.1:0 with --addr-file FILE takes a free one: %w", addr, err)
+	}
+	return fmt.Errorf("--listen %s: %w", addr, err)
 }
 
 // sweepLeftovers removes what killed daemons left behind: empty sandbox
