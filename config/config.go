@@ -316,7 +316,7 @@ func ParseConfig(data []byte, baseDir string) (*Config, error) {
 	var cfg Config
 	var decodeErr error
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		decodeErr = fmt.Errorf("config: %s", unknownKeys(err.Error()))
+		decodeErr = fmt.Errorf("config: %s", nameKeys(unknownKeys(err.Error()), data))
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
 			return nil, decodeErr

@@ -174,7 +174,7 @@ func TestParseConfigReportsEveryProblem(t *testing.T) {
 	if cfg == nil || err == nil {
 		t.Fatalf("cfg %v, err %v", cfg, err)
 	}
-	for _, want := range []string{`line 3: invalid duration "soon"`, "line 4: unknown key comand", "max_turns must not be negative", "warm must be 0 to 8"} {
+	for _, want := range []string{`line 3: harness.startup_timeout: invalid duration "soon"`, "line 4: unknown key comand", "max_turns must not be negative", "warm must be 0 to 8"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

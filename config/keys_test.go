@@ -38,3 +38,49 @@ tools:
 		t.Errorf("the error names a Go type:\n%s", msg)
 	}
 }
+
+// A value of the wrong kind names its key and what the key wants, never a
+// Go type: the decoder said "line 4: cannot unmarshal !!str `three` into
+// int", and an operator had to find the key by its line.
+func TestAValueOfTheWrongKindNamesItsKey(t *testing.T) {
+	_, err := ParseConfig([]byte(`name: x
+harness:
+  command: ./my-harness-with-a-long-name
+  startup_timeout: 5 minutes
+  env: [A=1]
+episode:
+  max_turns: three
+  end_on_done: maybe
+tools:
+  - {name: a, command: [sh], per_episode: [true]}
+  - name: b
+    command: [sh]
+    call_timeout: soon
+workspace: {keep: false, template: {dir: x}}
+`), t.TempDir())
+	if err == nil {
+		t.Fatal("values of the wrong kind were accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"line 3: harness.command: want a list (got `./my-ha...`)",
+		`line 4: harness.startup_timeout: invalid duration "5 minutes"`,
+		"line 5: harness.env: want a mapping (got a list)",
+		"line 7: episode.max_turns: want an integer (got `three`)",
+		"line 8: episode.end_on_done: want true or false (got `maybe`)",
+		"line 10: tools[0].per_episode: want true or false (got a list)",
+		`line 13: tools[1].call_timeout: invalid duration "soon"`,
+		"line 14: workspace.template: want a string (got a mapping)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "config.") || strings.Contains(msg, "cannot unmarshal") {
+		t.Errorf("the error names a Go type:\n%s", msg)
+	}
+	// The whole file of the wrong kind names no key.
+	if _, err := ParseConfig([]byte("- a\n- b\n"), ""); err == nil || !strings.Contains(err.Error(), "line 1: want a mapping (got a list)") {
+		t.Errorf("a list for a file: %v", err)
+	}
+}

@@ -260,9 +260,9 @@ rubrics:
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, w := range []string{
-		cfg + `: line 4: invalid duration "soon"`,
+		cfg + `: line 4: harness.startup_timeout: invalid duration "soon"`,
 		cfg + ": line 5: unknown key comand",
-		cfg + `: line 8: invalid size "lots"`,
+		cfg + `: line 8: episode.output_limit: invalid size "lots"`,
 		cfg + ": episode.max_turns must not be negative",
 		cfg + ": warm must be 0 to 8, not 99",
 		cfg + `: rubric "r": on must be`,
