@@ -118,6 +118,7 @@ func (f *setupFlags) setup(ctx context.Context, log *slog.Logger, o setupOptions
 	if err := refuseUnrunnable(cfg, len(o.args) > 0); err != nil {
 		return nil, withCode(exitUsage, err)
 	}
+	warnRelativeArgs(log, cfg, f.env.config, len(o.args) > 0)
 	x, err := linked()
 	if err != nil {
 		return nil, withCode(exitUsage, err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
@@ -198,6 +199,11 @@ func validateConfig(ctx context.Context, path, mode, agentsDir string, sup *proc
 		}
 		v.warnings = append(v.warnings, u.String()+" (not compared; serve and run warn likewise and go on)")
 	}
+	if abs, err := filepath.Abs(path); err == nil {
+		for _, p := range cfg.RelativeHarnessArgs(filepath.Dir(abs), "next to the configuration") {
+			v.warnings = append(v.warnings, p.String()+" (serve and run warn likewise and go on)")
+		}
+	}
 	v.problems, v.uncompared = out, mappings.Uncompared
 	return v
 }
@@ -236,6 +242,26 @@ func describeConfig(cfg *config.Config) string {
 		s += fmt.Sprintf(", %d task(s)", set.Len())
 	}
 	return s
+}
+
+// warnRelativeArgs logs, at serve's and run's start, each argument of the
+// harness command that names a file here but nothing in the episode's
+// workspace, where the harness runs (config.RelativeHarnessArgs).
+// configPath is --config; fromArgs says the command came after "--".
+func warnRelativeArgs(log *slog.Logger, cfg *config.Config, configPath string, fromArgs bool) {
+	dir, where := "", "in the current directory"
+	if fromArgs || configPath == "" {
+		dir, _ = os.Getwd()
+	} else if abs, err := filepath.Abs(configPath); err == nil {
+		dir, where = filepath.Dir(abs), "next to the configuration"
+	}
+	for _, p := range cfg.RelativeHarnessArgs(dir, where) {
+		key := p.Key
+		if fromArgs {
+			key = `an argument of the harness command (after "--")`
+		}
+		log.Warn("a harness argument names a file here but nothing in the episode's workspace, where the harness runs: "+p.Cause, "key", key)
+	}
 }
 
 // refuseUnrunnable is serve's and run's start-up check: when the harness

@@ -311,3 +311,24 @@ user:
 		}
 	}
 }
+
+// "command: [sh, agent.sh]" with agent.sh next to the configuration passed
+// validate, and every episode then failed to start: the harness runs in
+// its workspace, where agent.sh is not. validate warns, naming the
+// argument, the file it names here and the knobs; the configuration is
+// still valid (a taskset may provide the file).
+func TestValidateWarnsOfARelativeHarnessArgument(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, filepath.Join(dir, "agent.sh"), "echo", 0o644)
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh, agent.sh]\n")
+	out, errOut, code := harnessd(t, nil, "validate", cfg)
+	want := cfg + `: warning: harness.command[1]: "agent.sh" is a relative path, and the harness runs in its episode's workspace, where it names nothing; next to the configuration it names ` + filepath.Join(dir, "agent.sh")
+	if code != exitOK || !strings.HasPrefix(out, cfg+": ok (") || !strings.Contains(errOut, want) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0, ok and %q", code, out, errOut, want)
+	}
+	// The absolute path is what the warning asks for: no warning.
+	cfg = writeConfig(t, dir, "abs.yaml", "harness:\n  command: [sh, "+filepath.Join(dir, "agent.sh")+"]\n")
+	if _, errOut, code := harnessd(t, nil, "validate", cfg); code != exitOK || errOut != "" {
+		t.Errorf("absolute: exit %d, stderr %q", code, errOut)
+	}
+}
