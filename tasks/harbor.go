@@ -112,7 +112,10 @@ func loadHarbor(dir string) (*Task, error) {
 	var cfg taskTOML
 	b, err := readTaskFile(dir, filepath.Join(dir, "task.toml"), maxTaskTOMLBytes)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, errors.New("no task.toml")
+		if _, serr := os.Stat(dir); serr != nil {
+			return nil, fmt.Errorf("no task directory: %w", serr)
+		}
+		return nil, fmt.Errorf("no task.toml in %s (a Harbor task directory holds task.toml, instruction.md and tests/)", dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("task.toml: %w", err)

@@ -421,3 +421,20 @@ func TestTrialRewardsAndStopRules(t *testing.T) {
 		t.Errorf("no steps: %v", r)
 	}
 }
+
+// A task directory that does not exist says so, and one without task.toml
+// names the directory and what a task holds: both were "no task.toml", the
+// first sending the operator to look for a file in a directory that is not
+// there (harnessd run --task /typo).
+func TestAMissingTaskDirectoryIsNotAMissingTaskToml(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	_, err := tasks.Load(tasks.Source{Task: missing})
+	if err == nil || !strings.Contains(err.Error(), "no task directory: stat "+missing+": no such file or directory") {
+		t.Errorf("a missing directory: %v", err)
+	}
+	empty := t.TempDir()
+	_, err = tasks.Load(tasks.Source{Task: empty})
+	if err == nil || !strings.Contains(err.Error(), "no task.toml in "+empty+" (a Harbor task directory holds task.toml") {
+		t.Errorf("an empty directory: %v", err)
+	}
+}
