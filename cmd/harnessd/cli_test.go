@@ -133,3 +133,21 @@ func TestListenAddressInUseNamesTheFlag(t *testing.T) {
 		t.Errorf("no port: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A configuration file that is not there, and a log level that is not
+// one, name their flag and, for the level, the levels: they were "open
+// nope.yaml: no such file or directory" and `invalid --log-level "verbose"`.
+func TestMissingConfigAndBadLogLevelNameTheFlag(t *testing.T) {
+	for _, cmd := range []string{"serve", "run"} {
+		_, errOut, code := harnessd(t, nil, cmd, "--config", "/nonexistent/env.yaml")
+		want := "harnessd " + cmd + ": --config: stat /nonexistent/env.yaml: no such file or directory\n"
+		if code != exitUsage || errOut != want {
+			t.Errorf("%s --config: exit %d, stderr %q; want 2 and %q", cmd, code, errOut, want)
+		}
+		_, errOut, code = harnessd(t, nil, cmd, "--log-level", "verbose", "--", "true")
+		want = "harnessd " + cmd + `: invalid --log-level "verbose" (debug, info, warn or error)` + "\n"
+		if code != exitUsage || errOut != want {
+			t.Errorf("%s --log-level: exit %d, stderr %q; want 2 and %q", cmd, code, errOut, want)
+		}
+	}
+}

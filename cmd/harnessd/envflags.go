@@ -56,6 +56,9 @@ func (e *envFlags) build(command []string) (*config.Config, error) {
 func (e *envFlags) buildAgent(preset string, command []string) (*config.Config, error) {
 	cfg := &config.Config{}
 	if e.config != "" {
+		if _, err := os.Stat(e.config); err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
 		c, err := config.LoadConfig(e.config)
 		if err != nil {
 			return nil, err

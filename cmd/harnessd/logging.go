@@ -30,7 +30,7 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
-		return nil, fmt.Errorf("invalid --log-level %q", l.level)
+		return nil, fmt.Errorf("invalid --log-level %q (debug, info, warn or error)", l.level)
 	}
 	tty := false
 	if f, ok := w.(*os.File); ok {
