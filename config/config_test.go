@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,15 @@ func TestParseModelEndpoint(t *testing.T) {
 	for _, bad := range []string{"127.0.0.1:8001", "ftp://h", "http://", "http:///v1", "http:///x", "http://u:p@h/v1", "http://h/v1?x=1", "http://h/#f", "http://:80/"} {
 		if _, err := ParseModelEndpoint(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+	// A host without a scheme says what is missing, however url.Parse
+	// takes it (an error for 127.0.0.1:8001, the scheme localhost for
+	// localhost:8001).
+	for _, bare := range []string{"127.0.0.1:8001", "localhost:8001", "vllm.internal"} {
+		want := fmt.Sprintf("model url %q: want http:// or https:// before the host (http://%s)", bare, bare)
+		if _, err := ParseModelEndpoint(bare); err == nil || err.Error() != want {
+			t.Errorf("%q: %v; want %q", bare, err, want)
 		}
 	}
 	if e, _ := ParseModelEndpoint("http://h:1/v1"); e.OpenAIBase() != "http://h:1/v1" {

@@ -71,6 +71,11 @@ func ParseModelEndpoint(raw string) (ModelEndpoint, error) {
 	if raw == "" {
 		return ModelEndpoint{}, nil
 	}
+	if !strings.Contains(raw, "://") {
+		// "127.0.0.1:8001" does not parse as a URL and "localhost:8001"
+		// parses with the scheme "localhost": say what is missing.
+		return ModelEndpoint{}, fmt.Errorf("model url %q: want http:// or https:// before the host (http://%s)", raw, raw)
+	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
