@@ -97,12 +97,21 @@ func applyPreset(presets *agents.Catalog, cfg *config.Config, opts agents.ApplyO
 		return err
 	}
 	cfg.Harness.Model.UsePresetDialect(p.Dialect)
-	errs := []error{err, cfg.Harness.Model.CheckKey(nil)}
+	// Each problem is one (a line of its own, named by its own key): the
+	// model's were joined under the agent's, their lines after the first
+	// without the command's or the file's prefix.
+	var ps problems
+	if err != nil {
+		ps = append(ps, fmt.Errorf("agent %s: %w", p.Name, err))
+	}
+	if err := cfg.Harness.Model.CheckKey(nil); err != nil {
+		ps = append(ps, err)
+	}
 	if _, perr := config.ParseModelEndpoint(cfg.Harness.Model.URL); perr != nil {
-		errs = append(errs, fmt.Errorf("harness.model.url: %w", perr))
+		ps = append(ps, fmt.Errorf("harness.model.url: %w", perr))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("agent %s: %w", p.Name, err)
+	if len(ps) == 0 {
+		return nil
 	}
-	return nil
+	return ps
 }

@@ -155,3 +155,32 @@ func TestAgentFlags(t *testing.T) {
 		t.Error("serve -h lists the presets' wrapping adapters as protocols")
 	}
 }
+
+// Each problem of an agent preset's model is a line of its own, with the
+// command's (or the file's) prefix and its own key: they were joined under
+// "agent gemini: ", the lines after the first bare, and validate counted
+// them as one problem.
+func TestPresetModelProblemsAreALineEach(t *testing.T) {
+	empty := t.TempDir()
+	env := []string{"PATH=" + empty}
+	_, stderr, code := harnessd(t, env, "run", "--agent", "gemini", "--agents-dir", empty, "--model-url", "localhost:1", "--model-api-key-env", "HARNESSD_TEST_UNSET_KEY", "-m", "x")
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if code != exitUsage || len(lines) != 3 {
+		t.Fatalf("run: exit %d, stderr %q; want 2 and 3 lines", code, stderr)
+	}
+	for i, w := range []string{"harnessd run: agent gemini: gemini", "harnessd run: harness.model.api_key_env: HARNESSD_TEST_UNSET_KEY is not set", "harnessd run: harness.model.url: model url \"localhost:1\""} {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d %q, want it to start %q", i, lines[i], w)
+		}
+	}
+	cfg := writeConfig(t, empty, "env.yaml", "harness:\n  agent: gemini\n  model: {url: \"localhost:1\", api_key_env: HARNESSD_TEST_UNSET_KEY}\n")
+	_, stderr, code = harnessd(t, env, "validate", "--agents-dir", empty, cfg)
+	for _, w := range []string{cfg + ": harness.agent: agent gemini: gemini", cfg + ": harness.model.api_key_env: HARNESSD_TEST_UNSET_KEY is not set", "harnessd validate: " + cfg + ": "} {
+		if code != exitUsage || !strings.Contains(stderr, w) {
+			t.Errorf("validate: exit %d, stderr %q lacks %q", code, stderr, w)
+		}
+	}
+	if strings.Contains(stderr, "\nharness.model") || strings.Count(stderr, "harness.model.url:") != 1 {
+		t.Errorf("validate: a problem's line without the file's prefix, or one twice: %q", stderr)
+	}
+}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
@@ -163,7 +165,11 @@ func validateConfig(ctx context.Context, path, mode, agentsDir string, sup *proc
 	}
 	if cfg.Harness.Agent != "" {
 		if err := applyPreset(x.presets, cfg, agents.ApplyOptions{Dir: agentsDir}); err != nil {
-			out = append(out, "harness.agent: "+err.Error())
+			for _, p := range presetProblems(err) {
+				if !slices.Contains(out, p) { // the model's url is the file's problem too
+					out = append(out, p)
+				}
+			}
 			usable = false
 		} else if err := cfg.Normalize(); err != nil && len(out) == 0 {
 			out = append(out, configErrorLines("", err)...)
@@ -206,6 +212,22 @@ func validateConfig(ctx context.Context, path, mode, agentsDir string, sup *proc
 	}
 	v.problems, v.uncompared = out, mappings.Uncompared
 	return v
+}
+
+// presetProblems is one line per problem of applyPreset, each named by
+// its key: harness.agent unless it names its own (harness.model.*).
+func presetProblems(err error) []string {
+	ps := problems{err}
+	errors.As(err, &ps)
+	var out []string
+	for _, p := range ps {
+		s := p.Error()
+		if !strings.HasPrefix(s, "harness.") {
+			s = "harness.agent: " + s
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // configErrorLines splits a LoadConfig error (problems joined by newlines,
