@@ -91,6 +91,13 @@ func checkProgram(prog, pathVar, dir string) string {
 	if prog == "" {
 		return "the program is empty"
 	}
+	if dir != "" {
+		// A server's directory that is not there fails its start as a
+		// program "not found" (the chdir's ENOENT): say which it is.
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return fmt.Sprintf("its dir %s is not a directory (%s); the server runs there: fix dir, which defaults to the configuration file's directory", dir, dirCause(err))
+		}
+	}
 	if strings.Contains(prog, "/") {
 		p := prog
 		if !filepath.IsAbs(p) && dir != "" {
@@ -142,4 +149,16 @@ func executableCause(prog, path string) string {
 // a bare name is looked up in the PATH it will get.
 func CheckProgram(prog string, env map[string]string, dir string) string {
 	return checkProgram(prog, pathOf(env), dir)
+}
+
+// dirCause says why a directory is not usable: stat's error, or that it
+// is a file.
+func dirCause(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "it does not exist"
+	case err != nil:
+		return err.Error()
+	}
+	return "it is a file"
 }
