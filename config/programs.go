@@ -31,7 +31,7 @@ func (p Problem) String() string { return p.Key + ": " + p.Cause }
 // CheckPrograms resolves, as a reset would, the harness program and every
 // stdio tool server's program (and command rubrics' programs given by name
 // or absolute path), and reports each one that does not exist or is not
-// executable. A bare name is looked up in the PATH that program will get;
+// executable, and each sandbox.read_only path that does not exist. A bare name is looked up in the PATH that program will get;
 // a relative path of a tool server is taken from its dir (the
 // configuration file's directory by default). It starts nothing. Call it
 // on a normalized Config.
@@ -58,6 +58,13 @@ func (c *Config) CheckPrograms() []Problem {
 			if cause := checkProgram(prog, pathOf(u.Env), ""); cause != "" {
 				out = append(out, Problem{Key: "user.command", Cause: cause})
 			}
+		}
+	}
+	for i, p := range c.Sandbox.ReadOnly {
+		// Every reset binds it, and fails while it is not there.
+		if _, err := os.Stat(p); err != nil {
+			out = append(out, Problem{Key: fmt.Sprintf("sandbox.read_only[%d]", i),
+				Cause: fmt.Sprintf("%s: %s; every reset would fail: create it or drop the entry", p, dirCause(err))})
 		}
 	}
 	for i, r := range c.Rubrics {

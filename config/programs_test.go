@@ -32,3 +32,20 @@ func TestAToolServersMissingDirIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// A sandbox.read_only path that is not there is a problem at start-up and
+// for validate: it passed both, and every reset then failed binding it.
+// Its control: an existing path is not reported.
+func TestAMissingReadOnlyPathIsAProblem(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "models")
+	cfg, err := ParseConfig([]byte("harness: {command: [sh]}\nsandbox:\n  read_only: ["+dir+", "+missing+"]\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := cfg.CheckPrograms()
+	want := missing + ": it does not exist; every reset would fail"
+	if len(ps) != 1 || ps[0].Key != "sandbox.read_only[1]" || !strings.HasPrefix(ps[0].Cause, want) {
+		t.Errorf("%v, want sandbox.read_only[1]: %s", ps, want)
+	}
+}

@@ -298,7 +298,7 @@ func (s *View) computeExposures() ([]sandbox.Bind, []string, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, fmt.Errorf("sandbox.read_only: %w", errors.Join(errs...))
+		return nil, nil, errors.Join(errs...) // each names sandbox.read_only
 	}
 	s.covers = hide // hiddenWhy reads it
 	binds = outermostBinds(binds)
