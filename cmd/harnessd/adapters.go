@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/harnessd/harnessd/config"
@@ -114,4 +116,17 @@ func applyPreset(presets *agents.Catalog, cfg *config.Config, opts agents.ApplyO
 		return nil
 	}
 	return ps
+}
+
+// buildAdapter builds the harness's adapter as a reset would. An adapter
+// name the registry does not know is named by its knob, with the protocols
+// it could be: the registry listed its every name, the presets' wrapping
+// ones ("agent:gemini") among them, and no knob.
+func buildAdapter(r *harness.Registry, hc *harness.Config) error {
+	if hc.Adapter != "" && !slices.Contains(r.Names(), hc.Adapter) {
+		return fmt.Errorf("harness.adapter (--adapter) %q is not a harness protocol: want %s; an agent preset is harness.agent (--agent), listed by harnessd agents",
+			hc.Adapter, strings.Join(protocolAdapters(r), ", "))
+	}
+	_, err := r.New(hc)
+	return err
 }

@@ -151,3 +151,26 @@ func TestMissingConfigAndBadLogLevelNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// An adapter that is not one names its knob and the protocols, not the
+// presets' wrapping adapters: it was `unknown adapter "json" (known: [acp
+// agent:claude-acp agent:claude-code ... pty])`, and validate printed
+// options problems as "harness: harness.options: ...".
+func TestUnknownAdapterNamesTheKnobAndTheProtocols(t *testing.T) {
+	want := `harness.adapter (--adapter) "json" is not a harness protocol: want acp, claude, exec, jsonl, pty; an agent preset is harness.agent (--agent)`
+	_, errOut, code := harnessd(t, nil, "run", "--adapter", "json", "-m", "x", "--", "true")
+	if code != exitUsage || !strings.HasPrefix(errOut, "harnessd run: "+want) || strings.Contains(errOut, "agent:") {
+		t.Errorf("run: exit %d, stderr %q; want 2 and %q", code, errOut, want)
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [true]\n  adapter: json\n")
+	_, errOut, code = harnessd(t, nil, "validate", cfg)
+	if code != exitUsage || !strings.HasPrefix(errOut, cfg+": "+want) {
+		t.Errorf("validate: exit %d, stderr %q; want 2 and %q", code, errOut, want)
+	}
+	cfg = writeConfig(t, dir, "opts.yaml", "harness:\n  command: [true]\n  options: {fork_timout: 5s}\n")
+	_, errOut, _ = harnessd(t, nil, "validate", cfg)
+	if !strings.HasPrefix(errOut, cfg+`: harness.options: unknown key "fork_timout"`) {
+		t.Errorf("validate options: stderr %q", errOut)
+	}
+}

@@ -99,8 +99,7 @@ func (e *envFlags) complete(cfg *config.Config) error {
 	if err := cfg.Normalize(); err != nil {
 		return err
 	}
-	_, err = x.adapters.New(&cfg.Harness.Config)
-	return err
+	return buildAdapter(x.adapters, &cfg.Harness.Config)
 }
 
 // absProgram copies command, its program made absolute when it is a

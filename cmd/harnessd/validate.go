@@ -176,8 +176,12 @@ func validateConfig(ctx context.Context, path, mode, agentsDir string, sup *proc
 		}
 	}
 	if usable {
-		if _, err := x.adapters.New(&cfg.Harness.Config); err != nil {
-			out = append(out, "harness: "+err.Error())
+		if err := buildAdapter(x.adapters, &cfg.Harness.Config); err != nil {
+			if msg := err.Error(); strings.HasPrefix(msg, "harness.") {
+				out = append(out, msg) // it names its key
+			} else {
+				out = append(out, "harness: "+msg)
+			}
 		}
 	}
 	for _, p := range cfg.CheckPrograms() {
