@@ -92,25 +92,31 @@ var linked = sync.OnceValues(func() (*extensions, error) {
 // harness.agent names (agents.Catalog.Apply), gives a passthrough model
 // upstream the preset's dialect, and checks that the model key's variable
 // is set in the daemon's environment. Without harness.agent it changes
-// nothing but the key check.
+// nothing, and checks the key.
 func applyPreset(presets *agents.Catalog, cfg *config.Config, opts agents.ApplyOptions) error {
 	p, err := presets.Apply(&cfg.Harness.Config, opts)
-	if p == nil {
+	if p == nil && err != nil {
 		return err
 	}
-	cfg.Harness.Model.UsePresetDialect(p.Dialect)
 	// Each problem is one (a line of its own, named by its own key): the
 	// model's were joined under the agent's, their lines after the first
 	// without the command's or the file's prefix.
 	var ps problems
-	if err != nil {
-		ps = append(ps, fmt.Errorf("agent %s: %w", p.Name, err))
+	if p != nil {
+		cfg.Harness.Model.UsePresetDialect(p.Dialect)
+		if err != nil {
+			ps = append(ps, fmt.Errorf("agent %s: %w", p.Name, err))
+		}
 	}
+	// Without a preset too: an unset key's variable failed every reset
+	// instead of the start.
 	if err := cfg.Harness.Model.CheckKey(nil); err != nil {
 		ps = append(ps, err)
 	}
-	if _, perr := config.ParseModelEndpoint(cfg.Harness.Model.URL); perr != nil {
-		ps = append(ps, fmt.Errorf("harness.model.url: %w", perr))
+	if p != nil {
+		if _, perr := config.ParseModelEndpoint(cfg.Harness.Model.URL); perr != nil {
+			ps = append(ps, fmt.Errorf("harness.model.url: %w", perr))
+		}
 	}
 	if len(ps) == 0 {
 		return nil

@@ -184,3 +184,22 @@ func TestPresetModelProblemsAreALineEach(t *testing.T) {
 		t.Errorf("validate: a problem's line without the file's prefix, or one twice: %q", stderr)
 	}
 }
+
+// An api_key_env naming a variable the daemon's environment lacks is a
+// problem at start-up without an agent preset too, as with one (the
+// control): without a preset it passed validate and start-up, and every
+// reset failed.
+func TestAnUnsetModelKeyIsAProblemWithoutAPreset(t *testing.T) {
+	empty := t.TempDir()
+	env := []string{"PATH=" + empty}
+	for name, body := range map[string]string{
+		"no preset": "harness:\n  command: [/bin/sh, -c, 'exit 0']\n  model: {url: \"http://127.0.0.1:1\", api_key_env: HARNESSD_TEST_UNSET_KEY}\n",
+		"a preset":  "harness:\n  agent: gemini\n  model: {url: \"http://127.0.0.1:1\", api_key_env: HARNESSD_TEST_UNSET_KEY}\n",
+	} {
+		cfg := writeConfig(t, empty, "env.yaml", body)
+		_, stderr, code := harnessd(t, env, "validate", "--agents-dir", empty, cfg)
+		if code != exitUsage || !strings.Contains(stderr, "harness.model.api_key_env: HARNESSD_TEST_UNSET_KEY is not set") {
+			t.Errorf("%s: validate exit %d, stderr %q; want 2 naming harness.model.api_key_env", name, code, stderr)
+		}
+	}
+}

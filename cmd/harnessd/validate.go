@@ -174,6 +174,8 @@ func validateConfig(ctx context.Context, path, mode, agentsDir string, sup *proc
 		} else if err := cfg.Normalize(); err != nil && len(out) == 0 {
 			out = append(out, configErrorLines("", err)...)
 		}
+	} else if err := cfg.Harness.Model.CheckKey(nil); err != nil {
+		out = append(out, err.Error()) // as serve and run refuse to start
 	}
 	if usable {
 		if err := buildAdapter(x.adapters, &cfg.Harness.Config); err != nil {
