@@ -87,8 +87,12 @@ func unixSockets(c map[string]int) int {
 
 // collectWait bounds the wait for what the kernel frees in the background
 // (Unix sockets held only in flight, an MPTCP socket whose subflows are
-// gone).
-const collectWait = 64 * time.Millisecond
+// gone). It is paid only when a tenant left such a socket (a sweep that
+// finds none returns at once), and a sweep that gives up ends the sandbox
+// instead of recycling it; the kernel's worker that frees an MPTCP socket
+// waited for a CPU longer than 64 ms on 2 cores at a load of 10, which
+// failed recycles a little more time would have completed.
+const collectWait = 500 * time.Millisecond
 
 // collectUnixCycles starts the kernel's collection of Unix sockets only
 // descriptors in flight hold: it runs when a Unix socket is released
