@@ -88,7 +88,8 @@ FUZZ_TARGETS := \
 	./wire:FuzzEventDecode ./wire:FuzzObjectKeys \
 	./server:FuzzWSFrame ./server:FuzzHarnessFrame ./server:FuzzHTTPBody ./server:FuzzMCPRequest \
 	./config:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage \
-	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest \
+	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/streamjson:FuzzInitLists \
+	./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest \
 	./gateway:FuzzDecode ./gateway/dialect:FuzzMatch
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go

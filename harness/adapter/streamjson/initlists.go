@@ -1,12 +1,9 @@
 package streamjson
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 
 	"github.com/harnessd/harnessd/internal/jsonlist"
-	"github.com/harnessd/harnessd/internal/jsonscan"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -17,80 +14,47 @@ type mcpServer struct {
 	Status string `json:"status"`
 }
 
-// errNotList is the error of a list field that is not a JSON array.
-var errNotList = errors.New("not a list")
+// system/init's tools (strings) and mcp_servers are decoded each element
+// by itself (toolList, serverList): decoded whole into []string and a
+// slice of structs, then a map per server, a list of 65,000 empty objects
+// ({},, 195 KB) allocated 10 MiB as tools and 32 MiB as servers. A list
+// absent or null is nil; an element that does not decode fails the line,
+// as the whole decode did. json.Unmarshal calls UnmarshalJSON on the list
+// as it stands for each key that names the field (in any case, escaped,
+// given twice), and jsonlist.Overlay decodes over it as json.Unmarshal did
+// over the slice: a second "tools" merges into the first's elements.
 
-// initLists decodes system/init's tools (strings) and mcp_servers, each
-// element by itself into a list sized once: decoded whole into []string
-// and a slice of structs, then a map per server, a list of 65,000 empty
-// objects ({},, 195 KB) allocated 10 MiB as tools and 32 MiB as servers.
-// A list absent or null is nil; an element that does not decode fails
-// both, as the whole decode did.
-func initLists(rawTools, rawServers json.RawMessage) (tools []string, servers []mcpServer, err error) {
-	if isList(rawTools) {
-		tools = make([]string, 0, count(rawTools))
-		if !jsonscan.Elements(rawTools, func(e []byte) bool {
-			var s string
-			if s, err = stringElem(e); err == nil {
-				tools = append(tools, s)
-			}
-			return err == nil
-		}) {
-			return nil, nil, cmpErr(err)
-		}
-	} else if !absent(rawTools) {
-		return nil, nil, errNotList
-	}
-	if isList(rawServers) {
-		servers = make([]mcpServer, 0, count(rawServers))
-		if !jsonscan.Elements(rawServers, func(e []byte) bool {
-			var s mcpServer
-			if !fastServer(e, &s) {
-				s = mcpServer{}
-				err = json.Unmarshal(e, &s)
-			}
-			servers = append(servers, s)
-			return err == nil
-		}) {
-			return nil, nil, cmpErr(err)
-		}
-	} else if !absent(rawServers) {
-		return nil, nil, errNotList
-	}
-	return tools, servers, nil
-}
+// toolList is system/init's tools.
+type toolList []string
 
-func cmpErr(err error) error {
-	if err == nil {
-		return errNotList
-	}
+// UnmarshalJSON decodes the tools b over the list.
+func (l *toolList) UnmarshalJSON(b []byte) error {
+	v, err := jsonlist.Overlay(*l, b, func(e []byte, s *string) error {
+		if p, ok := wire.PlainString(e); ok {
+			*s = p
+			return nil
+		}
+		return json.Unmarshal(e, s) // null leaves *s, as it did
+	})
+	*l = v
 	return err
 }
 
-func isList(raw []byte) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '['
-}
+// serverList is system/init's mcp_servers.
+type serverList []mcpServer
 
-func absent(raw []byte) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) == 0 || string(raw) == "null"
-}
-
-func count(list []byte) int {
-	n := 0
-	jsonscan.Elements(list, func([]byte) bool { n++; return true })
-	return n
-}
-
-// stringElem decodes a list's string element (null is "").
-func stringElem(e []byte) (string, error) {
-	if s, ok := wire.PlainString(e); ok {
-		return s, nil
-	}
-	var s string
-	err := json.Unmarshal(e, &s)
-	return s, err
+// UnmarshalJSON decodes the servers b over the list.
+func (l *serverList) UnmarshalJSON(b []byte) error {
+	v, err := jsonlist.Overlay(*l, b, func(e []byte, s *mcpServer) error {
+		fast := *s
+		if fastServer(e, &fast) {
+			*s = fast
+			return nil
+		}
+		return json.Unmarshal(e, s)
+	})
+	*l = v
+	return err
 }
 
 // fastServer fills s from the object e when its keys are plain and each

@@ -102,13 +102,7 @@ func (m *mapper) handle(text []byte, replay bool) (harness.TurnResult, bool, err
 // and reports the injected MCP server when it is not connected.
 func (m *mapper) init(raw []byte) {
 	var in initInfo
-	err := json.Unmarshal(raw, &in)
-	var tools []string
-	var servers []mcpServer
-	if err == nil {
-		tools, servers, err = initLists(in.Tools, in.MCPServers)
-	}
-	if err != nil {
+	if err := json.Unmarshal(raw, &in); err != nil {
 		m.a.log.Warn("unreadable system/init line", "err", err)
 		return
 	}
@@ -119,6 +113,7 @@ func (m *mapper) init(raw []byte) {
 	}
 	set("session_id", in.SessionID, in.SessionID != "")
 	set("model", in.Model, in.Model != "")
+	tools, servers := []string(in.Tools), []mcpServer(in.MCPServers)
 	set("tools", tools, tools != nil)
 	mode := cmp.Or(in.PermissionMode, in.QwenMode)
 	set("permission_mode", mode, mode != "")

@@ -42,15 +42,15 @@ type streamEvent struct {
 }
 
 // initInfo is the part of system/init kept for the turn's Extra; its lists
-// are decoded by initLists.
+// are decoded an element at a time (toolList, serverList).
 type initInfo struct {
-	SessionID      string          `json:"session_id"`
-	Model          string          `json:"model"`
-	Tools          json.RawMessage `json:"tools"`
-	PermissionMode string          `json:"permissionMode"`
-	QwenMode       string          `json:"permission_mode"`
-	Version        string          `json:"claude_code_version"`
-	MCPServers     json.RawMessage `json:"mcp_servers"`
+	SessionID      string     `json:"session_id"`
+	Model          string     `json:"model"`
+	Tools          toolList   `json:"tools"`
+	PermissionMode string     `json:"permissionMode"`
+	QwenMode       string     `json:"permission_mode"`
+	Version        string     `json:"claude_code_version"`
+	MCPServers     serverList `json:"mcp_servers"`
 }
 
 // controlResponse is the response of a control_response line.
