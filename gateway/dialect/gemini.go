@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"github.com/harnessd/harnessd/internal/jsonlist"
 )
 
 // geminiTranslator is Google's generateContent and streamGenerateContent
@@ -80,6 +78,8 @@ type geminiDecl struct {
 	Description          string          `json:"description"`
 	Parameters           json.RawMessage `json:"parameters"`
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+
+	index int // its place in the tool's declarations
 }
 
 type geminiRequest struct {
@@ -134,7 +134,7 @@ func (t *geminiTranslator) Decode(r *http.Request, body []byte) (*Request, error
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("generateContent request: %w", err)
 	}
-	if len(in.Contents) == 0 && jsonlist.Count(fields["contents"]) <= 0 {
+	if len(in.Contents) == 0 {
 		return nil, errors.New("generateContent request: contents must be a non-empty list")
 	}
 	var out []Message

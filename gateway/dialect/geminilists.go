@@ -13,8 +13,8 @@ type geminiPartList []geminiPart
 
 // UnmarshalJSON reads the parts of b, each with its place.
 func (l *geminiPartList) UnmarshalJSON(b []byte) error {
-	ps, err := jsonlist.Read(b, []string{"text", "thought", "functionCall", "functionResponse", "inlineData"},
-		func(p *geminiPart, i int) { p.index = i })
+	ps, err := jsonlist.Read(*l, b, []string{"text", "thought", "functionCall", "functionResponse", "inlineData"},
+		func(p *geminiPart) *int { return &p.index })
 	*l = ps
 	return err
 }
@@ -24,7 +24,10 @@ type geminiContentList []geminiContent
 
 // UnmarshalJSON reads the contents of b, each with its place.
 func (l *geminiContentList) UnmarshalJSON(b []byte) error {
-	cs, err := jsonlist.Read(b, []string{"role", "parts"}, func(c *geminiContent, i int) { c.index = i })
+	cs, err := jsonlist.Read(*l, b, []string{"role", "parts"}, func(c *geminiContent) *int { return &c.index })
+	if n := jsonlist.Count(b); err == nil && len(cs) == 0 && n > 0 {
+		cs = append(cs, geminiContent{index: n - 1}) // a list of contents, though none says anything
+	}
 	*l = cs
 	return err
 }
@@ -34,7 +37,8 @@ type geminiDeclList []geminiDecl
 
 // UnmarshalJSON reads the declarations of b.
 func (l *geminiDeclList) UnmarshalJSON(b []byte) error {
-	ds, err := jsonlist.Read(b, []string{"name", "description", "parameters", "parametersJsonSchema"}, func(*geminiDecl, int) {})
+	ds, err := jsonlist.Read(*l, b, []string{"name", "description", "parameters", "parametersJsonSchema"},
+		func(d *geminiDecl) *int { return &d.index })
 	*l = ds
 	return err
 }

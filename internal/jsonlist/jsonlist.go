@@ -7,6 +7,7 @@ package jsonlist
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 
 	"github.com/harnessd/harnessd/internal/jsonscan"
@@ -87,13 +88,20 @@ func equalFolded(k []byte, name string) bool {
 	return j == len(k)
 }
 
-// Read reads the JSON array b (null: none) one element at a time into the
-// elements that are not the zero value of T, a struct of the JSON fields
-// named fields: an element none of whose keys can name one (or null) is
-// the zero value, neither decoded nor kept. place records a kept element's
-// index in b. An element that does not decode is its error; b not an
-// array the json.UnmarshalTypeError a decode into []T gives.
-func Read[T any](b []byte, fields []string, place func(*T, int)) ([]T, error) {
+// Read reads the JSON array b (null: none) as json.Unmarshal decodes it
+// into the slice prev (a field's list before its key, nil the first time)
+// and returns the list's elements that are not the zero value of T, a
+// struct of the JSON fields named fields, each with its index in b in the
+// int at returns: an element none of whose keys can name one (or null) is
+// the zero value, neither decoded nor kept. An element that does not
+// decode is its error; b not an array the json.UnmarshalTypeError a
+// decode into []T gives. A key given twice (prev not nil) is read as
+// json.Unmarshal read it, over the list as it stands (Overlay): the first
+// list spread to its places, every element decoded and kept.
+func Read[T any](prev []T, b []byte, fields []string, at func(*T) *int) ([]T, error) {
+	if prev != nil {
+		return readOver(prev, b, at)
+	}
 	if string(b) == "null" {
 		return nil, nil
 	}
@@ -109,19 +117,46 @@ func Read[T any](b []byte, fields []string, place func(*T, int)) ([]T, error) {
 		if err = json.Unmarshal(e, &v); err != nil {
 			return false
 		}
-		place(&v, i)
+		*at(&v) = i
 		out = append(out, v)
 		return true
 	}) {
-		if err == nil {
-			err = &json.UnmarshalTypeError{Value: kind(b), Type: reflect.TypeFor[[]T]()}
-		}
-		return nil, err
+		return nil, listError[T](b, err)
 	}
 	if out == nil {
 		out = []T{} // a list, as json.Unmarshal gives
 	}
 	return out, nil
+}
+
+// readOver is Read over the list prev, which Read made (its elements in
+// their places, each with its index) or readOver did (every element, past
+// its length too).
+func readOver[T any](prev []T, b []byte, at func(*T) *int) ([]T, error) {
+	if n := len(prev); n > 0 && *at(&prev[n-1]) != n-1 { // Read's, not all kept
+		spread := make([]T, *at(&prev[n-1])+1)
+		for _, v := range prev {
+			spread[*at(&v)] = v
+		}
+		prev = spread
+	}
+	out, err := Overlay(prev, b, func(e []byte, v *T) error { return json.Unmarshal(e, v) })
+	if err != nil {
+		return nil, listError[T](b, err)
+	}
+	for i := range out {
+		*at(&out[i]) = i
+	}
+	return out, nil
+}
+
+// listError is the error of b read as a list: err, or when b is not an
+// array the json.UnmarshalTypeError a decode into []T gives.
+func listError[T any](b []byte, err error) error {
+	if err == nil || errors.Is(err, errNotArray) {
+		return &json.UnmarshalTypeError{Value: kind(b), Type: reflect.TypeFor[[]T]()}
+	}
+	return err
 }
 
 // kind names the kind of the JSON value b as json.UnmarshalTypeError does.

@@ -35,7 +35,7 @@ func TestRead(t *testing.T) {
 		A string `json:"a"`
 		i int
 	}
-	place := func(v *T, i int) { v.i = i }
+	at := func(v *T) *int { return &v.i }
 	for _, c := range []struct{ in, want string }{
 		{`[{},{"a":"x"},null,{"b":1},{"A":"y"}]`, `[{x 1} {y 4}] <nil>`},
 		{`[]`, `[] <nil>`},
@@ -43,7 +43,7 @@ func TestRead(t *testing.T) {
 		{`[{"a":1}]`, `[] json: cannot unmarshal number into Go struct field T.a of type string`},
 		{`{}`, `[] json: cannot unmarshal object into Go value of type []jsonlist.T`},
 	} {
-		got, err := Read([]byte(c.in), []string{"a"}, place)
+		got, err := Read(nil, []byte(c.in), []string{"a"}, at)
 		if s := fmt.Sprint(got, " ", err); s != c.want {
 			t.Errorf("Read(%s) = %s, want %s", c.in, s, c.want)
 		}
