@@ -90,7 +90,8 @@ FUZZ_TARGETS := \
 	./config:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage \
 	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/streamjson:FuzzInitLists \
 	./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest \
-	./gateway:FuzzDecode ./gateway/dialect:FuzzMatch ./gateway/dialect:FuzzGeminiLists
+	./gateway:FuzzDecode ./gateway/dialect:FuzzMatch ./gateway/dialect:FuzzGeminiLists \
+	./internal/jsonscan:FuzzStringValue
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go
 # fuzz run can end with a spurious "context deadline exceeded" failure when

@@ -1,18 +1,18 @@
 package jsonscan
 
 import (
-	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
 
-// StringValue reads raw as one JSON string; ok is false for any other
-// value, and for a string encoding/json refuses. A string without escapes
+// StringValue reads raw as one JSON string (JSON white space about it
+// allowed); ok is false for any other value, and for a string
+// encoding/json refuses. A string without escapes
 // is taken as it is, without a decoder; one with escapes (or bytes that
 // are not UTF-8) is decoded by encoding/json. It is the one place the
 // fast paths turn a JSON string into a Go string.
 func StringValue(raw []byte) (string, bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = trimSpace(raw)
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
@@ -20,6 +20,18 @@ func StringValue(raw []byte) (string, bool) {
 		return string(inner), true
 	}
 	return decodeString(raw)
+}
+
+// trimSpace is b without the JSON white space about it: not
+// bytes.TrimSpace, which takes \v, \f, U+0085 and U+00A0 too, where
+// encoding/json refuses the value.
+func trimSpace(b []byte) []byte {
+	b = b[Space(b, 0):]
+	n := len(b)
+	for n > 0 && (b[n-1] == ' ' || b[n-1] == '\t' || b[n-1] == '\n' || b[n-1] == '\r') {
+		n--
+	}
+	return b[:n]
 }
 
 // decodeString is StringValue's slow path, apart so that its decoder's
