@@ -87,10 +87,10 @@ test-go:
 FUZZ_TARGETS := \
 	./wire:FuzzEventDecode ./wire:FuzzObjectKeys \
 	./server:FuzzWSFrame ./server:FuzzHarnessFrame ./server:FuzzHTTPBody ./server:FuzzMCPRequest \
-	./config:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage \
-	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/streamjson:FuzzInitLists \
+	./config:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage ./harness/adapter/acp:FuzzContentTexts \
+	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/streamjson:FuzzInitLists ./harness/adapter/streamjson:FuzzBlocks \
 	./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest \
-	./gateway:FuzzDecode ./gateway/dialect:FuzzMatch ./gateway/dialect:FuzzGeminiLists \
+	./gateway:FuzzDecode ./gateway/dialect:FuzzMatch ./gateway/dialect:FuzzGeminiLists ./gateway/dialect:FuzzDialectLists \
 	./internal/jsonscan:FuzzStringValue
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go
