@@ -456,6 +456,12 @@ func TestEpisodeSetup(t *testing.T) {
 					dig(pm, "options", "apiKey") != "{env:OPENAI_API_KEY}" || dig(pm, "models", "m-1", "name") != "m-1" {
 					t.Errorf("provider %v", pm)
 				}
+				// The models.dev catalog opencode builds at start is empty
+				// (OPENCODE_MODELS_PATH): the endpoint's provider is all in
+				// the config.
+				if m := jsonFile(t, files, ".config/opencode/models.json"); len(m) != 0 {
+					t.Errorf("models catalog %v, want empty", m)
+				}
 			}},
 		"copilot": {env: map[string]string{"COPILOT_PROVIDER_BASE_URL": root + "/v1", "COPILOT_PROVIDER_TYPE": "openai",
 			"COPILOT_PROVIDER_API_KEY": testKey, "COPILOT_MODEL": "m-1", "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false"}},
@@ -523,7 +529,8 @@ func TestEpisodeSetupWithoutEndpoint(t *testing.T) {
 			cfg := &config.Config{Harness: config.HarnessConfig{Config: harness.Config{Agent: name}}}
 			l, env := prepared(t, cfg)
 			for _, k := range []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY",
-				"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_HOST", "COPILOT_PROVIDER_BASE_URL", "COPILOT_OFFLINE", "GEMINI_MODEL"} {
+				"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_HOST", "COPILOT_PROVIDER_BASE_URL", "COPILOT_OFFLINE", "GEMINI_MODEL",
+				"OPENCODE_MODELS_PATH"} {
 				if v, ok := env[k]; ok {
 					t.Errorf("%s=%q set without an endpoint", k, v)
 				}
