@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // benchTree makes a workspace-like tree: dirs directories, 4 deep, each
@@ -31,7 +33,7 @@ func benchTree(b *testing.B, dirs, files int) string {
 // every entry changes owner at each round.
 func BenchmarkLchownTree(b *testing.B) {
 	if os.Geteuid() != 0 {
-		b.Skip("chowning to another uid needs root")
+		testbin.Missing(b, "chowning to another uid needs root")
 	}
 	dir := benchTree(b, 500, 20)
 	const entries = 500*20 + 500 + 32 + 8 + 1

@@ -78,7 +78,7 @@ func eachBlock(raw json.RawMessage, f func(b *block)) error {
 
 // fastBlock fills b from the object elem when its keys are plain and each
 // names a block field exactly (its string values without escapes, is_error
-// true or false) or none (fieldKey): what json.Unmarshal makes of it.
+// true or false) or none (jsonlist.MayName): what json.Unmarshal makes of it.
 // false (b then partly filled) leaves elem to json.Unmarshal.
 func fastBlock(elem []byte, b *block) bool {
 	return wire.ObjectFields(elem, func(k, v []byte) bool {
