@@ -91,10 +91,14 @@ func runCheck(args []string) int {
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
+		probeArgs, err := c.harnessArgs()
+		if err != nil {
+			return c.usageError("%v", err)
+		}
 		p := &harnessProbe{adapter: *probeAdapter, startup: *probeStartup, readOnly: *probeRO}
 		// A relative program is the caller's, as with run and serve, not
 		// one inside the probe's workspace.
-		return p.run(context.Background(), os.Stdout, log, absProgram(fs.Args()))
+		return p.run(context.Background(), os.Stdout, log, absProgram(probeArgs))
 	}
 	opts, required, err := iso.checkOptions(log)
 	if err != nil {

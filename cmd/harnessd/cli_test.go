@@ -72,6 +72,33 @@ func TestBadFlagValue(t *testing.T) {
 	}
 }
 
+// A flag's value written with a space ("10 minutes") leaves a word before
+// "--": a usage error naming it, where serve and run took "minutes" as the
+// harness program and blamed the harness command. Words only before "--"
+// (no "--" at all) are still the harness command.
+func TestWordsBeforeAndAfterDashAreAUsageError(t *testing.T) {
+	for _, cmd := range []string{"serve", "run", "check"} {
+		_, errOut, code := harnessd(t, nil, cmd, "--turn-timeout", "10", "minutes", "--", "./h")
+		if cmd == "check" { // its flags are interspersed: pflag takes the "--"
+			_, errOut, code = harnessd(t, nil, cmd, "--adapter", "jsonl", "minutes", "--", "./h")
+		}
+		want := "harnessd " + cmd + `: unexpected argument "minutes" before "--"`
+		if code != exitUsage || !strings.HasPrefix(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", cmd, code, errOut, want)
+		}
+	}
+	// The controls: without "--" the words name the program, as before;
+	// a program's own "--" is its argument.
+	_, errOut, code := harnessd(t, nil, "run", "--turn-timeout", "10", "no-such-program-here")
+	if !strings.Contains(errOut, `program "no-such-program-here" not found`) {
+		t.Errorf("without --: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "run", "--turn-timeout", "10", "--", "no-such-program-here", "--", "x")
+	if !strings.Contains(errOut, `program "no-such-program-here" not found`) {
+		t.Errorf("a program's own --: exit %d, stderr %q", code, errOut)
+	}
+}
+
 func TestGoStyleFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	fs.String("listen", "", "")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -77,6 +79,31 @@ func (c *cli) noArgs() (code int, done bool) {
 		return c.usageError("unexpected argument %q", c.fs.Arg(0)), true
 	}
 	return exitOK, false
+}
+
+// harnessArgs is the harness command given on the command line: the
+// positional arguments, written after "--" or without one ("serve ./agent
+// -x --": the harness's own "--"). A first word that is no program,
+// followed later by "--", is a usage error naming it: it is most often a
+// flag's value written with a space ("--turn-timeout 10 minutes --
+// ./agent"), which was taken as the harness program.
+func (c *cli) harnessArgs() ([]string, error) {
+	args := c.fs.Args()
+	if c.fs.ArgsLenAtDash() > 0 {
+		// Flags interspersed: pflag consumed the "--".
+		return args, strayBeforeDash(args[0])
+	}
+	if c.fs.ArgsLenAtDash() < 0 && slices.Index(args, "--") > 0 && !strings.Contains(args[0], "/") {
+		if _, err := exec.LookPath(args[0]); err != nil {
+			return args, strayBeforeDash(args[0])
+		}
+	}
+	return args, nil
+}
+
+// strayBeforeDash is the usage error for word, found before "--".
+func strayBeforeDash(word string) error {
+	return fmt.Errorf("unexpected argument %q before \"--\" (the harness command goes after \"--\"; a flag's value with a space in it needs quotes)", word)
 }
 
 // goStyleFlags rewrites the single-dash long flags of Go's flag package

@@ -73,7 +73,11 @@ func runRun(args []string) int {
 
 // run runs the episode and returns the exit code.
 func (f *runFlags) run(ctx context.Context, c *cli, log *slog.Logger) int {
-	o := setupOptions{args: c.fs.Args()}
+	args, err := c.harnessArgs()
+	if err != nil {
+		return c.exit(withCode(exitUsage, err))
+	}
+	o := setupOptions{args: args}
 	if f.taskDir != "" {
 		o.adjust = func(cfg *config.Config) error { return taskConfig(cfg, f.taskDir) }
 	}

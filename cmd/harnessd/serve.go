@@ -185,7 +185,11 @@ func serve(c *cli, log *slog.Logger, f *serveFlags, sigs <-chan os.Signal) int {
 	if err != nil {
 		return c.exit(withCode(exitUsage, err))
 	}
-	d, err := f.setup(context.Background(), log, setupOptions{args: c.fs.Args(), require: f.require,
+	args, err := c.harnessArgs()
+	if err != nil {
+		return c.exit(withCode(exitUsage, err))
+	}
+	d, err := f.setup(context.Background(), log, setupOptions{args: args, require: f.require,
 		adjust: func(cfg *config.Config) error { return f.applyMode(cfg, &opts) }})
 	if err != nil {
 		return c.exit(err)
