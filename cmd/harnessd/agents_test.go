@@ -168,7 +168,7 @@ func TestPresetModelProblemsAreALineEach(t *testing.T) {
 	if code != exitUsage || len(lines) != 3 {
 		t.Fatalf("run: exit %d, stderr %q; want 2 and 3 lines", code, stderr)
 	}
-	for i, w := range []string{"harnessd run: agent gemini: gemini", "harnessd run: harness.model.api_key_env: HARNESSD_TEST_UNSET_KEY is not set", "harnessd run: harness.model.url: model url \"localhost:1\""} {
+	for i, w := range []string{"harnessd run: agent gemini: gemini", "harnessd run: harness.model.api_key_env (--model-api-key-env): HARNESSD_TEST_UNSET_KEY is not set", "harnessd run: harness.model.url (--model-url): model url \"localhost:1\""} {
 		if !strings.HasPrefix(lines[i], w) {
 			t.Errorf("line %d %q, want it to start %q", i, lines[i], w)
 		}

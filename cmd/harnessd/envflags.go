@@ -76,7 +76,7 @@ func (e *envFlags) buildAgent(preset string, command []string) (*config.Config, 
 		return nil, errors.New("no harness: give --config FILE, --agent NAME, or the harness command after --")
 	}
 	if err := e.complete(cfg); err != nil {
-		return nil, err
+		return nil, e.knobs.nameFlags(err)
 	}
 	return cfg, nil
 }

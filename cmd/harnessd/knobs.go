@@ -181,6 +181,69 @@ func (ks knobSet) apply(cfg *config.Config) {
 	}
 }
 
+// nameFlags names the flag beside the configuration key a problem of err
+// begins with, when a flag given on the command line set that key:
+// "episode.max_turns (--max-turns) must not be negative", "tools[0]
+// (--tool) ...". The configuration reports keys; an operator who typed a
+// flag looks for the flag. Problems already naming it are left alone.
+func (ks knobSet) nameFlags(err error) error {
+	var ps problems
+	if errors.As(err, &ps) {
+		out := make(problems, len(ps))
+		for i, p := range ps {
+			out[i] = ks.nameFlags(p)
+		}
+		return out
+	}
+	text := err.Error()
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		lines[i] = ks.nameFlag(line)
+	}
+	if named := strings.Join(lines, "\n"); named != text {
+		return &flagNamed{text: named, err: err}
+	}
+	return err
+}
+
+// nameFlag is line with the flag named after its leading key (nameFlags),
+// which may follow setup's "refusing to start: ".
+func (ks knobSet) nameFlag(line string) string {
+	const refusing = "refusing to start: "
+	if rest, ok := strings.CutPrefix(line, refusing); ok {
+		return refusing + ks.nameFlag(rest)
+	}
+	var best *knobValue
+	for _, v := range ks {
+		p := v.k.path
+		if len(v.vals) == 0 || !strings.HasPrefix(line, p) || (best != nil && len(best.k.path) >= len(p)) {
+			continue
+		}
+		// The key ends there or goes on into an element ("tools[0]");
+		// "harness.model.url" is not a key "harness.model".
+		if rest := line[len(p):]; rest == "" || strings.ContainsRune(" :[", rune(rest[0])) {
+			best = v
+		}
+	}
+	if best == nil || strings.Contains(line, "--"+best.k.flag) {
+		return line
+	}
+	end := strings.IndexAny(line, " :")
+	if end < 0 {
+		end = len(line)
+	}
+	return line[:end] + " (--" + best.k.flag + ")" + line[end:]
+}
+
+// flagNamed is an error whose text nameFlags rewrote.
+type flagNamed struct {
+	text string
+	err  error
+}
+
+func (e *flagNamed) Error() string { return e.text }
+func (e *flagNamed) Unwrap() error { return e.err }
+
 // defaultConfig is the configuration with nothing set but a harness
 // command (and the name, which would default to the command's), as
 // Normalize completes it: its values are the defaults the help shows.

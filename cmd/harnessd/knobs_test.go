@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -112,5 +113,45 @@ func TestSingleValuedFlagTwiceIsAnError(t *testing.T) {
 	_, errOut, code := harnessd(t, nil, "run", "--tasks", dir, "--tasks", dir, "--", "true")
 	if code != exitUsage || !strings.Contains(errOut, `"--tasks" flag: given more than once`) {
 		t.Errorf("run --tasks twice: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A problem with a key a flag set names the flag beside the key; one a
+// configuration file set (the flag not given) is left as it was, as is a
+// longer key that only begins with a knob's (harness.model.url is not
+// harness.model's) and a line that names the flag already.
+func TestProblemsNameTheFlagThatSetTheirKey(t *testing.T) {
+	e, err := parseEnv(t, "--max-turns", "-3", "--tool", "stdio:/x", "--model", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := problems{
+		errors.New("episode.max_turns must not be negative"),
+		errors.New("refusing to start: tools[0].command (tool server \"tools1\"): program /x does not exist"),
+		errors.New("warm must be 0 to 8, not 99"),                   // --warm not given
+		errors.New("harness.model.name_extra is not a key"),         // not the key harness.model.name
+		errors.New("harness.model.name (--model) \"m\" is unknown"), // names it already
+	}
+	want := []string{
+		"episode.max_turns (--max-turns) must not be negative",
+		"refusing to start: tools[0].command (--tool) (tool server \"tools1\"): program /x does not exist",
+		"warm must be 0 to 8, not 99",
+		"harness.model.name_extra is not a key",
+		"harness.model.name (--model) \"m\" is unknown",
+	}
+	var got problems
+	if !errors.As(e.knobs.nameFlags(in), &got) || len(got) != len(want) {
+		t.Fatalf("nameFlags gave %v", got)
+	}
+	for i := range want {
+		if got[i].Error() != want[i] {
+			t.Errorf("got %q, want %q", got[i], want[i])
+		}
+	}
+	// A single error (not problems) of several lines keeps what it wraps.
+	base := errors.New("episode.max_turns must not be negative\nsecond line")
+	named := e.knobs.nameFlags(base)
+	if named.Error() != "episode.max_turns (--max-turns) must not be negative\nsecond line" || !errors.Is(named, base) {
+		t.Errorf("got %q (wraps the original: %v)", named, errors.Is(named, base))
 	}
 }

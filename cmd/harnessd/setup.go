@@ -116,7 +116,7 @@ func (f *setupFlags) setup(ctx context.Context, log *slog.Logger, o setupOptions
 		return nil, withCode(exitUsage, err)
 	}
 	if err := refuseUnrunnable(cfg, len(o.args) > 0); err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, withCode(exitUsage, f.env.knobs.nameFlags(err))
 	}
 	warnRelativeArgs(log, cfg, f.env.config, len(o.args) > 0)
 	x, err := linked()

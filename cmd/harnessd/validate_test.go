@@ -198,7 +198,7 @@ func TestServeRefusesUnrunnablePrograms(t *testing.T) {
 		{[]string{"--", filepath.Join(dir, "plain")},
 			`harnessd serve: refusing to start: the harness command (after "--"): program ` + filepath.Join(dir, "plain") + " is not executable (mode -rw-r--r--; chmod +x it)\n"},
 		{[]string{"--tool", "stdio:harnessd-test-no-such-tool-binary", "--", th, "agent"},
-			`harnessd serve: refusing to start: tools[0].command (tool server "tools1"): program "harnessd-test-no-such-tool-binary" not found on PATH`},
+			`harnessd serve: refusing to start: tools[0].command (--tool) (tool server "tools1"): program "harnessd-test-no-such-tool-binary" not found on PATH`},
 		{[]string{"--config", writeConfig(t, dir, "env.yaml", "harness:\n  command: [./gone]\n")},
 			"harnessd serve: refusing to start: harness.command: program " + filepath.Join(dir, "gone") + " does not exist\n"},
 	} {
