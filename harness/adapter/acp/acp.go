@@ -25,7 +25,7 @@ const Name = "acp"
 // Factory makes an acp adapter for a configuration, checking its options.
 func Factory(cfg *harness.Config) (harness.Adapter, error) {
 	if _, err := ParseOptions(cfg.Options); err != nil {
-		return nil, fmt.Errorf("harness.options: %w", err)
+		return nil, err
 	}
 	return New(), nil
 }

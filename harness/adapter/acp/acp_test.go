@@ -504,7 +504,7 @@ func TestStartupFailure(t *testing.T) {
 
 func TestOptionsAreStrict(t *testing.T) {
 	err := New().Start(context.Background(), withOptions(launch(t), map[string]any{"permision": "deny"}))
-	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, `unknown key "permision"`) {
+	if f := failure(t, err); f.Type != wire.FailureStartupFailed || !strings.Contains(f.Message, `unknown key "permision" (did you mean "permission"?`) {
 		t.Fatalf("%#v", f)
 	}
 	for _, bad := range []map[string]any{

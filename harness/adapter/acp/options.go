@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/internal/units"
 )
 
@@ -39,9 +41,6 @@ type Options struct {
 	deny []*regexp.Regexp
 }
 
-// optionKeys lists the known option keys, for error messages.
-const optionKeys = "mode, permission, deny_patterns, initialize_timeout, auth_method, mcp_stdio_command"
-
 // ParseOptions decodes harness.options strictly: an unknown key, a value of
 // the wrong type, an unknown permission policy or a bad pattern is an error.
 func ParseOptions(m map[string]any) (Options, error) {
@@ -49,7 +48,7 @@ func ParseOptions(m map[string]any) (Options, error) {
 	if len(m) > 0 {
 		b, err := json.Marshal(m)
 		if err != nil {
-			return o, fmt.Errorf("acp options: %w", err)
+			return o, fmt.Errorf("harness.options: %w", err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
@@ -62,17 +61,17 @@ func ParseOptions(m map[string]any) (Options, error) {
 		o.Permission = PermissionAllow
 	case PermissionAllow, PermissionDeny:
 	default:
-		return o, fmt.Errorf("acp option permission: %q is neither %q nor %q", o.Permission, PermissionAllow, PermissionDeny)
+		return o, fmt.Errorf("harness.options.permission: %q is neither %q nor %q", o.Permission, PermissionAllow, PermissionDeny)
 	}
 	for _, p := range o.DenyPatterns {
 		re, err := regexp.Compile(p)
 		if err != nil {
-			return o, fmt.Errorf("acp option deny_patterns: %w", err)
+			return o, fmt.Errorf("harness.options.deny_patterns: %w", err)
 		}
 		o.deny = append(o.deny, re)
 	}
 	if o.MCPStdioCommand != nil && len(o.MCPStdioCommand) == 0 {
-		return o, errors.New("acp option mcp_stdio_command: empty command")
+		return o, errors.New("harness.options.mcp_stdio_command: empty command")
 	}
 	return o, nil
 }
@@ -81,12 +80,13 @@ func ParseOptions(m map[string]any) (Options, error) {
 func optionError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Errorf("acp option %s: got a %s, want %s", te.Field, te.Value, typeName(te.Type.String()))
+		return fmt.Errorf("harness.options.%s: got a %s, want %s", te.Field, te.Value, typeName(te.Type.String()))
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("acp options: unknown key %s (known: %s)", msg, optionKeys)
+		key, _ := strconv.Unquote(msg)
+		return kit.UnknownOption(key, kit.JSONKeys(&Options{}))
 	}
-	return fmt.Errorf("acp options: %w", err)
+	return fmt.Errorf("harness.options: %w", err)
 }
 
 func typeName(t string) string {

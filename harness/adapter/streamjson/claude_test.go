@@ -445,6 +445,9 @@ func TestUnknownOption(t *testing.T) {
 	if _, err := ParseOptions(map[string]any{"bogus": 1}); err == nil || !strings.Contains(err.Error(), `unknown key "bogus"`) {
 		t.Fatalf("ParseOptions: %v", err)
 	}
+	if _, err := ParseOptions(map[string]any{"permision_mode": "x"}); err == nil || !strings.Contains(err.Error(), `did you mean "permission_mode"?`) {
+		t.Fatalf("ParseOptions of a typo: %v", err)
+	}
 	cfg := &harness.Config{Adapter: Name, Command: []string{"claude"},
 		Options: map[string]any{"mcp_config_style": "cursor"}}
 	if _, err := Factory(cfg); err == nil || !strings.Contains(err.Error(), "mcp_config_style") {

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/harnessd/harnessd/harness/internal/kit"
 	"github.com/harnessd/harnessd/internal/units"
 )
 
@@ -143,7 +143,7 @@ func ParseOptions(m map[string]any) (Options, error) {
 			}
 			o.InitializeTimeout = d
 		default:
-			errs = append(errs, fmt.Errorf("harness.options: unknown key %q (known: %s)", k, strings.Join(optionKeys, ", ")))
+			errs = append(errs, kit.UnknownOption(k, optionKeys))
 		}
 	}
 	return o, errors.Join(errs...)

@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/harnessd/harnessd/internal/nearest"
 )
 
 // DecodeOptions decodes an adapter's options (harness.options, as YAML gave
@@ -34,12 +37,37 @@ func DecodeOptions(opts map[string]any, dst any) error {
 		case errors.As(err, &te):
 			return fmt.Errorf("harness.options.%s: a %s cannot be a %s", te.Field, te.Value, goTypeName(te.Type.String()))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return fmt.Errorf("harness.options: unknown key %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+			key, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+			return UnknownOption(key, JSONKeys(dst))
 		default:
 			return fmt.Errorf("harness.options%s: %w", culprit(opts, dst), err)
 		}
 	}
 	return nil
+}
+
+// UnknownOption is the error for the harness.options key key, not one of
+// known: it names the nearest known key when key looks like a misspelling
+// of it, and lists them all.
+func UnknownOption(key string, known []string) error {
+	hint := ""
+	if k := nearest.Key(key, known); k != "" {
+		hint = fmt.Sprintf("did you mean %q? ", k)
+	}
+	return fmt.Errorf("harness.options: unknown key %q (%sknown: %s)", key, hint, strings.Join(known, ", "))
+}
+
+// JSONKeys lists the json keys of the struct dst points to, in order.
+func JSONKeys(dst any) []string {
+	t := reflect.TypeOf(dst).Elem()
+	var keys []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }
 
 // culprit names the option whose value dst's decoder rejects (".key"), or

@@ -22,3 +22,22 @@ func TestDecodeOptions(t *testing.T) {
 		}
 	}
 }
+
+// An unknown key names the nearest known one when it looks like a typo of
+// it, and lists every known key either way.
+func TestUnknownOptionSuggestsTheNearestKey(t *testing.T) {
+	var dst struct {
+		Prompt      string `json:"prompt"`
+		SubmitDelay int    `json:"submit_delay,omitempty"`
+		Hidden      int    `json:"-"`
+	}
+	for key, want := range map[string]string{
+		"promt":       `harness.options: unknown key "promt" (did you mean "prompt"? known: prompt, submit_delay)`,
+		"submitdelay": `harness.options: unknown key "submitdelay" (did you mean "submit_delay"? known: prompt, submit_delay)`,
+		"colour":      `harness.options: unknown key "colour" (known: prompt, submit_delay)`,
+	} {
+		if err := DecodeOptions(map[string]any{key: 1}, &dst); err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %q", key, err, want)
+		}
+	}
+}
