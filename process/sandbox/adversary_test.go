@@ -237,7 +237,7 @@ func TestQuickExitsInParallelSandboxesKeepTheirStatuses(t *testing.T) {
 				defer sb.Close()
 				for i := range runs {
 					code := 10 + n*runs + i
-					run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "exit", strconv.Itoa(code)}})
+					run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "exit", strconv.Itoa(code)}})
 					if err != nil {
 						return fmt.Errorf("sandbox %d run %d: %w", n, i, err)
 					}
@@ -285,7 +285,7 @@ func runAgain(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, during fun
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, args...), Stdout: pw})
+	run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: append([]string{agentCommand}, args...), Stdout: pw})
 	pw.Close()
 	if err != nil {
 		t.Fatalf("run %v: %v", args, err)

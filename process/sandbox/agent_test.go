@@ -27,6 +27,13 @@ const agentCommand = "__sandbox-test-agent"
 // agentPath is where the test binary is bound inside every test sandbox.
 const agentPath = "/harnessd-test/agent"
 
+// agentEnv is in the environment of every run of the test agent: under
+// -race the agent is a race-instrumented binary, which sleeps GORACE's
+// atexit_sleep_ms (a second by default) at each exit with status 0; that
+// sleep was most of this package's time under make test (a second per
+// run, 220 s in all).
+var agentEnv = []string{"GORACE=atexit_sleep_ms=0"}
+
 type result struct {
 	OK    bool     `json:"ok"`
 	Errno string   `json:"errno,omitempty"`

@@ -40,7 +40,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "id"}}); err != nil {
+		if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "id"}}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := bufio.NewReader(r).ReadString('\n'); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,6 +34,7 @@ func supervised(t *testing.T, spec process.Spec, mode ...string) (*sandbox.Sandb
 	t.Cleanup(func() { sb.Close() })
 	spec.Name, spec.Path, spec.Launcher = "harness", agentPath, sb.Launcher()
 	spec.Args = append([]string{agentCommand}, mode...)
+	spec.Env = slices.Concat(spec.Env, agentEnv)
 	p, err := sup.Start(spec)
 	if err != nil {
 		t.Fatalf("start supervised: %v", err)
@@ -119,7 +121,7 @@ func TestRunsInTurnShareNothingButTheSandbox(t *testing.T) {
 	// The first run starts three sleepers (one in its own session, out of
 	// the harness's group) and ends by SIGTERM: none may survive its end.
 	rs, ws, _ := os.Pipe()
-	r1, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "spawn"}, Stdout: ws})
+	r1, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "spawn"}, Stdout: ws})
 	ws.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +144,7 @@ func TestRunsInTurnShareNothingButTheSandbox(t *testing.T) {
 	}
 	rd, wr, _ := os.Pipe()
 	defer rd.Close()
-	r2, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "procs"}, Stdout: wr})
+	r2, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "procs"}, Stdout: wr})
 	wr.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +160,7 @@ func TestRunsInTurnShareNothingButTheSandbox(t *testing.T) {
 	if _, err := sb.Run(ctx, sandbox.Command{Path: "/no/such/agent"}); err == nil {
 		t.Fatal("a missing program started")
 	}
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "exit", "4"}}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "exit", "4"}}); err != nil {
 		t.Fatalf("a run after a failed one: %v", err)
 	}
 	if e, _ := sb.Wait(ctx); e.Status.Code != 4 {

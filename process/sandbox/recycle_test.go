@@ -70,7 +70,7 @@ func TestARecycledSandboxKeepsNothingOfItsLastTenant(t *testing.T) {
 func TestRecycleRefusesWhileARunGoes(t *testing.T) {
 	need(t)
 	ctx, sb := openSandbox(t, baseConfig(t))
-	run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "signal", "0"}})
+	run, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "signal", "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func start(t *testing.T, cfg sandbox.Config, env []string, mode ...string) *runn
 			rn.lines <- sc.Text()
 		}
 	}()
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, mode...), Env: env}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, mode...), Env: slices.Concat(env, agentEnv)}); err != nil {
 		t.Fatalf("run agent: %v", err)
 	}
 	return rn
@@ -412,7 +412,7 @@ func start2(t *testing.T, cfg sandbox.Config, prepare func(*sandbox.Sandbox), mo
 	for _, m := range mode {
 		args = append(args, strings.ReplaceAll(m, "DOOR", sb.Door("mcp").Addr().String()))
 	}
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: args}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: args}); err != nil {
 		t.Fatal(err)
 	}
 	return rn
@@ -466,8 +466,8 @@ func TestHarnessRunsAsAnUnprivilegedHostUID(t *testing.T) {
 		t.Fatalf("agent's host uid %s is privileged", uid)
 	}
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", agent))
-	if err != nil || string(env) != "A=1\x00" {
-		t.Errorf("agent's environment %q (%v), want exactly A=1", env, err)
+	if want := "A=1\x00" + strings.Join(agentEnv, "\x00") + "\x00"; err != nil || string(env) != want {
+		t.Errorf("agent's environment %q (%v), want exactly %q", env, err, want)
 	}
 	// SIGTERM to the init reaches the agent's group; its exit code is exact.
 	if err := rn.sb.Signal(syscall.SIGTERM); err != nil {
@@ -518,7 +518,7 @@ func TestPTYHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "tty"}}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "tty"}}); err != nil {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(ptmx).ReadString('\n')
@@ -680,7 +680,7 @@ func runDaemon() int {
 		fmt.Println(`{"error":` + strconv.Quote(err.Error()) + `}`)
 		return 1
 	}
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand, "spawn"}}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand, "spawn"}}); err != nil {
 		fmt.Println(`{"error":` + strconv.Quote(err.Error()) + `}`)
 		return 1
 	}
@@ -791,7 +791,7 @@ func TestRunRefusesAProgramTheWorkspaceCovers(t *testing.T) {
 			cancel()
 			t.Fatalf("start with the workspace at %s: %v", tc.at, err)
 		}
-		_, err = sb.Run(ctx, sandbox.Command{Path: agentPath, Args: []string{agentCommand}})
+		_, err = sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: []string{agentCommand}})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("control (workspace at %s): %v", tc.at, err)

@@ -274,7 +274,7 @@ func sandboxedRun(cfg sandbox.Config, args ...string) (result, error) {
 		return r, fmt.Errorf("start sandbox: %w", err)
 	}
 	defer sb.Close()
-	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Args: append([]string{agentCommand}, args...)}); err != nil {
+	if _, err := sb.Run(ctx, sandbox.Command{Path: agentPath, Env: agentEnv, Args: append([]string{agentCommand}, args...)}); err != nil {
 		return r, fmt.Errorf("run: %w", err)
 	}
 	line, err := bufio.NewReader(pr).ReadString('\n')
