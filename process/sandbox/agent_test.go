@@ -254,6 +254,15 @@ func runAgent(args []string) int {
 			time.Sleep(20 * time.Millisecond)
 		}
 		r = outcome(err)
+	case "policy":
+		// Its scheduling policy, and its child's (a shell's).
+		attr, err := unix.SchedGetAttr(0, 0)
+		if err != nil {
+			r = outcome(err)
+			break
+		}
+		child, err := exec.Command("/bin/sh", "-c", "cut -d' ' -f41 /proc/self/stat").Output()
+		r = result{OK: err == nil, Value: strconv.Itoa(int(attr.Policy)), List: []string{strings.TrimSpace(string(child))}, Error: fmt.Sprint(err)}
 	case "id":
 		r = result{OK: true, Value: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}
 	case "env":

@@ -13,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/internal/linux/capability"
 	"github.com/harnessd/harnessd/internal/linux/landlock"
 	"github.com/harnessd/harnessd/internal/linux/seccomp"
+	"github.com/harnessd/harnessd/internal/linux/session"
 	"github.com/harnessd/harnessd/process/sandbox/internal/program"
 )
 
@@ -108,13 +109,18 @@ func notDir(err error) error {
 }
 
 // restrictThread gives the calling (locked) thread what the harness
-// inherits from it: no bounding, inheritable or ambient capabilities, no_new_privs, a
+// inherits from it: SCHED_OTHER where the init runs as SCHED_BATCH, no bounding, inheritable or ambient capabilities, no_new_privs, a
 // Landlock scope for abstract Unix sockets (where the kernel has it) and,
 // with spec.Seccomp, the seccomp filter. The thread keeps its effective
 // and permitted sets, which the fork's child needs to take the harness's
 // ids; an execve with the bounding, inheritable and ambient sets empty
 // gains no capability, even as uid 0 (the single id map).
 func restrictThread(spec initSpec) error {
+	// The init runs as SCHED_BATCH (the spawner's); the harness as any
+	// process does (session.Normal).
+	if err := session.Normal(); err != nil {
+		return fmt.Errorf("scheduling policy: %w", err)
+	}
 	if err := capability.DropBounding(); err != nil {
 		return err
 	}

@@ -283,3 +283,26 @@ func sandboxedRun(cfg sandbox.Config, args ...string) (result, error) {
 	}
 	return r, nil
 }
+
+// TestInitRunsBatchAndTheHarnessAsAnyProcess: a sandbox's init runs as
+// SCHED_BATCH, from its spawner (session.Batch): waking between runs, it
+// does not preempt the agents. The harness, and what it starts, run as
+// SCHED_OTHER, as the daemon (this test) does: the init's forker thread
+// goes back to it before each fork. The init's policy, read from the
+// host, is the positive control: where a policy other than SCHED_OTHER is
+// set, the test reads it.
+func TestInitRunsBatchAndTheHarnessAsAnyProcess(t *testing.T) {
+	need(t)
+	if attr, err := unix.SchedGetAttr(0, 0); err != nil || attr.Policy != unix.SCHED_NORMAL {
+		t.Fatalf("the test runs with policy %+v (%v): run it as SCHED_OTHER, which the init's SCHED_BATCH is told from", attr, err)
+	}
+	ctx, sb := openSandbox(t, baseConfig(t))
+	r, _ := runAgain(t, ctx, sb, nil, "policy")
+	if !r.OK || r.Value != "0" || len(r.List) != 1 || r.List[0] != "0" {
+		t.Errorf("the harness's policy %s, its child's %v (%+v): want 0 (SCHED_OTHER) for both", r.Value, r.List, r)
+	}
+	attr, err := unix.SchedGetAttr(sb.Pid(), 0)
+	if err != nil || attr.Policy != unix.SCHED_BATCH {
+		t.Errorf("the init's policy %+v (%v): want %d (SCHED_BATCH)", attr, err, unix.SCHED_BATCH)
+	}
+}
