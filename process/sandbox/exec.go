@@ -109,8 +109,9 @@ func notDir(err error) error {
 }
 
 // restrictThread gives the calling (locked) thread what the harness
-// inherits from it: SCHED_OTHER where the init runs as SCHED_BATCH, no bounding, inheritable or ambient capabilities, no_new_privs, a
-// Landlock scope for abstract Unix sockets (where the kernel has it) and,
+// inherits from it: SCHED_OTHER where the init runs as SCHED_BATCH, no
+// bounding, inheritable or ambient capabilities, no_new_privs, a Landlock
+// scope for abstract Unix sockets (where the kernel has it) and,
 // with spec.Seccomp, the seccomp filter. The thread keeps its effective
 // and permitted sets, which the fork's child needs to take the harness's
 // ids; an execve with the bounding, inheritable and ambient sets empty

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 
@@ -16,8 +17,8 @@ import (
 // instead (it still gets its fair share of the CPU). The harness runs as
 // any process does: the init's forker thread goes back to SCHED_OTHER
 // before it forks one. Measured with 16 sandboxed sessions resetting at
-// once (issue 28): 0.74-0.75 of bare kill+spawn's rate without, 0.76-0.78
-// with, CPU per reset 10.3-10.4 ms against 9.9-10.1.
+// once (issue 28): 0.74-0.75 of bare kill+spawn's rate without, 0.76-0.79
+// with, CPU per reset 10.3-10.4 ms against 9.7-10.1.
 
 // maxBatchPasses bounds Batch's passes over the threads: one started
 // during a pass by a thread the pass had not reached yet is in the next.
@@ -27,9 +28,13 @@ const maxBatchPasses = 4
 // nice value, when the process runs as SCHED_OTHER; threads made later
 // inherit it, and so do the processes they fork. It leaves a process of
 // any other policy (SCHED_BATCH, SCHED_IDLE, a real-time one: the
-// operator's choice) as it is. It needs /proc/self/task of the caller's
-// own PID namespace.
+// operator's choice) as it is. It needs /proc of the caller's own PID
+// namespace, whose thread ids sched_setattr takes; under another one's it
+// changes nothing and says so.
 func Batch() error {
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		return fmt.Errorf("/proc is not of this process's PID namespace (/proc/self is %q, %v)", self, err)
+	}
 	attr, err := unix.SchedGetAttr(0, 0)
 	if err != nil {
 		return err
