@@ -105,6 +105,37 @@ func TestHarnessCannotLowerTheDaemonsWeightThroughItsInit(t *testing.T) {
 	}
 }
 
+// TestHarnessCannotChangeItsInitsScheduling: the init's forker thread
+// passes its policy and nice value to every harness it forks, later
+// tenants' of a kept sandbox included, and neither SCHED_IDLE nor nice 19
+// can be undone without CAP_SYS_NICE. A harness cannot set them on its
+// init's threads, in either id mode (EPERM), so no tenant's choice reaches
+// the next. The positive control is the test (root on the host) setting
+// the init's nice value, and setting it back.
+func TestHarnessCannotChangeItsInitsScheduling(t *testing.T) {
+	need(t)
+	for _, ids := range []sandbox.IDMode{sandbox.IDRange, sandbox.IDSelf} {
+		t.Run(string(ids), func(t *testing.T) {
+			cfg := baseConfig(t)
+			cfg.IDs = ids
+			ctx, sb := openSandbox(t, cfg)
+			if r, _ := runAgain(t, ctx, sb, nil, "slowinit"); r.OK || r.Errno != "EPERM" {
+				t.Errorf("the harness set its init's threads to SCHED_IDLE, nice 19: %+v", r)
+			}
+			if r, _ := runAgain(t, ctx, sb, nil, "sched"); r.Value != "0/0" {
+				t.Errorf("the next harness runs with policy/nice %s, want 0/0", r.Value)
+			}
+			if os.Geteuid() != 0 {
+				return
+			}
+			if err := unix.Setpriority(unix.PRIO_PROCESS, sb.Pid(), 1); err != nil {
+				t.Errorf("positive control: the host's root could not set the init's nice value: %v", err)
+			}
+			unix.Setpriority(unix.PRIO_PROCESS, sb.Pid(), 0)
+		})
+	}
+}
+
 // Every run of a sandbox that runs several harnesses in turn — one that
 // fails to start among them — gets the same restrictions from the
 // init's forker: no capability in any set, no_new_privs, the seccomp

@@ -263,6 +263,27 @@ func runAgent(args []string) int {
 		}
 		child, err := exec.Command("/bin/sh", "-c", "cut -d' ' -f41 /proc/self/stat").Output()
 		r = result{OK: err == nil, Value: strconv.Itoa(int(attr.Policy)), List: []string{strings.TrimSpace(string(child))}, Error: fmt.Sprint(err)}
+	case "sched":
+		// Its scheduling policy and nice value, "policy/nice".
+		attr, err := unix.SchedGetAttr(0, 0)
+		if err != nil {
+			r = outcome(err)
+			break
+		}
+		r = result{OK: true, Value: fmt.Sprintf("%d/%d", attr.Policy, attr.Nice)}
+	case "slowinit":
+		// Give every thread of the init SCHED_IDLE and nice 19 (neither
+		// can be undone without CAP_SYS_NICE): the init's forker thread
+		// would pass both to the next harness it forks.
+		tasks, err := os.ReadDir("/proc/1/task")
+		for _, e := range tasks {
+			tid, _ := strconv.Atoi(e.Name())
+			if err = unix.SchedSetAttr(tid, &unix.SchedAttr{Policy: unix.SCHED_IDLE, Nice: 19}, 0); err != nil {
+				err = fmt.Errorf("sched_setattr %d: %w", tid, err)
+				break
+			}
+		}
+		r = outcome(err)
 	case "id":
 		r = result{OK: true, Value: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}
 	case "env":
