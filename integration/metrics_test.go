@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -70,6 +71,30 @@ func expectSample(t *testing.T, fams map[string]*dto.MetricFamily, want float64,
 	t.Helper()
 	if got := sample(t, fams, name, labels...); got != want {
 		t.Errorf("%s%v = %v, want %v", name, labels, got, want)
+	}
+}
+
+// scrapeOnceClosed scrapes /metrics once no session is open by
+// harnessd_sessions_open. A session frees its slot (/health's
+// active_sessions) at once and counts as open until its close has
+// finished, stopping its harness and tool servers; a /ws client's close
+// handshake waits only for the slot.
+func scrapeOnceClosed(t *testing.T, d *daemon, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	deadline := time.Now().Add(goneTimeout)
+	for {
+		fams := scrape(t, d, token)
+		open := 0.0
+		for _, m := range fams["harnessd_sessions_open"].GetMetric() {
+			open += m.GetGauge().GetValue()
+		}
+		if open == 0 {
+			return fams
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("harnessd_sessions_open stayed %v in all, want 0", open)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -149,7 +174,7 @@ func TestMetricsDuringEpisode(t *testing.T) {
 	}
 	d.WaitSessions(0)
 
-	after := scrape(t, d, token)
+	after := scrapeOnceClosed(t, d, token)
 	expectSample(t, after, 3, "harnessd_episodes_started_total")
 	expectSample(t, after, 1, "harnessd_episodes_ended_total", "error_type", "harness_crashed")
 	expectSample(t, after, 2, "harnessd_episodes_ended_total", "error_type", "none") // closed over /ws and over /close

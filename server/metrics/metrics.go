@@ -93,7 +93,7 @@ func New(o Options) *Metrics {
 	f(build)
 
 	m.sessionsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "harnessd_sessions_open", Help: "Sessions open, by the surface that created them.",
+		Name: "harnessd_sessions_open", Help: "Sessions open, by the surface that created them; a closing session counts until its processes have stopped.",
 	}, []string{"kind"})
 	for _, k := range o.Kinds {
 		m.sessionsOpen.WithLabelValues(k)
