@@ -30,10 +30,12 @@ for line in sys.stdin:
 // whatever their size. A harness that ends each turn with a 3 MiB response
 // (turn_complete is exempt from the turn's event bounds; a stdout line may
 // be 4 MiB) would otherwise make the daemon keep 3 MiB a turn: 3 GiB for
-// one session at 1,000 turns. The test runs 40 turns (120 MiB of
-// responses) and wants the daemon's heap to grow by at most 64 MiB (the
-// console's 16 MiB and the session's, with room; a window by count holds
-// 119 MiB). The controls: each observation carries the whole response to
+// one session at 1,000 turns. The test runs 24 turns (72 MiB of
+// responses) and wants the daemon's heap to grow by at most 48 MiB (the
+// console's 16 MiB and the session's, with room; measured 15 MiB, and
+// 72 MiB with the window's byte bound lifted). Each turn's megabytes cost seconds
+// under the race detector (its shadow memory faulted in for every new
+// buffer): 40 turns took 105 s, the package's longest test by far. The controls: each observation carries the whole response to
 // the trainer, and the console's episode view lists the latest turns in
 // order, the last one whole, and names the turns before them as left out.
 func TestConsoleBoundsATurnWindowByBytes(t *testing.T) {
@@ -41,7 +43,7 @@ func TestConsoleBoundsATurnWindowByBytes(t *testing.T) {
 	if err != nil {
 		testbin.Missing(t, "python3 is not on PATH: %v", err)
 	}
-	const turns = 40
+	const turns = 24
 	script := filepath.Join(t.TempDir(), "agent.py")
 	if err := os.WriteFile(script, []byte(bigReplyAgent), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,7 +115,7 @@ func TestConsoleBoundsATurnWindowByBytes(t *testing.T) {
 			}
 		}
 	}
-	if grew > 64<<20 {
-		t.Errorf("one session's %d turns of 3 MiB responses hold %d MiB of the daemon's heap; want at most 64 MiB (the console's window and the session's are 16 MiB each)", turns, grew>>20)
+	if grew > 48<<20 {
+		t.Errorf("one session's %d turns of 3 MiB responses hold %d MiB of the daemon's heap; want at most 48 MiB (the console's window and the session's are 16 MiB each)", turns, grew>>20)
 	}
 }
