@@ -106,7 +106,7 @@ func (e *Env) reusesDisks() bool { return e.DiskQuota() > 0 && !e.Config.Workspa
 // default quota was given up on this host (mountDisk).
 func (ep *Episode) openSlot(ctx context.Context) (ok bool, err error) {
 	e := ep.env
-	d := e.disks.take(ctx)
+	d := e.disks.take(ctx, ep.needed)
 	if d == nil {
 		if err := os.MkdirAll(e.Dir, 0o700); err != nil {
 			return false, fmt.Errorf("create the session's directory: %w", err)
@@ -183,11 +183,15 @@ type disks struct {
 	// (and replaces) back when it takes one back, for take to wait on.
 	returning int
 	back      chan struct{}
+	// after, when set (tests), stands for returnWait's timer in take.
+	after <-chan time.Time
 }
 
 // returnWait bounds how long take waits for a closing episode's disk
-// instead of making a new one: a close normally gives its disk back within
-// milliseconds, a harness that ignores SIGTERM holds it for the stop grace.
+// instead of making a new one once someone waits for the take: a close
+// normally gives its disk back within milliseconds; a harness that takes
+// longer to exit at SIGTERM, or ignores it, holds the disk for as long
+// (up to the stop grace).
 const returnWait = 250 * time.Millisecond
 
 // maker returns the session's Maker, made at the first call.
@@ -202,10 +206,14 @@ func (ds *disks) maker(dir string, size int64) *quota.Maker {
 
 // take hands out an emptied disk, nil when none is waiting. When none is
 // but an episode's disk is on its way back (its episode closing), it waits
-// for it up to returnWait (or ctx): a disk made fresh, and the sandbox
-// kept on it, cost less than new ones.
-func (ds *disks) take(ctx context.Context) *disk {
-	var timeout <-chan time.Time
+// for it (or until ctx ends): a disk made fresh, and the sandbox kept on
+// it, cost less than new ones. needed says when someone waits for the
+// take (a nil channel: from the start); from then on it waits returnWait
+// at most. A prepared episode's take thus waits out a harness slow to
+// exit while no reset needs it, where a bound from the start made a new
+// disk and sandbox for every episode of such a harness.
+func (ds *disks) take(ctx context.Context, needed <-chan struct{}) *disk {
+	var bound <-chan time.Time
 	for {
 		ds.mu.Lock()
 		if n := len(ds.idle); n > 0 {
@@ -223,19 +231,28 @@ func (ds *disks) take(ctx context.Context) *disk {
 		}
 		back := ds.back
 		ds.mu.Unlock()
-		if timeout == nil {
-			t := time.NewTimer(returnWait)
-			defer t.Stop()
-			timeout = t.C
+		if needed == nil && bound == nil {
+			bound = ds.waitBound()
 		}
 		select {
 		case <-back:
-		case <-timeout:
+		case <-needed:
+			needed = nil // from now on bounded
+		case <-bound:
 			return nil
 		case <-ctx.Done():
 			return nil
 		}
 	}
+}
+
+// waitBound returns what ends take's wait once it is needed: returnWait
+// from now, or the test's channel (after).
+func (ds *disks) waitBound() <-chan time.Time {
+	if ds.after != nil {
+		return ds.after
+	}
+	return time.After(returnWait)
 }
 
 // willReturn notes that d's episode is closing: take may wait for it.

@@ -50,6 +50,12 @@ type Spec struct {
 	// Held starts the episode held (a prepared episode nobody has taken):
 	// its doors' events are dropped until Hold(false).
 	Held bool
+	// Needed, when set (a prepared episode's), is closed once a reset
+	// waits for the episode. Until then its directories wait for the disk
+	// of an episode still closing for as long as that takes (the disk and
+	// the sandbox kept on it cost less than new ones, and no one is
+	// waiting); from then on for returnWait at most. Nil: returnWait.
+	Needed <-chan struct{}
 	// From, when set, is the snapshot (Episode.Snapshot) the episode's
 	// directories are restored from instead of the workspace template;
 	// the task's Prepare is skipped (its files are already there). The
@@ -84,9 +90,10 @@ type Episode struct {
 	level   Level
 	held    atomic.Bool
 	undo    closers
-	keep    int        // undos below this index (the directories) survive Stop
-	from    *Snapshot  // Spec.From: the directories' snapshot
-	snapMu  sync.Mutex // one Snapshot at a time
+	keep    int             // undos below this index (the directories) survive Stop
+	from    *Snapshot       // Spec.From: the directories' snapshot
+	needed  <-chan struct{} // Spec.Needed
+	snapMu  sync.Mutex      // one Snapshot at a time
 
 	dirs    Dirs
 	disk    *quota.FS // the directories' quota, nil without
@@ -132,6 +139,9 @@ func (ep *Episode) assign(spec Spec) {
 		toolInherit: spec.ToolInherit, onDivergence: spec.OnDivergence}
 	if spec.From != nil {
 		ep.from = spec.From
+	}
+	if spec.Needed != nil {
+		ep.needed = spec.Needed
 	}
 	ep.log = spec.Env.Logger
 	if ep.id != "" {

@@ -27,8 +27,10 @@ const prepareTimeout = 5 * time.Minute
 // takes: resets back to back then overlap their waits): a reset arriving
 // before then (back to back with the one that took the last) waits for
 // that preparation instead of finding the pool empty and starting a cold
-// episode beside it. The zero
-// value is not usable; use NewPool.
+// episode beside it. A preparation nobody waits for yet may wait for the
+// disk (and the sandbox kept on it) of the episode still closing, however
+// long its harness takes to exit; once Take waits for it, for returnWait
+// at most (Spec.Needed). The zero value is not usable; use NewPool.
 type Pool struct {
 	env        *Env
 	level      Level
@@ -48,7 +50,11 @@ type prepared struct {
 	start   chan struct{}
 	started bool // start is closed (under Pool.mu)
 	done    chan struct{}
-	cancel  context.CancelFunc
+	// needed is closed once a reset waits for the preparation (Take):
+	// its wait for a closing episode's disk is bounded from then on
+	// (Spec.Needed).
+	needed chan struct{}
+	cancel context.CancelFunc
 }
 
 // NewPool makes a pool keeping want episodes of env prepared to level;
@@ -90,14 +96,14 @@ func (it *prepared) startLocked() {
 func (p *Pool) reserveLocked() {
 	for !p.closed && len(p.items) < p.want {
 		ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
-		it := &prepared{start: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
+		it := &prepared{start: make(chan struct{}), done: make(chan struct{}), needed: make(chan struct{}), cancel: cancel}
 		p.items = append(p.items, it)
 		go func() {
 			defer close(it.done)
 			defer cancel()
 			select {
 			case <-it.start:
-				it.ep, it.err = p.prepare(ctx)
+				it.ep, it.err = p.prepare(ctx, it.needed)
 			case <-ctx.Done():
 				it.err = ctx.Err()
 			}
@@ -105,16 +111,17 @@ func (p *Pool) reserveLocked() {
 	}
 }
 
-// prepare opens one episode to the pool's level.
-func (p *Pool) prepare(ctx context.Context) (*Episode, error) {
+// prepare opens one episode to the pool's level; needed is closed once a
+// reset waits for it.
+func (p *Pool) prepare(ctx context.Context, needed <-chan struct{}) (*Episode, error) {
 	if p.newAdapter == nil {
-		return Open(ctx, Spec{Env: p.env, Held: true}, p.level)
+		return Open(ctx, Spec{Env: p.env, Held: true, Needed: needed}, p.level)
 	}
 	a, err := p.newAdapter()
 	if err != nil {
 		return nil, err
 	}
-	ep, err := Open(ctx, Spec{Env: p.env, ID: uuid.NewString(), Held: true}, LevelDoors)
+	ep, err := Open(ctx, Spec{Env: p.env, ID: uuid.NewString(), Held: true, Needed: needed}, LevelDoors)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +157,7 @@ func (p *Pool) Take(ctx context.Context) *Episode {
 		// once this one replies. Both start now.
 		it.startLocked()
 		p.startLocked()
+		close(it.needed) // Take took it from items: closed once
 	}
 	p.mu.Unlock()
 	select {

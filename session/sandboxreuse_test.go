@@ -172,3 +172,44 @@ func TestSandboxedResetsResetTheWorkspaceItself(t *testing.T) {
 		t.Errorf("no sandbox served two of %d episodes (inits %v): the test looked at no recycle", maxReuseEpisodes, seen)
 	}
 }
+
+// slowToExitAgent is a line-protocol harness whose turns take 3 s (an
+// episode longer than its predecessor's stop, with room for a loaded
+// machine) and which takes 0.3 s to exit at SIGTERM, or at the end of its
+// input, as harnesses that save their state on the way out do.
+const slowToExitAgent = `trap 'sleep 0.3; exit 0' TERM
+printf '{"type":"ready"}\n'
+while read -r l; do sleep 3; printf '{"type":"turn_complete","data":{"response":"ok","done":false}}\n'; done
+sleep 0.3`
+
+// TestSandboxesOfAHarnessSlowToExitAreReused: a harness that takes longer
+// to exit than a reset's wait for its disk (250 ms) hands its sandbox on
+// to the episode after next when its episodes outlast its exit, so that
+// a session of such a harness keeps two sandboxes. The spare a reset
+// prepares waits for the closing episode's disk and sandbox while no
+// reset needs it; before, it gave up after 250 ms and made a third (the
+// third episode in a new sandbox C; 5 episodes ran as A, B, C, A, B),
+// which the session then kept idle.
+func TestSandboxesOfAHarnessSlowToExitAreReused(t *testing.T) {
+	needQuota(t)
+	reuse := true
+	s := sandboxed(t, func(c *config.Config) {
+		diskLimited(c, testQuota)
+		c.Sandbox.Reuse = &reuse
+		reuseUnderLoad(c)
+		c.Harness.Command = []string{"/bin/bash", "-c", slowToExitAgent}
+		c.Tools, c.Harness.BuiltinTools = nil, nil
+	})
+	var order []int
+	for i := range 3 {
+		reset(t, s)
+		order = append(order, initOf(t, s))
+		if got := responseText(t, s, "go"); got != "ok" {
+			t.Fatalf("episode %d: turn answered %q", i, got)
+		}
+	}
+	t.Logf("the episodes' inits in order: %v", order)
+	if order[2] != order[0] {
+		t.Errorf("the third episode of a harness slow to exit did not get the first one's sandbox (inits in order %v)", order)
+	}
+}
