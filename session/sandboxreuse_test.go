@@ -29,11 +29,7 @@ func TestSandboxedResetsReuseARecycledSandbox(t *testing.T) {
 	needQuota(t)
 	for _, reuse := range []bool{true, false} {
 		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
-			s := sandboxed(t, func(c *config.Config) {
-				diskLimited(c, testQuota)
-				c.Sandbox.Reuse = &reuse
-				reuseUnderLoad(c)
-			})
+			s := sandboxed(t, func(c *config.Config) { reusing(c, reuse) })
 			seen := map[int]int{} // init pid → episodes
 			repeats := 0
 			fresh := map[string]int{} // entries each place has in a new sandbox (bind targets in /tmp)
@@ -90,6 +86,15 @@ func TestSandboxedResetsReuseARecycledSandbox(t *testing.T) {
 // times.
 const maxReuseEpisodes = 16
 
+// reusing configures a session whose episodes run on a quota disk of
+// their own and hand their sandbox on (reuse) or not, under load
+// (reuseUnderLoad).
+func reusing(c *config.Config, reuse bool) {
+	diskLimited(c, testQuota)
+	c.Sandbox.Reuse = &reuse
+	reuseUnderLoad(c)
+}
+
 // reuseUnderLoad gives the harness a stop grace long enough that a
 // loaded machine does not SIGKILL a sandbox's init (ending the sandbox,
 // so that none is reused) while the test agent, which exits at SIGTERM,
@@ -137,12 +142,7 @@ func initOf(t *testing.T, s *session.Session) int {
 // session).
 func TestSandboxedResetsResetTheWorkspaceItself(t *testing.T) {
 	needQuota(t)
-	reuse := true
-	s := sandboxed(t, func(c *config.Config) {
-		diskLimited(c, testQuota)
-		c.Sandbox.Reuse = &reuse
-		reuseUnderLoad(c)
-	})
+	s := sandboxed(t, func(c *config.Config) { reusing(c, true) })
 	const payload = 4102444800 // 2100-01-01
 	seen := map[int]bool{}
 	reused := false
@@ -192,11 +192,8 @@ sleep 0.3`
 // which the session then kept idle.
 func TestSandboxesOfAHarnessSlowToExitAreReused(t *testing.T) {
 	needQuota(t)
-	reuse := true
 	s := sandboxed(t, func(c *config.Config) {
-		diskLimited(c, testQuota)
-		c.Sandbox.Reuse = &reuse
-		reuseUnderLoad(c)
+		reusing(c, true)
 		c.Harness.Command = []string{"/bin/bash", "-c", slowToExitAgent}
 		c.Tools, c.Harness.BuiltinTools = nil, nil
 	})

@@ -1,9 +1,9 @@
 // Package session is where a sandboxed harness stands among sessions,
 // scheduling groups and scheduling policies (policy.go: the sandbox's own
-// processes as SCHED_BATCH, the harness as any process). The harness leads a session of its own: in the
-// daemon's session it would share the daemon's scheduling group
-// (CONFIG_SCHED_AUTOGROUP, on by default for tasks in the root CPU
-// cgroup), whose weight any member may lower by writing
+// processes as SCHED_BATCH, the harness as any process). The harness
+// leads a session of its own: in the daemon's session it would share the
+// daemon's scheduling group (CONFIG_SCHED_AUTOGROUP, on by default for
+// tasks in the root CPU cgroup), whose weight any member may lower by writing
 // /proc/self/autogroup, and so could starve the daemon. But every session
 // is a scheduling group of its own, and CFS gives each one share, split
 // across the CPUs its tasks run on: a harness would weigh as much as the
