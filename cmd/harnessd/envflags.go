@@ -141,7 +141,11 @@ func parseToolFlag(s string, n int) (config.ToolConfig, error) {
 		if len(args) == 0 {
 			return tc, fmt.Errorf("--tool %q: no command", s)
 		}
-		tc.Command = args
+		// A relative program is the file from the working directory,
+		// as a configuration file's is from the file's: the server's
+		// sandbox shows that file's own directory, not only the one the
+		// server runs in.
+		tc.Command = absProgram(args)
 		if wd, err := os.Getwd(); err == nil {
 			tc.Dir = wd
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -25,6 +26,14 @@ type knob struct {
 	path  string // the configuration key it sets, as docs/configuration.md spells it
 	usage string // the help text, without the default
 }
+
+// hostPathKnobs are the knobs whose value is a path on the daemon's host:
+// made absolute from the working directory when given, as a configuration
+// file's relative paths are from the file's directory, because the daemon
+// and the sandboxes it builds use them from elsewhere. (--tasks and the
+// programs of --tool and the harness command are made absolute where
+// they are parsed.)
+var hostPathKnobs = map[string]bool{"record-dir": true, "workspace-template": true}
 
 // envKnobs is the one table of the flags that set the environment
 // configuration (serve and run). A flag given on the command line wins over
@@ -117,6 +126,13 @@ func (v *knobValue) Type() string   { return v.kind.name }
 func (v *knobValue) Set(s string) error {
 	if !v.kind.repeat && len(v.vals) > 0 {
 		return fmt.Errorf("given more than once (it sets %s, which takes one value)", v.k.path)
+	}
+	if hostPathKnobs[v.k.flag] && s != "" {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return err
+		}
+		s = abs
 	}
 	x, err := v.kind.parse(s, len(v.vals)+1)
 	if err != nil {

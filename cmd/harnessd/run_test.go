@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +86,56 @@ func TestRunToMaxTurnsIsANormalEnd(t *testing.T) {
 	}
 	if code != exitOK || !o.Done || o.Metadata.ErrorType != "" || o.Metadata.Error != "" || o.Metadata.HarnessDone || strings.Contains(errOut, "error_type") {
 		t.Errorf("exit %d, %s\n%s", code, out, errOut)
+	}
+}
+
+// TestRunTakesRelativeFlagPathsFromItsDirectory: a relative --record-dir
+// and a --tool program reached through ".." are the paths from the
+// directory run is started in, as a configuration file's are from the
+// file's. Both reached the episode as given: the sandbox refused the
+// record directory ("hidden path \"./rec\" is not absolute") and the tool
+// server's sandbox, showing only the directory it runs in, did not have
+// "../bin/testharness".
+func TestRunTakesRelativeFlagPathsFromItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	bin, work := filepath.Join(dir, "bin"), filepath.Join(dir, "work")
+	for _, d := range []string{bin, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, testbin.Path(t, "testharness"), filepath.Join(bin, "testharness"))
+	cmd := exec.Command(testbin.Path(t, "harnessd"), "run", "--record-dir", "./rec", "--tool", "stdio:../bin/testharness tools",
+		"-m", `tool add {"a":2,"b":3}`, "--", "../bin/testharness", "agent")
+	cmd.Dir = work
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == exitMissing {
+		testbin.Missing(t, "%s", strings.TrimSpace(stderr.String()))
+	}
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var o wire.Observation
+	if err := json.Unmarshal(stdout.Bytes(), &o); err != nil || o.ResponseText() != "add -> 5" {
+		t.Errorf("observation %s (%v)", stdout.String(), err)
+	}
+	recs, _ := filepath.Glob(filepath.Join(work, "rec", "*.jsonl"))
+	if len(recs) != 1 {
+		t.Errorf("records in ./rec: %v", recs)
+	}
+}
+
+// copyFile copies the executable src to dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
