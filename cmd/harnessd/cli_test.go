@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"io"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 var everyCommand = []string{"serve", "run", "chat", "agents", "check", "health", "version", "validate"}
@@ -200,4 +207,37 @@ func TestUnknownAdapterNamesTheKnobAndTheProtocols(t *testing.T) {
 	if !strings.HasPrefix(errOut, cfg+`: harness.options: unknown key "fork_timout"`) {
 		t.Errorf("validate options: stderr %q", errOut)
 	}
+}
+
+// HARNESSD_API_TOKEN set to nothing but spaces (or to nothing) is a usage
+// error, as an empty --api-token-file is: it served without
+// authentication, logging "auth":false and no warning. The control: the
+// variable set to a token serves with authentication ("auth":true).
+func TestAnEmptyAPITokenVariableIsRefused(t *testing.T) {
+	for _, v := range []string{"", " \t"} {
+		_, errOut, code := harnessd(t, []string{"HARNESSD_API_TOKEN=" + v}, "serve", "--listen", "127.0.0.1:0", "--isolation", "process", "--", "true")
+		if code != exitUsage || !strings.Contains(errOut, "HARNESSD_API_TOKEN is set but empty") {
+			t.Errorf("HARNESSD_API_TOKEN=%q: exit %d, stderr %q", v, code, errOut)
+		}
+	}
+	cmd := exec.Command(testbin.Path(t, "harnessd"), "serve", "--listen", "127.0.0.1:0", "--isolation", "process", "--log-format", "json", "--", "true")
+	cmd.Env = append(os.Environ(), "HARNESSD_API_TOKEN=s3cret")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); io.Copy(io.Discard, stderr); cmd.Wait() }()
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if line := lines.Text(); strings.Contains(line, `"msg":"serving"`) {
+			if !strings.Contains(line, `"auth":true`) {
+				t.Errorf("control: a token in HARNESSD_API_TOKEN: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatal("control: the daemon with a token did not log serving")
 }

@@ -342,7 +342,8 @@ func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <
 }
 
 // apiToken reads the token from a file or HARNESSD_API_TOKEN (which is then
-// removed from the daemon's environment).
+// removed from the daemon's environment). An empty file, or the variable
+// set to nothing but spaces, is an error, not "no token".
 func apiToken(file string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
@@ -355,7 +356,13 @@ func apiToken(file string) (string, error) {
 		}
 		return t, nil
 	}
-	t := os.Getenv("HARNESSD_API_TOKEN")
+	t, set := os.LookupEnv("HARNESSD_API_TOKEN")
 	os.Unsetenv("HARNESSD_API_TOKEN")
-	return strings.TrimSpace(t), nil
+	t = strings.TrimSpace(t)
+	if set && t == "" {
+		// A token meant but left empty (a template's unfilled value)
+		// would otherwise serve without authentication.
+		return "", errors.New("HARNESSD_API_TOKEN is set but empty: give the token, or unset the variable to run without one")
+	}
+	return t, nil
 }
