@@ -9,12 +9,36 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/process"
 )
 
 // maxScorerOutput bounds what is read from a command scorer's stdout.
 const maxScorerOutput = 1 << 20
+
+// maxResponseEnv bounds HARNESSD_RESPONSE: one environment string may
+// hold 128 KiB at most (MAX_ARG_STRLEN), and the harness's answer must
+// never be able to make a scorer's start fail (E2BIG), which once left a
+// penalty rubric out of the reward.
+const maxResponseEnv = 64 << 10
+
+// responseEnv is the scorer's HARNESSD_RESPONSE: the harness's response
+// with each NUL byte (which no environment string can hold; the exec
+// failed) as U+FFFD, cut to its first maxResponseEnv bytes on a character
+// boundary, then with HARNESSD_RESPONSE_TRUNCATED=1 beside it. The whole
+// response is the "response" of the JSON on the scorer's stdin.
+func responseEnv(resp string) []string {
+	resp = strings.ReplaceAll(resp, "\x00", "\uFFFD")
+	if len(resp) <= maxResponseEnv {
+		return []string{"HARNESSD_RESPONSE=" + resp}
+	}
+	cut := maxResponseEnv
+	for cut > 0 && !utf8.RuneStart(resp[cut]) {
+		cut--
+	}
+	return []string{"HARNESSD_RESPONSE=" + resp[:cut], "HARNESSD_RESPONSE_TRUNCATED=1"}
+}
 
 // sandboxStartTimeout bounds starting a scorer's sandbox (the caller's
 // context too); the scorer's own timeout starts once it is up.
@@ -38,8 +62,8 @@ func (s *Set) runCommand(ctx context.Context, sp *Spec, in Input) (float64, stri
 		"HARNESSD_WORKSPACE="+in.Workspace,
 		"HARNESSD_EPISODE_ID="+in.EpisodeID,
 		"HARNESSD_TURN="+strconv.Itoa(in.TurnNumber),
-		"HARNESSD_RESPONSE="+in.Response,
 	)
+	env = append(env, responseEnv(in.Response)...)
 	p, err := s.deps.Supervisor.Start(process.Spec{
 		Name:     "rubric:" + sp.Name,
 		Path:     sp.Command[0],

@@ -139,8 +139,9 @@ func (s *Set) Applies(done bool) bool {
 
 // Score runs every rubric that applies to in (turn rubrics after every turn,
 // done rubrics when in.Done) and returns the weighted sum of their scores and
-// one Result each. A failing rubric contributes nothing and reports its
-// error; Score itself never fails.
+// one Result each. A failing rubric contributes nothing to the sum and
+// reports its error (the session then gives no reward: one failed rubric
+// must not drop a penalty from the sum); Score itself never fails.
 func (s *Set) Score(ctx context.Context, in Input) (float64, []Result) {
 	if s == nil {
 		return 0, nil

@@ -96,10 +96,10 @@ func (s *Session) endsEpisode(n int, res harness.TurnResult) bool {
 	return max > 0 && n >= max
 }
 
-// score runs the rubrics that apply after a turn. The reward is nil when no
-// rubric scored (none applies, or each that applies failed), so that a
-// trainer can tell "no reward" from a reward of 0; otherwise it is the
-// weighted sum of the scores given.
+// score runs the rubrics that apply after a turn. The reward is nil when
+// none applies or any that applies failed (its error is in the details),
+// so that a trainer can tell "no reward" from a reward of 0; otherwise it
+// is the weighted sum of their scores.
 func (s *Session) score(ctx context.Context, r *run, a wire.Action, res harness.TurnResult, obs *wire.Observation) (*float64, []wire.RewardDetail) {
 	if !s.rubrics.Applies(obs.Done) {
 		return nil, nil
@@ -112,12 +112,19 @@ func (s *Session) score(ctx context.Context, r *run, a wire.Action, res harness.
 		Done: obs.Done, HarnessDone: res.Done, Observation: mdJSON, Workspace: r.ep.Dirs().Workspace,
 		Sandbox: r.ep.RubricSandbox, Dialogue: r.user.Dialogue(),
 	})
+	// One rubric that failed makes the reward unknown, not the sum of the
+	// others: what the harness leaves behind (a workspace a scorer times
+	// out on, an answer it could not start with) must not be able to drop
+	// a penalty rubric from the sum and so raise its reward.
 	for _, d := range details {
-		if d.Score != nil {
-			return &total, details
+		if d.Score == nil {
+			return nil, details
 		}
 	}
-	return nil, details
+	if len(details) == 0 {
+		return nil, details
+	}
+	return &total, details
 }
 
 // rewardValue is a reward for logs: its value, or nil.

@@ -50,3 +50,28 @@ func TestRewardZeroIsAScore(t *testing.T) {
 		t.Fatalf("reward details: %+v", o.Metadata.RewardDetails)
 	}
 }
+
+// TestAFailedRubricLeavesTheRewardNull: when one rubric that applies
+// fails, the reward is null, not the sum of the others: a failed penalty
+// rubric (weight -1) beside an answer rubric that scored 1 gave 1, so what
+// made the penalty fail (an answer it could not start with, a workspace it
+// timed out on) raised the reward. Each rubric's score or error stays in
+// reward_details.
+func TestAFailedRubricLeavesTheRewardNull(t *testing.T) {
+	minusOne := -1.0
+	cfg := testConfig(t)
+	cfg.Rubrics = []rubric.Spec{
+		{Name: "answer", Type: rubric.KindMatch, Contains: "42"},
+		{Name: "penalty", Type: rubric.KindCommand, Command: []string{"/nonexistent/scorer"}, Weight: &minusOne},
+	}
+	s := newSession(t, cfg)
+	reset(t, s)
+	o := step(t, s, "reply 42")
+	if o.Reward != nil {
+		t.Errorf("a rubric failed, yet reward %v", *o.Reward)
+	}
+	d := o.Metadata.RewardDetails
+	if len(d) != 2 || d[0].Score == nil || *d[0].Score != 1 || d[1].Score != nil || d[1].Error == "" {
+		t.Errorf("reward details: %+v", d)
+	}
+}

@@ -232,3 +232,44 @@ func TestSandboxedToolServerSeesItsDirectoryButNotTheDaemonsFiles(t *testing.T) 
 		t.Fatalf("control: %q %v", b, err)
 	}
 }
+
+// The red team's reward forgery through the answer alone: a penalty
+// rubric (weight -1) reading HARNESSD_RESPONSE failed to start when the
+// answer held a NUL byte (no environment string can) or passed 128 KiB
+// (E2BIG), and a failed rubric was left out of the sum: the reward went
+// from 0 to 1. The answer's NUL is now U+FFFD there and a long answer is
+// cut (HARNESSD_RESPONSE_TRUNCATED=1), so the penalty scores each time;
+// the control is the same penalty on a plain answer.
+func TestTheAnswerCannotKeepAPenaltyRubricFromScoring(t *testing.T) {
+	minusOne := -1.0
+	penalty := `case "$HARNESSD_RESPONSE" in *forbidden*) hit=1;; *) hit=0;; esac; echo "truncated=${HARNESSD_RESPONSE_TRUNCATED:-0} bytes=${#HARNESSD_RESPONSE}"; echo $hit`
+	s := sandboxed(t, func(c *config.Config) {
+		c.Rubrics = []rubric.Spec{
+			{Name: "answer", Type: rubric.KindMatch, Contains: "42"},
+			{Name: "penalty", Type: rubric.KindCommand, Command: []string{"sh", "-c", penalty}, Weight: &minusOne},
+		}
+	})
+	reset(t, s)
+	for _, c := range []struct{ name, answer, detail string }{
+		{"control: a plain answer", "forbidden 42", "truncated=0"},
+		{"a NUL byte", "forbidden 42\x00", "truncated=0"},
+		{"200 KB", "forbidden 42 " + strings.Repeat("x", 200_000), "truncated=1 bytes=65536"},
+	} {
+		obs := step(t, s, "reply "+c.answer)
+		p := detail(obs, "penalty")
+		if p.Score == nil || *p.Score != 1 || !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s: penalty %+v, want a score of 1 and %q", c.name, p, c.detail)
+		}
+		if obs.Reward == nil || *obs.Reward != 0 {
+			t.Errorf("%s: reward %v, want 0 (1 for the answer, -1 for the penalty)", c.name, rewardText(obs))
+		}
+	}
+}
+
+// rewardText is an observation's reward for messages.
+func rewardText(obs *wire.Observation) string {
+	if obs.Reward == nil {
+		return "null"
+	}
+	return fmt.Sprint(*obs.Reward)
+}
