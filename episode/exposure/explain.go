@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/process/sandbox"
@@ -61,8 +62,8 @@ func (s *View) Explain(root string, f *harness.Failure) {
 			p = filepath.Join(home, p[2:])
 		}
 		p = filepath.Clean(p)
-		if seen[p] || len(notes) >= maxExplained {
-			continue
+		if seen[p] || len(notes) >= maxExplained || Within(p, "/proc") {
+			continue // /proc/PID/root/... is another process's view, not the host's
 		}
 		seen[p] = true
 		if n := s.whyUnseen(root, p, "", side); n != "" {
@@ -169,13 +170,21 @@ func (s *View) whyUnseenWith(binds []sandbox.Bind, hide []string, root, p, what 
 }
 
 // shebangInterpreter returns the absolute interpreter of a "#!" script at
-// p ("" when it is none, or env).
+// p ("" when it is none, or env). The harness names p: only a regular
+// file is read, opened without blocking (a FIFO the harness made, named
+// in its stderr, held a daemon thread in open for good).
 func shebangInterpreter(p string) string {
-	f, err := os.Open(p)
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "" // replaced since the Stat
+	}
 	buf := make([]byte, 256)
 	n, _ := f.Read(buf)
 	if !bytes.HasPrefix(buf[:n], []byte("#!")) {

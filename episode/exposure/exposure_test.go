@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
@@ -249,5 +251,42 @@ func TestForCommandAnswersAreSharedSafely(t *testing.T) {
 	}
 	if !slices.ContainsFunc(b2, func(b sandbox.Bind) bool { return b.Src == filepath.Dir(prog) }) {
 		t.Fatalf("the program's directory is not bound: %v", b2)
+	}
+}
+
+// TestExplainDoesNotOpenAFIFOTheHarnessNames: a harness that fails at
+// start naming a FIFO it made ("cannot execute PATH") had the daemon, as
+// root, open it to read a "#!" line: the open waited for a writer for
+// good, and with it the reset and the daemon's drain. Only regular files
+// are read now, without blocking. The control: a script named the same
+// way whose interpreter the sandbox hides is still explained.
+func TestExplainDoesNotOpenAFIFOTheHarnessNames(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	root := filepath.Join(t.TempDir(), "episode")
+	os.Mkdir(root, 0o755)
+	fifo, script, interp := filepath.Join(root, "f"), filepath.Join(root, "run.sh"), filepath.Join(home, "interp")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // a build that blocks in the open gets its writer
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	os.WriteFile(interp, []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(script, []byte("#!"+interp+"\n"), 0o755)
+	v := New(&config.Config{Harness: config.HarnessConfig{Config: harness.Config{Command: []string{"/bin/true"}}}}, nil, true, nil)
+	f := &harness.Failure{Type: wire.FailureHarnessCrashed, Message: "start: not found",
+		StderrTail: "cannot execute " + fifo + "\ncannot execute " + script + "\n"}
+	done := make(chan struct{})
+	go func() { v.Explain(root, f); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Explain is still opening the FIFO after 30 s")
+	}
+	if !strings.Contains(f.Message, "the interpreter of "+script) || !strings.Contains(f.Message, interp+" is hidden") {
+		t.Errorf("control: the script's hidden interpreter is not explained: %s", f.Message)
 	}
 }
