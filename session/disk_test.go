@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/internal/testbin"
+	"github.com/harnessd/harnessd/internal/treecopy"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
@@ -226,5 +227,64 @@ func TestDiskQuotaKeep(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(ws) + ".img"); !os.IsNotExist(err) {
 		t.Fatalf("the kept episode's image is still there: %v", err)
+	}
+}
+
+// TestDiskQuotaKeepStaysWithinTheQuotaOnTheHost: a kept episode's copy
+// on the host keeps holes and hard links. The red team's harness made a
+// 2 GiB sparse file and 50 hard links to an 8 MiB file under a 64 MiB
+// quota: the copy wrote each out in full, 2.4 GiB on a host disk without
+// a quota. Here a 64 MiB sparse file and 20 links to 1 MiB under 8 MiB:
+// the kept directory takes at most the quota, and its files are what the
+// harness made (the sizes, the one inode, the data).
+func TestDiskQuotaKeepStaysWithinTheQuotaOnTheHost(t *testing.T) {
+	needQuota(t)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "harness.sh")
+	script := `#!/bin/sh
+echo '{"type":"ready"}'
+while read -r line; do
+  truncate -s 64M sparse.bin
+  head -c 1048576 /dev/urandom > data.bin
+  for i in $(seq 1 20); do ln data.bin link$i; done
+  echo "{\"type\":\"turn_complete\",\"data\":{\"response\":\"$(pwd)\",\"done\":false}}"
+done
+`
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.Isolation = config.IsolationProcess
+	cfg.Harness.Command = []string{prog}
+	cfg.Workspace.Keep = true
+	diskLimited(cfg, testQuota)
+	s := newSession(t, cfg)
+	reset(t, s)
+	ws := step(t, s, "make them").ResponseText()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	used, err := treecopy.Bytes(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the kept workspace takes %d KiB on the host", used>>10)
+	if used > testQuota {
+		t.Errorf("the kept workspace takes %d bytes on the host, more than the quota's %d", used, testQuota)
+	}
+	sparse, err := os.Stat(filepath.Join(ws, "sparse.bin"))
+	if err != nil || sparse.Size() != 64<<20 {
+		t.Fatalf("sparse.bin: %v, %v", sparse, err)
+	}
+	data, err := os.ReadFile(filepath.Join(ws, "data.bin"))
+	if err != nil || len(data) != 1<<20 {
+		t.Fatalf("data.bin: %d bytes, %v", len(data), err)
+	}
+	first, _ := os.Stat(filepath.Join(ws, "data.bin"))
+	for i := 1; i <= 20; i++ {
+		fi, err := os.Stat(filepath.Join(ws, fmt.Sprintf("link%d", i)))
+		if err != nil || !os.SameFile(fi, first) {
+			t.Fatalf("link%d is not data.bin's inode: %v", i, err)
+		}
 	}
 }

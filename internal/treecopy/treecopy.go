@@ -23,9 +23,11 @@ import (
 	"github.com/harnessd/harnessd/internal/quota"
 )
 
-// Bytes sums the allocated blocks of everything below dir.
+// Bytes sums the allocated blocks of everything below dir, a file with
+// several hard links once (as du does).
 func Bytes(dir string) (int64, error) {
 	var n int64
+	seen := map[[2]uint64]bool{}
 	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -34,9 +36,18 @@ func Bytes(dir string) (int64, error) {
 		if err != nil {
 			return err
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n += st.Blocks * 512
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
 		}
+		if st.Nlink > 1 && !de.IsDir() {
+			id := [2]uint64{st.Dev, st.Ino}
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
+		}
+		n += st.Blocks * 512
 		return nil
 	})
 	return n, err
