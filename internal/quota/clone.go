@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -124,6 +126,71 @@ func (f *FS) Freeze() error { return freezeIoctl(f.Dir, ioctlFIFREEZE, "freeze")
 // Thaw lets writers of a frozen file system go on (FITHAW).
 func (f *FS) Thaw() error { return freezeIoctl(f.Dir, ioctlFITHAW, "thaw") }
 
+// FreezeWait bounds how long Snapshot waits for the file system to
+// freeze. A freeze waits for every write in progress to end, and a writer
+// can hold one open for as long as it likes (splice from an empty pipe
+// into a file of the file system): the red team's harness kept a step
+// from ever answering that way, a daemon thread in the freeze for good.
+const FreezeWait = 10 * time.Second
+
+// ErrFreezeTimedOut marks a Snapshot whose freeze did not happen within
+// FreezeWait (or before its context ended), or found an earlier such
+// freeze still waiting.
+var ErrFreezeTimedOut = errors.New("the file system did not freeze in time: a writer holds a write open")
+
+// freezeState is a freeze Snapshot stopped waiting for: the kernel's
+// freeze goes on until the writer ends (for a harness, when it is
+// stopped), and is then undone at once.
+type freezeState struct {
+	mu        sync.Mutex
+	pending   bool // a FIFREEZE has not returned yet
+	abandoned bool // and its caller gave up: thaw when it does
+}
+
+// freezeWithin freezes the file system, waiting at most d or until ctx
+// ends. A freeze not done by then is left to its own goroutine, which
+// thaws the file system when the kernel's freeze returns (the writer
+// holding it off has ended) and then ends; until it has, every later
+// freezeWithin fails at once. Writers to the file system wait meanwhile,
+// as for any freeze in progress.
+func (f *FS) freezeWithin(ctx context.Context, d time.Duration) error {
+	f.fz.mu.Lock()
+	if f.fz.pending {
+		f.fz.mu.Unlock()
+		return fmt.Errorf("quota: freeze %s: %w (an earlier freeze still waits for it)", f.Dir, ErrFreezeTimedOut)
+	}
+	f.fz.pending = true
+	f.fz.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		err := f.Freeze()
+		f.fz.mu.Lock()
+		defer f.fz.mu.Unlock()
+		if f.fz.abandoned && err == nil {
+			f.Thaw()
+		}
+		f.fz.pending, f.fz.abandoned = false, false
+		done <- err
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	f.fz.mu.Lock()
+	defer f.fz.mu.Unlock()
+	select {
+	case err := <-done: // it returned meanwhile: frozen, the caller thaws
+		return err
+	default:
+	}
+	f.fz.abandoned = true
+	return fmt.Errorf("quota: freeze %s: %w (waited %s)", f.Dir, ErrFreezeTimedOut, d)
+}
+
 func freezeIoctl(dir string, req uint, what string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -180,7 +247,7 @@ func (f *FS) Snapshot(ctx context.Context, image string) (method string, err err
 			os.Remove(image)
 		}
 	}()
-	if err := f.Freeze(); err != nil {
+	if err := f.freezeWithin(ctx, FreezeWait); err != nil {
 		return "", err
 	}
 	method, err = CloneFile(ctx, src, dst)

@@ -4,11 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/quota"
 )
@@ -129,4 +138,90 @@ func e2fsck() string {
 		}
 	}
 	return ""
+}
+
+// TestSnapshotGivesUpAFreezeAWriterHoldsOff: a splice from an empty pipe
+// into a file of the file system holds a write open, and a freeze waits
+// for it: the red team's harness kept a step from ever answering, a daemon
+// thread in FIFREEZE for good. Snapshot gives up when its context ends
+// (ErrFreezeTimedOut), refuses another snapshot while that freeze waits,
+// and once the writer ends the file system is thawed: writes go on and a
+// snapshot works again. The control: a snapshot before the writer.
+func TestSnapshotGivesUpAFreezeAWriterHoldsOff(t *testing.T) {
+	fs := mountedForTest(t)
+	dir := t.TempDir()
+	if _, err := fs.Snapshot(context.Background(), filepath.Join(dir, "before.img")); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	out, err := os.OpenFile(filepath.Join(fs.Dir, "spliced"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	spliced := make(chan struct{})
+	tid := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		tid <- unix.Gettid()
+		unix.Splice(int(r.Fd()), nil, int(out.Fd()), nil, 4096, 0)
+		close(spliced)
+	}()
+	waitInSplice(t, <-tid)
+	var release sync.Once
+	releaseWriter := func() { release.Do(func() { w.Write([]byte("x")) }) }
+	defer releaseWriter()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := within(t, func() error { _, err := fs.Snapshot(ctx, filepath.Join(dir, "held.img")); return err }); !errors.Is(err, quota.ErrFreezeTimedOut) {
+		t.Fatalf("a snapshot while a write is held open: %v, want ErrFreezeTimedOut", err)
+	}
+	if _, err := fs.Snapshot(context.Background(), filepath.Join(dir, "again.img")); !errors.Is(err, quota.ErrFreezeTimedOut) {
+		t.Fatalf("a snapshot while the first freeze waits: %v, want ErrFreezeTimedOut at once", err)
+	}
+	releaseWriter()
+	<-spliced
+	if err := within(t, func() error { return os.WriteFile(filepath.Join(fs.Dir, "after"), []byte("x"), 0o644) }); err != nil {
+		t.Fatalf("a write once the writer ended: %v", err)
+	}
+	if _, err := fs.Snapshot(context.Background(), filepath.Join(dir, "after.img")); err != nil {
+		t.Fatalf("a snapshot once the writer ended: %v", err)
+	}
+}
+
+// waitInSplice waits until thread tid of this process is asleep in
+// splice(2) (its /proc syscall line starts with the call's number).
+func waitInSplice(t *testing.T, tid int) {
+	t.Helper()
+	path := fmt.Sprintf("/proc/self/task/%d/syscall", tid)
+	want := strconv.Itoa(unix.SYS_SPLICE) + " "
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasPrefix(string(b), want) {
+			return
+		}
+		time.Sleep(time.Millisecond) // a kernel state, read until it holds
+	}
+	t.Fatal("the splice did not start within 30 s")
+}
+
+// within runs f and returns its error, failing the test if f has not
+// returned after 30 s (a hang, on a build that waits for good).
+func within(t *testing.T, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("still waiting after 30 s")
+		return nil
+	}
 }

@@ -80,6 +80,9 @@ type FS struct {
 	root      int
 	rootOpen  bool
 	unmounted bool
+
+	// fz is a freeze that Snapshot stopped waiting for (freezeWithin).
+	fz freezeState
 }
 
 // mkfsFlags format a scratch file system: no journal (it never outlives a
