@@ -78,6 +78,16 @@ func TestBadFlagValue(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, `"--output-limit"`) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
+	// Words from a fixed set are checked as the flags are read: --isolation
+	// and --cgroup exited 3 ("a mechanism is missing") after the daemon's
+	// setup had begun, --drain-policy once it had logged.
+	for _, c := range [][2]string{{"--isolation", "vm"}, {"--cgroup", "maybe"}, {"--subreaper", "yes"}, {"--drain-policy", "nope"}} {
+		_, errOut, code = harnessd(t, nil, "serve", c[0], c[1], "--", "true")
+		want := `harnessd serve: invalid argument "` + c[1] + `" for "` + c[0] + `" flag: want `
+		if code != exitUsage || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "--help") {
+			t.Errorf("%s %s: exit %d, stderr %q", c[0], c[1], code, errOut)
+		}
+	}
 }
 
 // A flag's value written with a space ("10 minutes") leaves a word before

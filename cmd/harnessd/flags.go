@@ -186,3 +186,27 @@ func sizeVar(fs *pflag.FlagSet, p *string, name, value, usage string) {
 	*p = value
 	fs.Var(sizeFlag{p}, name, usage)
 }
+
+// choiceFlag is a flag whose value is one of a few words, checked when
+// set: a bad one is a usage error naming the flag and the words (exit 2),
+// not a failure found after the daemon's setup began.
+type choiceFlag struct {
+	p       *string
+	choices []string
+}
+
+func (c choiceFlag) String() string { return *c.p }
+func (c choiceFlag) Type() string   { return "string" }
+func (c choiceFlag) Set(v string) error {
+	if !slices.Contains(c.choices, v) {
+		return fmt.Errorf("want %s", strings.Join(c.choices, ", "))
+	}
+	*c.p = v
+	return nil
+}
+
+// choiceVar registers a choiceFlag whose default is def.
+func choiceVar(fs *pflag.FlagSet, p *string, name, def string, choices []string, usage string) {
+	*p = def
+	fs.Var(choiceFlag{p, choices}, name, usage)
+}

@@ -20,7 +20,7 @@ type drainFlags struct {
 }
 
 func (f *drainFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.policy, "drain-policy", string(server.DrainFinish),
+	choiceVar(fs, &f.policy, "drain-policy", string(server.DrainFinish), []string{string(server.DrainFinish), string(server.DrainCancel)},
 		"on SIGTERM, running turns: finish (answered if they end within the drain timeout) or cancel (abandoned at once)")
 }
 

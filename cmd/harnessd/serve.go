@@ -36,9 +36,10 @@ type isolationFlags struct {
 }
 
 func (f *isolationFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.level, "isolation", "auto", "how harnesses are contained: sandbox (own namespaces; refuse to start without), process (the daemon's child), or auto (sandbox where the host allows it; overrides the configuration's isolation:)")
-	fs.StringVar(&f.cgroup, "cgroup", "auto", "cgroup v2 leaf per process tree: auto, off, required")
-	fs.StringVar(&f.subreaper, "subreaper", "auto", "adopt orphaned descendants: auto, off, required")
+	choiceVar(fs, &f.level, "isolation", "auto", []string{"sandbox", "process", "auto"}, "how harnesses are contained: sandbox (own namespaces; refuse to start without), process (the daemon's child), or auto (sandbox where the host allows it; overrides the configuration's isolation:)")
+	modes := []string{"auto", "off", "required"}
+	choiceVar(fs, &f.cgroup, "cgroup", "auto", modes, "cgroup v2 leaf per process tree: auto, off, required")
+	choiceVar(fs, &f.subreaper, "subreaper", "auto", modes, "adopt orphaned descendants: auto, off, required")
 	fs.BoolVar(&f.reapOrphans, "reap-orphans", false, "reap every orphan re-parented to the daemon (always on as PID 1)")
 	fs.BoolVar(&f.killLeftovers, "kill-leftovers", false, "kill the processes left in the cgroups of gone daemons beside this one before removing them (only where every daemon there is yours)")
 }
