@@ -33,7 +33,7 @@ func (s *Session) classifyTurnError(ctx context.Context, r *run, err error) *har
 		return harness.Wrap(wire.FailureCancelled, nil, "turn abandoned: %v", context.Cause(ctx))
 	}
 	if f, ok := harness.AsFailure(err); ok {
-		return f
+		return limitOr(r, f, err)
 	}
 	if r.adapter().Alive() {
 		return harness.Wrap(wire.FailureProtocol, err, "harness turn failed")
@@ -43,6 +43,23 @@ func (s *Session) classifyTurnError(ctx context.Context, r *run, err error) *har
 		return f
 	}
 	return harness.Wrap(wire.FailureHarnessCrashed, err, "harness died mid-turn")
+}
+
+// limitOr is f, the adapter's failure, unless the harness died of a limit
+// of its sandbox's cgroup (the OOM killer, its pids limit): then it is
+// resource_limit naming the limit and its knob, with f's exit status and
+// stderr tail. The adapter sees only an end of output and an exit status
+// ("killed by SIGKILL"), which it reports as a crash.
+func limitOr(r *run, f *harness.Failure, err error) *harness.Failure {
+	if f.Type != wire.FailureHarnessCrashed {
+		return f
+	}
+	lf := r.ep.LimitFailure()
+	if lf == nil {
+		return f
+	}
+	lf.Exit, lf.StderrTail, lf.Err = f.Exit, f.StderrTail, err
+	return lf
 }
 
 // turnSignal tells Interrupt where a step is: live is closed once the
