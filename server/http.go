@@ -22,7 +22,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (json.RawMessa
 	var big *bounds.TooLargeError
 	switch {
 	case errors.As(err, &big):
-		writeJSONStatus(w, http.StatusRequestEntityTooLarge, map[string]any{"detail": "body exceeds the maximum frame size"})
+		writeJSONStatus(w, http.StatusRequestEntityTooLarge, map[string]any{"detail": "body exceeds the maximum frame size (--max-frame-bytes)"})
 		return nil, false
 	case err != nil:
 		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"detail": "unreadable body: " + err.Error()})

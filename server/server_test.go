@@ -163,8 +163,12 @@ func TestWSBadFramesKeepSession(t *testing.T) {
 		`{"type":"step"}`:            codeValidation,
 		strings.Repeat("x", 100<<10): codeValidation, // over the frame limit
 	} {
-		if r := roundTrip(t, c, frame); r["type"] != "error" || data(r)["code"] != code {
+		r := roundTrip(t, c, frame)
+		if r["type"] != "error" || data(r)["code"] != code {
 			t.Fatalf("%.40s: %v, want %s", frame, r, code)
+		}
+		if msg, _ := data(r)["message"].(string); len(frame) > 1<<16 && !strings.Contains(msg, "(--max-frame-bytes)") {
+			t.Errorf("an oversized frame's error does not name its flag: %q", msg)
 		}
 	}
 	r := roundTrip(t, c, `{"type":"reset","data":{"episode_id":"e1"}}`)

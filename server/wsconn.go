@@ -335,6 +335,6 @@ func tooBigError(in inbound) *wireError {
 			Errors:  []fieldError{{Type: "too_long", Loc: []any{}, Msg: "too many bytes queued", Input: nil}}}
 	}
 	return &wireError{Code: codeValidation,
-		Message: fmt.Sprintf("frame of %d bytes exceeds the maximum of %d bytes", in.tooBig, in.allowed),
+		Message: fmt.Sprintf("frame of %d bytes exceeds the maximum of %d bytes (--max-frame-bytes)", in.tooBig, in.allowed),
 		Errors:  []fieldError{{Type: "too_long", Loc: []any{}, Msg: "frame too large", Input: nil}}}
 }

@@ -41,7 +41,7 @@ func (s *Session) turnBudget(r *run, stepTimeout time.Duration) turnBudget {
 // is written only then, not at every turn's start (issue 28).
 func (b turnBudget) exceeded() *harness.Failure {
 	if b.limit == wire.FailureEpisodeTimeout {
-		return harness.Fail(b.limit, "episode exceeded %s", b.episode.String())
+		return harness.Fail(b.limit, "episode exceeded %s (episode.episode_timeout)", b.episode.String())
 	}
 	return harness.Fail(b.limit, "harness turn exceeded %s seconds", formatSeconds(b.d))
 }

@@ -479,8 +479,8 @@ func TestEpisodeTimeout(t *testing.T) {
 	s := newSession(t, cfg)
 	reset(t, s)
 	o := step(t, s, "sleep 5s")
-	if o.Metadata.ErrorType != wire.FailureEpisodeTimeout || !o.Done {
-		t.Fatalf("%+v", o.Metadata)
+	if o.Metadata.ErrorType != wire.FailureEpisodeTimeout || !o.Done || !strings.Contains(o.Metadata.Error, "(episode.episode_timeout)") {
+		t.Fatalf("%+v", o.Metadata) // the error names the knob
 	}
 }
 

@@ -129,7 +129,7 @@ func (s *Session) steppable() (*run, error) {
 // budget is spent, or the harness is gone.
 func (s *Session) betweenTurnsFailure(r *run) *harness.Failure {
 	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
-		return harness.Fail(wire.FailureEpisodeTimeout, "episode exceeded %s", s.episodeBudget(r))
+		return harness.Fail(wire.FailureEpisodeTimeout, "episode exceeded %s (episode.episode_timeout)", s.episodeBudget(r))
 	}
 	if a := r.adapter(); !a.Alive() {
 		exit, _, _ := a.Diagnostics()

@@ -237,7 +237,7 @@ func (c *conn) await(ctx context.Context, id int64, w watch) (json.RawMessage, e
 		}
 		if w.limit > 0 {
 			if n := c.p.OutputBytes() - w.base; n > w.limit {
-				return nil, &limitError{fmt.Sprintf("agent wrote more than %d bytes in one turn", w.limit)}
+				return nil, &limitError{fmt.Sprintf("agent wrote more than %d bytes in one turn (episode.output_limit)", w.limit)}
 			}
 		}
 		if result, done, err := c.dispatch(ctx, line.Text, id, w); done {

@@ -257,7 +257,7 @@ func (b *Base) CheckOutput(line process.Line, in harness.TurnInput, start int64,
 	}
 	if p := b.Process(); p != nil && in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
 		return harness.Fail(wire.FailureOutputLimit,
-			"harness wrote more than %d bytes in one turn", in.OutputLimit)
+			"harness wrote more than %d bytes in one turn (episode.output_limit)", in.OutputLimit)
 	}
 	return nil
 }

@@ -187,7 +187,7 @@ func TestCheckOutput(t *testing.T) {
 		want  string
 	}{
 		{process.Line{TooLong: true, Size: 100}, p.OutputBytes(), "100-byte line (limit 64)"},
-		{process.Line{Text: []byte("x")}, 0, "more than 1 bytes in one turn"},
+		{process.Line{Text: []byte("x")}, 0, "more than 1 bytes in one turn (episode.output_limit)"},
 	} {
 		err := b.CheckOutput(c.line, in, c.start, nil)
 		if f, ok := harness.AsFailure(err); !ok || f.Type != wire.FailureOutputLimit || !strings.Contains(f.Message, c.want) {

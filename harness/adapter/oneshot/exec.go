@@ -255,7 +255,7 @@ func (a *Adapter) read(ctx context.Context, tp *turnProc, in harness.TurnInput, 
 			}
 			if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
 				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
-					"harness wrote more than %d bytes in one turn", in.OutputLimit)
+					"harness wrote more than %d bytes in one turn (episode.output_limit)", in.OutputLimit)
 			}
 			if line.TooLong {
 				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,

@@ -195,7 +195,7 @@ func (a *Adapter) Turn(ctx context.Context, in harness.TurnInput, emit func(wire
 			}
 			if in.OutputLimit > 0 && p.OutputBytes()-start > in.OutputLimit {
 				return harness.TurnResult{}, harness.Fail(wire.FailureOutputLimit,
-					"harness wrote more than %d bytes in one turn", in.OutputLimit)
+					"harness wrote more than %d bytes in one turn (episode.output_limit)", in.OutputLimit)
 			}
 			term.Write(chunk)
 			answer(ctx, p, term)
