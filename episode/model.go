@@ -88,13 +88,16 @@ func (ep *Episode) openModel() error {
 		},
 		Sampling:     m.Sampling,
 		FullTokenIDs: e.FullTokenIDs,
-		Policy:       s.Policy,
-		OnEvent:      ep.emit,
-		OnBudget:     d.refuse,
-		Logger:       ep.Log(),
-		History:      ep.fork.history,
-		Replay:       ep.fork.modelReplay,
-		OnDivergence: ep.fork.divergence,
+		// The provider's fetches add nothing to a harness that has the
+		// host's network already.
+		ProviderNetwork: !s.Sandboxed() || s.Config.Network.Egress == config.EgressHost,
+		Policy:          s.Policy,
+		OnEvent:         ep.emit,
+		OnBudget:        d.refuse,
+		Logger:          ep.Log(),
+		History:         ep.fork.history,
+		Replay:          ep.fork.modelReplay,
+		OnDivergence:    ep.fork.divergence,
 	})
 	if err != nil {
 		return fmt.Errorf("model gateway: %w", err)

@@ -34,7 +34,9 @@
 //     max_tokens capped).
 //   - or a passthrough upstream (UpstreamPassthrough): a hosted provider of
 //     the agent's own dialect, sent the request at the route's own path,
-//     unmodified but for the key swap, its answer streamed back as it
+//     unmodified but for the key swap and the configured model (a request
+//     for the provider's own network tools refused unless ProviderNetwork),
+//     its answer streamed back as it
 //     comes; such calls are recorded as evaluation traffic (no token ids)
 //     and have no export.
 //   - capture: every call is numbered, stamped with the running turn

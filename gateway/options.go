@@ -22,7 +22,9 @@ const (
 	UpstreamEngine UpstreamKind = "engine"
 	// UpstreamPassthrough is a hosted provider speaking the agent's own
 	// dialect (Upstream.Dialect). Requests are forwarded unmodified but for
-	// the key swap, answers streamed back unmodified, and calls recorded as
+	// the key swap and Upstream.Model (and refused when they ask for the
+	// provider's network tools without Options.ProviderNetwork), answers
+	// streamed back unmodified, and calls recorded as
 	// evaluation traffic: no token ids, never training data.
 	UpstreamPassthrough UpstreamKind = "passthrough"
 )
@@ -70,6 +72,12 @@ type Budgets struct {
 
 // Options configure a Gateway.
 type Options struct {
+	// ProviderNetwork lets the agent use a passthrough provider's own
+	// tools that reach the network for it (web search, web fetch, remote
+	// MCP servers). False, the zero value, refuses a request that asks
+	// for one: it would carry a sandboxed harness past its network
+	// boundary, with the operator's key.
+	ProviderNetwork bool
 	// EpisodeID names the episode in the export and the logs.
 	EpisodeID string
 	// Upstream is where calls go.

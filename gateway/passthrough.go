@@ -52,11 +52,16 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 		}
 		return rec
 	}
+	path, body, refused := g.passthroughRequest(d.Name(), rt, body)
+	if refused != nil {
+		fail(*refused)
+		return rec
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.opts.Upstream.Timeout)
 	defer cancel()
 	// Only the route's own path and the query parameters its dialect uses
 	// go upstream: never the agent's other parameters, nor its key.
-	url := strings.TrimRight(g.opts.Upstream.URL, "/") + rt.Path
+	url := strings.TrimRight(g.opts.Upstream.URL, "/") + path
 	if enc := rt.Query.Encode(); enc != "" {
 		url += "?" + enc
 	}
