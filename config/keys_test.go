@@ -84,3 +84,12 @@ workspace: {keep: false, template: {dir: x}}
 		t.Errorf("a list for a file: %v", err)
 	}
 }
+
+// A bad size names its key and quotes the value as written: the message
+// quoted it without its last letter ("12Z" for 12ZB), so no key matched it.
+func TestABadSizeNamesItsKey(t *testing.T) {
+	_, err := ParseConfig([]byte("harness:\n  command: [sh]\nepisode:\n  output_limit: 12ZB\n"), t.TempDir())
+	if want := `line 4: episode.output_limit: invalid size "12ZB"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

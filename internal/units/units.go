@@ -98,6 +98,7 @@ var sizeSuffixes = []struct {
 // ParseByteSize parses sizes with binary suffixes.
 func ParseByteSize(s string) (ByteSize, error) {
 	s = strings.TrimSpace(s)
+	given := s
 	mult := int64(1)
 	for _, suf := range sizeSuffixes {
 		if strings.HasSuffix(s, suf.s) {
@@ -107,7 +108,7 @@ func ParseByteSize(s string) (ByteSize, error) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f < 0 {
-		return 0, fmt.Errorf("invalid size %q (want e.g. 16MiB, 512K, or bytes)", s)
+		return 0, fmt.Errorf("invalid size %q (want e.g. 16MiB, 512K, or bytes)", given)
 	}
 	return ByteSize(f * float64(mult)), nil
 }
