@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -95,7 +97,11 @@ func (f *Flags) Options(command []string, env Env) (*Options, error) {
 		o.Dir, o.Resume = f.Resume, true
 	}
 	if o.Dir == "" {
-		o.Dir = filepath.Join("jobs", time.Now().Format("2006-01-02__15-04-05"))
+		d, err := claimJobDir(filepath.Join("jobs", time.Now().Format("2006-01-02__15-04-05")))
+		if err != nil {
+			return nil, err
+		}
+		o.Dir = d
 	}
 	if f.Concurrency < 1 || f.Attempts < 1 || f.MaxRetries < 0 {
 		return nil, errors.New("-n and --attempts must be at least 1, --max-retries not negative")
@@ -227,4 +233,28 @@ func Report(stdout, stderr io.Writer, o *Options, out *Outcome, runErr error, as
 		return ExitIncomplete
 	}
 	return ExitComplete
+}
+
+// claimJobDir makes the default job directory base, or base-2, base-3...
+// when another job has it (two jobs started in the same second), with
+// mkdir, so that two jobs never take the same one: the second was refused
+// with advice to resume the first.
+func claimJobDir(base string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return "", fmt.Errorf("job directory: %w", err)
+	}
+	for i := 1; i <= 1000; i++ {
+		d := base
+		if i > 1 {
+			d = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(d, 0o755)
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("job directory: %w", err)
+		}
+	}
+	return "", fmt.Errorf("job directory: %s and 999 more like it exist (give --job-dir)", base)
 }
