@@ -35,6 +35,12 @@ func TestHelpGoesToStdoutWithExitZero(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "--listen address") {
 		t.Errorf("help serve: exit %d, stdout %q", code, out)
 	}
+	// help for a command there is not is a usage error, as the command is
+	// (it printed the general help and exited 0).
+	out, errOut, code := harnessd(t, nil, "help", "nope")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, `unknown command "nope"`) {
+		t.Errorf("help nope: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 // An unknown flag is one line naming the command and the flag, a hint, and

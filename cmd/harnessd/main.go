@@ -103,9 +103,12 @@ func main() {
 	switch name {
 	case "-h", "--help", "help":
 		if len(os.Args) > 2 && name == "help" {
-			if c, ok := subcommands[os.Args[2]]; ok {
-				os.Exit(c.run([]string{"--help"}))
+			c, ok := subcommands[os.Args[2]]
+			if !ok {
+				fmt.Fprintf(os.Stderr, "harnessd help: unknown command %q\nRun 'harnessd --help' for the commands.\n", os.Args[2])
+				os.Exit(exitUsage)
 			}
+			os.Exit(c.run([]string{"--help"}))
 		}
 		fmt.Print(usage())
 		return
