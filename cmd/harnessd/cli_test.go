@@ -274,3 +274,21 @@ func serveWithToken(t *testing.T, token string) (serving, errOut string, code in
 	}
 	return "", out.String(), code
 }
+
+// A bad mode names where it came from: $OPENENV_MODE was blamed on the
+// configuration file ("env.yaml: mode: ..."), which had no mode: key, and
+// serve's message named neither.
+func TestABadModeNamesItsSource(t *testing.T) {
+	_, errOut, code := harnessd(t, []string{"OPENENV_MODE=prod"}, "serve", "--isolation", "process", "--", "true")
+	if code != exitUsage || !strings.Contains(errOut, `$OPENENV_MODE: invalid mode "prod"`) {
+		t.Errorf("serve with OPENENV_MODE=prod: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "serve", "--mode", "prod", "--isolation", "process", "--", "true")
+	if code != exitUsage || !strings.Contains(errOut, `--mode: invalid mode "prod"`) {
+		t.Errorf("serve --mode prod: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, _ = harnessd(t, []string{"OPENENV_MODE=prod"}, "validate", "../../demo/env.yaml")
+	if !strings.Contains(errOut, `$OPENENV_MODE: mode must be`) {
+		t.Errorf("validate with OPENENV_MODE=prod: stderr %q", errOut)
+	}
+}

@@ -100,13 +100,10 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 
 // serverOptions are the server's options that the flags alone decide.
 func (f *serveFlags) serverOptions() (server.Options, error) {
-	m := f.mode
-	if m == "" {
-		m = os.Getenv("OPENENV_MODE")
-	}
+	m, from := modeFrom(f.mode)
 	mode, err := server.ParseMode(m)
 	if err != nil {
-		return server.Options{}, err
+		return server.Options{}, fmt.Errorf("%s: %w", from, err)
 	}
 	if f.maxSessions < 1 {
 		// The server would take it as its default of 1: a typo'd 0 or -8
@@ -127,6 +124,18 @@ func (f *serveFlags) serverOptions() (server.Options, error) {
 	}
 	return server.Options{Mode: mode, MaxSessions: f.maxSessions, IdleTimeout: idle.D(), APIToken: token,
 		MaxFrameBytes: int64(frame), Version: buildVersion()}, nil
+}
+
+// modeFrom is the mode --mode gives (flag), else $OPENENV_MODE, and which
+// of the two gave it, for the messages about it.
+func modeFrom(flag string) (mode, from string) {
+	if flag != "" {
+		return flag, "--mode"
+	}
+	if m := os.Getenv("OPENENV_MODE"); m != "" {
+		return m, "$OPENENV_MODE"
+	}
+	return "", ""
 }
 
 // applyMode: --mode (or $OPENENV_MODE) selects the mapped tool servers;

@@ -69,11 +69,8 @@ func runValidate(args []string) int {
 	ctx, cancel := context.WithTimeout(ctx, d.D())
 	defer cancel()
 
-	m := *mode
-	if m == "" {
-		m = os.Getenv("OPENENV_MODE")
-	}
-	v := validateConfig(ctx, path, m, *agentsDir, sup, log)
+	m, from := modeFrom(*mode)
+	v := validateConfig(ctx, path, m, from, *agentsDir, sup, log)
 	for _, w := range v.warnings {
 		fmt.Fprintf(os.Stderr, "%s: warning: %s\n", path, w)
 	}
@@ -140,9 +137,9 @@ type validation struct {
 }
 
 // validateConfig loads the configuration at path as serve would (mode,
-// when not empty, as serve's --mode) and returns every problem and warning
-// found.
-func validateConfig(ctx context.Context, path, mode, agentsDir string, sup *process.Supervisor, log *slog.Logger) validation {
+// when not empty, as serve's --mode; modeFrom names where it came from,
+// --mode or $OPENENV_MODE) and returns every problem and warning found.
+func validateConfig(ctx context.Context, path, mode, modeFrom, agentsDir string, sup *process.Supervisor, log *slog.Logger) validation {
 	var out []string
 	cfg, err := config.LoadConfig(path)
 	if err != nil {
@@ -154,7 +151,7 @@ func validateConfig(ctx context.Context, path, mode, agentsDir string, sup *proc
 	if mode != "" {
 		// As serve's --mode (or $OPENENV_MODE): the side it serves.
 		if err := cfg.SetMode(mode); err != nil {
-			out = append(out, "mode: "+err.Error())
+			out = append(out, modeFrom+": "+err.Error())
 		}
 	}
 	usable := true
