@@ -34,7 +34,7 @@ func runChat(args []string) int {
 	if code, done := c.noArgs(); done {
 		return code
 	}
-	token, err := apiToken(*tokenFile)
+	token, err := apiToken(*tokenFile, false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd chat:", err)
 		return exitUsage

@@ -227,7 +227,7 @@ func TestUnknownAdapterNamesTheKnobAndTheProtocols(t *testing.T) {
 }
 
 // HARNESSD_API_TOKEN set to nothing but spaces (or to nothing) is a usage
-// error, as an empty --api-token-file is: it served without
+// error of serve, as an empty --api-token-file is: it served without
 // authentication, logging "auth":false and no warning. The control: the
 // variable set to a token serves with authentication ("auth":true).
 func TestAnEmptyAPITokenVariableIsRefused(t *testing.T) {

@@ -118,7 +118,7 @@ func (f *serveFlags) serverOptions() (server.Options, error) {
 	if err != nil || frame <= 0 {
 		return server.Options{}, fmt.Errorf("--max-frame-bytes %q: want a positive size such as 64MiB", f.maxFrame)
 	}
-	token, err := apiToken(f.tokenFile)
+	token, err := apiToken(f.tokenFile, true)
 	if err != nil {
 		return server.Options{}, err
 	}
@@ -352,9 +352,11 @@ func drain(log *slog.Logger, srv *server.Server, sup *process.Supervisor, sigs <
 }
 
 // apiToken reads the token from a file or HARNESSD_API_TOKEN (which is then
-// removed from the daemon's environment). An empty file, or the variable
-// set to nothing but spaces, is an error, not "no token".
-func apiToken(file string) (string, error) {
+// removed from the daemon's environment). An empty file is an error, not
+// "no token"; so is the variable set to nothing but spaces when serving
+// (serving: the daemon would run without authentication), where a client
+// takes it for no token (HARNESSD_API_TOKEN= clears an inherited one).
+func apiToken(file string, serving bool) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -369,7 +371,7 @@ func apiToken(file string) (string, error) {
 	t, set := os.LookupEnv("HARNESSD_API_TOKEN")
 	os.Unsetenv("HARNESSD_API_TOKEN")
 	t = strings.TrimSpace(t)
-	if set && t == "" {
+	if serving && set && t == "" {
 		// A token meant but left empty (a template's unfilled value)
 		// would otherwise serve without authentication.
 		return "", errors.New("HARNESSD_API_TOKEN is set but empty: give the token, or unset the variable to run without one")
