@@ -95,3 +95,35 @@ events:
 		}
 	}
 }
+
+// validate refuses an expose or hide pattern that matches no tool of the
+// tool servers: expose: ["nope*"] was "ok", and the harness was then
+// served no tools; a misspelt hide leaves the tool it meant callable. The
+// control: patterns that match (by name, by server/name) are accepted.
+func TestValidateRefusesToolPatternsMatchingNothing(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	config := func(file, expose, hide string) string {
+		return writeConfig(t, dir, file, `
+harness:
+  command: [`+th+`, agent]
+tools:
+  - {name: calc, command: [`+th+`, tools]}
+expose: [`+expose+`]
+hide: [`+hide+`]
+`)
+	}
+	if out, errOut, code := harnessd(t, nil, "validate", config("good.yaml", `"ad*", count`, `"calc/count"`)); code != exitOK {
+		t.Fatalf("the control: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	bad := config("bad.yaml", `"nope*"`, "cuont")
+	_, errOut, code := harnessd(t, nil, "validate", bad)
+	for _, want := range []string{
+		bad + `: expose[0]: pattern "nope*" matches no tool of the tool servers, so it serves nothing (tools: `,
+		bad + `: hide[0]: pattern "cuont" matches no tool of the tool servers, so it hides nothing (tools: `,
+	} {
+		if code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
+	}
+}

@@ -90,6 +90,7 @@ func CheckTools(ctx context.Context, cfg *config.Config, sup *process.Supervisor
 			out = append(out, config.Problem{Key: key, Cause: fmt.Sprintf("names tool %q, which no tool server offers (tools: %s)", r.Tool, toolNames(cat))})
 		}
 	}
+	out = append(out, checkPatterns(cfg, cat, failed)...)
 	return append(out, checkEventTools(cfg, cat, failed)...)
 }
 
