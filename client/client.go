@@ -46,8 +46,40 @@ type ServerError struct {
 	Data    map[string]any
 }
 
+// Error is the server's message and code, and each field error it gave
+// ("episode_id: String should not contain control characters"): the
+// message alone is "Invalid message" for every refused field.
 func (e *ServerError) Error() string {
-	return fmt.Sprintf("server error: %s (code: %s)", e.Message, e.Code)
+	s := fmt.Sprintf("server error: %s (code: %s)", e.Message, e.Code)
+	if f := e.FieldErrors(); len(f) > 0 {
+		s += ": " + strings.Join(f, "; ")
+	}
+	return s
+}
+
+// FieldErrors are the error's field errors (the pydantic-style "errors"
+// of a VALIDATION_ERROR), each as "loc: msg", loc's parts joined with
+// dots; nil when it has none.
+func (e *ServerError) FieldErrors() []string {
+	list, _ := e.Data["errors"].([]any)
+	var out []string
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		msg, _ := m["msg"].(string)
+		if msg == "" {
+			continue
+		}
+		var loc []string
+		parts, _ := m["loc"].([]any)
+		for _, p := range parts {
+			loc = append(loc, fmt.Sprint(p))
+		}
+		if len(loc) > 0 {
+			msg = strings.Join(loc, ".") + ": " + msg
+		}
+		out = append(out, msg)
+	}
+	return out
 }
 
 // ErrClosed is returned after the connection has ended.

@@ -77,6 +77,8 @@ def test_errors_carry_the_servers_message(daemons) -> None:
         with pytest.raises(errors.ValidationError) as vi:
             env.step("a\x00b")
         assert vi.value.code == "VALIDATION_ERROR" and vi.value.errors[0]["loc"] == ["message"]
+        # Its text names the field and why, not only "Invalid message".
+        assert str(vi.value).startswith("Invalid message (code: VALIDATION_ERROR): message: "), str(vi.value)
         with pytest.raises(errors.ValidationError):
             env.reset(episode_id="x" * 300)
         # The session survives refused requests.

@@ -121,6 +121,17 @@ class ValidationError(ServerError):
         errs = self.data.get("errors")
         return list(errs) if isinstance(errs, list) else []
 
+    def __str__(self) -> str:
+        # The message is "Invalid message" for every refused field: say
+        # which field and why ("episode_id: String should not contain ...").
+        fields = []
+        for e in self.errors:
+            if isinstance(e, dict) and e.get("msg"):
+                loc = ".".join(str(p) for p in e.get("loc") or [])
+                fields.append(f"{loc}: {e['msg']}" if loc else str(e["msg"]))
+        base = super().__str__()
+        return f"{base}: {'; '.join(fields)}" if fields else base
+
 
 class ExecutionError(ServerError):
     """``EXECUTION_ERROR``: the operation failed (a step with no episode, a
