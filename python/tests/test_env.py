@@ -113,13 +113,17 @@ def test_export_unavailable_reason(daemons) -> None:
 
 def test_token(daemons) -> None:
     d = daemons.start(token="s3cret")
-    anon = harnessd.Env(d.url)
-    try:
-        with pytest.raises(errors.TransportError) as ei:
-            anon.connect()
-    finally:
-        anon.close()
-    assert "401" in str(ei.value)
+    # A refused token is an AuthenticationError naming the knob, not an
+    # infrastructure error a Pool would retry on the same daemon.
+    for token, hint in ((None, "wants an API token"), ("wrong", "refused this token")):
+        anon = harnessd.Env(d.url, token=token)
+        try:
+            with pytest.raises(errors.AuthenticationError) as ei:
+                anon.connect()
+        finally:
+            anon.close()
+        assert "401" in str(ei.value) and hint in str(ei.value) and ei.value.status == 401
+        assert not isinstance(ei.value, errors.InfrastructureError)
     with harnessd.Env(d.url, token="s3cret") as env:
         assert env.reset(episode_id="ep-tok").episode_id == "ep-tok"
         env.step("llm hi")

@@ -23,6 +23,7 @@ See docs/training.md for a worked example.
 from .calls import CallIDs, MissingBase, full_calls
 from .env import AsyncEnv, Env
 from .errors import (
+    AuthenticationError,
     BusyError,
     CapacityError,
     ExecutionError,
@@ -66,7 +67,7 @@ __all__ = [
     "filter_stale", "StalenessResult", "Dropped",
     "Trajectory", "Turn", "EpisodeResult", "GroupResult", "rollout_group", "rollout_group_sync", "run_episode",
     "GroupSpec", "GroupStrategy", "ResetGroup", "ForkGroup", "PrefixEnded", "Sibling", "BusyError", "SiblingFailed",
-    "HarnessdError", "InfrastructureError", "TransportError", "ProtocolError", "ServerError", "InvalidJSONError",
+    "HarnessdError", "InfrastructureError", "TransportError", "AuthenticationError", "ProtocolError", "ServerError", "InvalidJSONError",
     "UnknownTypeError", "ValidationError", "ExecutionError", "ExportUnavailable", "CapacityError", "FactoryError",
     "SessionError", "CallIDs", "MissingBase", "full_calls",
 ]

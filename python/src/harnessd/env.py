@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import websockets
 import websockets.exceptions
 
-from .errors import CapacityError, ProtocolError, SessionError, SiblingFailed, TransportError, server_error
+from .errors import AuthenticationError, CapacityError, ProtocolError, SessionError, SiblingFailed, TransportError, server_error
 from .http import _check_version, normalize_base_url
 from .types import Observation, PolicyVersion, Sibling, State
 
@@ -146,6 +146,10 @@ class AsyncEnv:
             # A refused upgrade: InvalidStatusCode.status_code (websockets
             # < 14), InvalidStatus.response.status_code (newer).
             status = getattr(e, "status_code", None) or getattr(getattr(e, "response", None), "status_code", None)
+            if status == 401:
+                hint = ("the daemon wants an API token: give token=... (or the token as the base URL's password, "
+                        "http://user:TOKEN@host)" if not self.token else "the daemon refused this token: check it against the daemon's")
+                raise AuthenticationError(f"connect {url}: HTTP 401: {hint}", url=self.base_url, status=401) from e
             why = f"HTTP {status}" if status else str(e)
             raise TransportError(f"connect {url}: {why}", url=self.base_url) from e
 

@@ -18,6 +18,7 @@ __all__ = [
     "HarnessdError",
     "InfrastructureError",
     "TransportError",
+    "AuthenticationError",
     "ServerError",
     "InvalidJSONError",
     "UnknownTypeError",
@@ -58,6 +59,19 @@ class TransportError(InfrastructureError):
         self.url = url
         self.close_code = close_code
         self.close_reason = close_reason
+
+
+class AuthenticationError(HarnessdError):
+    """The daemon refused the connection's credentials (HTTP 401, or 403):
+    no API token given where it wants one, or another token than its own.
+    Not an :class:`InfrastructureError`: another attempt with the same
+    token fails the same way, so a :class:`~harnessd.pool.Pool` does not
+    retry it. ``url`` is the daemon's base URL, ``status`` the HTTP status."""
+
+    def __init__(self, message: str, *, url: str = "", status: int = 0) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
 
 
 class SiblingFailed(HarnessdError):

@@ -374,7 +374,7 @@ class Pool:
                 await self.refresh()
                 continue
             except self.retry.retry_on as e:
-                f = AttemptFailure(url, e)
+                f = AttemptFailure(url or getattr(e, "url", ""), e)
                 failures.append(f)
                 if url:
                     avoid.add(url)
