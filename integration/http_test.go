@@ -445,6 +445,31 @@ func TestChatExitsNonZeroWhenARequestFailed(t *testing.T) {
 	}
 }
 
+// chat answers /help and an unknown lone /word itself, listing its
+// commands, where it sent them to the harness as turns; a line starting
+// "//" goes with one "/" less, and a path is a message as before. Every
+// request succeeded: exit 0.
+func TestChatAnswersHelpAndUnknownCommands(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, spec{Harness: agentCmd(t)})
+	cmd := exec.Command(harnessdBin(t), "chat", "--url", d.URL)
+	cmd.Stdin = strings.NewReader("/help\n/bogus\n//quit\n/usr/bin/ls\n")
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	for _, want := range []string{"commands: /quit, /exit, /help, /reset, /state", "unknown command /bogus; commands:",
+		`turn 1 reward=null done=false response="echo: /quit"`, `turn 2 reward=null done=false response="echo: /usr/bin/ls"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("chat's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "turn 3") {
+		t.Errorf("a command went to the harness as a turn:\n%s", out)
+	}
+}
+
 // Guards the count line of a chat whose first reset fails (ff7fd2b): chat
 // ends there, exit 1, and says, as after any failed request, how many of
 // its requests failed ("harnessd chat: 1 of 1 requests failed", the reset

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -22,7 +23,7 @@ func runChat(args []string) int {
 	c := newCLI("chat", "harnessd chat [flags]\n\n"+
 		"Each input line is one turn. Over /ws (simulation) the turn's events print when it ends; with\n"+
 		"--harness (production servers) they stream live and Ctrl-C cancels the running turn.\n"+
-		"Commands: /reset, /state, /quit. Exits 1 when the server refused or failed any request\n"+
+		"Commands: /reset, /state, /quit, /help (a line starting // is sent with one / less). Exits 1 when the server refused or failed any request\n"+
 		"(a turn that ends the episode, e.g. a timeout, is an observation, not a failure).")
 	fs := c.fs
 	url := fs.String("url", "http://127.0.0.1:8000", "server `URL`")
@@ -69,7 +70,9 @@ func runChat(args []string) int {
 		if !ok {
 			return tally.exitCode()
 		}
-		switch strings.TrimSpace(line) {
+		line, cmd := chatCommand(line, "/reset", "/state")
+		switch cmd {
+		case "":
 		case "/quit", "/exit":
 			return tally.exitCode()
 		case "/reset":
@@ -81,6 +84,8 @@ func runChat(args []string) int {
 				fmt.Println(compact(st))
 			}
 			continue
+		default:
+			continue // /help, or a word chatCommand answered
 		}
 		obs, err := env.Step(ctx, line)
 		if !tally.ok("step", err) {
@@ -116,8 +121,13 @@ func chatHarness(ctx context.Context, url string, opts *client.Options, pr *prin
 		if !ok {
 			return tally.exitCode()
 		}
-		if t := strings.TrimSpace(line); t == "/quit" || t == "/exit" {
+		line, cmd := chatCommand(line)
+		switch cmd {
+		case "":
+		case "/quit", "/exit":
 			return tally.exitCode()
+		default:
+			continue
 		}
 		turnDone := make(chan struct{})
 		go func() {
@@ -179,4 +189,28 @@ func withTokenHint(err error, token string) error {
 		return fmt.Errorf("%w (the server wants an API token: --api-token-file FILE, or set HARNESSD_API_TOKEN)", err)
 	}
 	return fmt.Errorf("%w (the server refused the API token given: check --api-token-file or HARNESSD_API_TOKEN against the server's)", err)
+}
+
+// chatCommand reads an input line: a command of chat's own (/quit, /exit,
+// /help and those of known) is returned as cmd, /help and an unknown
+// /word answered here (cmd "/help"); any other line is a message (cmd "",
+// and a line starting "//" is sent with one "/" less, to send a message
+// that is a lone /word). A lone /word was sent to the harness as a turn.
+func chatCommand(line string, known ...string) (msg, cmd string) {
+	t := strings.TrimSpace(line)
+	if strings.HasPrefix(t, "//") {
+		return strings.Replace(line, "//", "/", 1), ""
+	}
+	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \t") || strings.Count(t, "/") > 1 {
+		return line, "" // a path, a sentence
+	}
+	all := append([]string{"/quit", "/exit", "/help"}, known...)
+	switch {
+	case slices.Contains(all, t) && t != "/help":
+		return line, t
+	case t != "/help":
+		fmt.Printf("unknown command %s; ", t)
+	}
+	fmt.Printf("commands: %s (a line starting // is sent with one / less)\n", strings.Join(all, ", "))
+	return line, "/help"
 }
