@@ -102,7 +102,13 @@ func wsURL(base, suffix string) (string, error) {
 	default:
 		return "", fmt.Errorf("unsupported URL scheme %q", u.Scheme)
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + suffix
+	// A base that already ends with the route (ws://host/ws, as the
+	// server's own address reads) is the route, not a prefix of it.
+	if p := strings.TrimSuffix(u.Path, "/"); !strings.HasSuffix(p, suffix) {
+		u.Path = p + suffix
+	} else {
+		u.Path = p
+	}
 	return u.String(), nil
 }
 

@@ -292,3 +292,13 @@ func TestABadModeNamesItsSource(t *testing.T) {
 		t.Errorf("validate with OPENENV_MODE=prod: stderr %q", errOut)
 	}
 }
+
+// health takes host:port as chat does: it exited 2 ("first path segment
+// in URL cannot contain colon"); now an address without a listener is
+// unreachable, exit 1.
+func TestHealthTakesAnAddressWithoutScheme(t *testing.T) {
+	_, errOut, code := harnessd(t, nil, "health", "--url", "127.0.0.1:1", "--timeout", "2s")
+	if code != exitFailure || strings.Contains(errOut, "first path segment") || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("exit %d, stderr %q; want 1 and the connection's error", code, errOut)
+	}
+}

@@ -40,7 +40,11 @@ func runHealth(args []string) int {
 	if *ready {
 		path, want = "/ready", "ready"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*url, "/")+path, nil)
+	base := strings.TrimRight(*url, "/")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base // host:port, as chat takes it
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harnessd health:", err)
 		return exitUsage
