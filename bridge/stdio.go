@@ -192,6 +192,10 @@ func (s *stdioSource) spawn(ctx context.Context) error {
 		c.m.close()
 		p.Stop(context.WithoutCancel(ctx), 0)
 		msg := fmt.Sprintf("start tool server '%s': %v", s.spec.Name, err)
+		if errors.Is(ictx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			msg = fmt.Sprintf("start tool server '%s': it did not answer MCP's initialize within %s (a stdio tool server's start-up bound): %v",
+				s.spec.Name, startTimeout, err)
+		}
 		if st, ok := p.ExitStatus(); ok {
 			msg += " (" + st.String() + ")"
 		}

@@ -144,7 +144,7 @@ func TestStartFailures(t *testing.T) {
 		{"empty command", StdioSpec{Name: "x"}, []string{"empty command"}},
 		{"exits at once", toolsSpec(t, "x", "--no-such-flag"), []string{"start tool server 'x'", "exited with code 2", "stderr tail", "no-such-flag"}},
 		{"never answers", StdioSpec{Name: "x", StartTimeout: 300 * time.Millisecond,
-			Command: toolsSpec(t, "x").Command[:1:1]}, []string{"start tool server 'x'", "deadline exceeded"}},
+			Command: toolsSpec(t, "x").Command[:1:1]}, []string{"start tool server 'x'", "did not answer MCP's initialize within 300ms", "deadline exceeded"}},
 	}
 	cases[3].spec.Command = append(cases[3].spec.Command, "sleep", "1h")
 	for _, tc := range cases {
