@@ -132,7 +132,11 @@ func (s *Session) Fork(ctx context.Context, opts ForkOptions) ([]Sibling, error)
 			failed++
 		}
 	}
-	r.ep.Log().Info("episode forked", "siblings", opts.Count, "failed", failed, "at_turn", src.at,
+	log := r.ep.Log()
+	if src.replayWhy != "" {
+		log = log.With("replay_because", src.replayWhy)
+	}
+	log.Info("episode forked", "siblings", opts.Count, "failed", failed, "at_turn", src.at,
 		"mechanism", src.mechanism, "elapsed", time.Since(t0))
 	s.notify(Forked{SessionID: s.id, EpisodeID: r.id, AtTurn: src.at, Mechanism: src.mechanism,
 		Siblings: sibs, Elapsed: time.Since(t0)})

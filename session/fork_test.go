@@ -1,9 +1,11 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,6 +145,65 @@ func TestForkAutoPicks(t *testing.T) {
 			t.Errorf("%v: mechanism %q, want %q", c.args, sibs[0].Mechanism, c.want)
 		}
 	}
+}
+
+// TestForkAutoSaysWhyItReplays: an automatic fork that falls back to
+// replay logs why (replay_because: what kept the harness's state from
+// being handed over), where a newcomer's fork took 5.5 s (a harness
+// ignoring fork, waited out for its fork_timeout) and its log said only
+// "mechanism":"replay". The control: a fork by the line protocol logs no
+// reason.
+func TestForkAutoSaysWhyItReplays(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		why  bool
+	}{{nil, false}, {[]string{"--no-fork"}, true}} {
+		var logs lockedBuffer
+		cfg := testConfig(t, c.args...)
+		cfg.Harness.Options = map[string]any{"fork_timeout": "300ms"} // what the agent that ignores fork waits out
+		if err := cfg.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := session.NewSession(session.Options{Config: cfg, Adapters: adapters(t), Supervisor: supervisor(t),
+			Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close(context.Background()) })
+		forkTwoTurns(t, s)
+		sibs, err := s.Fork(context.Background(), session.ForkOptions{Count: 1})
+		if err != nil || sibs[0].Err != nil {
+			t.Fatalf("%v: %v %+v", c.args, err, sibs)
+		}
+		sibs[0].Session.Close(context.Background())
+		var forked string
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, `"msg":"episode forked"`) && !strings.Contains(line, `"parent_episode_id"`) {
+				forked = line
+			}
+		}
+		if got := strings.Contains(forked, `"replay_because":"`); forked == "" || got != c.why {
+			t.Errorf("%v: the fork's log line %q: replay_because %v, want %v", c.args, forked, got, c.why)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestForkRefusals: bad options and a running turn are refused, and the

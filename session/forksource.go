@@ -27,7 +27,11 @@ type forkSource struct {
 	parentSession, parentEpisode string
 	at                           int
 	mechanism                    string
-	task                         *tasks.Task
+	// replayWhy says why an automatic fork replays: what kept it from
+	// handing over the harness's state (a harness that does not answer
+	// fork waits out its fork_timeout first); "" otherwise.
+	replayWhy string
+	task      *tasks.Task
 	// snapshot holds the directories after turn at (resume and line); nil
 	// for replay, which starts from a fresh episode's.
 	snapshot  *episode.Snapshot
@@ -87,7 +91,7 @@ func (s *Session) forkSourceOf(ctx context.Context, r *run, opts ForkOptions) (*
 		why = append(why, err.Error())
 		return nil, fmt.Errorf("%w: %s", ErrForkUnavailable, joinWhy(why))
 	}
-	src.mechanism = ForkReplay
+	src.mechanism, src.replayWhy = ForkReplay, joinWhy(why)
 	return src, nil
 }
 
