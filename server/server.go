@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -247,9 +248,27 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("/harness", g(http.HandlerFunc(s.handleHarness)))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSONStatus(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
+		body := map[string]any{"detail": "Not Found"}
+		if other := s.otherModesRoute(r.URL.Path); other != "" {
+			body["hint"] = fmt.Sprintf("%s is served in %s mode only; this server runs in %s mode (serve --mode, $OPENENV_MODE, the configuration's mode:)",
+				r.URL.Path, other, s.mode)
+		}
+		writeJSONStatus(w, http.StatusNotFound, body)
 	})
 	return mux
+}
+
+// otherModesRoute names the mode that serves path when this server's mode
+// does not ("" when neither does): a client of the wrong mode is told so.
+func (s *Server) otherModesRoute(path string) Mode {
+	first := "/" + strings.SplitN(strings.TrimPrefix(path, "/"), "/", 2)[0]
+	switch {
+	case s.mode == Production && slices.Contains([]string{"/reset", "/step", "/state", "/close", "/episodes", "/fork", "/policy_version", "/web"}, first):
+		return Simulation
+	case s.mode != Production && first == "/harness":
+		return Production
+	}
+	return ""
 }
 
 // Handler returns the server's HTTP handler.

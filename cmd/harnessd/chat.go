@@ -107,6 +107,10 @@ func runChat(args []string) int {
 func chatHarness(ctx context.Context, url string, opts *client.Options, pr *printer, next func() (string, bool)) int {
 	h, err := client.DialHarness(ctx, url, opts)
 	if err != nil {
+		var se *client.HTTPStatusError
+		if errors.As(err, &se) && se.Status == http.StatusNotFound {
+			err = fmt.Errorf("%w (the server serves /harness in production mode only: chat without --harness speaks to a simulation server)", err)
+		}
 		fmt.Fprintln(os.Stderr, "harnessd chat:", withTokenHint(err, opts.Token))
 		return exitFailure
 	}
