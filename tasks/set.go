@@ -112,6 +112,7 @@ func Load(src Source) (*Set, error) {
 		}
 	}
 	var problems []Problem
+	var unread sourceErrors // sources that could not be read at all: each is said
 	add := func(t *Task) {
 		if i, dup := s.byID[t.ID]; dup {
 			problems = append(problems, Problem{ID: t.ID, Source: t.Source, Reason: "id already used by " + s.tasks[i].Source})
@@ -123,7 +124,7 @@ func Load(src Source) (*Set, error) {
 	if src.Dir != "" {
 		ents, err := os.ReadDir(src.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("dir: %w", err)
+			unread = append(unread, fmt.Errorf("dir: %w", err))
 		}
 		s.hidden = append(s.hidden, src.Dir)
 		for _, e := range ents {
@@ -151,7 +152,7 @@ func Load(src Source) (*Set, error) {
 	if src.JSONL != "" {
 		ts, lps, err := loadJSONL(src.JSONL)
 		if err != nil {
-			return nil, fmt.Errorf("jsonl: %w", err)
+			unread = append(unread, fmt.Errorf("jsonl: %w", err))
 		}
 		s.hidden = append(s.hidden, src.JSONL)
 		for _, lp := range lps {
@@ -165,7 +166,7 @@ func Load(src Source) (*Set, error) {
 	if src.Parquet != "" {
 		ts, rps, err := loadParquet(src.Parquet, src.Columns)
 		if err != nil {
-			return nil, fmt.Errorf("parquet: %w", err)
+			unread = append(unread, fmt.Errorf("parquet: %w", err))
 		}
 		s.hidden = append(s.hidden, src.Parquet)
 		for _, rp := range rps {
@@ -176,6 +177,9 @@ func Load(src Source) (*Set, error) {
 			s.hidden = append(s.hidden, t.hidden...)
 		}
 	}
+	if len(unread) > 0 {
+		return nil, unread
+	}
 	if len(problems) > 0 {
 		return nil, &LoadError{Problems: problems}
 	}
@@ -184,6 +188,20 @@ func Load(src Source) (*Set, error) {
 	}
 	return s, nil
 }
+
+// sourceErrors are the sources of a taskset that could not be read, said
+// on one line ("dir: ...; parquet: ..."): every one at once, not the first.
+type sourceErrors []error
+
+func (e sourceErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e sourceErrors) Unwrap() []error { return e }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
