@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/session"
+	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -30,6 +32,10 @@ type runFlags struct {
 	episodeID string
 	taskDir   string
 	oracle    bool
+	// taskID is --task when it names no directory: the id of a task of
+	// the configuration's taskset, and taskTurns its turns.
+	taskID    string
+	taskTurns int
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -37,7 +43,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	f.log.level = "warn"
 	fs.VarP(&f.msgs, "message", "m", "a turn's `message` (repeatable); without -m, stdin lines are turns")
 	fs.StringVar(&f.episodeID, "episode-id", "", "episode `id`")
-	fs.StringVar(&f.taskDir, "task", "", "run the Harbor task in `DIR`: its instruction is the first turn (unless -m), its tests grade the end; prints the reward")
+	fs.StringVar(&f.taskDir, "task", "", "run the Harbor task in `DIR` (or the task of that id of the configuration's taskset): its instruction is the first turn (unless -m), its tests grade the end; prints the reward")
 	fs.BoolVar(&f.oracle, "oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests")
 }
 
@@ -80,6 +86,9 @@ func (f *runFlags) run(ctx context.Context, c *cli, log *slog.Logger) int {
 	o := setupOptions{args: args}
 	if f.taskDir != "" {
 		o.adjust = func(cfg *config.Config) error { return taskConfig(cfg, f.taskDir) }
+		if _, err := os.Stat(f.taskDir); err != nil && !strings.ContainsRune(f.taskDir, '/') {
+			o.adjust = f.configuredTask
+		}
 	}
 	d, err := f.setup(ctx, log, o)
 	if err != nil {
@@ -111,7 +120,7 @@ func (f *runFlags) run(ctx context.Context, c *cli, log *slog.Logger) int {
 // observation.
 func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Observation, error) {
 	pr := newPrinter(os.Stderr)
-	last, err := sess.Reset(ctx, session.ResetOptions{EpisodeID: f.episodeID})
+	last, err := sess.Reset(ctx, session.ResetOptions{EpisodeID: f.episodeID, TaskID: f.taskID})
 	if err != nil {
 		return nil, fmt.Errorf("reset: %w", err)
 	}
@@ -120,6 +129,8 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 	switch {
 	case sess.Config().User != nil: // after the -m messages, the simulated user's turns until done
 		next = userTurns(f.msgs)
+	case f.taskID != "" && len(f.msgs) == 0:
+		next = messageSource(make([]string, f.taskTurns))
 	case f.taskDir != "" && len(f.msgs) == 0:
 		// The task's instruction; a multi-step task's, one per step.
 		next = messageSource(make([]string, taskTurns(f.taskDir)))
@@ -202,4 +213,26 @@ func messageSource(msgs []string) func() (string, bool) {
 			}
 		}
 	}
+}
+
+// configuredTask is the setup's adjustment for --task ID: the task of
+// that id of the configuration's taskset (a JSONL row, a directory of its
+// tasks: dir), run as --task DIR runs one.
+func (f *runFlags) configuredTask(cfg *config.Config) error {
+	if err := cfg.Normalize(); err != nil {
+		return err
+	}
+	set := cfg.Taskset()
+	if set == nil {
+		return withCode(exitUsage, fmt.Errorf("--task %s: no such directory, and the configuration has no taskset (tasks:) to find a task of that id in", f.taskDir))
+	}
+	t, err := set.Pick(tasks.Choice{ID: f.taskDir})
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--task %s: no such directory, nor a task of the configuration's taskset: %w", f.taskDir, err))
+	}
+	f.taskID, f.taskTurns = t.ID, max(1, len(t.Steps))
+	if cfg.Episode.MaxTurns == 0 {
+		cfg.Episode.MaxTurns = f.taskTurns
+	}
+	return nil
 }

@@ -338,3 +338,24 @@ func TestRunTaskServesItsMCPServerThroughPathsPython(t *testing.T) {
 		t.Fatalf("hello-mcp with the test agent: exit %d %v\n%s", code, sum, errOut)
 	}
 }
+
+// run --task ID runs the task of that id of the configuration's taskset
+// (a JSONL row here), graded as run --task DIR grades: it took only a
+// directory ("no task directory: stat .../fix-add"). An id the taskset has
+// not is a usage error naming both readings.
+func TestRunTaskByIDOfTheConfigurationsTaskset(t *testing.T) {
+	jsonl, _ := filepath.Abs(testTasks + "/tasks.jsonl")
+	cfg := writeConfig(t, t.TempDir(), "env.yaml", "harness:\n  command: ["+testbin.Path(t, "testharness")+", agent]\ntasks:\n  jsonl: "+jsonl+"\n")
+	out, errOut, code := harnessd(t, nil, "run", "--config", cfg, "--task", "inline-echo", "-m", "write out.txt ok")
+	var sum struct {
+		TaskID string   `json:"task_id"`
+		Reward *float64 `json:"reward"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &sum) != nil || sum.TaskID != "inline-echo" || sum.Reward == nil || *sum.Reward != 1 {
+		t.Fatalf("run --task inline-echo: exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "run", "--config", cfg, "--task", "nope")
+	if code != exitUsage || !strings.Contains(errOut, `--task nope: no such directory, nor a task of the configuration's taskset`) {
+		t.Errorf("run --task nope: exit %d, stderr %q", code, errOut)
+	}
+}
