@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -23,11 +22,19 @@ const (
 // workspaceChanges walks dir (not following symbolic links) and lists the
 // entries whose status changed (ctime, which no program can set back) at
 // or after since, within the bounds. It keeps no snapshot between turns.
+// The walk is through os.Root: a directory the harness swaps for a link
+// while it runs (its background processes may) cannot lead it outside
+// dir, where it would list the host's names into the record.
 func workspaceChanges(dir string, since time.Time) *wire.WorkspaceChanges {
 	out := &wire.WorkspaceChanges{Changed: []string{}}
 	from := since.Add(-workspaceTimeSlop).UnixNano()
 	bytes := 0
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return out
+	}
+	defer root.Close()
+	fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // gone, or unreadable: skip it
 		}
@@ -36,7 +43,7 @@ func workspaceChanges(dir string, since time.Time) *wire.WorkspaceChanges {
 			return fs.SkipAll
 		}
 		out.Walked++
-		if path == dir {
+		if rel == "." {
 			return nil
 		}
 		info, err := d.Info()
@@ -47,11 +54,6 @@ func workspaceChanges(dir string, since time.Time) *wire.WorkspaceChanges {
 		if !ok || st.Ctim.Nano() < from {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			rel += "/"
 		}
