@@ -143,8 +143,28 @@ var ErrFreezeTimedOut = errors.New("the file system did not freeze in time: a wr
 // stopped), and is then undone at once.
 type freezeState struct {
 	mu        sync.Mutex
-	pending   bool // a FIFREEZE has not returned yet
-	abandoned bool // and its caller gave up: thaw when it does
+	pending   bool          // a FIFREEZE has not returned yet
+	abandoned bool          // and its caller gave up: thaw when it does
+	over      chan struct{} // closed when the pending one has returned (and been undone)
+}
+
+// waitFreeze waits, at most FreezeWait, for a freeze Snapshot gave up on
+// to return and be undone: Unmount's, once the writer holding it off (a
+// process of the stopped harness) is gone, so that the file system is
+// not unmounted frozen.
+func (f *FS) waitFreeze() {
+	f.fz.mu.Lock()
+	pending, over := f.fz.pending, f.fz.over
+	f.fz.mu.Unlock()
+	if !pending {
+		return
+	}
+	t := time.NewTimer(FreezeWait)
+	defer t.Stop()
+	select {
+	case <-over:
+	case <-t.C:
+	}
 }
 
 // freezeWithin freezes the file system, waiting at most d or until ctx
@@ -159,7 +179,8 @@ func (f *FS) freezeWithin(ctx context.Context, d time.Duration) error {
 		f.fz.mu.Unlock()
 		return fmt.Errorf("quota: freeze %s: %w (an earlier freeze still waits for it)", f.Dir, ErrFreezeTimedOut)
 	}
-	f.fz.pending = true
+	f.fz.pending, f.fz.over = true, make(chan struct{})
+	over := f.fz.over
 	f.fz.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
@@ -170,6 +191,7 @@ func (f *FS) freezeWithin(ctx context.Context, d time.Duration) error {
 			f.Thaw()
 		}
 		f.fz.pending, f.fz.abandoned = false, false
+		close(over)
 		done <- err
 	}()
 	t := time.NewTimer(d)

@@ -421,6 +421,7 @@ func (f *FS) closeRoot() {
 func (f *FS) Unmount() error {
 	f.once.Do(func() {
 		f.closeRoot()
+		f.waitFreeze()
 		var errs []error
 		if err := unmount(f.Dir); err != nil {
 			errs = append(errs, err)
