@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,24 +48,6 @@ func toolsFlag(t testing.TB) string {
 	return fmt.Sprintf("--tool=stdio:'%s' tools", testharnessBin(t))
 }
 
-// lockedBuffer collects a daemon's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // daemon is a running `harnessd serve`.
 type daemon struct {
 	t      testing.TB
@@ -77,7 +58,7 @@ type daemon struct {
 	// ConfigPath is the --config file, where the test records it.
 	ConfigPath string
 	cmd        *exec.Cmd
-	log        *lockedBuffer
+	log        *testbin.Buffer
 	exited     chan struct{}
 	state      *os.ProcessState
 	client     *http.Client // reaches Addr (the spec's Dial)
@@ -131,7 +112,7 @@ func startDaemon(t testing.TB, s spec) *daemon {
 	if len(s.Harness) > 0 {
 		args = append(append(args, "--"), s.Harness...)
 	}
-	d := &daemon{t: t, Marker: newMarker(), Dir: dir, log: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &daemon{t: t, Marker: newMarker(), Dir: dir, log: &testbin.Buffer{}, exited: make(chan struct{})}
 	bin := s.Bin
 	if bin == "" {
 		bin = harnessdBin(t)

@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -158,7 +158,7 @@ func TestForkAutoSaysWhyItReplays(t *testing.T) {
 		args []string
 		why  bool
 	}{{nil, false}, {[]string{"--no-fork"}, true}} {
-		var logs lockedBuffer
+		var logs testbin.Buffer
 		cfg := testConfig(t, c.args...)
 		cfg.Harness.Options = map[string]any{"fork_timeout": "300ms"} // what the agent that ignores fork waits out
 		if err := cfg.Normalize(); err != nil {
@@ -186,24 +186,6 @@ func TestForkAutoSaysWhyItReplays(t *testing.T) {
 			t.Errorf("%v: the fork's log line %q: replay_because %v, want %v", c.args, forked, got, c.why)
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestForkRefusals: bad options and a running turn are refused, and the

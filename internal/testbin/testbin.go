@@ -3,7 +3,8 @@
 // test process into a private directory that Cleanup removes.
 //
 // Set HARNESSD_BIN_DIR to a directory holding prebuilt binaries to skip the
-// build (the Makefile does this).
+// build (the Makefile does this). It also holds the small helpers several
+// packages' tests share around those subprocesses (Missing, Buffer).
 package testbin
 
 import (
