@@ -34,8 +34,8 @@
 //     max_tokens capped).
 //   - or a passthrough upstream (UpstreamPassthrough): a hosted provider of
 //     the agent's own dialect, sent the request at the route's own path,
-//     unmodified but for the key swap and the configured model (a request
-//     for the provider's own network tools refused unless ProviderNetwork),
+//     unmodified but for the key swap and the configured model (the
+//     provider's own network tools left out unless ProviderNetwork),
 //     its answer streamed back as it
 //     comes; such calls are recorded as evaluation traffic (no token ids)
 //     and have no export.

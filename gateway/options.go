@@ -22,8 +22,8 @@ const (
 	UpstreamEngine UpstreamKind = "engine"
 	// UpstreamPassthrough is a hosted provider speaking the agent's own
 	// dialect (Upstream.Dialect). Requests are forwarded unmodified but for
-	// the key swap and Upstream.Model (and refused when they ask for the
-	// provider's network tools without Options.ProviderNetwork), answers
+	// the key swap and Upstream.Model (and the provider's network tools
+	// left out without Options.ProviderNetwork), answers
 	// streamed back unmodified, and calls recorded as
 	// evaluation traffic: no token ids, never training data.
 	UpstreamPassthrough UpstreamKind = "passthrough"
@@ -74,8 +74,8 @@ type Budgets struct {
 type Options struct {
 	// ProviderNetwork lets the agent use a passthrough provider's own
 	// tools that reach the network for it (web search, web fetch, remote
-	// MCP servers). False, the zero value, refuses a request that asks
-	// for one: it would carry a sandboxed harness past its network
+	// MCP servers). False, the zero value, leaves them out of the agent's
+	// requests: they would carry a sandboxed harness past its network
 	// boundary, with the operator's key.
 	ProviderNetwork bool
 	// EpisodeID names the episode in the export and the logs.

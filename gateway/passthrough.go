@@ -52,10 +52,14 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, d dialect.
 		}
 		return rec
 	}
-	path, body, refused := g.passthroughRequest(d.Name(), rt, body)
+	path, body, left, refused := g.passthroughRequest(d.Name(), rt, body)
 	if refused != nil {
 		fail(*refused)
 		return rec
+	}
+	if len(left) > 0 {
+		g.log.Debug("left the provider's network tools out of the agent's request: the harness has no network (network.egress host, or isolation process, gives it them)",
+			"call_index", adm.index, "left_out", left)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.opts.Upstream.Timeout)
 	defer cancel()

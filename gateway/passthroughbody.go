@@ -3,39 +3,48 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/harnessd/harnessd/gateway/dialect"
+	"github.com/harnessd/harnessd/wire"
 )
 
 // passthroughRequest is what a passthrough sends upstream for the agent's
 // body and route: the configured model (Upstream.Model) in place of the
-// one the agent named, in the body or, for Gemini, the path; and a
-// failure instead when the body asks the provider to reach the network on
-// the agent's behalf and the episode does not let it (ProviderNetwork).
-func (g *Gateway) passthroughRequest(d dialect.Name, rt dialect.Route, body []byte) (path string, out []byte, f *failure) {
-	if !g.opts.ProviderNetwork {
-		if asked := providerNetworkUse(d, body); len(asked) > 0 {
-			return "", nil, &failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: fmt.Sprintf(
-				"gateway: the request asks the provider to reach the network for the agent (%s), past its sandbox's network boundary; "+
-					"this episode does not allow it (network.egress host, or isolation process, does)", strings.Join(asked, ", "))}
-		}
+// one the agent named, in the body or, for Gemini, the path; and, unless
+// the episode lets the harness reach the network (ProviderNetwork), the
+// body without the provider's own tools that would reach it for the
+// agent (left out: agents offer them in every request, Codex its
+// web_search, Claude Code its web_search_20250305). left names what was
+// left out. A body it cannot read as an object is a failure.
+func (g *Gateway) passthroughRequest(d dialect.Name, rt dialect.Route, body []byte) (path string, out []byte, left []string, f *failure) {
+	path, m := rt.Path, g.opts.Upstream.Model
+	if m != "" && d == DialectGemini {
+		path, m = geminiPathWithModel(rt.Path, m), ""
 	}
-	m := g.opts.Upstream.Model
-	if m == "" {
-		return rt.Path, body, nil
+	if m == "" && g.opts.ProviderNetwork {
+		return path, body, nil, nil // as the agent sent it
 	}
-	if d == DialectGemini {
-		return geminiPathWithModel(rt.Path, m), body, nil
-	}
-	out, err := withModel(body, m)
+	ms, err := members(body)
 	if err != nil {
-		return "", nil, &failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: the request body: " + err.Error()}
+		return "", nil, nil, &failure{Status: http.StatusBadRequest, Kind: failInvalid, Message: "gateway: the request body: " + err.Error()}
 	}
-	return rt.Path, out, nil
+	changed := false
+	if !g.opts.ProviderNetwork {
+		ms, left = withoutProviderNetwork(d, ms)
+		changed = len(left) > 0
+	}
+	if m != "" {
+		ms = withModel(ms, m)
+		changed = true
+	}
+	if !changed {
+		return path, body, nil, nil
+	}
+	return path, object(ms), left, nil
 }
 
 // geminiPathWithModel is Gemini's /VERSION/models/MODEL:METHOD with model.
@@ -48,105 +57,159 @@ func geminiPathWithModel(path, model string) string {
 	return path[:i] + "/models/" + model + path[j:]
 }
 
-// withModel is the JSON object body with every top-level "model" member
-// removed (an agent's duplicate too, which a provider might read instead)
-// and model's set first.
-func withModel(body []byte, model string) ([]byte, error) {
-	rest := body
-	for {
-		_, r, ok, err := cutMember(rest, "model")
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		rest = r
-	}
-	name, _ := json.Marshal(model)
-	i := bytes.IndexByte(rest, '{') + 1
-	out := make([]byte, 0, len(rest)+len(name)+10)
-	out = append(out, rest[:i]...)
-	out = append(out, `"model":`...)
-	out = append(out, name...)
-	if j := skipSpace(rest, i); j < len(rest) && rest[j] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest[i:]...), nil
+// member is one top-level member of a JSON object, its value as written.
+type member struct {
+	key   string
+	value json.RawMessage
 }
 
-// Provider features that reach the network on the agent's behalf, by
-// dialect: a top-level member asking for them, and the types of tools (or
-// Gemini's tool keys) that are them.
-var (
-	anthropicNetworkTools = []string{"web_search_", "web_fetch_"} // type prefixes
-	responsesNetworkTools = []string{"web_search", "mcp"}         // types, and web_search_* variants
-	geminiNetworkTools    = []string{"googlesearch", "google_search", "googlesearchretrieval", "google_search_retrieval", "urlcontext", "url_context"}
-)
-
-// providerNetworkUse lists what of body asks the provider to reach the
-// network for the agent: Anthropic's mcp_servers and web search or fetch
-// tools, a Responses web search or remote MCP tool, Chat Completions'
-// web_search_options, Gemini's Google Search or URL context tools. Every
-// top-level member is looked at, duplicates and any letter case too (a
-// provider may read another occurrence than Go's decoder would).
-func providerNetworkUse(d dialect.Name, body []byte) []string {
-	var out []string
+// members reads the top-level members of the JSON object body, in order,
+// duplicates included.
+func members(body []byte) ([]member, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
+		return nil, errors.New("not a JSON object")
 	}
+	var out []member
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return out
+			return nil, err
 		}
 		key, _ := t.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return out
+			return nil, err
 		}
-		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			continue
-		}
-		switch k := strings.ToLower(key); {
-		case k == "mcp_servers" && d == DialectAnthropic, k == "web_search_options" && d == DialectChat:
-			out = append(out, key)
-		case k == "tools":
-			out = append(out, networkTools(d, v)...)
-		}
+		out = append(out, member{key, v})
 	}
-	return out
+	return out, nil
 }
 
-// networkTools lists the tools of list that reach the network.
-func networkTools(d dialect.Name, list json.RawMessage) []string {
+// object writes ms back as a JSON object, each value as it was written.
+func object(ms []member) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// withModel is ms without any "model" member (an agent's duplicate, or
+// another letter case a provider might read, too) and model's first.
+func withModel(ms []member, model string) []member {
+	name, _ := json.Marshal(model)
+	ms = slices.DeleteFunc(ms, func(m member) bool { return strings.EqualFold(m.key, "model") })
+	return append([]member{{"model", name}}, ms...)
+}
+
+// Provider features that reach the network on the agent's behalf, by
+// dialect: Anthropic's tool types (prefixes) and Responses' (exact, and
+// web_search_* variants), Gemini's tool keys (lower case).
+var (
+	anthropicNetworkTools = []string{"web_search_", "web_fetch_"}
+	responsesNetworkTools = []string{"web_search", "mcp"}
+	geminiNetworkTools    = []string{"googlesearch", "google_search", "googlesearchretrieval", "google_search_retrieval", "urlcontext", "url_context"}
+)
+
+// withoutProviderNetwork is ms without what asks the provider to reach
+// the network for the agent: Anthropic's mcp_servers and web search or
+// fetch tools, a Responses web search or remote MCP tool, Chat
+// Completions' web_search_options, Gemini's Google Search or URL context
+// tools; left names each left out. Keys match in any letter case, and
+// every occurrence of a duplicated one is looked at (a provider may read
+// another than Go's decoder would).
+func withoutProviderNetwork(d dialect.Name, ms []member) (out []member, left []string) {
+	for _, m := range ms {
+		switch k := strings.ToLower(m.key); {
+		case k == "mcp_servers" && d == DialectAnthropic, k == "web_search_options" && d == DialectChat:
+			if !bytes.Equal(bytes.TrimSpace(m.value), []byte("null")) {
+				left = append(left, m.key)
+			}
+			continue
+		case k == "tools":
+			v, l := withoutNetworkTools(d, m.value)
+			m.value, left = v, append(left, l...)
+		}
+		out = append(out, m)
+	}
+	return out, left
+}
+
+// withoutNetworkTools is the tool list without the provider's network
+// tools (a Gemini tool object without its network keys, and without the
+// object when nothing else is left of it), and what it left out. A list
+// it cannot read is kept as it is: the provider refuses it.
+func withoutNetworkTools(d dialect.Name, list json.RawMessage) (json.RawMessage, []string) {
 	var tools []map[string]json.RawMessage
 	if json.Unmarshal(list, &tools) != nil {
-		return nil
+		return list, nil
 	}
-	var out []string
-	for _, t := range tools {
+	var raw []json.RawMessage
+	if json.Unmarshal(list, &raw) != nil || len(raw) != len(tools) {
+		return list, nil
+	}
+	var left []string
+	kept := make([]json.RawMessage, 0, len(raw))
+	for i, t := range tools {
 		if d == DialectGemini {
+			n := len(t)
 			for k := range t {
 				if slices.Contains(geminiNetworkTools, strings.ToLower(k)) {
-					out = append(out, k)
+					left = append(left, k)
+					delete(t, k)
 				}
+			}
+			switch {
+			case len(t) == n:
+				kept = append(kept, raw[i])
+			case len(t) > 0:
+				b, _ := wire.MarshalNoEscape(t)
+				kept = append(kept, b)
 			}
 			continue
 		}
-		var typ string
-		for k, v := range t {
-			if strings.EqualFold(k, "type") {
-				json.Unmarshal(v, &typ)
-			}
+		if typ := toolType(t); networkTool(d, typ) {
+			left = append(left, typ)
+			continue
 		}
-		switch lt := strings.ToLower(typ); {
-		case d == DialectAnthropic && slices.ContainsFunc(anthropicNetworkTools, func(p string) bool { return strings.HasPrefix(lt, p) }):
-			out = append(out, typ)
-		case d == DialectResponses && (slices.Contains(responsesNetworkTools, lt) || strings.HasPrefix(lt, "web_search")):
-			out = append(out, typ)
+		kept = append(kept, raw[i])
+	}
+	if len(left) == 0 {
+		return list, nil
+	}
+	b, _ := wire.MarshalNoEscape(kept)
+	return b, left
+}
+
+// toolType is a tool's "type" (any letter case of the key).
+func toolType(t map[string]json.RawMessage) string {
+	var typ string
+	for k, v := range t {
+		if strings.EqualFold(k, "type") {
+			json.Unmarshal(v, &typ)
 		}
 	}
-	return out
+	return typ
+}
+
+// networkTool says whether a tool of type typ is one the provider runs
+// over the network for the agent.
+func networkTool(d dialect.Name, typ string) bool {
+	lt := strings.ToLower(typ)
+	switch d {
+	case DialectAnthropic:
+		return slices.ContainsFunc(anthropicNetworkTools, func(p string) bool { return strings.HasPrefix(lt, p) })
+	case DialectResponses:
+		return slices.Contains(responsesNetworkTools, lt) || strings.HasPrefix(lt, "web_search")
+	}
+	return false
 }

