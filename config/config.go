@@ -323,7 +323,8 @@ func ParseConfig(data []byte, baseDir string) (*Config, error) {
 		}
 	}
 	cfg.resolvePaths(baseDir)
-	if err := errors.Join(decodeErr, cfg.Normalize()); err != nil {
+	zeros := errors.Join(explicitZeros(data)...)
+	if err := errors.Join(decodeErr, zeros, cfg.Normalize()); err != nil {
 		return &cfg, err
 	}
 	return &cfg, nil

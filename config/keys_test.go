@@ -93,3 +93,26 @@ func TestABadSizeNamesItsKey(t *testing.T) {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }
+
+// A 0 where 0 means the key's default, not "no limit", is a problem naming
+// the key and the default: turn_timeout: 0 was taken silently for 600 s.
+// The control: episode_timeout: 0 (none) and max_turns: 0 (unlimited)
+// are what they say, and no problem.
+func TestAZeroThatMeansTheDefaultIsAProblem(t *testing.T) {
+	_, err := ParseConfig([]byte("harness:\n  command: [sh]\n  startup_timeout: 0s\nepisode:\n  turn_timeout: 0\n  output_limit: 0B\n  episode_timeout: 0\n  max_turns: 0\n"), t.TempDir())
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		`line 3: harness.startup_timeout: 0 is not "no limit" here, there is always one: omit the key for the default (30s)`,
+		`line 5: episode.turn_timeout: 0 is not "no limit" here, there is always one: omit the key for the default (600s)`,
+		`line 6: episode.output_limit: 0 is not "no limit" here, there is always one: omit the key for the default (16MiB)`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	if s := err.Error(); strings.Contains(s, "episode_timeout") || strings.Contains(s, "max_turns") {
+		t.Errorf("the control keys are named:\n%v", err)
+	}
+}
