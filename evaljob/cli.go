@@ -96,15 +96,15 @@ func (f *Flags) Options(command []string, env Env) (*Options, error) {
 		}
 		o.Dir, o.Resume = f.Resume, true
 	}
+	if f.Concurrency < 1 || f.Attempts < 1 || f.MaxRetries < 0 {
+		return nil, errors.New("-n and --attempts must be at least 1, --max-retries not negative")
+	}
 	if o.Dir == "" {
 		d, err := claimJobDir(filepath.Join("jobs", time.Now().Format("2006-01-02__15-04-05")))
 		if err != nil {
 			return nil, err
 		}
 		o.Dir = d
-	}
-	if f.Concurrency < 1 || f.Attempts < 1 || f.MaxRetries < 0 {
-		return nil, errors.New("-n and --attempts must be at least 1, --max-retries not negative")
 	}
 	o.Spec = Spec{Attempts: f.Attempts, Settings: env.Settings}
 	for _, p := range f.Tasks {

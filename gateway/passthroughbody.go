@@ -177,7 +177,7 @@ func withoutNetworkTools(d dialect.Name, list json.RawMessage) (json.RawMessage,
 			}
 			continue
 		}
-		if typ := toolType(t); networkTool(d, typ) {
+		if typ, ok := networkToolType(d, t); ok {
 			left = append(left, typ)
 			continue
 		}
@@ -190,15 +190,16 @@ func withoutNetworkTools(d dialect.Name, list json.RawMessage) (json.RawMessage,
 	return b, left
 }
 
-// toolType is a tool's "type" (any letter case of the key).
-func toolType(t map[string]json.RawMessage) string {
-	var typ string
+// networkToolType is the type of tool t when one of its "type" keys (any
+// letter case: a provider reads one of them) names a network tool.
+func networkToolType(d dialect.Name, t map[string]json.RawMessage) (string, bool) {
 	for k, v := range t {
-		if strings.EqualFold(k, "type") {
-			json.Unmarshal(v, &typ)
+		var typ string
+		if strings.EqualFold(k, "type") && json.Unmarshal(v, &typ) == nil && networkTool(d, typ) {
+			return typ, true
 		}
 	}
-	return typ
+	return "", false
 }
 
 // networkTool says whether a tool of type typ is one the provider runs

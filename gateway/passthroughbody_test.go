@@ -105,6 +105,8 @@ func TestPassthroughLeavesOutProviderNetworkTools(t *testing.T) {
 			`{"model":"c",` + msgs + `,"tools":[{"name":"f","input_schema":{"type":"object","required":["a"]}}]}`},
 		{DialectAnthropic, "/v1/messages", `{"model":"c",` + msgs + `,"mcp_servers":[{"url":"https://a.example"}],"MCP_SERVERS":[{"url":"https://b.example"}]}`,
 			`{"model":"c",` + msgs + `}`},
+		{DialectAnthropic, "/v1/messages", `{"model":"c",` + msgs + `,"tools":[{"type":"web_search_20250305","name":"web_search","Type":"custom"}]}`,
+			`{"model":"c",` + msgs + `,"tools":[]}`},
 		{DialectResponses, "/v1/responses", `{"model":"g","input":"hi","tools":[{"type":"function","name":"shell"},{"type":"web_search","external_web_access":false},{"type":"mcp","server_url":"https://a.example","server_label":"x"}]}`,
 			`{"model":"g","input":"hi","tools":[{"type":"function","name":"shell"}]}`},
 		{DialectChat, "/v1/chat/completions", `{"model":"g",` + msgs + `,"web_search_options":{}}`, `{"model":"g",` + msgs + `}`},

@@ -198,10 +198,14 @@ type choiceFlag struct {
 func (c choiceFlag) String() string { return *c.p }
 func (c choiceFlag) Type() string   { return "string" }
 func (c choiceFlag) Set(v string) error {
-	if !slices.Contains(c.choices, v) {
+	w := strings.ToLower(strings.TrimSpace(v))
+	if w == "" {
+		return nil // the default, as an empty value always was
+	}
+	if !slices.Contains(c.choices, w) {
 		return fmt.Errorf("want %s", strings.Join(c.choices, ", "))
 	}
-	*c.p = v
+	*c.p = w
 	return nil
 }
 

@@ -179,16 +179,25 @@ func (f *FS) freezeWithin(ctx context.Context, d time.Duration) error {
 		f.fz.mu.Unlock()
 		return fmt.Errorf("quota: freeze %s: %w (an earlier freeze still waits for it)", f.Dir, ErrFreezeTimedOut)
 	}
+	// One descriptor for the freeze and, when it is abandoned, its thaw:
+	// by then an Unmount may have detached Dir, which no longer names
+	// this file system.
+	dir, err := os.Open(f.Dir)
+	if err != nil {
+		f.fz.mu.Unlock()
+		return fmt.Errorf("quota: freeze %s: %w", f.Dir, err)
+	}
 	f.fz.pending, f.fz.over = true, make(chan struct{})
 	over := f.fz.over
 	f.fz.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
-		err := f.Freeze()
+		defer dir.Close()
+		err := ioctlOn(dir, ioctlFIFREEZE, "freeze", f.Dir)
 		f.fz.mu.Lock()
 		defer f.fz.mu.Unlock()
 		if f.fz.abandoned && err == nil {
-			f.Thaw()
+			ioctlOn(dir, ioctlFITHAW, "thaw", f.Dir)
 		}
 		f.fz.pending, f.fz.abandoned = false, false
 		close(over)
@@ -219,8 +228,13 @@ func freezeIoctl(dir string, req uint, what string) error {
 		return fmt.Errorf("quota: %s %s: %w", what, dir, err)
 	}
 	defer d.Close()
+	return ioctlOn(d, req, what, dir)
+}
+
+// ioctlOn is freezeIoctl's request on the open directory d (named name).
+func ioctlOn(d *os.File, req uint, what, name string) error {
 	if err := unix.IoctlSetInt(int(d.Fd()), req, 0); err != nil {
-		return fmt.Errorf("quota: %s %s: %w", what, dir, err)
+		return fmt.Errorf("quota: %s %s: %w", what, name, err)
 	}
 	return nil
 }

@@ -374,7 +374,8 @@ class Pool:
                 await self.refresh()
                 continue
             except self.retry.retry_on as e:
-                f = AttemptFailure(url or getattr(e, "url", ""), e)
+                url = url or getattr(e, "url", "")  # a connection that failed: the daemon it was to
+                f = AttemptFailure(url, e)
                 failures.append(f)
                 if url:
                     avoid.add(url)
