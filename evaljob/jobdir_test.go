@@ -1,6 +1,9 @@
 package evaljob
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -35,5 +38,17 @@ func TestJobsStartedTogetherGetDirectoriesOfTheirOwn(t *testing.T) {
 	}
 	if !seen[base] || !seen[base+"-2"] || !seen[base+"-8"] {
 		t.Errorf("directories %v, want %s and -2 ... -8", dirs, base)
+	}
+}
+
+// Flags a job refuses leave no job directory behind: the default one was
+// claimed before -n was checked, and -n 0 left an empty jobs/<time>.
+func TestRefusedFlagsLeaveNoJobDirectory(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, err := (&Flags{Concurrency: 0, Attempts: 1}).Options(nil, Env{}); err == nil {
+		t.Fatal("-n 0 was accepted")
+	}
+	if _, err := os.Stat("jobs"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused job left jobs/ behind: %v", err)
 	}
 }
