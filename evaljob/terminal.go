@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/harnessd/harnessd/internal/termtext"
 )
 
 // Terminal shows a job's progress: on a terminal, one line
@@ -41,10 +43,14 @@ func (p *Terminal) Update(pr Progress) {
 		return
 	}
 	if r := pr.Finished; r != nil {
+		// The trial's error holds a harness's text (its failure, its
+		// stderr tail): escaped, it cannot forge a line or act on the
+		// terminal.
+		trial := termtext.Escape(r.Trial)
 		if r.Reward != nil {
-			fmt.Fprintf(p.log, "trial %s: reward %g (%s) [%d/%d]\n", r.Trial, *r.Reward, ms(r.DurationMS), pr.Done, pr.Total)
+			fmt.Fprintf(p.log, "trial %s: reward %g (%s) [%d/%d]\n", trial, *r.Reward, ms(r.DurationMS), pr.Done, pr.Total)
 		} else {
-			fmt.Fprintf(p.log, "trial %s: no reward: %s: %s [%d/%d]\n", r.Trial, r.ErrorType, r.Error, pr.Done, pr.Total)
+			fmt.Fprintf(p.log, "trial %s: no reward: %s: %s [%d/%d]\n", trial, r.ErrorType, termtext.Escape(r.Error), pr.Done, pr.Total)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/harnessd/harnessd/client"
+	"github.com/harnessd/harnessd/internal/termtext"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -81,7 +82,7 @@ func runChat(args []string) int {
 		case "/state":
 			st, err := env.State(ctx)
 			if tally.ok("state", err) {
-				fmt.Println(compact(st))
+				fmt.Println(termtext.Escape(compact(st))) // JSON leaves DEL and C1 as they are
 			}
 			continue
 		default:

@@ -10,6 +10,8 @@ import (
 	"github.com/lmittmann/tint"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/harnessd/harnessd/internal/termtext"
 )
 
 // logFlags are the logging flags every command shares.
@@ -40,12 +42,12 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	switch strings.ToLower(l.format) {
 	case "auto":
 		if tty {
-			h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: os.Getenv("NO_COLOR") != ""})
+			h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: os.Getenv("NO_COLOR") != "", ReplaceAttr: terminalSafe})
 		} else {
 			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
 		}
 	case "tint", "text":
-		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: !tty || os.Getenv("NO_COLOR") != ""})
+		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: !tty || os.Getenv("NO_COLOR") != "", ReplaceAttr: terminalSafe})
 	case "json":
 		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
 	default:
@@ -66,3 +68,49 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// terminalSafe is tint's ReplaceAttr: a string, an error or any other
+// value's text, the message too, with what a terminal would act on
+// written as escapes (logSafe). tint's colour mode writes a value's ESC
+// bytes as they are, and the daemon logs a harness's text (an ACP
+// method's name, a failure's stderr tail): as it came, it could set the
+// operator's clipboard (OSC 52), erase lines or forge one.
+func terminalSafe(_ []string, a slog.Attr) slog.Attr {
+	switch v := a.Value.Resolve(); v.Kind() {
+	case slog.KindString:
+		if e := logSafe(v.String()); e != v.String() {
+			return slog.String(a.Key, e)
+		}
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case slog.Level:
+		case error:
+			if e := logSafe(x.Error()); e != x.Error() {
+				return slog.Any(a.Key, escapedError{e, x})
+			}
+		default:
+			if s := fmt.Sprintf("%+v", x); logSafe(s) != s {
+				return slog.String(a.Key, logSafe(s))
+			}
+		}
+	}
+	return a
+}
+
+// logSafe is termtext.Escape with every `\x1b` (four characters) written
+// `\u001b`: tint's colour mode quotes a value and then turns each `\x1b`
+// of the quoted text back into an ESC byte, so the escape itself, or a
+// harness's plain text spelling it, would be an escape sequence again.
+func logSafe(s string) string {
+	return strings.ReplaceAll(termtext.Escape(s), `\x1b`, `\u001b`)
+}
+
+// escapedError is an error whose text is shown escaped; it unwraps to the
+// error it stands for (tint still paints it as an error).
+type escapedError struct {
+	text string
+	err  error
+}
+
+func (e escapedError) Error() string { return e.text }
+func (e escapedError) Unwrap() error { return e.err }

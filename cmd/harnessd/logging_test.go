@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // JSON logs give every duration in seconds, as a number, under its key.
@@ -30,5 +36,46 @@ func TestJSONLogDurationsInSeconds(t *testing.T) {
 	}
 	if rec.DrainTimeout != 20.0 || rec.Turn.Elapsed != 1.5 || rec.Count != 3.0 {
 		t.Errorf("record %s: drain_timeout %v, turn.elapsed %v, count %v", buf.Bytes(), rec.DrainTimeout, rec.Turn.Elapsed, rec.Count)
+	}
+}
+
+// TestHarnessTextCannotActOnTheTerminalLog (an outside red team): on a
+// terminal the daemon logs through tint in colour, and tint's colour mode
+// writes a value's ESC bytes as they are. The adapters and the session
+// log a harness's text (an ACP request's method, a failure's stderr
+// tail): as it came, OSC 52 set the operator's clipboard, ESC[2K erased
+// a line and ESC E started a forged one ("INF episode ended reward=1").
+// Through a real pseudo-terminal the daemon's logger writes them as
+// escapes, in a string, an error and the message alike. The control: the
+// harness's text itself is in the log, escaped, and tint's own colours are
+// there (it is the terminal's colour mode).
+func TestHarnessTextCannotActOnTheTerminalLog(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		testbin.Missing(t, "a pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	t.Setenv("NO_COLOR", "")
+	lf := logFlags{level: "info", format: "auto"}
+	log, err := lf.logger(tty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slog.SetDefault(slog.New(slog.DiscardHandler))
+	forged := "fs/x\x1b]52;c;cm0gLXJmIH4K\x1b\\\x1b[2K\x1bE12:00:00.000 INF episode ended reward=1"
+	// The same spelt in plain text: tint's colour mode turns a quoted
+	// value's \x1b into ESC.
+	spelt := `fs/y\x1b]52;c;cm0gLXJmIH4K\x1b\\\x1b[2K\x1bE12:00:00.000 INF episode ended reward=1`
+	log.Warn("agent called "+forged, "method", forged, "error", errors.New("exit: "+forged), "args", []string{forged}, "spelt", spelt)
+	tty.Close()
+	out, _ := io.ReadAll(ptmx) // the pty's master reads until the slave is closed (EIO)
+	t.Logf("%q", out)
+	if !bytes.Contains(out, []byte("fs/x")) || !bytes.Contains(out, []byte("fs/y")) || !bytes.Contains(out, []byte("\x1b[93mWRN")) {
+		t.Fatalf("control: the harness's text or tint's colours are missing: %q", out)
+	}
+	for _, seq := range []string{"\x1b]52;", "\x1b[2K", "\x1bE"} {
+		if bytes.Contains(out, []byte(seq)) {
+			t.Errorf("the harness's %q reached the terminal raw", seq)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/termtext"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
@@ -146,7 +147,7 @@ func (f *runFlags) episode(ctx context.Context, sess *session.Session) (*wire.Ob
 		}
 		pr.observation(fmt.Sprintf("turn %d", obs.Metadata.TurnNumber), obs)
 		if obs.Metadata.UserDone {
-			fmt.Fprintf(os.Stderr, "the simulated user ended the episode: %s\n", obs.Metadata.UserReason)
+			fmt.Fprintf(os.Stderr, "the simulated user ended the episode: %s\n", termtext.Escape(obs.Metadata.UserReason))
 		}
 		last = obs
 	}

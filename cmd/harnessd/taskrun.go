@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/internal/termtext"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -52,8 +53,9 @@ type taskSummary struct {
 	ErrorType wire.FailureType `json:"error_type,omitempty"`
 }
 
-// printTaskSummary prints the reward line on stderr and the summary as JSON
-// on stdout, and returns run's exit code: 0 when the task was graded.
+// printTaskSummary prints the reward line on stderr (a harness's or a
+// grader's text in it escaped: termtext) and the summary as JSON on
+// stdout, and returns run's exit code: 0 when the task was graded.
 func printTaskSummary(s taskSummary) int {
 	out := json.NewEncoder(os.Stdout)
 	out.SetEscapeHTML(false)
@@ -63,11 +65,11 @@ func printTaskSummary(s taskSummary) int {
 		fmt.Fprintf(os.Stderr, "task %s: reward %g\n", s.TaskID, *s.Reward)
 		return exitOK
 	case s.ErrorType != "" && s.Grade != nil:
-		fmt.Fprintf(os.Stderr, "task %s: no reward (error_type %s): %s\n", s.TaskID, s.ErrorType, s.Grade.Error)
+		fmt.Fprintf(os.Stderr, "task %s: no reward (error_type %s): %s\n", s.TaskID, s.ErrorType, termtext.Escape(s.Grade.Error))
 	case s.Error != "":
-		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, s.Error)
+		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, termtext.Escape(s.Error))
 	case s.Grade != nil && s.Grade.Error != "":
-		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, s.Grade.Error)
+		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, termtext.Escape(s.Grade.Error))
 	default:
 		fmt.Fprintf(os.Stderr, "task %s: not graded\n", s.TaskID)
 	}
@@ -116,7 +118,7 @@ func runOracle(ctx context.Context, dir string) int {
 	for _, s := range tr.Steps {
 		solves = append(solves, s.Solve)
 		if s.Error != "" {
-			fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, s.Error)
+			fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, termtext.Escape(s.Error))
 		}
 	}
 	for _, sol := range solves {

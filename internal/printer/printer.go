@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/harnessd/harnessd/internal/termtext"
 	"github.com/harnessd/harnessd/wire"
 )
 
@@ -39,13 +40,15 @@ func (p *Printer) Paint(code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-// Clip shortens s to n runes, showing newlines as ⏎.
+// Clip shortens s to n runes, showing newlines as ⏎ and every other
+// character a terminal would act on as an escape (termtext.Escape): a
+// harness's text cannot move the cursor, erase or forge a line.
 func Clip(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", "⏎")
 	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
+		s = string(r[:n]) + "…"
 	}
-	return s
+	return termtext.Escape(s)
 }
 
 // Compact is v as one-line JSON.
@@ -88,9 +91,10 @@ func (p *Printer) Event(e wire.Event) {
 	}
 	src := ""
 	if e.Origin != "" {
-		src = p.Paint("2", " ("+string(e.Origin)+")")
+		src = p.Paint("2", " ("+termtext.Escape(string(e.Origin))+")")
 	}
-	fmt.Fprintf(p.w, "  %s %-13s %s%s\n", p.Paint("2", fmt.Sprintf("[turn %d]", e.Turn)), p.Paint(color, string(e.Type)), what, src)
+	fmt.Fprintf(p.w, "  %s %-13s %s%s\n", p.Paint("2", fmt.Sprintf("[turn %d]", e.Turn)), p.Paint(color, termtext.Escape(string(e.Type))),
+		termtext.Escape(what), src)
 }
 
 // compactRaw is JSON arguments as one line with sorted keys ({} when absent).
@@ -115,7 +119,7 @@ func (p *Printer) Observation(label string, o *wire.Observation) {
 		line += fmt.Sprintf(" response=%q", Clip(*m.Response, 100))
 	}
 	if len(m.InjectedTools) > 0 {
-		line += " tools=" + strings.Join(m.InjectedTools, ",")
+		line += " tools=" + termtext.Escape(strings.Join(m.InjectedTools, ","))
 	}
 	if m.ErrorType != "" {
 		line += p.Paint("31", fmt.Sprintf(" error_type=%s error=%q", m.ErrorType, Clip(m.Error, 160)))
@@ -131,9 +135,9 @@ func (p *Printer) Observation(label string, o *wire.Observation) {
 		}
 		extra := ""
 		if r.Error != "" {
-			extra = p.Paint("31", " error: "+r.Error)
+			extra = p.Paint("31", " error: "+termtext.Escape(r.Error))
 		}
-		fmt.Fprintf(p.w, "    rubric %-12s score=%s weight=%g%s\n", r.Name, score, r.Weight, extra)
+		fmt.Fprintf(p.w, "    rubric %-12s score=%s weight=%g%s\n", termtext.Escape(r.Name), score, r.Weight, extra)
 	}
 	if m.StderrTail != "" {
 		fmt.Fprintf(p.w, "    stderr tail: %s\n", Clip(m.StderrTail, 300))

@@ -1,0 +1,83 @@
+// Package termtext makes text that a harness controls safe to write to a
+// person's terminal: control characters (escape sequences, carriage
+// returns, new lines that would start a forged line) and bidirectional
+// overrides become visible escapes. It owns that one rule; it must not
+// decide what is printed or where (the printer, eval's progress lines and
+// the daemon's terminal log call it).
+package termtext
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Escape returns s with every character a terminal would act on rather
+// than show written as an escape: C0 controls but tab (\n, \r, \x1b), DEL,
+// C1 controls (\u009b), bytes that are not UTF-8 (\xff), and the
+// bidirectional embeddings, overrides and isolates (\u202e) that reorder
+// what a line shows. s comes back as it is, without a copy, when it has
+// none of them.
+func Escape(s string) string {
+	i := firstUnsafe(s)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unsafe(r):
+			if r < 0x80 {
+				fmt.Fprintf(&b, `\x%02x`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// firstUnsafe is the index of s's first character Escape rewrites, or -1.
+func firstUnsafe(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' || c == 0x7f {
+				return i
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 || unsafe(r) {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// unsafe says whether a terminal acts on r instead of showing it.
+func unsafe(r rune) bool {
+	switch {
+	case r < 0x20:
+		return r != '\t'
+	case r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
