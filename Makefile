@@ -94,7 +94,7 @@ FUZZ_TARGETS := \
 	./config:FuzzParseConfig ./harness/adapter/jsonl:FuzzLine ./harness/adapter/acp:FuzzMessage ./harness/adapter/acp:FuzzContentTexts \
 	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/streamjson:FuzzInitLists ./harness/adapter/streamjson:FuzzBlocks \
 	./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest \
-	./gateway:FuzzDecode ./gateway/dialect:FuzzMatch ./gateway/dialect:FuzzGeminiLists ./gateway/dialect:FuzzDialectLists \
+	./gateway:FuzzDecode ./gateway:FuzzURLScanAgreesWithTokens ./gateway/dialect:FuzzMatch ./gateway/dialect:FuzzGeminiLists ./gateway/dialect:FuzzDialectLists \
 	./internal/jsonscan:FuzzStringValue ./internal/jsonlist:FuzzReadOver
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go
@@ -210,6 +210,7 @@ bench: build
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'GatewayMemory' -benchtime 1x ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'GatewayGrowing|CaptureGrowing' -benchtime 1x ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'GatewayReplay' -benchtime 1x ./gateway/ | tee -a $(BIN)/bench.txt
+	$(BENCHENV) $(GO) test -run '^$$' -bench 'PassthroughGuard' -count 3 ./gateway/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'Accept' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'ForkSurfaces' -benchtime 1x ./server/ | tee -a $(BIN)/bench.txt
 	$(BENCHENV) $(GO) test -run '^$$' -bench 'SandboxStart' -benchtime 1x ./process/sandbox/ | tee -a $(BIN)/bench.txt

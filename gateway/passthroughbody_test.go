@@ -86,8 +86,9 @@ func capturingUpstream(t *testing.T) (url string, got func() (paths []string, bo
 // provider's own tools do with the operator's key: Anthropic's
 // mcp_servers (a red team's went to an attacker's URL with data in its
 // token), web search and fetch; a Responses web search or remote MCP
-// tool; Chat Completions' web_search_options; Gemini's Google Search and
-// URL context. They are left out of the request, the rest of it goes as
+// tool; Chat Completions' web_search_options and tools of types it does
+// not define (an aggregator's web search); Gemini's Google Search and URL
+// context; OpenRouter's plugins and xAI's search_parameters. They are left out of the request, the rest of it goes as
 // sent: agents offer such tools in every request (Codex's web_search
 // with external_web_access false), and refusing the request stopped them
 // (a first version of this refused it, and Codex never got an answer).
@@ -110,6 +111,8 @@ func TestPassthroughLeavesOutProviderNetworkTools(t *testing.T) {
 		{DialectResponses, "/v1/responses", `{"model":"g","input":"hi","tools":[{"type":"function","name":"shell"},{"type":"web_search","external_web_access":false},{"type":"mcp","server_url":"https://a.example","server_label":"x"}]}`,
 			`{"model":"g","input":"hi","tools":[{"type":"function","name":"shell"}]}`},
 		{DialectChat, "/v1/chat/completions", `{"model":"g",` + msgs + `,"web_search_options":{}}`, `{"model":"g",` + msgs + `}`},
+		{DialectChat, "/v1/chat/completions", `{"model":"g",` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}},{"type":"openrouter:web_search"},{"type":"custom","custom":{"name":"g"}}],"plugins":[{"id":"web"}],"search_parameters":{"mode":"on"}}`,
+			`{"model":"g",` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}},{"type":"custom","custom":{"name":"g"}}]}`},
 		{DialectGemini, "/v1beta/models/g:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"google_search":{}},{"functionDeclarations":[{"name":"f"}],"urlContext":{}}]}`,
 			`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f"}]}]}`},
 	}
@@ -149,10 +152,11 @@ func jsonEqual(a, b string) bool {
 // rest, and puts the configured one first.
 func TestWithModel(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"model":"a","x":1,"Model":"b"}`: `{"model":"m","x":1}`,
-		`{ "x" : [1,2] }`:                 `{"model":"m","x":[1,2]}`,
-		`{"model":"a"}`:                   `{"model":"m"}`,
-		`{}`:                              `{"model":"m"}`,
+		`{"model":"a","x":1,"Model":"b"}`:  `{"model":"m","x":1}`,
+		`{ "x" : [1,2] }`:                  `{"model":"m","x":[1,2]}`,
+		`{"model":"a"}`:                    `{"model":"m"}`,
+		`{}`:                               `{"model":"m"}`,
+		`{"mo\u0064el":"a","x":{"y":"}"}}`: `{"model":"m","x":{"y":"}"}}`,
 	} {
 		ms, err := members([]byte(in))
 		if got := string(object(withModel(ms, "m"))); err != nil || got != want {
