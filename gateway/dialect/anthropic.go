@@ -77,7 +77,10 @@ func blocks(raw json.RawMessage) ([]anthropicBlock, error) {
 		}
 		b = anthropicBlock{}
 		if json.Unmarshal(e, &b) != nil {
-			return false
+			// A kind not read may have other shapes (a search_result's
+			// source is a string): only its type matters.
+			var kind struct{ Type string }
+			return json.Unmarshal(e, &kind) == nil && kind.Type != "" && !readBlock[kind.Type]
 		}
 		if readBlock[b.Type] {
 			bs = append(bs, b)

@@ -55,3 +55,24 @@ func TestAnthropicBlocksAllocateInProportionToTheBody(t *testing.T) {
 		}
 	}
 }
+
+// TestAnthropicLeavesOutBlocksOfOtherShapes: a block of a kind the
+// translation does not read is left out whatever its shape: a
+// search_result block (its source a string, where an image's is an
+// object) made the whole request "content must be a string or a list of
+// blocks". The control: an image block whose source is a string is still
+// refused.
+func TestAnthropicLeavesOutBlocksOfOtherShapes(t *testing.T) {
+	sr := `{"model":"m","max_tokens":8,"messages":[{"role":"user","content":[{"type":"search_result","source":"https://example.com/a","title":"a","content":[{"type":"text","text":"x"}]},{"type":"text","text":"q"}]}]}`
+	req, err := New(Anthropic).Decode(nil, []byte(sr))
+	if err != nil {
+		t.Fatalf("a search_result block: %v", err)
+	}
+	if got, _ := json.Marshal(req.Chat.Messages); string(got) != `[{"content":[{"text":"q","type":"text"}],"role":"user"}]` && string(got) != `[{"content":"q","role":"user"}]` {
+		t.Errorf("messages %s, want the text alone", got)
+	}
+	bad := `{"model":"m","max_tokens":8,"messages":[{"role":"user","content":[{"type":"image","source":"https://x"}]}]}`
+	if _, err := New(Anthropic).Decode(nil, []byte(bad)); err == nil {
+		t.Error("control: an image block whose source is a string was taken")
+	}
+}
