@@ -333,7 +333,7 @@ func (s *Session) finalTaskGrade(r *run, obs *wire.Observation) {
 		if v, ok := tasks.TrialReward(g.Scores); ok {
 			g.Reward = &v
 		} else {
-			g.Error = "no step produced a reward"
+			g.Error = tasks.NoTrialReward(r.stepResults)
 		}
 	}
 	addTaskGrade(obs, t.ID, g)

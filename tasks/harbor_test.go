@@ -20,11 +20,10 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// writeTask writes a Harbor task directory from files (path -> content;
-// .sh files executable) and loads it.
-func writeTask(t *testing.T, files map[string]string) (*tasks.Task, error) {
+// writeFiles writes files (path -> content; .sh files executable) beneath
+// dir, making the directories they need.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "task")
 	for p, c := range files {
 		f := filepath.Join(dir, p)
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
@@ -38,6 +37,14 @@ func writeTask(t *testing.T, files map[string]string) (*tasks.Task, error) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// writeTask writes a Harbor task directory from files (writeFiles) and
+// loads it.
+func writeTask(t *testing.T, files map[string]string) (*tasks.Task, error) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "task")
+	writeFiles(t, dir, files)
 	set, err := tasks.Load(tasks.Source{Task: dir})
 	if err != nil {
 		return nil, err
@@ -283,13 +290,16 @@ func TestMultiStepGradingAsHarbor(t *testing.T) {
 	if len(tr.Steps) != 2 || !strings.Contains(tr.Stopped, "reward=0.5 below min_reward 0.9") || tr.Reward == nil || *tr.Reward != 0.75 {
 		t.Errorf("scalar min_reward: %d steps, stopped %q, reward %v", len(tr.Steps), tr.Stopped, tr.Reward)
 	}
-	// A failing setup.sh ends the trial: no verifier result for b, the
-	// mean is over a alone.
+	// A failing setup.sh ends the trial: no verifier result for b, and,
+	// unlike Harbor (the mean over a alone, 1), no trial reward: a setup.sh
+	// runs on the workspace the agent shaped, and leaving b out would
+	// raise the reward of an agent that broke it.
 	f = files("", "")
 	f["steps/b/workdir/setup.sh"] = "exit 3\n"
 	tr = oracle(t, mustTask(t, f), tasks.RunOptions{})
-	if len(tr.Steps) != 2 || tr.Steps[1].Error == "" || tr.Steps[1].Grade != nil || !strings.Contains(tr.Stopped, "step b failed") || tr.Reward == nil || *tr.Reward != 1 {
-		t.Errorf("failed setup: steps %+v, stopped %q, reward %v", tr.Steps, tr.Stopped, tr.Reward)
+	if len(tr.Steps) != 2 || tr.Steps[1].Error == "" || tr.Steps[1].Grade != nil || !strings.Contains(tr.Stopped, "step b failed") ||
+		tr.Reward != nil || !strings.Contains(tr.Error, "step b produced no reward") {
+		t.Errorf("failed setup: steps %+v, stopped %q, reward %v, error %q", tr.Steps, tr.Stopped, tr.Reward, tr.Error)
 	}
 	// The wire form lists each step.
 	g := tr.WireGrade()
@@ -401,9 +411,12 @@ func TestTrialRewardsAndStopRules(t *testing.T) {
 		t.Errorf("strategy %q instruction %q", task.StepStrategy, task.Instruction)
 	}
 	rs := []tasks.StepResult{{Name: "a", Rewards: map[string]float64{"reward": 1, "x": 1}}, {Name: "b", Failed: true}, {Name: "c", Rewards: map[string]float64{"reward": 0}}}
-	got := task.TrialRewards(rs)
-	if got["reward"] != 0.5 || got["x"] != 0.5 {
-		t.Errorf("mean %v, want reward 0.5 x 0.5 (b left out, c's missing x is 0)", got)
+	if got := task.TrialRewards(rs); got != nil || !strings.Contains(tasks.NoTrialReward(rs), "step b produced no reward") {
+		t.Errorf("mean with b unrewarded: %v (%s), want none, naming b (Harbor leaves b out: 1 where 0.5 is earned)", got, tasks.NoTrialReward(rs))
+	}
+	ok := []tasks.StepResult{rs[0], rs[2]}
+	if got := task.TrialRewards(ok); got["reward"] != 0.5 || got["x"] != 0.5 {
+		t.Errorf("mean %v, want reward 0.5 x 0.5 (c's missing x is 0)", got)
 	}
 	if stop, _ := task.StopAfter(0, rs[0]); stop {
 		t.Error("a at its min_reward stops")

@@ -132,7 +132,7 @@ func (t *Task) Oracle(ctx context.Context, o RunOptions) (*Trial, error) {
 	if r, ok := rewardOf(tr.Scores); ok {
 		tr.Reward = &r
 	} else {
-		tr.Error = "no step produced a reward"
+		tr.Error = NoTrialReward(results)
 	}
 	return tr, nil
 }

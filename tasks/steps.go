@@ -264,14 +264,22 @@ func (t *Task) StopAfter(i int, r StepResult) (bool, string) {
 // TrialRewards is the task's reward from the steps that ran, as Harbor
 // derives the trial's verifier result: "final" takes the last step's
 // rewards as they are; "mean" takes, for each key any step produced, the
-// mean over the steps with a verifier result (a missing key counts 0;
-// steps without a result are left out). Nil when no step produced one.
+// mean over the steps (a missing key counts 0). Nil when no step produced
+// one, and, unlike Harbor, when a step that ran produced none
+// (Unrewarded): Harbor leaves such a step out of the mean, so an agent
+// that cannot pass a step raised its trial's reward by making the step's
+// verifier fail (its code under test writing the reward file, which the
+// watch withholds, or killing the tests; a setup.sh it broke): 1 where
+// the honest failure scores 0.5 (an outside red team).
 func (t *Task) TrialRewards(rs []StepResult) map[string]float64 {
 	if len(rs) == 0 {
 		return nil
 	}
 	if t.StepStrategy == StrategyFinal {
 		return rs[len(rs)-1].Rewards
+	}
+	if _, ok := Unrewarded(rs); ok {
+		return nil
 	}
 	var valid []map[string]float64
 	keys := map[string]bool{}
@@ -295,6 +303,25 @@ func (t *Task) TrialRewards(rs []StepResult) map[string]float64 {
 		out[k] = FiniteMean(xs)
 	}
 	return out
+}
+
+// Unrewarded names the first step of rs that ran without producing a
+// reward, if any.
+func Unrewarded(rs []StepResult) (string, bool) {
+	for _, r := range rs {
+		if r.Rewards == nil {
+			return r.Name, true
+		}
+	}
+	return "", false
+}
+
+// NoTrialReward says why TrialRewards gave no reward for rs.
+func NoTrialReward(rs []StepResult) string {
+	if name, ok := Unrewarded(rs); ok {
+		return fmt.Sprintf("step %s produced no reward, so the trial has none (left out of the mean, it would raise the trial's reward)", name)
+	}
+	return "no step produced a reward"
 }
 
 // stepAt returns step n (1-based) or an error.

@@ -84,13 +84,7 @@ func TestStepTestsAreNotReadableByTheLiveHarness(t *testing.T) {
 		"steps/one/tests/test.sh":  "#!/bin/bash\ngrep -q HIDDEN /tests/secret.txt && echo 1 > /logs/verifier/reward.txt\nsleep 1\n",
 		"steps/two/tests/test.sh":  "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, "set", "steal", name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, filepath.Join(dir, "set", "steal"), files)
 	if err := os.WriteFile(harnessPath, []byte(thief), 0o755); err != nil {
 		t.Fatal(err)
 	}
