@@ -7,7 +7,8 @@ import (
 
 // DefaultDeny is the address guard applied when Options.Deny is nil: the
 // ranges a harness must never reach through the proxy whatever the policy
-// says. IPv4-mapped IPv6 addresses are unmapped before the check.
+// says. IPv4-mapped IPv6 addresses are unmapped before the check, and the
+// IPv4 address a NAT64 or 6to4 one embeds is checked too (embeddedIPv4).
 var DefaultDeny = []netip.Prefix{
 	netip.MustParsePrefix("127.0.0.0/8"),        // loopback
 	netip.MustParsePrefix("::1/128"),            // loopback
@@ -55,9 +56,23 @@ var prefixReasons = map[netip.Prefix]string{
 	netip.MustParsePrefix("fc00::/7"):           "a unique-local address",
 }
 
-// deniedBy returns why addr falls in one of deny ("" when it does not).
+// deniedBy returns why addr falls in one of deny ("" when it does not),
+// or why an IPv4 address it embeds does (embeddedIPv4: NAT64, 6to4).
 func deniedBy(deny []netip.Prefix, addr netip.Addr) string {
 	addr = addr.Unmap()
+	if why := deniedDirectly(deny, addr); why != "" {
+		return why
+	}
+	for _, v4 := range embeddedIPv4(addr) {
+		if why := deniedDirectly(deny, v4); why != "" {
+			return "an IPv6 form (NAT64, 6to4) of " + v4.String() + ", " + why
+		}
+	}
+	return ""
+}
+
+// deniedDirectly returns why addr itself falls in one of deny, or "".
+func deniedDirectly(deny []netip.Prefix, addr netip.Addr) string {
 	for _, p := range deny {
 		if p.Contains(addr) {
 			if why, ok := prefixReasons[p]; ok {
@@ -67,6 +82,38 @@ func deniedBy(deny []netip.Prefix, addr netip.Addr) string {
 		}
 	}
 	return ""
+}
+
+// The IPv6 prefixes through which a network reaches an IPv4 address it
+// embeds: NAT64's well-known 64:ff9b::/96 (RFC 6052, what a DNS64 resolver
+// answers for a name with only an A record) and local-use 64:ff9b:1::/48
+// (RFC 8215), and 6to4's 2002::/16.
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+	nat64LocalUse  = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedIPv4 is the IPv4 addresses addr may reach through NAT64 or
+// 6to4: the last 32 bits under 64:ff9b::/96; under 64:ff9b:1::/48 both
+// places RFC 6052 puts them (after a /48 prefix, around the u octet; after
+// a /96 one, the last 32 bits), since the operator picks the length; bits
+// 16 to 48 under 2002::/16.
+func embeddedIPv4(addr netip.Addr) []netip.Addr {
+	if !addr.Is6() {
+		return nil
+	}
+	b := addr.As16()
+	v4 := func(x, y, z, w byte) netip.Addr { return netip.AddrFrom4([4]byte{x, y, z, w}) }
+	switch {
+	case nat64WellKnown.Contains(addr):
+		return []netip.Addr{v4(b[12], b[13], b[14], b[15])}
+	case nat64LocalUse.Contains(addr):
+		return []netip.Addr{v4(b[6], b[7], b[9], b[10]), v4(b[12], b[13], b[14], b[15])}
+	case sixToFour.Contains(addr):
+		return []netip.Addr{v4(b[2], b[3], b[4], b[5])}
+	}
+	return nil
 }
 
 // guard is the proxy's address check: the deny prefixes and the exact
@@ -95,6 +142,11 @@ func (g guard) check(addr netip.Addr) string {
 	}
 	if g.addrs[addr] {
 		return "one of the daemon's own addresses"
+	}
+	for _, v4 := range embeddedIPv4(addr) {
+		if g.addrs[v4] {
+			return "an IPv6 form (NAT64, 6to4) of one of the daemon's own addresses"
+		}
 	}
 	return ""
 }
