@@ -175,12 +175,18 @@ func NewCatalog(ctx context.Context, sources []Source, opts CatalogOptions) (*Ca
 	return c, nil
 }
 
+// matchAny says whether any of patterns matches e (Entry.Matches).
 func matchAny(patterns []string, e Entry) bool {
-	for _, p := range patterns {
-		for _, name := range []string{e.Upstream, e.Served, e.Source + "/" + e.Upstream} {
-			if ok, _ := path.Match(p, name); ok {
-				return true
-			}
+	return slices.ContainsFunc(patterns, e.Matches)
+}
+
+// Matches says whether the expose or hide pattern (path.Match syntax)
+// matches the tool by its upstream name, its served name, or
+// "server/upstream".
+func (e Entry) Matches(pattern string) bool {
+	for _, name := range []string{e.Upstream, e.Served, e.Source + "/" + e.Upstream} {
+		if ok, _ := path.Match(pattern, name); ok {
+			return true
 		}
 	}
 	return false

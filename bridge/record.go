@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -86,12 +89,19 @@ func newCallRecord(opts ServerOptions) *callRecord {
 	return r
 }
 
+// recordOverhead is what a kept call holds in Go objects beyond its JSON
+// (the record, the result's struct, its content's interface and text
+// block), counted against MaxRecordBytes with it: counted by JSON alone, a
+// harness's many calls with tiny arguments and results held 6x the bound
+// (an outside red team's lead; TestRecordMemoryStaysNearItsBound).
+const recordOverhead = 256
+
 // keep records a served call, while the record has room.
 func (r *callRecord) keep(served string, args json.RawMessage, res *mcp.CallToolResult) {
 	if !r.on {
 		return
 	}
-	n := int64(len(served) + len(args))
+	n := int64(recordOverhead + len(served) + len(args))
 	if b, err := json.Marshal(res); err == nil {
 		n += int64(len(b))
 	}
@@ -242,15 +252,58 @@ func sameArguments(a, b json.RawMessage) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
+// decodeArgs decodes a call's arguments for sameArguments, each number
+// exact (canonicalNumbers): decoded into float64, two integers past 2^53
+// were the same call, and a replaying sibling was answered with its
+// parent's result for another one (an outside red team).
 func decodeArgs(raw json.RawMessage) (any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return map[string]any{}, nil
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var v any
-	err := json.Unmarshal(raw, &v)
-	return v, err
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return canonicalNumbers(v), nil
 }
+
+// canonicalNumbers is v with each json.Number written one way, as a
+// canonicalNumber: an integer literal exactly (big.Int), any other as its
+// float64 (1.0 and 1e0 are 1, as they were).
+func canonicalNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = canonicalNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = canonicalNumbers(e)
+		}
+	case json.Number:
+		if !strings.ContainsAny(string(x), ".eE") {
+			if n, ok := new(big.Int).SetString(string(x), 10); ok {
+				return canonicalNumber(n.String())
+			}
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return canonicalNumber(x)
+		}
+		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return canonicalNumber(strconv.FormatInt(int64(f), 10))
+		}
+		return canonicalNumber(strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return v
+}
+
+// canonicalNumber is a number of a call's arguments as canonicalNumbers
+// writes it: a type of its own, so that it never equals a string.
+type canonicalNumber string
 
 // excerptLen bounds what a divergence quotes of arguments.
 const excerptLen = 120

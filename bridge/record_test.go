@@ -181,7 +181,7 @@ func TestReplayDivergence(t *testing.T) {
 func TestRecordBounded(t *testing.T) {
 	var calls atomic.Int64
 	cat := newCatalog(t, CatalogOptions{}, countingTools(t, &calls))
-	srv := serve(t, cat, ServerOptions{Record: true, MaxRecordBytes: 600})
+	srv := serve(t, cat, ServerOptions{Record: true, MaxRecordBytes: 1500}) // two calls, each ~450 bytes of JSON and 256 of objects
 	c := connect(t, srv.URL(), srv.Token())
 	for range 4 {
 		call(t, c, "echo", map[string]any{"text": strings.Repeat("x", 200)})

@@ -74,7 +74,8 @@ type ServerOptions struct {
 
 	// Record keeps every served call's ToolRecord for Records (record.go),
 	// up to MaxRecordBytes (zero means DefaultMaxRecordBytes) of names,
-	// arguments and results as JSON.
+	// arguments and results as JSON, each call counting 256 bytes more for
+	// what it holds in Go objects.
 	Record         bool
 	MaxRecordBytes int64
 	// Replay, when not empty, answers the Server's next calls from these

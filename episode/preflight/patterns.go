@@ -2,7 +2,7 @@ package preflight
 
 import (
 	"fmt"
-	"path"
+	"slices"
 
 	"github.com/harnessd/harnessd/bridge"
 	"github.com/harnessd/harnessd/config"
@@ -35,17 +35,9 @@ func checkPatterns(cfg *config.Config, cat *bridge.Catalog, failed map[string]bo
 }
 
 // matchesAnyTool says whether pattern matches a tool of cat as the
-// catalog matches expose and hide: its upstream name, its served name, or
-// "server/upstream".
+// catalog matches expose and hide (bridge.Entry.Matches).
 func matchesAnyTool(cat *bridge.Catalog, pattern string) bool {
-	for _, e := range cat.Entries() {
-		for _, name := range []string{e.Upstream, e.Served, e.Source + "/" + e.Upstream} {
-			if ok, _ := path.Match(pattern, name); ok {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(cat.Entries(), func(e bridge.Entry) bool { return e.Matches(pattern) })
 }
 
 // allNames lists every tool of cat by its served name, hidden ones too.
