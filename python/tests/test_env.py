@@ -232,3 +232,22 @@ def test_a_refused_session_reconnects_once_there_is_room(daemons) -> None:
     finally:
         env.close()
         other.close()
+
+
+@pytest.mark.parametrize(
+    "base, want",
+    [
+        ("127.0.0.1:8000", "ws://127.0.0.1:8000/ws"),
+        ("http://h:1/", "ws://h:1/ws"),
+        ("https://h/prefix", "wss://h/prefix/ws"),
+        ("ws://h:1/ws", "ws://h:1/ws"),
+        ("wss://h/ws/", "wss://h/ws"),
+    ],
+)
+def test_ws_url_does_not_double_the_route(base: str, want: str) -> None:
+    """A base that is the daemon's printed ``ws://host/ws`` dials that route,
+    not ``/ws/ws`` (as the Go client's wsURL)."""
+    from harnessd.env import _ws_url
+
+    assert _ws_url(base) == want
+    assert _ws_url(base, "a b") == want + "?session_id=a%20b"

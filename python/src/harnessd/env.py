@@ -61,8 +61,12 @@ def _is_closed(ws: Any) -> bool:
 
 
 def _ws_url(base_url: str, session_id: str | None = None) -> str:
+    """The ``/ws`` route of ``base_url``; a base that already ends with it
+    (``ws://host/ws``, as the daemon prints its address) is the route."""
     b = normalize_base_url(base_url)
-    u = ("wss" + b[5:] if b.startswith("https") else "ws" + b[4:]) + "/ws"
+    u = "wss" + b[5:] if b.startswith("https") else "ws" + b[4:]
+    if not u.endswith("/ws"):
+        u += "/ws"
     return u + "?session_id=" + urllib.parse.quote(session_id, safe="") if session_id else u
 
 
