@@ -2,7 +2,7 @@
 #
 #   make demo    a full episode against the built-in test harness and demo tools
 #   make lint    go vet, gofmt, staticcheck
-#   make test    lint + every test (race detector on); CI runs this
+#   make test    lint + every test (race detector on but for NORACE_TESTS); CI runs this
 #   make bench   benchmarks with their floors, as ratios (see docs/benchmarks.md)
 #   make bench-agents  the real agents' resets (needs Node and make agents)
 #   make fuzz    every fuzz target for FUZZTIME each (default 60s)
@@ -27,7 +27,7 @@ MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | gr
 VERSIONPKG := github.com/harnessd/harnessd/internal/version
 LDFLAGS  := $(if $(VERSION),-X $(VERSIONPKG).version=$(VERSION)) $(if $(REVISION),-X $(VERSIONPKG).revision=$(REVISION)) $(if $(MODIFIED),-X $(VERSIONPKG).modified=true)
 
-.PHONY: all build test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke python-deps test-python bench-python xfsprogs
+.PHONY: all build sandbox-init test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke python-deps test-python bench-python xfsprogs
 
 all: build
 
@@ -40,11 +40,13 @@ SANDBOXINIT := process/sandbox/initfile/harnessd-sandbox-init
 # harnessd is built with -buildvcs=auto (overriding a GOFLAGS of
 # -buildvcs=false) so that "harnessd version" names the git revision it was
 # built from; outside a git clone (a worktree, a tarball) it says unknown.
-build:
+build: sandbox-init
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness ./integration/benchfloor
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(SANDBOXINIT) ./cmd/harnessd-sandbox-init
 	@if [ -d cmd/harnessd ]; then $(GO) build -tags harnessd_embedinit -buildvcs=auto -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/harnessd; fi
+
+sandbox-init:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(SANDBOXINIT) ./cmd/harnessd-sandbox-init
 
 vet:
 	$(GO) vet $(PKGS)
@@ -79,8 +81,29 @@ test: lint build agents chromium python-deps xfsprogs test-go test-python fuzz-s
 # each exit with status 0 (the default 1000 ms), every test binary and each
 # one a test re-executes as a child included. A race is reported when it
 # happens, failing its test; the sleep only waits for late reports.
-test-go:
-	HARNESSD_BIN_DIR=$(BIN) GORACE=atexit_sleep_ms=0 $(GO) test -race -timeout 15m $(PKGS)
+#
+# The test binaries embed the small sandbox init (-tags harnessd_embedinit),
+# as the harnessd users run does: without it each sandbox a test starts
+# re-executes the race-instrumented test binary as its init, about 0.2 s of
+# CPU a start (session's tests: 99 s of CPU with it, 64 s without). go test
+# without the tag still covers the re-executed init.
+#
+# NORACE_TESTS run without the race detector, in a pass of their own over
+# the packages that define them (found by name, so each test is in exactly
+# one pass): tests of how much memory megabytes of data hold, whose every
+# byte copied costs about 20x under the race detector and which find no
+# race the other tests of that code do not (146 s under it for
+# TestConsoleBoundsATurnWindowByBytes, 7 s without; the five: 218 s, 12 s).
+NORACE_TESTS := TestConsoleBoundsATurnWindowByBytes TestHarnessAndMCPParsingAllocateInProportionToTheFrame \
+	TestFrameParsingAllocatesInProportionToTheFrame TestWebFeedBoundsAViewerByBytes TestForkBranchesOverTenThousand
+empty :=
+space := $(empty) $(empty)
+NORACE_RE   := ^($(subst $(space),|,$(strip $(NORACE_TESTS))))$$
+NORACE_PKGS  = $(shell for t in $(NORACE_TESTS); do git grep -lw "^func $$t" -- '*_test.go'; done | xargs -n1 dirname | sort -u | sed 's|^|./|')
+
+test-go: sandbox-init
+	HARNESSD_BIN_DIR=$(BIN) GORACE=atexit_sleep_ms=0 $(GO) test -race -tags harnessd_embedinit -timeout 15m -skip '$(NORACE_RE)' $(PKGS)
+	HARNESSD_BIN_DIR=$(BIN) $(GO) test -tags harnessd_embedinit -timeout 10m -run '$(NORACE_RE)' $(NORACE_PKGS)
 
 # Fuzz targets of every decoder facing untrusted bytes, as package:target.
 # go test runs their seed corpora and testdata/fuzz/ regressions anyway;
@@ -109,11 +132,17 @@ fuzz: build
 fuzz-smoke: build
 	@$(MAKE) --no-print-directory fuzz-run FUZZFOR=$(FUZZSMOKE)
 
+# fuzz-run builds each package's fuzzing test binary once (go test -c
+# -fuzz), then runs each of its targets from the package's directory, with
+# go test's corpus cache: one build and link a package, not one a target.
 fuzz-run:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cache=$$($(GO) env GOCACHE)/fuzz; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; bin=$$tmp/$$(echo "$$pkg" | tr ./ __).test; corpus=$$cache/$$($(GO) list $$pkg); \
+		[ -x "$$bin" ] || $(GO) test -c -o "$$bin" -fuzz "^$$name\$$" $$pkg; \
 		echo "fuzz $$pkg $$name ($(FUZZFOR))"; \
-		HARNESSD_BIN_DIR=$(BIN) $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZFOR) -fuzzminimizetime 5s $$pkg; \
+		(cd $$pkg && HARNESSD_BIN_DIR=$(BIN) "$$bin" -test.run '^$$' -test.fuzz "^$$name\$$" -test.fuzztime $(FUZZFOR) \
+			-test.fuzzminimizetime 5s -test.fuzzcachedir "$$corpus"); \
 	done
 
 # The real agents of integration/agents: installed with npm ci when node and
