@@ -93,13 +93,14 @@ test: lint build agents chromium python-deps xfsprogs test-go test-python fuzz-s
 # one pass): tests of how much memory megabytes of data hold, whose every
 # byte copied costs about 20x under the race detector and which find no
 # race the other tests of that code do not (146 s under it for
-# TestConsoleBoundsATurnWindowByBytes, 7 s without; the five: 218 s, 12 s).
+# TestConsoleBoundsATurnWindowByBytes, 7 s without; the first five: 218 s, 12 s).
 NORACE_TESTS := TestConsoleBoundsATurnWindowByBytes TestHarnessAndMCPParsingAllocateInProportionToTheFrame \
-	TestFrameParsingAllocatesInProportionToTheFrame TestWebFeedBoundsAViewerByBytes TestForkBranchesOverTenThousand
+	TestFrameParsingAllocatesInProportionToTheFrame TestWebFeedBoundsAViewerByBytes TestForkBranchesOverTenThousand \
+	TestAModelUsersConversationIsBounded
 empty :=
 space := $(empty) $(empty)
 NORACE_RE   := ^($(subst $(space),|,$(strip $(NORACE_TESTS))))$$
-NORACE_PKGS  = $(shell for t in $(NORACE_TESTS); do git grep -lw "^func $$t" -- '*_test.go'; done | xargs -n1 dirname | sort -u | sed 's|^|./|')
+NORACE_PKGS  = $(shell for t in $(NORACE_TESTS); do grep -rlw --include='*_test.go' --exclude-dir=node_modules "^func $$t" .; done | xargs -n1 dirname | sort -u)
 
 test-go: sandbox-init
 	HARNESSD_BIN_DIR=$(BIN) GORACE=atexit_sleep_ms=0 $(GO) test -race -tags harnessd_embedinit -timeout 15m -skip '$(NORACE_RE)' $(PKGS)

@@ -32,6 +32,15 @@ import (
 // maxAnswerBytes bounds a model user's HTTP answer.
 const maxAnswerBytes = 4 << 20
 
+// A model user's conversation keeps the system message and the latest
+// messages, at most maxHistory of them and maxHistoryBytes of text (as the
+// session's dialogue for rubrics): a harness's response is bounded per
+// turn only, and each call re-sends the whole conversation.
+const (
+	maxHistory      = 2000
+	maxHistoryBytes = 8 << 20
+)
+
 // Query is one line the daemon writes to a user program.
 type Query struct {
 	// Type is "start" (before the first turn: write the opening message)
@@ -135,6 +144,7 @@ type Model struct {
 	cfg     *config.UserModelConfig
 	mu      sync.Mutex
 	history []chatMessage
+	bytes   int // of history's content
 }
 
 // NewModel starts an episode's conversation with the model user cfg.
@@ -157,13 +167,13 @@ func (u *Model) Ask(ctx context.Context, q Query) (*Answer, error) {
 			sys = "You are a user talking to an AI assistant."
 		}
 		sys += fmt.Sprintf("\n\nWrite only your next message to the assistant. When you are satisfied (or want to stop), answer %s followed by your reason.", m.DoneMarker)
-		u.history = append(u.history, chatMessage{Role: "system", Content: sys})
+		u.add(chatMessage{Role: "system", Content: sys})
 	}
 	switch {
 	case q.Response != nil:
-		u.history = append(u.history, chatMessage{Role: "user", Content: *q.Response})
+		u.add(chatMessage{Role: "user", Content: *q.Response})
 	default:
-		u.history = append(u.history, chatMessage{Role: "user", Content: "(The conversation begins: write your first message.)"})
+		u.add(chatMessage{Role: "user", Content: "(The conversation begins: write your first message.)"})
 	}
 	req := map[string]any{"messages": append([]chatMessage(nil), u.history...), "stream": false}
 	u.mu.Unlock()
@@ -179,7 +189,7 @@ func (u *Model) Ask(ctx context.Context, q Query) (*Answer, error) {
 	}
 	text = strings.TrimSpace(text)
 	u.mu.Lock()
-	u.history = append(u.history, chatMessage{Role: "assistant", Content: text})
+	u.add(chatMessage{Role: "assistant", Content: text})
 	u.mu.Unlock()
 	if rest, ok := strings.CutPrefix(text, m.DoneMarker); ok {
 		return &Answer{Done: true, Reason: strings.TrimLeft(strings.TrimSpace(rest), ":.- ")}, nil
@@ -188,6 +198,27 @@ func (u *Model) Ask(ctx context.Context, q Query) (*Answer, error) {
 		return nil, errors.New("the user model answered an empty message")
 	}
 	return &Answer{Message: &text}, nil
+}
+
+// add appends m to the conversation (u.mu held) and drops its oldest
+// messages after the system message beyond maxHistory and
+// maxHistoryBytes, the latest always kept. What is left after the system
+// message starts with one of the harness's responses (a user message), as
+// a Chat Completions conversation does.
+func (u *Model) add(m chatMessage) {
+	u.history = append(u.history, m)
+	u.bytes += len(m.Content)
+	drop := 0
+	over := func() bool {
+		return len(u.history)-drop > maxHistory || u.bytes > maxHistoryBytes
+	}
+	for 1+drop < len(u.history)-1 && (over() || u.history[1+drop].Role != "user" && drop > 0) {
+		u.bytes -= len(u.history[1+drop].Content)
+		drop++
+	}
+	if drop > 0 {
+		u.history = append(u.history[:1], u.history[1+drop:]...)
+	}
 }
 
 // userClient calls a model user's endpoint; it carries the model key, so
