@@ -14,6 +14,15 @@ import (
 	"github.com/harnessd/harnessd/internal/treecopy"
 )
 
+// ErrWriteHeldOpen marks a Snapshot whose disk did not freeze within
+// quota.FreezeWait: a writer, a process of the harness, holds a write to
+// it open (splice from an empty pipe into a file does, for as long as it
+// likes). The kernel's freeze goes on waiting for it, and every later
+// write to the disk blocks until it ends, the daemon's own too: the
+// caller stops the harness, which ends the write, and the freeze is
+// undone at once.
+var ErrWriteHeldOpen = quota.ErrFreezeTimedOut
+
 // Snapshot methods, as Snapshot.Method names them.
 const (
 	// SnapshotReflink: the episode's quota image cloned (FICLONE) on a host

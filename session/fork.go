@@ -192,8 +192,10 @@ func (d *divergences) first() error {
 
 // noteTurnForFork keeps what a later fork of r needs after turn n, whose
 // message the harness got as msg: the message (for replay), the bridge's
-// record count, and a checkpoint of the directories when configured.
-func (s *Session) noteTurnForFork(ctx context.Context, r *run, n int, msg string) {
+// record count, and a checkpoint of the directories when configured. It
+// returns the failure that ends the episode when the harness held the
+// checkpoint off (see checkpoint).
+func (s *Session) noteTurnForFork(ctx context.Context, r *run, n int, msg string) *harness.Failure {
 	s.mu.Lock()
 	if !r.messagesLost && len(r.messages) == n-1 {
 		if r.messageBytes+len(msg) > maxReplayMessageBytes || n > maxReplayTurns {
@@ -211,17 +213,21 @@ func (s *Session) noteTurnForFork(ctx context.Context, r *run, n int, msg string
 		r.toolMarks = append(r.toolMarks, r.ep.ToolRecordCount())
 	}
 	s.mu.Unlock()
-	s.checkpoint(ctx, r, n)
+	return s.checkpoint(ctx, r, n)
 }
 
 // checkpoint snapshots r's directories after turn n when
 // episode.checkpoints is every_turn, with the harness's state when its
 // adapter hands one over (a line-protocol harness's state at turn n). A
 // failed snapshot is logged: the episode goes on, a fork from that turn
-// needs replay.
-func (s *Session) checkpoint(ctx context.Context, r *run, n int) {
+// needs replay. But a harness that held the snapshot's freeze off
+// (episode.ErrWriteHeldOpen) ends the episode: until its write ends every
+// write to the disk blocks, the daemon's included (an event's file before
+// the next turn hung the step for good); the failure returned is the
+// step's, and stopping the harness ends the write.
+func (s *Session) checkpoint(ctx context.Context, r *run, n int) *harness.Failure {
 	if s.cfg.Episode.Checkpoints != config.CheckpointsEveryTurn {
-		return
+		return nil
 	}
 	if r.checkpoints == nil {
 		r.checkpoints = episode.NewCheckpoints(s.cfg.Episode.MaxCheckpoints, int64(s.cfg.Episode.MaxCheckpointBytes))
@@ -232,9 +238,12 @@ func (s *Session) checkpoint(ctx context.Context, r *run, n int) {
 		st, _ = f.ForkState(ctx) // without one, a fork from turn n replays
 	}
 	snap, err := r.ep.Snapshot(ctx)
+	if f := heldOffFailure(ctx, n, err); f != nil {
+		return f
+	}
 	if err != nil {
 		r.ep.Log().Warn("no checkpoint after this turn: a fork from it needs replay", "turn", n, "err", err)
-		return
+		return nil
 	}
 	r.checkpoints.Add(n, snap)
 	s.mu.Lock()
@@ -249,6 +258,31 @@ func (s *Session) checkpoint(ctx context.Context, r *run, n int) {
 			delete(r.states, k) // its checkpoint was dropped
 		}
 	}
+	return nil
+}
+
+// heldOff stops r's harness, whose write held a fork's snapshot off (so
+// that the write ends and the disk thaws), and leaves f for its next step.
+func (s *Session) heldOff(ctx context.Context, r *run, f *harness.Failure) {
+	tctx, cancel := teardown(ctx)
+	defer cancel()
+	r.ep.StopHarness(tctx)
+	s.mu.Lock()
+	r.heldOff = f
+	s.mu.Unlock()
+	r.ep.Log().Warn("harness stopped: it held a write to its disk open through a fork's snapshot", "error", f.Message)
+}
+
+// heldOffFailure is the failure that ends an episode whose snapshot after
+// turn n failed with err because the harness held a write to its disk
+// open (nil for any other outcome, and when ctx ended first).
+func heldOffFailure(ctx context.Context, n int, err error) *harness.Failure {
+	if !errors.Is(err, episode.ErrWriteHeldOpen) || ctx.Err() != nil {
+		return nil
+	}
+	return harness.Wrap(wire.FailureProtocol, err, "the harness held a write to its disk open through the snapshot after turn %d "+
+		"(limits.disk with episode.checkpoints or a fork): until that write ends every write to the disk blocks, so the "+
+		"harness is stopped", n)
 }
 
 // dropCheckpoints frees r's checkpoints once its episode has ended.

@@ -140,6 +140,9 @@ func (s *Session) takeHarnessState(ctx context.Context, r *run, src *forkSource)
 		return err
 	}
 	snap, err := r.ep.Snapshot(ctx)
+	if f := heldOffFailure(ctx, r.steps, err); f != nil {
+		s.heldOff(ctx, r, f)
+	}
 	if err != nil {
 		return fmt.Errorf("snapshot the episode's directories: %w", err)
 	}

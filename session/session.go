@@ -144,6 +144,10 @@ type run struct {
 	sampling *gateway.Sampling
 	fullIDs  bool
 	states   map[int]*harness.ForkState // the harness's, per checkpoint
+	// heldOff is why the episode ends at its next step when a fork's
+	// snapshot found the harness holding a write to its disk open (the
+	// harness is stopped then; see heldOffFailure).
+	heldOff *harness.Failure
 }
 
 // adapter returns the run's harness adapter (nil before it started).

@@ -92,7 +92,9 @@ func (s *Session) runStep(ctx context.Context, r *run, a wire.Action, n int, sig
 	if f != nil {
 		return s.terminal(ctx, r, n, f)
 	}
-	s.noteTurnForFork(ctx, r, n, in.Message)
+	if f := s.noteTurnForFork(ctx, r, n, in.Message); f != nil {
+		return s.terminal(ctx, r, n, f)
+	}
 	return s.completed(ctx, r, a, in, res, started)
 }
 
@@ -128,6 +130,12 @@ func (s *Session) steppable() (*run, error) {
 // betweenTurnsFailure reports why a turn cannot begin at all: the episode's
 // budget is spent, or the harness is gone.
 func (s *Session) betweenTurnsFailure(r *run) *harness.Failure {
+	s.mu.Lock()
+	held := r.heldOff
+	s.mu.Unlock()
+	if held != nil {
+		return held
+	}
 	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
 		return harness.Fail(wire.FailureEpisodeTimeout, "episode exceeded %s (episode.episode_timeout)", s.episodeBudget(r))
 	}
