@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 
@@ -331,7 +332,7 @@ func startSpawner(path string) (*spawner, error) {
 		ExtraFiles: []*os.File{theirs}, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
 	}
-	err = process.StartCommand(cmd)
+	onForkerThread(func() { err = process.StartCommand(cmd) })
 	theirs.Close()
 	if err != nil {
 		conn.Close()
@@ -340,6 +341,39 @@ func startSpawner(path string) (*spawner, error) {
 	sp := &spawner{conn: conn, procs: map[int64]*Init{}, dead: make(chan struct{})}
 	go sp.read(cmd)
 	return sp, nil
+}
+
+// spawnerForker is the daemon's thread that forks every spawner, locked
+// to its goroutine and never exiting. A parent-death signal follows the
+// thread that forked the child, not the process: a spawner forked from
+// any thread died with that thread's end (a goroutine that exits locked
+// ends its thread), and outlived the daemon behind a thread its death
+// left in an uninterruptible wait (a FIFREEZE that a harness's write held
+// off: a red team's SIGKILLed daemon stayed a zombie, and its spawner and
+// every sandbox with it ran on for minutes).
+var spawnerForker struct {
+	once   sync.Once
+	starts chan func()
+}
+
+// onForkerThread runs f on spawnerForker's thread and returns when it
+// has.
+func onForkerThread(f func()) {
+	spawnerForker.once.Do(func() {
+		spawnerForker.starts = make(chan func())
+		go func() {
+			runtime.LockOSThread() // never unlocked: see spawnerForker
+			for f := range spawnerForker.starts {
+				f()
+			}
+		}()
+	})
+	done := make(chan struct{})
+	spawnerForker.starts <- func() {
+		defer close(done)
+		f()
+	}
+	<-done
 }
 
 // spawn has the spawner start one init with files (which stay the
