@@ -70,6 +70,9 @@ func (p *harnessProbe) run(ctx context.Context, w io.Writer, log *slog.Logger, c
 		fmt.Fprintln(w, "harness probe:", err)
 		return exitFailure
 	}
+	// The episode's disk goes back to the env when it closes (kept for a
+	// next episode): unmounted here, or every probe left one mounted.
+	defer env.ReleaseDir()
 	binds, covers, err := env.Exposures()
 	fmt.Fprintf(w, "harness: %s (adapter %s)\n", strings.Join(cmd, " "), cfg.Harness.Adapter)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/internal/quota"
 	"github.com/harnessd/harnessd/internal/testbin"
 )
 
@@ -50,15 +51,19 @@ func TestCheckProbesAHarness(t *testing.T) {
 // TestCheckRunsARelativeProgramFromTheCallersDirectory: `harnessd check --
 // ./my-harness`, as the README writes it, probes the file in the
 // directory check runs in (as run and serve do), not one inside the
-// probe's workspace, where it is "not found in the sandbox".
+// probe's workspace, where it is "not found in the sandbox". The probe
+// leaves nothing mounted (its episode's disk was left mounted, a loop
+// device a probe, in every test run).
 func TestCheckRunsARelativeProgramFromTheCallersDirectory(t *testing.T) {
 	dir := t.TempDir()
 	script := "#!/bin/sh\necho '{\"type\":\"ready\"}'\ncat >/dev/null\n"
 	if err := os.WriteFile(filepath.Join(dir, "my-harness"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	tmp := t.TempDir() // the probe's TMPDIR, where its episode's disk is mounted
 	cmd := exec.Command(testbin.Path(t, "harnessd"), "check", "--startup-timeout", "10s", "--", "./my-harness")
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "TMPDIR="+tmp)
+	t.Cleanup(func() { quota.UnmountBelow(tmp) })
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -68,6 +73,15 @@ func TestCheckRunsARelativeProgramFromTheCallersDirectory(t *testing.T) {
 	}
 	if err != nil || !strings.Contains(out.String(), "started in the sandbox and ready") {
 		t.Fatalf("check -- ./my-harness in its directory: %v\n%s", err, out.String())
+	}
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], tmp+"/") {
+			t.Errorf("the probe left %s mounted on %s", f[0], f[1])
+		}
 	}
 }
 
