@@ -49,11 +49,14 @@ fd = os.open(".held", os.O_WRONLY | os.O_CREAT, 0o644)
 os.splice(r, fd, 4096)
 ' `+marker+` </dev/null >/dev/null 2>&1 &
 `)
+	// The wrappers exec testharness by its path: bound back read-only,
+	// as the sandbox hides it where it lies under /tmp (a clone there).
 	episode := func(t *testing.T, harness, checkpoints string) (*daemon, *rawWS) {
 		cfg := writeConfig(t, fmt.Sprintf(`
 name: held-freeze
 harness:
   command: [%q]
+sandbox: {read_only: [%q]}
 limits: {disk: 64MiB}
 episode:
   checkpoints: %s
@@ -61,7 +64,7 @@ events:
   - name: drop
     before_turn: 3
     file: {path: inbox/x.txt, content: "x\n"}
-`, harness, checkpoints))
+`, harness, filepath.Dir(th), checkpoints))
 		d := startDaemon(t, spec{Flags: []string{"--isolation", "sandbox", "--config", cfg, "--max-sessions", "2"}})
 		t.Cleanup(func() { quota.ThawBelow(d.Dir) }) // a failed run must not leave a frozen disk
 		w := dialRaw(t, d, "/ws", nil)
