@@ -273,7 +273,8 @@ var spawners = struct {
 // Stop ends the spawners (each kills the inits it still has) and
 // waits for them. Call it as the daemon exits, once its sandboxes are
 // closed: the spawners and their inits are then reaped, and their CPU time
-// is the daemon's. A later Start starts a spawner again.
+// is the daemon's, and the thread that forked them ends. A later Start
+// starts both again.
 func Stop() {
 	spawners.Lock()
 	all := spawners.m
@@ -283,6 +284,13 @@ func Stop() {
 		sp.conn.Close()
 		<-sp.dead
 	}
+	// The thread that forked them goes too, unless a Start meanwhile
+	// forked a spawner from it (Start forks under spawners' lock).
+	spawners.Lock()
+	if len(spawners.m) == 0 {
+		stopForker()
+	}
+	spawners.Unlock()
 }
 
 // errSpawnerGone reports a spawner that exited.
@@ -344,7 +352,8 @@ func startSpawner(path string) (*spawner, error) {
 }
 
 // spawnerForker is the daemon's thread that forks every spawner, locked
-// to its goroutine and never exiting. A parent-death signal follows the
+// to its goroutine and ending only when no spawner is left (Stop). A
+// parent-death signal follows the
 // thread that forked the child, not the process: a spawner forked from
 // any thread died with that thread's end (a goroutine that exits locked
 // ends its thread), and outlived the daemon behind a thread its death
@@ -352,28 +361,42 @@ func startSpawner(path string) (*spawner, error) {
 // off: a red team's SIGKILLed daemon stayed a zombie, and its spawner and
 // every sandbox with it ran on for minutes).
 var spawnerForker struct {
-	once   sync.Once
-	starts chan func()
+	mu     sync.Mutex
+	starts chan func() // nil until the first start, and after stopForker
 }
 
-// onForkerThread runs f on spawnerForker's thread and returns when it
-// has.
+// onForkerThread runs f on spawnerForker's thread, starting that thread
+// first when there is none, and returns when f has.
 func onForkerThread(f func()) {
-	spawnerForker.once.Do(func() {
-		spawnerForker.starts = make(chan func())
+	spawnerForker.mu.Lock()
+	defer spawnerForker.mu.Unlock()
+	if spawnerForker.starts == nil {
+		starts := make(chan func())
+		spawnerForker.starts = starts
 		go func() {
 			runtime.LockOSThread() // never unlocked: see spawnerForker
-			for f := range spawnerForker.starts {
+			for f := range starts {
 				f()
 			}
-		}()
-	})
+		}() // its thread ends with it (stopForker)
+	}
 	done := make(chan struct{})
 	spawnerForker.starts <- func() {
 		defer close(done)
 		f()
 	}
 	<-done
+}
+
+// stopForker ends spawnerForker's thread. Call it only once no spawner it
+// forked is alive: its end is their parent-death signal.
+func stopForker() {
+	spawnerForker.mu.Lock()
+	defer spawnerForker.mu.Unlock()
+	if spawnerForker.starts != nil {
+		close(spawnerForker.starts)
+		spawnerForker.starts = nil
+	}
 }
 
 // spawn has the spawner start one init with files (which stay the
