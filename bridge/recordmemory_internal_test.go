@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // TestRecordMemoryStaysNearItsBound (an outside red team's lead): the
@@ -17,18 +19,12 @@ import (
 // full (the bound was reached).
 func TestRecordMemoryStaysNearItsBound(t *testing.T) {
 	const bound = 1 << 20
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	before := heap()
+	before := testbin.HeapAlloc()
 	r := newCallRecord(ServerOptions{Record: true, MaxRecordBytes: bound})
 	for i := 0; !r.full && i < 1<<20; i++ {
 		r.keep("t", json.RawMessage(`{}`), mcp.NewToolResultText(""))
 	}
-	held := int64(heap()) - int64(before)
+	held := int64(testbin.HeapAlloc()) - int64(before)
 	runtime.KeepAlive(r)
 	t.Logf("%d records kept in a record bounded at %d bytes: %d bytes of heap", len(r.recs), bound, held)
 	if !r.full {

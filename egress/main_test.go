@@ -37,16 +37,22 @@ func (h *hosts) resolve(_ context.Context, host string) ([]netip.Addr, error) {
 	return a, nil
 }
 
-// dialer dials for real on loopback and counts the dials and their targets.
+// dialer dials for real on loopback and counts the dials and their
+// targets; with nowhere set it records them and connects nowhere (for
+// addresses a test must not send traffic to).
 type dialer struct {
-	mu    sync.Mutex
-	addrs []string
+	mu      sync.Mutex
+	addrs   []string
+	nowhere bool
 }
 
 func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d.mu.Lock()
 	d.addrs = append(d.addrs, addr)
 	d.mu.Unlock()
+	if d.nowhere {
+		return nil, errors.New("not dialled")
+	}
 	var nd net.Dialer
 	return nd.DialContext(ctx, network, addr)
 }

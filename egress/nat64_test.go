@@ -1,27 +1,11 @@
 package egress
 
 import (
-	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"slices"
-	"sync"
 	"testing"
 )
-
-// recordDial records what it is asked to dial and connects nowhere.
-type recordDial struct {
-	mu    sync.Mutex
-	addrs []string
-}
-
-func (d *recordDial) dial(_ context.Context, _, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	d.addrs = append(d.addrs, addr)
-	d.mu.Unlock()
-	return nil, errors.New("not dialled")
-}
 
 // TestGuardRefusesNAT64FormsOfDeniedAddresses (an outside red team): the
 // address guard checks IPv4-mapped IPv6 (::ffff:a.b.c.d,
@@ -40,7 +24,7 @@ func TestGuardRefusesNAT64FormsOfDeniedAddresses(t *testing.T) {
 		"dns64-metadata.test":  {netip.MustParseAddr("64:ff9b::a9fe:a9fe")},
 		"mapped-metadata.test": {netip.MustParseAddr("::ffff:169.254.169.254")},
 	}}
-	var dl recordDial
+	dl := &dialer{nowhere: true}
 	// The guard of a task's MCP url (episode.taskDialer without task_mcp_private).
 	d := &Dialer{Deny: slices.Concat(DefaultDeny, PrivatePrefixes), Resolve: h.resolve, Dial: dl.dial}
 

@@ -36,6 +36,14 @@ func Allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
+// HeapAlloc is the bytes of live heap objects after a garbage collection.
+func HeapAlloc() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
 // JSONZeros is a JSON array of n/2 zeros, n bytes: the input of the worst
 // shape for a decoder into Go values (a value per two bytes).
 func JSONZeros(n int) string {
