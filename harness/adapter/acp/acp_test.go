@@ -310,19 +310,26 @@ func TestClientMethodsNotFound(t *testing.T) {
 }
 
 // interrupt starts msg as turn n and interrupts it until it returns.
-func interrupt(t *testing.T, a *Adapter, n int, msg string) (harness.TurnResult, error) {
+// interrupt runs turn n and interrupts it once it is live and ready says
+// the events so far are far enough along (nil: as soon as it is live).
+func interrupt(t *testing.T, a *Adapter, n int, msg string, ready func([]wire.Event) bool) (harness.TurnResult, error) {
 	t.Helper()
 	done := make(chan struct{})
 	var res harness.TurnResult
 	var err error
+	var c collected
 	go func() {
 		defer close(done)
-		res, _, err = turn(t, a, n, msg)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err = a.Turn(ctx, harness.TurnInput{Number: n, Message: msg, OutputLimit: 1 << 20}, c.Emit)
 	}()
 	for {
 		// ErrNoTurn until the turn has sent its prompt: keep asking.
-		if err := a.Interrupt(context.Background()); err != nil && !errors.Is(err, harness.ErrNoTurn) {
-			t.Fatal(err)
+		if ready == nil || ready(c.All()) {
+			if err := a.Interrupt(context.Background()); err != nil && !errors.Is(err, harness.ErrNoTurn) {
+				t.Fatal(err)
+			}
 		}
 		select {
 		case <-done:
@@ -337,7 +344,17 @@ func TestInterrupt(t *testing.T) {
 	if err := a.Interrupt(context.Background()); !errors.Is(err, harness.ErrNoTurn) {
 		t.Fatalf("interrupt between turns: %v, want ErrNoTurn", err)
 	}
-	res, err := interrupt(t, a, 1, "reply before;;sleep 30s;;reply not reached")
+	// Interrupted once "before" has arrived: a cancel that overtook the
+	// first directive would leave nothing to keep.
+	saidBefore := func(events []wire.Event) bool {
+		for _, e := range events {
+			if c, ok := e.Data.(*wire.LLMChunk); ok && strings.Contains(c.Content, "before") {
+				return true
+			}
+		}
+		return false
+	}
+	res, err := interrupt(t, a, 1, "reply before;;sleep 30s;;reply not reached", saidBefore)
 	if err != nil || !res.Cancelled || res.Extra["stop_reason"] != StopCancelled || res.Response != "before" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -349,7 +366,7 @@ func TestInterrupt(t *testing.T) {
 
 func TestCancelledPromptAnsweredWithError(t *testing.T) {
 	a := started(t)
-	res, err := interrupt(t, a, 1, "rpcerror -32800 request cancelled;;sleep 30s")
+	res, err := interrupt(t, a, 1, "rpcerror -32800 request cancelled;;sleep 30s", nil)
 	if err != nil || !res.Cancelled || !strings.Contains(fmt.Sprint(res.Extra["error"]), "-32800") {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -357,7 +374,7 @@ func TestCancelledPromptAnsweredWithError(t *testing.T) {
 
 func TestPermissionAfterCancel(t *testing.T) {
 	a := started(t)
-	res, err := interrupt(t, a, 1, "cancelperm Bash")
+	res, err := interrupt(t, a, 1, "cancelperm Bash", nil)
 	if err != nil || !res.Cancelled || res.Response != "permission Bash: cancelled" {
 		t.Fatalf("%+v %v", res, err)
 	}
