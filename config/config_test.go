@@ -86,6 +86,8 @@ func TestParseConfigErrors(t *testing.T) {
 		"harness: {command: [a]}\nnetwork: {egress: allow}\n":                                           "needs hosts in network.allow",
 		"harness: {command: [a]}\nnetwork: {egress: allow, allow: [127.0.0.1]}\n":                       "never allowed",
 		"harness: {command: [a]}\nnetwork: {egress: wide}\n":                                            "network.egress must be",
+		"harness: {command: [a]}\nnetwork: {allow_private: true}\n":                                     "network.allow_private needs network.egress: allow",
+		"harness: {command: [a]}\nnetwork: {egress: allow, allow: [\"10.0.0.5:8080\"]}\n":               "10.0.0.5 is a private address, which the egress proxy refuses unless network.allow_private: true",
 		"harness: {command: [a]}\nworkspace: {mount_at: app}\n":                                         "mount_at must be an absolute path",
 		"harness: {command: [a]}\nwarm: 9\n":                                                            "warm must be 0 to 8",
 		"harness: {command: [a]}\nepisode: {max_turn_events: -1}\n":                                     "max_turn_events must not be negative",
@@ -98,6 +100,16 @@ func TestParseConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config %q: err %v, want %q", y, err, want)
 		}
+	}
+}
+
+// TestAllowPrivateAdmitsAPrivateMirror: the control of the private-literal
+// refusal of TestParseConfigErrors: with network.allow_private the same
+// list parses.
+func TestAllowPrivateAdmitsAPrivateMirror(t *testing.T) {
+	cfg, err := ParseConfig([]byte("harness: {command: [a]}\nisolation: sandbox\nnetwork: {egress: allow, allow_private: true, allow: [\"10.0.0.5:8080\", pypi.org]}\n"), "")
+	if err != nil || !cfg.Network.AllowPrivate {
+		t.Fatalf("%+v %v", cfg.Network, err)
 	}
 }
 

@@ -82,6 +82,14 @@ type NetworkConfig struct {
 	// Allow lists the host patterns reachable through the egress proxy
 	// (egress: allow): "pypi.org", "*.github.com", "host:port".
 	Allow []string `yaml:"allow" json:"allow,omitempty"`
+	// AllowPrivate lets the egress proxy (egress: allow) reach private and
+	// shared addresses (RFC 1918, 100.64.0.0/10, fc00::/7) an allowed host
+	// resolves to: an internal mirror. Off (default), such a destination is
+	// refused as loopback is, so that a name the harness can steer (a
+	// wildcard's subdomain, DNS it controls) cannot reach a pod, service or
+	// host of the daemon's own network. Loopback, link-local (cloud
+	// metadata) and this host's own addresses are refused either way.
+	AllowPrivate bool `yaml:"allow_private" json:"allow_private,omitempty"`
 	// TaskMCPPrivate lets a task's mcp_servers url (which the daemon
 	// dials) name a loopback or private address or one of this host's own,
 	// for testing a taskset against servers run locally. Off, such a URL
@@ -211,11 +219,14 @@ func (c *Config) validateIsolation() []error {
 		if len(n.Allow) > 0 {
 			errs = append(errs, fmt.Errorf("network.allow needs network.egress: %s", EgressAllow))
 		}
+		if n.AllowPrivate {
+			errs = append(errs, fmt.Errorf("network.allow_private needs network.egress: %s (it widens the egress proxy's reach)", EgressAllow))
+		}
 	case EgressAllow:
 		if len(n.Allow) == 0 {
 			errs = append(errs, errors.New("network.egress: allow needs hosts in network.allow"))
 		}
-		if err := checkAllowList(n.Allow); err != nil {
+		if err := checkAllowList(n.Allow, n.AllowPrivate); err != nil {
 			errs = append(errs, err)
 		}
 	default:
@@ -236,9 +247,17 @@ func (c *Config) validateIsolation() []error {
 }
 
 // checkAllowList validates network.allow with the egress proxy's own parser.
-func checkAllowList(allow []string) error {
-	if _, err := egress.ParsePolicy(allow); err != nil {
+// Without allowPrivate, an IP literal in a private range is refused here
+// rather than at each connection.
+func checkAllowList(allow []string, allowPrivate bool) error {
+	pats, err := egress.Policy{Allow: allow}.Patterns()
+	if err != nil {
 		return fmt.Errorf("network.allow: %s", strings.TrimPrefix(err.Error(), "egress: "))
+	}
+	for _, p := range pats {
+		if !allowPrivate && p.Addr.IsValid() && egress.IsPrivate(p.Addr) {
+			return fmt.Errorf("network.allow: %s is a private address, which the egress proxy refuses unless network.allow_private: true", p.Addr)
+		}
 	}
 	return nil
 }

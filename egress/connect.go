@@ -28,6 +28,7 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request, c *Connecti
 	c.Port = port
 	v := p.take(r.Context(), host, port)
 	if v.reason != "" {
+		c.Denied = v.denied
 		p.refuse(w, c, v.status, v.reason)
 		return
 	}

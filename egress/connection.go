@@ -40,6 +40,9 @@ type Connection struct {
 	Status int
 	// Addr is the address dialled; zero when none was.
 	Addr netip.AddrPort
+	// Denied is the address guard's refusal (Options.Deny, DenyAddrs); nil
+	// when it refused none.
+	Denied *DeniedError
 	// BytesUp and BytesDown count the bytes sent to and received from the
 	// destination: the tunnel's payload, or a forwarded request's whole
 	// upstream exchange (headers included).

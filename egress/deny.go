@@ -3,6 +3,7 @@ package egress
 import (
 	"net"
 	"net/netip"
+	"slices"
 )
 
 // DefaultDeny is the address guard applied when Options.Deny is nil: the
@@ -25,15 +26,30 @@ var DefaultDeny = []netip.Prefix{
 
 // PrivatePrefixes are the private and shared ranges (RFC 1918, carrier-grade
 // NAT, IPv6 unique-local) that DefaultDeny leaves reachable, since an
-// allowed internal mirror may live there. A daemon in a cluster whose pod
-// and service networks must stay out of reach appends them:
-// Options{Deny: append(slices.Clone(DefaultDeny), PrivatePrefixes...)}.
+// allowed internal mirror may live there. The daemon refuses them too
+// unless the environment allows them (DenyList).
 var PrivatePrefixes = []netip.Prefix{
 	netip.MustParsePrefix("10.0.0.0/8"),
 	netip.MustParsePrefix("172.16.0.0/12"),
 	netip.MustParsePrefix("192.168.0.0/16"),
 	netip.MustParsePrefix("100.64.0.0/10"),
 	netip.MustParsePrefix("fc00::/7"),
+}
+
+// DenyList is the address guard of a daemon's proxy: DefaultDeny and, unless
+// allowPrivate, PrivatePrefixes (a pod or service network, another host of
+// the cluster). The result is a new slice.
+func DenyList(allowPrivate bool) []netip.Prefix {
+	if allowPrivate {
+		return slices.Clone(DefaultDeny)
+	}
+	return slices.Concat(DefaultDeny, PrivatePrefixes)
+}
+
+// IsPrivate reports whether addr, or an IPv4 address it embeds (NAT64,
+// 6to4), falls in PrivatePrefixes.
+func IsPrivate(addr netip.Addr) bool {
+	return deniedBy(PrivatePrefixes, addr) != ""
 }
 
 // prefixReasons names the ranges of DefaultDeny for refusal messages.
@@ -134,21 +150,23 @@ func newGuard(prefixes []netip.Prefix, addrs []netip.Addr) guard {
 	return g
 }
 
-// check returns why addr must not be dialled, or "".
-func (g guard) check(addr netip.Addr) string {
+// check returns why addr must not be dialled ("" when it may be), and
+// whether that is only its falling in PrivatePrefixes.
+func (g guard) check(addr netip.Addr) (why string, private bool) {
 	addr = addr.Unmap().WithZone("")
-	if why := deniedBy(g.prefixes, addr); why != "" {
-		return why // the range says more (a loopback address is also the host's own)
+	why = deniedBy(g.prefixes, addr)
+	if why != "" && !IsPrivate(addr) {
+		return why, false // the range says more (a loopback address is also the host's own)
 	}
 	if g.addrs[addr] {
-		return "one of the daemon's own addresses"
+		return "one of the daemon's own addresses", false
 	}
 	for _, v4 := range embeddedIPv4(addr) {
 		if g.addrs[v4] {
-			return "an IPv6 form (NAT64, 6to4) of one of the daemon's own addresses"
+			return "an IPv6 form (NAT64, 6to4) of one of the daemon's own addresses", false
 		}
 	}
-	return ""
+	return why, why != ""
 }
 
 // HostAddrs are this host's own interface addresses, for Options.DenyAddrs:

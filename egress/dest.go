@@ -16,7 +16,8 @@ type verdict struct {
 	addrs  []netip.Addr
 	status int
 	reason string
-	slot   bool // a connection slot was taken (check)
+	denied *DeniedError // the guard's refusal, if it refused
+	slot   bool         // a connection slot was taken (check)
 }
 
 // take decides on host:port and takes a connection slot for it: the
@@ -51,7 +52,7 @@ func (p *Proxy) check(ctx context.Context, host string, port uint16) verdict {
 	var denied *DeniedError
 	switch {
 	case errors.As(err, &denied):
-		v.status, v.reason = http.StatusForbidden, err.Error()
+		v.status, v.reason, v.denied = http.StatusForbidden, err.Error(), denied
 	case err != nil:
 		v.status, v.reason = http.StatusBadGateway, err.Error()
 	default:
@@ -69,11 +70,18 @@ type DeniedError struct {
 	Addr netip.Addr
 	// Why names the range or set it falls in ("a loopback address").
 	Why string
+	// Private says it was refused only for falling in PrivatePrefixes
+	// (DenyList without allowPrivate), which a configuration may allow.
+	Private bool
 }
 
 // Error implements error.
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("%s resolves to %s, %s: never allowed", e.Dest, e.Addr.Unmap(), e.Why)
+	verdict := "never allowed"
+	if e.Private {
+		verdict = "refused unless the environment allows private addresses"
+	}
+	return fmt.Sprintf("%s resolves to %s, %s: %s", e.Dest, e.Addr.Unmap(), e.Why, verdict)
 }
 
 // resolveChecked returns the addresses of h (hp is host:port as asked;
@@ -97,8 +105,8 @@ func resolveChecked(ctx context.Context, o Options, g guard, hp, h string, addr 
 		if !a.IsValid() {
 			return nil, fmt.Errorf("cannot resolve %s: an invalid address", h)
 		}
-		if why := g.check(a); why != "" {
-			return nil, &DeniedError{Dest: hp, Addr: a.Unmap(), Why: why}
+		if why, private := g.check(a); why != "" {
+			return nil, &DeniedError{Dest: hp, Addr: a.Unmap(), Why: why, Private: private}
 		}
 	}
 	return addrs, nil

@@ -64,6 +64,7 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request, c *Connecti
 	c.Port = port
 	v := p.take(r.Context(), c.Host, port)
 	if v.reason != "" {
+		c.Denied = v.denied
 		p.refuse(w, c, v.status, v.reason)
 		return
 	}

@@ -29,8 +29,8 @@ type Options struct {
 
 	// Deny is the address guard: a destination any of whose addresses falls
 	// in one of these prefixes is refused, whatever the policy says. Nil
-	// means DefaultDeny. Only tests should set it (to an empty, non-nil
-	// slice, say) to reach targets they start on loopback.
+	// means DefaultDeny; the daemon passes DenyList's. Tests set an empty,
+	// non-nil slice to reach targets they start on loopback.
 	Deny []netip.Prefix
 	// DenyAddrs are addresses refused in addition to Deny: the daemon's own
 	// listener addresses and the host's addresses it must keep to itself.

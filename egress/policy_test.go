@@ -147,7 +147,7 @@ func TestValidateListsEveryBadPattern(t *testing.T) {
 // TestGuard: the default prefixes, PrivatePrefixes when added, and
 // DenyAddrs, with IPv4-mapped forms unmapped.
 func TestGuard(t *testing.T) {
-	g := newGuard(append(append([]netip.Prefix{}, DefaultDeny...), PrivatePrefixes...), []netip.Addr{netip.MustParseAddr("198.51.100.9")})
+	g := newGuard(append(append([]netip.Prefix{}, DefaultDeny...), PrivatePrefixes...), []netip.Addr{netip.MustParseAddr("198.51.100.9"), netip.MustParseAddr("10.9.9.9")})
 	cases := map[string]string{
 		"127.0.0.1": "loopback", "127.255.0.9": "loopback", "::1": "loopback", "::ffff:127.0.0.1": "loopback",
 		"0.0.0.0": "unspecified", "::": "unspecified", "::7f00:1": "IPv4-compatible",
@@ -155,12 +155,17 @@ func TestGuard(t *testing.T) {
 		"224.0.0.251": "multicast", "ff02::1": "multicast", "255.255.255.255": "broadcast",
 		"10.1.2.3": "private", "192.168.1.1": "private", "172.31.0.1": "private", "100.64.0.1": "carrier-grade",
 		"fd12::1": "unique-local", "198.51.100.9": "daemon's own", "::ffff:198.51.100.9": "daemon's own",
+		"10.9.9.9":    "daemon's own", // private too, but never allowed
 		"203.0.113.7": "", "2001:db8::1": "", "172.32.0.1": "",
 	}
 	for a, want := range cases {
-		got := g.check(netip.MustParseAddr(a))
+		got, private := g.check(netip.MustParseAddr(a))
 		if want == "" && got != "" || !strings.Contains(got, want) {
 			t.Errorf("%s: %q, want %q", a, got, want)
+		}
+		// Private only where no other rule refuses it.
+		if wantPrivate := IsPrivate(netip.MustParseAddr(a)) && !strings.Contains(want, "own"); private != wantPrivate {
+			t.Errorf("%s: private %v, want %v", a, private, wantPrivate)
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // openEgress serves the episode's egress proxy on its sandbox's egress
 // door (network.egress: allow): the hosts of network.allow, never the
-// host's own addresses; every connection becomes an egress event.
+// host's own addresses nor, unless network.allow_private, private ones;
+// every connection becomes an egress event.
 func (ep *Episode) openEgress() error {
 	if ep.sandbox == nil || ep.env.Config.Network.EgressPolicy() != config.EgressAllow {
 		return nil
@@ -22,6 +23,7 @@ func (ep *Episode) openEgress() error {
 	}
 	p, err := egress.New(egress.Options{
 		Policy:       egress.Policy{Allow: ep.env.Config.Network.Allow},
+		Deny:         egress.DenyList(ep.env.Config.Network.AllowPrivate),
 		DenyAddrs:    egress.HostAddrs(),
 		OnConnection: ep.onEgress,
 		Logger:       ep.Log(),
@@ -47,8 +49,22 @@ func (ep *Episode) onEgress(c egress.Connection) {
 		Method: c.Method, Host: c.Host, Port: int(c.Port), Allowed: c.Allowed, Reason: c.Reason, Status: c.Status,
 		BytesUp: c.BytesUp, BytesDown: c.BytesDown, DurationMS: float64(c.Duration.Microseconds()) / 1000,
 	}
-	if c.Addr.IsValid() {
+	switch {
+	case c.Addr.IsValid():
 		e.Address = c.Addr.String()
+	case c.Denied != nil:
+		e.Address = c.Denied.Addr.String()
+		if c.Denied.Private {
+			e.Reason += privateHint
+			ep.warnPrivateOnce.Do(func() {
+				ep.Log().Warn("the egress proxy refused a private address an allowed host resolves to",
+					"host", c.Host, "address", c.Denied, "knob", "network.allow_private")
+			})
+		}
 	}
 	ep.emit(wire.New(wire.OriginDaemon, e))
 }
+
+// privateHint ends the reason of an egress event refused for a private
+// address: the knob that allows one.
+const privateHint = " (network.allow_private: true lets the egress proxy reach private addresses, an internal mirror's)"

@@ -112,8 +112,11 @@ type Episode struct {
 	model      *modelDoor
 	egress     *egress.Proxy
 	egressAddr string
-	adapter    harness.Adapter
-	fork       forkDoors // a fork's sibling's doors (fork.go)
+	// warnPrivateOnce logs the first private address the egress proxy
+	// refused (with the knob), not each of a harness's retries.
+	warnPrivateOnce sync.Once
+	adapter         harness.Adapter
+	fork            forkDoors // a fork's sibling's doors (fork.go)
 }
 
 // Open builds the episode of spec up to level. On error whatever it opened

@@ -44,5 +44,5 @@ func taskDialer(private bool) *egress.Dialer {
 		deny := slices.DeleteFunc(slices.Clone(egress.DefaultDeny), func(p netip.Prefix) bool { return p.Addr().IsLoopback() })
 		return &egress.Dialer{Deny: deny}
 	}
-	return &egress.Dialer{Deny: slices.Concat(egress.DefaultDeny, egress.PrivatePrefixes), DenyAddrs: egress.HostAddrs()}
+	return &egress.Dialer{Deny: egress.DenyList(false), DenyAddrs: egress.HostAddrs()}
 }

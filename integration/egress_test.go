@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // peerServer serves a small HTTP endpoint inside the veth peer's network
@@ -38,7 +42,8 @@ func peerServer(t *testing.T, peer netns.NsHandle) (port int) {
 // harness reaches an allowed host:port through the daemon's proxy (its
 // only way out), is refused another port of the same host, and every
 // connection is an egress event of the turn. The daemon runs in the test's
-// own host namespace; the destination is the far end of its veth pair.
+// own host namespace; the destination is the far end of its veth pair, a
+// private address (network.allow_private).
 func TestEgressAllowThroughTheProxy(t *testing.T) {
 	needSandbox(t)
 	host, peer, _ := netHostAndPeer(t)
@@ -47,26 +52,7 @@ func TestEgressAllowThroughTheProxy(t *testing.T) {
 	// The host's own veth address is listed too: the proxy's address guard
 	// must refuse it anyway.
 	own := fmt.Sprintf("%s:%d", vethHostAddr.IP, port)
-	cfg := advConfig(t, isoSandbox, fmt.Sprintf("network:\n  egress: allow\n  allow: [%q, %q]\n", allowed, own))
-	d := startDaemon(t, spec{
-		Flags: []string{"--isolation", isoSandbox, "--config", cfg, "--listen", "0.0.0.0:0"},
-		Start: func(c *exec.Cmd) error { return inNetNS(host, c.Start) },
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var conn net.Conn
-			err := inNetNS(host, func() error {
-				var err error
-				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-				return err
-			})
-			return conn, err
-		},
-	})
-	_, dport, err := net.SplitHostPort(d.Addr)
-	if err != nil {
-		t.Fatalf("daemon address %q: %v", d.Addr, err)
-	}
-	d.URL, d.Addr = "http://127.0.0.1:"+dport, "127.0.0.1:"+dport
-	s := openSession(t, d, isoSandbox)
+	s := egressSession(t, host, "", fmt.Sprintf("network:\n  egress: allow\n  allow_private: true\n  allow: [%q, %q]\n", allowed, own))
 	if p := s.env("HTTPS_PROXY"); !strings.HasPrefix(p, "http://127.0.0.1:") {
 		t.Fatalf("HTTPS_PROXY %q", p)
 	}
@@ -92,6 +78,99 @@ func TestEgressAllowThroughTheProxy(t *testing.T) {
 	if r := attackOf(t, obs); r.OK || strings.Contains(r.Detail, "network policy") {
 		t.Fatalf("the host's own address through the proxy: %s", r)
 	}
+}
+
+// TestEgressRefusesAPrivateAddressUnlessAllowed: an allowed name that
+// resolves into a private range (here the veth peer, 10.233.0.2, through
+// the daemon's /etc/hosts: what a wildcard's subdomain or DNS the harness
+// steers can do in a cluster) is refused by default, with an egress event
+// naming the address and the knob; the control, the same name with
+// network.allow_private: true, is reached.
+func TestEgressRefusesAPrivateAddressUnlessAllowed(t *testing.T) {
+	needSandbox(t)
+	host, peer, _ := netHostAndPeer(t)
+	port := peerServer(t, peer)
+	const name = "mirror.internal.test"
+	hosts := fmt.Sprintf("127.0.0.1 localhost\n%s %s\n", vethPeerAddr.IP, name)
+	target := fmt.Sprintf("http://%s:%d/", name, port)
+	for _, allowPrivate := range []bool{true, false} {
+		s := egressSession(t, host, hosts, fmt.Sprintf("network:\n  egress: allow\n  allow_private: %v\n  allow: [\"%s:%d\"]\n", allowPrivate, name, port))
+		obs := s.step("attack http-get " + target)
+		r, e := attackOf(t, obs), egressEvent(t, obs)
+		if allowPrivate {
+			if !r.OK || !strings.Contains(r.Detail, "hello from the peer") || e["allowed"] != true {
+				t.Fatalf("control, allow_private: %s; event %v", r, e)
+			}
+			continue
+		}
+		reason, _ := e["reason"].(string)
+		if r.OK || !strings.Contains(r.Detail, "403") || e["allowed"] != false || e["address"] != vethPeerAddr.IP.String() ||
+			!strings.Contains(reason, "network.allow_private") {
+			t.Fatalf("a private address by default: %s; event %v", r, e)
+		}
+	}
+}
+
+// egressSession starts a sandboxed daemon with config extra in the test's
+// host network namespace (with hosts, when given, as its /etc/hosts, in a
+// mount namespace of its own) and opens a session.
+func egressSession(t *testing.T, host netns.NsHandle, hosts, extra string) *advSession {
+	t.Helper()
+	cfg := advConfig(t, isoSandbox, extra)
+	start := func(c *exec.Cmd) error { return inNetNS(host, c.Start) }
+	if hosts != "" {
+		start = func(c *exec.Cmd) error { return withHostsFile(t, host, hosts, c.Start) }
+	}
+	d := startDaemon(t, spec{
+		Flags: []string{"--isolation", isoSandbox, "--config", cfg, "--listen", "0.0.0.0:0"},
+		Start: start,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var conn net.Conn
+			err := inNetNS(host, func() error {
+				var err error
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		},
+	})
+	_, dport, err := net.SplitHostPort(d.Addr)
+	if err != nil {
+		t.Fatalf("daemon address %q: %v", d.Addr, err)
+	}
+	d.URL, d.Addr = "http://127.0.0.1:"+dport, "127.0.0.1:"+dport
+	return openSession(t, d, isoSandbox)
+}
+
+// withHostsFile runs f on a thread of its own in a new mount namespace
+// where hosts is bound over /etc/hosts, and in network namespace ns: a
+// process f starts resolves names from hosts. The thread ends with f (it
+// cannot leave the mount namespace).
+func withHostsFile(t *testing.T, ns netns.NsHandle, hosts string, f func() error) error {
+	file := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(file, []byte(hosts), 0o644); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		done <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+				return fmt.Errorf("a mount namespace: %w", err)
+			}
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return fmt.Errorf("make / private: %w", err)
+			}
+			if err := unix.Mount(file, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("bind %s over /etc/hosts: %w", file, err)
+			}
+			if err := netns.Set(ns); err != nil {
+				return fmt.Errorf("enter the test's network namespace: %w", err)
+			}
+			return f()
+		}()
+	}()
+	return <-done
 }
 
 func attackOf(t *testing.T, obs map[string]any) attackResult {

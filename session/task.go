@@ -245,13 +245,14 @@ func addTaskGrade(obs *wire.Observation, id string, g *wire.TaskGrade) {
 
 // gradeEgress is the egress proxy a grader may use: the environment's
 // (network.egress: allow, its network.allow hosts), never the host's own
-// addresses; nil without one.
+// addresses nor, unless network.allow_private, private ones; nil without
+// one.
 func (s *Session) gradeEgress() *egress.Options {
 	n := s.cfg.Network
 	if n.EgressPolicy() != config.EgressAllow {
 		return nil
 	}
-	return &egress.Options{Policy: egress.Policy{Allow: n.Allow}, DenyAddrs: egress.HostAddrs()}
+	return &egress.Options{Policy: egress.Policy{Allow: n.Allow}, Deny: egress.DenyList(n.AllowPrivate), DenyAddrs: egress.HostAddrs()}
 }
 
 // gradeTaskStep grades turn n of a multi-step task: step n's tests run
