@@ -129,13 +129,19 @@ func TestSimulatedUserStepByStepAndDialogueRubric(t *testing.T) {
 // answer in time ends the episode at the next step with error_type
 // user_failed, naming why.
 func TestSimulatedUserFailureEndsTheEpisode(t *testing.T) {
-	for _, c := range []struct{ flag, want string }{
-		{"--crash-at", "exited with code 3"},
-		{"--garbage-at", "this is not an answer"},
-		{"--silent-at", "no answer within user.timeout 1s"},
+	// user.timeout bounds the opening answer too (the user program's start
+	// in its sandbox, seconds on a loaded machine): only the silent user
+	// waits for it to run out, so the others are given a generous one.
+	for _, c := range []struct {
+		flag, want string
+		timeout    time.Duration
+	}{
+		{"--crash-at", "exited with code 3", time.Minute},
+		{"--garbage-at", "this is not an answer", time.Minute},
+		{"--silent-at", "no answer within user.timeout 4s", 4 * time.Second},
 	} {
 		t.Run(c.flag, func(t *testing.T) {
-			s := userSession(t, withUser(t, c.flag, "2"), func(c *config.Config) { c.User.Timeout = units.Duration(time.Second) })
+			s := userSession(t, withUser(t, c.flag, "2"), func(cfg *config.Config) { cfg.User.Timeout = units.Duration(c.timeout) })
 			reset(t, s)
 			// Question 1 is the opening; question 2 comes after turn 1,
 			// whose observation is whole: the failure ends the next step.
