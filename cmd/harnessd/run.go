@@ -45,7 +45,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.VarP(&f.msgs, "message", "m", "a turn's `message` (repeatable); without -m, stdin lines are turns")
 	fs.StringVar(&f.episodeID, "episode-id", "", "episode `id`")
 	fs.StringVar(&f.taskDir, "task", "", "run the Harbor task in `DIR` (or the task of that id of the configuration's taskset): its instruction is the first turn (unless -m), its tests grade the end; prints the reward")
-	fs.BoolVar(&f.oracle, "oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests")
+	fs.BoolVar(&f.oracle, "oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests (offline: of the configuration only its taskset applies)")
 }
 
 func runRun(args []string) int {
@@ -71,11 +71,50 @@ func runRun(args []string) int {
 	defer dumpStacksOnQuit(log)()
 	if f.oracle {
 		if f.taskDir == "" {
-			return c.exit(withCode(exitUsage, errors.New("--oracle needs --task DIR")))
+			return c.exit(withCode(exitUsage, errors.New("--oracle needs --task DIR (or the ID of a task of --tasks or the configuration's taskset)")))
 		}
-		return runOracle(ctx, f.taskDir)
+		t, err := f.oracleTask()
+		if err != nil {
+			return c.exit(err)
+		}
+		return runOracle(ctx, t)
 	}
 	return f.run(ctx, c, log)
+}
+
+// oracleTask is the task --oracle runs: --task's directory, or, where no
+// such directory is, the task of that id in the taskset of --config and
+// --tasks, as an agent's run --task ID finds it. Nothing else of the
+// configuration applies: the oracle grades offline, as eval's does.
+func (f *runFlags) oracleTask() (*tasks.Task, error) {
+	if _, err := os.Stat(f.taskDir); err == nil || strings.ContainsRune(f.taskDir, '/') {
+		set, err := tasks.Load(tasks.Source{Task: f.taskDir})
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("--task: %w", err))
+		}
+		return set.Tasks()[0], nil
+	}
+	cfg := &config.Config{}
+	if f.env.config != "" {
+		c, err := config.LoadConfig(f.env.config)
+		if err != nil {
+			return nil, withCode(exitUsage, err)
+		}
+		cfg = c
+	}
+	f.env.knobs.apply(cfg)
+	if cfg.Tasks.Empty() {
+		return nil, withCode(exitUsage, fmt.Errorf("--task %s: no such directory, and no taskset (--tasks, or tasks: in --config) to find a task of that id in", f.taskDir))
+	}
+	set, err := tasks.Load(cfg.Tasks)
+	if err != nil {
+		return nil, withCode(exitUsage, fmt.Errorf("tasks: %w", err))
+	}
+	t, err := set.Pick(tasks.Choice{ID: f.taskDir})
+	if err != nil {
+		return nil, withCode(exitUsage, fmt.Errorf("--task %s: no such directory, nor a task of the taskset: %w", f.taskDir, err))
+	}
+	return t, nil
 }
 
 // run runs the episode and returns the exit code.

@@ -76,20 +76,14 @@ func printTaskSummary(s taskSummary) int {
 	return exitFailure
 }
 
-// runOracle is run --task DIR --oracle: the task's workspace is prepared
+// runOracle is run --task DIR|ID --oracle: the task's workspace is prepared
 // in a temporary directory, solution/solve.sh runs in a sandbox with it at
 // the task's working directory as the task's agent user, then the tests
 // grade it; a multi-step task runs each step's workdir/, setup.sh,
 // solve.sh and tests in order (tasks.Task.Oracle). It exits 0 only for a
 // reward of 1; tests that need the network print error_type
 // grader_needs_network and exit 1.
-func runOracle(ctx context.Context, dir string) int {
-	set, err := tasks.Load(tasks.Source{Task: dir})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harnessd run: --task:", err)
-		return exitUsage
-	}
-	t := set.Tasks()[0]
+func runOracle(ctx context.Context, t *tasks.Task) int {
 	for _, w := range t.Warnings {
 		fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, w)
 	}

@@ -359,3 +359,27 @@ func TestRunTaskByIDOfTheConfigurationsTaskset(t *testing.T) {
 		t.Errorf("run --task nope: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// run --task ID --oracle runs the solution of the task of that id of the
+// taskset (--tasks here, or a configuration's): it took only a directory
+// ("no task directory: stat .../hello-workdir"). An id the taskset has not,
+// or no taskset, is a usage error naming both readings.
+func TestRunTaskOracleByIDOfTheTaskset(t *testing.T) {
+	examples, _ := filepath.Abs(testTasks + "/harbor-examples")
+	sum, errOut, code := runTask(t, "--tasks", examples, "--task", "hello-workdir", "--oracle")
+	if code != exitOK || sum["reward"] != 1.0 || sum["task_id"] != "hello-workdir" {
+		t.Fatalf("oracle by id: exit %d %v\n%s", code, sum, errOut)
+	}
+	cfg := writeConfig(t, t.TempDir(), "env.yaml", "harness:\n  command: [sh]\ntasks:\n  dir: "+examples+"\n")
+	if sum, errOut, code := runTask(t, "--config", cfg, "--task", "hello-workdir", "--oracle"); code != exitOK || sum["reward"] != 1.0 {
+		t.Fatalf("oracle by id of the configuration's taskset: exit %d %v\n%s", code, sum, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "run", "--tasks", examples, "--task", "nope", "--oracle")
+	if code != exitUsage || !strings.Contains(errOut, "--task nope: no such directory, nor a task of the taskset") {
+		t.Errorf("oracle of an unknown id: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = harnessd(t, nil, "run", "--task", "nope", "--oracle")
+	if code != exitUsage || !strings.Contains(errOut, "--task nope: no such directory, and no taskset") {
+		t.Errorf("oracle of an id without a taskset: exit %d, stderr %q", code, errOut)
+	}
+}
