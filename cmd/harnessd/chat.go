@@ -24,7 +24,8 @@ func runChat(args []string) int {
 	c := newCLI("chat", "harnessd chat [flags]\n\n"+
 		"Each input line is one turn. Over /ws (simulation) the turn's events print when it ends; with\n"+
 		"--harness (production servers) they stream live and Ctrl-C cancels the running turn.\n"+
-		"Commands: /reset, /state, /quit, /help (a line starting // is sent with one / less). Exits 1 when the server refused or failed any request\n"+
+		"Commands: /quit (or /exit), /help, and over /ws /reset and /state; a line starting // is sent with one / less.\n"+
+		"Exits 1 when the server refused or failed any request\n"+
 		"(a turn that ends the episode, e.g. a timeout, is an observation, not a failure).")
 	fs := c.fs
 	url := fs.String("url", "http://127.0.0.1:8000", "server `URL`")

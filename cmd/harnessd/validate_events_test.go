@@ -127,3 +127,37 @@ hide: [`+hide+`]
 		}
 	}
 }
+
+// validate says when a tool server that did not start leaves the patterns
+// and the after_tool events unchecked: they were skipped in silence, and
+// reported only once the server was fixed. The control: with the server
+// starting, the same misspelt patterns are found.
+func TestValidateSaysWhatAFailedToolServerLeavesUnchecked(t *testing.T) {
+	th := testbin.Path(t, "testharness")
+	dir := t.TempDir()
+	config := func(file, program string) string {
+		return writeConfig(t, dir, file, `
+harness:
+  command: [`+th+`, agent]
+tools:
+  - {name: calc, command: [`+program+`, tools]}
+hide: [nothing*]
+events:
+  - {name: ci, after_tool: nosuch_*, message: "CI failed"}
+`)
+	}
+	_, errOut, code := harnessd(t, nil, "validate", config("control.yaml", th))
+	if code != exitUsage || !strings.Contains(errOut, `hide[0]: pattern "nothing*" matches no tool`) || !strings.Contains(errOut, `events[0] "ci".after_tool: name "nosuch_*" matches no tool`) {
+		t.Fatalf("the control: exit %d, stderr %q", code, errOut)
+	}
+	broken := config("broken.yaml", "/bin/false")
+	_, errOut, code = harnessd(t, nil, "validate", broken)
+	for _, want := range []string{
+		broken + ": expose, hide: not checked against the tools: 1 tool server(s) did not start or list their tools",
+		broken + `: events[0] "ci".after_tool: not checked against the tools: 1 tool server(s)`,
+	} {
+		if code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
+	}
+}

@@ -24,11 +24,13 @@ func checkEventTools(cfg *config.Config, cat *bridge.Catalog, failed map[string]
 		if e.Name != "" {
 			key += fmt.Sprintf(" %q", e.Name)
 		}
-		if t := e.Tool; t != nil && !failed[t.Server] && !sourceOffers(cat, t.Server, t.Name) {
+		if t := e.Tool; t != nil && !failed[t.Server] && (cat != nil || len(cfg.Tools) == 0) && !sourceOffers(cat, t.Server, t.Name) {
 			out = append(out, config.Problem{Key: key + ".tool", Cause: fmt.Sprintf(
 				"tool server %q offers no tool %q (its tools: %s)", t.Server, t.Name, sourceTools(cat, t.Server))})
 		}
-		if p := e.AfterTool; p != nil && len(failed) == 0 && !servesMatch(cat, p.Name) {
+		if p := e.AfterTool; p != nil && (len(failed) > 0 || cat == nil) && len(cfg.Tools) > 0 {
+			out = append(out, config.Problem{Key: key + ".after_tool", Cause: "not checked against the tools: " + uncheckedWhy(cat, failed)})
+		} else if p != nil && len(failed) == 0 && !servesMatch(cat, p.Name) {
 			why := fmt.Sprintf("name %q matches no tool the harness is served, so the event never fires (served: %s)", p.Name, servedNames(cat))
 			if hidden := hiddenMatches(cat, p.Name); len(hidden) > 0 {
 				why = fmt.Sprintf("name %q matches only hidden tools (%s), which the harness cannot call, so the event never fires", p.Name, strings.Join(hidden, ", "))

@@ -16,7 +16,10 @@ import (
 // server failed: its tools are unknown.
 func checkPatterns(cfg *config.Config, cat *bridge.Catalog, failed map[string]bool) []config.Problem {
 	if cat == nil || len(failed) > 0 {
-		return nil
+		if len(cfg.Expose)+len(cfg.Hide) == 0 || len(cfg.Tools) == 0 {
+			return nil
+		}
+		return []config.Problem{{Key: "expose, hide", Cause: "not checked against the tools: " + uncheckedWhy(cat, failed)}}
 	}
 	var out []config.Problem
 	for _, list := range []struct {
@@ -32,6 +35,15 @@ func checkPatterns(cfg *config.Config, cat *bridge.Catalog, failed map[string]bo
 		}
 	}
 	return out
+}
+
+// uncheckedWhy says why the tools could not be known: servers that did not
+// start or list their tools, else a catalog that could not be built.
+func uncheckedWhy(cat *bridge.Catalog, failed map[string]bool) string {
+	if len(failed) > 0 {
+		return fmt.Sprintf("%d tool server(s) did not start or list their tools", len(failed))
+	}
+	return "the tool catalog could not be built (see tools)"
 }
 
 // matchesAnyTool says whether pattern matches a tool of cat as the

@@ -44,7 +44,7 @@ var Help = map[string]string{
 	PTY:           "pseudo-terminals for interactive (TUI) harnesses",
 	PID1:          "harnessd is PID 1 of its PID namespace: it reaps every orphan of the container",
 	Userns:        "unprivileged user namespaces (a non-root daemon's sandboxes need them)",
-	Sandbox:       "a harness tree in its own user, PID, mount, network, IPC and UTS namespaces (process/sandbox; not yet used by sessions)",
+	Sandbox:       "a harness tree in its own user, PID, mount, network, IPC and UTS namespaces (process/sandbox)",
 	DiskQuota:     "a size-limited file system per episode for limits.disk (internal/quota: root, loop devices, mke2fs)",
 	CRIU:          "process checkpoint/restore (criu check passes); optional, never required: forks go without it",
 }
