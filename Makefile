@@ -39,7 +39,8 @@ SANDBOXINIT := process/sandbox/initfile/harnessd-sandbox-init
 
 # harnessd is built with -buildvcs=auto (overriding a GOFLAGS of
 # -buildvcs=false) so that "harnessd version" names the git revision it was
-# built from; outside a git clone (a worktree, a tarball) it says unknown.
+# built from (a git worktree's too); outside a git checkout (a tarball) it
+# says unknown.
 build: sandbox-init
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./testharness/cmd/testharness ./integration/benchfloor

@@ -86,6 +86,7 @@ func TestParseConfigErrors(t *testing.T) {
 		"harness: {command: [a]}\nnetwork: {egress: allow}\n":                                           "needs hosts in network.allow",
 		"harness: {command: [a]}\nnetwork: {egress: allow, allow: [127.0.0.1]}\n":                       "never allowed",
 		"harness: {command: [a]}\nnetwork: {egress: wide}\n":                                            "network.egress must be",
+		"harness: {command: [a], model: {timeout: 5m}}\n":                                               "harness.model.timeout needs harness.model.url",
 		"harness: {command: [a]}\nnetwork: {allow_private: true}\n":                                     "network.allow_private needs network.egress: allow",
 		"harness: {command: [a]}\nnetwork: {egress: allow, allow: [\"10.0.0.5:8080\"]}\n":               "10.0.0.5 is a private address, which the egress proxy refuses unless network.allow_private: true",
 		"harness: {command: [a]}\nworkspace: {mount_at: app}\n":                                         "mount_at must be an absolute path",

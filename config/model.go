@@ -204,8 +204,11 @@ func (c *Config) validateModel() []error {
 				bad("harness.model.%s needs harness.model.url: the key and the upstream belong to the model gateway, which the agent is pointed at instead of the model", k.name)
 			}
 		}
-		if m.MaxTokens > 0 || m.Timeout > 0 {
-			bad("harness.model.max_tokens and timeout need harness.model.url")
+		if m.MaxTokens > 0 {
+			bad("harness.model.max_tokens needs harness.model.url")
+		}
+		if m.Timeout > 0 {
+			bad("harness.model.timeout needs harness.model.url")
 		}
 	}
 	return errs
