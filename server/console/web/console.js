@@ -102,7 +102,24 @@ function firstTurn(recs) {
 function showError(e) { $("episode-meta").replaceChildren(el("p", { class: "item error" }, String(e.message || e))); }
 
 // ---- the episode timeline ----
+// renderEpisodeSoon renders the timeline once for the records that arrived
+// meanwhile: a harness reports up to 50,000 events a turn, each its own
+// message of the feed, and rendering the whole timeline for each one made
+// a flood of them (a second's work for the harness) hold the page's only
+// thread for minutes.
+let renderTimer = null;
+function renderEpisodeSoon() {
+  if (renderTimer) return;
+  renderTimer = setTimeout(() => { renderTimer = null; if (view) renderEpisode(); }, 100);
+}
+
+// maxTurnItems bounds the events of one turn the live timeline shows (the
+// turn's observation is always shown; the episode page and the record file
+// have every event).
+const maxTurnItems = 1000;
+
 function renderEpisode() {
+  if (renderTimer) { clearTimeout(renderTimer); renderTimer = null; }
   const recs = view.records;
   const reset = recs.find((r) => r.kind === "reset");
   $("episode-title").textContent = (view.kind === "record" ? "Recorded episode " : "Episode ") + (reset ? reset.episode_id : view.id);
@@ -141,8 +158,13 @@ function renderTurn(n, t) {
   const results = new Map();
   for (const e of t.events) if (e.type === "tool_result" && e.data && e.data.call_id) results.set(e.data.call_id + "|" + e.source, e);
   const shown = new Set();
+  let items = 0, hidden = 0;
   for (const e of t.events) {
     const d = e.data || {};
+    if (e.type !== "llm_request" && e.type !== "turn_complete" && e.type !== "llm_chunk" && !(e.type === "tool_result" && shown.has(e))) {
+      if (items >= maxTurnItems) { hidden++; continue; }
+      items++;
+    }
     switch (e.type) {
       case "text_output": box.append(el("div", { class: "item text" }, el("span", { class: "label" }, "harness text"), el("pre", { class: "harness-text" }, d.text || ""))); break;
       case "tool_call": {
@@ -163,6 +185,9 @@ function renderTurn(n, t) {
         el("pre", {}, d.error || d.text || d.path || d.tool || ""))); break;
       default: box.append(el("div", { class: "item" }, el("span", { class: "label" }, e.type), el("pre", {}, pretty(d))));
     }
+  }
+  if (hidden) {
+    box.append(el("p", { class: "hint turn-cut" }, "… " + hidden + " more events of this turn are not shown here (the episode's page and its record file have them)."));
   }
   if (t.obs) box.append(obsItem(t.obs));
   return box;
@@ -255,7 +280,7 @@ function connectFeed() {
           // that, reload the window rather than keep every turn here.
           if (msg.record.kind === "observation" && msg.record.turn > 0 &&
               msg.record.turn - firstTurn(view.records) >= 2000) { openSession(view.id); break; }
-          renderEpisode();
+          renderEpisodeSoon();
         }
         break;
       case "dropped":

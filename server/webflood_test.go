@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/harnessd/harnessd/client"
+)
+
+// floodMessage is a step message making the test harness print n events
+// of its own (recoverable errors: each one kept, none coalesced), then a
+// reply.
+func floodMessage(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteString(`rawline {"type":"error","data":{"message":"e` + strconv.Itoa(i) + `","recoverable":true}}` + "\n")
+	}
+	b.WriteString("reply flood done")
+	return b.String()
+}
+
+// TestAHarnessEventFloodDoesNotHangTheLiveView: a harness prints 20,000
+// events in one turn (well within episode.max_turn_events, a second's work
+// for it) while the operator watches its session in the console's live
+// view. The page rendered the whole timeline again for each event's feed
+// message, and held its only thread for minutes (40,000 events: every
+// evaluation timed out for more than four minutes; the operator's tab,
+// its chat box and its cancel button dead). Now the page answers
+// throughout, shows the turn's end soon after the step, and says how many
+// of the turn's events it leaves out. Controls: the step's observation
+// holds the whole flood, and the count the page names is that flood's
+// (the events did reach the page).
+func TestAHarnessEventFloodDoesNotHangTheLiveView(t *testing.T) {
+	const n = 20000
+	ts := consoleServer(t, t.TempDir())
+	ctx, check := consoleBrowser(t)
+	defer check()
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env, err := client.Dial(cctx, ts.url, &client.Options{Token: "console-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if _, err := env.Reset(cctx, client.ResetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.url+"/web?token=console-token"), chromedp.WaitVisible(`#sessions tbody tr[data-session]`),
+		chromedp.Click(`#sessions tbody tr[data-session]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the reset shown", `document.querySelector('article[data-turn="0"]')`)
+
+	obs, err := env.Step(cctx, floodMessage(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(obs.Metadata.TurnEvents); got < n || obs.Metadata.Truncated != nil {
+		t.Fatalf("control: the turn kept %d events (truncated %+v), want the whole flood of %d", got, obs.Metadata.Truncated, n)
+	}
+	stepped := time.Now()
+	var slowest time.Duration
+	const answer = 10 * time.Second // the page's thread must answer within this (a loaded machine's margin)
+	for {
+		ectx, ecancel := context.WithTimeout(ctx, answer)
+		t0 := time.Now()
+		shown, err := chromedp.Run(ectx, chromedp.Evaluate[bool](`!!document.querySelector('article[data-turn="1"] .obs-reward')`))
+		ecancel()
+		slowest = max(slowest, time.Since(t0))
+		if err != nil {
+			t.Fatalf("%v after the step the page did not answer within %v: %v", time.Since(stepped).Round(time.Millisecond), answer, err)
+		}
+		if shown {
+			break
+		}
+		if time.Since(stepped) > 30*time.Second {
+			t.Fatal("the page did not show the turn's end within 30 s of the step")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the turn's end shown %v after the step; the page's slowest answer took %v", time.Since(stepped).Round(time.Millisecond), slowest.Round(time.Millisecond))
+	cut := eval[string](t, ctx, `(document.querySelector('article[data-turn="1"] .turn-cut') || {}).textContent || ""`)
+	hidden, _ := strconv.Atoi(strings.Fields(strings.TrimPrefix(cut+" x", "… "))[0])
+	if hidden < n-1000 {
+		t.Errorf("the turn's cut note says %q, want about %d events not shown (the flood reached the page)", cut, n+1-1000)
+	}
+	if items := eval[int](t, ctx, `document.querySelectorAll('article[data-turn="1"] .item').length`); items > 1100 {
+		t.Errorf("the live view shows %d items of the turn, want at most about 1,000", items)
+	}
+}
