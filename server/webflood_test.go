@@ -93,3 +93,45 @@ func TestAHarnessEventFloodDoesNotHangTheLiveView(t *testing.T) {
 		t.Errorf("the live view shows %d items of the turn, want at most about 1,000", items)
 	}
 }
+
+// TestTheEpisodePageJoinsAHarnesssToolFloodInLinearTime: the episode
+// page pairs each harness tool_call with a bridge call; it compared each
+// harness call with every unused bridge call (their arguments encoded
+// anew each time), so a turn of 4,000 calls of one tool the harness
+// reported with other arguments than it sent (a real bridge call each)
+// held the page for 14 s, 8,000 for about a minute. The page's own
+// joinTools, in the browser, on 8,000 of each now answers within a
+// second. Controls: the pairing is unchanged (mcp__harnessd__add and
+// server.add pair with the bridge's add by arguments first, then by name
+// in order; a name that only ends with the tool's does not pair).
+func TestTheEpisodePageJoinsAHarnesssToolFloodInLinearTime(t *testing.T) {
+	ts := consoleServer(t, t.TempDir())
+	ctx, check := consoleBrowser(t)
+	defer check()
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.url+"/web/episodes?token=console-token"), chromedp.WaitVisible("#episodes")); err != nil {
+		t.Fatal(err)
+	}
+	pairs := eval[string](t, ctx, `(() => {
+		const ev = (source, name, args, ts) => ({ type: "tool_call", source, timestamp: ts, data: { tool_name: name, arguments: args } });
+		const evs = [ev("harness", "mcp__harnessd__add", { a: 2 }, 1), ev("harness", "server.add", { a: 9 }, 2), ev("harness", "xadd", { a: 1 }, 3),
+			ev("bridge", "add", { a: 1 }, 4), ev("bridge", "add", { a: 2 }, 5)];
+		return joinTools(evs).map((e) => (e.harness ? e.harness.call.data.tool_name : "-") + ">" + (e.bridge ? JSON.stringify(e.bridge.call.data.arguments) : "-") + ":" + e.how).join(" | ");
+	})()`)
+	want := `mcp__harnessd__add>{"a":2}:tool name and arguments | server.add>{"a":1}:tool name, in order | xadd>-:harness only`
+	if pairs != want {
+		t.Errorf("joinTools paired %q, want %q", pairs, want)
+	}
+	ms := eval[float64](t, ctx, `(() => {
+		const evs = [];
+		for (let i = 0; i < 8000; i++) evs.push({ type: "tool_call", source: "harness", timestamp: i, data: { tool_name: "add", call_id: "h" + i, arguments: { x: i, pad: "p".repeat(64) } } });
+		for (let i = 0; i < 8000; i++) evs.push({ type: "tool_call", source: "bridge", timestamp: 8000 + i, data: { tool_name: "add", call_id: "b" + i, arguments: { a: i, b: 1 } } });
+		const t0 = performance.now();
+		const n = joinTools(evs).filter((e) => e.harness && e.bridge).length;
+		if (n !== 8000) throw new Error("paired " + n);
+		return performance.now() - t0;
+	})()`)
+	t.Logf("joinTools of 8,000 harness and 8,000 bridge calls: %.0f ms", ms)
+	if ms > 1000 {
+		t.Errorf("joinTools of 8,000 harness and 8,000 bridge calls took %.0f ms, want under a second", ms)
+	}
+}

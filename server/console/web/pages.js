@@ -189,17 +189,13 @@ function canonical(v) {
   if (v && typeof v === "object") return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + canonical(v[k])).join(",") + "}";
   return JSON.stringify(v === undefined ? null : v);
 }
-// sameTool says harness name h names bridge tool b (Claude Code spells
-// the bridge's add as mcp__harnessd__add, others server.add or server/add).
-function sameTool(h, b) {
-  const names = [b.tool_name, b.upstream_name].filter(Boolean);
-  return names.some((n) => h === n || h.endsWith("__" + n) || h.endsWith("." + n) || h.endsWith("/" + n) || h.endsWith("_" + n));
-}
-
 // joinTools pairs a turn's tool calls into one entry per call: the
 // harness's own tool_call (with its tool_result, by call_id) and the
 // bridge's (with its result, by the bridge's call_id), matched in order by
-// tool name and equal arguments, else by tool name alone.
+// tool name and equal arguments, else by tool name alone. A harness name
+// names a bridge tool (its tool_name or upstream_name) that it equals or
+// ends with after "_", ".", or "/" (Claude Code spells the bridge's add as
+// mcp__harnessd__add, others server.add or server/add).
 function joinTools(events) {
   const calls = { harness: [], bridge: [] };
   const results = new Map();
@@ -214,14 +210,40 @@ function joinTools(events) {
       if (id && results.has(side + "|" + id)) { c.result = results.get(side + "|" + id); results.delete(side + "|" + id); }
     }
   }
-  const entries = [], used = new Set();
+  // The bridge's calls indexed by each name they answer to (and with
+  // their arguments): a harness call takes the first unused one of the
+  // names it answers to, without comparing every harness call with every
+  // bridge call (a harness's thousands of calls of one name made that a
+  // minute of the page's only thread).
+  const used = new Set(), byName = new Map(), byArgs = new Map();
+  const index = (m, k, i) => { let q = m.get(k); if (!q) m.set(k, q = { at: 0, list: [] }); q.list.push(i); };
+  calls.bridge.forEach((x, i) => {
+    const d = x.call.data || {}, key = canonical(d.arguments || {});
+    for (const n of new Set([d.tool_name, d.upstream_name].filter(Boolean))) { index(byName, n, i); index(byArgs, n + "\u0000" + key, i); }
+  });
+  const first = (m, k) => { // the first unused bridge call listed under k
+    const q = m.get(k);
+    if (!q) return Infinity;
+    while (q.at < q.list.length && used.has(calls.bridge[q.list[q.at]])) q.at++;
+    return q.at < q.list.length ? q.list[q.at] : Infinity;
+  };
+  // names h answers to: itself and what follows a "_", "." or "/" in it,
+  // of the lengths the bridge's names have.
+  const lengths = new Set([...byName.keys()].map((n) => n.length));
+  const names = (h) => {
+    const out = [h];
+    for (const l of lengths) if (l < h.length && "_./".includes(h[h.length - l - 1])) out.push(h.slice(h.length - l));
+    return out;
+  };
+  const entries = [];
   for (const h of calls.harness) {
-    const hd = h.call.data || {};
-    let b = calls.bridge.find((x) => !used.has(x) && sameTool(hd.tool_name || "", x.call.data || {}) && canonical(hd.arguments || {}) === canonical((x.call.data || {}).arguments || {}));
+    const hd = h.call.data || {}, ns = names(hd.tool_name || ""), key = canonical(hd.arguments || {});
+    let i = Math.min(...ns.map((n) => first(byArgs, n + "\u0000" + key)));
     let how = "tool name and arguments";
-    if (!b) { b = calls.bridge.find((x) => !used.has(x) && sameTool(hd.tool_name || "", x.call.data || {})); how = "tool name, in order"; }
+    if (i === Infinity) { i = Math.min(...ns.map((n) => first(byName, n))); how = "tool name, in order"; }
+    const b = i === Infinity ? null : calls.bridge[i];
     if (b) used.add(b);
-    entries.push({ harness: h, bridge: b || null, how: b ? how : "harness only", at: h.call.timestamp });
+    entries.push({ harness: h, bridge: b, how: b ? how : "harness only", at: h.call.timestamp });
   }
   for (const b of calls.bridge) if (!used.has(b)) entries.push({ harness: null, bridge: b, how: "bridge only", at: b.call.timestamp });
   // Results whose call was not seen (a truncated turn).
