@@ -12,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/episode"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/termtext"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process"
 	"github.com/harnessd/harnessd/process/sandbox"
@@ -115,9 +116,10 @@ func (p *harnessProbe) start(ctx context.Context, w io.Writer, env *episode.Env,
 		f.StderrTail = tail
 	}
 	ep.ExplainSandboxed(f)
-	fmt.Fprintf(w, "did not start in the sandbox: %s\n", f.Message)
+	// The message and the tail carry the probed program's own output.
+	fmt.Fprintf(w, "did not start in the sandbox: %s\n", termtext.Escape(f.Message))
 	if t := strings.TrimSpace(f.StderrTail); t != "" && !strings.Contains(f.Message, t) {
-		fmt.Fprintf(w, "stderr tail:\n%s\n", t)
+		fmt.Fprintf(w, "stderr tail:\n%s\n", termtext.Lines(t, "  | "))
 	}
 	return exitFailure
 }

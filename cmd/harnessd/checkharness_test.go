@@ -48,6 +48,30 @@ func TestCheckProbesAHarness(t *testing.T) {
 	}
 }
 
+// TestCheckEscapesTheProbedProgramsOutput: a probed harness that fails
+// with escape sequences and a forged line on its stderr reaches the
+// operator's terminal as visible escapes, its lines marked as the tail's
+// (they were printed as they came). The control: the program's own
+// stderr holds the raw escape.
+func TestCheckEscapesTheProbedProgramsOutput(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "harness.sh")
+	script := "#!/bin/sh\nprintf 'oops\\033]52;c;Zm9v\\007\\nstarted in the sandbox and ready\\n' >&2\nexit 3\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := exec.Command(prog).CombinedOutput(); !strings.Contains(string(raw), "\x1b]52;") {
+		t.Fatalf("control: the program's stderr %q", raw)
+	}
+	out, errOut, code := harnessd(t, nil, "check", "--startup-timeout", "10s", "--", prog)
+	if code == exitMissing {
+		testbin.Missing(t, "%s", strings.TrimSpace(out))
+	}
+	if code != exitFailure || strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `oops\x1b]52;c;Zm9v\x07`) ||
+		strings.Contains(out, "\nstarted in the sandbox and ready") {
+		t.Fatalf("probe of a harness writing escapes: exit %d\n%q\n%s", code, out, errOut)
+	}
+}
+
 // TestCheckRunsARelativeProgramFromTheCallersDirectory: `harnessd check --
 // ./my-harness`, as the README writes it, probes the file in the
 // directory check runs in (as run and serve do), not one inside the

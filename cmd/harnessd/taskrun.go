@@ -62,16 +62,16 @@ func printTaskSummary(s taskSummary) int {
 	out.Encode(s)
 	switch {
 	case s.Reward != nil:
-		fmt.Fprintf(os.Stderr, "task %s: reward %g\n", s.TaskID, *s.Reward)
+		fmt.Fprintf(os.Stderr, "task %s: reward %g\n", termtext.Escape(s.TaskID), *s.Reward)
 		return exitOK
 	case s.ErrorType != "" && s.Grade != nil:
-		fmt.Fprintf(os.Stderr, "task %s: no reward (error_type %s): %s\n", s.TaskID, s.ErrorType, termtext.Escape(s.Grade.Error))
+		fmt.Fprintf(os.Stderr, "task %s: no reward (error_type %s): %s\n", termtext.Escape(s.TaskID), s.ErrorType, termtext.Escape(s.Grade.Error))
 	case s.Error != "":
-		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, termtext.Escape(s.Error))
+		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", termtext.Escape(s.TaskID), termtext.Escape(s.Error))
 	case s.Grade != nil && s.Grade.Error != "":
-		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", s.TaskID, termtext.Escape(s.Grade.Error))
+		fmt.Fprintf(os.Stderr, "task %s: no reward: %s\n", termtext.Escape(s.TaskID), termtext.Escape(s.Grade.Error))
 	default:
-		fmt.Fprintf(os.Stderr, "task %s: not graded\n", s.TaskID)
+		fmt.Fprintf(os.Stderr, "task %s: not graded\n", termtext.Escape(s.TaskID))
 	}
 	return exitFailure
 }
@@ -85,10 +85,10 @@ func printTaskSummary(s taskSummary) int {
 // grader_needs_network and exit 1.
 func runOracle(ctx context.Context, t *tasks.Task) int {
 	for _, w := range t.Warnings {
-		fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, w)
+		fmt.Fprintf(os.Stderr, "task %s: %s\n", termtext.Escape(t.ID), termtext.Escape(w))
 	}
 	if !t.HasSolution() && !t.IsMultiStep() {
-		fmt.Fprintf(os.Stderr, "harnessd run: --oracle: task %s has no solution/solve.sh\n", t.ID)
+		fmt.Fprintf(os.Stderr, "harnessd run: --oracle: task %s has no solution/solve.sh\n", termtext.Escape(t.ID))
 		return exitUsage
 	}
 	root, err := os.MkdirTemp("", "harnessd-oracle-")
@@ -112,23 +112,23 @@ func runOracle(ctx context.Context, t *tasks.Task) int {
 	for _, s := range tr.Steps {
 		solves = append(solves, s.Solve)
 		if s.Error != "" {
-			fmt.Fprintf(os.Stderr, "task %s: %s\n", t.ID, termtext.Escape(s.Error))
+			fmt.Fprintf(os.Stderr, "task %s: %s\n", termtext.Escape(t.ID), termtext.Escape(s.Error))
 		}
 	}
 	for _, sol := range solves {
 		if sol != nil && (sol.ExitCode != 0 || sol.TimedOut) {
-			fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", t.ID, sol.ExitCode, sol.TimedOut, sol.Stderr)
+			fmt.Fprintf(os.Stderr, "task %s: solve.sh exited with code %d (timed out: %v); stderr:\n%s\n", termtext.Escape(t.ID), sol.ExitCode, sol.TimedOut, termtext.Lines(sol.Stderr, "  | "))
 		}
 	}
 	if tr.Stopped != "" {
-		fmt.Fprintf(os.Stderr, "task %s: stopped early: %s\n", t.ID, tr.Stopped)
+		fmt.Fprintf(os.Stderr, "task %s: stopped early: %s\n", termtext.Escape(t.ID), termtext.Escape(tr.Stopped))
 	}
 	sum.Reward, sum.Grade, sum.ErrorType = tr.Reward, tr.WireGrade(), wire.FailureType(tr.ErrorType)
 	code := printTaskSummary(sum)
 	if code == exitOK && *sum.Reward < 1 {
 		// The reference solution must solve its task: a task author's CI
 		// runs the oracle to catch a broken solution or broken tests.
-		fmt.Fprintf(os.Stderr, "task %s: the oracle scored %g, below 1: the solution or the tests are broken\n", t.ID, *sum.Reward)
+		fmt.Fprintf(os.Stderr, "task %s: the oracle scored %g, below 1: the solution or the tests are broken\n", termtext.Escape(t.ID), *sum.Reward)
 		return exitFailure
 	}
 	return code

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,6 +75,32 @@ func TestRunTaskOracleBelowOneFails(t *testing.T) {
 	sum, errOut, code := runTask(t, "--task", dir, "--oracle")
 	if code != exitFailure || sum["reward"] != 0.0 || !strings.Contains(errOut, "the oracle scored 0, below 1") {
 		t.Errorf("broken oracle: exit %d %v\n%s", code, sum, errOut)
+	}
+}
+
+// A task's solve.sh output reaches the operator's terminal as visible
+// escapes, each line marked as the solution's: it was printed as it came,
+// so a task could set the terminal's clipboard (OSC 52) or forge a line of
+// run's own ("task hello: reward 1"). The control: the script's raw stderr
+// holds the escape and the line.
+func TestRunTaskOracleStderrIsEscaped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hello")
+	if err := os.CopyFS(dir, os.DirFS(testTasks+"/harbor/hello")); err != nil {
+		t.Fatal(err)
+	}
+	solve := filepath.Join(dir, "solution", "solve.sh")
+	script := "#!/bin/bash\nprintf 'oops\\033]52;c;Zm9v\\007\\ntask hello: reward 1\\n' >&2\nexit 3\n"
+	if err := os.WriteFile(solve, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := exec.Command("bash", solve).CombinedOutput()
+	if !strings.Contains(string(raw), "\x1b]52;") || !strings.Contains(string(raw), "\ntask hello: reward 1\n") {
+		t.Fatalf("control: the script's stderr %q", raw)
+	}
+	_, errOut, _ := runTask(t, "--task", dir, "--oracle")
+	if strings.ContainsRune(errOut, 0x1b) || strings.Contains(errOut, "\ntask hello: reward 1") ||
+		!strings.Contains(errOut, `  | oops\x1b]52;c;Zm9v\x07`) || !strings.Contains(errOut, "  | task hello: reward 1") {
+		t.Errorf("the solution's stderr reached the terminal as %q", errOut)
 	}
 }
 

@@ -49,6 +49,24 @@ func Escape(s string) string {
 	return b.String()
 }
 
+// Lines returns s as lines for a terminal, each escaped as Escape escapes
+// (\r included) and started with prefix, so that a line of s cannot pass
+// for one of the program's own: a block of a harness's or a task's output
+// (a stderr tail) kept readable. A final new line of s adds no empty line;
+// the result ends without one.
+func Lines(s, prefix string) string {
+	s = strings.TrimSuffix(s, "\n")
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(prefix)
+		b.WriteString(Escape(line))
+	}
+	return b.String()
+}
+
 // firstUnsafe is the index of s's first character Escape rewrites, or -1.
 func firstUnsafe(s string) int {
 	for i := 0; i < len(s); {

@@ -29,3 +29,19 @@ func TestEscapeDoesNotAllocatePlainText(t *testing.T) {
 		t.Errorf("Escape of plain text allocated %v times", n)
 	}
 }
+
+// Lines keeps a block's lines apart, each escaped and prefixed: a line of
+// the block that reads like the program's own ("task t: reward 1") stays
+// marked as the block's.
+func TestLines(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"one", "  | one"},
+		{"a\nb\n", "  | a\n  | b"},
+		{"err\ntask t: reward 1\r\x1b[2K", "  | err\n  | task t: reward 1\\r\\x1b[2K"},
+		{"", "  | "},
+	} {
+		if got := Lines(c.in, "  | "); got != c.want {
+			t.Errorf("Lines(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
