@@ -320,6 +320,22 @@ func TestConsoleEpisodePage(t *testing.T) {
 	screenshot(t, ctx, "episode")
 }
 
+// TestConsoleOverviewOfNoRecords: the overview of an empty record
+// directory draws (the page read the length of a null reward list and
+// threw, leaving the charts empty).
+func TestConsoleOverviewOfNoRecords(t *testing.T) {
+	ts := consoleServer(t, t.TempDir())
+	ctx, check := consoleBrowser(t)
+	defer check()
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.url+"/web/overview?token=console-token")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the overview's charts", `window.overviewDrawn`)
+	if got := eval[string](t, ctx, `document.querySelector("#ov-reward svg").dataset.points + " " + document.querySelector("#ov-reward .hint").textContent`); got != "0 0 rewarded episodes, moving average over 10" {
+		t.Errorf("the reward chart of no records: %q", got)
+	}
+}
+
 // TestConsoleOverview checks the overview's charts against known records:
 // the reward points and their moving average, the pass rate per task, the
 // error types, the turn and model-call latency histograms and the tokens

@@ -79,7 +79,7 @@ func (c *Console) handleWebOverview(w http.ResponseWriter, r *http.Request) {
 	pass := 1.0
 	out := map[string]any{"pass_mark": pass}
 	err = c.withLive(func(all []*indexEntry) {
-		var rewards []RewardPoint
+		rewards := []RewardPoint{} // [] in JSON, never null: the page reads its length
 		tasks := map[string]*TaskPass{}
 		errs := map[string]int{}
 		var turnMS, modelMS, tokens []float64

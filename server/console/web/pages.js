@@ -429,10 +429,15 @@ async function loadOverview() {
   catch (e) { $("ov-summary").textContent = String(e.message || e); return; }
   $("ov-summary").textContent = r.episodes + " episodes · pass: reward ≥ " + fmtNum(r.pass_mark) + (r.index_error ? " · index: " + r.index_error : "");
   const put = (id, node, note) => { const f = $(id); f.replaceChildren(f.querySelector("figcaption") || el("figcaption", {}, id), node); if (note) f.append(el("p", { class: "hint" }, note)); };
-  put("ov-reward", rewardChart(r.rewards, 10), r.rewards.length + " rewarded episodes, moving average over 10");
-  put("ov-pass", barChart(r.tasks.map((t) => ({ label: t.task || "(no task)", value: t.rate, text: t.passed + "/" + t.graded + " (" + Math.round(t.rate * 100) + "%)" })), 1));
-  put("ov-errors", barChart(r.error_types.map((f) => ({ label: f.value, value: f.count, text: String(f.count) }))));
-  const hist = (id, h, unit, what) => put(id, barChart(histogramRows(h, unit)), h.n ? h.n + " " + what + " · p50 " + unit(h.p50) + " · p95 " + unit(h.p95) : "no " + what);
+  // Without records, or when the index failed, the lists may be absent.
+  const rewards = r.rewards || [], tasks = r.tasks || [], errorTypes = r.error_types || [];
+  put("ov-reward", rewardChart(rewards, 10), rewards.length + " rewarded episodes, moving average over 10");
+  put("ov-pass", barChart(tasks.map((t) => ({ label: t.task || "(no task)", value: t.rate, text: t.passed + "/" + t.graded + " (" + Math.round(t.rate * 100) + "%)" })), 1));
+  put("ov-errors", barChart(errorTypes.map((f) => ({ label: f.value, value: f.count, text: String(f.count) }))));
+  const hist = (id, h, unit, what) => {
+    h = h || { n: 0, counts: [], le: [] };
+    put(id, barChart(histogramRows(h, unit)), h.n ? h.n + " " + what + " · p50 " + unit(h.p50) + " · p95 " + unit(h.p95) : "no " + what);
+  };
   hist("ov-turn", r.turn_latency_ms, fmtMS, "turns");
   hist("ov-model", r.model_latency_ms, fmtMS, "model calls");
   hist("ov-tokens", r.tokens, fmtTokens, "episodes with token counts");
