@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/episode"
@@ -186,6 +189,9 @@ func validateConfig(ctx context.Context, path, mode, modeFrom, agentsDir string,
 	for _, p := range cfg.CheckPrograms() {
 		out = append(out, p.String())
 	}
+	if why := recordDirProblem(cfg.RecordDir); why != "" {
+		out = append(out, "record_dir: "+why)
+	}
 	if u := cfg.User; u != nil && len(u.Command) > 0 {
 		// The user runs in a sandbox of its own, which hides what serve
 		// hides (this configuration file among them).
@@ -306,4 +312,34 @@ func refuseUnrunnable(cfg *config.Config, fromArgs bool) error {
 		return nil
 	}
 	return out
+}
+
+// recordDirProblem says why serve and run could not make or write the
+// record directory dir ("" when they could, as far as can be told without
+// making it): a file in its way, or its nearest existing directory not
+// writable by this user (a read-only file system among the reasons).
+func recordDirProblem(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	at := dir
+	for {
+		fi, err := os.Stat(at)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Sprintf("%s is not a directory", at)
+		case err == nil:
+			if err := unix.Access(at, unix.W_OK|unix.X_OK); err != nil {
+				return fmt.Sprintf("%s is not writable here: %v", at, err)
+			}
+			return ""
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTDIR): // ENOTDIR: a file further up, found next
+			return err.Error()
+		}
+		parent := filepath.Dir(at)
+		if parent == at {
+			return ""
+		}
+		at = parent
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,5 +331,33 @@ func TestValidateWarnsOfARelativeHarnessArgument(t *testing.T) {
 	cfg = writeConfig(t, dir, "abs.yaml", "harness:\n  command: [sh, "+filepath.Join(dir, "agent.sh")+"]\n")
 	if _, errOut, code := harnessd(t, nil, "validate", cfg); code != exitOK || errOut != "" {
 		t.Errorf("absolute: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// validate reports a record_dir that serve and run could not make (a file
+// in its way), as they would refuse it at start; it was "ok". The control:
+// a record_dir whose parents do not exist yet passes, and validate does not
+// make it.
+func TestValidateReportsARecordDirThatCannotBeMade(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := writeConfig(t, dir, "bad.yaml", "harness:\n  command: [sh]\nrecord_dir: "+filepath.Join(file, "records")+"\n")
+	if _, errOut, code := harnessd(t, nil, "validate", bad); code != exitUsage || !strings.Contains(errOut, "record_dir: "+file+" is not a directory") {
+		t.Errorf("a record_dir under a file: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code := harnessd(t, nil, "serve", "--config", bad, "--listen", "127.0.0.1:0")
+	if code != exitUsage || !strings.Contains(errOut, "record_dir") {
+		t.Errorf("control: serve with that record_dir: exit %d, stderr %q", code, errOut)
+	}
+	fresh := filepath.Join(dir, "new", "records")
+	good := writeConfig(t, dir, "good.yaml", "harness:\n  command: [sh]\nrecord_dir: "+fresh+"\n")
+	if out, errOut, code := harnessd(t, nil, "validate", good); code != exitOK {
+		t.Errorf("a record_dir to be made: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("validate made the record directory's parent: %v", err)
 	}
 }
