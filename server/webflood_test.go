@@ -141,3 +141,39 @@ func TestTheEpisodePageJoinsAHarnesssToolFloodInLinearTime(t *testing.T) {
 		t.Errorf("joinTools of 8,000 harness and 8,000 bridge calls took %.0f ms, want well under 20 s (pairing each with each takes minutes)", ms)
 	}
 }
+
+// TestTheEpisodePageBoundsAFloodedTurn: a turn of 2,500 harness text
+// events (a harness may report 50,000) draws at most 2,000 items on the
+// episode page, with a note counting the rest; every one was drawn, about
+// 7 s of the page's thread for 24,000 (an outside red team). Controls: the other turn is drawn
+// whole, the flooded turn's observation too, and the note's count is the
+// flood's.
+func TestTheEpisodePageBoundsAFloodedTurn(t *testing.T) {
+	dir := t.TempDir()
+	fakeEpisode{id: "flooded", started: 1.7e9, turns: 2, turnSeconds: 1, reward: ptr(1.0), done: true, message: "go", texts: 2500}.write(t, dir)
+	fakeEpisode{id: "calm", started: 1.7e9, turns: 1, turnSeconds: 1, message: "go", texts: 5}.write(t, dir)
+	ts := consoleServer(t, dir)
+	ctx, check := consoleBrowser(t)
+	defer check()
+	open := func(id string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.url+"/web/episodes/"+id+"?token=console-token")); err != nil {
+			t.Fatal(err)
+		}
+		waitPage(t, ctx, "the episode "+id, `document.querySelector("#ep-turns article .obs-reward")`)
+	}
+	open("calm")
+	if got := eval[int](t, ctx, `document.querySelectorAll("article[data-turn='1'] .item.text").length`); got != 6 {
+		t.Fatalf("control: the calm turn draws %d text items, want 6", got)
+	}
+	open("flooded")
+	for turn := 1; turn <= 2; turn++ {
+		sel := "article[data-turn='" + strconv.Itoa(turn) + "']"
+		texts := eval[int](t, ctx, `document.querySelectorAll("`+sel+` .item.text").length`)
+		cut := eval[string](t, ctx, `(document.querySelector("`+sel+` .turn-cut") || {}).textContent || ""`)
+		obs := eval[int](t, ctx, `document.querySelectorAll("`+sel+` .obs-reward").length`)
+		if texts != 2000 || !strings.HasPrefix(cut, "… 501 more events") || obs != 1 {
+			t.Errorf("turn %d: %d text items, note %q, %d observations; want 2,000, 501 more, 1", turn, texts, cut, obs)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type fakeEpisode struct {
 	thinking        string  // each turn's thought chunk
 	grade           *wire.TaskGrade
 	changed         []string // each turn's workspace record (nil: none)
+	texts           int      // each turn's text_output events before its response
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -78,6 +79,9 @@ func (e fakeEpisode) write(t *testing.T, dir string) {
 			ev(n, start+0.11, wire.OriginBridge, &wire.ToolCall{ToolName: "add", Arguments: json.RawMessage(`{"a":2,"b":3}`), CallID: "7"})
 			ev(n, start+0.13, wire.OriginBridge, &wire.ToolResult{ToolName: "add", Result: "5", CallID: "7", DurationMS: ptr(20.0)})
 			ev(n, start+0.15, wire.OriginHarness, &wire.ToolResult{ToolName: "mcp__harnessd__add", Result: "5", CallID: "toolu_1"})
+		}
+		for i := range e.texts {
+			ev(n, start+0.2, wire.OriginHarness, &wire.TextOutput{Text: fmt.Sprintf("line %d", i)})
 		}
 		resp := fmt.Sprintf("response %d of %s", n, e.id)
 		ev(n, start+e.turnSeconds-0.01, wire.OriginHarness, &wire.TextOutput{Text: resp})

@@ -292,6 +292,11 @@ function thinkingOf(events) {
   return text;
 }
 
+// maxPageTurnItems bounds the items one turn of the episode page draws: a
+// harness reports up to 50,000 events a turn, and drawing each held the
+// page for seconds a turn (the record file has them all).
+const maxPageTurnItems = 2000;
+
 function renderEpisodePage(r) {
   const recs = r.records || [];
   const reset = recs.find((x) => x.kind === "reset") || {};
@@ -364,13 +369,23 @@ function renderEpisodePage(r) {
       const at = evs.reduce((a, b) => (pos.get(b) < pos.get(a) ? b : a));
       firstOf.set(at, tl);
     }
+    let items = 0, hidden = 0;
     for (const e of t.events) {
       const d = e.data || {};
+      if (firstOf.has(e) || ["text_output", "llm_response", "error"].includes(e.type)) {
+        if (items >= maxPageTurnItems) {
+          if (e.type === "llm_response" && d.call_index) models.set(d.call_index, d); // the token table keeps it
+          hidden++;
+          continue;
+        }
+        items++;
+      }
       if (firstOf.has(e)) art.append(toolEntry(firstOf.get(e)));
       else if (e.type === "text_output") art.append(el("div", { class: "item text" }, el("span", { class: "label" }, "harness text"), el("pre", { class: "harness-text" }, d.text || "")));
       else if (e.type === "llm_response") { if (d.call_index) models.set(d.call_index, d); art.append(modelItem(e, t.events)); }
       else if (e.type === "error") art.append(el("div", { class: "item error" }, el("span", { class: "label" }, "error (" + e.source + ")"), el("pre", {}, d.message || pretty(d))));
     }
+    if (hidden) art.append(el("p", { class: "hint turn-cut" }, "… " + hidden + " more events of this turn are not shown (the record file has them)."));
     if (t.obs) art.append(obsItem(t.obs));
     if (t.workspace) art.append(workspaceItem(t.workspace));
     box.append(art);
