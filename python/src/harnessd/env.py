@@ -27,7 +27,7 @@ import websockets
 import websockets.exceptions
 
 from .errors import AuthenticationError, CapacityError, ProtocolError, SessionError, SiblingFailed, TransportError, server_error
-from .http import _check_version, normalize_base_url
+from .http import _check_version, loads, normalize_base_url
 from .types import Observation, PolicyVersion, Sibling, State
 
 __all__ = ["AsyncEnv", "Env", "DEFAULT_MAX_FRAME_BYTES", "SAMPLING_FIELDS", "MAX_FORK_COUNT", "FORK_MECHANISMS"]
@@ -185,7 +185,9 @@ class AsyncEnv:
                 await asyncio.shield(self._abort())
                 raise
         try:
-            env = json.loads(reply)
+            env = loads(reply)
+        except ProtocolError as e:
+            raise ProtocolError(f"{self.base_url}: {e}") from None
         except (ValueError, TypeError) as e:
             raise ProtocolError(f"{self.base_url}: a frame that is not JSON: {e}") from e
         if not isinstance(env, dict):

@@ -10,6 +10,7 @@ only (urllib); the async callers run these in a thread.
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -33,6 +34,66 @@ def normalize_base_url(base_url: str) -> str:
     if scheme not in ("http", "https"):
         raise ValueError(f"unsupported URL scheme {p.scheme!r} in {base_url!r}")
     return urllib.parse.urlunsplit((scheme, p.netloc, p.path.rstrip("/"), "", ""))
+
+
+# A JSON escape of a UTF-16 surrogate (\uD800-\uDFFF): the only way a lone
+# one reaches a decoded string. A match costs a walk of the value (an escaped
+# backslash before "u" matches too: harmless).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_B = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def loads(text: str | bytes) -> Any:
+    """json.loads for what the daemon sends, which carries a harness's JSON
+    (tool arguments, extra fields, model calls): raises
+    :class:`ProtocolError` for a value nested too deeply for Python's
+    decoder (RecursionError past ~1,000 levels, which Go's encoder and
+    decoder let through up to 10,000), and turns a lone surrogate that a
+    ``\\ud800`` escape made into U+FFFD, as Go does: such a string cannot be
+    encoded (print, a file, a tokenizer) and would fail the trainer later,
+    far from the frame that brought it."""
+    try:
+        v = json.loads(text)
+    except RecursionError:
+        raise ProtocolError("a JSON value nested too deeply to decode (a harness's data, Python's recursion limit)") from None
+    pat = _SURROGATE_ESCAPE if isinstance(text, str) else _SURROGATE_ESCAPE_B
+    if pat.search(text):  # type: ignore[arg-type]
+        v = _scrub_surrogates(v)
+    return v
+
+
+def _fix(s: str) -> str:
+    return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _scrub_surrogates(v: Any) -> Any:
+    """v with every lone surrogate of its strings (keys too) as U+FFFD;
+    iterative, since v may be nested as deep as the decoder allows."""
+    if isinstance(v, str):
+        return _fix(v)
+    stack = [v]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, dict):
+            for k in list(c):
+                x = c[k]
+                if isinstance(x, str):
+                    x = _fix(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+                if isinstance(k, str):
+                    nk = _fix(k)
+                    if nk != k:
+                        del c[k]
+                        k = nk
+                c[k] = x
+        elif isinstance(c, list):
+            for i, x in enumerate(c):
+                if isinstance(x, str):
+                    c[i] = _fix(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+    return v
 
 
 @dataclass(frozen=True)
@@ -83,7 +144,7 @@ class DaemonHTTP:
         except urllib.error.HTTPError as e:
             raw = e.read()
             try:
-                data = json.loads(raw)
+                data = loads(raw)
             except ValueError:
                 data = {"detail": raw.decode("utf-8", "replace")}
             if e.code == 503 and isinstance(data, dict) and "max_sessions" in data:
@@ -97,7 +158,9 @@ class DaemonHTTP:
         except (urllib.error.URLError, OSError) as e:
             raise TransportError(f"{method} {self.base_url}{path}: {getattr(e, 'reason', e)}", url=self.base_url) from e
         try:
-            return json.loads(raw_body)
+            return loads(raw_body)
+        except ProtocolError as e:
+            raise ProtocolError(f"{method} {self.base_url}{path}: {e}") from None
         except ValueError as e:
             raise ProtocolError(f"{method} {self.base_url}{path}: the answer is not JSON: {e}") from e
 
