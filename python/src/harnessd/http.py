@@ -56,8 +56,7 @@ def loads(text: str | bytes) -> Any:
         v = json.loads(text)
     except RecursionError:
         raise ProtocolError("a JSON value nested too deeply to decode (a harness's data, Python's recursion limit)") from None
-    pat = _SURROGATE_ESCAPE if isinstance(text, str) else _SURROGATE_ESCAPE_B
-    if pat.search(text):  # type: ignore[arg-type]
+    if _SURROGATE_ESCAPE.search(text) if isinstance(text, str) else _SURROGATE_ESCAPE_B.search(text):
         v = _scrub_surrogates(v)
     return v
 
