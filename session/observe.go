@@ -2,10 +2,14 @@ package session
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/jsonshape"
 	"github.com/harnessd/harnessd/rubric"
 	"github.com/harnessd/harnessd/session/simuser"
 	"github.com/harnessd/harnessd/wire"
@@ -43,6 +47,7 @@ func (s *Session) completed(ctx context.Context, r *run, a wire.Action, in harne
 		r.user.note(n, "assistant", "", res.Response)
 	}
 	limits := s.reachedLimits(r)
+	res.Extra = shapedExtra(res.Extra)
 	s.queueFor(r).afterResponse(ctx, res.Response)
 	s.events.Add(wire.New(wire.OriginHarness, &wire.TurnComplete{
 		Response: res.Response, Done: res.Done, Cancelled: res.Cancelled, Extra: res.Extra,
@@ -188,4 +193,38 @@ func (s *Session) finish(ctx context.Context, r *run, failure wire.FailureType) 
 	r.active = false
 	r.done = failure == ""
 	s.mu.Unlock()
+}
+
+// shapedExtra is a turn's extra fields as a trainer may be given them: a
+// value its JSON decoder could not take (jsonshape.Check) is replaced by a
+// note naming why, lone surrogate escapes become \ufffd. x itself is
+// returned when every value passes (the common case: none, or a stop
+// reason).
+func shapedExtra(x map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range x {
+		b, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		var nv any
+		switch {
+		case jsonshape.Check(b) != nil:
+			nv = fmt.Sprintf("(dropped by harnessd: %v, which a trainer's JSON decoder fails on)", jsonshape.Check(b))
+		case jsonshape.HasLoneSurrogate(b):
+			if json.Unmarshal(jsonshape.ReplaceLoneSurrogates(b), &nv) != nil {
+				continue
+			}
+		default:
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(x)
+		}
+		out[k] = nv
+	}
+	if out == nil {
+		return x
+	}
+	return out
 }

@@ -58,3 +58,34 @@ func TestFrameBytes(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }
+
+// DecodeChecked refuses data a trainer's JSON decoder could not take, naming
+// why (a harness's line then ends its episode as a protocol error, whose
+// observation the trainer gets), and writes a lone surrogate escape kept in
+// a raw value as \ufffd. Controls: 100 levels and a valid pair pass.
+func TestDecodeCheckedRefusesWhatATrainerCannotDecode(t *testing.T) {
+	nested := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
+	for data, want := range map[string]string{
+		`{"tool_name":"x","arguments":` + nested(2000) + `}`:                    "nested deeper than 128 levels",
+		`{"tool_name":"x","arguments":{"n":` + strings.Repeat("1", 5000) + `}}`: "number literal longer than 1000",
+	} {
+		if _, err := DecodeChecked(EventToolCall, json.RawMessage(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.60s…: %v, want %q", data, err, want)
+		}
+	}
+	p, err := DecodeChecked(EventToolCall, json.RawMessage(`{"tool_name":"x","arguments":`+nested(100)+`}`))
+	if err != nil || len(p.(*ToolCall).Arguments) != len(nested(100)) {
+		t.Fatalf("control, 100 levels: %v", err)
+	}
+	p, err = DecodeChecked(EventToolCall, json.RawMessage(`{"tool_name":"x","arguments":{"s":"a\ud800b","ok":"\ud83d\ude00"},"note":"q\udc80"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.(*ToolCall)
+	if got := string(c.Arguments); got != `{"s":"a\ufffdb","ok":"\ud83d\ude00"}` {
+		t.Errorf("arguments %s", got)
+	}
+	if b, _ := json.Marshal(c.Extra["note"]); !strings.Contains(string(b), `q\ufffd`) && !strings.Contains(string(b), "q\ufffd") {
+		t.Errorf("extra note %s", b)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+
+	"github.com/harnessd/harnessd/internal/jsonshape"
 )
 
 // Validate checks that p carries what its event type requires, for events
@@ -42,8 +44,15 @@ func Validate(p Payload, raw json.RawMessage) error {
 // DecodeChecked decodes the data of an event that came from outside
 // harnessd (absent or null data is an empty object) and validates it: the
 // data must be an object, every field of the right JSON type, every required
-// field present. Its errors name the offending field.
+// field present, nested no deeper than jsonshape.MaxDepth, no number longer
+// than jsonshape.MaxNumberLen; lone surrogate escapes become \ufffd. Its
+// errors name the offending field.
 func DecodeChecked(t EventType, data json.RawMessage) (Payload, error) {
+	// What a trainer's decoder could not take never goes on (jsonshape).
+	if err := jsonshape.Check(data); err != nil {
+		return nil, fmt.Errorf("%s data: %w (a trainer's decoder fails on it)", t, err)
+	}
+	data = jsonshape.ReplaceLoneSurrogates(data)
 	if d := bytes.TrimSpace(data); len(d) == 0 || bytes.Equal(d, []byte("null")) {
 		data = emptyObject
 	} else if d[0] != '{' {

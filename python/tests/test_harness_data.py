@@ -28,22 +28,36 @@ def _depth(v: object) -> int:
     return n
 
 
-def test_deeply_nested_tool_arguments_are_a_protocol_error(daemons) -> None:
-    """2,000 levels of a tool call's arguments (Go lets 10,000 through;
-    Python's decoder raised RecursionError, no harnessd error, out of
-    step()); the session stays usable. Control: 400 levels arrive whole."""
+def test_deeply_nested_tool_arguments_end_the_episode_as_a_protocol_error(daemons) -> None:
+    """2,000 levels of a tool call's arguments (Go's decoder lets 10,000
+    through; in the frame, Python's decoder raised RecursionError out of
+    step() and the trainer lost the turn): the daemon refuses the line, so
+    the trainer gets the turn's observation, a protocol_error naming the
+    nesting; the session stays usable. Control: 100 levels arrive whole."""
     d = daemons.start(model=False)
     with Env(d.url) as env:
         env.reset()
-        obs = env.step(_tool_call_line(_nested(400)))
+        obs = env.step(_tool_call_line(_nested(100)))
         calls = [e for e in obs.metadata["turn_events"] if e["type"] == "tool_call"]
-        assert _depth(calls[0]["data"]["arguments"]) == 400
+        assert _depth(calls[0]["data"]["arguments"]) == 100
         env.reset()
-        with pytest.raises(ProtocolError, match="nested too deeply") as ei:
-            env.step(_tool_call_line(_nested(2000)))
-        assert isinstance(ei.value, HarnessdError)
+        obs = env.step(_tool_call_line(_nested(2000)))
+        assert obs.done and obs.metadata["error_type"] == "protocol_error"
+        assert "nested deeper than 128 levels" in obs.metadata["error"]
         env.reset()
         assert env.step("reply again").metadata["response"] == "again"
+
+
+def test_the_client_decoder_refuses_what_python_cannot_decode() -> None:
+    """The client's own guard, for a frame the daemon would not send (a
+    server of another version, a proxy): too deep for Python's decoder is
+    a ProtocolError, not a RecursionError. Control: 400 levels decode."""
+    from harnessd.http import loads
+
+    assert _depth(loads(_nested(400))) == 400
+    with pytest.raises(ProtocolError, match="nested too deeply") as ei:
+        loads(_nested(5000))
+    assert isinstance(ei.value, HarnessdError)
 
 
 def test_lone_surrogates_arrive_as_replacement_characters(daemons) -> None:

@@ -139,7 +139,7 @@ func (l *Log) take(e wire.Event) {
 	if joins {
 		size = joinedSize(e)
 	} else {
-		size = eventSize(e)
+		e, size = shaped(e)
 	}
 	if reason, ok := l.budget.admit(size, !joins, exempt(e)); !ok {
 		if coalescable(e) {

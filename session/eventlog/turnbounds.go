@@ -232,30 +232,39 @@ const eventOverhead = 96
 // eventSize approximates the encoded size of e; text payloads are measured
 // without encoding them, others are encoded.
 func eventSize(e wire.Event) int64 {
-	switch p := e.Data.(type) {
-	case *wire.TextOutput:
-		if len(p.Extra) == 0 {
-			return eventOverhead + jsonStringLen(p.Text)
-		}
-	case *wire.LLMChunk:
-		if len(p.Extra) == 0 {
-			return eventOverhead + 40 + jsonStringLen(p.Content) + jsonStringLen(p.MessageID)
-		}
-	case *wire.Error:
-		if len(p.Extra) == 0 {
-			return eventOverhead + 32 + jsonStringLen(p.Message)
-		}
-	case *wire.TurnComplete:
-		// Every turn has one: measured, not encoded by reflection.
-		if len(p.Extra) == 0 {
-			return eventOverhead + 48 + jsonStringLen(p.Response)
-		}
+	if n, ok := fastSize(e); ok {
+		return n
 	}
 	b, err := wire.MarshalNoEscape(e)
 	if err != nil {
 		return eventOverhead
 	}
 	return int64(len(b))
+}
+
+// fastSize is eventSize of the events measured without encoding them (text
+// without extra fields); false for the others.
+func fastSize(e wire.Event) (int64, bool) {
+	switch p := e.Data.(type) {
+	case *wire.TextOutput:
+		if len(p.Extra) == 0 {
+			return eventOverhead + jsonStringLen(p.Text), true
+		}
+	case *wire.LLMChunk:
+		if len(p.Extra) == 0 {
+			return eventOverhead + 40 + jsonStringLen(p.Content) + jsonStringLen(p.MessageID), true
+		}
+	case *wire.Error:
+		if len(p.Extra) == 0 {
+			return eventOverhead + 32 + jsonStringLen(p.Message), true
+		}
+	case *wire.TurnComplete:
+		// Every turn has one: measured, not encoded by reflection.
+		if len(p.Extra) == 0 {
+			return eventOverhead + 48 + jsonStringLen(p.Response), true
+		}
+	}
+	return 0, false
 }
 
 // joinedSize is what a text_output event adds to a run it joins: its text
