@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/harnessd/harnessd/internal/jsonshape"
 )
 
 // maxJSONLLine bounds one line of a JSONL taskset.
@@ -63,6 +65,11 @@ func loadJSONL(file string) ([]*Task, []lineProblem, error) {
 			continue
 		}
 		src := fmt.Sprintf("%s:%d", file, n)
+		if err := jsonshape.Check(line); err != nil {
+			// Its metadata goes to the trainer in each observation.
+			problems = append(problems, lineProblem{source: src, err: fmt.Errorf("%w: a trainer's JSON decoder fails on it", err)})
+			continue
+		}
 		var jt jsonlTask
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()

@@ -51,3 +51,29 @@ func TestJSONLDecodeErrorsNameTheKey(t *testing.T) {
 		t.Errorf("the good line alone: %v, %v", s, err)
 	}
 }
+
+// A JSONL task whose metadata nests deeper than a trainer's JSON decoder
+// takes (it goes to the trainer in every observation of the task; Python's
+// decoder raises RecursionError near 1,000 levels, Go's takes 10,000) is
+// refused at load, naming the line. The control: the same task with its
+// metadata 20 levels deep loads.
+func TestJSONLTaskMetadataATrainerCannotDecodeIsRefused(t *testing.T) {
+	nested := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
+	line := func(depth int) string {
+		return `{"id": "deep", "instruction": "x", "grader": "true", "metadata": ` + nested(depth) + "}\n"
+	}
+	file := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(file, []byte(line(2000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tasks.Load(tasks.Source{JSONL: file}); err == nil || !strings.Contains(err.Error(), "t.jsonl:1") ||
+		!strings.Contains(err.Error(), "nested deeper than 128 levels") {
+		t.Errorf("metadata 2,000 levels deep: %v", err)
+	}
+	if err := os.WriteFile(file, []byte(line(20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := tasks.Load(tasks.Source{JSONL: file}); err != nil || s.Len() != 1 {
+		t.Errorf("control, 20 levels: %v, %v", s, err)
+	}
+}
