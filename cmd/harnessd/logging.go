@@ -44,12 +44,12 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 		if tty {
 			h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: os.Getenv("NO_COLOR") != "", ReplaceAttr: terminalSafe})
 		} else {
-			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
+			h = slog.NewJSONHandler(jsonSafeWriter{w}, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
 		}
 	case "tint", "text":
 		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: !tty || os.Getenv("NO_COLOR") != "", ReplaceAttr: terminalSafe})
 	case "json":
-		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
+		h = slog.NewJSONHandler(jsonSafeWriter{w}, &slog.HandlerOptions{Level: level, ReplaceAttr: durationSeconds})
 	default:
 		return nil, fmt.Errorf("invalid --log-format %q (auto, text or json)", l.format)
 	}
@@ -114,3 +114,18 @@ type escapedError struct {
 
 func (e escapedError) Error() string { return e.text }
 func (e escapedError) Unwrap() error { return e.err }
+
+// jsonSafeWriter writes each JSON log record with the characters the JSON
+// encoder leaves raw but a terminal acts on (DEL, C1 controls, bidirectional
+// overrides: a harness's text in a value) as JSON escapes
+// (termtext.EscapeJSONText): the same JSON to a log collector, inert on a
+// terminal (kubectl logs, docker logs). slog writes a record in one Write.
+type jsonSafeWriter struct{ w io.Writer }
+
+func (j jsonSafeWriter) Write(p []byte) (int, error) {
+	q := termtext.EscapeJSONText(p)
+	if _, err := j.w.Write(q); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -79,3 +79,39 @@ func TestHarnessTextCannotActOnTheTerminalLog(t *testing.T) {
 		}
 	}
 }
+
+// A JSON log writes a harness's C1 controls, DEL and bidirectional
+// overrides (in the message, a string, an error, any other value) as JSON
+// escapes: the JSON encoder escapes C0 controls (ESC) but left these raw,
+// and a terminal that takes 8-bit controls reads U+009B as CSI (kubectl
+// logs on a terminal). The record decodes to the same values (the control:
+// the harness's text is all there, the characters included).
+func TestJSONLogLeavesNoRawC1(t *testing.T) {
+	var buf bytes.Buffer
+	lf := logFlags{level: "info", format: "json"}
+	log, err := lf.logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slog.SetDefault(slog.New(slog.DiscardHandler))
+	forged := "fs/x\u009b2K\u009b1A\x7f\u202eINF episode ended reward=1"
+	log.Warn("agent called "+forged, "method", forged, "error", errors.New("exit: "+forged), "args", []string{forged})
+	out := buf.Bytes()
+	for _, raw := range []string{"\u009b", "\x7f", "\u202e"} {
+		if bytes.Contains(out, []byte(raw)) {
+			t.Errorf("%q reached the log raw: %s", raw, out)
+		}
+	}
+	var rec struct {
+		Msg    string   `json:"msg"`
+		Method string   `json:"method"`
+		Error  string   `json:"error"`
+		Args   []string `json:"args"`
+	}
+	if err := json.Unmarshal(out, &rec); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if rec.Msg != "agent called "+forged || rec.Method != forged || rec.Error != "exit: "+forged || len(rec.Args) != 1 || rec.Args[0] != forged {
+		t.Errorf("control: the record decodes to %+v", rec)
+	}
+}

@@ -49,6 +49,57 @@ func Escape(s string) string {
 	return b.String()
 }
 
+// EscapeJSONText returns b, a JSON text (one log record, say), with what
+// a JSON encoder leaves as it is inside strings written as JSON escapes:
+// DEL, C1 controls and bidirectional overrides (it escapes C0 controls
+// itself and replaces bytes that are not UTF-8). Those characters can
+// stand only inside JSON strings, so the result is the same JSON to a
+// decoder; read on a terminal, it cannot act on them (U+009B, C1's CSI, is
+// an escape sequence's start to a terminal that takes 8-bit controls). b
+// comes back as it is when it has none.
+func EscapeJSONText(b []byte) []byte {
+	i := firstBeyondJSON(b)
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if beyondJSON(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
+// beyondJSON says whether r is one a JSON encoder leaves raw that a
+// terminal acts on.
+func beyondJSON(r rune) bool { return r >= 0x20 && r != utf8.RuneError && unsafe(r) }
+
+// firstBeyondJSON is the index of b's first character EscapeJSONText
+// rewrites, or -1.
+func firstBeyondJSON(b []byte) int {
+	for i := 0; i < len(b); {
+		if c := b[i]; c < utf8.RuneSelf {
+			if c == 0x7f {
+				return i
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if beyondJSON(r) {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
 // Lines returns s as lines for a terminal, each escaped as Escape escapes
 // (\r included) and started with prefix, so that a line of s cannot pass
 // for one of the program's own: a block of a harness's or a task's output

@@ -1,6 +1,10 @@
 package termtext
 
-import "testing"
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
 
 // Escape writes what a terminal would act on as visible escapes, and
 // leaves every other character, tabs and non-ASCII text included, alone.
@@ -43,5 +47,29 @@ func TestLines(t *testing.T) {
 		if got := Lines(c.in, "  | "); got != c.want {
 			t.Errorf("Lines(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// EscapeJSONText writes as JSON escapes only what a JSON encoder leaves
+// raw: DEL, C1, bidirectional overrides; the text decodes to the same.
+func TestEscapeJSONText(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"msg":"plain ünïcödé\ttab"}`:      `{"msg":"plain ünïcödé\ttab"}`,
+		"{\"a\":\"c1 \u009b2J del\x7f\"}":   `{"a":"c1 \u009b2J del\u007f"}`,
+		"{\"b\":[\"bidi \u202egnp.exe\"]}":  `{"b":["bidi \u202egnp.exe"]}`,
+		`{"esc":"\u001b[2K and\nnew line"}`: `{"esc":"\u001b[2K and\nnew line"}`,
+	} {
+		got := string(EscapeJSONText([]byte(in)))
+		if got != want {
+			t.Errorf("EscapeJSONText(%q) = %q, want %q", in, got, want)
+		}
+		var a, b any
+		if json.Unmarshal([]byte(in), &a) != nil || json.Unmarshal([]byte(got), &b) != nil || fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("%q decodes to %v, its escape %q to %v", in, a, got, b)
+		}
+	}
+	plain := []byte(`{"msg":"a plain line"}`)
+	if n := testing.AllocsPerRun(100, func() { _ = EscapeJSONText(plain) }); n != 0 {
+		t.Errorf("plain text allocated %v times", n)
 	}
 }
