@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/harnessd/harnessd/internal/environ"
+	"github.com/harnessd/harnessd/internal/jsonshape"
 )
 
 // maxInstructionBytes bounds instruction.md.
@@ -132,6 +134,7 @@ func loadHarbor(dir string) (*Task, error) {
 		errs = append(errs, fmt.Errorf("task.toml %s is not supported: %s", key, why))
 	}
 	t.Name, t.Description, t.Metadata = cfg.Task.Name, cfg.Task.Description, cfg.Metadata
+	errs = appendErr(errs, metadataShape(cfg.Metadata))
 	if d, err := seconds("verifier.timeout_sec", cfg.Verifier.TimeoutSec); err != nil {
 		errs = append(errs, err)
 	} else if d > 0 {
@@ -398,4 +401,17 @@ func exists(p string) bool {
 // within reports whether the inside path p is dir or below it.
 func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// metadataShape refuses [metadata] a trainer's JSON decoder could not take
+// (jsonshape): it goes to the trainer in every observation of the task.
+func metadataShape(m map[string]any) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil // not JSON at all: the observation's encoder says so
+	}
+	if err := jsonshape.Check(b); err != nil {
+		return fmt.Errorf("task.toml [metadata]: %w: a trainer's JSON decoder fails on it", err)
+	}
+	return nil
 }

@@ -77,3 +77,30 @@ func TestJSONLTaskMetadataATrainerCannotDecodeIsRefused(t *testing.T) {
 		t.Errorf("control, 20 levels: %v, %v", s, err)
 	}
 }
+
+// The same for a Harbor task's [metadata] (task.toml): refused at load when
+// nested deeper than a trainer's decoder takes. The control: 20 levels load.
+func TestHarborTaskMetadataATrainerCannotDecodeIsRefused(t *testing.T) {
+	task := func(depth int) string {
+		dir := filepath.Join(t.TempDir(), "deep")
+		if err := os.CopyFS(dir, os.DirFS("testdata/harbor/hello")); err != nil {
+			t.Fatal(err)
+		}
+		toml, err := os.ReadFile(filepath.Join(dir, "task.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := strings.Repeat("{ a = ", depth) + "1" + strings.Repeat(" }", depth)
+		withDeep := strings.Replace(string(toml), "[metadata]\n", "[metadata]\ndeep = "+value+"\n", 1)
+		if err := os.WriteFile(filepath.Join(dir, "task.toml"), []byte(withDeep), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	if _, err := tasks.Load(tasks.Source{Task: task(300)}); err == nil || !strings.Contains(err.Error(), "[metadata]: arrays and objects nested deeper than 128 levels") {
+		t.Errorf("[metadata] 300 levels deep: %v", err)
+	}
+	if s, err := tasks.Load(tasks.Source{Task: task(20)}); err != nil || s.Len() != 1 {
+		t.Errorf("control, 20 levels: %v, %v", s, err)
+	}
+}
