@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // peerServer serves a small HTTP endpoint inside the veth peer's network
@@ -119,7 +119,10 @@ func egressSession(t *testing.T, host netns.NsHandle, hosts, extra string) *advS
 	cfg := advConfig(t, isoSandbox, extra)
 	start := func(c *exec.Cmd) error { return inNetNS(host, c.Start) }
 	if hosts != "" {
-		start = func(c *exec.Cmd) error { return withHostsFile(t, host, hosts, c.Start) }
+		start = func(c *exec.Cmd) error {
+			withHostsFile(t, c, hosts)
+			return inNetNS(host, c.Start)
+		}
 	}
 	d := startDaemon(t, spec{
 		Flags: []string{"--isolation", isoSandbox, "--config", cfg, "--listen", "0.0.0.0:0"},
@@ -142,35 +145,27 @@ func egressSession(t *testing.T, host netns.NsHandle, hosts, extra string) *advS
 	return openSession(t, d, isoSandbox)
 }
 
-// withHostsFile runs f on a thread of its own in a new mount namespace
-// where hosts is bound over /etc/hosts, and in network namespace ns: a
-// process f starts resolves names from hosts. The thread ends with f (it
-// cannot leave the mount namespace).
-func withHostsFile(t *testing.T, ns netns.NsHandle, hosts string, f func() error) error {
+// withHostsFile makes c run in a mount namespace of its own where hosts is
+// bound over /etc/hosts: c's program is started through unshare(1) and a
+// shell that binds the file and execs it (the same pid, so c's signals
+// reach it). Done in a process of its own, not on a thread of the test's:
+// a locked thread that unshared its mount namespace and ended could be
+// the main thread, which Go keeps, and /proc/self/mountinfo follows the
+// main thread (the SIGKILL tests' unmounting of a killed daemon's disks
+// then saw the other namespace's mounts and left theirs busy).
+func withHostsFile(t *testing.T, c *exec.Cmd, hosts string) {
+	t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		testbin.Missing(t, "unshare(1) (util-linux): %v", err)
+	}
 	file := filepath.Join(t.TempDir(), "hosts")
 	if err := os.WriteFile(file, []byte(hosts), 0o644); err != nil {
-		return err
+		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		done <- func() error {
-			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-				return fmt.Errorf("a mount namespace: %w", err)
-			}
-			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-				return fmt.Errorf("make / private: %w", err)
-			}
-			if err := unix.Mount(file, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("bind %s over /etc/hosts: %w", file, err)
-			}
-			if err := netns.Set(ns); err != nil {
-				return fmt.Errorf("enter the test's network namespace: %w", err)
-			}
-			return f()
-		}()
-	}()
-	return <-done
+	c.Args = append([]string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+		`mount --bind "$0" /etc/hosts && exec "$@"`, file, c.Path}, c.Args[1:]...)
+	c.Path = unshare
 }
 
 func attackOf(t *testing.T, obs map[string]any) attackResult {
