@@ -120,7 +120,7 @@ FUZZ_TARGETS := \
 	./harness/adapter/streamjson:FuzzStreamJSON ./harness/adapter/streamjson:FuzzInitLists ./harness/adapter/streamjson:FuzzBlocks \
 	./harness/adapter/oneshot:FuzzFormats ./bridge:FuzzRequest \
 	./gateway:FuzzDecode ./gateway:FuzzURLScanAgreesWithTokens ./gateway/dialect:FuzzMatch ./gateway/dialect:FuzzGeminiLists ./gateway/dialect:FuzzDialectLists \
-	./internal/jsonscan:FuzzStringValue ./internal/jsonlist:FuzzReadOver
+	./internal/jsonscan:FuzzStringValue ./internal/jsonlist:FuzzReadOver ./internal/jsonshape:FuzzReplaceLoneSurrogates
 FUZZTIME  ?= 60s
 # The smoke run counts executions rather than seconds: a time-bounded go
 # fuzz run can end with a spurious "context deadline exceeded" failure when
