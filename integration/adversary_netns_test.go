@@ -144,6 +144,19 @@ func netHostAndPeer(t testing.TB) (host, peer netns.NsHandle, addrs []string) {
 	return host, peer, out
 }
 
+// dialInNetNS is a daemon spec's Dial that connects from inside ns.
+func dialInNetNS(ns netns.NsHandle) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := inNetNS(ns, func() error {
+			var err error
+			conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
+	}
+}
+
 // netnsDaemon starts an adversarial daemon inside ns on 0.0.0.0:0.
 func netnsDaemon(t testing.TB, ns netns.NsHandle, iso string) *daemon {
 	t.Helper()
@@ -151,15 +164,7 @@ func netnsDaemon(t testing.TB, ns netns.NsHandle, iso string) *daemon {
 	return startDaemon(t, spec{
 		Flags: []string{"--isolation", iso, "--config", advConfig(t, iso, ""), "--listen", "0.0.0.0:0"},
 		Start: func(c *exec.Cmd) error { return inNetNS(ns, c.Start) },
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var conn net.Conn
-			err := inNetNS(ns, func() error {
-				var err error
-				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-				return err
-			})
-			return conn, err
-		},
+		Dial:  dialInNetNS(ns),
 	})
 }
 

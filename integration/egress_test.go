@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -127,15 +126,7 @@ func egressSession(t *testing.T, host netns.NsHandle, hosts, extra string) *advS
 	d := startDaemon(t, spec{
 		Flags: []string{"--isolation", isoSandbox, "--config", cfg, "--listen", "0.0.0.0:0"},
 		Start: start,
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var conn net.Conn
-			err := inNetNS(host, func() error {
-				var err error
-				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-				return err
-			})
-			return conn, err
-		},
+		Dial:  dialInNetNS(host),
 	})
 	_, dport, err := net.SplitHostPort(d.Addr)
 	if err != nil {

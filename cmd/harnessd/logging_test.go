@@ -14,15 +14,23 @@ import (
 	"github.com/harnessd/harnessd/internal/testbin"
 )
 
-// JSON logs give every duration in seconds, as a number, under its key.
-func TestJSONLogDurationsInSeconds(t *testing.T) {
-	var buf bytes.Buffer
+// jsonLogger is the daemon's JSON logger at info, writing into buf; it is
+// slog's default until the test ends.
+func jsonLogger(t *testing.T, buf *bytes.Buffer) *slog.Logger {
+	t.Helper()
 	lf := logFlags{level: "info", format: "json"}
-	log, err := lf.logger(&buf)
+	log, err := lf.logger(buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer slog.SetDefault(slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { slog.SetDefault(slog.New(slog.DiscardHandler)) })
+	return log
+}
+
+// JSON logs give every duration in seconds, as a number, under its key.
+func TestJSONLogDurationsInSeconds(t *testing.T) {
+	var buf bytes.Buffer
+	log := jsonLogger(t, &buf)
 	log.Info("drain", "drain_timeout", 20*time.Second, slog.Group("turn", "elapsed", 1500*time.Millisecond), "count", 3)
 	var rec struct {
 		DrainTimeout any `json:"drain_timeout"`
@@ -88,12 +96,7 @@ func TestHarnessTextCannotActOnTheTerminalLog(t *testing.T) {
 // the harness's text is all there, the characters included).
 func TestJSONLogLeavesNoRawC1(t *testing.T) {
 	var buf bytes.Buffer
-	lf := logFlags{level: "info", format: "json"}
-	log, err := lf.logger(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slog.SetDefault(slog.New(slog.DiscardHandler))
+	log := jsonLogger(t, &buf)
 	forged := "fs/x\u009b2K\u009b1A\x7f\u202eINF episode ended reward=1"
 	log.Warn("agent called "+forged, "method", forged, "error", errors.New("exit: "+forged), "args", []string{forged})
 	out := buf.Bytes()
