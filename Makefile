@@ -27,7 +27,7 @@ MODIFIED ?= $(shell git status --porcelain --untracked-files=no 2>/dev/null | gr
 VERSIONPKG := github.com/harnessd/harnessd/internal/version
 LDFLAGS  := $(if $(VERSION),-X $(VERSIONPKG).version=$(VERSION)) $(if $(REVISION),-X $(VERSIONPKG).revision=$(REVISION)) $(if $(MODIFIED),-X $(VERSIONPKG).modified=true)
 
-.PHONY: all build sandbox-init test test-go vet lint tracked pkgsize demo bench bench-agents clean agents chromium fuzz fuzz-smoke python-deps test-python bench-python xfsprogs
+.PHONY: all build sandbox-init test test-go vet lint tracked pkgsize pkgdoc demo bench bench-agents clean agents chromium fuzz fuzz-smoke python-deps test-python bench-python xfsprogs
 
 all: build
 
@@ -54,7 +54,7 @@ vet:
 
 # lint: go vet, gofmt and staticcheck (honnef.co/go/tools, pinned in go.mod
 # as a tool dependency, so "go tool staticcheck" needs no separate install).
-lint: vet tracked pkgsize
+lint: vet tracked pkgsize pkgdoc
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck $(PKGS)
 
@@ -65,6 +65,12 @@ pkgsize:
 		n=$$(ls $$d/*.go | grep -v '_test\.go$$' | xargs cat 2>/dev/null | wc -l); \
 		if [ "$$n" -gt 3000 ] && ! grep -qs 'bigger than 3,000 lines' $$d/*.go; then echo "$$d: $$n lines"; fi; \
 	done); if [ -n "$$bad" ]; then echo "package directories above 3,000 non-test lines (split them, or say why in the package doc):"; echo "$$bad"; exit 1; fi
+
+# pkgdoc: every package has a package doc (saying what it owns and must
+# not touch, as DESIGN.md's package map does).
+pkgdoc:
+	@bad=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
+	if [ -n "$$bad" ]; then echo "packages without a package doc (say what the package owns and must not touch):"; echo "$$bad"; exit 1; fi
 
 # tracked: no build output in git. Fails when a tracked file is an ELF
 # binary or larger than 2 MB (lock files aside).
