@@ -185,6 +185,10 @@ func (m *Manager) unlock() {
 	}
 }
 
+// NewLeaf makes a cgroup for one harness tree under the manager's parent
+// (its name from name and a sequence number, so leaves never collide) and
+// holds it open by an O_PATH descriptor, which a clone into the cgroup
+// uses; its id joins the set IsLeaf answers from.
 func (m *Manager) NewLeaf(name string) (*Leaf, error) {
 	p := filepath.Join(m.parent, fmt.Sprintf("%s-%d", sanitizeName(name), m.seq.Add(1)))
 	if err := os.Mkdir(p, 0o755); err != nil {
@@ -209,7 +213,7 @@ func (m *Manager) NewLeaf(name string) (*Leaf, error) {
 	return l, nil
 }
 
-// isLeaf reports whether id is the cgroup id of one of the live leaves.
+// IsLeaf reports whether id is the cgroup id of one of the live leaves.
 func (m *Manager) IsLeaf(id uint64) bool {
 	m.idsMu.RLock()
 	defer m.idsMu.RUnlock()
@@ -224,6 +228,8 @@ func (m *Manager) forget(id uint64) {
 	m.idsMu.Unlock()
 }
 
+// Close kills and removes every leaf left under the parent cgroup, then
+// the parent, and lets go of the parent's lock once the parent is gone.
 func (m *Manager) Close() error {
 	removeCgroupTree(m.parent)
 	err := os.Remove(m.parent)
