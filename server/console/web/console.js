@@ -62,12 +62,40 @@ function renderSessions() {
 const fmtNum = (n) => typeof n === "number" ? (Math.round(n * 1000) / 1000).toString() : String(n);
 
 async function openSession(id) {
-  view = { kind: "session", id, records: [] };
+  // Records the feed brings while the window is fetched wait in pending
+  // and are merged into it: the window may already hold some of them, and
+  // the rest are newer than it (dropping them lost a turn's events, or its
+  // end, until the next reload).
+  const pending = [];
+  view = { kind: "session", id, records: [], pending };
   renderSessions();
   try {
     const r = await api("/web/api/sessions/" + encodeURIComponent(id) + "/episode");
-    if (view.kind === "session" && view.id === id) { view.records = r.records || []; view.omitted = r.omitted || null; renderEpisode(); }
+    if (view.kind === "session" && view.id === id && view.pending === pending) {
+      view.records = mergeRecords(r.records || [], pending);
+      view.pending = null;
+      view.omitted = r.omitted || null;
+      renderEpisode();
+    }
   } catch (e) { showError(e); }
+}
+
+// mergeRecords appends to a fetched window the feed's records that arrived
+// while it was fetched and that it does not hold: a record is the same when
+// its JSON is, and only the window's records from a second before the
+// earliest pending one are compared. A pending reset starts the episode over.
+function mergeRecords(win, pending) {
+  if (!pending.length) return win;
+  const from = pending.reduce((t, p) => Math.min(t, p.time), Infinity) - 1;
+  const held = new Set();
+  for (const w of win) if (w.time >= from) held.add(JSON.stringify(w));
+  let out = win;
+  for (const p of pending) {
+    if (held.has(JSON.stringify(p))) continue;
+    if (p.kind === "reset") out = [];
+    out.push(p);
+  }
+  return out;
 }
 
 // loadRecordsSoon reloads the list at most once a second (the index is
@@ -273,7 +301,9 @@ function connectFeed() {
         break;
       case "record":
         if (msg.record.kind === "reset" || msg.record.kind === "observation") loadRecordsSoon(); // a new or grown record file
-        if (view && view.kind === "session" && view.id === msg.session_id) {
+        if (view && view.kind === "session" && view.id === msg.session_id && view.pending) {
+          view.pending.push(msg.record); // merged once the window is fetched
+        } else if (view && view.kind === "session" && view.id === msg.session_id) {
           if (msg.record.kind === "reset") { view.records = []; view.omitted = null; }
           view.records.push(msg.record);
           // The daemon keeps a window of the latest 1,000 turns: past twice
