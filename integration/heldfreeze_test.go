@@ -27,13 +27,13 @@ import (
 // the session resets. The control: the same episode without the held
 // write answers its three steps, the event's file placed.
 func TestAHarnessHoldingASnapshotsFreezeEndsItsEpisode(t *testing.T) {
+	t.Parallel() // each case waits quota.FreezeWait on a disk of its own
 	needQuota(t)
 	th := testharnessBin(t)
 	dir := t.TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		os.Chmod(d, 0o755) // the sandbox's ids run the wrappers; the test's own directories only
 	}
-	marker := "held-" + newMarker()
 	wrapper := func(name, before string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+before+"exec "+th+" agent\n"), 0o755); err != nil {
@@ -42,13 +42,17 @@ func TestAHarnessHoldingASnapshotsFreezeEndsItsEpisode(t *testing.T) {
 		return p
 	}
 	plain := wrapper("plain.sh", "")
-	held := wrapper("held.sh", `/usr/bin/python3 -c '
+	// heldBy is a harness that leaves the held writer, its command line
+	// carrying marker (one a case: the cases run at once).
+	heldBy := func(marker string) string {
+		return wrapper(marker+".sh", `/usr/bin/python3 -c '
 import os
 r, w = os.pipe()
 fd = os.open(".held", os.O_WRONLY | os.O_CREAT, 0o644)
 os.splice(r, fd, 4096)
 ' `+marker+` </dev/null >/dev/null 2>&1 &
 `)
+	}
 	// The wrappers exec testharness by its path: bound back read-only,
 	// as the sandbox hides it where it lies under /tmp (a clone there).
 	episode := func(t *testing.T, harness, checkpoints string) (*daemon, *rawWS) {
@@ -74,6 +78,7 @@ events:
 	}
 
 	t.Run("control", func(t *testing.T) {
+		t.Parallel()
 		_, w := episode(t, plain, "every_turn")
 		obsData(t, w.request(stepFrame("reply one")))
 		obsData(t, w.request(stepFrame("reply two")))
@@ -82,7 +87,9 @@ events:
 		}
 	})
 	t.Run("held", func(t *testing.T) {
-		d, w := episode(t, held, "every_turn")
+		t.Parallel()
+		marker := "held-" + newMarker()
+		d, w := episode(t, heldBy(marker), "every_turn")
 		// The first turn waits for the splice to be under way.
 		start := time.Now()
 		obs := obsData(t, w.request(stepFrame("sleep 1s;;reply one")))
@@ -100,7 +107,8 @@ events:
 	// A fork's snapshot held off: the fork goes on by replay, and the
 	// parent's next step ends its episode, its harness stopped.
 	t.Run("fork", func(t *testing.T) {
-		d, w := episode(t, held, "off")
+		t.Parallel()
+		d, w := episode(t, heldBy("held-"+newMarker()), "off")
 		obsData(t, w.request(stepFrame("sleep 1s;;reply one")))
 		f := w.request(map[string]any{"type": "fork", "data": map[string]any{"count": 1}})
 		t.Logf("fork: %v", f)
