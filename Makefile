@@ -120,7 +120,8 @@ E2E_PKGS  := ./integration/...
 RACE_PKGS  = $(shell $(GO) list $(PKGS) | grep -v -e '/integration$$' -e '/integration/')
 
 test-go: sandbox-init
-	HARNESSD_BIN_DIR=$(BIN) GORACE=atexit_sleep_ms=0 $(GO) test -race -tags harnessd_embedinit -timeout 15m -skip '$(NORACE_RE)' $(RACE_PKGS)
+	@echo "go test -race -tags harnessd_embedinit -timeout 15m -skip '$(NORACE_RE)' (every package but $(E2E_PKGS))"
+	@HARNESSD_BIN_DIR=$(BIN) GORACE=atexit_sleep_ms=0 $(GO) test -race -tags harnessd_embedinit -timeout 15m -skip '$(NORACE_RE)' $(RACE_PKGS)
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -tags harnessd_embedinit -timeout 10m -run '$(NORACE_RE)' $(NORACE_PKGS)
 	HARNESSD_BIN_DIR=$(BIN) $(GO) test -tags harnessd_embedinit -timeout 15m $(E2E_PKGS)
 
