@@ -1,14 +1,13 @@
 package sockdiag
 
 import (
-	"runtime"
-
 	"errors"
-	"golang.org/x/sys/unix"
 	"net"
 	"net/netip"
 	"os"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/internal/testbin"
 )
@@ -65,10 +64,8 @@ func TestSweepEndsEverySocketOfTheNamespace(t *testing.T) {
 	done := make(chan struct{})
 	var before, left, lingering int
 	var err error
-	go func() {
+	go testbin.OnThrowawayThread(func() {
 		defer close(done)
-		// The thread stays locked and is thrown away with its namespace.
-		runtime.LockOSThread()
 		if err = unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return
 		}
@@ -108,7 +105,7 @@ func TestSweepEndsEverySocketOfTheNamespace(t *testing.T) {
 			return
 		}
 		lingering = censusTotal()
-	}()
+	})
 	<-done
 	if err != nil {
 		t.Fatal(err)
@@ -205,14 +202,13 @@ func TestCounterCountsAgainAtEachCensus(t *testing.T) {
 	// thrown away with the thread once f returns.
 	inNamespace := func(f func() error) error {
 		done := make(chan error)
-		go func() {
-			runtime.LockOSThread()
+		go testbin.OnThrowawayThread(func() {
 			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 				done <- err
 				return
 			}
 			done <- f()
-		}()
+		})
 		return <-done
 	}
 	var k *Counter
