@@ -3,7 +3,6 @@ package ipcns
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"testing"
 	"unsafe"
 
@@ -21,9 +20,7 @@ func TestClearEmptiesTheNamespace(t *testing.T) {
 	}
 	dir := t.TempDir()
 	errs := make(chan error, 1)
-	go func() {
-		// The thread stays locked and is thrown away with its namespaces.
-		runtime.LockOSThread()
+	go testbin.OnThrowawayThread(func() {
 		errs <- func() error {
 			if err := unix.Unshare(unix.CLONE_NEWIPC | unix.CLONE_NEWNS); err != nil {
 				return err
@@ -69,7 +66,7 @@ func TestClearEmptiesTheNamespace(t *testing.T) {
 			}
 			return nil
 		}()
-	}()
+	})
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +108,14 @@ func BenchmarkClearSysVEmpty(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("an IPC namespace of the benchmark's own needs root")
 	}
-	runtime.LockOSThread() // thrown away with its namespace: never unlocked
-	if err := unix.Unshare(unix.CLONE_NEWIPC); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if err := ClearSysV(); err != nil {
-			b.Fatal(err)
+	inNamespaces(b, func() error {
+		for b.Loop() {
+			if err := ClearSysV(); err != nil {
+				return err
+			}
 		}
-	}
+		return nil
+	})
 }
 
 // TestQueuesClearsWithoutAMount: a Queues opened in a namespace of the
@@ -131,8 +127,7 @@ func TestQueuesClearsWithoutAMount(t *testing.T) {
 		testbin.Missing(t, "IPC and mount namespaces of the test's own need root")
 	}
 	errs := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // thrown away with its namespaces
+	go testbin.OnThrowawayThread(func() {
 		errs <- func() error {
 			if err := unix.Unshare(unix.CLONE_NEWIPC | unix.CLONE_NEWNS); err != nil {
 				return err
@@ -169,7 +164,7 @@ func TestQueuesClearsWithoutAMount(t *testing.T) {
 			}
 			return nil
 		}()
-	}()
+	})
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
@@ -187,36 +182,56 @@ func makePOSIXQueue(name string) error {
 
 // BenchmarkClearMessageQueues: clearing a namespace with no POSIX queue,
 // by mounting mqueue for the moment (ClearMessageQueues) and through a
-// Queues kept open.
+// Queues kept open. Each sub-benchmark unshares its own namespaces: b.Run
+// runs one on a goroutine of its own, which a namespace its parent's
+// thread unshared does not reach (it cleared the host's queues).
 func BenchmarkClearMessageQueues(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("namespaces of the benchmark's own need root")
 	}
-	runtime.LockOSThread() // thrown away with its namespaces: never unlocked
-	if err := unix.Unshare(unix.CLONE_NEWIPC | unix.CLONE_NEWNS); err != nil {
-		b.Fatal(err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
-		b.Fatal(err)
-	}
 	dir := b.TempDir()
 	b.Run("mount", func(b *testing.B) {
-		for b.Loop() {
-			if err := ClearMessageQueues(dir); err != nil {
-				b.Fatal(err)
+		inNamespaces(b, func() error {
+			for b.Loop() {
+				if err := ClearMessageQueues(dir); err != nil {
+					return err
+				}
 			}
-		}
+			return nil
+		})
 	})
 	b.Run("kept", func(b *testing.B) {
-		q, err := OpenQueues()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer q.Close()
-		for b.Loop() {
-			if err := q.Clear(); err != nil {
-				b.Fatal(err)
+		inNamespaces(b, func() error {
+			q, err := OpenQueues()
+			if err != nil {
+				return err
 			}
-		}
+			defer q.Close()
+			for b.Loop() {
+				if err := q.Clear(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
+}
+
+// inNamespaces runs f on a thread of its own in IPC and mount namespaces
+// of its own (mounts private), thrown away after; it fails b with f's
+// error.
+func inNamespaces(b *testing.B, f func() error) {
+	var err error
+	testbin.OnThrowawayThread(func() {
+		if err = unix.Unshare(unix.CLONE_NEWIPC | unix.CLONE_NEWNS); err != nil {
+			return
+		}
+		if err = unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+			return
+		}
+		err = f()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
 }
