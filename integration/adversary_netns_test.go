@@ -11,6 +11,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // The orchestration port through every address of the host: the test makes
@@ -67,12 +69,11 @@ func newNetNS(t testing.TB) netns.NsHandle {
 	t.Helper()
 	res := make(chan error, 1)
 	var ns netns.NsHandle
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends in the new namespace
+	go testbin.OnThrowawayThread(func() { // the thread ends in the new namespace
 		var err error
 		ns, err = netns.New()
 		res <- err
-	}()
+	})
 	if err := <-res; err != nil {
 		t.Fatalf("create a network namespace: %v", err)
 	}

@@ -2,7 +2,6 @@ package capability
 
 import (
 	"os"
-	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -14,10 +13,7 @@ import (
 // capability sets are changed for good), and returns f's error.
 func inThrowawayThread(f func() error) error {
 	errs := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		errs <- f()
-	}()
+	go testbin.OnThrowawayThread(func() { errs <- f() })
 	return <-errs
 }
 

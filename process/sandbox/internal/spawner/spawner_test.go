@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/internal/testbin"
 )
 
 // The main goroutine keeps the process's first thread: a goroutine that
@@ -31,11 +33,10 @@ func TestMain(m *testing.M) {
 func onEndingThread(t *testing.T, f func()) {
 	t.Helper()
 	tid := make(chan int)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	go testbin.OnThrowawayThread(func() { // never the main thread, which would not end
 		f()
 		tid <- unix.Gettid()
-	}()
+	})
 	task := fmt.Sprintf("/proc/self/task/%d", <-tid)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
