@@ -106,6 +106,18 @@ func (n NetworkConfig) EgressPolicy() string {
 	return n.Egress
 }
 
+// EgressOptions are the egress proxy's options the policy makes, nil
+// unless Egress is allow: its allow list, private and shared addresses
+// refused unless AllowPrivate, and this host's own addresses refused
+// always. The harness's proxy, a grader's and the oracle's grader's are
+// made from them (each adds its own observer).
+func (n NetworkConfig) EgressOptions() *egress.Options {
+	if n.EgressPolicy() != EgressAllow {
+		return nil
+	}
+	return &egress.Options{Policy: egress.Policy{Allow: n.Allow}, Deny: egress.DenyList(n.AllowPrivate), DenyAddrs: egress.HostAddrs()}
+}
+
 // SandboxConfig is what a sandboxed harness sees of the host.
 type SandboxConfig struct {
 	// ReadOnly lists host paths (files or directories, "~" for the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/wire"
 )
@@ -14,20 +13,16 @@ import (
 // host's own addresses nor, unless network.allow_private, private ones;
 // every connection becomes an egress event.
 func (ep *Episode) openEgress() error {
-	if ep.sandbox == nil || ep.env.Config.Network.EgressPolicy() != config.EgressAllow {
+	opts := ep.env.Config.Network.EgressOptions()
+	if ep.sandbox == nil || opts == nil {
 		return nil
 	}
 	ln := ep.door(doorEgress)
 	if ln == nil {
 		return fmt.Errorf("egress proxy: the sandbox has no %s door", doorEgress)
 	}
-	p, err := egress.New(egress.Options{
-		Policy:       egress.Policy{Allow: ep.env.Config.Network.Allow},
-		Deny:         egress.DenyList(ep.env.Config.Network.AllowPrivate),
-		DenyAddrs:    egress.HostAddrs(),
-		OnConnection: ep.onEgress,
-		Logger:       ep.Log(),
-	})
+	opts.OnConnection, opts.Logger = ep.onEgress, ep.Log()
+	p, err := egress.New(*opts)
 	if err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
 	}

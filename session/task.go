@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/process/sandbox"
@@ -248,11 +247,7 @@ func addTaskGrade(obs *wire.Observation, id string, g *wire.TaskGrade) {
 // addresses nor, unless network.allow_private, private ones; nil without
 // one.
 func (s *Session) gradeEgress() *egress.Options {
-	n := s.cfg.Network
-	if n.EgressPolicy() != config.EgressAllow {
-		return nil
-	}
-	return &egress.Options{Policy: egress.Policy{Allow: n.Allow}, Deny: egress.DenyList(n.AllowPrivate), DenyAddrs: egress.HostAddrs()}
+	return s.cfg.Network.EgressOptions()
 }
 
 // gradeTaskStep grades turn n of a multi-step task: step n's tests run
