@@ -45,7 +45,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.VarP(&f.msgs, "message", "m", "a turn's `message` (repeatable); without -m, stdin lines are turns")
 	fs.StringVar(&f.episodeID, "episode-id", "", "episode `id`")
 	fs.StringVar(&f.taskDir, "task", "", "run the Harbor task in `DIR` (or the task of that id of the configuration's taskset): its instruction is the first turn (unless -m), its tests grade the end; prints the reward")
-	fs.BoolVar(&f.oracle, "oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests (offline: of the configuration only its taskset applies)")
+	fs.BoolVar(&f.oracle, "oracle", false, "with --task: run the task's solution/solve.sh instead of an agent, then its tests (of the configuration only its taskset and network apply: the tests reach the network only through its egress proxy)")
 }
 
 func runRun(args []string) int {
@@ -73,27 +73,24 @@ func runRun(args []string) int {
 		if f.taskDir == "" {
 			return c.exit(withCode(exitUsage, errors.New("--oracle needs --task DIR (or the ID of a task of --tasks or the configuration's taskset)")))
 		}
-		t, err := f.oracleTask()
+		cfg, err := f.oracleConfig()
 		if err != nil {
 			return c.exit(err)
 		}
-		return runOracle(ctx, t)
+		t, err := f.oracleTask(cfg)
+		if err != nil {
+			return c.exit(err)
+		}
+		return runOracle(ctx, t, cfg.Network.EgressOptions())
 	}
 	return f.run(ctx, c, log)
 }
 
-// oracleTask is the task --oracle runs: --task's directory, or, where no
-// such directory is, the task of that id in the taskset of --config and
-// --tasks, as an agent's run --task ID finds it. Nothing else of the
-// configuration applies: the oracle grades offline, as eval's does.
-func (f *runFlags) oracleTask() (*tasks.Task, error) {
-	if _, err := os.Stat(f.taskDir); err == nil || strings.ContainsRune(f.taskDir, '/') {
-		set, err := tasks.Load(tasks.Source{Task: f.taskDir})
-		if err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("--task: %w", err))
-		}
-		return set.Tasks()[0], nil
-	}
+// oracleConfig is what --oracle takes of --config (an empty configuration
+// without one), the knobs applied: its taskset, to find --task ID in, and
+// its network, which the task's tests reach through its egress proxy as a
+// session's grader does.
+func (f *runFlags) oracleConfig() (*config.Config, error) {
 	cfg := &config.Config{}
 	if f.env.config != "" {
 		c, err := config.LoadConfig(f.env.config)
@@ -103,6 +100,20 @@ func (f *runFlags) oracleTask() (*tasks.Task, error) {
 		cfg = c
 	}
 	f.env.knobs.apply(cfg)
+	return cfg, nil
+}
+
+// oracleTask is the task --oracle runs: --task's directory, or, where no
+// such directory is, the task of that id in cfg's taskset (--config's and
+// --tasks), as an agent's run --task ID finds it.
+func (f *runFlags) oracleTask(cfg *config.Config) (*tasks.Task, error) {
+	if _, err := os.Stat(f.taskDir); err == nil || strings.ContainsRune(f.taskDir, '/') {
+		set, err := tasks.Load(tasks.Source{Task: f.taskDir})
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("--task: %w", err))
+		}
+		return set.Tasks()[0], nil
+	}
 	if cfg.Tasks.Empty() {
 		return nil, withCode(exitUsage, fmt.Errorf("--task %s: no such directory, and no taskset (--tasks, or tasks: in --config) to find a task of that id in", f.taskDir))
 	}

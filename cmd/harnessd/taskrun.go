@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/config"
+	"github.com/harnessd/harnessd/egress"
 	"github.com/harnessd/harnessd/internal/termtext"
 	"github.com/harnessd/harnessd/tasks"
 	"github.com/harnessd/harnessd/wire"
@@ -80,10 +81,12 @@ func printTaskSummary(s taskSummary) int {
 // in a temporary directory, solution/solve.sh runs in a sandbox with it at
 // the task's working directory as the task's agent user, then the tests
 // grade it; a multi-step task runs each step's workdir/, setup.sh,
-// solve.sh and tests in order (tasks.Task.Oracle). It exits 0 only for a
-// reward of 1; tests that need the network print error_type
-// grader_needs_network and exit 1.
-func runOracle(ctx context.Context, t *tasks.Task) int {
+// solve.sh and tests in order (tasks.Task.Oracle). The tests may use the
+// egress proxy eg makes (nil: none; the configuration's network.egress:
+// allow) where the task's verifier network allows. It exits 0 only for a
+// reward of 1; tests that needed a network they did not have print
+// error_type grader_needs_network and exit 1.
+func runOracle(ctx context.Context, t *tasks.Task, eg *egress.Options) int {
 	for _, w := range t.Warnings {
 		fmt.Fprintf(os.Stderr, "task %s: %s\n", termtext.Escape(t.ID), termtext.Escape(w))
 	}
@@ -103,7 +106,7 @@ func runOracle(ctx context.Context, t *tasks.Task) int {
 		return exitFailure
 	}
 	sum := taskSummary{TaskID: t.ID, Oracle: true}
-	tr, err := t.Oracle(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "runs")})
+	tr, err := t.Oracle(ctx, tasks.RunOptions{Workspace: ws, Scratch: filepath.Join(root, "runs"), Egress: eg})
 	if err != nil {
 		sum.Error = err.Error()
 		return printTaskSummary(sum)

@@ -410,3 +410,41 @@ func TestRunTaskOracleByIDOfTheTaskset(t *testing.T) {
 		t.Errorf("oracle of an id without a taskset: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// run --task DIR --oracle --config: the task's tests reach the network
+// through the configuration's egress proxy (network.egress: allow), as a
+// session's grader does; the oracle graded offline whatever the
+// configuration said, so a task whose tests fetch a tool failed its
+// oracle only there. The tests here ask their proxy for a host the
+// policy does not allow (refused by the proxy itself, before any lookup:
+// no traffic leaves) and score 1 only on its 403. The control: without
+// the configuration's network they have no proxy and score 0.
+func TestRunTaskOracleGradesThroughTheConfigurationsEgress(t *testing.T) {
+	dir := t.TempDir()
+	task := filepath.Join(dir, "proxy-check")
+	files := map[string]string{
+		"task.toml":         "",
+		"instruction.md":    "x\n",
+		"solution/solve.sh": "#!/bin/bash\ntrue\n",
+		"tests/test.sh": "#!/bin/bash\ncode=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 http://not-allowed.example/ 2>/dev/null)\n" +
+			"echo \"proxy $HTTP_PROXY answered $code\"\nif [ -n \"$HTTP_PROXY\" ] && [ \"$code\" = 403 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(task, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\nnetwork:\n  egress: allow\n  allow: [pypi.org]\n")
+	sum, errOut, code := runTask(t, "--config", cfg, "--task", task, "--oracle")
+	if code != exitOK || sum["reward"] != 1.0 {
+		t.Errorf("oracle with network.egress allow: exit %d %v\n%s", code, sum, errOut)
+	}
+	sum, errOut, code = runTask(t, "--task", task, "--oracle")
+	if sum["reward"] != 0.0 {
+		t.Errorf("control, oracle without a network: exit %d %v (want reward 0: no proxy)\n%s", code, sum, errOut)
+	}
+}
