@@ -28,13 +28,7 @@ func forgeTaskset(t *testing.T) string {
 		"tests/test.sh": "#!/bin/bash\n/usr/bin/python3 -I /tests/test_solution.py\n" +
 			"if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(task, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testbin.WriteFiles(t, task, files)
 	return dir
 }
 

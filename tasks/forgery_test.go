@@ -40,11 +40,7 @@ func forgeryTask(t *testing.T) *tasks.Task {
 		"tests/test.sh": "#!/bin/bash\n/usr/bin/python3 -I /tests/test_solution.py\n" +
 			"if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n",
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(task, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testbin.WriteFiles(t, task, files)
 	s, err := tasks.Load(tasks.Source{Dir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -20,31 +20,12 @@ import (
 	"github.com/harnessd/harnessd/wire"
 )
 
-// writeFiles writes files (path -> content; .sh files executable) beneath
-// dir, making the directories they need.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		f := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(p, ".sh") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(f, []byte(c), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// writeTask writes a Harbor task directory from files (writeFiles) and
+// writeTask writes a Harbor task directory from files (testbin.WriteFiles) and
 // loads it.
 func writeTask(t *testing.T, files map[string]string) (*tasks.Task, error) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "task")
-	writeFiles(t, dir, files)
+	testbin.WriteFiles(t, dir, files)
 	set, err := tasks.Load(tasks.Source{Task: dir})
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func withheldStepTask(t *testing.T) string {
 		"steps/two/tests/check.py": "import sys\nsys.path.insert(0, '/app')\nimport solution\nassert solution.add(2, 3) == 5\n",
 		"steps/two/tests/test.sh":  "#!/bin/bash\n/usr/bin/python3 -I /tests/check.py\nif [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n",
 	}
-	writeFiles(t, filepath.Join(dir, "set", "two-steps"), files)
+	testbin.WriteFiles(t, filepath.Join(dir, "set", "two-steps"), files)
 	os.Chmod(dir, 0o755)
 	return filepath.Join(dir, "set")
 }

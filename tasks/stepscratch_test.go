@@ -12,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/adapter/jsonl"
+	"github.com/harnessd/harnessd/internal/testbin"
 	"github.com/harnessd/harnessd/internal/units"
 	"github.com/harnessd/harnessd/session"
 	"github.com/harnessd/harnessd/tasks"
@@ -84,7 +85,7 @@ func TestStepTestsAreNotReadableByTheLiveHarness(t *testing.T) {
 		"steps/one/tests/test.sh":  "#!/bin/bash\ngrep -q HIDDEN /tests/secret.txt && echo 1 > /logs/verifier/reward.txt\nsleep 1\n",
 		"steps/two/tests/test.sh":  "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
 	}
-	writeFiles(t, filepath.Join(dir, "set", "steal"), files)
+	testbin.WriteFiles(t, filepath.Join(dir, "set", "steal"), files)
 	if err := os.WriteFile(harnessPath, []byte(thief), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -429,15 +429,7 @@ func TestRunTaskOracleGradesThroughTheConfigurationsEgress(t *testing.T) {
 		"tests/test.sh": "#!/bin/bash\ncode=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 http://not-allowed.example/ 2>/dev/null)\n" +
 			"echo \"proxy $HTTP_PROXY answered $code\"\nif [ -n \"$HTTP_PROXY\" ] && [ \"$code\" = 403 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(task, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testbin.WriteFiles(t, task, files)
 	cfg := writeConfig(t, dir, "env.yaml", "harness:\n  command: [sh]\nnetwork:\n  egress: allow\n  allow: [pypi.org]\n")
 	sum, errOut, code := runTask(t, "--config", cfg, "--task", task, "--oracle")
 	if code != exitOK || sum["reward"] != 1.0 {
