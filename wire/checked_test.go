@@ -68,6 +68,7 @@ func TestDecodeCheckedRefusesWhatATrainerCannotDecode(t *testing.T) {
 	for data, want := range map[string]string{
 		`{"tool_name":"x","arguments":` + nested(2000) + `}`:                    "nested deeper than 128 levels",
 		`{"tool_name":"x","arguments":{"n":` + strings.Repeat("1", 5000) + `}}`: "number literal longer than 1000",
+		`{"tool_name":"x","arguments":{"n":1e400}}`:                             "beyond float64's range",
 	} {
 		if _, err := DecodeChecked(EventToolCall, json.RawMessage(data)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%.60s…: %v, want %q", data, err, want)

@@ -1,12 +1,14 @@
 // Package jsonshape checks the shape of JSON that came from outside harnessd
 // (a harness's lines, an agent's tool inputs, a tool server's results)
 // before the daemon passes it on to a trainer: its nesting depth, the
-// length of its number literals, and lone UTF-16 surrogate escapes. Go's
-// decoder takes JSON ten thousand levels deep and numbers of any length,
-// and keeps a raw value's "\ud800" as it came; a trainer's Python decoder
-// fails at about a thousand levels (RecursionError), refuses an integer of
-// more than 4,300 digits, and turns a lone surrogate into a string that
-// cannot be encoded. It owns that scan and nothing else: what to do with a
+// length and range of its number literals, and lone UTF-16 surrogate
+// escapes. Go's decoder takes JSON ten thousand levels deep and numbers of
+// any length or size into a raw value, and keeps a raw value's "\ud800" as
+// it came; a trainer's Python decoder fails at about a thousand levels
+// (RecursionError), refuses an integer of more than 4,300 digits, makes
+// 1e400 an infinity it writes back as Infinity (not JSON), and turns a lone
+// surrogate into a string that cannot be encoded; Go's decoder refuses
+// 1e400 into an any (harnessd's own client failed the step). It owns that scan and nothing else: what to do with a
 // value that fails it is its callers' (wire's decoder refuses the harness's
 // line; the event log drops the event). It imports no harnessd package but
 // jsonscan.
@@ -15,6 +17,8 @@ package jsonshape
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/harnessd/harnessd/internal/jsonscan"
 )
@@ -30,19 +34,26 @@ const (
 )
 
 // Check reports the first way b, a JSON text, breaks the bounds: nested
-// deeper than MaxDepth, or a number literal longer than MaxNumberLen. It
-// does not validate b otherwise; nil for well-shaped (or not JSON) text.
+// deeper than MaxDepth, a number literal longer than MaxNumberLen, or one
+// beyond float64's range. It does not validate b otherwise; nil for
+// well-shaped (or not JSON) text.
 func Check(b []byte) error {
-	depth, num := 0, 0
+	depth, num, exp := 0, 0, false
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if isNumberByte(c) {
 			if num++; num > MaxNumberLen {
 				return fmt.Errorf("a number literal longer than %d characters", MaxNumberLen)
 			}
+			if c >= 'E' {
+				exp = true // 'e' or 'E': the rest of the number bytes sort below 'E'
+			}
 			continue
 		}
-		num = 0
+		if (exp || num > maxPlainDigits) && overflows(b[i-num:i]) {
+			return fmt.Errorf("a number literal beyond float64's range (%.40s)", b[i-num:i])
+		}
+		num, exp = 0, false
 		switch c {
 		case '"':
 			end := jsonscan.String(b, i)
@@ -58,7 +69,26 @@ func Check(b []byte) error {
 			depth--
 		}
 	}
+	if (exp || num > maxPlainDigits) && overflows(b[len(b)-num:]) {
+		return fmt.Errorf("a number literal beyond float64's range (%.40s)", b[len(b)-num:])
+	}
 	return nil
+}
+
+// maxPlainDigits is the longest number literal without an exponent that
+// cannot exceed float64's range (1.8e308 has 309 digits).
+const maxPlainDigits = 308
+
+// overflows says lit, a run of number bytes with an exponent or longer
+// than maxPlainDigits (only those can be), is a number beyond float64's
+// range. The "e" of true and false is not a number: it starts with no
+// digit or sign.
+func overflows(lit []byte) bool {
+	if c := lit[0]; c != '-' && (c < '0' || c > '9') {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	return err != nil && math.IsInf(f, 0)
 }
 
 // isNumberByte says c may be part of a number literal.

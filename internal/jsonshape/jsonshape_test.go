@@ -2,6 +2,7 @@ package jsonshape
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,16 +13,24 @@ func nested(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Re
 // brackets and digits inside strings do not count.
 func TestCheck(t *testing.T) {
 	for in, want := range map[string]string{
-		nested(MaxDepth):                                 "",
-		nested(MaxDepth + 1):                             "nested deeper than 128",
-		strings.Repeat("[", 5000):                        "nested deeper than 128",
-		`"` + strings.Repeat("[", 5000) + `"`:            "",
-		`{"s":"\"[[[[` + strings.Repeat("{", 300) + `"}`: "",
-		strings.Repeat("9", MaxNumberLen):                "",
-		strings.Repeat("9", MaxNumberLen+1):              "number literal longer than 1000",
-		`[1e` + strings.Repeat("0", 2000) + `]`:          "number literal longer",
-		`{"n":"` + strings.Repeat("9", 5000) + `"}`:      "",
-		`[true, false, null, -1.5e+10]`:                  "",
+		nested(MaxDepth):                                     "",
+		nested(MaxDepth + 1):                                 "nested deeper than 128",
+		strings.Repeat("[", 5000):                            "nested deeper than 128",
+		`"` + strings.Repeat("[", 5000) + `"`:                "",
+		`{"s":"\"[[[[` + strings.Repeat("{", 300) + `"}`:     "",
+		"0." + strings.Repeat("0", MaxNumberLen-3) + "1":     "",
+		"0." + strings.Repeat("0", MaxNumberLen-2) + "1":     "number literal longer than 1000",
+		strings.Repeat("9", MaxNumberLen):                    "beyond float64's range",
+		strings.Repeat("9", MaxNumberLen+1):                  "number literal longer than 1000",
+		`[1e` + strings.Repeat("0", 2000) + `]`:              "number literal longer",
+		`{"n":"` + strings.Repeat("9", 5000) + `"}`:          "",
+		`[true, false, null, -1.5e+10]`:                      "",
+		`{"n":1e400}`:                                        "beyond float64's range (1e400)",
+		`[-1.7e309]`:                                         "beyond float64's range",
+		`1E309`:                                              "beyond float64's range",
+		`[1` + strings.Repeat("0", 309) + `]`:                "beyond float64's range",
+		`[1` + strings.Repeat("0", 307) + `, 1e308, 1e-400]`: "",
+		`{"true":true,"e":false}`:                            "",
 	} {
 		err := Check([]byte(in))
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
@@ -61,5 +70,26 @@ func TestReplaceLoneSurrogatesDoesNotCopyCleanText(t *testing.T) {
 	b := []byte(`{"a":"\u00e9\ud83d\ude00","b":[1,2]}`)
 	if n := testing.AllocsPerRun(100, func() { _ = ReplaceLoneSurrogates(b) }); n != 0 {
 		t.Errorf("allocated %v times", n)
+	}
+}
+
+// BenchmarkCheckTokenIDs: a line of 10,000 token ids, the number-densest
+// JSON a harness reports (each literal ends with a range look).
+func BenchmarkCheckTokenIDs(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"token_ids":[`)
+	for i := range 10000 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.Itoa(100000 + i*7))
+	}
+	sb.WriteString(`]}`)
+	line := []byte(sb.String())
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if err := Check(line); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
