@@ -1,17 +1,17 @@
 // Package jsonshape checks the shape of JSON that came from outside harnessd
 // (a harness's lines, an agent's tool inputs, a tool server's results)
-// before the daemon passes it on to a trainer: its nesting depth, the
-// length and range of its number literals, and lone UTF-16 surrogate
-// escapes. Go's decoder takes JSON ten thousand levels deep and numbers of
-// any length or size into a raw value, and keeps a raw value's "\ud800" as
-// it came; a trainer's Python decoder fails at about a thousand levels
+// before the daemon passes it on to a trainer: its nesting depth, the length
+// and range of its number literals, and lone UTF-16 surrogate escapes. Go's
+// decoder takes JSON ten thousand levels deep and numbers of any length or
+// size into a raw value, and keeps a raw value's "\ud800" as it came; a
+// trainer's Python decoder fails at about a thousand levels
 // (RecursionError), refuses an integer of more than 4,300 digits, makes
 // 1e400 an infinity it writes back as Infinity (not JSON), and turns a lone
-// surrogate into a string that cannot be encoded; Go's decoder refuses
-// 1e400 into an any (harnessd's own client failed the step). It owns that scan and nothing else: what to do with a
-// value that fails it is its callers' (wire's decoder refuses the harness's
-// line; the event log drops the event). It imports no harnessd package but
-// jsonscan.
+// surrogate into a string that cannot be encoded; Go's decoder refuses 1e400
+// into an any (harnessd's own client failed the step). It owns that scan and
+// nothing else: what to do with a value that fails it is its callers'
+// (wire's decoder refuses the harness's line; the event log drops the
+// event). It imports no harnessd package but jsonscan.
 package jsonshape
 
 import (
