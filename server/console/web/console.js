@@ -77,7 +77,11 @@ async function openSession(id) {
       view.omitted = r.omitted || null;
       renderEpisode();
     }
-  } catch (e) { showError(e); }
+  } catch (e) {
+    showError(e);
+    // Without the window, show what the feed brought; later records render as they come.
+    if (view.pending === pending) { view.records = pending; view.pending = null; renderEpisode(); }
+  }
 }
 
 // mergeRecords appends to a fetched window the feed's records that arrived
