@@ -23,11 +23,7 @@ func TestANumberBeyondFloat64DoesNotBreakTheClient(t *testing.T) {
 	ts := consoleServer(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	env, err := client.Dial(ctx, ts.url, &client.Options{Token: "console-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	env := consoleClient(ctx, t, ts)
 	for _, line := range []string{
 		`rawline {"type":"turn_complete","data":{"response":"r","huge":{"n":1e400}}}`,
 		`rawline {"type":"tool_call","data":{"tool_name":"x","arguments":{"n":-2e999}}};;reply ok`,

@@ -44,11 +44,7 @@ func TestAHarnessEventFloodDoesNotHangTheLiveView(t *testing.T) {
 	defer check()
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	env, err := client.Dial(cctx, ts.url, &client.Options{Token: "console-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	env := consoleClient(cctx, t, ts)
 	if _, err := env.Reset(cctx, client.ResetOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -103,11 +103,7 @@ func TestConsoleForkLive(t *testing.T) {
 	ts := start(t, Options{Config: cfg, APIToken: "console-token", MaxSessions: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	parent, err := client.Dial(ctx, ts.url, &client.Options{Token: "console-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	parent := consoleClient(ctx, t, ts)
 	if _, err := parent.Reset(ctx, client.ResetOptions{EpisodeID: "live-parent"}); err != nil {
 		t.Fatal(err)
 	}

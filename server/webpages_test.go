@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/harnessd/harnessd/client"
 	"github.com/harnessd/harnessd/config"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testbin"
@@ -85,6 +86,18 @@ func consoleBrowser(t *testing.T) (context.Context, func()) {
 			t.Errorf("console problems: %q", problems)
 		}
 	}
+}
+
+// consoleClient dials ts as a trainer with the console tests' API token;
+// it is closed when the test ends.
+func consoleClient(ctx context.Context, t *testing.T, ts *testServer) *client.Env {
+	t.Helper()
+	env, err := client.Dial(ctx, ts.url, &client.Options{Token: "console-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return env
 }
 
 // consoleServer serves record_dir dir (and runs the test harness).
