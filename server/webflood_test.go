@@ -206,3 +206,33 @@ func TestALiveViewReloadKeepsWhatArrivesDuringIt(t *testing.T) {
 		t.Errorf("the window merged with the records that arrived during its fetch:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestALiveViewWhoseFetchFailedShowsWhatTheFeedBrought: when the window's
+// fetch fails (here a session the daemon does not have: 404), the records
+// the feed brought meanwhile are shown and later ones render as they come;
+// they waited for a merge that never came, and the view stayed empty. The
+// record is put where the feed's handler puts one during a fetch.
+func TestALiveViewWhoseFetchFailedShowsWhatTheFeedBrought(t *testing.T) {
+	ts := consoleServer(t, t.TempDir())
+	ctx, check := consoleBrowser(t)
+	defer check()
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.url+"/web?token=console-token"), chromedp.WaitVisible("#sessions")); err != nil {
+		t.Fatal(err)
+	}
+	eval[bool](t, ctx, `(() => {
+		openSession("no-such-session");
+		view.pending.push({ kind: "message", time: 1, turn: 1, content: "from the feed" });
+		return true;
+	})()`)
+	waitPage(t, ctx, "the failed fetch's error shown", `document.querySelector("#episode-meta .error")`)
+	got := eval[string](t, ctx, `JSON.stringify({ pending: view.pending, contents: view.records.map((r) => r.content) })`)
+	if want := `{"pending":null,"contents":["from the feed"]}`; got != want {
+		t.Errorf("after the failed fetch the view holds %s, want %s", got, want)
+	}
+	if shown := eval[string](t, ctx, `document.getElementById("timeline").textContent`); !strings.Contains(shown, "from the feed") {
+		t.Errorf("the timeline shows %q, want the feed's message", shown)
+	}
+	if msg := eval[string](t, ctx, `document.querySelector("#episode-meta .error").textContent`); msg == "" {
+		t.Error("the fetch's error is not shown")
+	}
+}

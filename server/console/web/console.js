@@ -78,9 +78,10 @@ async function openSession(id) {
       renderEpisode();
     }
   } catch (e) {
-    showError(e);
-    // Without the window, show what the feed brought; later records render as they come.
+    // Without the window, show what the feed brought (later records render
+    // as they come), then the error (rendering redraws the episode's header).
     if (view.pending === pending) { view.records = pending; view.pending = null; renderEpisode(); }
+    showError(e);
   }
 }
 
